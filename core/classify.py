@@ -1,0 +1,405 @@
+"""The verdict on one task: a pure function of what the store and the probe saw, and of ``now``.
+
+``classify`` never reads the clock, the store or the OS; every rule is table-tested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.config import Limits
+from core.durations import format_age, format_duration
+from core.model import (
+    BudgetFlag,
+    Health,
+    Heartbeat,
+    Lease,
+    ProcessSample,
+    Task,
+    TaskState,
+)
+
+# An I/O-idle process is worth mentioning in the context line after this long.
+IO_IDLE_WORTH_SAYING = 60.0
+ASK_A_HUMAN = frozenset(
+    {Health.DEAD, Health.RECLAIMABLE, Health.STALLED, Health.QUARANTINED, Health.INTERRUPTED}
+)
+_FINISHED_HEALTH = {
+    TaskState.SUCCEEDED: Health.SUCCEEDED,
+    TaskState.FAILED: Health.FAILED,
+    TaskState.DISCARDED: Health.DISCARDED,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reason:
+    """One rule that fired, with the numbers behind it."""
+
+    code: str
+    message: str
+    health: Health | None = None
+    """The health this reason argues for; None for information that changes no verdict."""
+    age_s: float | None = None
+    limit_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Budget:
+    """Time used against one layer of the layered timeout."""
+
+    used_s: float | None
+    limit_s: float
+    source: str
+    """Where the limit came from: ``default`` or a file and section."""
+
+    @property
+    def over(self) -> bool:
+        return self.used_s is not None and self.used_s > self.limit_s
+
+    @property
+    def fraction(self) -> float | None:
+        return None if self.used_s is None else self.used_s / self.limit_s
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Budgets:
+    request: Budget
+    stage: Budget
+    task: Budget
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """The health word, why, the budget flags, and the line a page would carry."""
+
+    health: Health
+    reasons: tuple[Reason, ...]
+    flags: tuple[BudgetFlag, ...]
+    budgets: Budgets
+    heartbeat_age_s: float | None
+    lease_expires_in_s: float | None
+    """Seconds until the lease expires; negative once it has (None when no lease is held)."""
+    progress_stuck_s: float | None
+    context: str
+
+
+def format_progress(progress: float | None) -> str:
+    if progress is None:
+        return "?"
+    return f"{progress:.0f}%" if float(progress).is_integer() else f"{progress:.1f}%"
+
+
+def classify(
+    now: float,
+    task: Task,
+    lease: Lease | None,
+    heartbeat: Heartbeat | None,
+    process: ProcessSample | None,
+    limits: Limits,
+    *,
+    waiting_on: Sequence[tuple[str, Health]] = (),
+) -> Verdict:
+    """Classify one task at ``now``.
+
+    ``waiting_on`` lists the upstream tasks that have not succeeded, with their healths, so a
+    queued task can say what it waits behind.
+    """
+    reasons: list[Reason] = []
+    state = task.state
+    heartbeat_age = None if heartbeat is None else now - heartbeat.written_at
+    lease_in = (
+        lease.expires_at - now
+        if lease is not None and lease.held and lease.expires_at is not None
+        else None
+    )
+    progress_stuck = None if heartbeat is None else now - heartbeat.progress_changed_at
+
+    if state in _FINISHED_HEALTH:
+        health = _FINISHED_HEALTH[state]
+        reasons.append(_finished_reason(now, task))
+    elif state.executing:
+        _executing_rules(now, task, lease, heartbeat, process, limits, reasons)
+        health = min((r.health for r in reasons if r.health is not None), key=_rank, default=None) or (
+            Health.STARTING if state is TaskState.STARTING and heartbeat is None else Health.HEALTHY
+        )
+    else:
+        if task.quarantined:
+            reasons.append(_quarantine_reason(now, task))
+        if state is TaskState.INTERRUPTED:
+            reasons.append(_interrupted_reason(task, heartbeat))
+            health = Health.QUARANTINED if task.quarantined else Health.INTERRUPTED
+        else:
+            for upstream, upstream_health in waiting_on:
+                reasons.append(
+                    Reason(
+                        code="waiting_on_upstream",
+                        message=f"waiting on {upstream} ({upstream_health})",
+                    )
+                )
+            health = Health.QUARANTINED if task.quarantined else Health.QUEUED
+
+    if task.heartbeat_error:
+        when = "" if task.heartbeat_error_at is None else f" {format_age(now - task.heartbeat_error_at)} ago"
+        reasons.append(Reason(code="heartbeat_malformed", message=f"bad heartbeat line{when}: {task.heartbeat_error}"))
+
+    reasons.sort(key=lambda r: _rank(r.health) if r.health is not None else len(Health))
+    budgets = _budgets(now, task, heartbeat, limits)
+    flags: tuple[BudgetFlag, ...] = ()
+    if state.executing:
+        flags = tuple(
+            flag
+            for flag, budget in (
+                (BudgetFlag.REQUEST_OVERRUN, budgets.request),
+                (BudgetFlag.STAGE_OVERRUN, budgets.stage),
+                (BudgetFlag.TASK_OVERRUN, budgets.task),
+            )
+            if budget.over
+        )
+    context = _context(
+        now, task, health, heartbeat, heartbeat_age, lease, lease_in, process, budgets, flags, reasons
+    )
+    return Verdict(
+        health=health,
+        reasons=tuple(reasons),
+        flags=flags,
+        budgets=budgets,
+        heartbeat_age_s=heartbeat_age,
+        lease_expires_in_s=lease_in,
+        progress_stuck_s=progress_stuck,
+        context=context,
+    )
+
+
+def _rank(health: Health | None) -> int:
+    return len(Health) if health is None else health.rank
+
+
+def _executing_rules(
+    now: float,
+    task: Task,
+    lease: Lease | None,
+    heartbeat: Heartbeat | None,
+    process: ProcessSample | None,
+    limits: Limits,
+    reasons: list[Reason],
+) -> None:
+    if process is not None and process.gone:
+        if not process.alive:
+            code, what = "process_gone", f"pid {process.pid} is gone"
+        elif not process.identity_ok:
+            code, what = "pid_reused", f"pid {process.pid} now belongs to another process (pid reused)"
+        else:
+            code, what = "process_zombie", f"pid {process.pid} exited and is a zombie (not reaped)"
+        reasons.append(Reason(code=code, message=what, health=Health.DEAD))
+
+    if lease is None or not lease.held or lease.expires_at is None:
+        reasons.append(Reason(code="no_lease", message="no lease is held", health=Health.RECLAIMABLE))
+    elif now > lease.expires_at:
+        ago = now - lease.expires_at
+        reasons.append(
+            Reason(
+                code="lease_expired",
+                message=f"lease expired {format_age(ago)} ago (ttl {format_duration(limits.lease_ttl)})",
+                health=Health.RECLAIMABLE,
+                age_s=ago,
+                limit_s=limits.lease_ttl,
+            )
+        )
+
+    if heartbeat is None:
+        if task.state is TaskState.STARTING:
+            since = now - (task.claimed_at if task.claimed_at is not None else task.created_at)
+            if since > limits.start_grace:
+                reasons.append(
+                    Reason(
+                        code="no_first_heartbeat",
+                        message=(
+                            f"no first heartbeat {format_age(since)} after claim "
+                            f"(start grace {format_duration(limits.start_grace)})"
+                        ),
+                        health=Health.STALLED,
+                        age_s=since,
+                        limit_s=limits.start_grace,
+                    )
+                )
+        else:
+            since = now - _start_of(task)
+            if since > limits.heartbeat_timeout:
+                reasons.append(
+                    Reason(
+                        code="no_heartbeat",
+                        message=(
+                            f"no heartbeat {format_age(since)} after start "
+                            f"(timeout {format_duration(limits.heartbeat_timeout)})"
+                        ),
+                        health=Health.STALLED,
+                        age_s=since,
+                        limit_s=limits.heartbeat_timeout,
+                    )
+                )
+    else:
+        age = now - heartbeat.written_at
+        if age > limits.heartbeat_timeout:
+            reasons.append(
+                Reason(
+                    code="heartbeat_stale",
+                    message=(
+                        f"heartbeat {format_age(age)} old "
+                        f"(timeout {format_duration(limits.heartbeat_timeout)})"
+                    ),
+                    health=Health.STALLED,
+                    age_s=age,
+                    limit_s=limits.heartbeat_timeout,
+                )
+            )
+        else:
+            stuck = now - heartbeat.progress_changed_at
+            if stuck > limits.progress_timeout:
+                reasons.append(
+                    Reason(
+                        code="progress_stuck",
+                        message=(
+                            f"beating but progress unchanged at {format_progress(heartbeat.progress)} "
+                            f"for {format_age(stuck)} (timeout {format_duration(limits.progress_timeout)})"
+                        ),
+                        health=Health.SPINNING,
+                        age_s=stuck,
+                        limit_s=limits.progress_timeout,
+                    )
+                )
+
+    if task.quarantined:
+        reasons.append(_quarantine_reason(now, task))
+
+
+def _start_of(task: Task) -> float:
+    for moment in (task.started_at, task.claimed_at):
+        if moment is not None:
+            return moment
+    return task.created_at
+
+
+def _quarantine_reason(now: float, task: Task) -> Reason:
+    since = now - task.quarantined_at if task.quarantined_at is not None else 0.0
+    why = f": {task.quarantine_reason}" if task.quarantine_reason else ""
+    return Reason(
+        code="quarantined",
+        message=f"quarantined by {task.quarantined_by or 'someone'} {format_age(since)} ago{why}",
+        health=Health.QUARANTINED,
+        age_s=since,
+    )
+
+
+def _interrupted_reason(task: Task, heartbeat: Heartbeat | None) -> Reason:
+    where = ""
+    if heartbeat is not None:
+        where = f" at stage={heartbeat.stage or '?'} p={format_progress(heartbeat.progress)}"
+    checkpoint = f", checkpoint {task.checkpoint}" if task.checkpoint else ", no checkpoint"
+    return Reason(
+        code="interrupted",
+        message=f"stopped by SIGTERM{where}{checkpoint}",
+        health=Health.INTERRUPTED,
+    )
+
+
+def _finished_reason(now: float, task: Task) -> Reason:
+    ago = "" if task.finished_at is None else f" {format_age(now - task.finished_at)} ago"
+    exit_code = "" if task.exit_code is None else f" (exit {task.exit_code})"
+    why = f": {task.state_reason}" if task.state_reason else ""
+    return Reason(code=str(task.state), message=f"{task.state}{ago}{exit_code}{why}")
+
+
+def _budgets(now: float, task: Task, heartbeat: Heartbeat | None, limits: Limits) -> Budgets:
+    request_used = stage_used = task_used = None
+    if task.state.executing:
+        task_used = now - _start_of(task)
+        stage_start = heartbeat.stage_started_at if heartbeat is not None else _start_of(task)
+        stage_used = now - stage_start
+        if heartbeat is not None and heartbeat.request_name and heartbeat.request_started_at is not None:
+            request_used = now - heartbeat.request_started_at
+    elif task.finished_at is not None and task.started_at is not None:
+        task_used = task.finished_at - task.started_at
+    return Budgets(
+        request=Budget(used_s=request_used, limit_s=limits.request, source=limits.source("request")),
+        stage=Budget(used_s=stage_used, limit_s=limits.stage, source=limits.source("stage")),
+        task=Budget(used_s=task_used, limit_s=limits.task, source=limits.source("task")),
+    )
+
+
+def _context(
+    now: float,
+    task: Task,
+    health: Health,
+    heartbeat: Heartbeat | None,
+    heartbeat_age: float | None,
+    lease: Lease | None,
+    lease_in: float | None,
+    process: ProcessSample | None,
+    budgets: Budgets,
+    flags: tuple[BudgetFlag, ...],
+    reasons: list[Reason],
+) -> str:
+    """Compose the one line a page carries: enough to decide resume or discard."""
+    parts: list[str] = []
+    if heartbeat is not None:
+        where = f"stage={heartbeat.stage} " if heartbeat.stage else ""
+        parts.append(f"{where}p={format_progress(heartbeat.progress)}")
+    if task.state.finished or (not task.state.executing and task.state is not TaskState.INTERRUPTED):
+        parts.extend(r.message for r in reasons)
+        return f"{task.task_id} {health}: " + ", ".join(parts) if parts else f"{task.task_id} {health}"
+
+    if heartbeat_age is not None:
+        parts.append(f"heartbeat {format_age(heartbeat_age)} old")
+    elif task.state.executing:
+        parts.append(f"no heartbeat yet ({format_age(now - _start_of(task))} since claim)")
+    if task.state.executing:
+        if lease_in is None:
+            parts.append("no lease")
+        elif lease_in < 0:
+            parts.append(f"lease expired {format_age(-lease_in)} ago")
+        else:
+            parts.append(f"lease expires in {format_age(lease_in)}")
+    if process is not None:
+        parts.append(_process_words(process))
+    for flag, budget, label in (
+        (BudgetFlag.REQUEST_OVERRUN, budgets.request, "request"),
+        (BudgetFlag.STAGE_OVERRUN, budgets.stage, "stage"),
+        (BudgetFlag.TASK_OVERRUN, budgets.task, "task"),
+    ):
+        if flag in flags and budget.used_s is not None:
+            name = f" {heartbeat.request_name}" if label == "request" and heartbeat else ""
+            parts.append(
+                f"{label}{name} {format_age(budget.used_s)} over its {format_duration(budget.limit_s)} budget"
+            )
+    if task.quarantined and health is not Health.QUARANTINED:
+        parts.append("quarantined")
+    if task.state is TaskState.INTERRUPTED:
+        parts.append(f"checkpoint {task.checkpoint}" if task.checkpoint else "no checkpoint")
+    line = f"{task.task_id} {health}: " + ", ".join(parts)
+    if health in ASK_A_HUMAN:
+        line += " - resume or discard"
+    return line
+
+
+def _process_words(process: ProcessSample) -> str:
+    if not process.alive:
+        return f"pid {process.pid} gone"
+    if not process.identity_ok:
+        return f"pid {process.pid} reused by another process"
+    if process.status == "zombie":
+        return f"pid {process.pid} zombie"
+    words = f"pid {process.pid} alive"
+    if process.status in ("stopped", "tracing-stop"):
+        words = f"pid {process.pid} stopped"
+    if process.cpu_percent is not None:
+        words += f" cpu {process.cpu_percent:.0f}%"
+    if process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:
+        words += f", no I/O for {format_age(process.io_idle_s)}"
+    return words
+
+
+def sort_key(task_id: str, verdict: Verdict) -> tuple[int, float, str]:
+    """Most urgent first, then longest without a heartbeat, then by id (stable across polls)."""
+    age = verdict.heartbeat_age_s
+    return (verdict.health.rank, -(age if age is not None else -1.0), task_id)

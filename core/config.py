@@ -1,0 +1,324 @@
+"""Thresholds and layered timeouts: load, merge per step type, validate, and say where each came from.
+
+Durations are parsed here, once, and are plain float seconds everywhere else.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from core.durations import format_duration, parse_duration
+from core.errors import ConfigError
+
+DEFAULT_SOURCE = "default"
+
+THRESHOLD_DEFAULTS: dict[str, float] = {
+    "heartbeat_interval": 10.0,
+    "heartbeat_timeout": 120.0,
+    "lease_ttl": 300.0,
+    "progress_timeout": 1800.0,
+    "start_grace": 60.0,
+}
+TIMEOUT_DEFAULTS: dict[str, float] = {
+    "request": 90.0,
+    "stage": 900.0,
+    "task": 21600.0,
+    "kill_grace": 30.0,
+}
+DURATION_KEYS = {**{k: "thresholds" for k in THRESHOLD_DEFAULTS}, **{k: "timeouts" for k in TIMEOUT_DEFAULTS}}
+# Keys only a step type may set: how to resume or compensate work run by another engine.
+STEP_ONLY_KEYS = ("resume_command", "compensate_command", "auto_retry")
+MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
+SECTIONS = ("store", "monitor", "thresholds", "timeouts", "step_types")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """One effective set of thresholds and timeouts (global, or a step type after merging)."""
+
+    heartbeat_interval: float
+    heartbeat_timeout: float
+    lease_ttl: float
+    progress_timeout: float
+    start_grace: float
+    request: float
+    stage: float
+    task: float
+    kill_grace: float
+    resume_command: tuple[str, ...] | None = None
+    compensate_command: tuple[str, ...] | None = None
+    auto_retry: bool = False
+    step_type: str | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Key -> where its value came from: ``default``, or a file and section."""
+
+    def source(self, key: str) -> str:
+        return self.sources.get(key, DEFAULT_SOURCE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """Everything zombietop reads from ``config.toml``."""
+
+    path: Path | None
+    defaults: Limits
+    step_types: Mapping[str, Limits] = field(default_factory=dict)
+    store_path: Path | None = None
+    refresh: float = MONITOR_DEFAULTS["refresh"]
+    finished_window: float = MONITOR_DEFAULTS["finished_window"]
+
+    def limits_for(self, step_type: str | None) -> Limits:
+        """Return the effective limits for a step type (the global set when it has none)."""
+        if step_type is not None and step_type in self.step_types:
+            return self.step_types[step_type]
+        return self.defaults
+
+
+def default_limits() -> Limits:
+    return Limits(**THRESHOLD_DEFAULTS, **TIMEOUT_DEFAULTS)
+
+
+def default_config() -> Config:
+    return Config(path=None, defaults=default_limits())
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "zombietop" / "config.toml"
+
+
+def resolve_config_path(explicit: str | None) -> Path | None:
+    """Pick the config file: the flag, then ``ZOMBIETOP_CONFIG``, then the XDG file if present."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("ZOMBIETOP_CONFIG")
+    if env:
+        return Path(env)
+    fallback = default_config_path()
+    return fallback if fallback.exists() else None
+
+
+def load_config(path: Path | None) -> Config:
+    """Read, merge and validate a config file; ``None`` gives the validated built-in defaults."""
+    if path is None:
+        return _build({}, None)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: no such config file; create one with `zombietop config init {path}`"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"{path}: not valid TOML ({exc}); fix it, or write fresh defaults with "
+            f"`zombietop config init --force {path}`"
+        ) from None
+    return _build(data, path)
+
+
+def _where(path: Path | None) -> str:
+    return str(path) if path is not None else "built-in defaults"
+
+
+def _unknown(path: Path | None, section: str, key: str, known: list[str]) -> ConfigError:
+    hint = difflib.get_close_matches(key, known, n=1)
+    suggestion = f"did you mean {hint[0]!r}? " if hint else ""
+    where = f"[{section}]" if section else "top level"
+    return ConfigError(
+        f"{_where(path)} {where}: unknown key {key!r}; {suggestion}"
+        f"known keys: {', '.join(sorted(known))}"
+    )
+
+
+def _table(path: Path | None, data: Mapping[str, Any], section: str) -> Mapping[str, Any]:
+    value = data.get(section, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{_where(path)}: [{section}] must be a table, not {type(value).__name__}")
+    return value
+
+
+def _duration(path: Path | None, section: str, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(
+            f'{_where(path)} [{section}]: {key} must be a duration such as "90s", not {value!r}'
+        )
+    try:
+        seconds = parse_duration(value) if isinstance(value, str) else float(value)
+    except ValueError as exc:
+        raise ConfigError(f"{_where(path)} [{section}]: {key}: {exc}") from None
+    if seconds <= 0:
+        raise ConfigError(f"{_where(path)} [{section}]: {key} must be longer than zero, not {value!r}")
+    return seconds
+
+
+def _command(path: Path | None, section: str, key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f"{_where(path)} [{section}]: {key} must be a non-empty list of strings "
+            f'(an argument list, never a shell string), e.g. ["my-engine", "resume", "{{task_id}}"]'
+        )
+    return tuple(value)
+
+
+def _apply(
+    base: Limits, path: Path | None, section: str, table: Mapping[str, Any], allowed: list[str]
+) -> Limits:
+    changes: dict[str, Any] = {}
+    sources = dict(base.sources)
+    label = f"{_where(path)} [{section}]"
+    for key, value in table.items():
+        if key not in allowed:
+            raise _unknown(path, section, key, allowed)
+        if key in DURATION_KEYS:
+            changes[key] = _duration(path, section, key, value)
+        elif key == "auto_retry":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{label}: auto_retry must be true or false, not {value!r}")
+            changes[key] = value
+        else:
+            changes[key] = _command(path, section, key, value)
+        sources[key] = label
+    return replace(base, **changes, sources=sources)
+
+
+def _build(data: Mapping[str, Any], path: Path | None) -> Config:
+    for section in data:
+        if section not in SECTIONS:
+            raise _unknown(path, "", section, list(SECTIONS))
+    limits = default_limits()
+    limits = _apply(limits, path, "thresholds", _table(path, data, "thresholds"), list(THRESHOLD_DEFAULTS))
+    limits = _apply(limits, path, "timeouts", _table(path, data, "timeouts"), list(TIMEOUT_DEFAULTS))
+    validate(limits, path, None)
+
+    step_types: dict[str, Limits] = {}
+    allowed = [*DURATION_KEYS, *STEP_ONLY_KEYS]
+    for name, table in _table(path, data, "step_types").items():
+        section = f"step_types.{name}"
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{_where(path)}: [{section}] must be a table of overrides")
+        merged = _apply(replace(limits, step_type=name), path, section, table, allowed)
+        validate(merged, path, name)
+        step_types[name] = merged
+
+    store = _table(path, data, "store")
+    for key in store:
+        if key != "path":
+            raise _unknown(path, "store", key, ["path"])
+    store_path = store.get("path")
+    if store_path is not None and (not isinstance(store_path, str) or not store_path):
+        raise ConfigError(f"{_where(path)} [store]: path must be a non-empty string")
+
+    monitor = _table(path, data, "monitor")
+    values = dict(MONITOR_DEFAULTS)
+    for key, value in monitor.items():
+        if key not in MONITOR_DEFAULTS:
+            raise _unknown(path, "monitor", key, list(MONITOR_DEFAULTS))
+        values[key] = _duration(path, "monitor", key, value)
+
+    return Config(
+        path=path,
+        defaults=limits,
+        step_types=step_types,
+        store_path=Path(store_path).expanduser() if store_path else None,
+        refresh=values["refresh"],
+        finished_window=values["finished_window"],
+    )
+
+
+# (inner, outer, factor, strict, why): factor * inner must be < outer (or <= when not strict).
+RULES: tuple[tuple[str, str, float, bool, str], ...] = (
+    ("request", "stage", 1.0, True, "a request must time out before its stage does"),
+    ("stage", "task", 1.0, True, "a stage must time out before its task does"),
+    ("heartbeat_interval", "heartbeat_timeout", 2.0, False,
+     "a task must be able to miss one beat without being called stalled"),
+    ("heartbeat_timeout", "lease_ttl", 1.0, True,
+     "a silent task must be quarantined before its lease can be reclaimed"),
+    ("heartbeat_timeout", "progress_timeout", 1.0, True,
+     "silence must be noticed before slowness"),
+    ("kill_grace", "stage", 1.0, True, "a kill's grace must fit inside a stage"),
+)
+
+
+def validate(limits: Limits, path: Path | None, step_type: str | None) -> None:
+    """Raise ``ConfigError`` naming the file, section, both keys and both values on a broken rule."""
+    section = f"step_types.{step_type}" if step_type else None
+    for inner, outer, factor, strict, why in RULES:
+        a = getattr(limits, inner)
+        b = getattr(limits, outer)
+        ok = factor * a < b if strict else factor * a <= b
+        if ok:
+            continue
+        where = section or DURATION_KEYS[inner]
+        scaled = f" x {factor:g}" if factor != 1.0 else ""
+        relation = "shorter than" if strict else "at most"
+        raise ConfigError(
+            f'{_where(path)} [{where}]: {inner} = "{format_duration(a)}"{scaled}'
+            f"{_origin(limits, inner, path, where)} must be {relation} "
+            f'{outer} = "{format_duration(b)}"{_origin(limits, outer, path, where)} ({why})'
+        )
+
+
+def _origin(limits: Limits, key: str, path: Path | None, section: str) -> str:
+    source = limits.source(key)
+    if source == f"{_where(path)} [{section}]":
+        return ""
+    if source == DEFAULT_SOURCE:
+        return " (default)"
+    return " (from [" + source.rsplit("[", 1)[-1] + ")"
+
+
+def render_defaults() -> str:
+    """Return the default config as TOML (written with tomli-w), with comments between sections."""
+    thresholds = {k: format_duration(v) for k, v in THRESHOLD_DEFAULTS.items()}
+    timeouts = {k: format_duration(v) for k, v in TIMEOUT_DEFAULTS.items()}
+    monitor = {k: format_duration(v) for k, v in MONITOR_DEFAULTS.items()}
+    return "\n".join(
+        [
+            "# zombietop configuration. Durations: ms, s, m, h, d (\"90s\", \"15m\", \"1h30m\").",
+            "# `zombietop config check` validates this file; unknown keys are errors.",
+            "",
+            "# How often the dashboard and the watchdog poll the store, and how long",
+            "# finished tasks stay on screen.",
+            tomli_w.dumps({"monitor": monitor}),
+            "# Detection. heartbeat_interval: how often `zombietop run` and the SDK beat and renew.",
+            "# No heartbeat for heartbeat_timeout -> stalled; lease not renewed for lease_ttl ->",
+            "# reclaimable; no progress for progress_timeout -> spinning; no first heartbeat",
+            "# within start_grace -> stalled. Rules: heartbeat_interval x 2 <= heartbeat_timeout",
+            "# < lease_ttl, and heartbeat_timeout < progress_timeout.",
+            tomli_w.dumps({"thresholds": thresholds}),
+            "# Layered budgets, inner strictly shorter than outer: request < stage < task.",
+            "# A stage overrun pages and a second overrun kills (SIGTERM, kill_grace, SIGKILL);",
+            "# a task overrun is only logged, because a checkpoint can resume it.",
+            tomli_w.dumps({"timeouts": timeouts}),
+            "# Per step type, any key above plus resume_command / compensate_command",
+            "# (argument lists with {task_id} and {checkpoint}) and auto_retry (idempotent work):",
+            "#",
+            "# [step_types.export]",
+            '# stage = "45m"',
+            '# resume_command = ["my-engine", "resume", "{task_id}", "--from", "{checkpoint}"]',
+            "",
+        ]
+    )
+
+
+def write_defaults(path: Path, *, force: bool = False) -> None:
+    """Write the default config to ``path``; refuse to overwrite unless ``force``."""
+    if path.exists() and not force:
+        raise ConfigError(f"{path} already exists; pass --force to overwrite it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_defaults(), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write config ({exc.strerror})") from None

@@ -1,0 +1,57 @@
+"""The one error tree: every message says what went wrong, where, and what to do."""
+
+from __future__ import annotations
+
+
+class ZombietopError(Exception):
+    """Root of every error zombietop raises on purpose."""
+
+
+class ConfigError(ZombietopError):
+    """A config file is missing, unparsable, or breaks a rule."""
+
+
+class StoreError(ZombietopError):
+    """The store is missing, locked, corrupt, read-only or from a newer zombietop."""
+
+
+class StoreMissing(StoreError):
+    """No store exists at the given path."""
+
+
+class StoreBusy(StoreError):
+    """Another writer held the store's lock for longer than we are willing to wait."""
+
+
+class ReadOnlyStore(StoreError):
+    """A write was attempted through a store opened read-only."""
+
+
+class TaskNotFound(StoreError):
+    """The named task is not in the store."""
+
+
+class LeaseError(ZombietopError):
+    """A lease operation was refused."""
+
+
+class LeaseHeld(LeaseError):
+    """Someone else holds the lease (acquire) or it has not expired yet (reclaim)."""
+
+
+class LeaseLost(LeaseError):
+    """The caller no longer owns the lease: the token moved on or it expired."""
+
+
+class HeartbeatParseError(ZombietopError):
+    """A heartbeat line does not follow ``key=value`` format; carries the line."""
+
+    def __init__(self, line: str, problem: str) -> None:
+        self.line = line
+        self.problem = problem
+        shown = line if len(line) <= 120 else line[:117] + "..."
+        super().__init__(f"malformed heartbeat line {shown!r}: {problem}")
+
+
+class ActionRefused(ZombietopError):
+    """An action was refused: read-only, task changed, or identity mismatch."""

@@ -1,0 +1,338 @@
+"""The vocabulary every layer speaks: states, healths, and frozen snapshots of store rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class TaskState(StrEnum):
+    """Where a task is in its life, as recorded in the store."""
+
+    QUEUED = "queued"
+    """Waiting to be claimed; no heartbeat expected."""
+    STARTING = "starting"
+    """Claimed with a lease, not yet beating; has a start grace."""
+    RUNNING = "running"
+    """Executing; heartbeats and lease renewals expected."""
+    INTERRUPTED = "interrupted"
+    """Stopped by SIGTERM after recording where it was; waits for resume or discard."""
+    SUCCEEDED = "succeeded"
+    """Finished with exit code 0."""
+    FAILED = "failed"
+    """Finished with a non-zero exit code or an error."""
+    DISCARDED = "discarded"
+    """Given up by an operator; artifacts kept, dependents stay blocked."""
+
+    @property
+    def finished(self) -> bool:
+        return self in FINISHED_STATES
+
+    @property
+    def executing(self) -> bool:
+        """Claimed and expected to hold a lease (starting or running)."""
+        return self in (TaskState.STARTING, TaskState.RUNNING)
+
+
+FINISHED_STATES = frozenset({TaskState.SUCCEEDED, TaskState.FAILED, TaskState.DISCARDED})
+
+
+class Health(StrEnum):
+    """The verdict on a task; members are declared from most to least urgent."""
+
+    DEAD = "dead"
+    """Claims to run but its process is gone, a zombie, or its PID belongs to another process."""
+    RECLAIMABLE = "reclaimable"
+    """The lease expired: anyone may reclaim the task."""
+    STALLED = "stalled"
+    """No heartbeat within the heartbeat timeout ("playing dead"): page."""
+    SPINNING = "spinning"
+    """Beating, but progress has not moved within the progress timeout: log, lower severity."""
+    QUARANTINED = "quarantined"
+    """Held by the watchdog or an operator; dependents blocked until a human resolves it."""
+    INTERRUPTED = "interrupted"
+    """Stopped by SIGTERM; its handler recorded where it was."""
+    STARTING = "starting"
+    """Claimed, not yet beating, within its start grace."""
+    QUEUED = "queued"
+    """Waiting; no heartbeat expected."""
+    HEALTHY = "healthy"
+    """Running, heartbeat fresh, progress moving."""
+    SUCCEEDED = "succeeded"
+    """Finished successfully."""
+    FAILED = "failed"
+    """Finished with an error."""
+    DISCARDED = "discarded"
+    """Given up by an operator."""
+
+    @property
+    def rank(self) -> int:
+        """Position in urgency order: 0 is the most urgent."""
+        return _HEALTH_RANK[self]
+
+    @property
+    def pages(self) -> bool:
+        """True for the healths that wake a human (and make ``status`` exit 1)."""
+        return self in PAGING_HEALTHS
+
+
+_HEALTH_RANK = {health: rank for rank, health in enumerate(Health)}
+PAGING_HEALTHS = frozenset({Health.DEAD, Health.RECLAIMABLE, Health.STALLED})
+
+
+class BudgetFlag(StrEnum):
+    """A layered timeout that has been overrun; shown beside the health, never instead of it."""
+
+    REQUEST_OVERRUN = "request_overrun"
+    """The in-flight request has run past the request timeout."""
+    STAGE_OVERRUN = "stage_overrun"
+    """The current stage has run past the stage timeout."""
+    TASK_OVERRUN = "task_overrun"
+    """The task has run past the task timeout (logged only, never kills)."""
+
+
+def _json_tuple(text: str | None) -> tuple[str, ...]:
+    return tuple(json.loads(text)) if text else ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Task:
+    """One execution of one workflow step."""
+
+    task_id: str
+    run_id: str
+    step: str
+    step_type: str
+    state: TaskState
+    attempt: int = 1
+    upstream: tuple[str, ...] = ()
+    host: str | None = None
+    pid: int | None = None
+    pid_start_time: float | None = None
+    command: tuple[str, ...] = ()
+    cwd: str | None = None
+    checkpoint: str | None = None
+    exit_code: int | None = None
+    state_reason: str | None = None
+    heartbeat_error: str | None = None
+    heartbeat_error_at: float | None = None
+    quarantined_at: float | None = None
+    quarantined_by: str | None = None
+    quarantine_reason: str | None = None
+    created_at: float
+    claimed_at: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    updated_at: float
+
+    @property
+    def quarantined(self) -> bool:
+        return self.quarantined_at is not None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Task:
+        return cls(
+            task_id=row["task_id"],
+            run_id=row["run_id"],
+            step=row["step"],
+            step_type=row["step_type"],
+            state=TaskState(row["state"]),
+            attempt=row["attempt"],
+            upstream=_json_tuple(row["upstream"]),
+            host=row["host"],
+            pid=row["pid"],
+            pid_start_time=row["pid_start_time"],
+            command=_json_tuple(row["command"]),
+            cwd=row["cwd"],
+            checkpoint=row["checkpoint"],
+            exit_code=row["exit_code"],
+            state_reason=row["state_reason"],
+            heartbeat_error=row["heartbeat_error"],
+            heartbeat_error_at=row["heartbeat_error_at"],
+            quarantined_at=row["quarantined_at"],
+            quarantined_by=row["quarantined_by"],
+            quarantine_reason=row["quarantine_reason"],
+            created_at=row["created_at"],
+            claimed_at=row["claimed_at"],
+            started_at=row["started_at"],
+            finished_at=row["finished_at"],
+            updated_at=row["updated_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lease:
+    """The time-bounded, exclusive right to execute a task.
+
+    ``owner`` is None once released; the token survives release so that it only ever grows.
+    """
+
+    task_id: str
+    owner: str | None
+    token: int
+    acquired_at: float | None = None
+    renewed_at: float | None = None
+    expires_at: float | None = None
+
+    @property
+    def held(self) -> bool:
+        return self.owner is not None
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now > self.expires_at
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Lease:
+        return cls(
+            task_id=row["task_id"],
+            owner=row["owner"],
+            token=row["token"],
+            acquired_at=row["acquired_at"],
+            renewed_at=row["renewed_at"],
+            expires_at=row["expires_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heartbeat:
+    """The latest proof of progress for a task, as the store last recorded it."""
+
+    task_id: str
+    stage: str | None = None
+    progress: float | None = None
+    counters: Mapping[str, float] = field(default_factory=dict)
+    checkpoint: str | None = None
+    eta_s: float | None = None
+    request_name: str | None = None
+    request_started_at: float | None = None
+    trace_id: str | None = None
+    reported_at: float | None = None
+    """When the job says it wrote the line (its own clock; compare with written_at for skew)."""
+    written_at: float
+    """When the store recorded it (the store's clock); ages are measured from here."""
+    progress_changed_at: float
+    """Last time stage, progress, counters or checkpoint changed."""
+    stage_started_at: float
+    """When the current stage was first reported."""
+    seq: int = 1
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Heartbeat:
+        return cls(
+            task_id=row["task_id"],
+            stage=row["stage"],
+            progress=row["progress"],
+            counters=json.loads(row["counters"]) if row["counters"] else {},
+            checkpoint=row["checkpoint"],
+            eta_s=row["eta_s"],
+            request_name=row["request_name"],
+            request_started_at=row["request_started_at"],
+            trace_id=row["trace_id"],
+            reported_at=row["reported_at"],
+            written_at=row["written_at"],
+            progress_changed_at=row["progress_changed_at"],
+            stage_started_at=row["stage_started_at"],
+            seq=row["seq"],
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryPoint:
+    """One past heartbeat, enough for a sparkline."""
+
+    written_at: float
+    stage: str | None
+    progress: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessSample:
+    """What the local process probe saw of a task's PID at one moment.
+
+    ``identity_ok`` is False when the PID is alive but its start time differs from the one
+    recorded when the task started: the PID was reused and the task's process is gone.
+    """
+
+    pid: int
+    alive: bool
+    identity_ok: bool = True
+    status: str | None = None
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+    threads: int | None = None
+    read_bytes_delta: int | None = None
+    write_bytes_delta: int | None = None
+    io_idle_s: float | None = None
+    children: int = 0
+    create_time: float | None = None
+    sampled_at: float
+
+    @property
+    def gone(self) -> bool:
+        """True when the task's own process no longer exists (exited, reaped, zombie or reused)."""
+        return not self.alive or not self.identity_ok or self.status == "zombie"
+
+
+class EventKind(StrEnum):
+    """What an event in the append-only log records."""
+
+    TASK_CREATED = "task_created"
+    STATE_CHANGED = "state_changed"
+    LEASE_ACQUIRED = "lease_acquired"
+    LEASE_RENEWED = "lease_renewed"
+    LEASE_RELEASED = "lease_released"
+    LEASE_RECLAIMED = "lease_reclaimed"
+    HEARTBEAT_REJECTED = "heartbeat_rejected"
+    QUARANTINED = "quarantined"
+    UNQUARANTINED = "unquarantined"
+    TRANSITION = "transition"
+    ACTION = "action"
+    PAGE = "page"
+    NOTE = "note"
+
+
+LEASE_EVENTS = frozenset(
+    {
+        EventKind.LEASE_ACQUIRED,
+        EventKind.LEASE_RENEWED,
+        EventKind.LEASE_RELEASED,
+        EventKind.LEASE_RECLAIMED,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """One line of the append-only event log."""
+
+    event_id: int
+    at: float
+    task_id: str | None
+    kind: str
+    actor: str
+    message: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Event:
+        return cls(
+            event_id=row["event_id"],
+            at=row["at"],
+            task_id=row["task_id"],
+            kind=row["kind"],
+            actor=row["actor"],
+            message=row["message"],
+            data=json.loads(row["data"]) if row["data"] else {},
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskRecord:
+    """A task with its lease and latest heartbeat, as one poll read them."""
+
+    task: Task
+    lease: Lease | None
+    heartbeat: Heartbeat | None

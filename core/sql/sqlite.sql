@@ -1,0 +1,208 @@
+-- zombietop's SQL for the SQLite store. Blocks are named by a `-- name --` line and loaded once
+-- by core/queries.py. Times are REAL seconds since the epoch, written from the store's clock.
+
+-- schema_v1 --
+CREATE TABLE tasks (
+    task_id             TEXT PRIMARY KEY,
+    run_id              TEXT NOT NULL,
+    step                TEXT NOT NULL,
+    step_type           TEXT NOT NULL,
+    state               TEXT NOT NULL,
+    attempt             INTEGER NOT NULL DEFAULT 1,
+    upstream            TEXT NOT NULL DEFAULT '[]',
+    host                TEXT,
+    pid                 INTEGER,
+    pid_start_time      REAL,
+    command             TEXT,
+    cwd                 TEXT,
+    checkpoint          TEXT,
+    exit_code           INTEGER,
+    state_reason        TEXT,
+    heartbeat_error     TEXT,
+    heartbeat_error_at  REAL,
+    quarantined_at      REAL,
+    quarantined_by      TEXT,
+    quarantine_reason   TEXT,
+    created_at          REAL NOT NULL,
+    claimed_at          REAL,
+    started_at          REAL,
+    finished_at         REAL,
+    updated_at          REAL NOT NULL
+);
+-- The poll reads finished_at IS NULL (active) plus a recent window: both ride this index, so
+-- a million finished rows cost the poll nothing.
+CREATE INDEX tasks_finished_at ON tasks (finished_at);
+CREATE TABLE leases (
+    task_id      TEXT PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+    owner        TEXT,
+    token        INTEGER NOT NULL,
+    acquired_at  REAL,
+    renewed_at   REAL,
+    expires_at   REAL
+);
+-- One row per task, upserted on every beat: the poll joins this, never the history.
+CREATE TABLE heartbeats (
+    task_id              TEXT PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+    stage                TEXT,
+    progress             REAL,
+    counters             TEXT NOT NULL DEFAULT '{}',
+    checkpoint           TEXT,
+    eta_s                REAL,
+    request_name         TEXT,
+    request_started_at   REAL,
+    trace_id             TEXT,
+    reported_at          REAL,
+    written_at           REAL NOT NULL,
+    progress_changed_at  REAL NOT NULL,
+    stage_started_at     REAL NOT NULL,
+    seq                  INTEGER NOT NULL
+);
+CREATE TABLE heartbeat_history (
+    task_id     TEXT NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,
+    written_at  REAL NOT NULL,
+    stage       TEXT,
+    progress    REAL,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE events (
+    event_id  INTEGER PRIMARY KEY AUTOINCREMENT,
+    at        REAL NOT NULL,
+    task_id   TEXT,
+    kind      TEXT NOT NULL,
+    actor     TEXT NOT NULL,
+    message   TEXT NOT NULL,
+    data      TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_task ON events (task_id, event_id);
+
+-- select_tasks_for_poll --
+-- Every active task plus those finished since :finished_since, with lease and latest beat.
+SELECT {columns}
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+WHERE t.finished_at IS NULL
+UNION ALL
+SELECT {columns}
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+WHERE t.finished_at >= :finished_since
+
+-- select_all_tasks --
+SELECT {columns}
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+
+-- select_task_record --
+SELECT {columns}
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+WHERE t.task_id = :task_id
+
+-- insert_task --
+INSERT INTO tasks (task_id, run_id, step, step_type, state, attempt, upstream, host, command, cwd,
+                   created_at, updated_at)
+VALUES (:task_id, :run_id, :step, :step_type, :state, 1, :upstream, :host, :command, :cwd,
+        :now, :now)
+
+-- select_lease --
+SELECT task_id, owner, token, acquired_at, renewed_at, expires_at FROM leases WHERE task_id = :task_id
+
+-- upsert_lease --
+INSERT INTO leases (task_id, owner, token, acquired_at, renewed_at, expires_at)
+VALUES (:task_id, :owner, :token, :now, :now, :expires_at)
+ON CONFLICT (task_id) DO UPDATE SET
+    owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
+    renewed_at = excluded.renewed_at, expires_at = excluded.expires_at
+
+-- renew_lease --
+-- Compare-and-swap: only the current owner with the current token, and only before expiry.
+UPDATE leases SET renewed_at = :now, expires_at = :expires_at
+WHERE task_id = :task_id AND owner = :owner AND token = :token AND expires_at >= :now
+
+-- release_lease --
+UPDATE leases SET owner = NULL, expires_at = NULL, renewed_at = :now
+WHERE task_id = :task_id AND owner = :owner AND token = :token
+
+-- claim_task --
+-- Taking a lease moves a waiting task to starting; a running task keeps its state.
+UPDATE tasks SET
+    state = CASE WHEN state IN ('queued', 'interrupted') THEN 'starting' ELSE state END,
+    claimed_at = :now, updated_at = :now, attempt = attempt + :attempt_bump
+WHERE task_id = :task_id
+
+-- upsert_heartbeat --
+-- progress_changed_at moves only when stage, progress, counters or checkpoint change, and
+-- stage_started_at only when the stage does: that is what tells spinning from healthy.
+INSERT INTO heartbeats (task_id, stage, progress, counters, checkpoint, eta_s, request_name,
+                        request_started_at, trace_id, reported_at, written_at,
+                        progress_changed_at, stage_started_at, seq)
+VALUES (:task_id, :stage, :progress, :counters, :checkpoint, :eta_s, :request_name,
+        :request_started_at, :trace_id, :reported_at, :now, :now, :now, 1)
+ON CONFLICT (task_id) DO UPDATE SET
+    progress_changed_at = CASE
+        WHEN heartbeats.stage IS excluded.stage AND heartbeats.progress IS excluded.progress
+             AND heartbeats.counters = excluded.counters
+             AND heartbeats.checkpoint IS excluded.checkpoint
+        THEN heartbeats.progress_changed_at ELSE excluded.written_at END,
+    stage_started_at = CASE
+        WHEN heartbeats.stage IS excluded.stage THEN heartbeats.stage_started_at
+        ELSE excluded.written_at END,
+    stage = excluded.stage, progress = excluded.progress, counters = excluded.counters,
+    checkpoint = excluded.checkpoint, eta_s = excluded.eta_s,
+    request_name = excluded.request_name, request_started_at = excluded.request_started_at,
+    trace_id = excluded.trace_id, reported_at = excluded.reported_at,
+    written_at = excluded.written_at, seq = heartbeats.seq + 1
+RETURNING seq
+
+-- insert_heartbeat_history --
+INSERT INTO heartbeat_history (task_id, seq, written_at, stage, progress)
+VALUES (:task_id, :seq, :now, :stage, :progress)
+
+-- trim_heartbeat_history --
+DELETE FROM heartbeat_history WHERE task_id = :task_id AND seq <= :oldest_dropped
+
+-- mark_running --
+-- The first heartbeat is the moment a task starts executing.
+UPDATE tasks SET
+    state = CASE WHEN state = 'starting' THEN 'running' ELSE state END,
+    started_at = COALESCE(started_at, :now),
+    checkpoint = COALESCE(:checkpoint, checkpoint),
+    heartbeat_error = NULL, heartbeat_error_at = NULL,
+    updated_at = :now
+WHERE task_id = :task_id
+
+-- select_heartbeat_history --
+SELECT written_at, stage, progress FROM heartbeat_history
+WHERE task_id = :task_id ORDER BY seq DESC LIMIT :limit
+
+-- set_heartbeat_error --
+UPDATE tasks SET heartbeat_error = :message, heartbeat_error_at = :now, updated_at = :now
+WHERE task_id = :task_id
+
+-- set_process --
+UPDATE tasks SET pid = :pid, pid_start_time = :pid_start_time, host = :host, updated_at = :now
+WHERE task_id = :task_id
+
+-- finish_task --
+UPDATE tasks SET state = :state, exit_code = :exit_code, state_reason = :reason,
+    finished_at = :finished_at, updated_at = :now
+WHERE task_id = :task_id
+
+-- set_quarantine --
+UPDATE tasks SET quarantined_at = :quarantined_at, quarantined_by = :actor,
+    quarantine_reason = :reason, updated_at = :now
+WHERE task_id = :task_id
+
+-- insert_event --
+INSERT INTO events (at, task_id, kind, actor, message, data)
+VALUES (:now, :task_id, :kind, :actor, :message, :data)
+
+-- select_events --
+SELECT event_id, at, task_id, kind, actor, message, data FROM events
+WHERE (:task_id IS NULL OR task_id = :task_id) AND (:before_id IS NULL OR event_id < :before_id)
+ORDER BY event_id DESC LIMIT :limit

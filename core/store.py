@@ -1,0 +1,190 @@
+"""The store interface: tasks, leases, heartbeats and events, behind one async API.
+
+SQLite (``core.sqlite_store``) is the default; a PostgreSQL store implements the same class.
+Every time a store writes comes from the store's own clock, never the caller's.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from core.heartbeat_line import BeatLine
+from core.model import Event, Heartbeat, HistoryPoint, Lease, Task, TaskRecord, TaskState
+
+HISTORY_LIMIT = 120
+"""Heartbeats kept per task for sparklines; older ones are trimmed as new ones arrive."""
+
+
+def default_store_path() -> Path:
+    """``$XDG_STATE_HOME/zombietop/zombietop.db`` (``~/.local/state/...`` when unset)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "zombietop" / "zombietop.db"
+
+
+class Store(abc.ABC):
+    """One lease/heartbeat store. Use as ``async with await open_store(...) as store``."""
+
+    read_only: bool
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """Say where the store is, for headers and error messages."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @abc.abstractmethod
+    async def now(self) -> float:
+        """The store's clock: every lease expiry and heartbeat age is measured against it."""
+
+    # Tasks ---------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def create_task(
+        self,
+        *,
+        task_id: str,
+        run_id: str,
+        step: str,
+        step_type: str,
+        actor: str,
+        upstream: Sequence[str] = (),
+        command: Sequence[str] = (),
+        cwd: str | None = None,
+        host: str | None = None,
+    ) -> Task:
+        """Add a queued task; raise ``StoreError`` if the id is taken."""
+
+    @abc.abstractmethod
+    async def get_task(self, task_id: str) -> Task:
+        """Return the task or raise ``TaskNotFound``."""
+
+    @abc.abstractmethod
+    async def get_record(self, task_id: str) -> TaskRecord:
+        """Return the task with its lease and latest heartbeat, or raise ``TaskNotFound``."""
+
+    @abc.abstractmethod
+    async def poll(self, finished_since: float | None) -> list[TaskRecord]:
+        """Read every active task and those finished since ``finished_since`` (None: all)."""
+
+    @abc.abstractmethod
+    async def set_process(
+        self, task_id: str, *, owner: str, token: int, pid: int, pid_start_time: float, host: str
+    ) -> None:
+        """Record the process executing the task; fenced on the lease."""
+
+    @abc.abstractmethod
+    async def finish_task(
+        self,
+        task_id: str,
+        *,
+        owner: str,
+        token: int,
+        state: TaskState,
+        exit_code: int | None = None,
+        reason: str | None = None,
+    ) -> Task:
+        """End the owner's execution (succeeded, failed or interrupted) and release the lease."""
+
+    @abc.abstractmethod
+    async def set_quarantine(
+        self, task_id: str, *, quarantined: bool, actor: str, reason: str | None = None
+    ) -> Task:
+        """Hold (or release) a task so that nothing downstream of it starts."""
+
+    # Leases --------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def get_lease(self, task_id: str) -> Lease | None: ...
+
+    @abc.abstractmethod
+    async def acquire_lease(self, task_id: str, *, owner: str, ttl: float) -> Lease:
+        """Take a lease nobody holds; the token grows. Raise ``LeaseHeld`` if someone does."""
+
+    @abc.abstractmethod
+    async def renew_lease(self, task_id: str, *, owner: str, token: int, ttl: float) -> Lease:
+        """Extend our unexpired lease; raise ``LeaseLost`` if the owner, token or time is wrong."""
+
+    @abc.abstractmethod
+    async def release_lease(self, task_id: str, *, owner: str, token: int) -> None:
+        """Give the lease up; raise ``LeaseLost`` if it is no longer ours."""
+
+    @abc.abstractmethod
+    async def reclaim_lease(self, task_id: str, *, owner: str, ttl: float) -> Lease:
+        """Take over an expired lease (the token grows); raise ``LeaseHeld`` while it is live."""
+
+    @abc.abstractmethod
+    async def still_owner(self, task_id: str, *, owner: str, token: int) -> bool:
+        """True while ``owner`` holds the lease with ``token`` and it has not expired."""
+
+    # Heartbeats ----------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def record_heartbeat(
+        self,
+        task_id: str,
+        beat: BeatLine,
+        *,
+        owner: str | None = None,
+        token: int | None = None,
+    ) -> Heartbeat:
+        """Upsert the latest heartbeat and append it to the history.
+
+        With ``owner`` and ``token`` the beat is fenced: a stale owner gets ``LeaseLost``.
+        """
+
+    @abc.abstractmethod
+    async def record_heartbeat_error(self, task_id: str, message: str) -> None:
+        """Note a malformed heartbeat line so the dashboard can show it as a reason."""
+
+    @abc.abstractmethod
+    async def heartbeat_history(self, task_id: str, limit: int = HISTORY_LIMIT) -> list[HistoryPoint]:
+        """Return up to ``limit`` recent heartbeats, oldest first."""
+
+    # Events --------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def record_event(
+        self,
+        *,
+        kind: str,
+        actor: str,
+        message: str,
+        task_id: str | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    async def events(
+        self, *, task_id: str | None = None, limit: int = 100, before_id: int | None = None
+    ) -> list[Event]:
+        """Return events newest first."""
+
+
+async def open_store(
+    location: str | Path,
+    *,
+    read_only: bool = False,
+    create: bool = False,
+    clock: Any = None,
+) -> Store:
+    """Open the store at ``location`` (a SQLite file path)."""
+    from core.sqlite_store import SQLiteStore
+
+    return await SQLiteStore.open(Path(location), read_only=read_only, create=create, clock=clock)

@@ -1,0 +1,228 @@
+"""The ``zombietop`` command line. Every failure is one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from core import __version__
+from core.config import Config, load_config, resolve_config_path, write_defaults
+from core.durations import parse_duration
+from core.errors import HeartbeatParseError, ZombietopError
+from core.heartbeat_line import BeatLine, parse_line
+from core.monitor import Monitor
+from core.sqlite_store import SCHEMA_VERSION
+from core.store import default_store_path, open_store
+
+EXIT_OK, EXIT_PAGING, EXIT_ERROR = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every command needs: the validated config and where the store is."""
+
+    config: Config
+    db: Path
+
+
+def resolve_store_path(flag: str | None, config: Config) -> Path:
+    """``--db``, then ``ZOMBIETOP_DB``, then ``[store] path``, then the XDG state directory."""
+    if flag:
+        return Path(flag).expanduser()
+    env = os.environ.get("ZOMBIETOP_DB")
+    if env:
+        return Path(env).expanduser()
+    if config.store_path is not None:
+        return config.store_path
+    return default_store_path()
+
+
+def _context(args: argparse.Namespace) -> Context:
+    config = load_config(resolve_config_path(getattr(args, "config", None)))
+    return Context(config=config, db=resolve_store_path(getattr(args, "db", None), config))
+
+
+# Commands --------------------------------------------------------------------------------
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    from tui.status import render_table, snapshot_to_json
+
+    ctx = _context(args)
+    async with await open_store(ctx.db, read_only=True) as store:
+        snapshot = await Monitor(store, ctx.config, include_finished=args.all).poll()
+    if snapshot.error:
+        raise ZombietopError(snapshot.error)
+    if args.json:
+        print(json.dumps(snapshot_to_json(snapshot), indent=2))
+    else:
+        print(render_table(snapshot))
+    return EXIT_PAGING if snapshot.paging else EXIT_OK
+
+
+async def cmd_init(args: argparse.Namespace) -> int:
+    ctx = _context(args)
+    async with await open_store(ctx.db, create=True):
+        pass
+    print(f"store ready at {ctx.db} (schema v{SCHEMA_VERSION})")
+    return EXIT_OK
+
+
+def _counter(text: str) -> tuple[str, float]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not key=value (e.g. rows=8200000)")
+    try:
+        return key, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"counter {key!r}: {value!r} is not a number") from None
+
+
+def _beat_from_args(args: argparse.Namespace) -> BeatLine:
+    if args.line:
+        return parse_line(args.line)
+    parts: list[str] = []
+    if args.stage:
+        parts.append(f'stage="{_escape(args.stage)}"')
+    if args.progress is not None:
+        parts.append(f"p={args.progress:g}")
+    if args.eta:
+        parts.append(f"eta={args.eta}")
+    for key, value in args.counter or []:
+        parts.append(f"{key}={value:g}")
+    if args.checkpoint:
+        parts.append(f'checkpoint="{_escape(args.checkpoint)}"')
+    if args.request:
+        parts.append(f'req="{_escape(args.request)}"')
+    if not parts:
+        raise ZombietopError("nothing to beat: give --stage/--progress (or --line 'stage=... p=...')")
+    # Through the parser, so a flag beat follows exactly the rules a heartbeat-file line does.
+    return parse_line(" ".join(parts))
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+async def cmd_beat(args: argparse.Namespace) -> int:
+    ctx = _context(args)
+    task_id = args.task or os.environ.get("ZOMBIETOP_TASK")
+    if not task_id:
+        raise ZombietopError("which task? pass --task ID (or run under `zombietop run`, which sets ZOMBIETOP_TASK)")
+    try:
+        beat = _beat_from_args(args)
+    except HeartbeatParseError as exc:
+        raise ZombietopError(str(exc)) from None
+    owner = os.environ.get("ZOMBIETOP_LEASE_OWNER")
+    token_text = os.environ.get("ZOMBIETOP_LEASE_TOKEN")
+    token = int(token_text) if token_text and token_text.isdigit() else None
+    async with await open_store(ctx.db) as store:
+        await store.record_heartbeat(task_id, beat, owner=owner if token else None, token=token)
+    return EXIT_OK
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    if args.config_command == "init":
+        target = Path(args.path) if args.path else resolve_config_path(None) or _default_config_target()
+        write_defaults(target, force=args.force)
+        print(f"wrote default config to {target}")
+        return EXIT_OK
+    path = Path(args.path) if args.path else resolve_config_path(getattr(args, "config", None))
+    config = load_config(path)
+    where = str(path) if path else "built-in defaults (no config file found)"
+    print(f"{where}: ok")
+    for name, limits in [("defaults", config.defaults), *config.step_types.items()]:
+        changed = sorted(k for k, v in limits.sources.items() if v != "default")
+        note = f" ({len(changed)} set in file: {', '.join(changed)})" if changed else ""
+        print(f"  {name}: valid{note}")
+    return EXIT_OK
+
+
+def _default_config_target() -> Path:
+    from core.config import default_config_path
+
+    return default_config_path()
+
+
+# Parser ----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db", default=argparse.SUPPRESS, metavar="PATH",
+        help="the store (default: $ZOMBIETOP_DB, [store] path, or the XDG state dir)",
+    )
+    common.add_argument(
+        "--config", default=argparse.SUPPRESS, metavar="PATH",
+        help="config file (default: $ZOMBIETOP_CONFIG or ~/.config/zombietop/config.toml)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="zombietop",
+        description="top for zombie jobs: find tasks that say running but are not.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"zombietop {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    status = sub.add_parser("status", parents=[common], help="print one snapshot (exit 1 if any task pages)")
+    status.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+    status.add_argument("--all", action="store_true", help="include every finished task, not just recent ones")
+    status.set_defaults(handler=cmd_status)
+
+    init = sub.add_parser("init", parents=[common], help="create (or upgrade) the store")
+    init.set_defaults(handler=cmd_init)
+
+    beat = sub.add_parser("beat", parents=[common], help="record one heartbeat from a shell script")
+    beat.add_argument("--task", help="task id (default: $ZOMBIETOP_TASK)")
+    beat.add_argument("--stage", help="current stage, e.g. transform")
+    beat.add_argument("--progress", type=float, help="percent done, 0-100")
+    beat.add_argument("--counter", type=_counter, action="append", metavar="KEY=N", help="a monotonic counter (repeatable)")
+    beat.add_argument("--checkpoint", help="last durable checkpoint")
+    beat.add_argument("--eta", type=_eta, help="time left, e.g. 42m")
+    beat.add_argument("--request", metavar="NAME", help="the outbound request now in flight")
+    beat.add_argument("--line", help="a whole heartbeat line instead of the flags")
+    beat.set_defaults(handler=cmd_beat)
+
+    config = sub.add_parser("config", parents=[common], help="write or check a config file")
+    config_sub = config.add_subparsers(dest="config_command", metavar="init|check", required=True)
+    config_init = config_sub.add_parser("init", help="write the defaults (tomli-w)")
+    config_init.add_argument("path", nargs="?", help="where (default: ~/.config/zombietop/config.toml)")
+    config_init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    config_check = config_sub.add_parser("check", help="validate a config file")
+    config_check.add_argument("path", nargs="?", help="the file (default: the one zombietop would use)")
+    config.set_defaults(handler=cmd_config)
+    return parser
+
+
+def _eta(text: str) -> str:
+    try:
+        parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_ERROR
+    try:
+        result = handler(args)
+        if asyncio.iscoroutine(result):
+            result = asyncio.run(result)
+        return int(result)
+    except ZombietopError as exc:
+        print(f"zombietop: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
