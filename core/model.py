@@ -330,9 +330,34 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PendingKill:
+    """A graceful kill in progress, durable in the store so any zombietop on the host can finish it.
+
+    SIGTERM went to ``pid``'s process group at ``term_sent_at``; SIGKILL is due at ``deadline``
+    if the same identity (pid and start time) is still alive then.
+    """
+
+    task_id: str
+    pid: int
+    pid_start_time: float | None
+    host: str | None
+    requested_by: str
+    term_sent_at: float
+    deadline: float
+    outcome: str | None = None
+    """None while pending; then an ``core.actions.Outcome`` value."""
+    finished_at: float | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.outcome is None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaskRecord:
     """A task with its lease and latest heartbeat, as one poll read them."""
 
     task: Task
     lease: Lease | None
     heartbeat: Heartbeat | None
+    pending_kill: PendingKill | None = None

@@ -23,6 +23,7 @@ from core.model import (
     Heartbeat,
     HistoryPoint,
     Lease,
+    PendingKill,
     ProcessSample,
     Task,
     TaskRecord,
@@ -49,6 +50,7 @@ class TaskView:
     process: ProcessSample | None
     limits: Limits
     verdict: Verdict
+    pending_kill: PendingKill | None = None
 
     @property
     def task_id(self) -> str:
@@ -116,6 +118,7 @@ def build_snapshot(
             process=process,
             limits=limits,
             verdict=verdict,
+            pending_kill=record.pending_kill,
         )
     # A second look for queued tasks: say which upstream they wait behind, and in what state.
     for task_id, view in list(views.items()):
