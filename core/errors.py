@@ -55,3 +55,11 @@ class HeartbeatParseError(ZombietopError):
 
 class ActionRefused(ZombietopError):
     """An action was refused: read-only, task changed, or identity mismatch."""
+
+
+class UpstreamBlocked(ZombietopError):
+    """A task may not start: an upstream task is quarantined or has not succeeded."""
+
+
+class RequestTimeout(ZombietopError):
+    """An SDK ``job.request(name)`` ran past the request timeout and was failed fast."""

@@ -347,10 +347,27 @@ class PendingKill:
     outcome: str | None = None
     """None while pending; then an ``core.actions.Outcome`` value."""
     finished_at: float | None = None
+    pgid: int | None = None
+    """The process group that got SIGTERM; None when only ``pid`` itself was signalled."""
 
     @property
     def pending(self) -> bool:
         return self.outcome is None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> PendingKill:
+        return cls(
+            task_id=row["task_id"],
+            pid=row["pid"],
+            pid_start_time=row["pid_start_time"],
+            host=row["host"],
+            requested_by=row["requested_by"],
+            term_sent_at=row["term_sent_at"],
+            deadline=row["deadline"],
+            outcome=row["outcome"],
+            finished_at=row["finished_at"],
+            pgid=row["pgid"],
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,6 +18,7 @@ from core import queries
 from core.clock import Clock, SystemClock
 from core.durations import format_age
 from core.errors import (
+    ActionRefused,
     LeaseHeld,
     LeaseLost,
     ReadOnlyStore,
@@ -33,6 +34,7 @@ from core.model import (
     Heartbeat,
     HistoryPoint,
     Lease,
+    PendingKill,
     Task,
     TaskRecord,
     TaskState,
@@ -41,7 +43,7 @@ from core.store import HISTORY_LIMIT, Store
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
-MIGRATIONS = (SQL["schema_v1"],)
+MIGRATIONS = (SQL["schema_v1"], SQL["schema_v2"])
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 5000
 BEGIN_RETRIES = 4
@@ -56,14 +58,21 @@ HEARTBEAT_COLUMNS = (
     "task_id stage progress counters checkpoint eta_s request_name request_started_at trace_id "
     "reported_at written_at progress_changed_at stage_started_at seq"
 ).split()
+KILL_COLUMNS = (
+    "task_id pid pid_start_time pgid host requested_by term_sent_at deadline outcome finished_at"
+).split()
 _COLUMNS = ", ".join(
     [f"t.{c}" for c in TASK_COLUMNS]
     + [f"l.{c} AS l_{c}" for c in LEASE_COLUMNS]
     + [f"h.{c} AS h_{c}" for c in HEARTBEAT_COLUMNS]
+    + [f"k.{c} AS k_{c}" for c in KILL_COLUMNS]
 )
+_KILL_COLUMNS = ", ".join(f"k.{c}" for c in KILL_COLUMNS)
 POLL_SQL = SQL["select_tasks_for_poll"].replace("{columns}", _COLUMNS)
 ALL_SQL = SQL["select_all_tasks"].replace("{columns}", _COLUMNS)
 RECORD_SQL = SQL["select_task_record"].replace("{columns}", _COLUMNS)
+OPEN_KILL_SQL = SQL["select_open_kill"].replace("{kill_columns}", _KILL_COLUMNS)
+HOST_KILLS_SQL = SQL["select_open_kills_for_host"].replace("{kill_columns}", _KILL_COLUMNS)
 
 
 class _Prefixed(Mapping[str, Any]):
@@ -88,7 +97,8 @@ class _Prefixed(Mapping[str, Any]):
 def record_from_row(row: sqlite3.Row) -> TaskRecord:
     lease = Lease.from_row(_Prefixed(row, "l_")) if row["l_task_id"] is not None else None
     beat = Heartbeat.from_row(_Prefixed(row, "h_")) if row["h_task_id"] is not None else None
-    return TaskRecord(task=Task.from_row(row), lease=lease, heartbeat=beat)
+    kill = PendingKill.from_row(_Prefixed(row, "k_")) if row["k_task_id"] is not None else None
+    return TaskRecord(task=Task.from_row(row), lease=lease, heartbeat=beat, pending_kill=kill)
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -587,6 +597,150 @@ class SQLiteStore(Store):
             and lease.expires_at is not None
             and now <= lease.expires_at
         )
+
+    # Actions -------------------------------------------------------------------------------
+
+    async def _take_for_action(
+        self, db: aiosqlite.Connection, task_id: str, expected_token: int | None, verb: str
+    ) -> tuple[Task, Lease | None]:
+        """Re-read the task inside the write transaction and refuse if it moved on."""
+        task = await self._task_in(db, task_id)
+        lease = await self._lease_in(db, task_id)
+        token = None if lease is None else lease.token
+        if token != expected_token:
+            raise ActionRefused(
+                f"task changed since you looked: token {expected_token} is now {token}; "
+                f"look again before you {verb} {task_id}"
+            )
+        if task.state in (TaskState.SUCCEEDED, TaskState.DISCARDED):
+            raise ActionRefused(f"{task_id} is {task.state}; there is nothing to {verb}")
+        return task, lease
+
+    async def _bump_token(
+        self, db: aiosqlite.Connection, now: float, task_id: str, lease: Lease | None, actor: str
+    ) -> Lease:
+        token = (0 if lease is None else lease.token) + 1
+        await db.execute(SQL["bump_lease_token"], {"task_id": task_id, "token": token, "now": now})
+        held = "" if lease is None or lease.owner is None else f" from {lease.owner}"
+        await self._event(
+            db, now, kind=EventKind.LEASE_RECLAIMED, actor=actor, task_id=task_id,
+            message=f"{actor} took the lease{held}: token {token - 1} -> {token}, no owner",
+            data={
+                "token": token,
+                "previous_owner": None if lease is None else lease.owner,
+                "previous_token": None if lease is None else lease.token,
+            },
+        )
+        return Lease(task_id=task_id, owner=None, token=token, renewed_at=now)
+
+    async def resume_task(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> tuple[Task, Lease]:
+        async with self._write() as db:
+            now = self._clock.now()
+            before, lease = await self._take_for_action(db, task_id, expected_token, "resume")
+            new_lease = await self._bump_token(db, now, task_id, lease, actor)
+            await db.execute(SQL["requeue_task"], {"task_id": task_id, "reason": reason, "now": now})
+            await db.execute(SQL["delete_heartbeat"], {"task_id": task_id})
+            why = f": {reason}" if reason else ""
+            await self._event(
+                db, now, kind=EventKind.STATE_CHANGED, actor=actor, task_id=task_id,
+                message=f"{before.state} -> queued for attempt {before.attempt + 1}{why}",
+                data={"from": before.state.value, "to": TaskState.QUEUED.value,
+                      "token": new_lease.token, "checkpoint": before.checkpoint},
+            )
+            return await self._task_in(db, task_id), new_lease
+
+    async def discard_task(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> tuple[Task, Lease]:
+        async with self._write() as db:
+            now = self._clock.now()
+            before, lease = await self._take_for_action(db, task_id, expected_token, "discard")
+            new_lease = await self._bump_token(db, now, task_id, lease, actor)
+            await db.execute(SQL["discard_task"], {"task_id": task_id, "reason": reason, "now": now})
+            why = f": {reason}" if reason else ""
+            await self._event(
+                db, now, kind=EventKind.STATE_CHANGED, actor=actor, task_id=task_id,
+                message=f"{before.state} -> discarded{why}",
+                data={"from": before.state.value, "to": TaskState.DISCARDED.value,
+                      "token": new_lease.token},
+            )
+            return await self._task_in(db, task_id), new_lease
+
+    async def open_kill(
+        self,
+        task_id: str,
+        *,
+        pid: int,
+        pid_start_time: float | None,
+        pgid: int | None,
+        host: str | None,
+        requested_by: str,
+        grace: float,
+    ) -> PendingKill:
+        async with self._write() as db:
+            now = self._clock.now()
+            await self._task_in(db, task_id)
+            try:
+                await db.execute(
+                    SQL["insert_pending_kill"],
+                    {
+                        "task_id": task_id, "pid": pid, "pid_start_time": pid_start_time,
+                        "pgid": pgid, "host": host, "requested_by": requested_by,
+                        "now": now, "deadline": now + grace,
+                    },
+                )
+            except sqlite3.IntegrityError:
+                raise ActionRefused(
+                    f"{task_id} already has a kill in progress; wait for it or watch it with "
+                    f"`zombietop kill {task_id}`"
+                ) from None
+            async with db.execute(OPEN_KILL_SQL, {"task_id": task_id}) as cursor:
+                row = await cursor.fetchone()
+            assert row is not None
+            return PendingKill.from_row(row)
+
+    async def get_open_kill(self, task_id: str) -> PendingKill | None:
+        async with self._read() as db:
+            async with db.execute(OPEN_KILL_SQL, {"task_id": task_id}) as cursor:
+                row = await cursor.fetchone()
+        return None if row is None else PendingKill.from_row(row)
+
+    async def open_kills(self, host: str | None) -> list[PendingKill]:
+        async with self._read() as db:
+            rows = await db.execute_fetchall(HOST_KILLS_SQL, {"host": host})
+        return [PendingKill.from_row(row) for row in rows]
+
+    async def close_kill(
+        self,
+        task_id: str,
+        *,
+        outcome: str,
+        actor: str,
+        message: str,
+        data: Mapping[str, Any] | None = None,
+    ) -> PendingKill | None:
+        async with self._write() as db:
+            now = self._clock.now()
+            async with db.execute(OPEN_KILL_SQL, {"task_id": task_id}) as cursor:
+                row = await cursor.fetchone()
+            if row is None:
+                return None
+            await db.execute(
+                SQL["close_pending_kill"], {"task_id": task_id, "outcome": outcome, "now": now}
+            )
+            kill = PendingKill.from_row(row)
+            await self._event(
+                db, now, kind=EventKind.ACTION, actor=actor, task_id=task_id, message=message,
+                data={"action": "kill", "outcome": outcome, "requested_by": kill.requested_by,
+                      "pid": kill.pid, "pgid": kill.pgid, **dict(data or {})},
+            )
+            return PendingKill(
+                task_id=kill.task_id, pid=kill.pid, pid_start_time=kill.pid_start_time,
+                host=kill.host, requested_by=kill.requested_by, term_sent_at=kill.term_sent_at,
+                deadline=kill.deadline, outcome=outcome, finished_at=now, pgid=kill.pgid,
+            )
 
     # Heartbeats ----------------------------------------------------------------------------
 

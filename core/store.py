@@ -14,7 +14,16 @@ from types import TracebackType
 from typing import Any, Self
 
 from core.heartbeat_line import BeatLine
-from core.model import Event, Heartbeat, HistoryPoint, Lease, Task, TaskRecord, TaskState
+from core.model import (
+    Event,
+    Heartbeat,
+    HistoryPoint,
+    Lease,
+    PendingKill,
+    Task,
+    TaskRecord,
+    TaskState,
+)
 
 HISTORY_LIMIT = 120
 """Heartbeats kept per task for sparklines; older ones are trimmed as new ones arrive."""
@@ -132,6 +141,69 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def still_owner(self, task_id: str, *, owner: str, token: int) -> bool:
         """True while ``owner`` holds the lease with ``token`` and it has not expired."""
+
+    # Actions -------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def resume_task(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> tuple[Task, Lease]:
+        """Take the lease from whoever holds it (token + 1, no owner), keep the checkpoint,
+        count the attempt, clear the quarantine and requeue.
+
+        Raise ``ActionRefused`` when the token is not ``expected_token`` (None: no lease yet)
+        or the task succeeded or was discarded.
+        """
+
+    @abc.abstractmethod
+    async def discard_task(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> tuple[Task, Lease]:
+        """Take the lease from whoever holds it (token + 1, no owner) and mark the task discarded.
+
+        Raise ``ActionRefused`` when the token is not ``expected_token`` or the task succeeded
+        or was already discarded.
+        """
+
+    @abc.abstractmethod
+    async def open_kill(
+        self,
+        task_id: str,
+        *,
+        pid: int,
+        pid_start_time: float | None,
+        pgid: int | None,
+        host: str | None,
+        requested_by: str,
+        grace: float,
+    ) -> PendingKill:
+        """Record a graceful kill as SIGTERM goes out (deadline = now + grace).
+
+        Raise ``ActionRefused`` if the task already has an open kill.
+        """
+
+    @abc.abstractmethod
+    async def get_open_kill(self, task_id: str) -> PendingKill | None:
+        """Return the task's open kill, if any."""
+
+    @abc.abstractmethod
+    async def open_kills(self, host: str | None) -> list[PendingKill]:
+        """Return every open kill on ``host``, soonest deadline first."""
+
+    @abc.abstractmethod
+    async def close_kill(
+        self,
+        task_id: str,
+        *,
+        outcome: str,
+        actor: str,
+        message: str,
+        data: Mapping[str, Any] | None = None,
+    ) -> PendingKill | None:
+        """Close the task's open kill and record an action event, in one transaction.
+
+        Return None when there was no open kill (another zombietop closed it first).
+        """
 
     # Heartbeats ----------------------------------------------------------------------------
 

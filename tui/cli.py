@@ -17,6 +17,7 @@ from core.durations import parse_duration
 from core.errors import HeartbeatParseError, ZombietopError
 from core.heartbeat_line import BeatLine, parse_line
 from core.monitor import Monitor
+from core.procs import PsutilProbe
 from core.sqlite_store import SCHEMA_VERSION
 from core.store import default_store_path, open_store
 
@@ -56,7 +57,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
 
     ctx = _context(args)
     async with await open_store(ctx.db, read_only=True) as store:
-        snapshot = await Monitor(store, ctx.config, include_finished=args.all).poll()
+        probe = PsutilProbe()  # so a task whose process died shows as dead
+        snapshot = await Monitor(store, ctx.config, probe=probe, include_finished=args.all).poll()
     if snapshot.error:
         raise ZombietopError(snapshot.error)
     if args.json:
@@ -198,6 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     config_check = config_sub.add_parser("check", help="validate a config file")
     config_check.add_argument("path", nargs="?", help="the file (default: the one zombietop would use)")
     config.set_defaults(handler=cmd_config)
+
+    from tui.commands import add_commands  # run, resume, discard, kill
+
+    add_commands(sub, common)
     return parser
 
 

@@ -76,18 +76,42 @@ CREATE TABLE events (
 );
 CREATE INDEX events_task ON events (task_id, event_id);
 
+-- schema_v2 --
+-- A graceful kill in flight: durable so that any zombietop on the host can finish it after the
+-- one that sent SIGTERM exits. At most one open (outcome IS NULL) kill per task.
+CREATE TABLE pending_kills (
+    kill_id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id         TEXT NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
+    pid             INTEGER NOT NULL,
+    pid_start_time  REAL,
+    pgid            INTEGER,
+    host            TEXT,
+    requested_by    TEXT NOT NULL,
+    term_sent_at    REAL NOT NULL,
+    deadline        REAL NOT NULL,
+    outcome         TEXT,
+    finished_at     REAL
+);
+CREATE INDEX pending_kills_task ON pending_kills (task_id, kill_id);
+CREATE UNIQUE INDEX pending_kills_open ON pending_kills (task_id) WHERE outcome IS NULL;
+
 -- select_tasks_for_poll --
--- Every active task plus those finished since :finished_since, with lease and latest beat.
+-- Every active task plus those finished since :finished_since, with lease, latest beat and
+-- latest kill.
 SELECT {columns}
 FROM tasks t
 LEFT JOIN leases l ON l.task_id = t.task_id
 LEFT JOIN heartbeats h ON h.task_id = t.task_id
+LEFT JOIN pending_kills k ON k.kill_id =
+    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
 WHERE t.finished_at IS NULL
 UNION ALL
 SELECT {columns}
 FROM tasks t
 LEFT JOIN leases l ON l.task_id = t.task_id
 LEFT JOIN heartbeats h ON h.task_id = t.task_id
+LEFT JOIN pending_kills k ON k.kill_id =
+    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
 WHERE t.finished_at >= :finished_since
 
 -- select_all_tasks --
@@ -95,12 +119,16 @@ SELECT {columns}
 FROM tasks t
 LEFT JOIN leases l ON l.task_id = t.task_id
 LEFT JOIN heartbeats h ON h.task_id = t.task_id
+LEFT JOIN pending_kills k ON k.kill_id =
+    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
 
 -- select_task_record --
 SELECT {columns}
 FROM tasks t
 LEFT JOIN leases l ON l.task_id = t.task_id
 LEFT JOIN heartbeats h ON h.task_id = t.task_id
+LEFT JOIN pending_kills k ON k.kill_id =
+    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
 WHERE t.task_id = :task_id
 
 -- insert_task --
@@ -142,7 +170,9 @@ INSERT INTO heartbeats (task_id, stage, progress, counters, checkpoint, eta_s, r
                         request_started_at, trace_id, reported_at, written_at,
                         progress_changed_at, stage_started_at, seq)
 VALUES (:task_id, :stage, :progress, :counters, :checkpoint, :eta_s, :request_name,
-        :request_started_at, :trace_id, :reported_at, :now, :now, :now, 1)
+        :request_started_at, :trace_id, :reported_at, :now, :now, :now,
+        -- A resumed task starts without a latest beat but keeps its history: continue the seq.
+        (SELECT COALESCE(max(seq), 0) + 1 FROM heartbeat_history WHERE task_id = :task_id))
 ON CONFLICT (task_id) DO UPDATE SET
     progress_changed_at = CASE
         WHEN heartbeats.stage IS excluded.stage AND heartbeats.progress IS excluded.progress
@@ -206,3 +236,48 @@ VALUES (:now, :task_id, :kind, :actor, :message, :data)
 SELECT event_id, at, task_id, kind, actor, message, data FROM events
 WHERE (:task_id IS NULL OR task_id = :task_id) AND (:before_id IS NULL OR event_id < :before_id)
 ORDER BY event_id DESC LIMIT :limit
+
+
+-- select_open_kill --
+SELECT {kill_columns} FROM pending_kills k WHERE k.task_id = :task_id AND k.outcome IS NULL
+
+-- select_open_kills_for_host --
+-- Every open kill this host must finish, soonest deadline first.
+SELECT {kill_columns} FROM pending_kills k
+WHERE k.outcome IS NULL AND (k.host = :host OR (k.host IS NULL AND :host IS NULL))
+ORDER BY k.deadline, k.kill_id
+
+-- insert_pending_kill --
+INSERT INTO pending_kills (task_id, pid, pid_start_time, pgid, host, requested_by, term_sent_at,
+                           deadline)
+VALUES (:task_id, :pid, :pid_start_time, :pgid, :host, :requested_by, :now, :deadline)
+
+-- close_pending_kill --
+-- Compare-and-swap on the open row: of two zombietops racing to finish a kill, one wins.
+UPDATE pending_kills SET outcome = :outcome, finished_at = :now
+WHERE task_id = :task_id AND outcome IS NULL
+
+-- bump_lease_token --
+-- Resume and discard take the lease from whoever holds it: the token grows and nobody owns it,
+-- so the old owner's renew, fenced heartbeat and finish all fail.
+INSERT INTO leases (task_id, owner, token, acquired_at, renewed_at, expires_at)
+VALUES (:task_id, NULL, :token, NULL, :now, NULL)
+ON CONFLICT (task_id) DO UPDATE SET
+    owner = NULL, token = excluded.token, renewed_at = excluded.renewed_at, expires_at = NULL
+
+-- requeue_task --
+-- Keep the checkpoint and the heartbeat (where it was); forget the old process and the end.
+UPDATE tasks SET state = 'queued', attempt = attempt + 1, pid = NULL, pid_start_time = NULL,
+    exit_code = NULL, state_reason = :reason, heartbeat_error = NULL, heartbeat_error_at = NULL,
+    quarantined_at = NULL, quarantined_by = NULL, quarantine_reason = NULL,
+    claimed_at = NULL, started_at = NULL, finished_at = NULL, updated_at = :now
+WHERE task_id = :task_id
+
+-- delete_heartbeat --
+-- A requeued task has no latest beat until its next attempt beats (history stays for sparklines),
+-- so the new attempt is judged by its start grace, not by the old attempt's silence.
+DELETE FROM heartbeats WHERE task_id = :task_id
+
+-- discard_task --
+UPDATE tasks SET state = 'discarded', state_reason = :reason, finished_at = :now, updated_at = :now
+WHERE task_id = :task_id

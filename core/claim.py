@@ -1,0 +1,108 @@
+"""Claiming a task for execution: create it if needed, check its upstream, take the lease.
+
+``zombietop run`` and the SDK's ``Job`` both start work through here, so both follow one rule:
+nothing starts while an upstream task is quarantined or has not succeeded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.errors import StoreError, TaskNotFound, UpstreamBlocked
+from core.model import Lease, Task, TaskState
+from core.store import Store
+
+DEFAULT_STEP_TYPE = "default"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """A task we now hold the lease on, and the name we hold it under."""
+
+    task: Task
+    lease: Lease
+    owner: str
+
+    @property
+    def token(self) -> int:
+        return self.lease.token
+
+
+def owner_name(kind: str, host: str) -> str:
+    """Name a lease owner after what holds it and where: ``run@build-3:4121``."""
+    return f"{kind}@{host}:{os.getpid()}"
+
+
+async def check_upstream(store: Store, task_id: str, upstream: Sequence[str]) -> None:
+    """Raise ``UpstreamBlocked`` unless every upstream task has succeeded and is not quarantined."""
+    for name in dict.fromkeys(upstream):
+        try:
+            up = await store.get_task(name)
+        except TaskNotFound:
+            raise UpstreamBlocked(
+                f"not starting {task_id}: upstream task {name!r} does not exist in "
+                f"{store.describe()}; check the --after names"
+            ) from None
+        if up.quarantined:
+            why = f" ({up.quarantine_reason})" if up.quarantine_reason else ""
+            raise UpstreamBlocked(
+                f"not starting {task_id}: upstream {name} is quarantined{why}; "
+                f"resume or discard {name} first"
+            )
+        if up.state is not TaskState.SUCCEEDED:
+            raise UpstreamBlocked(
+                f"not starting {task_id}: upstream {name} is {up.state}, not succeeded; "
+                "wait for it, or resume it"
+            )
+
+
+async def claim_task(
+    store: Store,
+    *,
+    task_id: str,
+    owner: str,
+    ttl: float,
+    run_id: str | None = None,
+    step: str | None = None,
+    step_type: str | None = None,
+    after: Sequence[str] = (),
+    command: Sequence[str] = (),
+    cwd: str | None = None,
+    host: str | None = None,
+) -> Claim:
+    """Create the task if it is new, check its upstream, and take its lease.
+
+    An expired lease is reclaimed (the token grows); a live one raises ``LeaseHeld``.
+    """
+    try:
+        existing: Task | None = await store.get_task(task_id)
+    except TaskNotFound:
+        existing = None
+    upstream = [*(existing.upstream if existing else ()), *after]
+    # Checked before creating: a refused start leaves nothing behind in the store.
+    await check_upstream(store, task_id, upstream)
+    if existing is None:
+        try:
+            await store.create_task(
+                task_id=task_id,
+                run_id=run_id or task_id,
+                step=step or task_id,
+                step_type=step_type or DEFAULT_STEP_TYPE,
+                actor=owner,
+                upstream=list(dict.fromkeys(after)),
+                command=command,
+                cwd=cwd,
+                host=host,
+            )
+        except StoreError:
+            # Someone created it between our read and our write; claiming it is still right.
+            await store.get_task(task_id)
+    lease = await store.get_lease(task_id)
+    now = await store.now()
+    if lease is not None and lease.held and lease.expired(now):
+        lease = await store.reclaim_lease(task_id, owner=owner, ttl=ttl)
+    else:
+        lease = await store.acquire_lease(task_id, owner=owner, ttl=ttl)
+    return Claim(task=await store.get_task(task_id), lease=lease, owner=owner)

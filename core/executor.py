@@ -1,0 +1,449 @@
+"""The one door every operator action goes through: resume, discard and the graceful kill.
+
+Each action re-reads the task and refuses when its lease token moved since the operator looked,
+or when the store is read-only. Refusals are outcomes, not exceptions, and every outcome is an
+event in the store with the actor, the reason and what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from core.clock import Clock
+from core.config import Config, Limits
+from core.durations import format_age
+from core.errors import ActionRefused, TaskNotFound
+from core.model import EventKind, PendingKill, Task, TaskRecord
+from core.procs import process_start_time, same_start, this_host
+from core.store import Store
+
+# Variables that tie a process to one lease; a relaunch must never inherit the operator's.
+LEASE_ENV = ("ZOMBIETOP_TASK", "ZOMBIETOP_LEASE_OWNER", "ZOMBIETOP_LEASE_TOKEN",
+             "ZOMBIETOP_HEARTBEAT_FILE", "ZOMBIETOP_CHECKPOINT", "ZOMBIETOP_ATTEMPT")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def fill_placeholders(command: Sequence[str], task: Task) -> list[str]:
+    """Put the task id and checkpoint into an argument list (never through a shell)."""
+    checkpoint = task.checkpoint or ""
+    return [arg.replace("{task_id}", task.task_id).replace("{checkpoint}", checkpoint) for arg in command]
+
+
+def launch_dir_for(store_path: Path) -> Path:
+    """Where relaunched tasks log and heartbeat files live: ``<store>.d`` beside the store."""
+    return store_path.with_name(store_path.name + ".d")
+
+
+def safe_name(task_id: str) -> str:
+    """A task id made safe to be part of a file name."""
+    return _UNSAFE.sub("_", task_id)
+
+
+def signal_target(pid: int) -> int | None:
+    """The process group to signal for ``pid``, or None to signal ``pid`` alone.
+
+    ``zombietop run`` starts each task as the leader of its own group, so the group takes its
+    grandchildren with it. A process that does not lead its group (an SDK job started from a
+    shell) shares it with others, and our own group is never a target.
+    """
+    try:
+        pgid = os.getpgid(pid)
+    except (ProcessLookupError, PermissionError):
+        return None
+    return pgid if pgid == pid and pgid != os.getpgrp() else None
+
+
+def alive_as(pid: int, start_time: float | None) -> bool:
+    """True while ``pid`` is the same process (same start time) and has not exited."""
+    try:
+        proc = psutil.Process(pid)
+        if not same_start(start_time, proc.create_time()):
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def group_members(pgid: int) -> list[int]:
+    """PIDs in process group ``pgid`` that have not exited (zombies do not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []
+    except PermissionError:
+        pass
+    members = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                members.append(proc.pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+    return members
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Launch:
+    """A detached process the executor started, and where its output goes."""
+
+    pid: int
+    log: Path
+    argv: tuple[str, ...]
+
+
+class Executor:
+    """Carry out resume, discard and kill against one store; implements ``ActionExecutor``."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: Config,
+        *,
+        clock: Clock | None = None,
+        host: str | None = None,
+        store_path: Path | None = None,
+        zombietop: Sequence[str] | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.host = host if host is not None else this_host()
+        self._clock = clock
+        path = store_path if store_path is not None else getattr(store, "path", None)
+        self.store_path: Path | None = Path(path) if path is not None else None
+        # How to start `zombietop run` for a relaunch: this interpreter, so a venv carries over.
+        self.zombietop = tuple(zombietop) if zombietop else (sys.executable, "-m", "tui")
+        self.me = f"zombietop@{self.host}:{os.getpid()}"
+        self._launched: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def read_only(self) -> bool:
+        return self.store.read_only
+
+    async def _now(self) -> float:
+        return self._clock.now() if self._clock is not None else await self.store.now()
+
+    # The door ------------------------------------------------------------------------------
+
+    async def run(self, request: ActionRequest) -> ActionOutcome:
+        """Carry out one action; refusals are outcomes, not exceptions."""
+        if self.read_only:
+            # Nothing can be recorded in a read-only store, so this refusal is not an event.
+            return ActionOutcome(
+                request=request, outcome=Outcome.REFUSED,
+                message=f"store {self.store.describe()} is open read-only; actions are disabled",
+            )
+        try:
+            record = await self.store.get_record(request.task_id)
+        except TaskNotFound as exc:
+            return ActionOutcome(request=request, outcome=Outcome.REFUSED, message=str(exc))
+        token = None if record.lease is None else record.lease.token
+        if token != request.expected_token:
+            return await self._done(
+                request, Outcome.REFUSED,
+                f"task changed since you looked: token {request.expected_token} is now {token}",
+                token=token,
+            )
+        if request.kind is ActionKind.RESUME:
+            return await self._resume(request, record)
+        if request.kind is ActionKind.DISCARD:
+            return await self._discard(request, record)
+        return await self._kill(request, record)
+
+    async def resume(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> ActionOutcome:
+        """Resume a task: bump the token, keep the checkpoint, requeue or relaunch it."""
+        return await self.run(ActionRequest(
+            kind=ActionKind.RESUME, task_id=task_id, expected_token=expected_token, actor=actor, reason=reason
+        ))
+
+    async def discard(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> ActionOutcome:
+        """Discard a task: bump the token, mark it discarded, keep its artifacts."""
+        return await self.run(ActionRequest(
+            kind=ActionKind.DISCARD, task_id=task_id, expected_token=expected_token, actor=actor, reason=reason
+        ))
+
+    async def kill(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> ActionOutcome:
+        """Start a graceful kill: SIGTERM now, SIGKILL after kill_grace if still alive."""
+        return await self.run(ActionRequest(
+            kind=ActionKind.KILL, task_id=task_id, expected_token=expected_token, actor=actor, reason=reason
+        ))
+
+    async def _done(
+        self,
+        request: ActionRequest,
+        outcome: Outcome,
+        message: str,
+        *,
+        token: int | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> ActionOutcome:
+        why = f" (reason: {request.reason})" if request.reason else ""
+        await self.store.record_event(
+            kind=EventKind.ACTION, actor=request.actor, task_id=request.task_id,
+            message=f"{request.kind} {outcome}: {message}{why}",
+            data={
+                "action": str(request.kind), "outcome": str(outcome), "reason": request.reason,
+                "expected_token": request.expected_token, "token": token, **dict(data or {}),
+            },
+        )
+        return ActionOutcome(request=request, outcome=outcome, message=message, new_token=token)
+
+    # Discard -------------------------------------------------------------------------------
+
+    async def _discard(self, request: ActionRequest, record: TaskRecord) -> ActionOutcome:
+        try:
+            task, lease = await self.store.discard_task(
+                request.task_id, expected_token=request.expected_token, actor=request.actor,
+                reason=request.reason,
+            )
+        except ActionRefused as exc:
+            return await self._done(request, Outcome.REFUSED, str(exc))
+        return await self._done(
+            request, Outcome.DISCARDED,
+            f"{task.task_id} discarded (token {request.expected_token} -> {lease.token}); "
+            "artifacts kept, dependents stay blocked",
+            token=lease.token,
+        )
+
+    # Resume --------------------------------------------------------------------------------
+
+    async def _resume(self, request: ActionRequest, record: TaskRecord) -> ActionOutcome:
+        task = record.task
+        limits = self.config.limits_for(task.step_type)
+        if limits.compensate_command:
+            failure = await self._compensate(task, limits)
+            if failure is not None:
+                return await self._done(
+                    request, Outcome.REFUSED, f"not resuming {task.task_id}: {failure}",
+                    data={"compensation": "failed"},
+                )
+        try:
+            task, lease = await self.store.resume_task(
+                request.task_id, expected_token=request.expected_token, actor=request.actor,
+                reason=request.reason,
+            )
+        except ActionRefused as exc:
+            return await self._done(request, Outcome.REFUSED, str(exc))
+        where = f"checkpoint {task.checkpoint}" if task.checkpoint else "no checkpoint"
+        if not task.command and not limits.resume_command:
+            return await self._done(
+                request, Outcome.REQUEUED,
+                f"{task.task_id} requeued for its engine as attempt {task.attempt} ({where})",
+                token=lease.token,
+            )
+        try:
+            launch = await asyncio.to_thread(self._launch, task, limits)
+        except (OSError, ActionRefused) as exc:
+            return await self._done(
+                request, Outcome.REQUEUED,
+                f"{task.task_id} requeued as attempt {task.attempt}, but could not be relaunched: {exc}",
+                token=lease.token,
+            )
+        how = "relaunched" if task.command else "ran resume_command for"
+        return await self._done(
+            request, Outcome.RELAUNCHED,
+            f"{how} {task.task_id} as attempt {task.attempt} from {where} "
+            f"(pid {launch.pid}, log {launch.log})",
+            token=lease.token, data={"pid": launch.pid, "log": str(launch.log), "argv": list(launch.argv)},
+        )
+
+    def _launch(self, task: Task, limits: Limits) -> Launch:
+        """Start the relaunch detached (own session), logging beside the store."""
+        if self.store_path is None:
+            raise ActionRefused("the store has no file path to hand to a relaunched task")
+        if task.command:
+            argv = [*self.zombietop, "--db", str(self.store_path)]
+            if self.config.path is not None:
+                argv += ["--config", str(self.config.path)]
+            argv += ["run", "--task", task.task_id, "--run", task.run_id, "--type", task.step_type,
+                     "--", *task.command]
+        else:
+            assert limits.resume_command is not None
+            argv = fill_placeholders(limits.resume_command, task)
+        logs = launch_dir_for(self.store_path) / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log = logs / f"{safe_name(task.task_id)}.{task.attempt}.log"
+        env = {k: v for k, v in os.environ.items() if k not in LEASE_ENV}
+        env["ZOMBIETOP_DB"] = str(self.store_path)
+        cwd = task.cwd if task.cwd and Path(task.cwd).is_dir() else None
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        # Reap it when it ends, so a long-lived dashboard leaves no zombies of its own.
+        self._launched.append(proc)
+        threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+        return Launch(pid=proc.pid, log=log, argv=tuple(argv))
+
+    async def _compensate(self, task: Task, limits: Limits) -> str | None:
+        """Run the step type's compensate_command; return why it failed, or None."""
+        assert limits.compensate_command is not None
+        argv = fill_placeholders(limits.compensate_command, task)
+        env = {k: v for k, v in os.environ.items() if k not in LEASE_ENV}
+        env.update(ZOMBIETOP_TASK=task.task_id, ZOMBIETOP_CHECKPOINT=task.checkpoint or "")
+        cwd = task.cwd if task.cwd and Path(task.cwd).is_dir() else None
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            )
+        except OSError as exc:
+            return f"compensation {argv[0]!r} could not start: {exc.strerror or exc}"
+        try:
+            # An undo is one call's worth of work: hold it to the request budget.
+            _, err = await asyncio.wait_for(proc.communicate(), timeout=limits.request)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return f"compensation {argv[0]!r} ran past {format_age(limits.request)} and was killed"
+        if proc.returncode != 0:
+            tail = err.decode(errors="replace").strip().splitlines()[-1:] if err else []
+            said = f": {tail[0]}" if tail else ""
+            return f"compensation {argv[0]!r} failed with exit {proc.returncode}{said}"
+        return None
+
+    # Kill ----------------------------------------------------------------------------------
+
+    async def _kill(self, request: ActionRequest, record: TaskRecord) -> ActionOutcome:
+        task = record.task
+        token = request.expected_token
+        if task.pid is None:
+            return await self._done(
+                request, Outcome.REFUSED,
+                f"{task.task_id} has no process recorded; nothing to kill", token=token,
+            )
+        if task.host is not None and task.host != self.host:
+            return await self._done(
+                request, Outcome.REFUSED,
+                f"{task.task_id} runs on {task.host}, not {self.host}; kill it from that host",
+                token=token,
+            )
+        if record.pending_kill is not None and record.pending_kill.pending:
+            left = record.pending_kill.deadline - await self._now()
+            return ActionOutcome(
+                request=request, outcome=Outcome.TERM_SENT, new_token=token,
+                message=f"a kill of {task.task_id} is already pending; SIGKILL in {format_age(max(left, 0))}",
+            )
+        pid = task.pid
+        actual = await asyncio.to_thread(process_start_time, pid)
+        if actual is None:
+            return await self._done(
+                request, Outcome.GONE, f"pid {pid} of {task.task_id} is already gone; nothing signalled",
+                token=token,
+            )
+        if not same_start(task.pid_start_time, actual):
+            return await self._done(
+                request, Outcome.IDENTITY_MISMATCH,
+                f"pid {pid} now belongs to another process (started {actual:.2f}, the task's started "
+                f"{task.pid_start_time}); nothing signalled", token=token,
+            )
+        grace = self.config.limits_for(task.step_type).kill_grace
+        pgid = signal_target(pid)
+        # Recorded before the signal: if we die right after SIGTERM, whoever polls next still
+        # owes the process its SIGKILL. A signal that fails closes the record at once.
+        try:
+            kill = await self.store.open_kill(
+                task.task_id, pid=pid, pid_start_time=task.pid_start_time, pgid=pgid,
+                host=self.host, requested_by=request.actor, grace=grace,
+            )
+        except ActionRefused as exc:
+            return ActionOutcome(request=request, outcome=Outcome.TERM_SENT, message=str(exc), new_token=token)
+        target = f"process group {pgid}" if pgid is not None else f"pid {pid}"
+        try:
+            if pgid is not None:
+                os.killpg(pgid, signal.SIGTERM)
+            else:
+                os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return await self._close(kill, request, Outcome.GONE, f"{target} exited before SIGTERM; nothing signalled")
+        except PermissionError:
+            return await self._close(
+                kill, request, Outcome.PERMISSION_DENIED,
+                f"not allowed to signal {target} (owned by another user); run zombietop as its owner",
+            )
+        return await self._done(
+            request, Outcome.TERM_SENT,
+            f"SIGTERM sent to {target} of {task.task_id}; SIGKILL in {format_age(grace)} if it is still alive",
+            token=token, data={"pid": pid, "pgid": pgid, "deadline": kill.deadline},
+        )
+
+    async def _close(
+        self, kill: PendingKill, request: ActionRequest, outcome: Outcome, message: str
+    ) -> ActionOutcome:
+        why = f" (reason: {request.reason})" if request.reason else ""
+        await self.store.close_kill(
+            kill.task_id, outcome=str(outcome), actor=request.actor, message=f"kill {outcome}: {message}{why}",
+            data={"reason": request.reason},
+        )
+        return ActionOutcome(request=request, outcome=outcome, message=message, new_token=request.expected_token)
+
+    async def complete_pending_kills(self) -> list[ActionOutcome]:
+        """Close every open kill on this host whose process exited; SIGKILL those past their grace."""
+        if self.read_only:
+            return []
+        outcomes = []
+        for kill in await self.store.open_kills(self.host):
+            outcome = await self._complete(kill, await self._now())
+            if outcome is not None:
+                outcomes.append(outcome)
+        return outcomes
+
+    async def _complete(self, kill: PendingKill, now: float) -> ActionOutcome | None:
+        leader = await asyncio.to_thread(alive_as, kill.pid, kill.pid_start_time)
+        members = [] if kill.pgid is None else await asyncio.to_thread(group_members, kill.pgid)
+        elapsed = now - kill.term_sent_at
+        request = ActionRequest(
+            kind=ActionKind.KILL, task_id=kill.task_id, expected_token=None, actor=kill.requested_by
+        )
+        if not leader and not members:
+            outcome, message = Outcome.EXITED, f"pid {kill.pid} exited after TERM in {elapsed:.1f} s"
+        elif now < kill.deadline:
+            return None
+        else:
+            target = f"process group {kill.pgid}" if members else f"pid {kill.pid}"
+            outcome = Outcome.ESCALATED
+            message = f"{target} still alive {elapsed:.1f} s after TERM: sent SIGKILL"
+        # Close first: of two zombietops finishing the same kill, only the winner signals.
+        closed = await self.store.close_kill(
+            kill.task_id, outcome=str(outcome), actor=self.me, message=f"kill {outcome}: {message}",
+            data={"elapsed_s": round(elapsed, 3)},
+        )
+        if closed is None:
+            return None
+        if outcome is Outcome.ESCALATED:
+            message = await asyncio.to_thread(self._sigkill, kill, message)
+        return ActionOutcome(request=request, outcome=outcome, message=message)
+
+    def _sigkill(self, kill: PendingKill, message: str) -> str:
+        try:
+            if kill.pgid is not None and group_members(kill.pgid):
+                # A group id cannot be reused while any member lives, so this is still ours.
+                os.killpg(kill.pgid, signal.SIGKILL)
+            elif alive_as(kill.pid, kill.pid_start_time):
+                os.kill(kill.pid, signal.SIGKILL)
+            else:
+                return f"pid {kill.pid} exited just before SIGKILL was due"
+        except ProcessLookupError:
+            return f"pid {kill.pid} exited just before SIGKILL was due"
+        except PermissionError:
+            return f"SIGKILL to pid {kill.pid} was not permitted"
+        return message

@@ -1,0 +1,289 @@
+"""``zombietop run``: wrap any command with a lease, heartbeats from a file, and a recorded exit.
+
+The wrapper takes the lease, starts the command as the leader of its own process group, and
+then does three things until the command exits: renews the lease every heartbeat_interval
+(only while the command lives and the lease is still ours), turns the last new line of
+``$ZOMBIETOP_HEARTBEAT_FILE`` into a heartbeat, and forwards SIGTERM, SIGINT and SIGHUP to the
+command's group. If the lease is lost it stops the command (TERM, grace, KILL) rather than keep
+a second owner running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from core.claim import Claim, claim_task, owner_name
+from core.config import Config, Limits
+from core.errors import HeartbeatParseError, LeaseLost, StoreError, ZombietopError
+from core.executor import LEASE_ENV, launch_dir_for, safe_name
+from core.heartbeat_line import parse_line
+from core.model import TaskState
+from core.procs import process_start_time, this_host
+from core.store import Store
+
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+EXIT_CANNOT_START = 127
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSpec:
+    """What ``zombietop run`` was asked to do."""
+
+    command: tuple[str, ...]
+    task_id: str | None = None
+    run_id: str | None = None
+    step_type: str | None = None
+    after: tuple[str, ...] = ()
+    cwd: str | None = None
+
+
+def default_task_id(command: Sequence[str]) -> str:
+    """Name an unnamed task after its command: ``backup.sh-1a2b3c``."""
+    return f"{safe_name(Path(command[0]).name)}-{os.urandom(3).hex()}"
+
+
+def exit_status(returncode: int) -> int:
+    """The shell's convention: a death by signal N exits 128 + N."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+class HeartbeatTail:
+    """Read complete new lines from the heartbeat file; the last one wins."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._partial = b""
+
+    def last_line(self) -> str | None:
+        """Return the last complete line written since the previous call (None: nothing new)."""
+        try:
+            with open(self.path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size < self._offset:
+                    # Truncated or replaced by the job: start again from the top.
+                    self._offset, self._partial = 0, b""
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return None
+        self._offset += len(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        complete = [line for line in lines if line.strip()]
+        return complete[-1].decode("utf-8", errors="replace") if complete else None
+
+
+class Runner:
+    """Run one command under a lease until it exits; ``run`` returns its exit status."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: Config,
+        *,
+        host: str | None = None,
+        store_path: Path | None = None,
+        tail_interval: float | None = None,
+        err: TextIO | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.host = host if host is not None else this_host()
+        path = store_path if store_path is not None else getattr(store, "path", None)
+        self.store_path: Path | None = Path(path) if path is not None else None
+        self.tail_interval = tail_interval
+        self.err = err or sys.stderr
+        self.forwarded: set[int] = set()
+        self.lost: str | None = None
+
+    def _say(self, text: str) -> None:
+        print(f"zombietop: {text}", file=self.err, flush=True)
+
+    async def run(self, spec: RunSpec) -> int:
+        """Claim the task, run the command, record how it ended; return its exit status."""
+        if not spec.command:
+            raise ZombietopError("nothing to run: give a command after --, e.g. zombietop run -- ./job.sh")
+        task_id = spec.task_id or default_task_id(spec.command)
+        cwd = spec.cwd or os.getcwd()
+        owner = owner_name("run", self.host)
+        type_limits = self.config.limits_for(spec.step_type)
+        claim = await claim_task(
+            self.store, task_id=task_id, owner=owner, ttl=type_limits.lease_ttl, run_id=spec.run_id,
+            step=Path(spec.command[0]).name, step_type=spec.step_type, after=spec.after,
+            command=spec.command, cwd=cwd, host=self.host,
+        )
+        limits = self.config.limits_for(claim.task.step_type)
+        if not spec.task_id:
+            self._say(f"task {task_id}")
+        beat_file = self._heartbeat_file(claim)
+        try:
+            return await self._supervise(claim, limits, spec, beat_file)
+        finally:
+            with contextlib.suppress(OSError):
+                beat_file.unlink()
+
+    def _heartbeat_file(self, claim: Claim) -> Path:
+        if self.store_path is not None:
+            folder = launch_dir_for(self.store_path) / "heartbeats"
+            folder.mkdir(parents=True, exist_ok=True)
+        else:
+            folder = Path(tempfile.gettempdir())
+        path = folder / f"{safe_name(claim.task.task_id)}.{claim.token}.hb"
+        path.write_bytes(b"")
+        return path
+
+    def _env(self, claim: Claim, beat_file: Path) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in LEASE_ENV}
+        env.update(
+            ZOMBIETOP_TASK=claim.task.task_id,
+            ZOMBIETOP_HEARTBEAT_FILE=str(beat_file),
+            ZOMBIETOP_CHECKPOINT=claim.task.checkpoint or "",
+            ZOMBIETOP_ATTEMPT=str(claim.task.attempt),
+            ZOMBIETOP_LEASE_OWNER=claim.owner,
+            ZOMBIETOP_LEASE_TOKEN=str(claim.token),
+        )
+        # So that `zombietop beat` inside the command finds the same store and config.
+        if self.store_path is not None:
+            env["ZOMBIETOP_DB"] = str(self.store_path)
+        if self.config.path is not None:
+            env["ZOMBIETOP_CONFIG"] = str(self.config.path)
+        return env
+
+    async def _supervise(self, claim: Claim, limits: Limits, spec: RunSpec, beat_file: Path) -> int:
+        task_id, owner, token = claim.task.task_id, claim.owner, claim.token
+        cwd = spec.cwd or claim.task.cwd or os.getcwd()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *spec.command, cwd=cwd, env=self._env(claim, beat_file), process_group=0
+            )
+        except OSError as exc:
+            reason = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
+            self._say(reason)
+            await self.store.finish_task(
+                task_id, owner=owner, token=token, state=TaskState.FAILED,
+                exit_code=EXIT_CANNOT_START, reason=reason,
+            )
+            return EXIT_CANNOT_START
+        started = await self.store.now()
+        start_time = await asyncio.to_thread(process_start_time, proc.pid)
+        loop = asyncio.get_running_loop()
+        for sig in FORWARDED:
+            loop.add_signal_handler(sig, self._forward, proc, sig)
+        tail = HeartbeatTail(beat_file)
+        try:
+            if start_time is not None:
+                await self.store.set_process(
+                    task_id, owner=owner, token=token, pid=proc.pid, pid_start_time=start_time,
+                    host=self.host,
+                )
+            helpers = [
+                asyncio.create_task(self._renew(claim, limits, proc)),
+                asyncio.create_task(self._tail(claim, limits, tail)),
+            ]
+            try:
+                returncode = await proc.wait()
+            finally:
+                for helper in helpers:
+                    helper.cancel()
+                await asyncio.gather(*helpers, return_exceptions=True)
+        finally:
+            for sig in FORWARDED:
+                loop.remove_signal_handler(sig)
+        if self.lost is None:
+            # The command's last words count: read what it wrote just before it exited.
+            await self._beat(claim, tail)
+            await self._record_exit(claim, proc.pid, returncode, started)
+        return exit_status(returncode)
+
+    def _forward(self, proc: asyncio.subprocess.Process, sig: int) -> None:
+        self.forwarded.add(sig)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+
+    async def _renew(self, claim: Claim, limits: Limits, proc: asyncio.subprocess.Process) -> None:
+        while True:
+            await asyncio.sleep(limits.heartbeat_interval)
+            if proc.returncode is not None:
+                return
+            try:
+                await self.store.renew_lease(
+                    claim.task.task_id, owner=claim.owner, token=claim.token, ttl=limits.lease_ttl
+                )
+            except LeaseLost as exc:
+                self.lost = str(exc)
+                self._say(f"{exc}; stopping the command so two owners never run")
+                await self._stop(proc, limits.kill_grace)
+                return
+            except StoreError as exc:
+                # A busy store is not a lost lease: try again next interval, the TTL has room.
+                self._say(f"could not renew the lease on {claim.task.task_id}: {exc}")
+
+    async def _stop(self, proc: asyncio.subprocess.Process, grace: float) -> None:
+        """TERM the command's group, give it ``grace`` seconds, then KILL it."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=grace)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    async def _tail(self, claim: Claim, limits: Limits, tail: HeartbeatTail) -> None:
+        interval = self.tail_interval or min(limits.heartbeat_interval / 2, 1.0)
+        while True:
+            await asyncio.sleep(interval)
+            await self._beat(claim, tail)
+
+    async def _beat(self, claim: Claim, tail: HeartbeatTail) -> None:
+        line = tail.last_line()
+        if line is None:
+            return
+        task_id = claim.task.task_id
+        try:
+            beat = parse_line(line)
+        except HeartbeatParseError as exc:
+            # A visible reason on the task, never a crash of the wrapper.
+            with contextlib.suppress(StoreError):
+                await self.store.record_heartbeat_error(task_id, str(exc))
+            return
+        try:
+            await self.store.record_heartbeat(task_id, beat, owner=claim.owner, token=claim.token)
+        except LeaseLost:
+            pass  # the renew loop notices and stops the command
+        except StoreError as exc:
+            self._say(f"could not record a heartbeat for {task_id}: {exc}")
+
+    async def _record_exit(self, claim: Claim, pid: int, returncode: int, started: float) -> None:
+        task_id = claim.task.task_id
+        code = exit_status(returncode)
+        record = await self.store.get_record(task_id)
+        kill = record.pending_kill
+        killed_by_operator = kill is not None and kill.pid == pid and kill.term_sent_at >= started
+        signalled = self.forwarded or killed_by_operator
+        if returncode == 0:
+            state, reason = TaskState.SUCCEEDED, None
+        elif returncode in (-signal.SIGTERM, 128 + signal.SIGTERM) or signalled:
+            who = f"operator kill by {kill.requested_by}" if killed_by_operator and kill else None
+            names = ", ".join(signal.Signals(s).name for s in sorted(self.forwarded))
+            why = who or (f"{names} forwarded" if names else "SIGTERM")
+            state, reason = TaskState.INTERRUPTED, f"stopped after {why} (exit {code})"
+        elif returncode < 0:
+            state, reason = TaskState.FAILED, f"killed by {signal.Signals(-returncode).name}"
+        else:
+            state, reason = TaskState.FAILED, None  # the exit code says it all
+        try:
+            await self.store.finish_task(
+                task_id, owner=claim.owner, token=claim.token, state=state, exit_code=code, reason=reason
+            )
+        except LeaseLost as exc:
+            self._say(f"not recording the exit of {task_id}: {exc}")

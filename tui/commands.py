@@ -1,0 +1,151 @@
+"""``zombietop run`` and the action commands ``resume``, ``discard`` and ``kill``.
+
+Kept apart from ``tui.cli`` so that the parser there only registers them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import sys
+from typing import Any
+
+from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from core.durations import format_age
+from core.errors import ZombietopError
+from core.executor import Executor
+from core.procs import this_host
+from core.runner import Runner, RunSpec
+from core.store import open_store
+
+EXIT_OK, EXIT_NOT_DONE = 0, 1
+KILL_POLL_S = 0.1
+
+
+def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Register run, resume, discard and kill on the ``zombietop`` subparsers."""
+    run = sub.add_parser(
+        "run", parents=[common], help="run a command under a lease, with heartbeats from a file",
+        usage="zombietop run [--task ID] [--run RUN] [--type TYPE] [--after TASK ...] -- CMD ARGS...",
+    )
+    run.add_argument("--task", help="task id (default: the command's name and a random suffix)")
+    run.add_argument("--run", dest="run_id", help="the workflow run this task belongs to")
+    run.add_argument("--type", dest="step_type", help="step type, which selects thresholds")
+    run.add_argument(
+        "--after", action="extend", nargs="+", default=[], metavar="TASK",
+        help="refuse to start until these tasks have succeeded",
+    )
+    run.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+    run.set_defaults(handler=cmd_run)
+
+    for kind, text in (
+        (ActionKind.RESUME, "bump the token, keep the checkpoint, requeue or relaunch"),
+        (ActionKind.DISCARD, "bump the token and mark discarded; artifacts kept"),
+        (ActionKind.KILL, "SIGTERM the task's process group, SIGKILL after kill_grace"),
+    ):
+        action = sub.add_parser(str(kind), parents=[common], help=text)
+        action.add_argument("task", metavar="TASK")
+        action.add_argument("--reason", help="why, for the event log")
+        action.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+        action.set_defaults(handler=cmd_action, kind=kind)
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    from tui.cli import _context
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise ZombietopError("nothing to run: give a command after --, e.g. zombietop run -- ./job.sh")
+    ctx = _context(args)
+    async with await open_store(ctx.db, create=True) as store:
+        runner = Runner(store, ctx.config, store_path=ctx.db)
+        return await runner.run(
+            RunSpec(
+                command=tuple(command), task_id=args.task, run_id=args.run_id,
+                step_type=args.step_type, after=tuple(args.after),
+            )
+        )
+
+
+def _actor() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{this_host()} (cli)"
+
+
+def _confirm(kind: ActionKind, task_id: str, summary: str) -> bool:
+    if not sys.stdin.isatty():
+        raise ZombietopError(
+            f"refusing to {kind} {task_id} without confirmation: stdin is not a terminal; "
+            "pass --yes to confirm"
+        )
+    answer = input(f"{kind} {task_id} ({summary})? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
+
+
+async def cmd_action(args: argparse.Namespace) -> int:
+    from tui.cli import _context
+
+    ctx = _context(args)
+    kind: ActionKind = args.kind
+    async with await open_store(ctx.db) as store:
+        executor = Executor(store, ctx.config, store_path=ctx.db)
+        record = await store.get_record(args.task)
+        token = None if record.lease is None else record.lease.token
+        if not args.yes:
+            beat = record.heartbeat
+            where = f", stage {beat.stage}" if beat and beat.stage else ""
+            pid = f", pid {record.task.pid}" if record.task.pid else ""
+            summary = f"{record.task.state}{where}{pid}, token {token}"
+            if not _confirm(kind, args.task, summary):
+                print("nothing done")
+                return EXIT_NOT_DONE
+        request = ActionRequest(
+            kind=kind, task_id=args.task, expected_token=token, actor=_actor(), reason=args.reason
+        )
+        outcome = await executor.run(request)
+        _print(outcome)
+        if outcome.outcome is Outcome.TERM_SENT:
+            outcome = await _wait_for_kill(executor, args.task)
+            _print(outcome)
+    return EXIT_OK if outcome.ok else EXIT_NOT_DONE
+
+
+def _print(outcome: ActionOutcome) -> None:
+    print(f"{outcome.request.task_id}: {outcome.outcome}: {outcome.message}", flush=True)
+
+
+async def _wait_for_kill(executor: Executor, task_id: str) -> ActionOutcome:
+    """Finish the kill through the grace, counting down on a terminal."""
+    shown = None
+    tty = sys.stderr.isatty()
+    while True:
+        for done in await executor.complete_pending_kills():
+            if done.request.task_id == task_id:
+                if tty:
+                    print(file=sys.stderr)
+                return done
+        kill = await executor.store.get_open_kill(task_id)
+        if kill is None:
+            # Another zombietop finished it; report what the store says.
+            record = await executor.store.get_record(task_id)
+            closed = record.pending_kill
+            outcome = Outcome(closed.outcome) if closed and closed.outcome else Outcome.GONE
+            return ActionOutcome(
+                request=ActionRequest(kind=ActionKind.KILL, task_id=task_id, expected_token=None,
+                                      actor=_actor()),
+                outcome=outcome, message="finished by another zombietop",
+            )
+        left = max(0.0, kill.deadline - await executor.store.now())
+        text = f"waiting for {task_id} (pid {kill.pid}) to exit: SIGKILL in {format_age(left)}"
+        if tty:
+            print(f"\r{text}   ", end="", file=sys.stderr, flush=True)
+        elif text != shown:
+            print(text, file=sys.stderr, flush=True)
+        shown = text
+        await asyncio.sleep(KILL_POLL_S)
