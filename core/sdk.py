@@ -1,0 +1,350 @@
+"""The job SDK: a lease, progress heartbeats and atomic checkpoints for a Python job.
+
+    from core.sdk import Job
+
+    with Job("export-2031", step_type="export") as job:
+        start = (job.load_checkpoint() or {}).get("offset", 0)
+        for offset in range(start, total):
+            with job.request("fetch"):
+                rows = fetch(offset)
+            job.beat("transform", 100 * offset / total, rows=offset)
+            job.checkpoint({"offset": offset + 1})
+
+Entering takes the lease (refusing while an upstream task is quarantined or not succeeded) and
+renews it in the background. Leaving records succeeded, or failed with the exception. SIGTERM
+marks the task interrupted, sets an unfinished checkpoint aside as ``<checkpoint>.tmp`` and
+exits 143, so the next resume starts from the last complete checkpoint.
+
+Under ``zombietop run`` (``ZOMBIETOP_TASK`` names this task) the job adopts the wrapper's lease:
+the wrapper renews it and records the exit; the job only beats and checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Coroutine, Iterator, Sequence
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any, Self, TypeVar
+
+from core.claim import Claim, claim_task, owner_name
+from core.config import Config, Limits, load_config, resolve_config_path
+from core.errors import LeaseLost, RequestTimeout, StoreError
+from core.executor import launch_dir_for, safe_name
+from core.heartbeat_line import BeatLine
+from core.model import Lease, TaskState
+from core.procs import process_start_time, this_host
+from core.store import Store, default_store_path, open_store
+
+T = TypeVar("T")
+PARTIAL_SUFFIX = ".partial"
+"""A checkpoint being written; renamed over the real one only once it is complete and synced."""
+ASIDE_SUFFIX = ".tmp"
+"""Where an unfinished checkpoint is set aside after SIGTERM or a crash, for a human to inspect."""
+CALL_TIMEOUT = 30.0
+EXIT_SIGTERM = 128 + signal.SIGTERM
+
+
+def _store_path(db: str | Path | None, config: Config) -> Path:
+    if db is not None:
+        return Path(db).expanduser()
+    env = os.environ.get("ZOMBIETOP_DB")
+    if env:
+        return Path(env).expanduser()
+    return config.store_path or default_store_path()
+
+
+class _LoopThread:
+    """An event loop of the job's own, on a daemon thread.
+
+    The job's code is synchronous, but the store is async: running the store (and the lease
+    renewal) on a private loop keeps one implementation of fencing, and the renewal keeps going
+    while the job's main thread is busy or blocked.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="zombietop-job", daemon=True)
+        self._thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float = CALL_TIMEOUT) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+class Job:
+    """Hold a task's lease for the length of a ``with`` block; see the module docstring."""
+
+    def __init__(
+        self,
+        task_id: str,
+        *,
+        db: str | Path | None = None,
+        config: Config | str | Path | None = None,
+        run_id: str | None = None,
+        step: str | None = None,
+        step_type: str | None = None,
+        after: Sequence[str] = (),
+        checkpoint_path: str | Path | None = None,
+        handle_sigterm: bool = True,
+        host: str | None = None,
+    ) -> None:
+        self.task_id = task_id
+        if isinstance(config, Config):
+            self.config = config
+        else:
+            self.config = load_config(Path(config) if config else resolve_config_path(None))
+        self.db = _store_path(db, self.config)
+        self.limits: Limits = self.config.limits_for(step_type)
+        self._run_id, self._step, self._step_type, self._after = run_id, step, step_type, tuple(after)
+        self.host = host if host is not None else this_host()
+        default = launch_dir_for(self.db) / "checkpoints" / f"{safe_name(task_id)}.json"
+        self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else default
+        self._handle_sigterm = handle_sigterm
+        self._loop: _LoopThread | None = None
+        self._store: Store | None = None
+        self._claim: Claim | None = None
+        self._adopted = False
+        self._renewer: concurrent.futures.Future[None] | None = None
+        self._lost: str | None = None
+        self._done = False
+        self._previous_handler: Any = None
+        self._stage: str | None = None
+        self._progress: float | None = None
+        self._counters: dict[str, float] = {}
+        self._request: str | None = None
+        self._checkpoint_recorded = False
+
+    # Entering and leaving ------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        self._loop = _LoopThread()
+        try:
+            self._store = self._loop.call(open_store(self.db, create=True))
+            self._claim = self._loop.call(self._take())
+        except BaseException:
+            self._shutdown()
+            raise
+        self.limits = self.config.limits_for(self._claim.task.step_type)
+        self._set_aside_partial()
+        if not self._adopted:
+            self._renewer = asyncio.run_coroutine_threadsafe(self._renew(), self._loop.loop)
+        if self._handle_sigterm and threading.current_thread() is threading.main_thread():
+            self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
+        return self
+
+    async def _take(self) -> Claim:
+        assert self._store is not None
+        owner = os.environ.get("ZOMBIETOP_LEASE_OWNER")
+        token = os.environ.get("ZOMBIETOP_LEASE_TOKEN", "")
+        if os.environ.get("ZOMBIETOP_TASK") == self.task_id and owner and token.isdigit():
+            # `zombietop run` holds the lease for us; taking it again would fence out the wrapper.
+            self._adopted = True
+            task = await self._store.get_task(self.task_id)
+            lease = Lease(task_id=self.task_id, owner=owner, token=int(token))
+            return Claim(task=task, lease=lease, owner=owner)
+        claim = await claim_task(
+            self._store, task_id=self.task_id, owner=owner_name("sdk", self.host),
+            ttl=self.config.limits_for(self._step_type).lease_ttl, run_id=self._run_id,
+            step=self._step, step_type=self._step_type, after=self._after, cwd=os.getcwd(),
+            host=self.host,
+        )
+        start = process_start_time(os.getpid())
+        if start is not None:
+            await self._store.set_process(
+                self.task_id, owner=claim.owner, token=claim.token, pid=os.getpid(),
+                pid_start_time=start, host=self.host,
+            )
+        return claim
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if not self._done and not self._adopted and self._lost is None:
+                if exc is None:
+                    self._finish(TaskState.SUCCEEDED, 0, None)
+                elif isinstance(exc, KeyboardInterrupt):
+                    self._finish(TaskState.INTERRUPTED, 130, "stopped by SIGINT")
+                else:
+                    self._finish(TaskState.FAILED, 1, f"{type(exc).__name__}: {exc}")
+        finally:
+            self._shutdown()
+
+    def _finish(self, state: TaskState, code: int, reason: str | None) -> None:
+        self._done = True
+        assert self._loop is not None and self._store is not None and self._claim is not None
+        with contextlib.suppress(LeaseLost, StoreError):
+            self._loop.call(self._store.finish_task(
+                self.task_id, owner=self._claim.owner, token=self._claim.token, state=state,
+                exit_code=code, reason=reason,
+            ))
+
+    def _shutdown(self) -> None:
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGTERM, self._previous_handler)
+            self._previous_handler = None
+        if self._renewer is not None:
+            self._renewer.cancel()
+        if self._loop is not None:
+            if self._store is not None:
+                with contextlib.suppress(Exception):
+                    self._loop.call(self._store.close(), timeout=5)
+            self._loop.stop()
+            self._loop = None
+
+    async def _renew(self) -> None:
+        assert self._store is not None and self._claim is not None
+        while True:
+            await asyncio.sleep(self.limits.heartbeat_interval)
+            try:
+                await self._store.renew_lease(
+                    self.task_id, owner=self._claim.owner, token=self._claim.token,
+                    ttl=self.limits.lease_ttl,
+                )
+            except LeaseLost as exc:
+                # Not ours any more: beat() and checkpoint() now raise, still_owner() says False.
+                self._lost = str(exc)
+                return
+            except StoreError:
+                continue  # a busy store is not a lost lease; the TTL has room for a retry
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        if self._done:
+            return
+        self._set_aside_partial()
+        if not self._adopted and self._lost is None:
+            where = f" at stage {self._stage}" if self._stage else ""
+            self._finish(TaskState.INTERRUPTED, EXIT_SIGTERM, f"stopped by SIGTERM{where}")
+        self._done = True
+        raise SystemExit(EXIT_SIGTERM)
+
+    # What the job calls --------------------------------------------------------------------
+
+    @property
+    def token(self) -> int:
+        assert self._claim is not None, "use Job inside a with block"
+        return self._claim.token
+
+    @property
+    def attempt(self) -> int:
+        assert self._claim is not None, "use Job inside a with block"
+        return self._claim.task.attempt
+
+    def still_owner(self) -> bool:
+        """True while this job holds the lease (nobody resumed, discarded or reclaimed it)."""
+        if self._lost is not None or self._loop is None or self._store is None or self._claim is None:
+            return False
+        claim = self._claim
+        return self._loop.call(self._store.still_owner(self.task_id, owner=claim.owner, token=claim.token))
+
+    def beat(self, stage: str | None = None, progress: float | None = None, **counters: float) -> None:
+        """Record progress; raise ``LeaseLost`` once the task is no longer ours."""
+        if stage is not None:
+            self._stage = stage
+        if progress is not None:
+            self._progress = progress
+        self._counters.update(counters)
+        self._send()
+
+    def _send(self) -> None:
+        if self._lost is not None:
+            raise LeaseLost(self._lost)
+        assert self._loop is not None and self._store is not None and self._claim is not None
+        checkpoint = str(self.checkpoint_path) if self.checkpoint_path.exists() else None
+        line = BeatLine(
+            stage=self._stage, progress=self._progress, counters=dict(self._counters),
+            checkpoint=checkpoint, request=self._request,
+        )
+        self._loop.call(self._store.record_heartbeat(
+            self.task_id, line, owner=self._claim.owner, token=self._claim.token
+        ))
+
+    def checkpoint(self, data: Any) -> Path:
+        """Write ``data`` (JSON) as the checkpoint, atomically: temp file, fsync, rename."""
+        blob = json.dumps(data, sort_keys=True).encode()
+        path = self.checkpoint_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + PARTIAL_SUFFIX)
+        with open(partial, "wb") as handle:
+            handle.write(blob)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, path)
+        _fsync_dir(path.parent)
+        if not self._checkpoint_recorded:
+            # The path never changes, so the store needs to hear of it only once.
+            self._checkpoint_recorded = True
+            self._send()
+        return path
+
+    def load_checkpoint(self) -> Any:
+        """Return the last complete checkpoint, or None when there is none yet."""
+        try:
+            return json.loads(self.checkpoint_path.read_bytes())
+        except FileNotFoundError:
+            return None
+
+    def _set_aside_partial(self) -> None:
+        partial = self.checkpoint_path.with_name(self.checkpoint_path.name + PARTIAL_SUFFIX)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(partial, self.checkpoint_path.with_name(self.checkpoint_path.name + ASIDE_SUFFIX))
+
+    @contextlib.contextmanager
+    def request(self, name: str, timeout: float | None = None) -> Iterator[None]:
+        """Record ``name`` as the request in flight; raise ``RequestTimeout`` past the budget.
+
+        In the main thread the budget is enforced with SIGALRM, so a call blocked in a socket
+        fails at the deadline; elsewhere the overrun is raised when the block ends.
+        """
+        budget = self.limits.request if timeout is None else timeout
+        self._request = name
+        self._send()
+        alarm = threading.current_thread() is threading.main_thread()
+        previous: Any = None
+
+        def expire(signum: int, frame: FrameType | None) -> None:
+            raise RequestTimeout(
+                f"request {name!r} of {self.task_id} ran past its {budget:g} s budget; failed fast"
+            )
+
+        if alarm:
+            previous = signal.signal(signal.SIGALRM, expire)
+            signal.setitimer(signal.ITIMER_REAL, budget)
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            if alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+            self._request = None
+        if time.monotonic() - started > budget:
+            raise RequestTimeout(
+                f"request {name!r} of {self.task_id} took longer than its {budget:g} s budget"
+            )
+        self._send()
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename durable: sync the directory that holds it."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,57 @@
+"""Fixtures for core tests: a fast config, a real SQLite store, real child processes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from realprocs import FAST_CONFIG, Children
+
+from core.clock import FakeClock
+from core.config import Config, load_config
+from core.sqlite_store import SQLiteStore
+
+
+@pytest.fixture
+def config_path(tmp_path: Path) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(FAST_CONFIG)
+    return path
+
+
+@pytest.fixture
+def config(config_path: Path) -> Config:
+    return load_config(config_path)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "zombietop.db"
+
+
+@pytest.fixture
+async def store(db: Path) -> AsyncIterator[SQLiteStore]:
+    opened = await SQLiteStore.open(db, create=True)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(start=time.time())
+
+
+@pytest.fixture
+async def fake_store(db: Path, clock: FakeClock) -> AsyncIterator[SQLiteStore]:
+    opened = await SQLiteStore.open(db, create=True, clock=clock)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+def children() -> Iterator[Children]:
+    kids = Children()
+    yield kids
+    kids.cleanup()

@@ -1,0 +1,137 @@
+"""Helpers for tests that use real processes, real signals and a real SQLite store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from core.procs import process_start_time, this_host
+from core.store import Store
+
+# Short thresholds so that stalled, reclaimable and a kill's grace happen within seconds.
+FAST_CONFIG = """\
+[thresholds]
+heartbeat_interval = "100ms"
+heartbeat_timeout = "600ms"
+lease_ttl = "3s"
+progress_timeout = "10s"
+start_grace = "2s"
+
+[timeouts]
+request = "2s"
+stage = "20s"
+task = "1m"
+kill_grace = "1s"
+"""
+
+ZOMBIETOP = (sys.executable, "-m", "tui")
+
+
+def zombietop(db: Path, config_path: Path, *args: str) -> list[str]:
+    """The argv of a real ``zombietop`` command against this test's store and config."""
+    return [*ZOMBIETOP, "--db", str(db), "--config", str(config_path), *args]
+
+
+class Children:
+    """Real child processes a test starts; whatever is left is killed, group and all, at the end."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.groups: set[int] = set()
+
+    def start(self, argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
+        kwargs.setdefault("process_group", 0)
+        proc = subprocess.Popen(argv, **kwargs)  # type: ignore[call-overload]
+        self.procs.append(proc)
+        if kwargs.get("process_group") == 0 or kwargs.get("start_new_session"):
+            self.groups.add(proc.pid)
+        return proc
+
+    def track_group(self, pgid: int) -> None:
+        self.groups.add(pgid)
+
+    def cleanup(self) -> None:
+        for pgid in self.groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGCONT)
+                os.killpg(pgid, signal.SIGKILL)
+        for proc in self.procs:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait(timeout=10)
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+
+
+
+async def wait_for(
+    check: Callable[[], Awaitable[bool]] | Callable[[], bool],
+    *,
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    what: str = "condition",
+) -> None:
+    """Poll ``check`` until it is true; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+def wait_for_file(path: Path, timeout: float = 10.0) -> None:
+    """Block until ``path`` exists (a child's readiness marker)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {path}")
+        time.sleep(0.01)
+
+
+async def start_task_process(
+    store: Store,
+    children: Children,
+    script: str,
+    ready: Path,
+    *,
+    task_id: str = "t1",
+    step_type: str = "default",
+    start_time_offset: float = 0.0,
+) -> subprocess.Popen[bytes]:
+    """Create a leased task whose process is ``sh -c script`` leading its own group.
+
+    The script must create ``ready`` once its traps and children are in place.
+    """
+    await store.create_task(task_id=task_id, run_id="r1", step="s", step_type=step_type, actor="test")
+    lease = await store.acquire_lease(task_id, owner="test-owner", ttl=60)
+    proc = children.start(["sh", "-c", script])
+    wait_for_file(ready)
+    start = process_start_time(proc.pid)
+    assert start is not None
+    await store.set_process(
+        task_id, owner="test-owner", token=lease.token, pid=proc.pid,
+        pid_start_time=start + start_time_offset, host=this_host(),
+    )
+    return proc
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and has not exited (a zombie counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
