@@ -262,6 +262,12 @@ class SQLiteStore(Store):
                         if not _is_busy(exc) or attempt == BEGIN_RETRIES - 1:
                             raise
                         await asyncio.sleep(0.05 * 2**attempt)
+                    except BaseException:
+                        # Cancelled while BEGIN ran on aiosqlite's thread: it may have started
+                        # a transaction that would poison every later write on this connection.
+                        with contextlib.suppress(sqlite3.Error, ValueError):
+                            await self._db.execute("ROLLBACK")
+                        raise
                 try:
                     yield self._db
                 except BaseException:

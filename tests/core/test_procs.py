@@ -1,0 +1,115 @@
+"""The psutil probe against real processes: identity, deltas, zombies, and what the monitor makes of it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from realprocs import Children, start_task_process, wait_for, wait_for_file
+
+from core.clock import FakeClock
+from core.config import Config
+from core.model import Health, Task, TaskState
+from core.monitor import Monitor
+from core.procs import PsutilProbe, process_start_time, same_start, this_host
+from core.sqlite_store import SQLiteStore
+
+
+def _task(pid: int, start: float | None, *, host: str | None = None, task_id: str = "t") -> Task:
+    return Task(
+        task_id=task_id, run_id="r", step="s", step_type="default", state=TaskState.RUNNING,
+        pid=pid, pid_start_time=start, host=host or this_host(), created_at=0.0, updated_at=0.0,
+    )
+
+
+async def test_live_process_is_sampled_with_deltas(children: Children, tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    proc = children.start(["sh", "-c", f"sleep 30 & sleep 30 & touch {ready}; wait"])
+    wait_for_file(ready)
+    clock = FakeClock()
+    probe = PsutilProbe(clock=clock)
+    task = _task(proc.pid, process_start_time(proc.pid))
+
+    first = (await probe.sample([task]))["t"]
+    assert first.alive and first.identity_ok and not first.gone
+    assert first.status in ("sleeping", "running")
+    assert first.children == 2 and first.threads == 1 and (first.rss_bytes or 0) > 0
+    assert first.cpu_percent is None  # a delta needs a previous sample
+
+    clock.advance(120)
+    second = (await probe.sample([task]))["t"]
+    assert second.cpu_percent is not None and second.cpu_percent < 5
+    assert second.read_bytes_delta == 0 and second.write_bytes_delta == 0
+    assert second.io_idle_s == 120
+
+
+async def test_reused_pid_fails_identity(children: Children, tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    proc = children.start(["sh", "-c", f"touch {ready}; sleep 30"])
+    wait_for_file(ready)
+    start = process_start_time(proc.pid)
+    assert start is not None and same_start(start, start + 0.5) and not same_start(start, start + 5)
+
+    sample = (await PsutilProbe().sample([_task(proc.pid, start - 100)]))["t"]
+    assert sample.alive and not sample.identity_ok and sample.gone
+
+
+async def test_exited_and_zombie_processes_are_gone(children: Children) -> None:
+    reaped = children.start(["true"])
+    reaped.wait(5)
+    zombie = children.start(["true"])
+    # Not reaped yet: it stays a zombie until we wait for it.
+    await wait_for(lambda: _state(zombie.pid) == "Z", what="a zombie")
+    probe = PsutilProbe()
+    samples = await probe.sample(
+        [_task(reaped.pid, None, task_id="reaped"), _task(zombie.pid, None, task_id="zombie")]
+    )
+    assert not samples["reaped"].alive and samples["reaped"].gone
+    assert samples["zombie"].status == "zombie" and samples["zombie"].gone
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0]
+
+
+async def test_other_hosts_are_not_probed() -> None:
+    probe = PsutilProbe(host="this-box")
+    assert await probe.sample([_task(os.getpid(), None, host="other-box")]) == {}
+
+
+async def test_monitor_with_probe_calls_a_dead_process_dead(
+    store: SQLiteStore, config: Config, children: Children, tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    proc = await start_task_process(store, children, f"touch {ready}; sleep 30", ready)
+    monitor = Monitor(store, config, probe=PsutilProbe())
+    assert (await monitor.poll()).by_id()["t1"].health is not Health.DEAD
+
+    os.kill(proc.pid, signal.SIGKILL)
+    await asyncio.to_thread(proc.wait, 5)
+    view = (await monitor.poll()).by_id()["t1"]
+    assert view.health is Health.DEAD
+    assert "is gone" in view.verdict.reasons[0].message
+
+
+async def test_probe_runs_off_the_event_loop(children: Children) -> None:
+    """The sample is taken in a worker thread: the loop keeps ticking while psutil reads /proc."""
+    proc = children.start(["sleep", "30"], stdout=subprocess.DEVNULL)
+    probe = PsutilProbe()
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(tick())
+    tasks = [_task(proc.pid, None, task_id=f"t{i}") for i in range(200)]
+    await probe.sample(tasks)
+    ticker.cancel()
+    assert ticks > 1

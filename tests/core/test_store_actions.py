@@ -1,0 +1,122 @@
+"""Store side of the actions: schema v2, token bumps that fence the old owner, durable kills."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from core.clock import FakeClock
+from core.errors import ActionRefused, LeaseLost
+from core.heartbeat_line import BeatLine
+from core.model import EventKind, TaskState
+from core.sqlite_store import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, SQLiteStore, _statements
+
+
+async def _leased(store: SQLiteStore, task_id: str = "t1") -> int:
+    await store.create_task(task_id=task_id, run_id="r", step="s", step_type="default", actor="test")
+    lease = await store.acquire_lease(task_id, owner="old", ttl=60)
+    await store.record_heartbeat(
+        task_id, BeatLine(stage="load", progress=40, checkpoint="ck-40"), owner="old", token=lease.token
+    )
+    return lease.token
+
+
+async def test_a_v1_store_file_is_migrated_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    con = sqlite3.connect(path)
+    for statement in _statements(MIGRATIONS[0]):
+        con.execute(statement)
+    con.execute(
+        "INSERT INTO tasks (task_id, run_id, step, step_type, state, created_at, updated_at) "
+        "VALUES ('old', 'r', 's', 'default', 'queued', 1, 1)"
+    )
+    con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    con.execute("PRAGMA user_version = 1")
+    con.commit()
+    con.close()
+
+    async with await SQLiteStore.open(path) as store:
+        record = await store.get_record("old")
+        assert record.pending_kill is None
+        assert await store.open_kills(None) == []
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    con.close()
+    assert "pending_kills" in tables
+
+
+async def test_resume_fences_the_old_owner_and_requeues(store: SQLiteStore) -> None:
+    token = await _leased(store)
+    await store.set_quarantine("t1", quarantined=True, actor="watchdog", reason="stalled")
+
+    task, lease = await store.resume_task("t1", expected_token=token, actor="oncall", reason="retry")
+
+    assert lease.token == token + 1 and lease.owner is None
+    assert task.state is TaskState.QUEUED and task.attempt == 2
+    assert task.checkpoint == "ck-40" and not task.quarantined
+    with pytest.raises(LeaseLost):
+        await store.renew_lease("t1", owner="old", token=token, ttl=60)
+    assert not await store.still_owner("t1", owner="old", token=token)
+    with pytest.raises(LeaseLost):
+        await store.record_heartbeat("t1", BeatLine(stage="late"), owner="old", token=token)
+    with pytest.raises(LeaseLost):
+        await store.finish_task("t1", owner="old", token=token, state=TaskState.SUCCEEDED)
+    # The next attempt takes the lease from nobody; its beats continue the history.
+    new = await store.acquire_lease("t1", owner="new", ttl=60)
+    assert new.token == token + 2
+    await store.record_heartbeat("t1", BeatLine(stage="load", progress=41), owner="new", token=new.token)
+    assert [p.progress for p in await store.heartbeat_history("t1")] == [40, 41]
+    kinds = [e.kind for e in await store.events(task_id="t1")]
+    assert EventKind.STATE_CHANGED in kinds and EventKind.LEASE_RECLAIMED in kinds
+
+
+async def test_resume_and_discard_refuse_a_moved_token(store: SQLiteStore) -> None:
+    token = await _leased(store)
+    with pytest.raises(ActionRefused, match=f"token {token - 1} is now {token}"):
+        await store.resume_task("t1", expected_token=token - 1, actor="oncall")
+    with pytest.raises(ActionRefused, match="task changed since you looked"):
+        await store.discard_task("t1", expected_token=None, actor="oncall")
+    assert (await store.get_task("t1")).state is TaskState.RUNNING
+
+
+async def test_discard_marks_finished_and_fences(store: SQLiteStore) -> None:
+    token = await _leased(store)
+    task, lease = await store.discard_task("t1", expected_token=token, actor="oncall", reason="bad input")
+    assert task.state is TaskState.DISCARDED and task.finished_at is not None
+    assert task.checkpoint == "ck-40" and task.state_reason == "bad input"
+    assert lease.token == token + 1
+    with pytest.raises(LeaseLost):
+        await store.renew_lease("t1", owner="old", token=token, ttl=60)
+    with pytest.raises(ActionRefused, match="discarded; there is nothing to resume"):
+        await store.resume_task("t1", expected_token=lease.token, actor="oncall")
+
+
+async def test_pending_kill_is_durable_unique_and_closed_once(db: Path) -> None:
+    clock = FakeClock(start=1000.0)
+    async with await SQLiteStore.open(db, create=True, clock=clock) as store:
+        await _leased(store)
+        kill = await store.open_kill(
+            "t1", pid=4121, pid_start_time=900.0, pgid=4121, host="box", requested_by="oncall", grace=30
+        )
+        assert (kill.term_sent_at, kill.deadline, kill.pending) == (1000.0, 1030.0, True)
+        with pytest.raises(ActionRefused, match="already has a kill in progress"):
+            await store.open_kill(
+                "t1", pid=4121, pid_start_time=900.0, pgid=None, host="box", requested_by="x", grace=1
+            )
+    # Another process opening the same file sees it, in the poll and in its host's list.
+    async with await SQLiteStore.open(db, clock=clock) as other:
+        [record] = await other.poll(None)
+        assert record.pending_kill == kill
+        assert await other.open_kills("box") == [kill]
+        assert await other.open_kills("elsewhere") == []
+        clock.advance(5)
+        closed = await other.close_kill("t1", outcome="exited", actor="zt", message="exited after TERM")
+        assert closed is not None and closed.outcome == "exited" and closed.finished_at == 1005.0
+        assert await other.close_kill("t1", outcome="escalated", actor="zt2", message="late") is None
+        record = await other.get_record("t1")
+        assert record.pending_kill is not None and record.pending_kill.outcome == "exited"
+        events = [e for e in await other.events(task_id="t1") if e.kind == EventKind.ACTION]
+        assert [e.data["outcome"] for e in events] == ["exited"]
