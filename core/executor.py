@@ -31,15 +31,24 @@ from core.procs import process_start_time, same_start, this_host
 from core.store import Store
 
 # Variables that tie a process to one lease; a relaunch must never inherit the operator's.
-LEASE_ENV = ("ZOMBIETOP_TASK", "ZOMBIETOP_LEASE_OWNER", "ZOMBIETOP_LEASE_TOKEN",
-             "ZOMBIETOP_HEARTBEAT_FILE", "ZOMBIETOP_CHECKPOINT", "ZOMBIETOP_ATTEMPT")
+LEASE_ENV = (
+    "ZOMBIETOP_TASK",
+    "ZOMBIETOP_LEASE_OWNER",
+    "ZOMBIETOP_LEASE_TOKEN",
+    "ZOMBIETOP_HEARTBEAT_FILE",
+    "ZOMBIETOP_CHECKPOINT",
+    "ZOMBIETOP_ATTEMPT",
+)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def fill_placeholders(command: Sequence[str], task: Task) -> list[str]:
     """Put the task id and checkpoint into an argument list (never through a shell)."""
     checkpoint = task.checkpoint or ""
-    return [arg.replace("{task_id}", task.task_id).replace("{checkpoint}", checkpoint) for arg in command]
+    return [
+        arg.replace("{task_id}", task.task_id).replace("{checkpoint}", checkpoint)
+        for arg in command
+    ]
 
 
 def launch_dir_for(store_path: Path) -> Path:
@@ -142,7 +151,8 @@ class Executor:
         if self.read_only:
             # Nothing can be recorded in a read-only store, so this refusal is not an event.
             return ActionOutcome(
-                request=request, outcome=Outcome.REFUSED,
+                request=request,
+                outcome=Outcome.REFUSED,
                 message=f"store {self.store.describe()} is open read-only; actions are disabled",
             )
         try:
@@ -152,7 +162,8 @@ class Executor:
         token = None if record.lease is None else record.lease.token
         if token != request.expected_token:
             return await self._done(
-                request, Outcome.REFUSED,
+                request,
+                Outcome.REFUSED,
                 f"task changed since you looked: token {request.expected_token} is now {token}",
                 token=token,
             )
@@ -166,25 +177,43 @@ class Executor:
         self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
     ) -> ActionOutcome:
         """Resume a task: bump the token, keep the checkpoint, requeue or relaunch it."""
-        return await self.run(ActionRequest(
-            kind=ActionKind.RESUME, task_id=task_id, expected_token=expected_token, actor=actor, reason=reason
-        ))
+        return await self.run(
+            ActionRequest(
+                kind=ActionKind.RESUME,
+                task_id=task_id,
+                expected_token=expected_token,
+                actor=actor,
+                reason=reason,
+            )
+        )
 
     async def discard(
         self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
     ) -> ActionOutcome:
         """Discard a task: bump the token, mark it discarded, keep its artifacts."""
-        return await self.run(ActionRequest(
-            kind=ActionKind.DISCARD, task_id=task_id, expected_token=expected_token, actor=actor, reason=reason
-        ))
+        return await self.run(
+            ActionRequest(
+                kind=ActionKind.DISCARD,
+                task_id=task_id,
+                expected_token=expected_token,
+                actor=actor,
+                reason=reason,
+            )
+        )
 
     async def kill(
         self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
     ) -> ActionOutcome:
         """Start a graceful kill: SIGTERM now, SIGKILL after kill_grace if still alive."""
-        return await self.run(ActionRequest(
-            kind=ActionKind.KILL, task_id=task_id, expected_token=expected_token, actor=actor, reason=reason
-        ))
+        return await self.run(
+            ActionRequest(
+                kind=ActionKind.KILL,
+                task_id=task_id,
+                expected_token=expected_token,
+                actor=actor,
+                reason=reason,
+            )
+        )
 
     async def _done(
         self,
@@ -197,11 +226,17 @@ class Executor:
     ) -> ActionOutcome:
         why = f" (reason: {request.reason})" if request.reason else ""
         await self.store.record_event(
-            kind=EventKind.ACTION, actor=request.actor, task_id=request.task_id,
+            kind=EventKind.ACTION,
+            actor=request.actor,
+            task_id=request.task_id,
             message=f"{request.kind} {outcome}: {message}{why}",
             data={
-                "action": str(request.kind), "outcome": str(outcome), "reason": request.reason,
-                "expected_token": request.expected_token, "token": token, **dict(data or {}),
+                "action": str(request.kind),
+                "outcome": str(outcome),
+                "reason": request.reason,
+                "expected_token": request.expected_token,
+                "token": token,
+                **dict(data or {}),
             },
         )
         return ActionOutcome(request=request, outcome=outcome, message=message, new_token=token)
@@ -211,13 +246,16 @@ class Executor:
     async def _discard(self, request: ActionRequest, record: TaskRecord) -> ActionOutcome:
         try:
             task, lease = await self.store.discard_task(
-                request.task_id, expected_token=request.expected_token, actor=request.actor,
+                request.task_id,
+                expected_token=request.expected_token,
+                actor=request.actor,
                 reason=request.reason,
             )
         except ActionRefused as exc:
             return await self._done(request, Outcome.REFUSED, str(exc))
         return await self._done(
-            request, Outcome.DISCARDED,
+            request,
+            Outcome.DISCARDED,
             f"{task.task_id} discarded (token {request.expected_token} -> {lease.token}); "
             "artifacts kept, dependents stay blocked",
             token=lease.token,
@@ -232,12 +270,16 @@ class Executor:
             failure = await self._compensate(task, limits)
             if failure is not None:
                 return await self._done(
-                    request, Outcome.REFUSED, f"not resuming {task.task_id}: {failure}",
+                    request,
+                    Outcome.REFUSED,
+                    f"not resuming {task.task_id}: {failure}",
                     data={"compensation": "failed"},
                 )
         try:
             task, lease = await self.store.resume_task(
-                request.task_id, expected_token=request.expected_token, actor=request.actor,
+                request.task_id,
+                expected_token=request.expected_token,
+                actor=request.actor,
                 reason=request.reason,
             )
         except ActionRefused as exc:
@@ -245,7 +287,8 @@ class Executor:
         where = f"checkpoint {task.checkpoint}" if task.checkpoint else "no checkpoint"
         if not task.command and not limits.resume_command:
             return await self._done(
-                request, Outcome.REQUEUED,
+                request,
+                Outcome.REQUEUED,
                 f"{task.task_id} requeued for its engine as attempt {task.attempt} ({where})",
                 token=lease.token,
             )
@@ -253,16 +296,20 @@ class Executor:
             launch = await asyncio.to_thread(self._launch, task, limits)
         except (OSError, ActionRefused) as exc:
             return await self._done(
-                request, Outcome.REQUEUED,
-                f"{task.task_id} requeued as attempt {task.attempt}, but could not be relaunched: {exc}",
+                request,
+                Outcome.REQUEUED,
+                f"{task.task_id} requeued as attempt {task.attempt}, "
+                f"but could not be relaunched: {exc}",
                 token=lease.token,
             )
         how = "relaunched" if task.command else "ran resume_command for"
         return await self._done(
-            request, Outcome.RELAUNCHED,
+            request,
+            Outcome.RELAUNCHED,
             f"{how} {task.task_id} as attempt {task.attempt} from {where} "
             f"(pid {launch.pid}, log {launch.log})",
-            token=lease.token, data={"pid": launch.pid, "log": str(launch.log), "argv": list(launch.argv)},
+            token=lease.token,
+            data={"pid": launch.pid, "log": str(launch.log), "argv": list(launch.argv)},
         )
 
     def _launch(self, task: Task, limits: Limits) -> Launch:
@@ -273,8 +320,17 @@ class Executor:
             argv = [*self.zombietop, "--db", str(self.store_path)]
             if self.config.path is not None:
                 argv += ["--config", str(self.config.path)]
-            argv += ["run", "--task", task.task_id, "--run", task.run_id, "--type", task.step_type,
-                     "--", *task.command]
+            argv += [
+                "run",
+                "--task",
+                task.task_id,
+                "--run",
+                task.run_id,
+                "--type",
+                task.step_type,
+                "--",
+                *task.command,
+            ]
         else:
             assert limits.resume_command is not None
             argv = fill_placeholders(limits.resume_command, task)
@@ -286,7 +342,12 @@ class Executor:
         cwd = task.cwd if task.cwd and Path(task.cwd).is_dir() else None
         with open(log, "ab") as out:
             proc = subprocess.Popen(
-                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         # Reap it when it ends, so a long-lived dashboard leaves no zombies of its own.
@@ -303,8 +364,12 @@ class Executor:
         cwd = task.cwd if task.cwd and Path(task.cwd).is_dir() else None
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+                *argv,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
             )
         except OSError as exc:
             return f"compensation {argv[0]!r} could not start: {exc.strerror or exc}"
@@ -328,33 +393,44 @@ class Executor:
         token = request.expected_token
         if task.pid is None:
             return await self._done(
-                request, Outcome.REFUSED,
-                f"{task.task_id} has no process recorded; nothing to kill", token=token,
+                request,
+                Outcome.REFUSED,
+                f"{task.task_id} has no process recorded; nothing to kill",
+                token=token,
             )
         if task.host is not None and task.host != self.host:
             return await self._done(
-                request, Outcome.REFUSED,
+                request,
+                Outcome.REFUSED,
                 f"{task.task_id} runs on {task.host}, not {self.host}; kill it from that host",
                 token=token,
             )
         if record.pending_kill is not None and record.pending_kill.pending:
             left = record.pending_kill.deadline - await self._now()
             return ActionOutcome(
-                request=request, outcome=Outcome.TERM_SENT, new_token=token,
-                message=f"a kill of {task.task_id} is already pending; SIGKILL in {format_age(max(left, 0))}",
+                request=request,
+                outcome=Outcome.TERM_SENT,
+                new_token=token,
+                message=f"a kill of {task.task_id} is already pending; "
+                f"SIGKILL in {format_age(max(left, 0))}",
             )
         pid = task.pid
         actual = await asyncio.to_thread(process_start_time, pid)
         if actual is None:
             return await self._done(
-                request, Outcome.GONE, f"pid {pid} of {task.task_id} is already gone; nothing signalled",
+                request,
+                Outcome.GONE,
+                f"pid {pid} of {task.task_id} is already gone; nothing signalled",
                 token=token,
             )
         if not same_start(task.pid_start_time, actual):
             return await self._done(
-                request, Outcome.IDENTITY_MISMATCH,
-                f"pid {pid} now belongs to another process (started {actual:.2f}, the task's started "
-                f"{task.pid_start_time}); nothing signalled", token=token,
+                request,
+                Outcome.IDENTITY_MISMATCH,
+                f"pid {pid} now belongs to another process (started {actual:.2f}, "
+                f"the task's started "
+                f"{task.pid_start_time}); nothing signalled",
+                token=token,
             )
         grace = self.config.limits_for(task.step_type).kill_grace
         pgid = signal_target(pid)
@@ -362,11 +438,18 @@ class Executor:
         # owes the process its SIGKILL. A signal that fails closes the record at once.
         try:
             kill = await self.store.open_kill(
-                task.task_id, pid=pid, pid_start_time=task.pid_start_time, pgid=pgid,
-                host=self.host, requested_by=request.actor, grace=grace,
+                task.task_id,
+                pid=pid,
+                pid_start_time=task.pid_start_time,
+                pgid=pgid,
+                host=self.host,
+                requested_by=request.actor,
+                grace=grace,
             )
         except ActionRefused as exc:
-            return ActionOutcome(request=request, outcome=Outcome.TERM_SENT, message=str(exc), new_token=token)
+            return ActionOutcome(
+                request=request, outcome=Outcome.TERM_SENT, message=str(exc), new_token=token
+            )
         target = f"process group {pgid}" if pgid is not None else f"pid {pid}"
         try:
             if pgid is not None:
@@ -374,16 +457,24 @@ class Executor:
             else:
                 os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
-            return await self._close(kill, request, Outcome.GONE, f"{target} exited before SIGTERM; nothing signalled")
+            return await self._close(
+                kill, request, Outcome.GONE, f"{target} exited before SIGTERM; nothing signalled"
+            )
         except PermissionError:
             return await self._close(
-                kill, request, Outcome.PERMISSION_DENIED,
-                f"not allowed to signal {target} (owned by another user); run zombietop as its owner",
+                kill,
+                request,
+                Outcome.PERMISSION_DENIED,
+                f"not allowed to signal {target} (owned by another user); "
+                "run zombietop as its owner",
             )
         return await self._done(
-            request, Outcome.TERM_SENT,
-            f"SIGTERM sent to {target} of {task.task_id}; SIGKILL in {format_age(grace)} if it is still alive",
-            token=token, data={"pid": pid, "pgid": pgid, "deadline": kill.deadline},
+            request,
+            Outcome.TERM_SENT,
+            f"SIGTERM sent to {target} of {task.task_id}; "
+            f"SIGKILL in {format_age(grace)} if it is still alive",
+            token=token,
+            data={"pid": pid, "pgid": pgid, "deadline": kill.deadline},
         )
 
     async def _close(
@@ -391,13 +482,18 @@ class Executor:
     ) -> ActionOutcome:
         why = f" (reason: {request.reason})" if request.reason else ""
         await self.store.close_kill(
-            kill.task_id, outcome=str(outcome), actor=request.actor, message=f"kill {outcome}: {message}{why}",
+            kill.task_id,
+            outcome=str(outcome),
+            actor=request.actor,
+            message=f"kill {outcome}: {message}{why}",
             data={"reason": request.reason},
         )
-        return ActionOutcome(request=request, outcome=outcome, message=message, new_token=request.expected_token)
+        return ActionOutcome(
+            request=request, outcome=outcome, message=message, new_token=request.expected_token
+        )
 
     async def complete_pending_kills(self) -> list[ActionOutcome]:
-        """Close every open kill on this host whose process exited; SIGKILL those past their grace."""
+        """Close each open kill on this host whose process exited; SIGKILL those past the grace."""
         if self.read_only:
             return []
         outcomes = []
@@ -415,7 +511,10 @@ class Executor:
             kind=ActionKind.KILL, task_id=kill.task_id, expected_token=None, actor=kill.requested_by
         )
         if not leader and not members:
-            outcome, message = Outcome.EXITED, f"pid {kill.pid} exited after TERM in {elapsed:.1f} s"
+            outcome, message = (
+                Outcome.EXITED,
+                f"pid {kill.pid} exited after TERM in {elapsed:.1f} s",
+            )
         elif now < kill.deadline:
             return None
         else:
@@ -424,7 +523,10 @@ class Executor:
             message = f"{target} still alive {elapsed:.1f} s after TERM: sent SIGKILL"
         # Close first: of two zombietops finishing the same kill, only the winner signals.
         closed = await self.store.close_kill(
-            kill.task_id, outcome=str(outcome), actor=self.me, message=f"kill {outcome}: {message}",
+            kill.task_id,
+            outcome=str(outcome),
+            actor=self.me,
+            message=f"kill {outcome}: {message}",
             data={"elapsed_s": round(elapsed, 3)},
         )
         if closed is None:

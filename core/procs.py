@@ -97,7 +97,11 @@ class PsutilProbe:
                 if not same_start(recorded_start, create_time):
                     self._seen.pop(pid, None)
                     return ProcessSample(
-                        pid=pid, alive=True, identity_ok=False, create_time=create_time, sampled_at=now
+                        pid=pid,
+                        alive=True,
+                        identity_ok=False,
+                        create_time=create_time,
+                        sampled_at=now,
                     )
                 status = proc.status()
                 times = proc.cpu_times()
@@ -131,7 +135,11 @@ class PsutilProbe:
                 write_delta = io[1] - previous.io_bytes[1]
                 io_moved_at = now if (read_delta or write_delta) else previous.io_moved_at
         self._seen[pid] = _Seen(
-            create_time=create_time, at=now, cpu_seconds=cpu_seconds, io_bytes=io, io_moved_at=io_moved_at
+            create_time=create_time,
+            at=now,
+            cpu_seconds=cpu_seconds,
+            io_bytes=io,
+            io_moved_at=io_moved_at,
         )
         return ProcessSample(
             pid=pid,

@@ -112,15 +112,25 @@ class Runner:
     async def run(self, spec: RunSpec) -> int:
         """Claim the task, run the command, record how it ended; return its exit status."""
         if not spec.command:
-            raise ZombietopError("nothing to run: give a command after --, e.g. zombietop run -- ./job.sh")
+            raise ZombietopError(
+                "nothing to run: give a command after --, e.g. zombietop run -- ./job.sh"
+            )
         task_id = spec.task_id or default_task_id(spec.command)
         cwd = spec.cwd or os.getcwd()
         owner = owner_name("run", self.host)
         type_limits = self.config.limits_for(spec.step_type)
         claim = await claim_task(
-            self.store, task_id=task_id, owner=owner, ttl=type_limits.lease_ttl, run_id=spec.run_id,
-            step=Path(spec.command[0]).name, step_type=spec.step_type, after=spec.after,
-            command=spec.command, cwd=cwd, host=self.host,
+            self.store,
+            task_id=task_id,
+            owner=owner,
+            ttl=type_limits.lease_ttl,
+            run_id=spec.run_id,
+            step=Path(spec.command[0]).name,
+            step_type=spec.step_type,
+            after=spec.after,
+            command=spec.command,
+            cwd=cwd,
+            host=self.host,
         )
         limits = self.config.limits_for(claim.task.step_type)
         if not spec.task_id:
@@ -170,8 +180,12 @@ class Runner:
             reason = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
             self._say(reason)
             await self.store.finish_task(
-                task_id, owner=owner, token=token, state=TaskState.FAILED,
-                exit_code=EXIT_CANNOT_START, reason=reason,
+                task_id,
+                owner=owner,
+                token=token,
+                state=TaskState.FAILED,
+                exit_code=EXIT_CANNOT_START,
+                reason=reason,
             )
             return EXIT_CANNOT_START
         started = await self.store.now()
@@ -183,7 +197,11 @@ class Runner:
         try:
             if start_time is not None:
                 await self.store.set_process(
-                    task_id, owner=owner, token=token, pid=proc.pid, pid_start_time=start_time,
+                    task_id,
+                    owner=owner,
+                    token=token,
+                    pid=proc.pid,
+                    pid_start_time=start_time,
                     host=self.host,
                 )
             helpers = [
@@ -283,7 +301,12 @@ class Runner:
             state, reason = TaskState.FAILED, None  # the exit code says it all
         try:
             await self.store.finish_task(
-                task_id, owner=claim.owner, token=claim.token, state=state, exit_code=code, reason=reason
+                task_id,
+                owner=claim.owner,
+                token=claim.token,
+                state=state,
+                exit_code=code,
+                reason=reason,
             )
         except LeaseLost as exc:
             self._say(f"not recording the exit of {task_id}: {exc}")

@@ -71,7 +71,9 @@ class _LoopThread:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="zombietop-job", daemon=True)
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="zombietop-job", daemon=True
+        )
         self._thread.start()
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float = CALL_TIMEOUT) -> T:
@@ -108,7 +110,12 @@ class Job:
             self.config = load_config(Path(config) if config else resolve_config_path(None))
         self.db = _store_path(db, self.config)
         self.limits: Limits = self.config.limits_for(step_type)
-        self._run_id, self._step, self._step_type, self._after = run_id, step, step_type, tuple(after)
+        self._run_id, self._step, self._step_type, self._after = (
+            run_id,
+            step,
+            step_type,
+            tuple(after),
+        )
         self.host = host if host is not None else this_host()
         default = launch_dir_for(self.db) / "checkpoints" / f"{safe_name(task_id)}.json"
         self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else default
@@ -156,16 +163,26 @@ class Job:
             lease = Lease(task_id=self.task_id, owner=owner, token=int(token))
             return Claim(task=task, lease=lease, owner=owner)
         claim = await claim_task(
-            self._store, task_id=self.task_id, owner=owner_name("sdk", self.host),
-            ttl=self.config.limits_for(self._step_type).lease_ttl, run_id=self._run_id,
-            step=self._step, step_type=self._step_type, after=self._after, cwd=os.getcwd(),
+            self._store,
+            task_id=self.task_id,
+            owner=owner_name("sdk", self.host),
+            ttl=self.config.limits_for(self._step_type).lease_ttl,
+            run_id=self._run_id,
+            step=self._step,
+            step_type=self._step_type,
+            after=self._after,
+            cwd=os.getcwd(),
             host=self.host,
         )
         start = process_start_time(os.getpid())
         if start is not None:
             await self._store.set_process(
-                self.task_id, owner=claim.owner, token=claim.token, pid=os.getpid(),
-                pid_start_time=start, host=self.host,
+                self.task_id,
+                owner=claim.owner,
+                token=claim.token,
+                pid=os.getpid(),
+                pid_start_time=start,
+                host=self.host,
             )
         return claim
 
@@ -190,10 +207,16 @@ class Job:
         self._done = True
         assert self._loop is not None and self._store is not None and self._claim is not None
         with contextlib.suppress(LeaseLost, StoreError):
-            self._loop.call(self._store.finish_task(
-                self.task_id, owner=self._claim.owner, token=self._claim.token, state=state,
-                exit_code=code, reason=reason,
-            ))
+            self._loop.call(
+                self._store.finish_task(
+                    self.task_id,
+                    owner=self._claim.owner,
+                    token=self._claim.token,
+                    state=state,
+                    exit_code=code,
+                    reason=reason,
+                )
+            )
 
     def _shutdown(self) -> None:
         if self._previous_handler is not None:
@@ -214,7 +237,9 @@ class Job:
             await asyncio.sleep(self.limits.heartbeat_interval)
             try:
                 await self._store.renew_lease(
-                    self.task_id, owner=self._claim.owner, token=self._claim.token,
+                    self.task_id,
+                    owner=self._claim.owner,
+                    token=self._claim.token,
                     ttl=self.limits.lease_ttl,
                 )
             except LeaseLost as exc:
@@ -248,12 +273,21 @@ class Job:
 
     def still_owner(self) -> bool:
         """True while this job holds the lease (nobody resumed, discarded or reclaimed it)."""
-        if self._lost is not None or self._loop is None or self._store is None or self._claim is None:
+        if (
+            self._lost is not None
+            or self._loop is None
+            or self._store is None
+            or self._claim is None
+        ):
             return False
         claim = self._claim
-        return self._loop.call(self._store.still_owner(self.task_id, owner=claim.owner, token=claim.token))
+        return self._loop.call(
+            self._store.still_owner(self.task_id, owner=claim.owner, token=claim.token)
+        )
 
-    def beat(self, stage: str | None = None, progress: float | None = None, **counters: float) -> None:
+    def beat(
+        self, stage: str | None = None, progress: float | None = None, **counters: float
+    ) -> None:
         """Record progress; raise ``LeaseLost`` once the task is no longer ours."""
         if stage is not None:
             self._stage = stage
@@ -268,12 +302,17 @@ class Job:
         assert self._loop is not None and self._store is not None and self._claim is not None
         checkpoint = str(self.checkpoint_path) if self.checkpoint_path.exists() else None
         line = BeatLine(
-            stage=self._stage, progress=self._progress, counters=dict(self._counters),
-            checkpoint=checkpoint, request=self._request,
+            stage=self._stage,
+            progress=self._progress,
+            counters=dict(self._counters),
+            checkpoint=checkpoint,
+            request=self._request,
         )
-        self._loop.call(self._store.record_heartbeat(
-            self.task_id, line, owner=self._claim.owner, token=self._claim.token
-        ))
+        self._loop.call(
+            self._store.record_heartbeat(
+                self.task_id, line, owner=self._claim.owner, token=self._claim.token
+            )
+        )
 
     def checkpoint(self, data: Any) -> Path:
         """Write ``data`` (JSON) as the checkpoint, atomically: temp file, fsync, rename."""
@@ -303,7 +342,9 @@ class Job:
     def _set_aside_partial(self) -> None:
         partial = self.checkpoint_path.with_name(self.checkpoint_path.name + PARTIAL_SUFFIX)
         with contextlib.suppress(FileNotFoundError):
-            os.replace(partial, self.checkpoint_path.with_name(self.checkpoint_path.name + ASIDE_SUFFIX))
+            os.replace(
+                partial, self.checkpoint_path.with_name(self.checkpoint_path.name + ASIDE_SUFFIX)
+            )
 
     @contextlib.contextmanager
     def request(self, name: str, timeout: float | None = None) -> Iterator[None]:
@@ -315,7 +356,11 @@ class Job:
         budget = self.limits.request if timeout is None else timeout
         self._request = name
         self._send()
-        alarm = threading.current_thread() is threading.main_thread()
+        # An outer alarm due sooner (a test runner's timeout, the job's own) keeps priority.
+        outer_delay, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+        alarm = threading.current_thread() is threading.main_thread() and (
+            outer_delay == 0 or outer_delay > budget
+        )
         previous: Any = None
 
         def expire(signum: int, frame: FrameType | None) -> None:
@@ -333,6 +378,9 @@ class Job:
             if alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, previous)
+                if outer_delay:
+                    left = max(outer_delay - (time.monotonic() - started), 0.001)
+                    signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
             self._request = None
         if time.monotonic() - started > budget:
             raise RequestTimeout(

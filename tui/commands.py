@@ -26,14 +26,22 @@ KILL_POLL_S = 0.1
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Register run, resume, discard and kill on the ``zombietop`` subparsers."""
     run = sub.add_parser(
-        "run", parents=[common], help="run a command under a lease, with heartbeats from a file",
-        usage="zombietop run [--task ID] [--run RUN] [--type TYPE] [--after TASK ...] -- CMD ARGS...",
+        "run",
+        parents=[common],
+        help="run a command under a lease, with heartbeats from a file",
+        usage=(
+            "zombietop run [--task ID] [--run RUN] [--type TYPE] [--after TASK ...] -- CMD ARGS..."
+        ),
     )
     run.add_argument("--task", help="task id (default: the command's name and a random suffix)")
     run.add_argument("--run", dest="run_id", help="the workflow run this task belongs to")
     run.add_argument("--type", dest="step_type", help="step type, which selects thresholds")
     run.add_argument(
-        "--after", action="extend", nargs="+", default=[], metavar="TASK",
+        "--after",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="TASK",
         help="refuse to start until these tasks have succeeded",
     )
     run.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
@@ -58,14 +66,19 @@ async def cmd_run(args: argparse.Namespace) -> int:
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        raise ZombietopError("nothing to run: give a command after --, e.g. zombietop run -- ./job.sh")
+        raise ZombietopError(
+            "nothing to run: give a command after --, e.g. zombietop run -- ./job.sh"
+        )
     ctx = _context(args)
     async with await open_store(ctx.db, create=True) as store:
         runner = Runner(store, ctx.config, store_path=ctx.db)
         return await runner.run(
             RunSpec(
-                command=tuple(command), task_id=args.task, run_id=args.run_id,
-                step_type=args.step_type, after=tuple(args.after),
+                command=tuple(command),
+                task_id=args.task,
+                run_id=args.run_id,
+                step_type=args.step_type,
+                after=tuple(args.after),
             )
         )
 
@@ -137,9 +150,11 @@ async def _wait_for_kill(executor: Executor, task_id: str) -> ActionOutcome:
             closed = record.pending_kill
             outcome = Outcome(closed.outcome) if closed and closed.outcome else Outcome.GONE
             return ActionOutcome(
-                request=ActionRequest(kind=ActionKind.KILL, task_id=task_id, expected_token=None,
-                                      actor=_actor()),
-                outcome=outcome, message="finished by another zombietop",
+                request=ActionRequest(
+                    kind=ActionKind.KILL, task_id=task_id, expected_token=None, actor=_actor()
+                ),
+                outcome=outcome,
+                message="finished by another zombietop",
             )
         left = max(0.0, kill.deadline - await executor.store.now())
         text = f"waiting for {task_id} (pid {kill.pid}) to exit: SIGKILL in {format_age(left)}"

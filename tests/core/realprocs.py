@@ -71,7 +71,6 @@ class Children:
                     stream.close()
 
 
-
 async def wait_for(
     check: Callable[[], Awaitable[bool]] | Callable[[], bool],
     *,
@@ -115,15 +114,21 @@ async def start_task_process(
 
     The script must create ``ready`` once its traps and children are in place.
     """
-    await store.create_task(task_id=task_id, run_id="r1", step="s", step_type=step_type, actor="test")
+    await store.create_task(
+        task_id=task_id, run_id="r1", step="s", step_type=step_type, actor="test"
+    )
     lease = await store.acquire_lease(task_id, owner="test-owner", ttl=60)
     proc = children.start(["sh", "-c", script])
     wait_for_file(ready)
     start = process_start_time(proc.pid)
     assert start is not None
     await store.set_process(
-        task_id, owner="test-owner", token=lease.token, pid=proc.pid,
-        pid_start_time=start + start_time_offset, host=this_host(),
+        task_id,
+        owner="test-owner",
+        token=lease.token,
+        pid=proc.pid,
+        pid_start_time=start + start_time_offset,
+        host=this_host(),
     )
     return proc
 

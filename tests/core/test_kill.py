@@ -103,7 +103,9 @@ async def test_already_gone_process_is_reported_gone(
     ready = tmp_path / "ready"
     proc = await start_task_process(fake_store, children, f"touch {ready}", ready)
     await asyncio.to_thread(proc.wait, 5)
-    outcome = await Executor(fake_store, config, clock=clock).kill("t1", expected_token=1, actor="x")
+    outcome = await Executor(fake_store, config, clock=clock).kill(
+        "t1", expected_token=1, actor="x"
+    )
     assert outcome.outcome is Outcome.GONE
 
 
@@ -126,7 +128,11 @@ async def test_stale_token_and_read_only_store_are_refused(
 
 
 async def test_pending_kill_is_finished_by_the_next_zombietop_process(
-    store: SQLiteStore, db: Path, config: Config, config_path: Path, children: Children,
+    store: SQLiteStore,
+    db: Path,
+    config: Config,
+    config_path: Path,
+    children: Children,
     tmp_path: Path,
 ) -> None:
     ready = tmp_path / "ready"
@@ -134,19 +140,24 @@ async def test_pending_kill_is_finished_by_the_next_zombietop_process(
     # The starter: sends TERM, records the pending kill, and exits without waiting.
     starter = (
         "import asyncio, sys\n"
+        "from pathlib import Path\n"
         "from core.config import load_config\n"
         "from core.executor import Executor\n"
         "from core.store import open_store\n"
         "async def main():\n"
         f"    async with await open_store({str(db)!r}) as store:\n"
-        f"        ex = Executor(store, load_config(__import__('pathlib').Path({str(config_path)!r})))\n"
+        f"        config = load_config(Path({str(config_path)!r}))\n"
+        "        ex = Executor(store, config)\n"
         "        out = await ex.kill('t1', expected_token=1, actor='starter')\n"
         "        print(out.outcome)\n"
         "asyncio.run(main())\n"
     )
     first = await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-c", starter],
-        capture_output=True, text=True, timeout=30,
+        subprocess.run,
+        [sys.executable, "-c", starter],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert first.stdout.strip() == "term_sent", first.stderr
     kill = await store.get_open_kill("t1")
@@ -155,8 +166,12 @@ async def test_pending_kill_is_finished_by_the_next_zombietop_process(
 
     # The next zombietop on the host: `zombietop kill` sees the pending kill and finishes it.
     second = await asyncio.to_thread(
-        subprocess.run, zombietop(db, config_path, "kill", "t1", "--yes"),
-        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+        subprocess.run,
+        zombietop(db, config_path, "kill", "t1", "--yes"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
     )
     assert "already pending" in second.stdout
     assert "escalated" in second.stdout, second.stdout + second.stderr
@@ -171,8 +186,12 @@ async def test_cli_kill_reports_exit_after_term(
     ready = tmp_path / "ready"
     proc = await start_task_process(store, children, RESPECTS_TERM.format(ready=ready), ready)
     result = await asyncio.to_thread(
-        subprocess.run, zombietop(db, config_path, "kill", "t1", "--yes", "--reason", "hung"),
-        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+        subprocess.run,
+        zombietop(db, config_path, "kill", "t1", "--yes", "--reason", "hung"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 0, result.stderr
     assert "t1: term_sent:" in result.stdout

@@ -1,4 +1,4 @@
-"""The psutil probe against real processes: identity, deltas, zombies, and what the monitor makes of it."""
+"""The psutil probe against real processes: identity, deltas, zombies, and the monitor's verdict."""
 
 from __future__ import annotations
 
@@ -20,8 +20,16 @@ from core.sqlite_store import SQLiteStore
 
 def _task(pid: int, start: float | None, *, host: str | None = None, task_id: str = "t") -> Task:
     return Task(
-        task_id=task_id, run_id="r", step="s", step_type="default", state=TaskState.RUNNING,
-        pid=pid, pid_start_time=start, host=host or this_host(), created_at=0.0, updated_at=0.0,
+        task_id=task_id,
+        run_id="r",
+        step="s",
+        step_type="default",
+        state=TaskState.RUNNING,
+        pid=pid,
+        pid_start_time=start,
+        host=host or this_host(),
+        created_at=0.0,
+        updated_at=0.0,
     )
 
 

@@ -15,10 +15,15 @@ from core.sqlite_store import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, SQLite
 
 
 async def _leased(store: SQLiteStore, task_id: str = "t1") -> int:
-    await store.create_task(task_id=task_id, run_id="r", step="s", step_type="default", actor="test")
+    await store.create_task(
+        task_id=task_id, run_id="r", step="s", step_type="default", actor="test"
+    )
     lease = await store.acquire_lease(task_id, owner="old", ttl=60)
     await store.record_heartbeat(
-        task_id, BeatLine(stage="load", progress=40, checkpoint="ck-40"), owner="old", token=lease.token
+        task_id,
+        BeatLine(stage="load", progress=40, checkpoint="ck-40"),
+        owner="old",
+        token=lease.token,
     )
     return lease.token
 
@@ -52,7 +57,9 @@ async def test_resume_fences_the_old_owner_and_requeues(store: SQLiteStore) -> N
     token = await _leased(store)
     await store.set_quarantine("t1", quarantined=True, actor="watchdog", reason="stalled")
 
-    task, lease = await store.resume_task("t1", expected_token=token, actor="oncall", reason="retry")
+    task, lease = await store.resume_task(
+        "t1", expected_token=token, actor="oncall", reason="retry"
+    )
 
     assert lease.token == token + 1 and lease.owner is None
     assert task.state is TaskState.QUEUED and task.attempt == 2
@@ -67,7 +74,9 @@ async def test_resume_fences_the_old_owner_and_requeues(store: SQLiteStore) -> N
     # The next attempt takes the lease from nobody; its beats continue the history.
     new = await store.acquire_lease("t1", owner="new", ttl=60)
     assert new.token == token + 2
-    await store.record_heartbeat("t1", BeatLine(stage="load", progress=41), owner="new", token=new.token)
+    await store.record_heartbeat(
+        "t1", BeatLine(stage="load", progress=41), owner="new", token=new.token
+    )
     assert [p.progress for p in await store.heartbeat_history("t1")] == [40, 41]
     kinds = [e.kind for e in await store.events(task_id="t1")]
     assert EventKind.STATE_CHANGED in kinds and EventKind.LEASE_RECLAIMED in kinds
@@ -84,7 +93,9 @@ async def test_resume_and_discard_refuse_a_moved_token(store: SQLiteStore) -> No
 
 async def test_discard_marks_finished_and_fences(store: SQLiteStore) -> None:
     token = await _leased(store)
-    task, lease = await store.discard_task("t1", expected_token=token, actor="oncall", reason="bad input")
+    task, lease = await store.discard_task(
+        "t1", expected_token=token, actor="oncall", reason="bad input"
+    )
     assert task.state is TaskState.DISCARDED and task.finished_at is not None
     assert task.checkpoint == "ck-40" and task.state_reason == "bad input"
     assert lease.token == token + 1
@@ -99,12 +110,24 @@ async def test_pending_kill_is_durable_unique_and_closed_once(db: Path) -> None:
     async with await SQLiteStore.open(db, create=True, clock=clock) as store:
         await _leased(store)
         kill = await store.open_kill(
-            "t1", pid=4121, pid_start_time=900.0, pgid=4121, host="box", requested_by="oncall", grace=30
+            "t1",
+            pid=4121,
+            pid_start_time=900.0,
+            pgid=4121,
+            host="box",
+            requested_by="oncall",
+            grace=30,
         )
         assert (kill.term_sent_at, kill.deadline, kill.pending) == (1000.0, 1030.0, True)
         with pytest.raises(ActionRefused, match="already has a kill in progress"):
             await store.open_kill(
-                "t1", pid=4121, pid_start_time=900.0, pgid=None, host="box", requested_by="x", grace=1
+                "t1",
+                pid=4121,
+                pid_start_time=900.0,
+                pgid=None,
+                host="box",
+                requested_by="x",
+                grace=1,
             )
     # Another process opening the same file sees it, in the poll and in its host's list.
     async with await SQLiteStore.open(db, clock=clock) as other:
@@ -113,9 +136,13 @@ async def test_pending_kill_is_durable_unique_and_closed_once(db: Path) -> None:
         assert await other.open_kills("box") == [kill]
         assert await other.open_kills("elsewhere") == []
         clock.advance(5)
-        closed = await other.close_kill("t1", outcome="exited", actor="zt", message="exited after TERM")
+        closed = await other.close_kill(
+            "t1", outcome="exited", actor="zt", message="exited after TERM"
+        )
         assert closed is not None and closed.outcome == "exited" and closed.finished_at == 1005.0
-        assert await other.close_kill("t1", outcome="escalated", actor="zt2", message="late") is None
+        assert (
+            await other.close_kill("t1", outcome="escalated", actor="zt2", message="late") is None
+        )
         record = await other.get_record("t1")
         assert record.pending_kill is not None and record.pending_kill.outcome == "exited"
         events = [e for e in await other.events(task_id="t1") if e.kind == EventKind.ACTION]
