@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -26,20 +25,10 @@ from core.clock import Clock
 from core.config import Config, Limits
 from core.durations import format_age
 from core.errors import ActionRefused, TaskNotFound
+from core.layout import clean_env, safe_name, state_dir
 from core.model import EventKind, PendingKill, Task, TaskRecord
 from core.procs import process_start_time, same_start, this_host
 from core.store import Store
-
-# Variables that tie a process to one lease; a relaunch must never inherit the operator's.
-LEASE_ENV = (
-    "ZOMBIETOP_TASK",
-    "ZOMBIETOP_LEASE_OWNER",
-    "ZOMBIETOP_LEASE_TOKEN",
-    "ZOMBIETOP_HEARTBEAT_FILE",
-    "ZOMBIETOP_CHECKPOINT",
-    "ZOMBIETOP_ATTEMPT",
-)
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def fill_placeholders(command: Sequence[str], task: Task) -> list[str]:
@@ -49,16 +38,6 @@ def fill_placeholders(command: Sequence[str], task: Task) -> list[str]:
         arg.replace("{task_id}", task.task_id).replace("{checkpoint}", checkpoint)
         for arg in command
     ]
-
-
-def launch_dir_for(store_path: Path) -> Path:
-    """Where relaunched tasks log and heartbeat files live: ``<store>.d`` beside the store."""
-    return store_path.with_name(store_path.name + ".d")
-
-
-def safe_name(task_id: str) -> str:
-    """A task id made safe to be part of a file name."""
-    return _UNSAFE.sub("_", task_id)
 
 
 def signal_target(pid: int) -> int | None:
@@ -334,10 +313,10 @@ class Executor:
         else:
             assert limits.resume_command is not None
             argv = fill_placeholders(limits.resume_command, task)
-        logs = launch_dir_for(self.store_path) / "logs"
+        logs = state_dir(self.store_path) / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         log = logs / f"{safe_name(task.task_id)}.{task.attempt}.log"
-        env = {k: v for k, v in os.environ.items() if k not in LEASE_ENV}
+        env = clean_env()
         env["ZOMBIETOP_DB"] = str(self.store_path)
         cwd = task.cwd if task.cwd and Path(task.cwd).is_dir() else None
         with open(log, "ab") as out:
@@ -359,7 +338,7 @@ class Executor:
         """Run the step type's compensate_command; return why it failed, or None."""
         assert limits.compensate_command is not None
         argv = fill_placeholders(limits.compensate_command, task)
-        env = {k: v for k, v in os.environ.items() if k not in LEASE_ENV}
+        env = clean_env()
         env.update(ZOMBIETOP_TASK=task.task_id, ZOMBIETOP_CHECKPOINT=task.checkpoint or "")
         cwd = task.cwd if task.cwd and Path(task.cwd).is_dir() else None
         try:

@@ -24,8 +24,8 @@ from typing import TextIO
 from core.claim import Claim, claim_task, owner_name
 from core.config import Config, Limits
 from core.errors import HeartbeatParseError, LeaseLost, StoreError, ZombietopError
-from core.executor import LEASE_ENV, launch_dir_for, safe_name
 from core.heartbeat_line import parse_line
+from core.layout import clean_env, safe_name, state_dir
 from core.model import TaskState
 from core.procs import process_start_time, this_host
 from core.store import Store
@@ -144,7 +144,7 @@ class Runner:
 
     def _heartbeat_file(self, claim: Claim) -> Path:
         if self.store_path is not None:
-            folder = launch_dir_for(self.store_path) / "heartbeats"
+            folder = state_dir(self.store_path) / "heartbeats"
             folder.mkdir(parents=True, exist_ok=True)
         else:
             folder = Path(tempfile.gettempdir())
@@ -153,7 +153,7 @@ class Runner:
         return path
 
     def _env(self, claim: Claim, beat_file: Path) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in LEASE_ENV}
+        env = clean_env()
         env.update(
             ZOMBIETOP_TASK=claim.task.task_id,
             ZOMBIETOP_HEARTBEAT_FILE=str(beat_file),

@@ -37,8 +37,8 @@ from typing import Any, Self, TypeVar
 from core.claim import Claim, claim_task, owner_name
 from core.config import Config, Limits, load_config, resolve_config_path
 from core.errors import LeaseLost, RequestTimeout, StoreError
-from core.executor import launch_dir_for, safe_name
 from core.heartbeat_line import BeatLine
+from core.layout import safe_name, state_dir
 from core.model import Lease, TaskState
 from core.procs import process_start_time, this_host
 from core.store import Store, default_store_path, open_store
@@ -117,7 +117,7 @@ class Job:
             tuple(after),
         )
         self.host = host if host is not None else this_host()
-        default = launch_dir_for(self.db) / "checkpoints" / f"{safe_name(task_id)}.json"
+        default = state_dir(self.db) / "checkpoints" / f"{safe_name(task_id)}.json"
         self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else default
         self._handle_sigterm = handle_sigterm
         self._loop: _LoopThread | None = None

@@ -1,0 +1,153 @@
+"""Resume and discard through the executor: engine commands, compensation, and the CLI door."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from realprocs import FAST_CONFIG, wait_for, zombietop
+
+from core.actions import Outcome
+from core.config import Config, load_config
+from core.executor import Executor
+from core.heartbeat_line import BeatLine
+from core.model import EventKind, TaskState
+from core.sqlite_store import SQLiteStore
+
+
+def _config(tmp_path: Path, step_type: str) -> Config:
+    path = tmp_path / "engine.toml"
+    path.write_text(FAST_CONFIG + step_type)
+    return load_config(path)
+
+
+async def _interrupted(store: SQLiteStore, task_id: str = "t1", step_type: str = "etl") -> int:
+    await store.create_task(task_id=task_id, run_id="r", step="s", step_type=step_type, actor="t")
+    lease = await store.acquire_lease(task_id, owner="old", ttl=60)
+    await store.record_heartbeat(
+        task_id, BeatLine(stage="copy", checkpoint="row 42"), owner="old", token=lease.token
+    )
+    await store.finish_task(task_id, owner="old", token=lease.token, state=TaskState.INTERRUPTED)
+    return lease.token
+
+
+async def test_resume_command_gets_placeholders_as_arguments_not_a_shell(
+    store: SQLiteStore, db: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "engine-args"
+    script = f"import sys; open({str(out)!r}, 'w').write('|'.join(sys.argv[1:]))"
+    config = _config(
+        tmp_path,
+        f'[step_types.etl]\nresume_command = ["{sys.executable}", "-c", "{script}", '
+        '"resume", "{task_id}", "--from", "{checkpoint}"]\n',
+    )
+    token = await _interrupted(store)
+
+    outcome = await Executor(store, config).resume("t1", expected_token=token, actor="oncall")
+
+    assert outcome.outcome is Outcome.RELAUNCHED, outcome.message
+    assert outcome.new_token == token + 1
+    await wait_for(out.exists, what="the resume command to run")
+    await wait_for(lambda: out.read_text() != "", what="its arguments")
+    # "row 42" arrives as one argument: no shell ever split it.
+    assert out.read_text() == "resume|t1|--from|row 42"
+    task = await store.get_task("t1")
+    assert (task.state, task.attempt, task.checkpoint) == (TaskState.QUEUED, 2, "row 42")
+
+
+async def test_failed_compensation_blocks_the_resume_and_says_why(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    config = _config(
+        tmp_path,
+        '[step_types.etl]\ncompensate_command = ["sh", "-c", "echo half-written file locked >&2; '
+        'exit 3"]\n',
+    )
+    token = await _interrupted(store)
+
+    outcome = await Executor(store, config).resume("t1", expected_token=token, actor="oncall")
+
+    assert outcome.outcome is Outcome.REFUSED
+    assert outcome.message == (
+        "not resuming t1: compensation 'sh' failed with exit 3: half-written file locked"
+    )
+    task = await store.get_task("t1")
+    assert task.state is TaskState.INTERRUPTED and task.attempt == 1
+    [event] = [e for e in await store.events(task_id="t1") if e.kind == EventKind.ACTION]
+    assert event.data["outcome"] == "refused" and event.data["compensation"] == "failed"
+
+
+async def test_compensation_runs_before_the_requeue(store: SQLiteStore, tmp_path: Path) -> None:
+    marker = tmp_path / "undone"
+    config = _config(
+        tmp_path,
+        f'[step_types.etl]\ncompensate_command = ["touch", "{marker}"]\n',
+    )
+    token = await _interrupted(store)
+    outcome = await Executor(store, config).resume("t1", expected_token=token, actor="oncall")
+    assert outcome.outcome is Outcome.REQUEUED and marker.exists()
+    assert "requeued for its engine as attempt 2 (checkpoint row 42)" in outcome.message
+
+
+async def test_cli_actions_confirm_and_report(
+    store: SQLiteStore, db: Path, config_path: Path
+) -> None:
+    await _interrupted(store, step_type="default")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            zombietop(db, config_path, *args),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+
+    unconfirmed = cli("discard", "t1")
+    assert unconfirmed.returncode == 2
+    assert unconfirmed.stderr == (
+        "zombietop: refusing to discard t1 without confirmation: stdin is not a terminal; "
+        "pass --yes to confirm\n"
+    )
+    resumed = cli("resume", "t1", "--yes", "--reason", "flaky network")
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.startswith("t1: requeued: t1 requeued for its engine as attempt 2")
+    discarded = cli("discard", "t1", "--yes")
+    assert discarded.returncode == 0
+    assert discarded.stdout == (
+        "t1: discarded: t1 discarded (token 2 -> 3); artifacts kept, dependents stay blocked\n"
+    )
+    again = cli("resume", "t1", "--yes")
+    assert again.returncode == 1
+    assert "t1 is discarded; there is nothing to resume" in again.stdout
+    missing = cli("kill", "nope", "--yes")
+    assert missing.returncode == 2 and "no task 'nope'" in missing.stderr
+    actions = [e for e in await store.events(task_id="t1") if e.kind == EventKind.ACTION]
+    assert [e.data["outcome"] for e in actions] == ["refused", "discarded", "requeued"]
+    assert actions[-1].data["reason"] == "flaky network"
+
+
+def test_core_never_imports_the_tui_toolkits() -> None:
+    code = (
+        "import sys, core.executor, core.runner, core.sdk, core.procs, core.claim\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30
+    )
+    assert result.stdout.strip() == "[]", result.stderr
+
+
+@pytest.mark.parametrize("kind", ["resume", "discard", "kill"])
+async def test_read_only_store_refuses_every_action(
+    store: SQLiteStore, db: Path, config: Config, kind: str
+) -> None:
+    token = await _interrupted(store)
+    async with await SQLiteStore.open(db, read_only=True) as read_only:
+        executor = Executor(read_only, config)
+        assert executor.read_only
+        outcome = await getattr(executor, kind)("t1", expected_token=token, actor="wall")
+    assert outcome.outcome is Outcome.REFUSED and "read-only" in outcome.message
+    assert (await store.get_task("t1")).state is TaskState.INTERRUPTED
