@@ -192,7 +192,7 @@ class Runner:
         start_time = await asyncio.to_thread(process_start_time, proc.pid)
         loop = asyncio.get_running_loop()
         for sig in FORWARDED:
-            loop.add_signal_handler(sig, self._forward, proc, sig)
+            loop.add_signal_handler(sig, self._forward, proc, sig, limits.kill_grace)
         tail = HeartbeatTail(beat_file)
         try:
             if start_time is not None:
@@ -223,10 +223,25 @@ class Runner:
             await self._record_exit(claim, proc.pid, returncode, started)
         return exit_status(returncode)
 
-    def _forward(self, proc: asyncio.subprocess.Process, sig: int) -> None:
+    def _forward(self, proc: asyncio.subprocess.Process, sig: int, grace: float) -> None:
+        first = not self.forwarded
         self.forwarded.add(sig)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)
+        if first:
+            # Whoever stops us will not wait forever: neither do we, or the command outlives us.
+            asyncio.get_running_loop().call_later(grace, self._kill_group, proc)
+
+    def _kill_group(self, proc: asyncio.subprocess.Process) -> None:
+        if proc.returncode is None:
+            self._say(
+                f"the command ignored {self._forwarded_names()} for the grace; sending SIGKILL"
+            )
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    def _forwarded_names(self) -> str:
+        return ", ".join(signal.Signals(s).name for s in sorted(self.forwarded))
 
     async def _renew(self, claim: Claim, limits: Limits, proc: asyncio.subprocess.Process) -> None:
         while True:
@@ -292,7 +307,7 @@ class Runner:
             state, reason = TaskState.SUCCEEDED, None
         elif returncode in (-signal.SIGTERM, 128 + signal.SIGTERM) or signalled:
             who = f"operator kill by {kill.requested_by}" if killed_by_operator and kill else None
-            names = ", ".join(signal.Signals(s).name for s in sorted(self.forwarded))
+            names = self._forwarded_names()
             why = who or (f"{names} forwarded" if names else "SIGTERM")
             state, reason = TaskState.INTERRUPTED, f"stopped after {why} (exit {code})"
         elif returncode < 0:

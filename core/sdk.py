@@ -194,8 +194,12 @@ class Job:
     ) -> None:
         try:
             if not self._done and not self._adopted and self._lost is None:
-                if exc is None:
+                code = exc.code if isinstance(exc, SystemExit) else None
+                if exc is None or (isinstance(exc, SystemExit) and not code):
                     self._finish(TaskState.SUCCEEDED, 0, None)
+                elif isinstance(exc, SystemExit):
+                    status = code if isinstance(code, int) else 1
+                    self._finish(TaskState.FAILED, status, f"exited with {code!r}")
                 elif isinstance(exc, KeyboardInterrupt):
                     self._finish(TaskState.INTERRUPTED, 130, "stopped by SIGINT")
                 else:

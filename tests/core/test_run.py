@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -245,3 +246,19 @@ async def test_resume_after_kill_relaunches_from_the_checkpoint(
 
 async def _checkpoint(store: SQLiteStore, task_id: str) -> bool:
     return await _exists(store, task_id) and (await store.get_task(task_id)).checkpoint == "part-7"
+
+
+async def test_wrapper_stopped_by_sigterm_kills_a_deaf_command_after_the_grace(
+    store: SQLiteStore, db: Path, config_path: Path, children: Children
+) -> None:
+    script = "trap '' TERM; " + BEATS_THEN_HANGS
+    wrapper = _run(db, config_path, children, "--task", "deaf", "--", "sh", "-c", script)
+    await wait_for(lambda: _has_pid(store, "deaf"), what="the child's pid")
+    await asyncio.sleep(0.1)  # let the shell set its trap
+    started = time.monotonic()
+    wrapper.send_signal(signal.SIGTERM)
+    assert await asyncio.to_thread(wrapper.wait, 20) == 128 + signal.SIGKILL
+    assert time.monotonic() - started >= 1.0  # kill_grace, and not before
+    task = await store.get_task("deaf")
+    assert task.state is TaskState.INTERRUPTED
+    assert task.state_reason == "stopped after SIGTERM forwarded (exit 137)"

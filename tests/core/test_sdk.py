@@ -237,3 +237,13 @@ def test_sdk_job_under_zombietop_run_adopts_the_wrapper_lease(
     (stage,) = con.execute("SELECT stage FROM heartbeats WHERE task_id = 'wrapped'").fetchone()
     con.close()
     assert (state, attempt, stage) == ("succeeded", 1, "inside")
+
+
+@pytest.mark.parametrize(("code", "state"), [(0, "succeeded"), (3, "failed")])
+def test_sys_exit_inside_a_job_is_recorded(db: Path, config: Config, code: int, state: str) -> None:
+    with pytest.raises(SystemExit), Job("j1", db=db, config=config):
+        sys.exit(code)
+    con = sqlite3.connect(db)
+    row = con.execute("SELECT state, exit_code FROM tasks WHERE task_id = 'j1'").fetchone()
+    con.close()
+    assert row == (state, code)
