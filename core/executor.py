@@ -41,7 +41,7 @@ def fill_placeholders(command: Sequence[str], task: Task) -> list[str]:
 
 
 def signal_target(pid: int) -> int | None:
-    """The process group to signal for ``pid``, or None to signal ``pid`` alone.
+    """Return the process group to signal for ``pid``, or None to signal ``pid`` alone.
 
     ``zombietop run`` starts each task as the leader of its own group, so the group takes its
     grandchildren with it. A process that does not lead its group (an SDK job started from a
@@ -330,7 +330,7 @@ class Executor:
                 start_new_session=True,
             )
         # Reap it when it ends, so a long-lived dashboard leaves no zombies of its own.
-        self._launched.append(proc)
+        self._launched = [*(p for p in self._launched if p.returncode is None), proc]
         threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
         return Launch(pid=proc.pid, log=log, argv=tuple(argv))
 

@@ -253,8 +253,14 @@ async def test_wrapper_stopped_by_sigterm_kills_a_deaf_command_after_the_grace(
 ) -> None:
     script = "trap '' TERM; " + BEATS_THEN_HANGS
     wrapper = _run(db, config_path, children, "--task", "deaf", "--", "sh", "-c", script)
-    await wait_for(lambda: _has_pid(store, "deaf"), what="the child's pid")
-    await asyncio.sleep(0.1)  # let the shell set its trap
+
+    async def trapped() -> bool:
+        # The shell beats only after setting its trap.
+        return (
+            await _exists(store, "deaf") and (await store.get_record("deaf")).heartbeat is not None
+        )
+
+    await wait_for(trapped, what="the first heartbeat")
     started = time.monotonic()
     wrapper.send_signal(signal.SIGTERM)
     assert await asyncio.to_thread(wrapper.wait, 20) == 128 + signal.SIGKILL
