@@ -19,9 +19,9 @@ from core.model import EventKind
 from core.sqlite_store import SQLiteStore
 
 # Two sleeping grandchildren in the group; the shell itself waits for them.
-RESPECTS_TERM = "sleep 30 & sleep 30 & touch {ready}; wait"
+RESPECTS_TERM = "sleep 30 & sleep 30 & : > {ready}; wait"
 # Ignored signals stay ignored across exec, so the grandchildren ignore TERM too.
-IGNORES_TERM = "trap '' TERM; sleep 30 & sleep 30 & touch {ready}; wait"
+IGNORES_TERM = "trap '' TERM; sleep 30 & sleep 30 & : > {ready}; wait"
 
 
 def _grandchildren(pid: int) -> list[int]:
@@ -101,7 +101,7 @@ async def test_already_gone_process_is_reported_gone(
     fake_store: SQLiteStore, config: Config, clock: FakeClock, children: Children, tmp_path: Path
 ) -> None:
     ready = tmp_path / "ready"
-    proc = await start_task_process(fake_store, children, f"touch {ready}", ready)
+    proc = await start_task_process(fake_store, children, f": > {ready}", ready)
     await asyncio.to_thread(proc.wait, 5)
     outcome = await Executor(fake_store, config, clock=clock).kill(
         "t1", expected_token=1, actor="x"

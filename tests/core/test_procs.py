@@ -35,7 +35,7 @@ def _task(pid: int, start: float | None, *, host: str | None = None, task_id: st
 
 async def test_live_process_is_sampled_with_deltas(children: Children, tmp_path: Path) -> None:
     ready = tmp_path / "ready"
-    proc = children.start(["sh", "-c", f"sleep 30 & sleep 30 & touch {ready}; wait"])
+    proc = children.start(["sh", "-c", f"sleep 30 & sleep 30 & : > {ready}; wait"])
     wait_for_file(ready)
     clock = FakeClock()
     probe = PsutilProbe(clock=clock)
@@ -56,7 +56,7 @@ async def test_live_process_is_sampled_with_deltas(children: Children, tmp_path:
 
 async def test_reused_pid_fails_identity(children: Children, tmp_path: Path) -> None:
     ready = tmp_path / "ready"
-    proc = children.start(["sh", "-c", f"touch {ready}; sleep 30"])
+    proc = children.start(["sh", "-c", f": > {ready}; sleep 30"])
     wait_for_file(ready)
     start = process_start_time(proc.pid)
     assert start is not None and same_start(start, start + 0.5) and not same_start(start, start + 5)
@@ -93,7 +93,7 @@ async def test_monitor_with_probe_calls_a_dead_process_dead(
     store: SQLiteStore, config: Config, children: Children, tmp_path: Path
 ) -> None:
     ready = tmp_path / "ready"
-    proc = await start_task_process(store, children, f"touch {ready}; sleep 30", ready)
+    proc = await start_task_process(store, children, f": > {ready}; sleep 30", ready)
     monitor = Monitor(store, config, probe=PsutilProbe())
     assert (await monitor.poll()).by_id()["t1"].health is not Health.DEAD
 

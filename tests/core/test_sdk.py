@@ -101,8 +101,9 @@ async def test_kills_during_checkpoint_writes_never_corrupt_the_checkpoint(
     for kill in range(KILLS):
         zygote.stdin.write("go\n")
         zygote.stdin.flush()
-        pid = int(_read(zygote, "pid"))
-        start = int(_read(zygote, "start"))
+        # Parent and child both print: their lines may come in either order.
+        lines = dict(_read(zygote, "").split(" ", 1) for _ in range(2))
+        pid, start = int(lines["pid"]), int(lines["start"])
         # Every resume finds a complete checkpoint at least as far as the last one it started from.
         assert start >= last_start
         last_start = start
