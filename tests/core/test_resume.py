@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +155,47 @@ async def test_read_only_store_refuses_every_action(
         outcome = await getattr(executor, kind)("t1", expected_token=token, actor="wall")
     assert outcome.outcome is Outcome.REFUSED and "read-only" in outcome.message
     assert (await store.get_task("t1")).state is TaskState.INTERRUPTED
+
+
+def _read_until(fd: int, needle: bytes, timeout: float = 20.0) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while needle not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"timed out waiting for {needle!r}; saw {seen!r}"
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 1024)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+@pytest.mark.parametrize(("answer", "state"), [(b"n", "interrupted"), (b"y", "discarded")])
+async def test_terminal_confirmation_is_asked_and_obeyed(
+    store: SQLiteStore, db: Path, config_path: Path, answer: bytes, state: str
+) -> None:
+    await _interrupted(store, step_type="default")
+    # A real zombietop on a real terminal (a pty), spawned without forking this threaded process.
+    fd, tty = os.openpty()
+    child = subprocess.Popen(
+        zombietop(db, config_path, "discard", "t1"), stdin=tty, stdout=tty, stderr=tty
+    )
+    os.close(tty)
+    try:
+        prompt = _read_until(fd, b"[y/N] ")
+        assert b"discard t1 (interrupted, stage copy, token 1)? [y/N] " in prompt
+        os.write(fd, answer + b"\n")
+        said = _read_until(fd, b"nothing done" if answer == b"n" else b"t1: discarded")
+        code = await asyncio.to_thread(child.wait, 20)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(fd)
+    assert code == (1 if answer == b"n" else 0), said
+    assert (await store.get_task("t1")).state == state
