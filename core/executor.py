@@ -282,11 +282,18 @@ class Executor:
                 token=lease.token,
             )
         how = "relaunched" if task.command else "ran resume_command for"
+        old = record.task
+        still = ""
+        if old.pid is not None and old.host == self.host:
+            if await asyncio.to_thread(alive_as, old.pid, old.pid_start_time):
+                # Fencing keeps it from committing, but an operator should know two copies run
+                # until its wrapper's next renewal fails and stops it.
+                still = f"; the old process (pid {old.pid}) is still alive until it is fenced out"
         return await self._done(
             request,
             Outcome.RELAUNCHED,
             f"{how} {task.task_id} as attempt {task.attempt} from {where} "
-            f"(pid {launch.pid}, log {launch.log})",
+            f"(pid {launch.pid}, log {launch.log}){still}",
             token=lease.token,
             data={"pid": launch.pid, "log": str(launch.log), "argv": list(launch.argv)},
         )

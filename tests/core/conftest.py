@@ -7,23 +7,23 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from realprocs import FAST_CONFIG, Children
 
 from core.clock import FakeClock
 from core.config import Config, load_config
 from core.sqlite_store import SQLiteStore
+from tests.core.realprocs import FAST_CONFIG, Children
 
 
 @pytest.fixture
-def config_path(tmp_path: Path) -> Path:
+def fast_config_path(tmp_path: Path) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(FAST_CONFIG)
     return path
 
 
 @pytest.fixture
-def config(config_path: Path) -> Config:
-    return load_config(config_path)
+def fast_config(fast_config_path: Path) -> Config:
+    return load_config(fast_config_path)
 
 
 @pytest.fixture
@@ -32,20 +32,20 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def store(db: Path) -> AsyncIterator[SQLiteStore]:
+async def real_store(db: Path) -> AsyncIterator[SQLiteStore]:
     opened = await SQLiteStore.open(db, create=True)
     yield opened
     await opened.close()
 
 
 @pytest.fixture
-def clock() -> FakeClock:
+def fake_clock() -> FakeClock:
     return FakeClock(start=time.time())
 
 
 @pytest.fixture
-async def fake_store(db: Path, clock: FakeClock) -> AsyncIterator[SQLiteStore]:
-    opened = await SQLiteStore.open(db, create=True, clock=clock)
+async def fake_store(db: Path, fake_clock: FakeClock) -> AsyncIterator[SQLiteStore]:
+    opened = await SQLiteStore.open(db, create=True, clock=fake_clock)
     yield opened
     await opened.close()
 

@@ -34,9 +34,9 @@ kill_grace = "1s"
 ZOMBIETOP = (sys.executable, "-m", "tui")
 
 
-def zombietop(db: Path, config_path: Path, *args: str) -> list[str]:
+def zombietop(db: Path, fast_config_path: Path, *args: str) -> list[str]:
     """The argv of a real ``zombietop`` command against this test's store and config."""
-    return [*ZOMBIETOP, "--db", str(db), "--config", str(config_path), *args]
+    return [*ZOMBIETOP, "--db", str(db), "--config", str(fast_config_path), *args]
 
 
 class Children:
@@ -101,7 +101,7 @@ def wait_for_file(path: Path, timeout: float = 10.0) -> None:
 
 
 async def start_task_process(
-    store: Store,
+    real_store: Store,
     children: Children,
     script: str,
     ready: Path,
@@ -114,15 +114,15 @@ async def start_task_process(
 
     The script must create ``ready`` once its traps and children are in place.
     """
-    await store.create_task(
+    await real_store.create_task(
         task_id=task_id, run_id="r1", step="s", step_type=step_type, actor="test"
     )
-    lease = await store.acquire_lease(task_id, owner="test-owner", ttl=60)
+    lease = await real_store.acquire_lease(task_id, owner="test-owner", ttl=60)
     proc = children.start(["sh", "-c", script])
     wait_for_file(ready)
     start = process_start_time(proc.pid)
     assert start is not None
-    await store.set_process(
+    await real_store.set_process(
         task_id,
         owner="test-owner",
         token=lease.token,

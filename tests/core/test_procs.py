@@ -8,14 +8,13 @@ import signal
 import subprocess
 from pathlib import Path
 
-from realprocs import Children, start_task_process, wait_for, wait_for_file
-
 from core.clock import FakeClock
 from core.config import Config
 from core.model import Health, Task, TaskState
 from core.monitor import Monitor
 from core.procs import PsutilProbe, process_start_time, same_start, this_host
 from core.sqlite_store import SQLiteStore
+from tests.core.realprocs import Children, start_task_process, wait_for, wait_for_file
 
 
 def _task(pid: int, start: float | None, *, host: str | None = None, task_id: str = "t") -> Task:
@@ -37,8 +36,8 @@ async def test_live_process_is_sampled_with_deltas(children: Children, tmp_path:
     ready = tmp_path / "ready"
     proc = children.start(["sh", "-c", f"sleep 30 & sleep 30 & : > {ready}; wait"])
     wait_for_file(ready)
-    clock = FakeClock()
-    probe = PsutilProbe(clock=clock)
+    fake_clock = FakeClock()
+    probe = PsutilProbe(clock=fake_clock)
     task = _task(proc.pid, process_start_time(proc.pid))
 
     first = (await probe.sample([task]))["t"]
@@ -47,7 +46,7 @@ async def test_live_process_is_sampled_with_deltas(children: Children, tmp_path:
     assert first.children == 2 and first.threads == 1 and (first.rss_bytes or 0) > 0
     assert first.cpu_percent is None  # a delta needs a previous sample
 
-    clock.advance(120)
+    fake_clock.advance(120)
     second = (await probe.sample([task]))["t"]
     assert second.cpu_percent is not None and second.cpu_percent < 5
     assert second.read_bytes_delta == 0 and second.write_bytes_delta == 0
@@ -90,11 +89,11 @@ async def test_other_hosts_are_not_probed() -> None:
 
 
 async def test_monitor_with_probe_calls_a_dead_process_dead(
-    store: SQLiteStore, config: Config, children: Children, tmp_path: Path
+    real_store: SQLiteStore, fast_config: Config, children: Children, tmp_path: Path
 ) -> None:
     ready = tmp_path / "ready"
-    proc = await start_task_process(store, children, f": > {ready}; sleep 30", ready)
-    monitor = Monitor(store, config, probe=PsutilProbe())
+    proc = await start_task_process(real_store, children, f": > {ready}; sleep 30", ready)
+    monitor = Monitor(real_store, fast_config, probe=PsutilProbe())
     assert (await monitor.poll()).by_id()["t1"].health is not Health.DEAD
 
     os.kill(proc.pid, signal.SIGKILL)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from realprocs import Children, pid_alive, wait_for, zombietop
 
 from core.config import Config
 from core.errors import LeaseLost
@@ -21,6 +20,7 @@ from core.model import Health, TaskState
 from core.monitor import Monitor
 from core.procs import PsutilProbe
 from core.sqlite_store import SQLiteStore
+from tests.core.realprocs import Children, pid_alive, wait_for, zombietop
 
 BEATS_THEN_HANGS = (
     'echo "stage=load p=10" >> "$ZOMBIETOP_HEARTBEAT_FILE"; '
@@ -29,9 +29,9 @@ BEATS_THEN_HANGS = (
 )
 
 
-def _status(db: Path, config_path: Path) -> dict[str, Any]:
+def _status(db: Path, fast_config_path: Path) -> dict[str, Any]:
     result = subprocess.run(
-        zombietop(db, config_path, "status", "--json", "--all"),
+        zombietop(db, fast_config_path, "status", "--json", "--all"),
         capture_output=True,
         text=True,
         timeout=30,
@@ -45,27 +45,37 @@ async def _health(monitor: Monitor, task_id: str) -> Health | None:
     return None if view is None else view.health
 
 
-def _run(db: Path, config_path: Path, children: Children, *args: str) -> subprocess.Popen[bytes]:
+def _run(
+    db: Path, fast_config_path: Path, children: Children, *args: str
+) -> subprocess.Popen[bytes]:
     return children.start(
-        zombietop(db, config_path, "run", *args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        zombietop(db, fast_config_path, "run", *args),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
 
 
 async def test_heartbeats_show_then_stalled_then_reclaimable_when_the_wrapper_dies(
-    store: SQLiteStore, db: Path, config: Config, config_path: Path, children: Children
+    real_store: SQLiteStore,
+    db: Path,
+    fast_config: Config,
+    fast_config_path: Path,
+    children: Children,
 ) -> None:
-    wrapper = _run(db, config_path, children, "--task", "t1", "--", "sh", "-c", BEATS_THEN_HANGS)
-    monitor = Monitor(store, config, probe=PsutilProbe(), include_finished=True)
+    wrapper = _run(
+        db, fast_config_path, children, "--task", "t1", "--", "sh", "-c", BEATS_THEN_HANGS
+    )
+    monitor = Monitor(real_store, fast_config, probe=PsutilProbe(), include_finished=True)
 
     async def beat_seen() -> bool:
-        record = await store.get_record("t1") if await _exists(store, "t1") else None
+        record = await real_store.get_record("t1") if await _exists(real_store, "t1") else None
         return bool(record and record.heartbeat and record.heartbeat.stage == "transform")
 
     await wait_for(beat_seen, what="the transform heartbeat")
-    task = await store.get_task("t1")
+    task = await real_store.get_task("t1")
     assert task.pid is not None and task.command == ("sh", "-c", BEATS_THEN_HANGS)
     children.track_group(task.pid)
-    shown = _status(db, config_path)["t1"]
+    shown = _status(db, fast_config_path)["t1"]
     assert (shown["stage"], shown["progress"], shown["counters"]) == (
         "transform",
         61,
@@ -80,19 +90,19 @@ async def test_heartbeats_show_then_stalled_then_reclaimable_when_the_wrapper_di
         timeout=10,
         what="stalled",
     )
-    assert _status(db, config_path)["t1"]["health"] == "stalled"
+    assert _status(db, fast_config_path)["t1"]["health"] == "stalled"
 
     # The wrapper is SIGKILLed: nobody renews, and after the 3 s ttl the lease may be reclaimed.
     wrapper.kill()
     wrapper.wait(5)
     await wait_for(lambda: _is(monitor, "t1", Health.RECLAIMABLE), timeout=15, what="reclaimable")
-    shown = _status(db, config_path)["t1"]
+    shown = _status(db, fast_config_path)["t1"]
     assert shown["health"] == "reclaimable"
     assert any(reason["code"] == "lease_expired" for reason in shown["reasons"])
 
 
-async def _exists(store: SQLiteStore, task_id: str) -> bool:
-    return any(r.task.task_id == task_id for r in await store.poll(None))
+async def _exists(real_store: SQLiteStore, task_id: str) -> bool:
+    return any(r.task.task_id == task_id for r in await real_store.poll(None))
 
 
 async def _is(monitor: Monitor, task_id: str, health: Health) -> bool:
@@ -100,21 +110,27 @@ async def _is(monitor: Monitor, task_id: str, health: Health) -> bool:
 
 
 async def test_child_dying_under_a_frozen_wrapper_is_dead(
-    store: SQLiteStore, db: Path, config: Config, config_path: Path, children: Children
+    real_store: SQLiteStore,
+    db: Path,
+    fast_config: Config,
+    fast_config_path: Path,
+    children: Children,
 ) -> None:
-    wrapper = _run(db, config_path, children, "--task", "t1", "--", "sh", "-c", BEATS_THEN_HANGS)
-    await wait_for(lambda: _has_pid(store, "t1"), what="the child's pid")
-    pid = (await store.get_task("t1")).pid
+    wrapper = _run(
+        db, fast_config_path, children, "--task", "t1", "--", "sh", "-c", BEATS_THEN_HANGS
+    )
+    await wait_for(lambda: _has_pid(real_store, "t1"), what="the child's pid")
+    pid = (await real_store.get_task("t1")).pid
     assert pid is not None
     children.track_group(pid)
-    monitor = Monitor(store, config, probe=PsutilProbe())
+    monitor = Monitor(real_store, fast_config, probe=PsutilProbe())
 
     os.kill(wrapper.pid, signal.SIGSTOP)
     try:
         os.kill(pid, signal.SIGKILL)
         # The frozen wrapper cannot reap it: a zombie, whose lease is still fresh.
         await wait_for(lambda: _is(monitor, "t1", Health.DEAD), timeout=10, what="dead")
-        shown = _status(db, config_path)["t1"]
+        shown = _status(db, fast_config_path)["t1"]
         assert shown["health"] == "dead"
         assert shown["lease_expires_in_s"] > 0
     finally:
@@ -123,88 +139,100 @@ async def test_child_dying_under_a_frozen_wrapper_is_dead(
     code = await asyncio.to_thread(wrapper.wait, 10)
     assert wrapper.stderr is not None
     assert code == 128 + signal.SIGKILL, wrapper.stderr.read()
-    task = await store.get_task("t1")
+    task = await real_store.get_task("t1")
     assert task.state is TaskState.FAILED and task.state_reason == "killed by SIGKILL"
 
 
-async def _has_pid(store: SQLiteStore, task_id: str) -> bool:
-    return await _exists(store, task_id) and (await store.get_task(task_id)).pid is not None
+async def _has_pid(real_store: SQLiteStore, task_id: str) -> bool:
+    return (
+        await _exists(real_store, task_id) and (await real_store.get_task(task_id)).pid is not None
+    )
 
 
 async def test_exit_codes_and_states_are_recorded(
-    store: SQLiteStore, db: Path, config_path: Path, children: Children
+    real_store: SQLiteStore, db: Path, fast_config_path: Path, children: Children
 ) -> None:
-    ok = _run(db, config_path, children, "--task", "ok", "--", "sh", "-c", "exit 0")
-    bad = _run(db, config_path, children, "--task", "bad", "--", "sh", "-c", "exit 3")
+    ok = _run(db, fast_config_path, children, "--task", "ok", "--", "sh", "-c", "exit 0")
+    bad = _run(db, fast_config_path, children, "--task", "bad", "--", "sh", "-c", "exit 3")
     assert await asyncio.to_thread(ok.wait, 20) == 0
     assert await asyncio.to_thread(bad.wait, 20) == 3
-    assert (await store.get_task("ok")).state is TaskState.SUCCEEDED
-    failed = await store.get_task("bad")
+    assert (await real_store.get_task("ok")).state is TaskState.SUCCEEDED
+    failed = await real_store.get_task("bad")
     assert (failed.state, failed.exit_code) == (TaskState.FAILED, 3)
 
-    term = _run(db, config_path, children, "--task", "term", "--", "sh", "-c", BEATS_THEN_HANGS)
-    await wait_for(lambda: _has_pid(store, "term"), what="the child's pid")
+    term = _run(
+        db, fast_config_path, children, "--task", "term", "--", "sh", "-c", BEATS_THEN_HANGS
+    )
+    await wait_for(lambda: _has_pid(real_store, "term"), what="the child's pid")
     term.send_signal(signal.SIGTERM)  # forwarded to the child's group
     assert await asyncio.to_thread(term.wait, 20) == 128 + signal.SIGTERM
-    interrupted = await store.get_task("term")
+    interrupted = await real_store.get_task("term")
     assert interrupted.state is TaskState.INTERRUPTED and "SIGTERM" in (
         interrupted.state_reason or ""
     )
 
 
 async def test_malformed_heartbeat_line_is_a_reason_not_a_crash(
-    store: SQLiteStore, db: Path, config: Config, config_path: Path, children: Children
+    real_store: SQLiteStore,
+    db: Path,
+    fast_config: Config,
+    fast_config_path: Path,
+    children: Children,
 ) -> None:
     script = 'echo "stage=load p=abc" >> "$ZOMBIETOP_HEARTBEAT_FILE"; sleep 0.5; exit 4'
-    wrapper = _run(db, config_path, children, "--task", "t1", "--", "sh", "-c", script)
+    wrapper = _run(db, fast_config_path, children, "--task", "t1", "--", "sh", "-c", script)
     assert await asyncio.to_thread(wrapper.wait, 20) == 4
-    task = await store.get_task("t1")
+    task = await real_store.get_task("t1")
     assert task.heartbeat_error is not None and "is not a number" in task.heartbeat_error
-    view = (await Monitor(store, config, include_finished=True).poll()).by_id()["t1"]
+    view = (await Monitor(real_store, fast_config, include_finished=True).poll()).by_id()["t1"]
     assert any(r.code == "heartbeat_malformed" for r in view.verdict.reasons)
 
 
 async def test_run_refuses_while_an_upstream_has_not_succeeded(
-    store: SQLiteStore, db: Path, config_path: Path
+    real_store: SQLiteStore, db: Path, fast_config_path: Path
 ) -> None:
-    await store.create_task(task_id="up", run_id="r", step="s", step_type="default", actor="test")
-    argv = zombietop(db, config_path, "run", "--task", "down", "--after", "up", "--", "true")
+    await real_store.create_task(
+        task_id="up", run_id="r", step="s", step_type="default", actor="test"
+    )
+    argv = zombietop(db, fast_config_path, "run", "--task", "down", "--after", "up", "--", "true")
     waiting = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert waiting.returncode == 2
     assert waiting.stderr.strip().splitlines() == [
         "zombietop: not starting down: upstream up is queued, not succeeded; "
         "wait for it, or resume it"
     ]
-    lease = await store.acquire_lease("up", owner="o", ttl=60)
-    await store.finish_task("up", owner="o", token=lease.token, state=TaskState.SUCCEEDED)
-    await store.set_quarantine("up", quarantined=True, actor="watchdog", reason="bad output")
+    lease = await real_store.acquire_lease("up", owner="o", ttl=60)
+    await real_store.finish_task("up", owner="o", token=lease.token, state=TaskState.SUCCEEDED)
+    await real_store.set_quarantine("up", quarantined=True, actor="watchdog", reason="bad output")
     held = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert held.returncode == 2 and "upstream up is quarantined (bad output)" in held.stderr
-    assert not await _exists(store, "down")
+    assert not await _exists(real_store, "down")
 
 
 async def test_lost_lease_stops_the_command(
-    store: SQLiteStore, db: Path, config_path: Path, children: Children
+    real_store: SQLiteStore, db: Path, fast_config_path: Path, children: Children
 ) -> None:
-    wrapper = _run(db, config_path, children, "--task", "t1", "--", "sh", "-c", BEATS_THEN_HANGS)
-    await wait_for(lambda: _has_pid(store, "t1"), what="the child's pid")
-    pid = (await store.get_task("t1")).pid
+    wrapper = _run(
+        db, fast_config_path, children, "--task", "t1", "--", "sh", "-c", BEATS_THEN_HANGS
+    )
+    await wait_for(lambda: _has_pid(real_store, "t1"), what="the child's pid")
+    pid = (await real_store.get_task("t1")).pid
     assert pid is not None
-    lease = await store.get_lease("t1")
+    lease = await real_store.get_lease("t1")
     assert lease is not None
-    await store.discard_task("t1", expected_token=lease.token, actor="oncall")
+    await real_store.discard_task("t1", expected_token=lease.token, actor="oncall")
     # The next renewal fails; the wrapper stops its command instead of running a second owner.
     assert await asyncio.to_thread(wrapper.wait, 20) == 128 + signal.SIGTERM
     assert not pid_alive(pid)
     assert wrapper.stderr is not None and b"stopping the command" in wrapper.stderr.read()
-    assert (await store.get_task("t1")).state is TaskState.DISCARDED
+    assert (await real_store.get_task("t1")).state is TaskState.DISCARDED
 
 
 async def test_resume_after_kill_relaunches_from_the_checkpoint(
-    store: SQLiteStore,
+    real_store: SQLiteStore,
     db: Path,
-    config: Config,
-    config_path: Path,
+    fast_config: Config,
+    fast_config_path: Path,
     children: Children,
     tmp_path: Path,
 ) -> None:
@@ -215,10 +243,10 @@ async def test_resume_after_kill_relaunches_from_the_checkpoint(
         '  echo "stage=copy p=50 checkpoint=part-7" >> "$ZOMBIETOP_HEARTBEAT_FILE"; sleep 30; '
         "fi"
     )
-    wrapper = _run(db, config_path, children, "--task", "t1", "--", "sh", "-c", script)
-    await wait_for(lambda: _checkpoint(store, "t1"), what="the first checkpoint")
-    old = await store.get_lease("t1")
-    task = await store.get_task("t1")
+    wrapper = _run(db, fast_config_path, children, "--task", "t1", "--", "sh", "-c", script)
+    await wait_for(lambda: _checkpoint(real_store, "t1"), what="the first checkpoint")
+    old = await real_store.get_lease("t1")
+    task = await real_store.get_task("t1")
     assert old is not None and old.owner is not None and task.pid is not None
     children.track_group(task.pid)
     # The host "crashes": wrapper and command die without a word, the lease still looks held.
@@ -226,17 +254,17 @@ async def test_resume_after_kill_relaunches_from_the_checkpoint(
     os.killpg(task.pid, signal.SIGKILL)
     wrapper.wait(5)
 
-    outcome = await Executor(store, config, store_path=db).resume(
+    outcome = await Executor(real_store, fast_config, store_path=db).resume(
         "t1", expected_token=old.token, actor="oncall", reason="host rebooted"
     )
     assert outcome.outcome == "relaunched", outcome.message
     assert "from checkpoint part-7" in outcome.message
-    assert not await store.still_owner("t1", owner=old.owner, token=old.token)
+    assert not await real_store.still_owner("t1", owner=old.owner, token=old.token)
     with pytest.raises(LeaseLost):
-        await store.renew_lease("t1", owner=old.owner, token=old.token, ttl=60)
+        await real_store.renew_lease("t1", owner=old.owner, token=old.token, ttl=60)
 
     async def done() -> bool:
-        return (await store.get_task("t1")).state is TaskState.SUCCEEDED
+        return (await real_store.get_task("t1")).state is TaskState.SUCCEEDED
 
     await wait_for(done, timeout=20, what="the relaunched attempt to succeed")
     assert seen.read_text().splitlines() == ["attempt=1 checkpoint=", "attempt=2 checkpoint=part-7"]
@@ -244,20 +272,24 @@ async def test_resume_after_kill_relaunches_from_the_checkpoint(
     assert log.exists()
 
 
-async def _checkpoint(store: SQLiteStore, task_id: str) -> bool:
-    return await _exists(store, task_id) and (await store.get_task(task_id)).checkpoint == "part-7"
+async def _checkpoint(real_store: SQLiteStore, task_id: str) -> bool:
+    return (
+        await _exists(real_store, task_id)
+        and (await real_store.get_task(task_id)).checkpoint == "part-7"
+    )
 
 
 async def test_wrapper_stopped_by_sigterm_kills_a_deaf_command_after_the_grace(
-    store: SQLiteStore, db: Path, config_path: Path, children: Children
+    real_store: SQLiteStore, db: Path, fast_config_path: Path, children: Children
 ) -> None:
     script = "trap '' TERM; " + BEATS_THEN_HANGS
-    wrapper = _run(db, config_path, children, "--task", "deaf", "--", "sh", "-c", script)
+    wrapper = _run(db, fast_config_path, children, "--task", "deaf", "--", "sh", "-c", script)
 
     async def trapped() -> bool:
         # The shell beats only after setting its trap.
         return (
-            await _exists(store, "deaf") and (await store.get_record("deaf")).heartbeat is not None
+            await _exists(real_store, "deaf")
+            and (await real_store.get_record("deaf")).heartbeat is not None
         )
 
     await wait_for(trapped, what="the first heartbeat")
@@ -265,6 +297,6 @@ async def test_wrapper_stopped_by_sigterm_kills_a_deaf_command_after_the_grace(
     wrapper.send_signal(signal.SIGTERM)
     assert await asyncio.to_thread(wrapper.wait, 20) == 128 + signal.SIGKILL
     assert time.monotonic() - started >= 1.0  # kill_grace, and not before
-    task = await store.get_task("deaf")
+    task = await real_store.get_task("deaf")
     assert task.state is TaskState.INTERRUPTED
     assert task.state_reason == "stopped after SIGTERM forwarded (exit 137)"

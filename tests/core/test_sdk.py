@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-from realprocs import Children, zombietop
 
 from core.actions import Outcome
 from core.config import Config
@@ -23,6 +22,7 @@ from core.executor import Executor
 from core.model import TaskState
 from core.sdk import Job
 from core.sqlite_store import SQLiteStore
+from tests.core.realprocs import Children, zombietop
 
 KILLS = 60
 
@@ -34,8 +34,8 @@ from pathlib import Path
 from core.config import load_config
 from core.sdk import Job
 
-db, config_path, checkpoint = sys.argv[1:4]
-config = load_config(Path(config_path))
+db, fast_config_path, checkpoint = sys.argv[1:4]
+fast_config = load_config(Path(fast_config_path))
 
 def digest(text):
     return hashlib.sha256(text.encode()).hexdigest()
@@ -45,7 +45,7 @@ for _ in sys.stdin:
     if pid == 0:
         code = 0
         try:
-            with Job("fuzz", db=db, config=config, checkpoint_path=checkpoint) as job:
+            with Job("fuzz", db=db, config=fast_config, checkpoint_path=checkpoint) as job:
                 state = job.load_checkpoint()
                 if state is not None and digest(state["pad"]) != state["sha"]:
                     print("corrupt", flush=True)
@@ -76,10 +76,10 @@ def _read(proc: subprocess.Popen[str], prefix: str) -> str:
 
 
 async def test_kills_during_checkpoint_writes_never_corrupt_the_checkpoint(
-    store: SQLiteStore,
+    real_store: SQLiteStore,
     db: Path,
-    config: Config,
-    config_path: Path,
+    fast_config: Config,
+    fast_config_path: Path,
     children: Children,
     tmp_path: Path,
 ) -> None:
@@ -87,13 +87,13 @@ async def test_kills_during_checkpoint_writes_never_corrupt_the_checkpoint(
     script = tmp_path / "zygote.py"
     script.write_text(ZYGOTE)
     zygote = children.start(
-        [sys.executable, str(script), str(db), str(config_path), str(checkpoint)],
+        [sys.executable, str(script), str(db), str(fast_config_path), str(checkpoint)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert zygote.stdin is not None
-    executor = Executor(store, config)
+    executor = Executor(real_store, fast_config)
     rng = random.Random(20261129)
     last_start = -1
     set_aside = 0
@@ -117,7 +117,7 @@ async def test_kills_during_checkpoint_writes_never_corrupt_the_checkpoint(
             written = True
         else:
             assert not written, "a complete checkpoint disappeared"
-        task = await store.get_task("fuzz")
+        task = await real_store.get_task("fuzz")
         if sig == signal.SIGTERM:
             assert os.waitstatus_to_exitcode(status) == 143
             assert task.state is TaskState.INTERRUPTED
@@ -133,7 +133,7 @@ async def test_kills_during_checkpoint_writes_never_corrupt_the_checkpoint(
         if aside.exists() or partial.exists():
             set_aside += 1
         aside.unlink(missing_ok=True)
-        record = await store.get_record("fuzz")
+        record = await real_store.get_record("fuzz")
         resumed = await executor.resume(
             "fuzz", expected_token=record.lease.token if record.lease else None, actor="fuzz"
         )
@@ -143,11 +143,11 @@ async def test_kills_during_checkpoint_writes_never_corrupt_the_checkpoint(
     assert last_start > 0
     # Partial checkpoints were set aside as .tmp, never left where a resume would read them.
     assert set_aside > 0
-    assert (await store.get_task("fuzz")).attempt == KILLS + 1
+    assert (await real_store.get_task("fuzz")).attempt == KILLS + 1
 
 
-def test_job_beats_checkpoints_and_succeeds(db: Path, config: Config, tmp_path: Path) -> None:
-    with Job("j1", db=db, config=config, step_type="default") as job:
+def test_job_beats_checkpoints_and_succeeds(db: Path, fast_config: Config, tmp_path: Path) -> None:
+    with Job("j1", db=db, config=fast_config, step_type="default") as job:
         assert job.still_owner() and job.attempt == 1
         job.beat("load", 10, rows=5)
         path = job.checkpoint({"offset": 5})
@@ -165,13 +165,15 @@ def test_job_beats_checkpoints_and_succeeds(db: Path, config: Config, tmp_path: 
     assert (stage, progress, json.loads(counters)) == ("load", 20, {"rows": 10})
 
 
-async def test_resume_fences_a_running_job(store: SQLiteStore, config: Config, db: Path) -> None:
-    job = Job("j1", db=db, config=config)
+async def test_resume_fences_a_running_job(
+    real_store: SQLiteStore, fast_config: Config, db: Path
+) -> None:
+    job = Job("j1", db=db, config=fast_config)
     job.__enter__()
     try:
         job.beat("work", 50)
         job.checkpoint({"at": 50})
-        outcome = await Executor(store, config).resume(
+        outcome = await Executor(real_store, fast_config).resume(
             "j1", expected_token=job.token, actor="oncall"
         )
         assert outcome.outcome is Outcome.REQUEUED
@@ -180,34 +182,34 @@ async def test_resume_fences_a_running_job(store: SQLiteStore, config: Config, d
             job.beat("work", 60)
     finally:
         job.__exit__(None, None, None)
-    task = await store.get_task("j1")
+    task = await real_store.get_task("j1")
     assert task.state is TaskState.QUEUED and task.attempt == 2 and task.checkpoint is not None
 
 
 async def test_job_refuses_while_upstream_is_not_done(
-    store: SQLiteStore, config: Config, db: Path
+    real_store: SQLiteStore, fast_config: Config, db: Path
 ) -> None:
-    await store.create_task(task_id="up", run_id="r", step="s", step_type="default", actor="t")
+    await real_store.create_task(task_id="up", run_id="r", step="s", step_type="default", actor="t")
     with (
         pytest.raises(UpstreamBlocked, match="upstream up is queued, not succeeded"),
-        Job("down", db=db, config=config, after=["up"]),
+        Job("down", db=db, config=fast_config, after=["up"]),
     ):
         pass
-    lease = await store.acquire_lease("up", owner="o", ttl=60)
-    await store.finish_task("up", owner="o", token=lease.token, state=TaskState.SUCCEEDED)
-    await store.set_quarantine("up", quarantined=True, actor="oncall", reason="suspicious")
+    lease = await real_store.acquire_lease("up", owner="o", ttl=60)
+    await real_store.finish_task("up", owner="o", token=lease.token, state=TaskState.SUCCEEDED)
+    await real_store.set_quarantine("up", quarantined=True, actor="oncall", reason="suspicious")
     with (
         pytest.raises(UpstreamBlocked, match="quarantined"),
-        Job("down", db=db, config=config, after=["up"]),
+        Job("down", db=db, config=fast_config, after=["up"]),
     ):
         pass
-    await store.set_quarantine("up", quarantined=False, actor="oncall")
-    with Job("down", db=db, config=config, after=["up"]) as job:
+    await real_store.set_quarantine("up", quarantined=False, actor="oncall")
+    with Job("down", db=db, config=fast_config, after=["up"]) as job:
         assert job.still_owner()
 
 
-def test_request_fails_fast_past_its_budget(db: Path, config: Config) -> None:
-    with Job("j1", db=db, config=config) as job:
+def test_request_fails_fast_past_its_budget(db: Path, fast_config: Config) -> None:
+    with Job("j1", db=db, config=fast_config) as job:
         started = time.monotonic()
         with pytest.raises(RequestTimeout, match=r"'fetch' of j1 ran past its 0\.2 s budget"):
             with job.request("fetch", timeout=0.2):
@@ -222,7 +224,7 @@ def test_request_fails_fast_past_its_budget(db: Path, config: Config) -> None:
 
 
 def test_sdk_job_under_zombietop_run_adopts_the_wrapper_lease(
-    db: Path, config_path: Path, children: Children, tmp_path: Path
+    db: Path, fast_config_path: Path, children: Children, tmp_path: Path
 ) -> None:
     script = tmp_path / "job.py"
     script.write_text(
@@ -232,11 +234,13 @@ def test_sdk_job_under_zombietop_run_adopts_the_wrapper_lease(
         "    assert job.still_owner()\n"
     )
     result = subprocess.run(
-        zombietop(db, config_path, "run", "--task", "wrapped", "--", sys.executable, str(script)),
+        zombietop(
+            db, fast_config_path, "run", "--task", "wrapped", "--", sys.executable, str(script)
+        ),
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "ZOMBIETOP_CONFIG": str(config_path)},
+        env={**os.environ, "ZOMBIETOP_CONFIG": str(fast_config_path)},
     )
     assert result.returncode == 0, result.stderr
     con = sqlite3.connect(db)
@@ -249,8 +253,10 @@ def test_sdk_job_under_zombietop_run_adopts_the_wrapper_lease(
 
 
 @pytest.mark.parametrize(("code", "state"), [(0, "succeeded"), (3, "failed")])
-def test_sys_exit_inside_a_job_is_recorded(db: Path, config: Config, code: int, state: str) -> None:
-    with pytest.raises(SystemExit), Job("j1", db=db, config=config):
+def test_sys_exit_inside_a_job_is_recorded(
+    db: Path, fast_config: Config, code: int, state: str
+) -> None:
+    with pytest.raises(SystemExit), Job("j1", db=db, config=fast_config):
         sys.exit(code)
     con = sqlite3.connect(db)
     row = con.execute("SELECT state, exit_code FROM tasks WHERE task_id = 'j1'").fetchone()
