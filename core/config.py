@@ -83,7 +83,18 @@ class Config:
 
 
 def default_limits() -> Limits:
-    return Limits(**THRESHOLD_DEFAULTS, **TIMEOUT_DEFAULTS)
+    values = {**THRESHOLD_DEFAULTS, **TIMEOUT_DEFAULTS}
+    return Limits(
+        heartbeat_interval=values["heartbeat_interval"],
+        heartbeat_timeout=values["heartbeat_timeout"],
+        lease_ttl=values["lease_ttl"],
+        progress_timeout=values["progress_timeout"],
+        start_grace=values["start_grace"],
+        request=values["request"],
+        stage=values["stage"],
+        task=values["task"],
+        kill_grace=values["kill_grace"],
+    )
 
 
 def default_config() -> Config:
@@ -133,7 +144,8 @@ def _where(path: Path | None) -> str:
 
 
 def _unknown(path: Path | None, section: str, key: str, known: list[str]) -> ConfigError:
-    hint = difflib.get_close_matches(key, known, n=1)
+    # A prefix ("resume" for "resume_command") beats a mere likeness ("request").
+    hint = [k for k in known if k.startswith(key)] or difflib.get_close_matches(key, known, n=1)
     suggestion = f"did you mean {hint[0]!r}? " if hint else ""
     where = f"[{section}]" if section else "top level"
     return ConfigError(

@@ -28,8 +28,8 @@ from core.errors import (
 )
 from core.heartbeat_line import BeatLine
 from core.model import (
-    EventKind,
     Event,
+    EventKind,
     Heartbeat,
     HistoryPoint,
     Lease,
