@@ -297,6 +297,8 @@ class EventKind(StrEnum):
     TRANSITION = "transition"
     ACTION = "action"
     PAGE = "page"
+    DELIVERY = "delivery"
+    WATCHDOG = "watchdog"
     NOTE = "note"
 
 

@@ -613,9 +613,7 @@ class SQLiteStore(Store):
                 "checkpoint": beat.checkpoint,
                 "eta_s": beat.eta_s,
                 "request_name": beat.request,
-                "request_started_at": (
-                    beat.request_at if beat.request_at is not None else (now if beat.request else None)
-                ),
+                "request_at": beat.request_at,
                 "trace_id": beat.trace,
                 "reported_at": beat.at,
                 "now": now,
@@ -676,11 +674,17 @@ class SQLiteStore(Store):
             )
 
     async def events(
-        self, *, task_id: str | None = None, limit: int = 100, before_id: int | None = None
+        self,
+        *,
+        task_id: str | None = None,
+        limit: int = 100,
+        before_id: int | None = None,
+        kind: str | None = None,
     ) -> list[Event]:
         async with self._read() as db:
             rows = await db.execute_fetchall(
-                SQL["select_events"], {"task_id": task_id, "limit": limit, "before_id": before_id}
+                SQL["select_events"],
+                {"task_id": task_id, "limit": limit, "before_id": before_id, "kind": kind},
             )
         return [Event.from_row(row) for row in rows]
 

@@ -228,3 +228,20 @@ async def test_closed_store_is_a_store_error(db_path: Path) -> None:
     await opened.close()
     with pytest.raises(StoreError, match="is closed"):
         await opened.poll(None)
+
+
+async def test_a_request_keeps_its_start_while_in_flight(store: SQLiteStore, clock: FakeClock) -> None:
+    token = await make_running(store)
+    first = clock.now()
+    for _ in range(3):
+        hb = await store.record_heartbeat("t1", parse_line("stage=fetch p=1 req=api"), owner="w1", token=token)
+        clock.advance(30)
+    assert hb.request_started_at == first
+    hb = await store.record_heartbeat("t1", parse_line("stage=fetch p=1 req=other"), owner="w1", token=token)
+    assert hb.request_started_at == clock.now()
+    hb = await store.record_heartbeat("t1", parse_line("stage=fetch p=1"), owner="w1", token=token)
+    assert (hb.request_name, hb.request_started_at) == (None, None)
+    hb = await store.record_heartbeat(
+        "t1", parse_line("stage=fetch p=1 req=api req_at=2026-11-29T00:00:00Z"), owner="w1", token=token
+    )
+    assert hb.request_started_at == 1795910400.0
