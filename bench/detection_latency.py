@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.config import WatchSettings, default_config  # noqa: E402
-from core.heartbeat_line import parse_line  # noqa: E402
-from core.monitor import Monitor  # noqa: E402
-from core.notify import Page  # noqa: E402
-from core.store import open_store  # noqa: E402
-from core.watchdog import Watchdog  # noqa: E402
+from core.config import WatchSettings, default_config
+from core.heartbeat_line import parse_line
+from core.monitor import Monitor
+from core.notify import Page
+from core.store import open_store
+from core.watchdog import Watchdog
 
 
 class Stopwatch:

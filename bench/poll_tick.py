@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.config import default_config  # noqa: E402
-from core.monitor import Monitor  # noqa: E402
-from core.sqlite_store import POLL_SQL  # noqa: E402
-from core.store import open_store  # noqa: E402
+from core.config import default_config
+from core.monitor import Monitor
+from core.sqlite_store import POLL_SQL
+from core.store import open_store
 
 NOW = 1_796_000_000.0
 
