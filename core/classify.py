@@ -341,13 +341,14 @@ def _context(
     reasons: list[Reason],
 ) -> str:
     """Compose the one line a page carries: enough to decide resume or discard."""
-    parts: list[str] = []
+    head = f"{task.task_id} {health}:"
     if heartbeat is not None:
-        where = f"stage={heartbeat.stage} " if heartbeat.stage else ""
-        parts.append(f"{where}p={format_progress(heartbeat.progress)}")
+        where = f" stage={heartbeat.stage}" if heartbeat.stage else ""
+        head += f"{where} p={format_progress(heartbeat.progress)}"
+    parts: list[str] = []
     if task.state.finished or (not task.state.executing and task.state is not TaskState.INTERRUPTED):
         parts.extend(r.message for r in reasons)
-        return f"{task.task_id} {health}: " + ", ".join(parts) if parts else f"{task.task_id} {health}"
+        return f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
 
     if heartbeat_age is not None:
         parts.append(f"heartbeat {format_age(heartbeat_age)} old")
@@ -376,7 +377,7 @@ def _context(
         parts.append("quarantined")
     if task.state is TaskState.INTERRUPTED:
         parts.append(f"checkpoint {task.checkpoint}" if task.checkpoint else "no checkpoint")
-    line = f"{task.task_id} {health}: " + ", ".join(parts)
+    line = f"{head} " + ", ".join(parts)
     if health in ASK_A_HUMAN:
         line += " - resume or discard"
     return line

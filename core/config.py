@@ -35,9 +35,13 @@ TIMEOUT_DEFAULTS: dict[str, float] = {
 }
 DURATION_KEYS = {**{k: "thresholds" for k in THRESHOLD_DEFAULTS}, **{k: "timeouts" for k in TIMEOUT_DEFAULTS}}
 # Keys only a step type may set: how to resume or compensate work run by another engine.
-STEP_ONLY_KEYS = ("resume_command", "compensate_command", "auto_retry")
+STEP_ONLY_KEYS = ("resume_command", "compensate_command", "auto_retry", "max_retries", "retry_backoff")
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
-SECTIONS = ("store", "monitor", "thresholds", "timeouts", "step_types")
+WATCH_DEFAULTS: dict[str, float] = {"interval": 30.0, "digest_every": 86400.0}
+STAGE_KILL_FACTOR = 2.0
+NOTIFY_DEFAULTS: dict[str, float] = {"retry_backoff": 10.0, "timeout": 10.0}
+NOTIFY_MAX_ATTEMPTS = 8
+SECTIONS = ("store", "monitor", "watch", "notify", "thresholds", "timeouts", "step_types")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,12 +60,42 @@ class Limits:
     resume_command: tuple[str, ...] | None = None
     compensate_command: tuple[str, ...] | None = None
     auto_retry: bool = False
+    max_retries: int = 3
+    """With auto_retry: how many attempts in all before the watchdog leaves it to a human."""
+    retry_backoff: float = 60.0
+    """With auto_retry: wait before the first retry, doubling for each one after."""
     step_type: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     """Key -> where its value came from: ``default``, or a file and section."""
 
     def source(self, key: str) -> str:
         return self.sources.get(key, DEFAULT_SOURCE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchSettings:
+    """``[watch]``: how the headless watchdog runs."""
+
+    interval: float = WATCH_DEFAULTS["interval"]
+    digest_every: float = WATCH_DEFAULTS["digest_every"]
+    stage_kill_factor: float = STAGE_KILL_FACTOR
+    """Kill a task still in one stage after this many stage timeouts; 0 never kills."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NotifySettings:
+    """``[notify]``: where pages go. Every configured channel gets every page."""
+
+    command: tuple[str, ...] | None = None
+    webhook: str | None = None
+    apprise: tuple[str, ...] = ()
+    retry_backoff: float = NOTIFY_DEFAULTS["retry_backoff"]
+    timeout: float = NOTIFY_DEFAULTS["timeout"]
+    max_attempts: int = NOTIFY_MAX_ATTEMPTS
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.command or self.webhook or self.apprise)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +108,8 @@ class Config:
     store_path: Path | None = None
     refresh: float = MONITOR_DEFAULTS["refresh"]
     finished_window: float = MONITOR_DEFAULTS["finished_window"]
+    watch: WatchSettings = field(default_factory=WatchSettings)
+    notify: NotifySettings = field(default_factory=NotifySettings)
 
     def limits_for(self, step_type: str | None) -> Limits:
         """Return the effective limits for a step type (the global set when it has none)."""
@@ -83,7 +119,18 @@ class Config:
 
 
 def default_limits() -> Limits:
-    return Limits(**THRESHOLD_DEFAULTS, **TIMEOUT_DEFAULTS)
+    values = {**THRESHOLD_DEFAULTS, **TIMEOUT_DEFAULTS}
+    return Limits(
+        heartbeat_interval=values["heartbeat_interval"],
+        heartbeat_timeout=values["heartbeat_timeout"],
+        lease_ttl=values["lease_ttl"],
+        progress_timeout=values["progress_timeout"],
+        start_grace=values["start_grace"],
+        request=values["request"],
+        stage=values["stage"],
+        task=values["task"],
+        kill_grace=values["kill_grace"],
+    )
 
 
 def default_config() -> Config:
@@ -133,7 +180,8 @@ def _where(path: Path | None) -> str:
 
 
 def _unknown(path: Path | None, section: str, key: str, known: list[str]) -> ConfigError:
-    hint = difflib.get_close_matches(key, known, n=1)
+    # A prefix ("resume" for "resume_command") beats a mere likeness ("request").
+    hint = [k for k in known if k.startswith(key)] or difflib.get_close_matches(key, known, n=1)
     suggestion = f"did you mean {hint[0]!r}? " if hint else ""
     where = f"[{section}]" if section else "top level"
     return ConfigError(
@@ -163,6 +211,12 @@ def _duration(path: Path | None, section: str, key: str, value: Any) -> float:
     return seconds
 
 
+def _whole(path: Path | None, section: str, key: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{_where(path)} [{section}]: {key} must be a whole number >= {minimum}, not {value!r}")
+    return value
+
+
 def _command(path: Path | None, section: str, key: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise ConfigError(
@@ -181,8 +235,10 @@ def _apply(
     for key, value in table.items():
         if key not in allowed:
             raise _unknown(path, section, key, allowed)
-        if key in DURATION_KEYS:
+        if key in DURATION_KEYS or key == "retry_backoff":
             changes[key] = _duration(path, section, key, value)
+        elif key == "max_retries":
+            changes[key] = _whole(path, section, key, value, minimum=1)
         elif key == "auto_retry":
             if not isinstance(value, bool):
                 raise ConfigError(f"{label}: auto_retry must be true or false, not {value!r}")
@@ -234,7 +290,55 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         store_path=Path(store_path).expanduser() if store_path else None,
         refresh=values["refresh"],
         finished_window=values["finished_window"],
+        watch=_watch(path, _table(path, data, "watch")),
+        notify=_notify(path, _table(path, data, "notify")),
     )
+
+
+def _watch(path: Path | None, table: Mapping[str, Any]) -> WatchSettings:
+    known = [*WATCH_DEFAULTS, "stage_kill_factor"]
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in known:
+            raise _unknown(path, "watch", key, known)
+        if key == "stage_kill_factor":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                value == 0 or value > 1
+            ):
+                raise ConfigError(
+                    f"{_where(path)} [watch]: stage_kill_factor must be 0 (never kill) or a number "
+                    f"above 1 (kill at that many stage timeouts), not {value!r}"
+                )
+            values[key] = float(value)
+        else:
+            values[key] = _duration(path, "watch", key, value)
+    return WatchSettings(**values)
+
+
+def _notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
+    known = ["command", "webhook", "apprise", *NOTIFY_DEFAULTS, "max_attempts"]
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in known:
+            raise _unknown(path, "notify", key, known)
+        if key == "command":
+            values[key] = _command(path, "notify", key, value)
+        elif key == "webhook":
+            if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+                raise ConfigError(f"{_where(path)} [notify]: webhook must be an http(s) URL, not {value!r}")
+            values[key] = value
+        elif key == "apprise":
+            if not isinstance(value, list) or not all(isinstance(v, str) and "://" in v for v in value):
+                raise ConfigError(
+                    f"{_where(path)} [notify]: apprise must be a list of apprise URLs such as "
+                    '["pagerduty://KEY@ROUTING", "mailto://user:pass@example.com"]'
+                )
+            values[key] = tuple(value)
+        elif key == "max_attempts":
+            values[key] = _whole(path, "notify", key, value, minimum=1)
+        else:
+            values[key] = _duration(path, "notify", key, value)
+    return NotifySettings(**values)
 
 
 # (inner, outer, factor, strict, why): factor * inner must be < outer (or <= when not strict).
@@ -284,6 +388,8 @@ def render_defaults() -> str:
     thresholds = {k: format_duration(v) for k, v in THRESHOLD_DEFAULTS.items()}
     timeouts = {k: format_duration(v) for k, v in TIMEOUT_DEFAULTS.items()}
     monitor = {k: format_duration(v) for k, v in MONITOR_DEFAULTS.items()}
+    watch: dict[str, Any] = {k: format_duration(v) for k, v in WATCH_DEFAULTS.items()}
+    watch["stage_kill_factor"] = STAGE_KILL_FACTOR
     return "\n".join(
         [
             "# zombietop configuration. Durations: ms, s, m, h, d (\"90s\", \"15m\", \"1h30m\").",
@@ -292,6 +398,16 @@ def render_defaults() -> str:
             "# How often the dashboard and the watchdog poll the store, and how long",
             "# finished tasks stay on screen.",
             tomli_w.dumps({"monitor": monitor}),
+            "# The headless watchdog (`zombietop watch`): how often it looks, how often it sends",
+            "# the digest of spinning tasks, and after how many stage timeouts in one stage it",
+            "# kills gracefully (the first overrun only pages; 0 never kills).",
+            tomli_w.dumps({"watch": watch}),
+            "# Where pages go; every channel configured gets every page, retried with backoff.",
+            "# [notify]",
+            '# command = ["/usr/local/bin/page-oncall"]   # the line on stdin and in $ZOMBIETOP_PAGE',
+            '# webhook = "https://hooks.slack.com/services/..."   # JSON POST, {"text": line}',
+            '# apprise = ["pagerduty://KEY@ROUTING", "mailto://user:pass@example.com"]',
+            "",
             "# Detection. heartbeat_interval: how often `zombietop run` and the SDK beat and renew.",
             "# No heartbeat for heartbeat_timeout -> stalled; lease not renewed for lease_ttl ->",
             "# reclaimable; no progress for progress_timeout -> spinning; no first heartbeat",
@@ -303,7 +419,9 @@ def render_defaults() -> str:
             "# a task overrun is only logged, because a checkpoint can resume it.",
             tomli_w.dumps({"timeouts": timeouts}),
             "# Per step type, any key above plus resume_command / compensate_command",
-            "# (argument lists with {task_id} and {checkpoint}) and auto_retry (idempotent work):",
+            "# (argument lists with {task_id} and {checkpoint}), and auto_retry = true for",
+            "# idempotent work the watchdog may retry by itself (max_retries attempts in all,",
+            "# retry_backoff before the first, doubling after):",
             "#",
             "# [step_types.export]",
             '# stage = "45m"',

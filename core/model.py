@@ -6,7 +6,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
+
+
+class Row(Protocol):
+    """A database row read by column name (sqlite3.Row, an asyncpg Record, a dict)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
 
 
 class TaskState(StrEnum):
@@ -133,7 +139,7 @@ class Task:
         return self.quarantined_at is not None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Task:
+    def from_row(cls, row: Row) -> Task:
         return cls(
             task_id=row["task_id"],
             run_id=row["run_id"],
@@ -185,7 +191,7 @@ class Lease:
         return self.expires_at is not None and now > self.expires_at
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Lease:
+    def from_row(cls, row: Row) -> Lease:
         return cls(
             task_id=row["task_id"],
             owner=row["owner"],
@@ -220,7 +226,7 @@ class Heartbeat:
     seq: int = 1
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Heartbeat:
+    def from_row(cls, row: Row) -> Heartbeat:
         return cls(
             task_id=row["task_id"],
             stage=row["stage"],
@@ -291,6 +297,8 @@ class EventKind(StrEnum):
     TRANSITION = "transition"
     ACTION = "action"
     PAGE = "page"
+    DELIVERY = "delivery"
+    WATCHDOG = "watchdog"
     NOTE = "note"
 
 
@@ -317,7 +325,7 @@ class Event:
     data: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Event:
+    def from_row(cls, row: Row) -> Event:
         return cls(
             event_id=row["event_id"],
             at=row["at"],
@@ -355,7 +363,7 @@ class PendingKill:
         return self.outcome is None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> PendingKill:
+    def from_row(cls, row: Row) -> PendingKill:
         return cls(
             task_id=row["task_id"],
             pid=row["pid"],

@@ -646,7 +646,8 @@ class SQLiteStore(Store):
             now = self._clock.now()
             before, lease = await self._take_for_action(db, task_id, expected_token, "resume")
             new_lease = await self._bump_token(db, now, task_id, lease, actor)
-            await db.execute(SQL["requeue_task"], {"task_id": task_id, "reason": reason, "now": now})
+            params = {"task_id": task_id, "reason": reason, "now": now}
+            await db.execute(SQL["requeue_task"], params)
             await db.execute(SQL["delete_heartbeat"], {"task_id": task_id})
             why = f": {reason}" if reason else ""
             await self._event(
@@ -664,7 +665,8 @@ class SQLiteStore(Store):
             now = self._clock.now()
             before, lease = await self._take_for_action(db, task_id, expected_token, "discard")
             new_lease = await self._bump_token(db, now, task_id, lease, actor)
-            await db.execute(SQL["discard_task"], {"task_id": task_id, "reason": reason, "now": now})
+            params = {"task_id": task_id, "reason": reason, "now": now}
+            await db.execute(SQL["discard_task"], params)
             why = f": {reason}" if reason else ""
             await self._event(
                 db, now, kind=EventKind.STATE_CHANGED, actor=actor, task_id=task_id,
@@ -773,9 +775,7 @@ class SQLiteStore(Store):
                 "checkpoint": beat.checkpoint,
                 "eta_s": beat.eta_s,
                 "request_name": beat.request,
-                "request_started_at": (
-                    beat.request_at if beat.request_at is not None else (now if beat.request else None)
-                ),
+                "request_at": beat.request_at,
                 "trace_id": beat.trace,
                 "reported_at": beat.at,
                 "now": now,
@@ -836,11 +836,17 @@ class SQLiteStore(Store):
             )
 
     async def events(
-        self, *, task_id: str | None = None, limit: int = 100, before_id: int | None = None
+        self,
+        *,
+        task_id: str | None = None,
+        limit: int = 100,
+        before_id: int | None = None,
+        kind: str | None = None,
     ) -> list[Event]:
         async with self._read() as db:
             rows = await db.execute_fetchall(
-                SQL["select_events"], {"task_id": task_id, "limit": limit, "before_id": before_id}
+                SQL["select_events"],
+                {"task_id": task_id, "limit": limit, "before_id": before_id, "kind": kind},
             )
         return [Event.from_row(row) for row in rows]
 

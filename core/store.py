@@ -244,7 +244,12 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def events(
-        self, *, task_id: str | None = None, limit: int = 100, before_id: int | None = None
+        self,
+        *,
+        task_id: str | None = None,
+        limit: int = 100,
+        before_id: int | None = None,
+        kind: str | None = None,
     ) -> list[Event]:
         """Return events newest first."""
 

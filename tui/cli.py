@@ -20,6 +20,7 @@ from core.monitor import Monitor
 from core.procs import PsutilProbe
 from core.sqlite_store import SCHEMA_VERSION
 from core.store import default_store_path, open_store
+from tui.watch import add_parser as watch_parser
 
 EXIT_OK, EXIT_PAGING, EXIT_ERROR = 0, 1, 2
 
@@ -191,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     beat.add_argument("--request", metavar="NAME", help="the outbound request now in flight")
     beat.add_argument("--line", help="a whole heartbeat line instead of the flags")
     beat.set_defaults(handler=cmd_beat)
+
+    watch_parser(sub, common)
 
     config = sub.add_parser("config", parents=[common], help="write or check a config file")
     config_sub = config.add_subparsers(dest="config_command", metavar="init|check", required=True)

@@ -166,11 +166,14 @@ WHERE task_id = :task_id
 -- upsert_heartbeat --
 -- progress_changed_at moves only when stage, progress, counters or checkpoint change, and
 -- stage_started_at only when the stage does: that is what tells spinning from healthy.
+-- The column order of the SET list matters: SQLite evaluates every right-hand side against
+-- the old row, so reading heartbeats.* anywhere in it sees the previous beat.
 INSERT INTO heartbeats (task_id, stage, progress, counters, checkpoint, eta_s, request_name,
                         request_started_at, trace_id, reported_at, written_at,
                         progress_changed_at, stage_started_at, seq)
 VALUES (:task_id, :stage, :progress, :counters, :checkpoint, :eta_s, :request_name,
-        :request_started_at, :trace_id, :reported_at, :now, :now, :now,
+        COALESCE(:request_at, CASE WHEN :request_name IS NOT NULL THEN :now END),
+        :trace_id, :reported_at, :now, :now, :now,
         -- A resumed task starts without a latest beat but keeps its history: continue the seq.
         (SELECT COALESCE(max(seq), 0) + 1 FROM heartbeat_history WHERE task_id = :task_id))
 ON CONFLICT (task_id) DO UPDATE SET
@@ -184,7 +187,14 @@ ON CONFLICT (task_id) DO UPDATE SET
         ELSE excluded.written_at END,
     stage = excluded.stage, progress = excluded.progress, counters = excluded.counters,
     checkpoint = excluded.checkpoint, eta_s = excluded.eta_s,
-    request_name = excluded.request_name, request_started_at = excluded.request_started_at,
+    -- A request keeps its start while the same name stays in flight (unless req_at says).
+    request_started_at = CASE
+        WHEN excluded.request_name IS NULL THEN NULL
+        WHEN :request_at IS NOT NULL THEN :request_at
+        WHEN heartbeats.request_name IS excluded.request_name
+        THEN COALESCE(heartbeats.request_started_at, excluded.written_at)
+        ELSE excluded.written_at END,
+    request_name = excluded.request_name,
     trace_id = excluded.trace_id, reported_at = excluded.reported_at,
     written_at = excluded.written_at, seq = heartbeats.seq + 1
 RETURNING seq
@@ -235,6 +245,7 @@ VALUES (:now, :task_id, :kind, :actor, :message, :data)
 -- select_events --
 SELECT event_id, at, task_id, kind, actor, message, data FROM events
 WHERE (:task_id IS NULL OR task_id = :task_id) AND (:before_id IS NULL OR event_id < :before_id)
+  AND (:kind IS NULL OR kind = :kind)
 ORDER BY event_id DESC LIMIT :limit
 
 

@@ -1,0 +1,133 @@
+"""Poll tick: store read + classify for 1k, 10k and 100k active tasks over 1M finished rows,
+side by side with a bare sqlite3 query + fetch of the same rows (the limit).
+
+    python bench/poll_tick.py [--finished 1000000] [--runs 7]
+
+Prints a table of medians; exits 0. Not a test: the machine is shared and noisy, so only the
+ratio measured in the same run means anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from core.config import default_config
+from core.monitor import Monitor
+from core.sqlite_store import POLL_SQL
+from core.store import open_store
+
+NOW = 1_796_000_000.0
+
+
+def populate(path: Path, active: int, finished: int) -> None:
+    """Fill a fresh store directly (fast), with realistic rows: leases, heartbeats, counters."""
+
+    async def create() -> None:
+        async with await open_store(path, create=True):
+            pass
+
+    asyncio.run(create())
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA synchronous = OFF")
+    with db:
+        db.executemany(
+            "INSERT INTO tasks (task_id, run_id, step, step_type, state, attempt, upstream, host, pid,"
+            " pid_start_time, created_at, claimed_at, started_at, finished_at, updated_at, exit_code)"
+            " VALUES (?, 'run', 'step', 'default', ?, 1, '[]', 'host', ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    f"done-{i}", "succeeded", 1000 + i % 30000, NOW - 90000, NOW - 90000 - i,
+                    NOW - 90000 - i, NOW - 90000 - i, NOW - 86400 - i, NOW - 86400 - i, 0,
+                )
+                for i in range(finished)
+            ),
+        )
+        db.executemany(
+            "INSERT INTO tasks (task_id, run_id, step, step_type, state, attempt, upstream, host, pid,"
+            " pid_start_time, created_at, claimed_at, started_at, updated_at)"
+            " VALUES (?, 'run', 'step', 'default', 'running', 1, '[]', 'host', ?, ?, ?, ?, ?, ?)",
+            ((f"task-{i}", 2000 + i, NOW - 900, NOW - 900, NOW - 900, NOW - 890, NOW - 5) for i in range(active)),
+        )
+        db.executemany(
+            "INSERT INTO leases (task_id, owner, token, acquired_at, renewed_at, expires_at)"
+            " VALUES (?, 'worker@host', 1, ?, ?, ?)",
+            ((f"task-{i}", NOW - 900, NOW - 10, NOW + (290 if i % 7 else -30)) for i in range(active)),
+        )
+        counters = json.dumps({"rows": 8_200_000, "bytes": 1 << 30})
+        db.executemany(
+            "INSERT INTO heartbeats (task_id, stage, progress, counters, written_at, progress_changed_at,"
+            " stage_started_at, seq) VALUES (?, 'transform', ?, ?, ?, ?, ?, 40)",
+            (
+                (f"task-{i}", i % 100, counters, NOW - (i % 300), NOW - (i % 2400), NOW - 600)
+                for i in range(active)
+            ),
+        )
+    db.close()
+
+
+def time_limit(path: Path, runs: int) -> float:
+    db = sqlite3.connect(path)
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        rows = db.execute(POLL_SQL, {"finished_since": NOW - 3600}).fetchall()
+        samples.append(time.perf_counter() - start)
+    db.close()
+    assert rows
+    return statistics.median(samples)
+
+
+def time_zombietop(path: Path, runs: int) -> tuple[float, int]:
+    class Frozen:
+        def now(self) -> float:
+            return NOW
+
+    async def measure() -> tuple[float, int]:
+        async with await open_store(path, clock=Frozen()) as store:
+            monitor = Monitor(store, default_config())
+            samples = []
+            count = 0
+            for _ in range(runs):
+                start = time.perf_counter()
+                snapshot = await monitor.poll()
+                samples.append(time.perf_counter() - start)
+                assert snapshot.ok, snapshot.error
+                count = len(snapshot.tasks)
+            return statistics.median(samples), count
+
+    return asyncio.run(measure())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--finished", type=int, default=1_000_000)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    print(f"finished rows in history: {args.finished:,}; median of {args.runs} runs")
+    print(f"{'active':>8} {'bare sqlite3':>13} {'zombietop':>10} {'ratio':>6}  tasks")
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            for finished in sorted({0, args.finished}):
+                path = Path(tmp) / f"bench-{size}-{finished}.db"
+                populate(path, size, finished)
+                limit = time_limit(path, args.runs)
+                ours, count = time_zombietop(path, args.runs)
+                label = f"{size:,}" + (" +hist" if finished else "")
+                print(f"{label:>14} {limit * 1000:>9.1f} ms {ours * 1000:>7.1f} ms {ours / limit:>5.1f}x  {count:,}")
+                path.unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""Where pages go: a command, a webhook, or any service apprise speaks; retried, never blocking.
+
+A delivery that fails is retried with doubling backoff up to ``max_attempts``; detection goes on
+meanwhile. Every attempt's outcome is handed back so the watchdog can record it as an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from core.clock import Clock
+from core.config import NotifySettings
+from core.errors import ZombietopError
+
+
+class DeliveryError(ZombietopError):
+    """A notifier could not deliver a page; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Page:
+    """One message for a human: a line with enough context to decide in three seconds."""
+
+    kind: str
+    """incident, all_clear, stage_overrun, request_overrun, watchdog."""
+    line: str
+    task_id: str | None = None
+    health: str | None = None
+    at: float
+
+
+class Notifier(Protocol):
+    name: str
+
+    async def send(self, page: Page) -> None:
+        """Deliver the page or raise ``DeliveryError``."""
+        ...
+
+
+class CommandNotifier:
+    """Run an argument list (never a shell) with the line on stdin and in ``$ZOMBIETOP_PAGE``."""
+
+    def __init__(self, argv: Sequence[str], timeout: float) -> None:
+        self.argv = tuple(argv)
+        self.timeout = timeout
+        self.name = f"command {self.argv[0]}"
+
+    async def send(self, page: Page) -> None:
+        env = {
+            **os.environ,
+            "ZOMBIETOP_PAGE": page.line,
+            "ZOMBIETOP_PAGE_KIND": page.kind,
+            "ZOMBIETOP_TASK": page.task_id or "",
+            "ZOMBIETOP_HEALTH": page.health or "",
+        }
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise DeliveryError(f"{self.name}: cannot start ({exc.strerror})") from None
+        try:
+            _, stderr = await asyncio.wait_for(
+                process.communicate((page.line + "\n").encode()), self.timeout
+            )
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise DeliveryError(f"{self.name}: no exit after {self.timeout:g}s; killed it") from None
+        if process.returncode != 0:
+            tail = stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+            raise DeliveryError(f"{self.name}: exit {process.returncode} {tail[0]}".rstrip())
+
+
+class WebhookNotifier:
+    """POST a Slack-compatible JSON body (``{"text": line, ...}``) to a URL."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.name = f"webhook {url.split('?')[0]}"
+
+    async def send(self, page: Page) -> None:
+        body = json.dumps(
+            {"text": page.line, "kind": page.kind, "task_id": page.task_id, "health": page.health}
+        ).encode()
+        await asyncio.to_thread(self._post, body)
+
+    def _post(self, body: bytes) -> None:
+        request = urllib.request.Request(
+            self.url, data=body, method="POST", headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                if not 200 <= response.status < 300:
+                    raise DeliveryError(f"{self.name}: HTTP {response.status}")
+        except urllib.error.HTTPError as exc:
+            raise DeliveryError(f"{self.name}: HTTP {exc.code} {exc.reason}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise DeliveryError(f"{self.name}: {reason}") from None
+
+
+class AppriseNotifier:
+    """PagerDuty, Opsgenie, email, chat and the rest, through the apprise library."""
+
+    def __init__(self, urls: Sequence[str]) -> None:
+        import apprise
+
+        self._apprise = apprise.Apprise()
+        for url in urls:
+            if not self._apprise.add(url):
+                raise ZombietopError(f"[notify] apprise: {url.split('://')[0]}:// is not a URL apprise knows")
+        self.name = "apprise " + ", ".join(url.split("://")[0] for url in urls)
+
+    async def send(self, page: Page) -> None:
+        title = f"zombietop: {page.task_id or 'watchdog'} {page.health or page.kind}"
+        ok = await asyncio.to_thread(self._apprise.notify, body=page.line, title=title)
+        if not ok:
+            raise DeliveryError(f"{self.name}: apprise reported a failed delivery")
+
+
+def build_notifiers(settings: NotifySettings) -> list[Notifier]:
+    notifiers: list[Notifier] = []
+    if settings.command:
+        notifiers.append(CommandNotifier(settings.command, settings.timeout))
+    if settings.webhook:
+        notifiers.append(WebhookNotifier(settings.webhook, settings.timeout))
+    if settings.apprise:
+        notifiers.append(AppriseNotifier(settings.apprise))
+    return notifiers
+
+
+@dataclass(slots=True, kw_only=True)
+class _Delivery:
+    page: Page
+    notifier: Notifier
+    attempts: int = 0
+    next_at: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeliveryResult:
+    page: Page
+    notifier: str
+    ok: bool
+    attempts: int
+    error: str | None = None
+    final: bool = True
+    """False while a failed delivery still has attempts left."""
+
+
+class Outbox:
+    """Pending deliveries, each retried with doubling backoff until it lands or runs out."""
+
+    def __init__(
+        self,
+        notifiers: Sequence[Notifier],
+        settings: NotifySettings,
+        clock: Clock,
+        on_result: Callable[[DeliveryResult], Awaitable[None]] | None = None,
+    ) -> None:
+        self.notifiers = list(notifiers)
+        self.settings = settings
+        self.clock = clock
+        self.on_result = on_result
+        self._queue: list[_Delivery] = []
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    def put(self, page: Page) -> None:
+        for notifier in self.notifiers:
+            self._queue.append(_Delivery(page=page, notifier=notifier, next_at=self.clock.now()))
+
+    async def flush(self) -> list[DeliveryResult]:
+        """Attempt every delivery that is due; never raises."""
+        now = self.clock.now()
+        due = [d for d in self._queue if d.next_at <= now]
+        results = await asyncio.gather(*(self._attempt(d) for d in due))
+        for result in results:
+            if self.on_result is not None:
+                await self.on_result(result)
+        return list(results)
+
+    async def _attempt(self, delivery: _Delivery) -> DeliveryResult:
+        delivery.attempts += 1
+        try:
+            await delivery.notifier.send(delivery.page)
+        except Exception as exc:  # a notifier must never take detection down with it
+            message = str(exc) if isinstance(exc, ZombietopError) else f"{delivery.notifier.name}: {exc!r}"
+            final = delivery.attempts >= self.settings.max_attempts
+            if final:
+                self._queue.remove(delivery)
+            else:
+                delay = self.settings.retry_backoff * 2 ** (delivery.attempts - 1)
+                delivery.next_at = self.clock.now() + delay
+            return DeliveryResult(
+                page=delivery.page, notifier=delivery.notifier.name, ok=False,
+                attempts=delivery.attempts, error=message, final=final,
+            )
+        self._queue.remove(delivery)
+        return DeliveryResult(
+            page=delivery.page, notifier=delivery.notifier.name, ok=True, attempts=delivery.attempts
+        )

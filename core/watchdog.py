@@ -1,0 +1,405 @@
+"""The headless watchdog: detect transitions, quarantine, page a human once per incident.
+
+It pages and holds; it does not heal. Only a step type with ``auto_retry = true`` (idempotent
+work) is retried, within its retry limit and with backoff. Its memory of open incidents is the
+event log itself, so a watchdog run from cron (``--once``) pages once per incident too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
+from core.clock import Clock, SystemClock
+from core.config import Config
+from core.durations import format_age, format_duration
+from core.errors import StoreError
+from core.model import BudgetFlag, EventKind, Health
+from core.monitor import Monitor, Snapshot, TaskView
+from core.notify import DeliveryResult, Notifier, Outbox, Page
+
+RESTORE_EVENTS = 5000
+"""How far back in the page log the watchdog looks to remember open incidents."""
+ONCE_DELIVERY_WINDOW = 60.0
+"""Seconds a ``--once`` run keeps retrying failed deliveries before it exits."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Incident:
+    task_id: str
+    health: Health
+    opened_at: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TickReport:
+    """What one look at the store led to."""
+
+    taken_at: float | None
+    withheld: str | None = None
+    """Why no verdicts were acted on this tick (the store could not be read, or lags)."""
+    pages: tuple[Page, ...] = ()
+    logs: tuple[str, ...] = ()
+    actions: tuple[ActionOutcome, ...] = ()
+    deliveries: tuple[DeliveryResult, ...] = ()
+
+
+class PrintNotifier:
+    """``--dry-run``: show the page instead of sending it."""
+
+    name = "dry-run"
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self._log = log
+
+    async def send(self, page: Page) -> None:
+        self._log(f"PAGE ({page.kind}) {page.line}")
+
+
+@dataclass(slots=True)
+class _Tick:
+    pages: list[Page] = field(default_factory=list)
+    logs: list[str] = field(default_factory=list)
+    actions: list[ActionOutcome] = field(default_factory=list)
+
+
+class Watchdog:
+    """Look at the store every ``[watch] interval`` and act on what changed."""
+
+    def __init__(
+        self,
+        monitor: Monitor,
+        config: Config,
+        *,
+        executor: ActionExecutor | None,
+        notifiers: list[Notifier],
+        clock: Clock | None = None,
+        dry_run: bool = False,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        self.monitor = monitor
+        self.store = monitor.store
+        self.config = config
+        self.executor = executor
+        self.clock = clock or SystemClock()
+        self.dry_run = dry_run
+        self.log = log
+        self.actor = f"watchdog@{socket.gethostname()}"
+        self.outbox = Outbox(
+            [PrintNotifier(log)] if dry_run else notifiers,
+            config.notify,
+            self.clock,
+            on_result=self._delivered,
+        )
+        self.incidents: dict[str, Incident] = {}
+        self._once: set[str] = set()
+        """Keys of one-shot reactions already taken (overrun pages, kills, logs)."""
+        self._last_health: dict[str, Health] = {}
+        self._spinning: dict[str, str] = {}
+        self._last_digest_at: float | None = None
+        self._store_down = False
+        self._restored = False
+
+    # Memory --------------------------------------------------------------------------------
+
+    async def restore(self) -> None:
+        """Rebuild open incidents and one-shot keys from the event log."""
+        self._restored = True
+        try:
+            pages = await self.store.events(kind=EventKind.PAGE, limit=RESTORE_EVENTS)
+            marks = await self.store.events(kind=EventKind.WATCHDOG, limit=RESTORE_EVENTS)
+        except StoreError as exc:
+            self.log(f"cannot read past incidents ({exc}); starting with none")
+            return
+        for event in sorted([*pages, *marks], key=lambda e: e.event_id):
+            key = event.data.get("key")
+            page = event.data.get("page")
+            if page == "incident" and event.task_id:
+                self.incidents[event.task_id] = Incident(
+                    task_id=event.task_id, health=Health(event.data["health"]), opened_at=event.at
+                )
+            elif page == "all_clear" and event.task_id:
+                self.incidents.pop(event.task_id, None)
+            elif event.data.get("digest"):
+                self._last_digest_at = event.at
+            if isinstance(key, str):
+                self._once.add(key)
+
+    async def _record(self, kind: EventKind, message: str, task_id: str | None, data: dict[str, Any]) -> None:
+        if self.dry_run:
+            return
+        try:
+            await self.store.record_event(kind=kind, actor=self.actor, message=message, task_id=task_id, data=data)
+        except StoreError as exc:
+            self.log(f"could not record event ({exc}): {message}")
+
+    async def _delivered(self, result: DeliveryResult) -> None:
+        if result.ok:
+            if result.attempts > 1:
+                self.log(f"delivered via {result.notifier} on attempt {result.attempts}: {result.page.line}")
+            await self._record(
+                EventKind.DELIVERY, f"delivered via {result.notifier} (attempt {result.attempts})",
+                result.page.task_id, {"ok": True, "notifier": result.notifier, "attempts": result.attempts},
+            )
+            return
+        then = "giving up" if result.final else "will retry"
+        self.log(f"delivery failed ({then}): {result.error}")
+        await self._record(
+            EventKind.DELIVERY, f"delivery failed, {then}: {result.error}", result.page.task_id,
+            {"ok": False, "notifier": result.notifier, "attempts": result.attempts, "final": result.final},
+        )
+
+    # One look ------------------------------------------------------------------------------
+
+    async def tick(self) -> TickReport:
+        """Poll once, react to what changed, and deliver what is due. Never raises for the store."""
+        if not self._restored:
+            await self.restore()
+        tick = _Tick()
+        snapshot = await self.monitor.poll()
+        withheld = await self._check_detector(snapshot, tick)
+        if withheld is None:
+            for view in snapshot.tasks:
+                await self._judge(view, tick)
+            await self._close_vanished(snapshot, tick)
+            await self._digest(tick)
+            if self.executor is not None and not self.dry_run:
+                for outcome in await self.executor.complete_pending_kills():
+                    tick.actions.append(outcome)
+                    tick.logs.append(f"kill {outcome.request.task_id}: {outcome.message}")
+        deliveries = await self.outbox.flush()
+        for line in tick.logs:
+            self.log(line)
+        return TickReport(
+            taken_at=snapshot.taken_at,
+            withheld=withheld,
+            pages=tuple(tick.pages),
+            logs=tuple(tick.logs),
+            actions=tuple(tick.actions),
+            deliveries=tuple(deliveries),
+        )
+
+    async def _check_detector(self, snapshot: Snapshot, tick: _Tick) -> str | None:
+        """Withhold verdicts (and say so, once) while the store cannot be read or lags."""
+        if snapshot.error is not None:
+            reason = f"cannot read store {self.store.describe()}: {snapshot.error}"
+            if not self._store_down:
+                self._store_down = True
+                self._page(tick, "watchdog", f"zombietop watchdog {reason} - verdicts withheld until it can", key=None)
+            tick.logs.append(f"verdicts withheld: {reason}")
+            return reason
+        if self._store_down:
+            self._store_down = False
+            self._page(tick, "all_clear", f"zombietop watchdog reads {self.store.describe()} again", key=None)
+        interval = self.config.watch.interval
+        if snapshot.poll_seconds > interval:
+            reason = f"store lags: one poll took {snapshot.poll_seconds:.1f}s, longer than the {interval:g}s interval"
+            tick.logs.append(f"verdicts withheld: {reason}")
+            return reason
+        return None
+
+    def _page(self, tick: _Tick, kind: str, line: str, *, key: str | None, view: TaskView | None = None) -> Page:
+        page = Page(
+            kind=kind,
+            line=line,
+            task_id=view.task_id if view else None,
+            health=str(view.health) if view else None,
+            at=self.clock.now(),
+        )
+        tick.pages.append(page)
+        self.outbox.put(page)
+        return page
+
+    async def _overrun(self, tick: _Tick, kind: str, line: str, key: str, view: TaskView) -> None:
+        """Page an overrun once; while the task's incident is open, its page already spoke."""
+        self._once.add(key)
+        if view.task_id in self.incidents:
+            tick.logs.append(f"{kind} during an open incident (not paged again): {line}")
+            await self._record(EventKind.WATCHDOG, f"{kind}: {line}", view.task_id, {"key": key})
+            return
+        self._page(tick, kind, line, key=key, view=view)
+        await self._record(
+            EventKind.PAGE, line, view.task_id,
+            {"page": kind, "key": key, "health": str(view.health)},
+        )
+
+    async def _judge(self, view: TaskView, tick: _Tick) -> None:
+        task_id, health = view.task_id, view.health
+        previous = self._last_health.get(task_id)
+        self._last_health[task_id] = health
+        if previous is not None and previous is not health:
+            await self._record(
+                EventKind.TRANSITION, f"{previous} -> {health}", task_id,
+                {"from": str(previous), "to": str(health)},
+            )
+
+        if health.pages:
+            if task_id not in self.incidents:
+                await self._open_incident(view, tick)
+            await self._auto_retry(view, tick)
+        elif task_id in self.incidents:
+            await self._close_incident(view, tick)
+
+        spin_key = f"spinning:{task_id}:{view.task.attempt}"
+        if health is Health.SPINNING:
+            self._spinning[task_id] = view.verdict.context
+            if spin_key not in self._once:
+                self._once.add(spin_key)
+                tick.logs.append(f"spinning (not paged): {view.verdict.context}")
+                await self._record(EventKind.WATCHDOG, f"spinning: {view.verdict.context}", task_id, {"key": spin_key})
+        else:
+            self._spinning.pop(task_id, None)
+
+        await self._budgets(view, tick)
+
+    async def _open_incident(self, view: TaskView, tick: _Tick) -> None:
+        task_id = view.task_id
+        self.incidents[task_id] = Incident(task_id=task_id, health=view.health, opened_at=self.clock.now())
+        if not view.task.quarantined:
+            first = next((r.message for r in view.verdict.reasons if r.health is view.health), str(view.health))
+            if self.dry_run:
+                tick.logs.append(f"would quarantine {task_id}: {first}")
+            else:
+                try:
+                    await self.store.set_quarantine(task_id, quarantined=True, actor=self.actor, reason=f"{view.health}: {first}")
+                    tick.logs.append(f"quarantined {task_id}: {first}")
+                except StoreError as exc:
+                    tick.logs.append(f"could not quarantine {task_id}: {exc}")
+        page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
+        self._page(tick, "incident", view.verdict.context, key=page_key, view=view)
+        await self._record(
+            EventKind.PAGE, view.verdict.context, task_id,
+            {"page": "incident", "key": page_key, "health": str(view.health)},
+        )
+
+    async def _close_incident(self, view: TaskView, tick: _Tick) -> None:
+        task_id, health = view.task_id, view.health
+        incident = self.incidents.pop(task_id)
+        task = view.task
+        if health is Health.QUARANTINED and task.quarantined_by == self.actor and task.state.executing:
+            # It recovered by itself: let go of the hold we placed, and tell the human.
+            if not self.dry_run:
+                try:
+                    await self.store.set_quarantine(task_id, quarantined=False, actor=self.actor, reason="recovered")
+                except StoreError as exc:
+                    tick.logs.append(f"could not release quarantine on {task_id}: {exc}")
+            health = Health.HEALTHY
+        took = format_age(self.clock.now() - incident.opened_at)
+        line = f"{task_id} all clear: now {health} (was {incident.health} for {took})"
+        self._page(tick, "all_clear", line, key=None, view=view)
+        await self._record(EventKind.PAGE, line, task_id, {"page": "all_clear", "health": str(health)})
+
+    async def _close_vanished(self, snapshot: Snapshot, tick: _Tick) -> None:
+        present = {view.task_id for view in snapshot.tasks}
+        for task_id in [t for t in self.incidents if t not in present]:
+            incident = self.incidents.pop(task_id)
+            line = f"{task_id} all clear: no longer active (was {incident.health})"
+            self._page(tick, "all_clear", line, key=None)
+            await self._record(EventKind.PAGE, line, task_id, {"page": "all_clear"})
+        for task_id in [t for t in self._last_health if t not in present]:
+            del self._last_health[task_id]
+
+    async def _auto_retry(self, view: TaskView, tick: _Tick) -> None:
+        limits = view.limits
+        if not limits.auto_retry or view.health not in (Health.DEAD, Health.RECLAIMABLE):
+            return
+        task, incident = view.task, self.incidents[view.task_id]
+        if task.attempt >= limits.max_retries:
+            key = f"retry-limit:{task.task_id}:{task.attempt}"
+            if key not in self._once:
+                self._once.add(key)
+                message = f"{task.task_id}: auto_retry stopped after {task.attempt} attempts; a human decides"
+                tick.logs.append(message)
+                await self._record(EventKind.WATCHDOG, message, task.task_id, {"key": key})
+            return
+        due = incident.opened_at + limits.retry_backoff * 2 ** (task.attempt - 1)
+        if self.clock.now() < due:
+            return
+        reason = f"auto_retry: attempt {task.attempt + 1} of {limits.max_retries} after {view.health}"
+        outcome = await self._act(view, ActionKind.RESUME, reason, tick)
+        if outcome is not None:
+            await self._record(EventKind.WATCHDOG, f"{reason}: {outcome.message}", task.task_id, {"retry": task.attempt + 1})
+
+    async def _act(self, view: TaskView, kind: ActionKind, reason: str, tick: _Tick) -> ActionOutcome | None:
+        if self.dry_run or self.executor is None:
+            tick.logs.append(f"would {kind} {view.task_id}: {reason}")
+            return None
+        request = ActionRequest(kind=kind, task_id=view.task_id, expected_token=view.token, actor=self.actor, reason=reason)
+        outcome = await self.executor.run(request)
+        tick.actions.append(outcome)
+        tick.logs.append(f"{kind} {view.task_id}: {outcome.message}")
+        return outcome
+
+    async def _budgets(self, view: TaskView, tick: _Tick) -> None:
+        flags, budgets, task = view.verdict.flags, view.verdict.budgets, view.task
+        beat = view.heartbeat
+        stage = beat.stage if beat and beat.stage else "-"
+        stage_start = beat.stage_started_at if beat else task.started_at
+        if BudgetFlag.STAGE_OVERRUN in flags and budgets.stage.used_s is not None:
+            key = f"stage:{task.task_id}:{task.attempt}:{stage}:{stage_start}"
+            factor = self.config.watch.stage_kill_factor
+            kill_at = factor * budgets.stage.limit_s
+            if key not in self._once:
+                then = f" - killed gracefully at {format_duration(kill_at)} in this stage" if factor else ""
+                await self._overrun(tick, "stage_overrun", view.verdict.context + then, key, view)
+            kill_key = "kill:" + key
+            if factor and budgets.stage.used_s >= kill_at and kill_key not in self._once and task.pid is not None:
+                self._once.add(kill_key)
+                reason = (
+                    f"stage {stage} ran {format_age(budgets.stage.used_s)}, "
+                    f"{factor:g} x its {format_duration(budgets.stage.limit_s)} budget"
+                )
+                await self._record(EventKind.WATCHDOG, f"second stage overrun: killing {task.task_id}", task.task_id, {"key": kill_key})
+                await self._act(view, ActionKind.KILL, reason, tick)
+        if BudgetFlag.REQUEST_OVERRUN in flags and beat is not None:
+            key = f"request:{task.task_id}:{beat.request_name}:{beat.request_started_at}"
+            if key not in self._once:
+                await self._overrun(tick, "request_overrun", view.verdict.context, key, view)
+        if BudgetFlag.TASK_OVERRUN in flags:
+            key = f"task:{task.task_id}:{task.attempt}"
+            if key not in self._once:
+                self._once.add(key)
+                message = f"task overrun (logged, not killed): {view.verdict.context}"
+                tick.logs.append(message)
+                await self._record(EventKind.WATCHDOG, message, task.task_id, {"key": key})
+
+    async def _digest(self, tick: _Tick) -> None:
+        now = self.clock.now()
+        if self._last_digest_at is not None and now - self._last_digest_at < self.config.watch.digest_every:
+            return
+        self._last_digest_at = now
+        lines = sorted(self._spinning.values())
+        message = f"digest: {len(lines)} spinning" + "".join(f"\n  {line}" for line in lines)
+        tick.logs.append(message)
+        await self._record(EventKind.WATCHDOG, message, None, {"digest": True, "spinning": lines})
+
+    # The loop ------------------------------------------------------------------------------
+
+    async def _drain(self, stop: asyncio.Event) -> None:
+        """Before a ``--once`` run exits, give failed deliveries a bounded chance to land."""
+        deadline = asyncio.get_running_loop().time() + ONCE_DELIVERY_WINDOW
+        while self.outbox.pending and not stop.is_set():
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                self.log(f"{self.outbox.pending} page deliveries still failing; giving up for this run")
+                return
+            await asyncio.sleep(min(self.config.notify.retry_backoff, left, 5.0))
+            await self.outbox.flush()
+
+    async def run(self, *, once: bool = False, stop: asyncio.Event | None = None) -> None:
+        """Tick every ``[watch] interval`` until ``stop`` is set (or once)."""
+        stop = stop or asyncio.Event()
+        while True:
+            await self.tick()
+            if once:
+                await self._drain(stop)
+                return
+            try:
+                await asyncio.wait_for(stop.wait(), self.config.watch.interval)
+                return
+            except TimeoutError:
+                continue

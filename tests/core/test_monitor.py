@@ -1,0 +1,66 @@
+"""The monitor: snapshots from a real store, urgency order, and keeping the last good data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.clock import FakeClock
+from core.config import default_config
+from core.heartbeat_line import parse_line
+from core.model import Health
+from core.monitor import Monitor
+from core.sqlite_store import SQLiteStore
+from core.store import open_store
+
+
+async def running(store: SQLiteStore, task_id: str, **kwargs: object) -> int:
+    await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="t", **kwargs)  # type: ignore[arg-type]
+    lease = await store.acquire_lease(task_id, owner="w", ttl=3600)
+    await store.record_heartbeat(task_id, parse_line("stage=a p=1"), owner="w", token=lease.token)
+    return lease.token
+
+
+async def test_snapshot_classifies_and_orders(store: SQLiteStore, clock: FakeClock) -> None:
+    await running(store, "quiet")
+    clock.advance(200)
+    await running(store, "busy")
+    await store.create_task(task_id="later", run_id="r", step="s", step_type="d", actor="t", upstream=["quiet"])
+    snapshot = await Monitor(store, default_config()).poll()
+    assert snapshot.ok and snapshot.taken_at == clock.now()
+    assert [v.task_id for v in snapshot.tasks] == ["quiet", "later", "busy"]
+    assert [v.health for v in snapshot.tasks] == [Health.STALLED, Health.QUEUED, Health.HEALTHY]
+    assert snapshot.counts[Health.STALLED] == 1 and snapshot.counts[Health.DEAD] == 0
+    assert snapshot.paging == 1
+    assert snapshot.by_id()["later"].verdict.context == "later queued: waiting on quiet (stalled)"
+
+
+async def test_a_failed_poll_keeps_the_last_good_snapshot(db_path: Path, clock: FakeClock) -> None:
+    store = await open_store(db_path, create=True, clock=clock)
+    await running(store, "t1")  # type: ignore[arg-type]
+    monitor = Monitor(store, default_config(), clock=clock)
+    good = await monitor.poll()
+    await store.close()
+    clock.advance(7)
+    bad = await monitor.poll()
+    assert not bad.ok and bad.error is not None and "is closed" in bad.error
+    assert bad.tasks == good.tasks and bad.taken_at == good.taken_at
+    assert bad.failed_at == clock.now()
+    assert bad.age(clock.now()) == 7
+
+
+async def test_first_poll_failing_is_an_empty_snapshot_with_the_reason(db_path: Path) -> None:
+    store = await open_store(db_path, create=True)
+    await store.close()
+    snapshot = await Monitor(store, default_config()).poll()
+    assert snapshot.taken_at is None and snapshot.tasks == () and snapshot.error
+
+
+async def test_snapshots_iterates_without_overlap(store: SQLiteStore) -> None:
+    await running(store, "t1")
+    monitor = Monitor(store, default_config())
+    seen = []
+    async for snapshot in monitor.snapshots(interval=0):
+        seen.append(snapshot)
+        if len(seen) == 3:
+            break
+    assert all(s.ok for s in seen)

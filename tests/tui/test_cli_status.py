@@ -1,0 +1,275 @@
+"""``zombietop status``, ``beat``, ``init`` and ``config``: output, exit codes 0/1/2, one-line errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.clock import FakeClock
+from core.heartbeat_line import parse_line
+from core.model import TaskState
+from core.sqlite_store import SCHEMA_VERSION
+from core.store import open_store
+from tui.cli import main
+
+HOUR = 3600.0
+
+
+def build_store(path: Path, scenarios: list[str]) -> None:
+    """Create one task per named scenario through the real store API.
+
+    The store's fake clock is set in the past so that, read by the real clock a moment later,
+    each task sits minutes away from any threshold: the verdicts cannot flip during the test.
+    """
+
+    async def build() -> None:
+        real_now = time.time()
+        clock = FakeClock(real_now - 3 * HOUR)
+        async with await open_store(path, create=True, clock=clock) as store:
+
+            async def start(task_id: str, ttl: float = 6 * HOUR, upstream: tuple[str, ...] = ()) -> int:
+                await store.create_task(task_id=task_id, run_id="nightly", step=task_id.split("-")[0],
+                                        step_type="default", actor="test", upstream=upstream)
+                lease = await store.acquire_lease(task_id, owner="w1@box", ttl=ttl)
+                await store.record_heartbeat(task_id, parse_line("stage=transform p=61 rows=10"),
+                                             owner="w1@box", token=lease.token)
+                return lease.token
+
+            if "reclaimable" in scenarios:
+                await start("reclaimable-1", ttl=60)
+            if "succeeded" in scenarios:
+                token = await start("succeeded-1")
+            if "spinning" in scenarios:
+                spin = await start("spinning-1")
+            if "stalled" in scenarios:
+                clock.set(real_now - HOUR)
+                await start("stalled-1")
+            clock.set(real_now - 20)
+            if "succeeded" in scenarios:
+                await store.finish_task("succeeded-1", owner="w1@box", token=token,
+                                        state=TaskState.SUCCEEDED, exit_code=0)
+            if "failed" in scenarios:
+                failed = await start("failed-1")
+                await store.finish_task("failed-1", owner="w1@box", token=failed,
+                                        state=TaskState.FAILED, exit_code=3)
+            if "interrupted" in scenarios:
+                interrupted = await start("interrupted-1")
+                await store.finish_task("interrupted-1", owner="w1@box", token=interrupted,
+                                        state=TaskState.INTERRUPTED, reason="SIGTERM")
+            if "quarantined" in scenarios:
+                await start("quarantined-1")
+                await store.set_quarantine("quarantined-1", quarantined=True, actor="watchdog",
+                                           reason="stalled")
+            if "queued" in scenarios:
+                await store.create_task(task_id="queued-1", run_id="nightly", step="load",
+                                        step_type="default", actor="test", upstream=("quarantined-1",))
+            if "starting" in scenarios:
+                await store.create_task(task_id="starting-1", run_id="nightly", step="x",
+                                        step_type="default", actor="test")
+                await store.acquire_lease("starting-1", owner="w2@box", ttl=6 * HOUR)
+            clock.set(real_now - 5)
+            if "spinning" in scenarios:
+                await store.record_heartbeat("spinning-1", parse_line("stage=transform p=61 rows=10"),
+                                             owner="w1@box", token=spin)
+            if "healthy" in scenarios:
+                await start("healthy-1")
+
+    asyncio.run(build())
+
+
+ALL = ["healthy", "stalled", "spinning", "reclaimable", "quarantined", "interrupted", "starting", "queued",
+       "succeeded", "failed"]
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_status_json_reports_each_health(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "z.db"
+    build_store(db, ALL)
+    code, out, err = run_cli(capsys, "status", "--json", "--db", str(db))
+    assert err == ""
+    report = json.loads(out)
+    healths = {t["task_id"]: t["health"] for t in report["tasks"]}
+    assert healths == {f"{name}-1": name for name in ALL}
+    assert code == 1  # stalled and reclaimable tasks page
+    assert set(report) == {"generated_at", "counts", "tasks"}
+    assert report["counts"]["stalled"] == 1 and report["counts"]["dead"] == 0
+    # Most urgent first.
+    assert [t["health"] for t in report["tasks"]][:3] == ["reclaimable", "stalled", "spinning"]
+    stalled = next(t for t in report["tasks"] if t["task_id"] == "stalled-1")
+    assert set(stalled) >= {
+        "task_id", "run_id", "step", "step_type", "health", "reasons", "flags", "stage", "progress",
+        "heartbeat_age_s", "lease_expires_in_s", "owner", "token", "pid", "host", "attempt", "budgets",
+        "context",
+    }
+    assert stalled["stage"] == "transform" and stalled["progress"] == 61
+    assert stalled["owner"] == "w1@box" and stalled["token"] == 1 and stalled["attempt"] == 1
+    assert 3590 < stalled["heartbeat_age_s"] < 3700
+    assert stalled["reasons"][0]["code"] == "heartbeat_stale"
+    assert stalled["flags"] == ["stage_overrun"]
+    assert stalled["budgets"]["stage"]["limit_s"] == 900
+    assert stalled["budgets"]["task"]["source"] == "default"
+    assert stalled["context"].startswith("stalled-1 stalled: stage=transform p=61% heartbeat 1h00m old")
+    assert stalled["context"].endswith("- resume or discard")
+    queued = next(t for t in report["tasks"] if t["task_id"] == "queued-1")
+    assert queued["context"] == "queued-1 queued: waiting on quarantined-1 (quarantined)"
+
+
+def test_status_exit_zero_when_nothing_pages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "z.db"
+    build_store(db, ["healthy", "spinning", "queued", "quarantined", "succeeded"])
+    code, out, _ = run_cli(capsys, "status", "--db", str(db))
+    assert code == 0
+    assert out.splitlines()[0].startswith("spinning 1  quarantined 1  queued 1  healthy 1  succeeded 1")
+    assert "HEALTH" in out and "spinning-1" in out
+
+
+def test_status_table_lists_what_to_act_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "z.db"
+    build_store(db, ["stalled", "healthy"])
+    code, out, _ = run_cli(capsys, "status", "--db", str(db))
+    assert code == 1
+    assert out.rstrip().splitlines()[-1].startswith("stalled-1 stalled: stage=transform p=61%")
+
+
+def test_recent_window_and_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "z.db"
+    build_store(db, ["succeeded"])
+    config = tmp_path / "c.toml"
+    config.write_text('[monitor]\nfinished_window = "1s"\n')
+    _, out, _ = run_cli(capsys, "status", "--json", "--db", str(db), "--config", str(config))
+    assert json.loads(out)["tasks"] == []
+    _, out, _ = run_cli(capsys, "status", "--json", "--all", "--db", str(db), "--config", str(config))
+    assert [t["task_id"] for t in json.loads(out)["tasks"]] == ["succeeded-1"]
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("missing", "zombietop: no store at {db}: start a job with `zombietop run`"),
+        ("not-a-db", "zombietop: {db} is not a readable zombietop store (file is not a database)"),
+        ("bad-config", 'zombietop: {cfg} [timeouts]: stage = "7h" must be shorter than task = "6h"'),
+        ("broken-toml", "zombietop: {cfg}: not valid TOML"),
+        ("missing-config", "zombietop: {cfg}: no such config file"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setup: str, message: str
+) -> None:
+    db, cfg = tmp_path / "z.db", tmp_path / "c.toml"
+    if setup == "not-a-db":
+        db.write_bytes(b"\x00garbage" * 512)
+    if setup != "missing":
+        build_store(db, ["healthy"]) if setup != "not-a-db" else None
+    if setup == "bad-config":
+        cfg.write_text('[timeouts]\nstage = "7h"\n')
+    elif setup == "broken-toml":
+        cfg.write_text("[timeouts\n")
+    argv = ["status", "--db", str(db)]
+    if setup in ("bad-config", "broken-toml", "missing-config"):
+        argv += ["--config", str(cfg)]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert err.startswith(message.format(db=db, cfg=cfg))
+    assert err.count("\n") == 1
+
+
+def test_environment_selects_store_and_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "env.db"
+    build_store(db, ["healthy"])
+    monkeypatch.setenv("ZOMBIETOP_DB", str(db))
+    monkeypatch.setenv("ZOMBIETOP_CONFIG", str(tmp_path / "nope.toml"))
+    code, _, err = run_cli(capsys, "status")
+    assert code == 2 and "nope.toml: no such config file" in err
+    monkeypatch.delenv("ZOMBIETOP_CONFIG")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    code, out, _ = run_cli(capsys, "status", "--json")
+    assert code == 0 and json.loads(out)["tasks"][0]["task_id"] == "healthy-1"
+
+
+def test_default_store_lives_in_the_xdg_state_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ZOMBIETOP_DB", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    code, out, _ = run_cli(capsys, "init")
+    assert code == 0
+    expected = tmp_path / "state" / "zombietop" / "zombietop.db"
+    assert out.strip() == f"store ready at {expected} (schema v{SCHEMA_VERSION})"
+    assert run_cli(capsys, "status")[0] == 0
+
+
+def test_beat_from_a_shell_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "z.db"
+    build_store(db, ["healthy"])
+    code, _, err = run_cli(
+        capsys, "beat", "--db", str(db), "--task", "healthy-1", "--stage", "load files", "--progress", "75",
+        "--counter", "rows=9000", "--checkpoint", "/tmp/ck 1", "--eta", "5m",
+    )
+    assert (code, err) == (0, "")
+    _, out, _ = run_cli(capsys, "status", "--json", "--db", str(db))
+    task = json.loads(out)["tasks"][0]
+    assert (task["stage"], task["progress"], task["counters"], task["checkpoint"]) == (
+        "load files", 75, {"rows": 9000}, "/tmp/ck 1")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--task", "healthy-1", "--line", "p=200"], "p=200 is outside 0..100"),
+        (["--task", "nope", "--progress", "5"], "no task 'nope'"),
+        (["--progress", "5"], "which task? pass --task ID"),
+        (["--task", "healthy-1"], "nothing to beat"),
+    ],
+)
+def test_beat_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    argv: list[str], message: str,
+) -> None:
+    monkeypatch.delenv("ZOMBIETOP_TASK", raising=False)
+    db = tmp_path / "z.db"
+    build_store(db, ["healthy"])
+    code, _, err = run_cli(capsys, "beat", "--db", str(db), *argv)
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_config_init_and_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "config.toml"
+    assert run_cli(capsys, "config", "init", str(path))[0] == 0
+    code, _, err = run_cli(capsys, "config", "init", str(path))
+    assert code == 2 and "already exists; pass --force" in err
+    code, out, _ = run_cli(capsys, "config", "check", str(path))
+    assert code == 0 and out.startswith(f"{path}: ok")
+    path.write_text('[step_types.export]\nstage = "45m"\n')
+    code, out, _ = run_cli(capsys, "config", "check", str(path))
+    assert code == 0 and "export: valid (1 set in file: stage)" in out
+    path.write_text('[step_types.export]\nstage = "7h"\n')
+    code, _, err = run_cli(capsys, "config", "check", str(path))
+    assert code == 2 and "[step_types.export]: stage" in err
+
+
+def test_the_installed_command_runs(tmp_path: Path) -> None:
+    """The console script itself, as a user runs it: exit codes cross the process boundary."""
+    script = Path(sys.executable).with_name("zombietop")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "tui"]
+    env = {**os.environ, "ZOMBIETOP_DB": str(tmp_path / "z.db"), "XDG_CONFIG_HOME": str(tmp_path)}
+    missing = subprocess.run([*command, "status"], capture_output=True, text=True, env=env)
+    assert missing.returncode == 2 and missing.stderr.startswith("zombietop: no store at")
+    assert subprocess.run([*command, "init"], capture_output=True, env=env).returncode == 0
+    ok = subprocess.run([*command, "status"], capture_output=True, text=True, env=env)
+    assert (ok.returncode, ok.stdout.strip()) == (0, "no tasks in the store")
