@@ -29,12 +29,16 @@ from core.errors import (
 )
 from core.heartbeat_line import BeatLine
 from core.model import (
+    AgentPresence,
     Event,
     EventKind,
     Heartbeat,
     HistoryPoint,
+    HostRequest,
     Lease,
     PendingKill,
+    ProcessSample,
+    StoredSample,
     Task,
     TaskRecord,
     TaskState,
@@ -43,7 +47,7 @@ from core.store import HISTORY_LIMIT, Store
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
-MIGRATIONS = (SQL["schema_v1"], SQL["schema_v2"])
+MIGRATIONS = (SQL["schema_v1"], SQL["schema_v2"], SQL["schema_v3"])
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 5000
 BEGIN_RETRIES = 4
@@ -73,6 +77,15 @@ ALL_SQL = SQL["select_all_tasks"].replace("{columns}", _COLUMNS)
 RECORD_SQL = SQL["select_task_record"].replace("{columns}", _COLUMNS)
 OPEN_KILL_SQL = SQL["select_open_kill"].replace("{kill_columns}", _KILL_COLUMNS)
 HOST_KILLS_SQL = SQL["select_open_kills_for_host"].replace("{kill_columns}", _KILL_COLUMNS)
+REQUEST_COLUMNS = (
+    "request_id task_id host kind expected_token actor reason requested_at claimed_by "
+    "claimed_at outcome message finished_at"
+).split()
+HOST_TASKS_SQL = SQL["select_active_tasks_on_host"].replace("{task_columns}", ", ".join(TASK_COLUMNS))
+REQUEST_SQL = SQL["select_host_request"].replace("{request_columns}", ", ".join(REQUEST_COLUMNS))
+OPEN_REQUESTS_SQL = SQL["select_open_host_requests"].replace(
+    "{request_columns}", ", ".join(REQUEST_COLUMNS)
+)
 
 
 class _Prefixed(Mapping[str, Any]):
@@ -849,6 +862,153 @@ class SQLiteStore(Store):
                 {"task_id": task_id, "limit": limit, "before_id": before_id, "kind": kind},
             )
         return [Event.from_row(row) for row in rows]
+
+    # Fleets --------------------------------------------------------------------------------
+
+    async def record_agent_beat(
+        self, host: str, *, agent_id: str, pid: int, interval: float, reported_at: float
+    ) -> AgentPresence:
+        async with self._write() as db:
+            now = self._clock.now()
+            await db.execute(
+                SQL["upsert_agent"],
+                {"host": host, "agent_id": agent_id, "pid": pid, "interval_s": interval,
+                 "now": now, "reported_at": reported_at},
+            )
+            rows = await db.execute_fetchall(SQL["select_agents"])
+        return next(AgentPresence.from_row(r) for r in rows if r["host"] == host)
+
+    async def stop_agent(self, host: str, *, agent_id: str) -> None:
+        async with self._write() as db:
+            await db.execute(
+                SQL["stop_agent"], {"host": host, "agent_id": agent_id, "now": self._clock.now()}
+            )
+
+    async def agents(self) -> list[AgentPresence]:
+        async with self._read() as db:
+            rows = await db.execute_fetchall(SQL["select_agents"])
+        return [AgentPresence.from_row(row) for row in rows]
+
+    async def active_tasks_on(self, host: str) -> list[Task]:
+        async with self._read() as db:
+            rows = await db.execute_fetchall(HOST_TASKS_SQL, {"host": host})
+        return [Task.from_row(row) for row in rows]
+
+    async def record_process_samples(
+        self, host: str, samples: Mapping[str, ProcessSample]
+    ) -> None:
+        if not samples:
+            return
+        async with self._write() as db:
+            now = self._clock.now()
+            for task_id, sample in samples.items():
+                await db.execute(SQL["upsert_process_sample"], _sample_params(task_id, host, sample, now))
+
+    async def process_samples(self) -> dict[str, StoredSample]:
+        async with self._read() as db:
+            rows = await db.execute_fetchall(SQL["select_process_samples"])
+        return {row["task_id"]: StoredSample.from_row(row) for row in rows}
+
+    async def request_host_action(
+        self,
+        *,
+        task_id: str,
+        host: str,
+        kind: str,
+        expected_token: int | None,
+        actor: str,
+        reason: str | None = None,
+    ) -> HostRequest:
+        async with self._write() as db:
+            now = self._clock.now()
+            await self._task_in(db, task_id)
+            try:
+                async with db.execute(
+                    SQL["insert_host_request"],
+                    {"task_id": task_id, "host": host, "kind": kind,
+                     "expected_token": expected_token, "actor": actor, "reason": reason, "now": now},
+                ) as cursor:
+                    row = await cursor.fetchone()
+            except sqlite3.IntegrityError:
+                raise ActionRefused(already_requested(kind, task_id, host)) from None
+            assert row is not None
+            request_id = int(row[0])
+            await self._event(
+                db, now, kind=EventKind.ACTION, actor=actor, task_id=task_id,
+                message=f"{kind} requested for the agent on {host}",
+                data={"action": kind, "outcome": "requested", "host": host,
+                      "request_id": request_id, "reason": reason},
+            )
+            async with db.execute(REQUEST_SQL, {"request_id": request_id}) as cursor:
+                stored = await cursor.fetchone()
+        assert stored is not None
+        return HostRequest.from_row(stored)
+
+    async def get_host_request(self, request_id: int) -> HostRequest:
+        async with self._read() as db:
+            async with db.execute(REQUEST_SQL, {"request_id": request_id}) as cursor:
+                row = await cursor.fetchone()
+        if row is None:
+            raise StoreError(f"no host request {request_id} in store {self.path}")
+        return HostRequest.from_row(row)
+
+    async def open_host_requests(self, host: str | None = None) -> list[HostRequest]:
+        async with self._read() as db:
+            rows = await db.execute_fetchall(OPEN_REQUESTS_SQL, {"host": host})
+        return [HostRequest.from_row(row) for row in rows]
+
+    async def claim_host_request(self, request_id: int, *, agent_id: str) -> HostRequest | None:
+        async with self._write() as db:
+            cursor = await db.execute(
+                SQL["claim_host_request"],
+                {"request_id": request_id, "agent_id": agent_id, "now": self._clock.now()},
+            )
+            if cursor.rowcount != 1:
+                return None
+            async with db.execute(REQUEST_SQL, {"request_id": request_id}) as cursor:
+                row = await cursor.fetchone()
+        assert row is not None
+        return HostRequest.from_row(row)
+
+    async def finish_host_request(
+        self, request_id: int, *, outcome: str, message: str, actor: str
+    ) -> HostRequest | None:
+        async with self._write() as db:
+            now = self._clock.now()
+            cursor = await db.execute(
+                SQL["finish_host_request"],
+                {"request_id": request_id, "outcome": outcome, "message": message, "now": now},
+            )
+            if cursor.rowcount != 1:
+                return None
+            async with db.execute(REQUEST_SQL, {"request_id": request_id}) as cursor:
+                row = await cursor.fetchone()
+            assert row is not None
+            done = HostRequest.from_row(row)
+            await self._event(
+                db, now, kind=EventKind.ACTION, actor=actor, task_id=done.task_id,
+                message=f"{done.kind} carried out on {done.host}: {outcome}: {message}",
+                data={"action": done.kind, "outcome": outcome, "host": done.host,
+                      "request_id": request_id, "requested_by": done.actor},
+            )
+        return done
+
+
+def already_requested(kind: str, task_id: str, host: str) -> str:
+    return (
+        f"a {kind} of {task_id} is already waiting for the agent on {host}; "
+        "wait for it (zombietop status shows it)"
+    )
+
+
+def _sample_params(task_id: str, host: str, sample: ProcessSample, now: float) -> dict[str, Any]:
+    return {
+        "task_id": task_id, "host": host, "pid": sample.pid, "alive": sample.alive,
+        "identity_ok": sample.identity_ok, "status": sample.status,
+        "cpu_percent": sample.cpu_percent, "rss_bytes": sample.rss_bytes,
+        "threads": sample.threads, "io_idle_s": sample.io_idle_s, "children": sample.children,
+        "create_time": sample.create_time, "sampled_at": sample.sampled_at, "now": now,
+    }
 
 
 def _create_private_file(path: Path) -> None:
