@@ -16,6 +16,7 @@ from typing import Any
 import tomli_w
 
 from core.durations import format_duration, parse_duration
+from core.store import store_location
 from core.errors import ConfigError
 
 DEFAULT_SOURCE = "default"
@@ -105,7 +106,8 @@ class Config:
     path: Path | None
     defaults: Limits
     step_types: Mapping[str, Limits] = field(default_factory=dict)
-    store_path: Path | None = None
+    store_path: Path | str | None = None
+    """A SQLite file, or a ``postgresql://`` URL (kept as a string)."""
     refresh: float = MONITOR_DEFAULTS["refresh"]
     finished_window: float = MONITOR_DEFAULTS["finished_window"]
     watch: WatchSettings = field(default_factory=WatchSettings)
@@ -287,7 +289,7 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         path=path,
         defaults=limits,
         step_types=step_types,
-        store_path=Path(store_path).expanduser() if store_path else None,
+        store_path=store_location(store_path) if store_path else None,
         refresh=values["refresh"],
         finished_window=values["finished_window"],
         watch=_watch(path, _table(path, data, "watch")),

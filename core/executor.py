@@ -28,7 +28,7 @@ from core.errors import ActionRefused, TaskNotFound
 from core.layout import clean_env, safe_name, state_dir
 from core.model import EventKind, PendingKill, Task, TaskRecord
 from core.procs import process_start_time, same_start, this_host
-from core.store import Store
+from core.store import Store, location_of, store_location
 
 
 def fill_placeholders(command: Sequence[str], task: Task) -> list[str]:
@@ -102,15 +102,15 @@ class Executor:
         *,
         clock: Clock | None = None,
         host: str | None = None,
-        store_path: Path | None = None,
+        store_path: Path | str | None = None,
         zombietop: Sequence[str] | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.host = host if host is not None else this_host()
         self._clock = clock
-        path = store_path if store_path is not None else getattr(store, "path", None)
-        self.store_path: Path | None = Path(path) if path is not None else None
+        where = store_location(store_path) if store_path is not None else location_of(store)
+        self.store_path: Path | str | None = where
         # How to start `zombietop run` for a relaunch: this interpreter, so a venv carries over.
         self.zombietop = tuple(zombietop) if zombietop else (sys.executable, "-m", "tui")
         self.me = f"zombietop@{self.host}:{os.getpid()}"

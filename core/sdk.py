@@ -41,7 +41,7 @@ from core.heartbeat_line import BeatLine
 from core.layout import safe_name, state_dir
 from core.model import Lease, TaskState
 from core.procs import process_start_time, this_host
-from core.store import Store, default_store_path, open_store
+from core.store import Store, default_store_path, open_store, store_location
 
 T = TypeVar("T")
 PARTIAL_SUFFIX = ".partial"
@@ -52,12 +52,12 @@ CALL_TIMEOUT = 30.0
 EXIT_SIGTERM = 128 + signal.SIGTERM
 
 
-def _store_path(db: str | Path | None, config: Config) -> Path:
+def _store_path(db: str | Path | None, config: Config) -> Path | str:
     if db is not None:
-        return Path(db).expanduser()
+        return store_location(db)
     env = os.environ.get("ZOMBIETOP_DB")
     if env:
-        return Path(env).expanduser()
+        return store_location(env)
     return config.store_path or default_store_path()
 
 
@@ -311,6 +311,7 @@ class Job:
             counters=dict(self._counters),
             checkpoint=checkpoint,
             request=self._request,
+            at=time.time(),  # this host's clock: against the store's, it measures the skew
         )
         self._loop.call(
             self._store.record_heartbeat(

@@ -331,6 +331,19 @@ def is_postgres_url(location: str | Path) -> bool:
     return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
 
 
+def store_location(text: str | Path) -> Path | str:
+    """Where a store is: a URL stays a string, anything else is a file path (``~`` expanded)."""
+    if is_postgres_url(text):
+        return str(text)
+    return Path(text).expanduser()
+
+
+def location_of(store: Store) -> Path | str | None:
+    """The location a store was opened at, to hand to processes it starts."""
+    where = getattr(store, "path", None) or getattr(store, "url", None)
+    return None if where is None else store_location(where)
+
+
 async def open_store(
     location: str | Path,
     *,

@@ -19,7 +19,7 @@ from core.heartbeat_line import BeatLine, parse_line
 from core.monitor import Monitor
 from core.procs import PsutilProbe
 from core.sqlite_store import SCHEMA_VERSION
-from core.store import default_store_path, open_store
+from core.store import default_store_path, open_store, store_location
 from tui.watch import add_parser as watch_parser
 
 EXIT_OK, EXIT_PAGING, EXIT_ERROR = 0, 1, 2
@@ -30,16 +30,17 @@ class Context:
     """What every command needs: the validated config and where the store is."""
 
     config: Config
-    db: Path
+    db: Path | str
+    """A SQLite file or a ``postgresql://`` URL."""
 
 
-def resolve_store_path(flag: str | None, config: Config) -> Path:
+def resolve_store_path(flag: str | None, config: Config) -> Path | str:
     """``--db``, then ``ZOMBIETOP_DB``, then ``[store] path``, then the XDG state directory."""
     if flag:
-        return Path(flag).expanduser()
+        return store_location(flag)
     env = os.environ.get("ZOMBIETOP_DB")
     if env:
-        return Path(env).expanduser()
+        return store_location(env)
     if config.store_path is not None:
         return config.store_path
     return default_store_path()
@@ -71,9 +72,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
 
 async def cmd_init(args: argparse.Namespace) -> int:
     ctx = _context(args)
-    async with await open_store(ctx.db, create=True):
-        pass
-    print(f"store ready at {ctx.db} (schema v{SCHEMA_VERSION})")
+    async with await open_store(ctx.db, create=True) as store:
+        where = store.describe()
+    print(f"store ready at {where} (schema v{SCHEMA_VERSION})")
     return EXIT_OK
 
 
@@ -159,8 +160,9 @@ def _default_config_target() -> Path:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--db", default=argparse.SUPPRESS, metavar="PATH",
-        help="the store (default: $ZOMBIETOP_DB, [store] path, or the XDG state dir)",
+        "--db", default=argparse.SUPPRESS, metavar="PATH|URL",
+        help="the store: a SQLite file or a postgresql:// URL "
+        "(default: $ZOMBIETOP_DB, [store] path, or the XDG state dir)",
     )
     common.add_argument(
         "--config", default=argparse.SUPPRESS, metavar="PATH",

@@ -34,7 +34,7 @@ kill_grace = "1s"
 ZOMBIETOP = (sys.executable, "-m", "tui")
 
 
-def zombietop(db: Path, fast_config_path: Path, *args: str) -> list[str]:
+def zombietop(db: Path | str, fast_config_path: Path, *args: str) -> list[str]:
     """The argv of a real ``zombietop`` command against this test's store and config."""
     return [*ZOMBIETOP, "--db", str(db), "--config", str(fast_config_path), *args]
 
