@@ -7,6 +7,7 @@ reads the server's time is the production SQL, only its answer is fixed.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from core.clock import Clock
@@ -27,3 +28,19 @@ async def open_for_test(
             str(location), read_only=read_only, create=create, pinned_clock=clock
         )
     return await open_store(location, read_only=read_only, create=create, clock=clock)
+
+
+async def count_rows(store: Store, table: str) -> int:
+    """Count a table's rows behind the store's back (a test looking at what is really kept)."""
+    from core.pg_store import PostgresStore
+    from core.sqlite_store import SQLiteStore
+
+    if isinstance(store, PostgresStore):
+        return int(await store._conn.fetchval(f"SELECT count(*) FROM {table}"))
+    assert isinstance(store, SQLiteStore)
+    rows = await store._db.execute_fetchall(f"SELECT count(*) FROM {table}")
+    return int(next(iter(rows))[0])
+
+
+Reopen = Callable[..., Awaitable[Store]]
+"""The ``reopen`` fixture: open the test's store again (``read_only=True`` and so on)."""

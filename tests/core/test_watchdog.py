@@ -21,7 +21,7 @@ from core.model import EventKind, Health, TaskState
 from core.monitor import Monitor
 from core.notify import Page, WebhookNotifier
 from core.sqlite_store import SQLiteStore
-from core.store import open_store
+from core.store import Store, open_store
 from core.watchdog import Watchdog
 
 INTERVAL = 30.0
@@ -60,7 +60,7 @@ def config(stage: float = 900.0, **watch: float) -> Config:
                    notify=NotifySettings(retry_backoff=10.0, max_attempts=5))
 
 
-def watchdog(store: SQLiteStore, clock: FakeClock, cfg: Config | None = None,
+def watchdog(store: Store, clock: FakeClock, cfg: Config | None = None,
              executor: RecordingExecutor | None = None, notifier: ListNotifier | None = None,
              **kwargs: object) -> tuple[Watchdog, ListNotifier, list[str]]:
     cfg = cfg or config()
@@ -71,14 +71,14 @@ def watchdog(store: SQLiteStore, clock: FakeClock, cfg: Config | None = None,
     return dog, notifier, logs
 
 
-async def start(store: SQLiteStore, task_id: str = "export-2031", ttl: float = 3600, step_type: str = "d") -> int:
+async def start(store: Store, task_id: str = "export-2031", ttl: float = 3600, step_type: str = "d") -> int:
     await store.create_task(task_id=task_id, run_id="r", step="export", step_type=step_type, actor="t")
     lease = await store.acquire_lease(task_id, owner="w1", ttl=ttl)
     await store.record_heartbeat(task_id, parse_line("stage=transform p=61"), owner="w1", token=lease.token)
     return lease.token
 
 
-async def test_a_task_that_stops_beating_is_paged_once_in_time(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_a_task_that_stops_beating_is_paged_once_in_time(store: Store, clock: FakeClock) -> None:
     token = await start(store)
     last_beat = clock.now()
     dog, notifier, _ = watchdog(store, clock)
@@ -111,7 +111,7 @@ async def test_a_task_that_stops_beating_is_paged_once_in_time(store: SQLiteStor
     assert EventKind.TRANSITION in kinds and EventKind.QUARANTINED in kinds and kinds.count(EventKind.PAGE) == 2
 
 
-async def test_a_resolved_task_gets_one_all_clear(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_a_resolved_task_gets_one_all_clear(store: Store, clock: FakeClock) -> None:
     token = await start(store)
     dog, notifier, _ = watchdog(store, clock)
     clock.advance(200)
@@ -124,7 +124,7 @@ async def test_a_resolved_task_gets_one_all_clear(store: SQLiteStore, clock: Fak
     assert notifier.pages[1].line.startswith("export-2031 all clear: now failed (was stalled")
 
 
-async def test_a_cron_watchdog_remembers_open_incidents(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_a_cron_watchdog_remembers_open_incidents(store: Store, clock: FakeClock) -> None:
     await start(store)
     clock.advance(200)
     first, notifier1, _ = watchdog(store, clock)
@@ -136,7 +136,7 @@ async def test_a_cron_watchdog_remembers_open_incidents(store: SQLiteStore, cloc
     assert notifier2.pages == []
 
 
-async def test_spinning_is_not_paged_but_in_the_digest(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_spinning_is_not_paged_but_in_the_digest(store: Store, clock: FakeClock) -> None:
     token = await start(store, ttl=4 * 3600)
     dog, notifier, logs = watchdog(store, clock, config(stage=4 * 3600, digest_every=3600))
     await dog.tick()  # the first tick sends an (empty) digest
@@ -155,7 +155,7 @@ async def test_spinning_is_not_paged_but_in_the_digest(store: SQLiteStore, clock
     assert any(e.data.get("digest") and e.data["spinning"] for e in events)
 
 
-async def test_stage_overrun_pages_then_kills_and_task_overrun_only_logs(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_stage_overrun_pages_then_kills_and_task_overrun_only_logs(store: Store, clock: FakeClock) -> None:
     token = await start(store, ttl=10 * 3600)
     async with store._write() as db:  # a task with a process to kill
         await db.execute("UPDATE tasks SET pid = 4242 WHERE task_id = 'export-2031'")
@@ -183,7 +183,7 @@ async def test_stage_overrun_pages_then_kills_and_task_overrun_only_logs(store: 
     assert len([r for r in executor.requests if r.kind is ActionKind.KILL]) == 1
 
 
-async def test_a_hung_request_is_paged(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_a_hung_request_is_paged(store: Store, clock: FakeClock) -> None:
     token = await start(store)
     dog, notifier, _ = watchdog(store, clock)
     await store.record_heartbeat("export-2031", parse_line("stage=fetch p=10 req=vendor-api"), owner="w1", token=token)
@@ -222,7 +222,7 @@ def start_hook(port: int, received: list[dict[str, object]]) -> HTTPServer:
     return server
 
 
-async def test_a_failing_webhook_never_stops_detection(store: SQLiteStore, clock: FakeClock, free_port: int) -> None:
+async def test_a_failing_webhook_never_stops_detection(store: Store, clock: FakeClock, free_port: int) -> None:
     received: list[dict[str, object]] = []
     hook = WebhookNotifier(f"http://127.0.0.1:{free_port}/hook", timeout=2)
     cfg = config()
@@ -272,7 +272,7 @@ async def test_no_verdicts_on_stale_data_and_one_page_when_the_store_is_unreadab
 
 
 async def test_auto_retry_only_for_idempotent_step_types_with_backoff_and_a_limit(
-    store: SQLiteStore, clock: FakeClock, tmp_path: Path
+    store: Store, clock: FakeClock, tmp_path: Path
 ) -> None:
     from core.config import load_config
 
@@ -301,7 +301,7 @@ async def test_auto_retry_only_for_idempotent_step_types_with_backoff_and_a_limi
     assert sum("auto_retry stopped after 2 attempts" in line for line in logs) == 1
 
 
-async def test_dry_run_prints_and_changes_nothing(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_dry_run_prints_and_changes_nothing(store: Store, clock: FakeClock) -> None:
     await start(store)
     clock.advance(200)
     dog, notifier, logs = watchdog(store, clock, dry_run=True)
