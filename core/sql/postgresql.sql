@@ -427,9 +427,11 @@ WHERE finished_at IS NULL AND (:host::text IS NULL OR host = :host::text)
 ORDER BY request_id
 
 -- claim_host_request --
--- Compare-and-swap: of two agents claiming one request, one wins.
+-- Compare-and-swap: of two agents claiming one request, one wins. A request an earlier agent of
+-- the host claimed and never finished (it died) may be claimed again.
 UPDATE host_requests SET claimed_by = :agent_id, claimed_at = :now
-WHERE request_id = :request_id AND claimed_by IS NULL AND finished_at IS NULL
+WHERE request_id = :request_id AND finished_at IS NULL
+  AND claimed_by IS DISTINCT FROM :agent_id::text
 
 -- finish_host_request --
 UPDATE host_requests SET outcome = :outcome, message = :message, finished_at = :now
