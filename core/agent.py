@@ -115,7 +115,7 @@ class Agent:
         )
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Tick every ``interval`` until ``stop`` is set; say goodbye in the store on the way out."""
+        """Tick every ``interval`` until ``stop`` is set; say goodbye in the store when leaving."""
         stop = stop or asyncio.Event()
         self._say(f"serving {self.host} in {self.store.describe()} every {self.interval:g}s")
         try:

@@ -172,7 +172,10 @@ class PostgresStore(Store):
             conn = await asyncpg.connect(
                 url, timeout=CONNECT_TIMEOUT_S, server_settings=settings, statement_cache_size=200
             )
-        except (asyncpg.InvalidPasswordError, asyncpg.InvalidAuthorizationSpecificationError) as exc:
+        except (
+            asyncpg.InvalidPasswordError,
+            asyncpg.InvalidAuthorizationSpecificationError,
+        ) as exc:
             raise StoreError(
                 f"PostgreSQL at {where} refused the login ({exc}); check the user and password "
                 "in the URL, PGPASSWORD or ~/.pgpass"
@@ -309,7 +312,9 @@ class PostgresStore(Store):
                 try:
                     yield self._conn
                 except BaseException:
-                    with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+                    with contextlib.suppress(
+                        asyncpg.PostgresError, asyncpg.InterfaceError, OSError
+                    ):
                         await transaction.rollback()
                     raise
                 else:
@@ -533,7 +538,9 @@ class PostgresStore(Store):
                 },
             )
             await self._run(
-                db, "release_lease", {"task_id": task_id, "owner": owner, "token": token, "now": now}
+                db,
+                "release_lease",
+                {"task_id": task_id, "owner": owner, "token": token, "now": now},
             )
             exit_text = "" if exit_code is None else f" (exit {exit_code})"
             await self._event(
@@ -689,7 +696,9 @@ class PostgresStore(Store):
             await self._lock_task(db, task_id)
             now = await self._now_in(db)
             changed = await self._run(
-                db, "release_lease", {"task_id": task_id, "owner": owner, "token": token, "now": now}
+                db,
+                "release_lease",
+                {"task_id": task_id, "owner": owner, "token": token, "now": now},
             )
             if changed != 1:
                 raise LeaseLost(

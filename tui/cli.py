@@ -20,6 +20,7 @@ from core.monitor import Monitor
 from core.procs import PsutilProbe
 from core.sqlite_store import SCHEMA_VERSION
 from core.store import default_store_path, open_store, store_location
+from tui.agent import add_parser as agent_parser
 from tui.watch import add_parser as watch_parser
 
 EXIT_OK, EXIT_PAGING, EXIT_ERROR = 0, 1, 2
@@ -196,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     beat.set_defaults(handler=cmd_beat)
 
     watch_parser(sub, common)
+    agent_parser(sub, common)
 
     config = sub.add_parser("config", parents=[common], help="write or check a config file")
     config_sub = config.add_subparsers(dest="config_command", metavar="init|check", required=True)

@@ -103,7 +103,7 @@ def test_status_json_reports_each_health(tmp_path: Path, capsys: pytest.CaptureF
     healths = {t["task_id"]: t["health"] for t in report["tasks"]}
     assert healths == {f"{name}-1": name for name in ALL}
     assert code == 1  # stalled and reclaimable tasks page
-    assert set(report) == {"generated_at", "counts", "tasks"}
+    assert set(report) == {"generated_at", "counts", "host", "agents", "tasks"}
     assert report["counts"]["stalled"] == 1 and report["counts"]["dead"] == 0
     # Most urgent first.
     assert [t["health"] for t in report["tasks"]][:3] == ["reclaimable", "stalled", "spinning"]
