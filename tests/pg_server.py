@@ -69,20 +69,50 @@ class ThrowawayServer:
         log = self.root / "initdb.log"
         with open(log, "wb") as out:
             done = subprocess.run(
-                [str(self.bindir / "initdb"), "-D", str(self.data), "-U", "zombietop",
-                 "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
-                stdout=out, stderr=subprocess.STDOUT, cwd=self.root, check=False,
+                [
+                    str(self.bindir / "initdb"),
+                    "-D",
+                    str(self.data),
+                    "-U",
+                    "zombietop",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.root,
+                check=False,
                 **self._as_user(),  # type: ignore[arg-type]
             )
         if done.returncode != 0:
             raise RuntimeError(f"initdb failed: {log.read_text(errors='replace')[-2000:]}")
         server_log = open(self.root / "postgres.log", "wb")
         self.proc = subprocess.Popen(
-            [str(self.bindir / "postgres"), "-D", str(self.data), "-k", str(self.root),
-             "-p", str(PORT), "-c", "listen_addresses=", "-c", "fsync=off",
-             "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-             "-c", "max_connections=60"],
-            stdout=server_log, stderr=subprocess.STDOUT, cwd=self.root,
+            [
+                str(self.bindir / "postgres"),
+                "-D",
+                str(self.data),
+                "-k",
+                str(self.root),
+                "-p",
+                str(PORT),
+                "-c",
+                "listen_addresses=",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "max_connections=60",
+            ],
+            stdout=server_log,
+            stderr=subprocess.STDOUT,
+            cwd=self.root,
             start_new_session=True,
             **self._as_user(),  # type: ignore[arg-type]
         )
@@ -101,10 +131,13 @@ class ThrowawayServer:
         check = self.bindir / "pg_isready"
         if not check.exists():
             return True
-        return subprocess.run(
-            [str(check), "-q", "-h", str(self.root), "-p", str(PORT), "-U", "zombietop"],
-            check=False,
-        ).returncode == 0
+        return (
+            subprocess.run(
+                [str(check), "-q", "-h", str(self.root), "-p", str(PORT), "-U", "zombietop"],
+                check=False,
+            ).returncode
+            == 0
+        )
 
     def log_tail(self) -> str:
         with contextlib.suppress(OSError):

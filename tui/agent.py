@@ -49,7 +49,10 @@ def add_parser(
         "--host", help="this host's name in the fleet (default: the host name; tasks record it)"
     )
     agent.add_argument(
-        "--interval", type=float, default=AGENT_INTERVAL_S, metavar="SECONDS",
+        "--interval",
+        type=float,
+        default=AGENT_INTERVAL_S,
+        metavar="SECONDS",
         help=f"time between rounds (default {AGENT_INTERVAL_S:g})",
     )
     agent.add_argument("--once", action="store_true", help="do one round and exit")

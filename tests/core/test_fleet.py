@@ -1,4 +1,4 @@
-"""Fleets: agents per host, actions carried out on the task's host, the server's clock for leases."""
+"""Fleets: agents per host, actions done on the task's host, the server's clock for leases."""
 
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ from tests.stores import open_for_test
 RESPECTS_TERM = "sleep 30 & sleep 30 & : > {ready}; wait"
 
 
-async def remote_task(store: Store, task_id: str = "t1", host: str = "host-b", pid: int = 4121) -> int:
+async def remote_task(
+    store: Store, task_id: str = "t1", host: str = "host-b", pid: int = 4121
+) -> int:
     await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="test")
     lease = await store.acquire_lease(task_id, owner=f"w@{host}", ttl=300)
     await store.set_process(
@@ -47,7 +49,9 @@ async def test_a_missing_agent_is_named_and_its_samples_stop_counting(
     monitor = Monitor(store, fast_config, host="host-a", clock=clock)
     view = (await monitor.poll()).by_id()["t1"]
     assert view.remote and view.process is None
-    assert view.agent_note == "no agent on host-b: none has ever reported, so its process is not seen"
+    assert (
+        view.agent_note == "no agent on host-b: none has ever reported, so its process is not seen"
+    )
 
     await store.record_agent_beat(
         "host-b", agent_id="agent-b", pid=77, interval=2.0, reported_at=clock.now() + 2.5
@@ -74,14 +78,20 @@ async def test_a_missing_agent_is_named_and_its_samples_stop_counting(
 
 
 async def test_another_hosts_kill_waits_for_its_agent_then_escalates_there(
-    pinned_store: Store, fake_clock: FakeClock, fast_config: Config, children: Children,
+    pinned_store: Store,
+    fake_clock: FakeClock,
+    fast_config: Config,
+    children: Children,
     tmp_path: Path,
 ) -> None:
     """The executor on host-a records the kill instead of signalling; host-b's agent carries it
     out with the same identity check and finishes it through the grace on its own."""
     ready = tmp_path / "ready"
     proc = await start_task_process(
-        pinned_store, children, "trap '' TERM; " + RESPECTS_TERM.format(ready=ready), ready,
+        pinned_store,
+        children,
+        "trap '' TERM; " + RESPECTS_TERM.format(ready=ready),
+        ready,
         host="host-b",
     )
     asked = await Executor(pinned_store, fast_config, clock=fake_clock, host="host-a").kill(
@@ -90,11 +100,17 @@ async def test_another_hosts_kill_waits_for_its_agent_then_escalates_there(
     assert asked.outcome is Outcome.REQUESTED and asked.request_id is not None
     assert "no agent on host-b" in asked.message
     assert pid_alive(proc.pid), "host-a must not signal host-b's process"
-    view = (await Monitor(pinned_store, fast_config, host="host-a", clock=fake_clock).poll()).by_id()["t1"]
+    view = (
+        await Monitor(pinned_store, fast_config, host="host-a", clock=fake_clock).poll()
+    ).by_id()["t1"]
     assert view.agent_note == "no agent on host-b: kill requested 0s ago waits for one"
 
     agent = Agent(
-        pinned_store, fast_config, host="host-b", interval=0.2, clock=fake_clock,
+        pinned_store,
+        fast_config,
+        host="host-b",
+        interval=0.2,
+        clock=fake_clock,
         executor=Executor(pinned_store, fast_config, clock=fake_clock, host="host-b"),
     )
     first = await agent.tick()
@@ -109,7 +125,9 @@ async def test_another_hosts_kill_waits_for_its_agent_then_escalates_there(
     assert request.outcome == "term_sent" and request.claimed_by == agent.agent_id
     messages = [e.message for e in await pinned_store.events(task_id="t1", kind=EventKind.ACTION)]
     assert any(m.startswith("kill carried out on host-b: term_sent") for m in messages)
-    view = (await Monitor(pinned_store, fast_config, host="host-a", clock=fake_clock).poll()).by_id()["t1"]
+    view = (
+        await Monitor(pinned_store, fast_config, host="host-a", clock=fake_clock).poll()
+    ).by_id()["t1"]
     assert view.agent_note is None and view.host_request is None
 
 
@@ -123,8 +141,13 @@ async def test_a_stale_request_is_refused_by_the_agent(
     )
     assert asked.outcome is Outcome.REQUESTED
     await store.resume_task("t1", expected_token=token, actor="someone-else")
-    agent = Agent(store, fast_config, host="host-b", clock=clock,
-                  executor=Executor(store, fast_config, clock=clock, host="host-b"))
+    agent = Agent(
+        store,
+        fast_config,
+        host="host-b",
+        clock=clock,
+        executor=Executor(store, fast_config, clock=clock, host="host-b"),
+    )
     report = await agent.tick()
     assert [o.outcome for o in report.carried_out] == [Outcome.REFUSED]
     assert "task changed since you looked" in report.carried_out[0].message
@@ -133,7 +156,10 @@ async def test_a_stale_request_is_refused_by_the_agent(
 @pytest.mark.slow
 @pytest.mark.backends("postgresql")
 async def test_two_hosts_one_postgres_kill_through_the_cli_and_no_agent_once_stopped(
-    live_store: Store, store_location: str, fast_config_path: Path, children: Children,
+    live_store: Store,
+    store_location: str,
+    fast_config_path: Path,
+    children: Children,
     tmp_path: Path,
 ) -> None:
     """Two `zombietop agent` processes (host-a, host-b) on one PostgreSQL; a task on host-b.
@@ -148,8 +174,11 @@ async def test_two_hosts_one_postgres_kill_through_the_cli_and_no_agent_once_sto
     )
     agents = {
         host: children.start(
-            zombietop(store_location, fast_config_path, "agent", "--host", host, "--interval", "0.2"),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            zombietop(
+                store_location, fast_config_path, "agent", "--host", host, "--interval", "0.2"
+            ),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         for host in ("host-a", "host-b")
     }
@@ -171,7 +200,9 @@ async def test_two_hosts_one_postgres_kill_through_the_cli_and_no_agent_once_sto
     done = await asyncio.to_thread(
         subprocess.run,
         zombietop(store_location, fast_config_path, "kill", "t1", "--yes", "--reason", "hung"),
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "t1: requested: kill of t1 requested: waiting for agent on host-b" in done.stdout
@@ -186,7 +217,9 @@ async def test_two_hosts_one_postgres_kill_through_the_cli_and_no_agent_once_sto
     status = await asyncio.to_thread(
         subprocess.run,
         zombietop(store_location, fast_config_path, "status", "--json"),
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert status.returncode in (0, 1), status.stderr
     report = json.loads(status.stdout)
@@ -194,8 +227,11 @@ async def test_two_hosts_one_postgres_kill_through_the_cli_and_no_agent_once_sto
     assert task["agent_note"].startswith("no agent on host-b: stopped")
     assert {a["host"]: a["present"] for a in report["agents"]} == {"host-a": True, "host-b": False}
     table = await asyncio.to_thread(
-        subprocess.run, zombietop(store_location, fast_config_path, "status"),
-        capture_output=True, text=True, timeout=30,
+        subprocess.run,
+        zombietop(store_location, fast_config_path, "status"),
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert "t1: no agent on host-b: stopped" in table.stdout
     assert "host-b no agent" in table.stdout
@@ -216,7 +252,9 @@ async def test_a_skewed_worker_can_neither_keep_nor_steal_a_lease(
         assert lease.expires_at is not None
         assert abs(lease.expires_at - (time.time() + 0.5)) < 0.25, "expiry is server time"
         await worker.record_heartbeat(
-            "t1", BeatLine(stage="load", progress=5, at=slow.now()), owner="slow-worker",
+            "t1",
+            BeatLine(stage="load", progress=5, at=slow.now()),
+            owner="slow-worker",
             token=lease.token,
         )
         assert slow.now() < lease.expires_at - 3000, "by its own clock the lease has an hour left"
@@ -230,7 +268,9 @@ async def test_a_skewed_worker_can_neither_keep_nor_steal_a_lease(
             taken = await thief.reclaim_lease("t1", owner="fast-worker", ttl=60)
             assert taken.token == lease.token + 1
             await thief.record_heartbeat(
-                "t1", BeatLine(stage="load", progress=6, at=fast.now()), owner="fast-worker",
+                "t1",
+                BeatLine(stage="load", progress=6, at=fast.now()),
+                owner="fast-worker",
                 token=taken.token,
             )
     view = (await Monitor(live_store, fast_config, host="dashboard").poll()).by_id()["t1"]
