@@ -104,6 +104,8 @@ def postgres() -> Iterator[PostgresForTests]:
     else:
         bindir = find_binaries()
         if bindir is None:
+            if os.environ.get("ZOMBIETOP_REQUIRE_PG"):
+                pytest.fail(NO_POSTGRES.replace("SKIPPED", "REQUIRED (ZOMBIETOP_REQUIRE_PG)"))
             pytest.skip(NO_POSTGRES)
         server = ThrowawayServer(bindir)
         server.start()

@@ -328,3 +328,46 @@ async def test_a_v1_postgres_store_is_migrated_on_open(postgres: PostgresForTest
     conn = await asyncpg.connect(url)
     assert await conn.fetchval("SELECT schema_version FROM zombietop_store") == SCHEMA_VERSION == 3
     await conn.close()
+
+
+def test_a_postgres_url_is_a_location_not_a_path(tmp_path: Path) -> None:
+    """--db, ZOMBIETOP_DB and [store] path all keep a URL whole (a Path would fold its //)."""
+    from core.layout import state_dir
+    from tui.cli import resolve_store_path
+
+    url = "postgresql://zt:secret@db.example:6432/zombietop"
+    config_file = tmp_path / "config.toml"
+    config_file.write_text(f'[store]\npath = "{url}"\n')
+    config = load_config(config_file)
+    assert config.store_path == url
+    assert resolve_store_path(None, config) == url
+    assert resolve_store_path("postgres://h/db", config) == "postgres://h/db"
+    assert state_dir(url).name == "pg-db.example-6432_zombietop.d"
+    assert resolve_store_path("~/z.db", config) == Path("~/z.db").expanduser()
+
+
+@pytest.mark.backends("postgresql")
+async def test_zombietop_run_against_postgres(
+    store_location: str, fast_config_path: Path, tmp_path: Path
+) -> None:
+    """The same program on a fleet store: run takes the lease, beats and records the exit."""
+    import os
+
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    script = 'echo "stage=load p=50 at=2026-11-29T03:42:00Z" >> "$ZOMBIETOP_HEARTBEAT_FILE"'
+    done = await asyncio.to_thread(
+        subprocess.run,
+        zombietop(
+            store_location, fast_config_path, "run", "--task", "j1", "--", "sh", "-c", script
+        ),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    async with await open_for_test(store_location) as store:
+        record = await store.get_record("j1")
+    assert record.task.state.value == "succeeded"
+    assert record.heartbeat is not None and record.heartbeat.stage == "load"
+    assert record.heartbeat.clock_skew_s is not None and record.heartbeat.clock_skew_s < -1000
