@@ -55,7 +55,9 @@ from core.rows import (
     HEARTBEAT_COLUMNS,
     REQUEST_COLUMNS,
     TASK_COLUMNS,
+    already_requested,
     record_from_row,
+    sample_params,
 )
 from core.store import HISTORY_LIMIT, Store
 
@@ -1014,7 +1016,7 @@ class PostgresStore(Store):
             query = Q["upsert_process_sample"]
             await db.executemany(
                 query.sql,
-                [query.args(_sample_params(task_id, host, sample, now))
+                [query.args(sample_params(task_id, host, sample, now))
                  for task_id, sample in samples.items()],
             )
 
@@ -1045,7 +1047,7 @@ class PostgresStore(Store):
                          "now": now},
                     )
             except asyncpg.UniqueViolationError:
-                raise ActionRefused(_already_requested(str(kind), task_id, host)) from None
+                raise ActionRefused(already_requested(str(kind), task_id, host)) from None
             assert row is not None
             request_id = int(row[0])
             await self._event(
@@ -1105,19 +1107,3 @@ class PostgresStore(Store):
             )
         return done
 
-
-def _already_requested(kind: str, task_id: str, host: str) -> str:
-    return (
-        f"a {kind} of {task_id} is already waiting for the agent on {host}; "
-        "wait for it (zombietop status shows it)"
-    )
-
-
-def _sample_params(task_id: str, host: str, sample: ProcessSample, now: float) -> dict[str, Any]:
-    return {
-        "task_id": task_id, "host": host, "pid": sample.pid, "alive": sample.alive,
-        "identity_ok": sample.identity_ok, "status": sample.status,
-        "cpu_percent": sample.cpu_percent, "rss_bytes": sample.rss_bytes,
-        "threads": sample.threads, "io_idle_s": sample.io_idle_s, "children": sample.children,
-        "create_time": sample.create_time, "sampled_at": sample.sampled_at, "now": now,
-    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.model import Heartbeat, Lease, PendingKill, Row, Task, TaskRecord
+from core.model import Heartbeat, Lease, PendingKill, ProcessSample, Row, Task, TaskRecord
 
 TASK_COLUMNS = (
     "task_id run_id step step_type state attempt upstream host pid pid_start_time command cwd "
@@ -57,3 +57,22 @@ def record_from_row(row: Row) -> TaskRecord:
     beat = Heartbeat.from_row(_Prefixed(row, "h_")) if row["h_task_id"] is not None else None
     kill = PendingKill.from_row(_Prefixed(row, "k_")) if row["k_task_id"] is not None else None
     return TaskRecord(task=Task.from_row(row), lease=lease, heartbeat=beat, pending_kill=kill)
+
+
+def already_requested(kind: str, task_id: str, host: str) -> str:
+    """The refusal for a second request of the same action while one waits for an agent."""
+    return (
+        f"a {kind} of {task_id} is already waiting for the agent on {host}; "
+        "wait for it (zombietop status shows it)"
+    )
+
+
+def sample_params(task_id: str, host: str, sample: ProcessSample, now: float) -> dict[str, Any]:
+    """The named parameters of ``upsert_process_sample`` (the same on both backends)."""
+    return {
+        "task_id": task_id, "host": host, "pid": sample.pid, "alive": sample.alive,
+        "identity_ok": sample.identity_ok, "status": sample.status,
+        "cpu_percent": sample.cpu_percent, "rss_bytes": sample.rss_bytes,
+        "threads": sample.threads, "io_idle_s": sample.io_idle_s, "children": sample.children,
+        "create_time": sample.create_time, "sampled_at": sample.sampled_at, "now": now,
+    }

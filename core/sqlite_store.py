@@ -49,7 +49,9 @@ from core.rows import (
     HEARTBEAT_COLUMNS,
     REQUEST_COLUMNS,
     TASK_COLUMNS,
+    already_requested,
     record_from_row,
+    sample_params,
 )
 from core.store import HISTORY_LIMIT, Store
 
@@ -860,7 +862,7 @@ class SQLiteStore(Store):
         async with self._write() as db:
             now = self._clock.now()
             for task_id, sample in samples.items():
-                await db.execute(SQL["upsert_process_sample"], _sample_params(task_id, host, sample, now))
+                await db.execute(SQL["upsert_process_sample"], sample_params(task_id, host, sample, now))
 
     async def process_samples(self) -> dict[str, StoredSample]:
         async with self._read() as db:
@@ -950,23 +952,6 @@ class SQLiteStore(Store):
                       "request_id": request_id, "requested_by": done.actor},
             )
         return done
-
-
-def already_requested(kind: str, task_id: str, host: str) -> str:
-    return (
-        f"a {kind} of {task_id} is already waiting for the agent on {host}; "
-        "wait for it (zombietop status shows it)"
-    )
-
-
-def _sample_params(task_id: str, host: str, sample: ProcessSample, now: float) -> dict[str, Any]:
-    return {
-        "task_id": task_id, "host": host, "pid": sample.pid, "alive": sample.alive,
-        "identity_ok": sample.identity_ok, "status": sample.status,
-        "cpu_percent": sample.cpu_percent, "rss_bytes": sample.rss_bytes,
-        "threads": sample.threads, "io_idle_s": sample.io_idle_s, "children": sample.children,
-        "create_time": sample.create_time, "sampled_at": sample.sampled_at, "now": now,
-    }
 
 
 def _create_private_file(path: Path) -> None:
