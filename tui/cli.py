@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from core import __version__
 from core.config import Config, load_config, resolve_config_path, write_defaults
 from core.durations import parse_duration
 from core.errors import HeartbeatParseError, ZombietopError
-from core.heartbeat_line import BeatLine, parse_line
+from core.heartbeat_line import BeatLine, format_timestamp, parse_line
 from core.monitor import Monitor
 from core.procs import PsutilProbe
 from core.sqlite_store import SCHEMA_VERSION
@@ -107,6 +108,8 @@ def _beat_from_args(args: argparse.Namespace) -> BeatLine:
         parts.append(f'req="{_escape(args.request)}"')
     if not parts:
         raise ZombietopError("nothing to beat: give --stage/--progress (or --line 'stage=... p=...')")
+    # This host's clock: against the time the store records the beat, it measures the skew.
+    parts.append(f"at={format_timestamp(time.time())}")
     # Through the parser, so a flag beat follows exactly the rules a heartbeat-file line does.
     return parse_line(" ".join(parts))
 
