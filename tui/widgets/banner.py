@@ -1,0 +1,62 @@
+"""The one-line banner under the header: stale data after a failed poll, or paused."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from core.durations import format_age
+from core.monitor import Snapshot
+
+
+class Banner(Widget):
+    """Says why the data on screen may be old; hidden while everything is fresh."""
+
+    DEFAULT_CSS = """
+    Banner {
+        height: auto;
+        display: none;
+        padding: 0 1;
+        background: $error;
+        color: $text;
+        text-style: bold;
+    }
+    Banner.-shown {
+        display: block;
+    }
+    Banner.-paused {
+        background: $warning;
+        color: $background;
+    }
+    """
+
+    snapshot: reactive[Snapshot] = reactive(Snapshot(taken_at=None))
+    now: reactive[float] = reactive(0.0)
+    paused_at: reactive[float | None] = reactive(None)
+    filter_text: reactive[str] = reactive("")
+
+    def _lines(self) -> list[str]:
+        lines: list[str] = []
+        snapshot = self.snapshot
+        if snapshot.error is not None:
+            age = snapshot.age(self.now)
+            old = "no data yet" if age is None else f"data {format_age(age)} old"
+            lines.append(f"⚠ {old}: {snapshot.error}")
+        if self.paused_at is not None:
+            lines.append("‖ PAUSED: the table is frozen; press p to resume refreshing")
+        return lines
+
+    def render(self) -> Text:
+        return Text("\n".join(self._lines()))
+
+    def _update_classes(self) -> None:
+        lines = self._lines()
+        self.set_class(bool(lines), "-shown")
+        self.set_class(self.snapshot.error is None and self.paused_at is not None, "-paused")
+
+    def watch_snapshot(self) -> None:
+        self._update_classes()
+
+    def watch_paused_at(self) -> None:
+        self._update_classes()
