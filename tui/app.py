@@ -80,9 +80,6 @@ class ZombietopApp(App[None]):
     def get_default_screen(self) -> Screen[None]:
         return self.main
 
-    def on_mount(self) -> None:
-        self.poll()
-
     # Polling --------------------------------------------------------------------------------
 
     def current_notes(self, now: float) -> dict[str, str]:

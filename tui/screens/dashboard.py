@@ -62,6 +62,8 @@ class DashboardScreen(Screen[None]):
         header.read_only = self.zapp.read_only
         header.sort_label = str(self.zapp.sort_mode)
         self.table.focus()
+        # Poll once the widgets exist, so the first snapshot has somewhere to go.
+        self.zapp.poll()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Hidden from the footer and never run: read-only means no action keys at all.

@@ -33,6 +33,10 @@ def _stamp(at: float | None) -> str:
     return "-" if at is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
 
 
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
+
+
 def _grid() -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim", justify="right", min_width=12)
@@ -64,7 +68,7 @@ def describe(view: TaskView, now: float) -> Table:
     if beat is not None:
         grid.add_row("stage", f"{beat.stage or '-'} at {format_progress(beat.progress)}"
                      + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""))
-        counters = ", ".join(f"{k}={v:g}" for k, v in beat.counters.items()) or "-"
+        counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
         grid.add_row("counters", counters)
         age = now - beat.written_at
         grid.add_row("heartbeat", f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})")

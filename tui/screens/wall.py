@@ -22,20 +22,26 @@ if TYPE_CHECKING:
     from tui.app import ZombietopApp
 
 
-def offenders_text(snapshot: Snapshot, limit: int) -> Text:
-    """The most urgent tasks, one line each, as a page would say them."""
-    worst = [view for view in snapshot.tasks if view.health in ATTENTION_HEALTHS][:limit]
-    text = Text()
+def offenders_text(snapshot: Snapshot, width: int, height: int) -> Text:
+    """The most urgent tasks, as a page would say them, as many as fit in ``height`` lines."""
+    worst = [view for view in snapshot.tasks if view.health in ATTENTION_HEALTHS]
     if not worst:
-        return Text("✓ nothing stuck: no dead, reclaimable, stalled, spinning, quarantined or interrupted task", style="green")
+        return Text(
+            "✓ nothing stuck: no dead, reclaimable, stalled, spinning, quarantined or interrupted task",
+            style="green",
+        )
+    text = Text()
+    used = 0
     for index, view in enumerate(worst):
+        need = -(-(len(view.verdict.context) + 2) // max(width, 1))
+        if used + need > height - 1 and index:
+            text.append(f"\n… and {len(worst) - index} more", style="dim")
+            break
         if index:
             text.append("\n")
         text.append(f"{GLYPHS[view.health]} ", style=STYLES[view.health])
         text.append(view.verdict.context)
-    hidden = sum(1 for view in snapshot.tasks if view.health in ATTENTION_HEALTHS) - len(worst)
-    if hidden > 0:
-        text.append(f"\n… and {hidden} more", style="dim")
+        used += need
     return text
 
 
@@ -47,13 +53,14 @@ class WallScreen(Screen[None]):
     DEFAULT_CSS = """
     WallScreen #cards {
         grid-size: 5;
-        grid-gutter: 0 1;
+        grid-gutter: 1 1;
+        grid-rows: 4;
         height: auto;
-        padding: 0 1;
+        padding: 1 1 0 1;
     }
     WallScreen #finished {
-        height: 5;
-        padding: 1 1;
+        height: 4;
+        padding: 0 1;
     }
     WallScreen #offenders {
         height: 1fr;
@@ -83,6 +90,8 @@ class WallScreen(Screen[None]):
         header.refresh_s = self.zapp.refresh_interval
         header.read_only = True
         header.show_counts = False
+        # Poll once the widgets exist, so the first snapshot has somewhere to go.
+        self.zapp.poll()
 
     def show_state(self, now: float) -> None:
         snapshot = self.zapp.snapshot
@@ -102,4 +111,5 @@ class WallScreen(Screen[None]):
             finished.append_text(health_count(health, snapshot.counts.get(health, 0)))
         self.query_one("#finished", Static).update(finished)
         offenders = self.query_one("#offenders", Static)
-        offenders.update(offenders_text(snapshot, max(offenders.size.height, 3)))
+        size = offenders.content_size
+        offenders.update(offenders_text(snapshot, size.width, max(size.height, 3)))

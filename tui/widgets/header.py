@@ -42,7 +42,7 @@ class StatusHeader(Widget):
         line.append(f"  {self.store}", style="")
         line.append(f"  every {self.refresh_s:g}s", style="dim")
         line.append(f"  {clock_text(self.now)}")
-        if self.sort_label:
+        if self.sort_label and self.sort_label != "urgency":
             line.append(f"  sort: {self.sort_label}", style="dim")
         if self.read_only:
             line.append("  ")
