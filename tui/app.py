@@ -15,8 +15,7 @@ from textual.worker import Worker, WorkerState
 
 from core.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
 from core.clock import Clock, SystemClock
-from core.monitor import Snapshot
-from tui.cells import Column
+from core.monitor import Snapshot, TaskView
 from tui.keys import display_key, keys_for
 from tui.messages import SnapshotReady
 from tui.screens.confirm import ConfirmScreen
@@ -25,9 +24,8 @@ from tui.screens.detail import DetailScreen
 from tui.screens.help import HelpScreen
 from tui.screens.wall import WallScreen
 from tui.source import SnapshotSource
-from tui.view import SortMode, table_rows
+from tui.view import SortMode, ordered
 from tui.widgets.events_pane import EventsPane
-from tui.widgets.task_table import Row
 
 NOTE_SECONDS = 60.0
 """How long a row shows the outcome of the last action taken on it."""
@@ -70,7 +68,6 @@ class ZombietopApp(App[None]):
             self.use_command_palette = False
         self.sort_mode = SortMode.URGENCY
         self.filter_text = ""
-        self.columns: tuple[Column, ...] = ()
         self.paused_at: float | None = None
         self.events_open = False
         self.notes: dict[str, tuple[str, float]] = {}
@@ -86,44 +83,26 @@ class ZombietopApp(App[None]):
         self.notes = {k: v for k, v in self.notes.items() if v[1] > now}
         return {task_id: word for task_id, (word, _) in self.notes.items()}
 
-    def compute_rows(self, snapshot: Snapshot, now: float) -> list[Row]:
-        return table_rows(
-            snapshot,
-            now,
-            self.columns,
-            sort=self.sort_mode,
-            filter_text=self.filter_text,
-            notes=self.current_notes(now),
-        )
+    def ordered_views(self, snapshot: Snapshot) -> list[TaskView]:
+        return ordered(snapshot, self.sort_mode, self.filter_text)
 
-    def _rows_key(self) -> tuple[object, ...]:
-        return (tuple(c.key for c in self.columns), self.sort_mode, self.filter_text)
+    def _order_key(self) -> tuple[object, ...]:
+        return (self.sort_mode, self.filter_text)
 
     @work(exclusive=True, group="refresh", exit_on_error=False)
     async def poll(self) -> None:
-        """Read one snapshot, finish due kills, compute the rows; post them to the UI."""
+        """Read one snapshot, finish due kills, filter and sort; post the result to the UI."""
         snapshot = await self.source.poll()
         outcomes: list[ActionOutcome] = []
         if self.executor is not None and not self.read_only:
             outcomes = list(await self.executor.complete_pending_kills())
-        now = self.clock.now()
-        notes = self.current_notes(now) | {o.request.task_id: str(o.outcome) for o in outcomes}
-        key = self._rows_key()
-        rows: list[Row] | None = None
+        key = self._order_key()
+        views: list[TaskView] = []
         if not self.wall:
-            # Formatting a thousand rows is CPU work: keep it off the UI's event loop.
-            rows = await asyncio.to_thread(
-                table_rows,
-                snapshot,
-                now,
-                self.columns,
-                sort=self.sort_mode,
-                filter_text=self.filter_text,
-                notes=notes,
-            )
+            views = await asyncio.to_thread(self.ordered_views, snapshot)
         events = await self.source.events(limit=50) if self.events_open else None
         self.post_message(
-            SnapshotReady(snapshot, now, rows, key, kill_outcomes=outcomes, events=events)  # type: ignore[arg-type]
+            SnapshotReady(snapshot, self.clock.now(), views, key, kill_outcomes=outcomes, events=events)
         )
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
@@ -131,10 +110,10 @@ class ZombietopApp(App[None]):
             self.report(outcome)
         self.snapshot = message.snapshot
         if isinstance(self.main, DashboardScreen):
-            if message.columns_key == self._rows_key() and message.rows is not None:
-                self.main.show_rows(list(message.rows))
-            else:
-                self.main.redraw()
+            views = message.views
+            if message.order_key != self._order_key():
+                views = self.ordered_views(message.snapshot)
+            self.main.show_views(views, message.now)
             if message.events is not None:
                 self.main.query_one(EventsPane).set_events(message.events)
         self.main.show_state(message.now)

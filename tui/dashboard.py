@@ -54,8 +54,12 @@ async def run_dashboard(
         monitor = Monitor(store, config)
         executor: ActionExecutor | None = None
         if not read_only:
-            from core.executor import Executor
-
+            try:
+                from core.executor import Executor
+            except ModuleNotFoundError:
+                raise ZombietopError(
+                    "this zombietop has no action executor (core.executor); run with --read-only"
+                ) from None
             executor = Executor(store, config)
         app = ZombietopApp(
             monitor,

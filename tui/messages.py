@@ -9,19 +9,18 @@ from textual.message import Message
 
 from core.actions import ActionOutcome
 from core.model import Event
-from core.monitor import Snapshot
-from tui.widgets.task_table import Row
+from core.monitor import Snapshot, TaskView
 
 
 @dataclass
 class SnapshotReady(Message):
-    """A poll finished: the snapshot, the table rows computed from it, and kills it completed."""
+    """A poll finished: the snapshot, the tasks to show in order, and the kills it completed."""
 
     snapshot: Snapshot
     now: float
-    rows: Sequence[Row] | None
-    """Rows for the dashboard table, or None when computed for other columns than shown now."""
-    columns_key: tuple[str, ...]
+    views: Sequence[TaskView]
+    """The snapshot's tasks filtered and sorted as ``order_key`` says."""
+    order_key: tuple[object, ...]
     kill_outcomes: Sequence[ActionOutcome] = field(default_factory=list)
     events: Sequence[Event] | None = None
     """The latest events, when the events pane is open."""

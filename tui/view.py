@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
 from core.monitor import Snapshot, TaskView
-from tui.cells import Column, row_cells
-from tui.widgets.task_table import Row
 
 
 class SortMode(StrEnum):
@@ -50,20 +47,3 @@ def ordered(snapshot: Snapshot, sort: SortMode, filter_text: str) -> list[TaskVi
     elif sort is SortMode.TASK:
         views.sort(key=lambda v: v.task_id)
     return views
-
-
-def table_rows(
-    snapshot: Snapshot,
-    now: float,
-    columns: Sequence[Column],
-    *,
-    sort: SortMode = SortMode.URGENCY,
-    filter_text: str = "",
-    notes: Mapping[str, str] | None = None,
-) -> list[Row]:
-    """Every row the table should show, cells computed for ``columns``."""
-    notes = notes or {}
-    return [
-        Row(view.task_id, row_cells(view, now, columns, notes))
-        for view in ordered(snapshot, sort, filter_text)
-    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from textual import on
@@ -12,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input
 
 from core.actions import ActionKind
+from core.monitor import TaskView
 from tui.cells import columns_for_width
 from tui.keys import MUTATING_ACTIONS, bindings
 from tui.widgets.banner import Banner
@@ -49,7 +51,8 @@ class DashboardScreen(Screen[None]):
         yield TaskTable(id="tasks")
         yield EventsPane()
         yield Input(placeholder="filter: task id, stage or health (Enter keeps it, Esc clears)", id="filter")
-        yield Footer(compact=True)
+        # ^p still opens the palette; help lists it, and the footer keeps room for q at 80 columns.
+        yield Footer(compact=True, show_command_palette=False)
 
     @property
     def table(self) -> TaskTable:
@@ -78,27 +81,22 @@ class DashboardScreen(Screen[None]):
         columns = columns_for_width(width - 1)  # one cell for the vertical scrollbar
         if columns != self.table.shown_columns:
             self.table.set_columns(columns)
-            self.zapp.columns = columns
-            self.redraw()
 
     def redraw(self) -> None:
-        """Recompute every row now (after a filter, sort or column change; not on a poll)."""
-        self.show_rows(self.zapp.compute_rows(self.zapp.snapshot, self.zapp.clock.now()))
+        """Re-filter and re-sort now (after a filter or sort change; not on a poll)."""
+        self.show_views(self.zapp.ordered_views(self.zapp.snapshot), self.zapp.clock.now())
 
-    def show_rows(self, rows: list | None) -> None:  # type: ignore[type-arg]
-        if rows is None:
-            return
-        self.table.apply(rows)
-        self.query_one(Banner).filter_text = self.zapp.filter_text
+    def show_views(self, views: Sequence[TaskView], now: float) -> None:
+        self.table.show(views, now, self.zapp.current_notes(now))
 
     def show_state(self, now: float) -> None:
         """Push the app's snapshot and clock into the header and banner."""
         header = self.query_one(StatusHeader)
         header.snapshot = self.zapp.snapshot
         header.now = now
-        header.sort_label = str(self.zapp.sort_mode) + (
-            f"  filter: {self.zapp.filter_text!r} ({self.table.row_count} of "
-            f"{len(self.zapp.snapshot.tasks)})"
+        header.sort_label = str(self.zapp.sort_mode)
+        header.filter_label = (
+            f"{self.zapp.filter_text!r} ({self.table.row_count} of {len(self.zapp.snapshot.tasks)})"
             if self.zapp.filter_text
             else ""
         )

@@ -39,6 +39,7 @@ class HelpScreen(ModalScreen[None]):
         keys = Table.grid(padding=(0, 2))
         for key in keys_for(self.read_only):
             keys.add_row(display_key(key.key), key.description)
+        keys.add_row("ctrl+p", "Command palette: every key above, by name")
         legend = Table.grid(padding=(0, 2))
         for index in range(0, len(GLYPHS), 4):
             legend.add_row(*(health_label(h) for h in list(GLYPHS)[index : index + 4]))

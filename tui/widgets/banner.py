@@ -31,12 +31,15 @@ class Banner(Widget):
     }
     """
 
-    snapshot: reactive[Snapshot] = reactive(Snapshot(taken_at=None))
-    now: reactive[float] = reactive(0.0)
-    paused_at: reactive[float | None] = reactive(None)
-    filter_text: reactive[str] = reactive("")
+    snapshot: reactive[Snapshot] = reactive(Snapshot(taken_at=None), repaint=False)
+    now: reactive[float] = reactive(0.0, repaint=False)
+    paused_at: reactive[float | None] = reactive(None, repaint=False)
 
-    def _lines(self) -> list[str]:
+    def __init__(self) -> None:
+        super().__init__()
+        self._lines: list[str] = []
+
+    def _build(self) -> list[str]:
         lines: list[str] = []
         snapshot = self.snapshot
         if snapshot.error is not None:
@@ -47,16 +50,16 @@ class Banner(Widget):
             lines.append("‖ PAUSED: the table is frozen; press p to resume refreshing")
         return lines
 
-    def render(self) -> Text:
-        return Text("\n".join(self._lines()))
-
-    def _update_classes(self) -> None:
-        lines = self._lines()
+    def _watch_any(self) -> None:
+        lines = self._build()
+        if lines == self._lines:
+            return
+        self._lines = lines
         self.set_class(bool(lines), "-shown")
         self.set_class(self.snapshot.error is None and self.paused_at is not None, "-paused")
+        self.refresh(layout=True)
 
-    def watch_snapshot(self) -> None:
-        self._update_classes()
+    watch_snapshot = watch_now = watch_paused_at = _watch_any
 
-    def watch_paused_at(self) -> None:
-        self._update_classes()
+    def render(self) -> Text:
+        return Text("\n".join(self._lines))
