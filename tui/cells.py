@@ -89,12 +89,23 @@ def _lease(view: TaskView, now: float, note: str | None) -> Text:
     return Text(f"in {format_age(left)}")
 
 
+def coarse_age(seconds: float) -> str:
+    """An age that changes once a minute after the first minute: ``41s``, ``12m``, ``4h40m``."""
+    seconds = abs(seconds)
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
 def _budget_text(budget: Budget, width: int) -> Text:
     if budget.used_s is None:
         return Text(f"{bar(None, width)} -/{format_duration(budget.limit_s)}", style="dim")
     over = budget.over
     text = Text(bar(budget.fraction, width), style="bold red" if over else "blue")
-    text.append(f" {format_age(budget.used_s)}/{format_duration(budget.limit_s)}")
+    text.append(f" {coarse_age(budget.used_s)}/{format_duration(budget.limit_s)}")
     if over:
         text.append("!", style="bold red")
     return text

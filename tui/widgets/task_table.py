@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from rich.segment import Segment
+from rich.style import Style
 from textual.binding import Binding
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from core.monitor import TaskView
 from tui.cells import CELL_PADDING, Cells, Column, row_cells
+
+SegmentLines = list[list[Segment]]
 
 MARGIN = 10
 """Rows above and below the viewport kept current, so a short scroll shows fresh rows at once."""
@@ -23,7 +28,7 @@ class TaskTable(DataTable[object]):
     """A DataTable updated only by ``show``: add, remove, update changed cells, re-order."""
 
     # Enter opens the detail view (the screen handles RowSelected); say so in the footer.
-    BINDINGS = [Binding("enter", "select_cursor", "Detail")]
+    BINDINGS = [Binding("enter", "select_cursor", "Open")]
 
     DEFAULT_CSS = """
     TaskTable {
@@ -44,6 +49,7 @@ class TaskTable(DataTable[object]):
         self._now = 0.0
         self._notes: Mapping[str, str] = {}
         self._last_now = 0.0
+        self._lines_cache: dict[tuple[RowKey, ColumnKey], tuple[object, tuple[object, ...], SegmentLines]] = {}
         self.cells_touched = 0
         """Cells written since the last ``show`` (added rows count every cell)."""
 
@@ -72,6 +78,7 @@ class TaskTable(DataTable[object]):
         selected = self.selected_task_id
         self._columns = columns
         self.clear(columns=True)
+        self._lines_cache.clear()
         for column in columns:
             self.add_column(column.label, width=column.width, key=column.key)
         self._shown.clear()
@@ -96,6 +103,8 @@ class TaskTable(DataTable[object]):
             for task_id in [t for t in self._shown if t not in self._views]:
                 self.remove_row(task_id)
                 del self._shown[task_id]
+                for column in self._columns:
+                    self._lines_cache.pop((RowKey(task_id), ColumnKey(column.key)), None)
             self._stale.intersection_update(self._views)
             # The table's own order now: survivors as they were, then rows added below.
             current = [task_id for task_id in self._order if task_id in self._views]
@@ -149,6 +158,31 @@ class TaskTable(DataTable[object]):
                     self.update_cell(task_id, key, after)
                     self.cells_touched += 1
             self._shown[task_id] = cells
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> SegmentLines:
+        # DataTable keys its cell cache on a table-wide update counter, so one update_cell
+        # re-renders every visible cell. Keep each cell's lines until that cell's value (or
+        # its position and look) changes: a poll then renders only the cells that ticked.
+        if row_index < 0 or column_index < 0:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        value = self.get_cell(row_key, column_key)
+        look = (row_index, base_style, width, cursor, hover, self._show_hover_cursor, self._pseudo_class_state)
+        cached = self._lines_cache.get((row_key, column_key))
+        if cached is not None and cached[0] is value and cached[1] == look:
+            return cached[2]
+        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        self._lines_cache[(row_key, column_key)] = (value, look, lines)
+        return lines
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
