@@ -27,13 +27,28 @@ def records(n: int, now: float) -> list[TaskRecord]:
         task_id = f"job-{i:04d}"
         out.append(
             TaskRecord(
-                task=Task(task_id=task_id, run_id="run", step="job", step_type="batch",
-                          state=TaskState.RUNNING, host="h", pid=1000 + i,
-                          created_at=now - 900, claimed_at=now - 890, started_at=now - 890, updated_at=now),
+                task=Task(
+                    task_id=task_id,
+                    run_id="run",
+                    step="job",
+                    step_type="batch",
+                    state=TaskState.RUNNING,
+                    host="h",
+                    pid=1000 + i,
+                    created_at=now - 900,
+                    claimed_at=now - 890,
+                    started_at=now - 890,
+                    updated_at=now,
+                ),
                 lease=Lease(task_id=task_id, owner="o@h", token=1, expires_at=now + 300 - i % 10),
-                heartbeat=Heartbeat(task_id=task_id, stage="work", progress=float(i % 100),
-                                    written_at=now - i % 10, progress_changed_at=now - i % 10,
-                                    stage_started_at=now - 600),
+                heartbeat=Heartbeat(
+                    task_id=task_id,
+                    stage="work",
+                    progress=float(i % 100),
+                    written_at=now - i % 10,
+                    progress_changed_at=now - i % 10,
+                    stage_started_at=now - 600,
+                ),
             )
         )
     return out
@@ -64,8 +79,11 @@ def main() -> None:
         for second in range(10)
     ]
     ZombietopApp(
-        TickingSource(snapshots, start), executor=None, clock=SystemClock(),
-        refresh=args.refresh, store_label=f"{args.tasks} synthetic tasks",
+        TickingSource(snapshots, start),
+        executor=None,
+        clock=SystemClock(),
+        refresh=args.refresh,
+        store_label=f"{args.tasks} synthetic tasks",
     ).run()
 
 

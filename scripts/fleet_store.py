@@ -24,8 +24,14 @@ async def main(db: str, tasks: int, beat_every: float) -> None:
         for i in range(tasks):
             task_id = f"job-{i:04d}"
             with contextlib.suppress(StoreError):
-                await store.create_task(task_id=task_id, run_id=f"run-{i // 10}", step="job",
-                                        step_type="batch", actor="fleet", host="fleet-host")
+                await store.create_task(
+                    task_id=task_id,
+                    run_id=f"run-{i // 10}",
+                    step="job",
+                    step_type="batch",
+                    actor="fleet",
+                    host="fleet-host",
+                )
             owner = f"fleet-{i}@fleet-host"
             try:
                 lease = await store.acquire_lease(task_id, owner=owner, ttl=300)
@@ -43,8 +49,10 @@ async def main(db: str, tasks: int, beat_every: float) -> None:
                 owner, token = leases[task_id]
                 progress = (tick * 3 + index) % 100
                 await store.record_heartbeat(
-                    task_id, BeatLine(stage="work", progress=float(progress), counters={"rows": tick * 100}),
-                    owner=owner, token=token,
+                    task_id,
+                    BeatLine(stage="work", progress=float(progress), counters={"rows": tick * 100}),
+                    owner=owner,
+                    token=token,
                 )
                 await store.renew_lease(task_id, owner=owner, token=token, ttl=300)
                 await asyncio.sleep(beat_every / len(ids))

@@ -61,9 +61,7 @@ class ZombietopApp(App[None]):
         self.store_label = store_label
         self.actor = actor
         self.terminal_alive = terminal_alive
-        self.read_only = (
-            self.executor is None or self.executor.read_only or source.read_only
-        )
+        self.read_only = self.executor is None or self.executor.read_only or source.read_only
         if wall:
             self.use_command_palette = False
         self.sort_mode = SortMode.URGENCY
@@ -102,7 +100,9 @@ class ZombietopApp(App[None]):
             views = await asyncio.to_thread(self.ordered_views, snapshot)
         events = await self.source.events(limit=50) if self.events_open else None
         self.post_message(
-            SnapshotReady(snapshot, self.clock.now(), views, key, kill_outcomes=outcomes, events=events)
+            SnapshotReady(
+                snapshot, self.clock.now(), views, key, kill_outcomes=outcomes, events=events
+            )
         )
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
@@ -126,7 +126,9 @@ class ZombietopApp(App[None]):
             if event.state is WorkerState.ERROR:
                 # Not a store hiccup (the monitor reports those itself): keep the data, say why.
                 self.snapshot = replace(
-                    self.snapshot, error=f"refresh failed: {worker.error}", failed_at=self.clock.now()
+                    self.snapshot,
+                    error=f"refresh failed: {worker.error}",
+                    failed_at=self.clock.now(),
                 )
                 self.main.show_state(self.clock.now())
             self.set_timer(self.refresh_interval, self._tick)
@@ -165,7 +167,9 @@ class ZombietopApp(App[None]):
         if view is None:
             self.notify(f"{task_id} is no longer on screen", severity="warning")
             return
-        request = ActionRequest(kind=kind, task_id=task_id, expected_token=view.token, actor=self.actor)
+        request = ActionRequest(
+            kind=kind, task_id=task_id, expected_token=view.token, actor=self.actor
+        )
 
         def decided(confirmed: bool | None) -> None:
             if confirmed:
@@ -211,7 +215,9 @@ class ZombietopApp(App[None]):
             if key.action == "quit" or not hasattr(target, f"action_{key.action}"):
                 continue
             yield SystemCommand(
-                key.label, f"{key.description} [{display_key(key.key)}]", partial(target.run_action, key.action)
+                key.label,
+                f"{key.description} [{display_key(key.key)}]",
+                partial(target.run_action, key.action),
             )
 
     def palette_titles(self, screen: Screen[object] | None = None) -> Sequence[str]:

@@ -179,9 +179,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"zombietop {__version__}")
     # With no subcommand, zombietop is the dashboard.
-    parser.add_argument("--read-only", action="store_true", help="dashboard: open the store read-only, no actions")
-    parser.add_argument("--wall", action="store_true", help="dashboard: wall screen (read-only, large counts)")
-    parser.add_argument("--refresh", type=float, metavar="SECONDS", help="dashboard: seconds between polls")
+    parser.add_argument(
+        "--read-only", action="store_true", help="dashboard: open the store read-only, no actions"
+    )
+    parser.add_argument(
+        "--wall", action="store_true", help="dashboard: wall screen (read-only, large counts)"
+    )
+    parser.add_argument(
+        "--refresh", type=float, metavar="SECONDS", help="dashboard: seconds between polls"
+    )
     parser.set_defaults(handler=cmd_dashboard)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 

@@ -46,7 +46,9 @@ async def run_dashboard(
     from tui.app import ZombietopApp
 
     if refresh is not None and refresh <= 0:
-        raise ZombietopError(f"--refresh {refresh:g}: give a positive number of seconds, e.g. --refresh 1")
+        raise ZombietopError(
+            f"--refresh {refresh:g}: give a positive number of seconds, e.g. --refresh 1"
+        )
     if not sys.stdout.isatty():
         raise ZombietopError("the dashboard needs a terminal; use `zombietop status` from scripts")
     read_only = read_only or wall

@@ -36,9 +36,18 @@ STYLES: dict[Health, str] = {
     Health.DISCARDED: "dim",
 }
 
-ACTIVE_HEALTHS = tuple(h for h in Health if h not in (Health.SUCCEEDED, Health.FAILED, Health.DISCARDED))
+ACTIVE_HEALTHS = tuple(
+    h for h in Health if h not in (Health.SUCCEEDED, Health.FAILED, Health.DISCARDED)
+)
 ATTENTION_HEALTHS = frozenset(
-    {Health.DEAD, Health.RECLAIMABLE, Health.STALLED, Health.SPINNING, Health.QUARANTINED, Health.INTERRUPTED}
+    {
+        Health.DEAD,
+        Health.RECLAIMABLE,
+        Health.STALLED,
+        Health.SPINNING,
+        Health.QUARANTINED,
+        Health.INTERRUPTED,
+    }
 )
 """Healths a wall screen lists as offenders."""
 

@@ -23,15 +23,35 @@ class Key:
 
 
 KEYS: tuple[Key, ...] = (
-    Key("r", "resume", "Resume", "Resume the selected task: new lease token, keep checkpoint, requeue",
-        ActionKind.RESUME),
-    Key("d", "discard", "Discard", "Discard the selected task: new token, mark discarded, keep artifacts",
-        ActionKind.DISCARD),
-    Key("k", "kill", "Kill", "Kill the selected task gracefully: SIGTERM, SIGKILL after the grace",
-        ActionKind.KILL),
+    Key(
+        "r",
+        "resume",
+        "Resume",
+        "Resume the selected task: new lease token, keep checkpoint, requeue",
+        ActionKind.RESUME,
+    ),
+    Key(
+        "d",
+        "discard",
+        "Discard",
+        "Discard the selected task: new token, mark discarded, keep artifacts",
+        ActionKind.DISCARD,
+    ),
+    Key(
+        "k",
+        "kill",
+        "Kill",
+        "Kill the selected task gracefully: SIGTERM, SIGKILL after the grace",
+        ActionKind.KILL,
+    ),
     Key("enter", "detail", "Detail", "Show everything about the selected task"),
     Key("slash", "filter", "Filter", "Filter rows by task id, stage or health"),
-    Key("s", "cycle_sort", "Sort", "Cycle the sort: urgency, oldest heartbeat, least progress, task id"),
+    Key(
+        "s",
+        "cycle_sort",
+        "Sort",
+        "Cycle the sort: urgency, oldest heartbeat, least progress, task id",
+    ),
     Key("p", "toggle_pause", "Pause", "Pause or resume refreshing"),
     Key("e", "toggle_events", "Events", "Show or hide the events pane"),
     Key("question_mark", "help", "Help", "Show the keys"),

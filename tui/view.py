@@ -40,9 +40,11 @@ def ordered(snapshot: Snapshot, sort: SortMode, filter_text: str) -> list[TaskVi
         views.sort(key=lambda v: -(v.verdict.heartbeat_age_s or -1.0))
     elif sort is SortMode.PROGRESS:
         views.sort(
-            key=lambda v: v.heartbeat.progress
-            if v.heartbeat is not None and v.heartbeat.progress is not None
-            else 101.0
+            key=lambda v: (
+                v.heartbeat.progress
+                if v.heartbeat is not None and v.heartbeat.progress is not None
+                else 101.0
+            )
         )
     elif sort is SortMode.TASK:
         views.sort(key=lambda v: v.task_id)

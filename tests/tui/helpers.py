@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from core.clock import FakeClock
 from textual.pilot import Pilot
+
+from core.clock import FakeClock
 from tui.app import ZombietopApp
 from tui.sample import NOW, RecordingExecutor, SampleSource
 

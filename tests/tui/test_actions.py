@@ -1,21 +1,28 @@
-"""Keys reach the executor with the task and token captured when the dialog opened; read-only refuses."""
+"""Keys reach the executor with the task and token seen when asked; read-only refuses them."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 import pytest
-from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from textual.widgets import Button
+
+from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from core.monitor import build_snapshot
+from tests.tui.helpers import make_app, settle
 from tui.keys import KEYS, display_key
-from tui.sample import NOW, RecordingExecutor, SampleSource, sample_records, sample_snapshot
+from tui.sample import (
+    NOW,
+    RecordingExecutor,
+    SampleSource,
+    sample_config,
+    sample_records,
+    sample_samples,
+    sample_snapshot,
+)
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.help import HelpScreen
 from tui.widgets.task_table import TaskTable
-
-from core.monitor import build_snapshot
-from tests.tui.helpers import make_app, settle
-from tui.sample import sample_config, sample_samples
 
 KEY_FOR = {ActionKind.RESUME: "r", ActionKind.DISCARD: "d", ActionKind.KILL: "k"}
 
@@ -60,9 +67,15 @@ async def test_every_outcome_is_a_notification() -> None:
         messages = [n.message for n in app._notifications]
         assert any("kill etl-0417: SIGTERM sent" in m for m in messages)
         # A pending kill completed by a later poll is reported too.
-        request = ActionRequest(kind=ActionKind.KILL, task_id="etl-0417", expected_token=3, actor="x")
+        request = ActionRequest(
+            kind=ActionKind.KILL, task_id="etl-0417", expected_token=3, actor="x"
+        )
         executor.pending_outcomes = [
-            ActionOutcome(request=request, outcome=Outcome.ESCALATED, message="still alive after 30s: SIGKILL sent")
+            ActionOutcome(
+                request=request,
+                outcome=Outcome.ESCALATED,
+                message="still alive after 30s: SIGKILL sent",
+            )
         ]
         app.poll()
         await settle(pilot)
@@ -83,8 +96,12 @@ async def test_confirmation_keeps_its_task_after_a_resort() -> None:
             record = replace(
                 record,
                 lease=replace(record.lease, token=8, expires_at=NOW + 200),
-                heartbeat=replace(record.heartbeat, written_at=NOW - 2, progress_changed_at=NOW - 2,
-                                  stage_started_at=NOW - 60),
+                heartbeat=replace(
+                    record.heartbeat,
+                    written_at=NOW - 2,
+                    progress_changed_at=NOW - 2,
+                    stage_started_at=NOW - 60,
+                ),
             )
         records.append(record)
     second = build_snapshot(NOW, records, sample_config(), sample_samples())
@@ -107,7 +124,9 @@ async def test_confirmation_keeps_its_task_after_a_resort() -> None:
         await pilot.press("y")
         await settle(pilot)
     assert executor.requests == [
-        ActionRequest(kind=ActionKind.DISCARD, task_id="export-2031", expected_token=7, actor="alice@laptop")
+        ActionRequest(
+            kind=ActionKind.DISCARD, task_id="export-2031", expected_token=7, actor="alice@laptop"
+        )
     ]
 
 
@@ -130,7 +149,9 @@ async def test_read_only_refuses_and_hides_every_action(key, how: str) -> None:
         await settle(pilot)
         screen = app.screen
         # Absent from the footer (bindings the screen disables are not shown) ...
-        shown = {binding.action for _, binding, enabled, _ in screen.active_bindings.values() if enabled}
+        shown = {
+            binding.action for _, binding, enabled, _ in screen.active_bindings.values() if enabled
+        }
         assert key.action not in shown
         assert {"filter", "cycle_sort", "toggle_pause"} <= shown  # the others are still there
         # ... from the command palette ...

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from core.clock import FakeClock
 from textual.pilot import Pilot
-from tui.sample import NOW, SampleSource, sample_snapshot
 
+from core.clock import FakeClock
 from tests.tui.helpers import make_app, settle
+from tui.sample import NOW, SampleSource, sample_snapshot
 
 
 def test_main_80x24(snap_compare):
@@ -100,4 +100,6 @@ def test_error_banner(snap_compare):
         pilot.app.poll()  # type: ignore[attr-defined]
         await settle(pilot)
 
-    assert snap_compare(make_app(source, clock=clock), terminal_size=(80, 24), run_before=run_before)
+    assert snap_compare(
+        make_app(source, clock=clock), terminal_size=(80, 24), run_before=run_before
+    )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+from textual.app import App, ComposeResult
+
 from core.model import Heartbeat, Lease, Task, TaskRecord, TaskState
 from core.monitor import build_snapshot
-from textual.app import App, ComposeResult
 from tui.cells import COLUMNS
 from tui.sample import NOW, sample_config
 from tui.widgets.task_table import TaskTable
@@ -18,13 +19,28 @@ N = 10_000
 def _record(i: int) -> TaskRecord:
     task_id = f"job-{i:05d}"
     return TaskRecord(
-        task=Task(task_id=task_id, run_id=f"run-{i}", step="job", step_type="batch",
-                  state=TaskState.RUNNING, host="batch-01", pid=10_000 + i,
-                  created_at=NOW - 900, claimed_at=NOW - 890, started_at=NOW - 890, updated_at=NOW),
+        task=Task(
+            task_id=task_id,
+            run_id=f"run-{i}",
+            step="job",
+            step_type="batch",
+            state=TaskState.RUNNING,
+            host="batch-01",
+            pid=10_000 + i,
+            created_at=NOW - 900,
+            claimed_at=NOW - 890,
+            started_at=NOW - 890,
+            updated_at=NOW,
+        ),
         lease=Lease(task_id=task_id, owner="run@batch-01", token=1, expires_at=NOW + 200),
-        heartbeat=Heartbeat(task_id=task_id, stage="work", progress=float(i % 100),
-                            written_at=NOW - (i % 50), progress_changed_at=NOW - (i % 50),
-                            stage_started_at=NOW - 600),
+        heartbeat=Heartbeat(
+            task_id=task_id,
+            stage="work",
+            progress=float(i % 100),
+            written_at=NOW - (i % 50),
+            progress_changed_at=NOW - (i % 50),
+            stage_started_at=NOW - 600,
+        ),
     )
 
 
@@ -56,7 +72,12 @@ async def test_ten_changed_of_ten_thousand_touch_only_those_rows() -> None:
         table.move_cursor(row=table.get_row_index("job-05000"))
         selected = table.selected_task_id
 
-        calls: dict[str, list[object]] = {"update_cell": [], "add_row": [], "remove_row": [], "clear": []}
+        calls: dict[str, list[object]] = {
+            "update_cell": [],
+            "add_row": [],
+            "remove_row": [],
+            "clear": [],
+        }
         for name, log in calls.items():
             original = getattr(table, name)
 

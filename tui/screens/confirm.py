@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
@@ -64,7 +66,7 @@ def facts(view: TaskView) -> Text:
 class ConfirmScreen(ModalScreen[bool]):
     """Ask before a destructive action; the request (task and token) was fixed when this opened."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "confirm", "Yes"),
         Binding("n,escape", "cancel", "No"),
     ]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input
@@ -26,9 +26,12 @@ if TYPE_CHECKING:
 
 
 class DashboardScreen(Screen[None]):
-    """Most urgent first; one key plus ``y`` to resume, discard or kill the task under the cursor."""
+    """Most urgent first; one key and ``y`` resume, discard or kill the task under the cursor."""
 
-    BINDINGS = [*bindings(), Binding("escape", "clear_filter", "Clear filter", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *bindings(),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
 
     DEFAULT_CSS = """
     DashboardScreen #filter {
@@ -50,7 +53,9 @@ class DashboardScreen(Screen[None]):
         yield Banner()
         yield TaskTable(id="tasks")
         yield EventsPane()
-        yield Input(placeholder="filter: task id, stage or health (Enter keeps it, Esc clears)", id="filter")
+        yield Input(
+            placeholder="filter: task id, stage or health (Enter keeps it, Esc clears)", id="filter"
+        )
         # ^p still opens the palette; help lists it, and the footer keeps room for q at 80 columns.
         yield Footer(compact=True, show_command_palette=False)
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Sparkline, Static
@@ -46,7 +46,10 @@ def _grid() -> Table:
 
 def _budget_row(budget: Budget) -> Text:
     if budget.used_s is None:
-        return Text(f"not running  limit {format_duration(budget.limit_s)}  (from {budget.source})", style="dim")
+        return Text(
+            f"not running  limit {format_duration(budget.limit_s)}  (from {budget.source})",
+            style="dim",
+        )
     text = Text(bar(budget.fraction, 16), style="bold red" if budget.over else "blue")
     text.append(f" {format_age(budget.used_s)} of {format_duration(budget.limit_s)}")
     if budget.over:
@@ -59,28 +62,53 @@ def describe(view: TaskView, now: float) -> Table:
     """Every fact about the task, as label/value rows."""
     task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
     grid = _grid()
-    grid.add_row("task", Text.assemble((task.task_id, "bold"), f"  run {task.run_id}  step {task.step}  type {task.step_type}"))
+    grid.add_row(
+        "task",
+        Text.assemble(
+            (task.task_id, "bold"), f"  run {task.run_id}  step {task.step}  type {task.step_type}"
+        ),
+    )
     grid.add_row("state", f"{task.state}, attempt {task.attempt}")
     for reason in view.verdict.reasons:
         grid.add_row("reason", reason.message)
     for flag in view.verdict.flags:
         grid.add_row("flag", Text(str(flag), style="bold red"))
     if beat is not None:
-        grid.add_row("stage", f"{beat.stage or '-'} at {format_progress(beat.progress)}"
-                     + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""))
+        grid.add_row(
+            "stage",
+            f"{beat.stage or '-'} at {format_progress(beat.progress)}"
+            + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
+        )
         counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
         grid.add_row("counters", counters)
         age = now - beat.written_at
-        grid.add_row("heartbeat", f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})")
+        grid.add_row(
+            "heartbeat", f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})"
+        )
         if beat.request_name:
-            grid.add_row("request", f"{beat.request_name}" + (f" trace {beat.trace_id}" if beat.trace_id else ""))
+            grid.add_row(
+                "request",
+                f"{beat.request_name}" + (f" trace {beat.trace_id}" if beat.trace_id else ""),
+            )
     else:
         grid.add_row("heartbeat", "none yet")
-    grid.add_row("checkpoint", task.checkpoint or (beat.checkpoint if beat and beat.checkpoint else "-"))
+    grid.add_row(
+        "checkpoint", task.checkpoint or (beat.checkpoint if beat and beat.checkpoint else "-")
+    )
     if lease is not None:
         left = view.verdict.lease_expires_in_s
-        expiry = "-" if left is None else (f"expires in {format_age(left)}" if left >= 0 else f"expired {format_age(left)} ago")
-        grid.add_row("lease", f"owner {lease.owner or '(released)'}, token {lease.token}, {expiry} ({_stamp(lease.expires_at)})")
+        expiry = (
+            "-"
+            if left is None
+            else (
+                f"expires in {format_age(left)}" if left >= 0 else f"expired {format_age(left)} ago"
+            )
+        )
+        grid.add_row(
+            "lease",
+            f"owner {lease.owner or '(released)'}, token {lease.token}, {expiry} "
+            f"({_stamp(lease.expires_at)})",
+        )
     else:
         grid.add_row("lease", "none")
     if task.pid is None:
@@ -108,7 +136,7 @@ def describe(view: TaskView, now: float) -> Table:
 class DetailScreen(Screen[None]):
     """One task in full; r/d/k act on it, Escape goes back."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "back", "Back"),
         Binding("r", "resume", "Resume"),
         Binding("d", "discard", "Discard"),
@@ -177,7 +205,11 @@ class DetailScreen(Screen[None]):
         self.title = str(view.task_id)
         context.update(Text.assemble(title, "\n", view.verdict.context))
         points = [p.progress for p in self.history if p.progress is not None]
-        label = f"progress over the last {len(points)} heartbeats" if points else "no progress history yet"
+        label = (
+            f"progress over the last {len(points)} heartbeats"
+            if points
+            else "no progress history yet"
+        )
         if points:
             label += f": {format_progress(points[0])} -> {format_progress(points[-1])}"
         self.query_one("#spark-label", Static).update(Text(label, style="dim"))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -14,7 +16,9 @@ from tui.keys import display_key, keys_for
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss_help", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "dismiss_help", "Close")
+    ]
 
     DEFAULT_CSS = """
     HelpScreen {
@@ -44,7 +48,9 @@ class HelpScreen(ModalScreen[None]):
         for index in range(0, len(GLYPHS), 4):
             legend.add_row(*(health_label(h) for h in list(GLYPHS)[index : index + 4]))
         with Vertical() as box:
-            box.border_title = "zombietop keys" + (" (read-only: no actions)" if self.read_only else "")
+            box.border_title = "zombietop keys" + (
+                " (read-only: no actions)" if self.read_only else ""
+            )
             yield Static(keys)
             yield Static(legend, id="legend")
 

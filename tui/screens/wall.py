@@ -1,12 +1,12 @@
-"""The wall screen: read-only, large counts per health, the worst offenders with their context lines."""
+"""The wall screen: read-only, big counts per health, the worst offenders and their context."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Grid
 from textual.screen import Screen
 from textual.widgets import Static
@@ -27,7 +27,8 @@ def offenders_text(snapshot: Snapshot, width: int, height: int) -> Text:
     worst = [view for view in snapshot.tasks if view.health in ATTENTION_HEALTHS]
     if not worst:
         return Text(
-            "✓ nothing stuck: no dead, reclaimable, stalled, spinning, quarantined or interrupted task",
+            "✓ nothing stuck: no dead, reclaimable, stalled, spinning, quarantined or "
+            "interrupted task",
             style="green",
         )
     text = Text()
@@ -48,7 +49,7 @@ def offenders_text(snapshot: Snapshot, width: int, height: int) -> Text:
 class WallScreen(Screen[None]):
     """No cursor, no actions, no palette: something to read across a room."""
 
-    BINDINGS = [Binding("q", "app.quit", "Quit", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "app.quit", "Quit", show=False)]
 
     DEFAULT_CSS = """
     WallScreen #cards {

@@ -78,7 +78,9 @@ class StatusHeader(Widget):
             return line
         line.append("\n")
         counts = self.snapshot.counts
-        finished = [h for h in (Health.SUCCEEDED, Health.FAILED, Health.DISCARDED) if counts.get(h, 0)]
+        finished = [
+            h for h in (Health.SUCCEEDED, Health.FAILED, Health.DISCARDED) if counts.get(h, 0)
+        ]
         # Wrap between counts, never inside one ("interrupted" alone on a line reads wrong).
         width = max(self.size.width - 2, 20)
         used = 0

@@ -57,4 +57,6 @@ class HealthCard(Widget):
         self.query_one(Digits).update(str(count))
         self.set_class(count == 0, "-zero")
         self.set_class(count > 0 and self.health.pages, "-alarm")
-        self.set_class(count > 0 and not self.health.pages and self.health in ATTENTION_HEALTHS, "-warn")
+        self.set_class(
+            count > 0 and not self.health.pages and self.health in ATTENTION_HEALTHS, "-warn"
+        )

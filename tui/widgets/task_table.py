@@ -8,10 +8,11 @@ is brought up to date then. A cell is written only when its text differs from wh
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -28,7 +29,7 @@ class TaskTable(DataTable[object]):
     """A DataTable updated only by ``show``: add, remove, update changed cells, re-order."""
 
     # Enter opens the detail view (the screen handles RowSelected); say so in the footer.
-    BINDINGS = [Binding("enter", "select_cursor", "Open")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open")]
 
     DEFAULT_CSS = """
     TaskTable {
@@ -49,7 +50,9 @@ class TaskTable(DataTable[object]):
         self._now = 0.0
         self._notes: Mapping[str, str] = {}
         self._last_now = 0.0
-        self._lines_cache: dict[tuple[RowKey, ColumnKey], tuple[object, tuple[object, ...], SegmentLines]] = {}
+        self._lines_cache: dict[
+            tuple[RowKey, ColumnKey], tuple[object, tuple[object, ...], SegmentLines]
+        ] = {}
         self.cells_touched = 0
         """Cells written since the last ``show`` (added rows count every cell)."""
 
@@ -176,7 +179,15 @@ class TaskTable(DataTable[object]):
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
         value = self.get_cell(row_key, column_key)
-        look = (row_index, base_style, width, cursor, hover, self._show_hover_cursor, self._pseudo_class_state)
+        look = (
+            row_index,
+            base_style,
+            width,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._pseudo_class_state,
+        )
         cached = self._lines_cache.get((row_key, column_key))
         if cached is not None and cached[0] is value and cached[1] == look:
             return cached[2]
