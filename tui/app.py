@@ -61,6 +61,7 @@ class ZombietopApp(App[None]):
         self.store_label = store_label
         self.actor = actor
         self.terminal_alive = terminal_alive
+        self.on_terminal_lost: Callable[[], None] = self.exit
         self.read_only = self.executor is None or self.executor.read_only or source.read_only
         if wall:
             self.use_command_palette = False
@@ -137,7 +138,7 @@ class ZombietopApp(App[None]):
 
     def _tick(self) -> None:
         if self.terminal_alive is not None and not self.terminal_alive():
-            self.exit(return_code=1)
+            self.on_terminal_lost()
             return
         if self.paused_at is None:
             self.poll()

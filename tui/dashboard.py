@@ -13,13 +13,18 @@ import signal
 import socket
 import sys
 import termios
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.actions import ActionExecutor
 from core.config import Config
 from core.errors import ZombietopError
 from core.monitor import Monitor
 from core.store import open_store
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 
 def terminal_alive() -> bool:
@@ -29,6 +34,20 @@ def terminal_alive() -> bool:
     except (termios.error, OSError, ValueError):
         return False
     return True
+
+
+HANG_UP_GRACE = 3.0
+"""Seconds a hung-up dashboard gets to shut down before it is ended outright."""
+
+
+def hang_up(app: App[None], code: int) -> None:
+    """End the app; if shutting down blocks on the dead terminal, end the process."""
+    app.exit(return_code=code)
+    # Textual's shutdown writes to the terminal; with nobody reading it, that write can block
+    # forever. Nothing is lost by leaving now: every store write is already committed.
+    timer = threading.Timer(HANG_UP_GRACE, os._exit, args=(code,))
+    timer.daemon = True
+    timer.start()
 
 
 def actor() -> str:
@@ -49,10 +68,12 @@ async def run_dashboard(
         raise ZombietopError(
             f"--refresh {refresh:g}: give a positive number of seconds, e.g. --refresh 1"
         )
-    if not sys.stdout.isatty():
-        raise ZombietopError("the dashboard needs a terminal; use `zombietop status` from scripts")
     read_only = read_only or wall
     async with await open_store(db, read_only=read_only) as store:
+        if not sys.stdout.isatty():
+            raise ZombietopError(
+                "the dashboard needs a terminal; use `zombietop status` from scripts"
+            )
         monitor = Monitor(store, config)
         executor: ActionExecutor | None = None
         if not read_only:
@@ -72,11 +93,12 @@ async def run_dashboard(
             actor=actor(),
             terminal_alive=terminal_alive,
         )
+        app.on_terminal_lost = lambda: hang_up(app, 129)
         loop = asyncio.get_running_loop()
         # Hang-up (a dropped SSH session) and TERM end the app cleanly instead of leaving it
         # reading a dead terminal.
-        for signum in (signal.SIGHUP, signal.SIGTERM):
-            loop.add_signal_handler(signum, app.exit)
+        loop.add_signal_handler(signal.SIGHUP, hang_up, app, 128 + signal.SIGHUP)
+        loop.add_signal_handler(signal.SIGTERM, hang_up, app, 128 + signal.SIGTERM)
         try:
             await app.run_async()
         finally:

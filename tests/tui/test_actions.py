@@ -186,3 +186,18 @@ async def test_writable_palette_and_help_offer_every_action() -> None:
             if key.action != "quit":
                 assert key.label in titles
         assert "Quit" in titles
+
+
+async def test_wall_has_no_actions_no_cursor_no_palette() -> None:
+    executor = RecordingExecutor()
+    app = make_app(executor=executor, wall=True)
+    assert app.read_only and app.executor is None
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert not app.use_command_palette
+        assert not app.screen.query(TaskTable)
+        await pilot.press("ctrl+p", "r", "d", "k", "enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert app.screen is app.main
+    assert executor.requests == []
