@@ -1,4 +1,4 @@
-"""`zombietop` with no subcommand: one-line errors before the screen, and a clean exit on hang-up."""
+"""`zombietop` alone: one-line errors before the screen opens, a clean exit on hang-up."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from core.store import open_store
 from tui.cli import main
 

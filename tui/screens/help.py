@@ -33,6 +33,9 @@ class HelpScreen(ModalScreen[None]):
         background: $surface;
         padding: 0 1;
     }
+    HelpScreen #legend {
+        margin-top: 1;
+    }
     """
 
     def __init__(self, read_only: bool) -> None:

@@ -38,7 +38,9 @@ class EventsPane(Widget):
     """
 
     events: reactive[tuple[Event, ...]] = reactive(())
-    border_title = "events (newest first)"
+
+    def on_mount(self) -> None:
+        self.border_title = "events, newest first"
 
     def set_events(self, events: Sequence[Event]) -> None:
         self.events = tuple(events)
