@@ -197,7 +197,8 @@ class ZombietopApp(App[None]):
             severity="information" if outcome.ok else "error",
             timeout=10,
         )
-        self.notes[request.task_id] = (str(outcome.outcome), self.clock.now() + NOTE_SECONDS)
+        word = str(outcome.outcome).replace("_", " ")
+        self.notes[request.task_id] = (word, self.clock.now() + NOTE_SECONDS)
 
     def open_detail(self, task_id: str) -> None:
         self.push_screen(DetailScreen(task_id))

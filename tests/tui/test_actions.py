@@ -66,6 +66,9 @@ async def test_every_outcome_is_a_notification() -> None:
         await settle(pilot)
         messages = [n.message for n in app._notifications]
         assert any("kill etl-0417: SIGTERM sent" in m for m in messages)
+        # ... and the row says so until the store shows the pending kill.
+        table = app.main.query_one(TaskTable)
+        assert table.get_cell("etl-0417", "health").plain == "↯ term sent"
         # A pending kill completed by a later poll is reported too.
         request = ActionRequest(
             kind=ActionKind.KILL, task_id="etl-0417", expected_token=3, actor="x"

@@ -99,7 +99,12 @@ class TaskTable(DataTable[object]):
         """Make the table show ``views`` in this order, touching only what changed."""
         selected = select or self.selected_task_id
         self.cells_touched = 0
-        self._now, self._notes = now, notes
+        notes_changed = {
+            task_id
+            for task_id in self._notes.keys() | notes.keys()
+            if self._notes.get(task_id) != notes.get(task_id)
+        }
+        self._now, self._notes = now, dict(notes)
         previous = self._views
         self._views = {view.task_id: view for view in views}
         with self.app.batch_update():
@@ -119,7 +124,11 @@ class TaskTable(DataTable[object]):
                     self._shown[task_id] = cells
                     current.append(task_id)
                     self.cells_touched += len(cells)
-                elif previous.get(task_id) is not view or now != self._last_now:
+                elif (
+                    previous.get(task_id) is not view
+                    or now != self._last_now
+                    or task_id in notes_changed
+                ):
                     self._stale.add(task_id)
             order = [view.task_id for view in views]
             if order != current:
