@@ -11,6 +11,7 @@ from textual import work
 from textual.app import App, SystemCommand
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from core.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
@@ -69,6 +70,7 @@ class ZombietopApp(App[None]):
         self.filter_text = ""
         self.paused_at: float | None = None
         self.events_open = False
+        self._timer: Timer | None = None
         self.notes: dict[str, tuple[str, float]] = {}
         """Task id -> (outcome word, until when): the last action's outcome, shown in its row."""
         self.main: DashboardScreen | WallScreen = WallScreen() if wall else DashboardScreen()
@@ -132,7 +134,7 @@ class ZombietopApp(App[None]):
                     failed_at=self.clock.now(),
                 )
                 self.main.show_state(self.clock.now())
-            self.set_timer(self.refresh_interval, self._tick)
+            self._arm()
         elif worker.group == "action" and event.state is WorkerState.ERROR:
             self.notify(f"action failed: {worker.error}", severity="error", timeout=15)
 
@@ -142,6 +144,15 @@ class ZombietopApp(App[None]):
             return
         if self.paused_at is None:
             self.poll()
+        else:
+            # Paused: no poll, but keep watching for a lost terminal.
+            self._arm()
+
+    def _arm(self) -> None:
+        """Schedule the next tick; one timer at a time, so polls never pile up."""
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(self.refresh_interval, self._tick)
 
     def toggle_pause(self) -> None:
         if self.paused_at is None:

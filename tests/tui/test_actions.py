@@ -204,3 +204,39 @@ async def test_wall_has_no_actions_no_cursor_no_palette() -> None:
         assert not isinstance(app.screen, ConfirmScreen)
         assert app.screen is app.main
     assert executor.requests == []
+
+
+async def test_pause_stops_polling_and_says_so() -> None:
+    source = SampleSource()
+    app = make_app(source)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        polls = source.polls
+        await pilot.press("p")
+        app._tick()
+        await settle(pilot)
+        assert source.polls == polls
+        assert "PAUSED" in str(app.main.query_one("Banner").render())
+        await pilot.press("p")
+        await settle(pilot)
+        assert source.polls == polls + 1
+        assert not app.main.query_one("Banner").has_class("-shown")
+
+
+async def test_sort_cycle_keeps_the_cursor_on_its_task() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        table = app.main.query_one(TaskTable)
+        await pilot.press("down", "down")
+        assert table.selected_task_id == "thumbs-7781"
+        orders = []
+        for _ in range(4):  # oldest heartbeat, least progress, task id, back to urgency
+            await pilot.press("s")
+            await settle(pilot)
+            orders.append(table.order)
+            assert table.selected_task_id == "thumbs-7781"
+        assert orders[0][0] == "export-2031"
+        assert orders[2][0] == "backup-0730"
+        assert len({tuple(order) for order in orders}) == 4
+        assert table.selected_task_id == "thumbs-7781"
