@@ -18,6 +18,8 @@ from tui.healths import GLYPHS, STYLES
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 DASH = Text("-", style="dim")
+KILL_OUTCOME_SHOWN_S = 60.0
+"""How long a finished kill's outcome stays in its row (the store keeps it longer)."""
 
 
 def bar(fraction: float | None, width: int) -> str:
@@ -49,6 +51,13 @@ def _health(view: TaskView, now: float, note: str | None) -> Text:
         return Text(f"↯ TERM {format_age(max(kill.deadline - now, 0.0))}", style="bold reverse red")
     if note is not None:
         return Text(f"↯ {note}", style="bold yellow")
+    if (
+        kill is not None
+        and kill.outcome is not None
+        and kill.finished_at is not None
+        and now - kill.finished_at < KILL_OUTCOME_SHOWN_S
+    ):
+        return Text(f"↯ {kill.outcome.replace('_', ' ')}", style="bold yellow")
     health = view.health
     return Text(f"{GLYPHS[health]} {health}", style=STYLES[health])
 

@@ -240,3 +240,19 @@ async def test_sort_cycle_keeps_the_cursor_on_its_task() -> None:
         assert orders[2][0] == "backup-0730"
         assert len({tuple(order) for order in orders}) == 4
         assert table.selected_task_id == "thumbs-7781"
+
+
+def test_kill_row_counts_down_then_shows_the_outcome() -> None:
+    from core.model import PendingKill
+    from tui.cells import BY_KEY
+
+    health = BY_KEY["health"]
+    snapshot = sample_snapshot(kill_pending={"thumbs-7781"})
+    view = snapshot.by_id()["thumbs-7781"]
+    assert health.render(view, NOW, None).plain == "↯ TERM 23s"
+    assert health.render(view, NOW + 20, None).plain == "↯ TERM 3s"
+    assert view.pending_kill is not None
+    done: PendingKill = replace(view.pending_kill, outcome="exited", finished_at=NOW + 5)
+    finished = replace(view, pending_kill=done)
+    assert health.render(finished, NOW + 6, None).plain == "↯ exited"
+    assert health.render(finished, NOW + 600, None).plain == "■ stalled"
