@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -219,7 +220,7 @@ class ZombietopApp(App[None]):
 
     # Command palette ------------------------------------------------------------------------
 
-    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         if self.wall:
             return
@@ -233,6 +234,6 @@ class ZombietopApp(App[None]):
                 partial(target.run_action, key.action),
             )
 
-    def palette_titles(self, screen: Screen[object] | None = None) -> Sequence[str]:
+    def palette_titles(self, screen: Screen[Any] | None = None) -> Sequence[str]:
         """The titles the command palette offers on ``screen`` (for tests)."""
         return [command.title for command in self.get_system_commands(screen or self.main)]

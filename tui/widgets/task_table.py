@@ -13,6 +13,7 @@ from typing import ClassVar
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding, BindingType
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -70,7 +71,7 @@ class TaskTable(DataTable[object]):
         if self.row_count == 0:
             return None
         row = min(self.cursor_row, self.row_count - 1)
-        key = self.coordinate_to_cell_key((row, 0)).row_key
+        key = self.coordinate_to_cell_key(Coordinate(row, 0)).row_key
         return None if key.value is None else str(key.value)
 
     def set_columns(self, columns: Sequence[Column]) -> None:
@@ -187,6 +188,8 @@ class TaskTable(DataTable[object]):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         value = self.get_cell(row_key, column_key)
         look = (
             row_index,
