@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from core.actions import ActionExecutor
 from core.config import Config
 from core.errors import ZombietopError
-from core.monitor import Monitor
 from core.store import open_store
+from tui.poller import ThreadedMonitor
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -74,7 +74,6 @@ async def run_dashboard(
             raise ZombietopError(
                 "the dashboard needs a terminal; use `zombietop status` from scripts"
             )
-        monitor = Monitor(store, config)
         executor: ActionExecutor | None = None
         if not read_only:
             try:
@@ -84,24 +83,30 @@ async def run_dashboard(
                     "this zombietop has no action executor (core.executor); run with --read-only"
                 ) from None
             executor = Executor(store, config)
-        app = ZombietopApp(
-            monitor,
-            executor=executor,
-            refresh=refresh if refresh is not None else config.refresh,
-            wall=wall,
-            store_label=store.describe(),
-            actor=actor(),
-            terminal_alive=terminal_alive,
-        )
-        app.on_terminal_lost = lambda: hang_up(app, 129)
-        loop = asyncio.get_running_loop()
-        # Hang-up (a dropped SSH session) and TERM end the app cleanly instead of leaving it
-        # reading a dead terminal.
-        loop.add_signal_handler(signal.SIGHUP, hang_up, app, 128 + signal.SIGHUP)
-        loop.add_signal_handler(signal.SIGTERM, hang_up, app, 128 + signal.SIGTERM)
+        # The monitor reads through its own connection on its own thread; ``store`` here is
+        # the executor's (and proves the path before the screen opens).
+        source = await ThreadedMonitor.open(db, config, read_only=read_only)
         try:
-            await app.run_async()
+            app = ZombietopApp(
+                source,
+                executor=executor,
+                refresh=refresh if refresh is not None else config.refresh,
+                wall=wall,
+                store_label=store.describe(),
+                actor=actor(),
+                terminal_alive=terminal_alive,
+            )
+            app.on_terminal_lost = lambda: hang_up(app, 129)
+            loop = asyncio.get_running_loop()
+            # Hang-up (a dropped SSH session) and TERM end the app cleanly instead of leaving
+            # it reading a dead terminal.
+            loop.add_signal_handler(signal.SIGHUP, hang_up, app, 128 + signal.SIGHUP)
+            loop.add_signal_handler(signal.SIGTERM, hang_up, app, 128 + signal.SIGTERM)
+            try:
+                await app.run_async()
+            finally:
+                for signum in (signal.SIGHUP, signal.SIGTERM):
+                    loop.remove_signal_handler(signum)
         finally:
-            for signum in (signal.SIGHUP, signal.SIGTERM):
-                loop.remove_signal_handler(signum)
+            await source.close()
     return app.return_code or 0
