@@ -213,7 +213,9 @@ class DetailScreen(Screen[None]):
         if points:
             label += f": {format_progress(points[0])} -> {format_progress(points[-1])}"
         self.query_one("#spark-label", Static).update(Text(label, style="dim"))
-        self.query_one("#spark", Sparkline).data = points or [0.0]
+        spark = self.query_one("#spark", Sparkline)
+        spark.display = bool(points)
+        spark.data = points
         self.query_one("#facts", Static).update(describe(view, now))
         self.query_one("#events", Static).update(self._events_text(self.events))
 
