@@ -90,3 +90,22 @@ def test_hangup_exits_cleanly(tmp_path: Path) -> None:
             pytest.fail("the dashboard was still running 10 s after SIGHUP")
     finally:
         subprocess.run(["true"], check=False)
+
+
+def test_terminal_alive_notices_a_lost_terminal_without_sighup() -> None:
+    """With SIGHUP ignored (nohup), the per-refresh check still sees the terminal go."""
+    pid, master = pty.fork()
+    if pid == 0:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        from tui.dashboard import terminal_alive
+
+        before = terminal_alive()
+        os.write(1, b"ready\n")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and terminal_alive():
+            time.sleep(0.05)
+        os._exit(0 if before and not terminal_alive() else 1)
+    assert os.read(master, 100).startswith(b"ready")
+    os.close(master)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
