@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from core.actions import ActionExecutor
 from core.config import Config
 from core.errors import ZombietopError
+from core.executor import Executor
+from core.procs import PsutilProbe
 from core.store import open_store
 from tui.poller import ThreadedMonitor
 
@@ -74,18 +76,10 @@ async def run_dashboard(
             raise ZombietopError(
                 "the dashboard needs a terminal; use `zombietop status` from scripts"
             )
-        executor: ActionExecutor | None = None
-        if not read_only:
-            try:
-                from core.executor import Executor
-            except ModuleNotFoundError:
-                raise ZombietopError(
-                    "this zombietop has no action executor (core.executor); run with --read-only"
-                ) from None
-            executor = Executor(store, config)
+        executor: ActionExecutor | None = None if read_only else Executor(store, config)
         # The monitor reads through its own connection on its own thread; ``store`` here is
         # the executor's (and proves the path before the screen opens).
-        source = await ThreadedMonitor.open(db, config, read_only=read_only)
+        source = await ThreadedMonitor.open(db, config, read_only=read_only, probe=PsutilProbe())
         try:
             app = ZombietopApp(
                 source,
