@@ -379,7 +379,7 @@ def _context(
         if flag in flags and budget.used_s is not None:
             name = f" {heartbeat.request_name}" if label == "request" and heartbeat else ""
             parts.append(
-                f"{label}{name} {format_age(budget.used_s)} over its {format_duration(budget.limit_s)} budget"
+                f"{label}{name} running {format_age(budget.used_s)} (budget {format_duration(budget.limit_s)})"
             )
     if task.quarantined and health is not Health.QUARANTINED:
         parts.append("quarantined")
