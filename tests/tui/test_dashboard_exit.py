@@ -16,7 +16,6 @@ from tests.core.realprocs import Children, start_task_process
 from tui.dashboard import hand_over_pending_kills
 
 
-
 async def test_a_pending_kill_outlives_the_dashboard(
     real_store: SQLiteStore, fast_config: Config, children: Children, tmp_path: Path, db: Path
 ) -> None:
