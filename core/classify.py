@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 
 from core.config import Limits
 from core.durations import format_age, format_duration
@@ -81,7 +82,13 @@ class Verdict:
     lease_expires_in_s: float | None
     """Seconds until the lease expires; negative once it has (None when no lease is held)."""
     progress_stuck_s: float | None
-    context: str
+    describe: Callable[[], str] = field(repr=False, compare=False)
+    """Compose the page line; called only when someone reads ``context``."""
+
+    @property
+    def context(self) -> str:
+        """The one line a page carries: enough to decide resume or discard in three seconds."""
+        return self.describe()
 
 
 def format_progress(progress: float | None) -> str:
@@ -156,8 +163,9 @@ def classify(
             )
             if budget.over
         )
-    context = _context(
-        now, task, health, heartbeat, heartbeat_age, lease, lease_in, process, budgets, flags, reasons
+    # Most polls never read most page lines: compose them on demand.
+    describe = partial(
+        _context, now, task, health, heartbeat, heartbeat_age, lease, lease_in, process, budgets, flags, reasons
     )
     return Verdict(
         health=health,
@@ -167,7 +175,7 @@ def classify(
         heartbeat_age_s=heartbeat_age,
         lease_expires_in_s=lease_in,
         progress_stuck_s=progress_stuck,
-        context=context,
+        describe=describe,
     )
 
 
@@ -198,79 +206,43 @@ def _executing_rules(
     elif now > lease.expires_at:
         ago = now - lease.expires_at
         reasons.append(
-            Reason(
-                code="lease_expired",
-                message=f"lease expired {format_age(ago)} ago (ttl {format_duration(limits.lease_ttl)})",
-                health=Health.RECLAIMABLE,
-                age_s=ago,
-                limit_s=limits.lease_ttl,
-            )
+            _late("lease_expired", Health.RECLAIMABLE, f"lease expired {format_age(ago)} ago", "ttl", ago, limits.lease_ttl)
         )
 
     if heartbeat is None:
         if task.state is TaskState.STARTING:
             since = now - (task.claimed_at if task.claimed_at is not None else task.created_at)
             if since > limits.start_grace:
-                reasons.append(
-                    Reason(
-                        code="no_first_heartbeat",
-                        message=(
-                            f"no first heartbeat {format_age(since)} after claim "
-                            f"(start grace {format_duration(limits.start_grace)})"
-                        ),
-                        health=Health.STALLED,
-                        age_s=since,
-                        limit_s=limits.start_grace,
-                    )
-                )
+                what = f"no first heartbeat {format_age(since)} after claim"
+                reasons.append(_late("no_first_heartbeat", Health.STALLED, what, "start grace", since, limits.start_grace))
         else:
             since = now - _start_of(task)
             if since > limits.heartbeat_timeout:
-                reasons.append(
-                    Reason(
-                        code="no_heartbeat",
-                        message=(
-                            f"no heartbeat {format_age(since)} after start "
-                            f"(timeout {format_duration(limits.heartbeat_timeout)})"
-                        ),
-                        health=Health.STALLED,
-                        age_s=since,
-                        limit_s=limits.heartbeat_timeout,
-                    )
-                )
+                what = f"no heartbeat {format_age(since)} after start"
+                reasons.append(_late("no_heartbeat", Health.STALLED, what, "timeout", since, limits.heartbeat_timeout))
     else:
         age = now - heartbeat.written_at
+        stuck = now - heartbeat.progress_changed_at
         if age > limits.heartbeat_timeout:
-            reasons.append(
-                Reason(
-                    code="heartbeat_stale",
-                    message=(
-                        f"heartbeat {format_age(age)} old "
-                        f"(timeout {format_duration(limits.heartbeat_timeout)})"
-                    ),
-                    health=Health.STALLED,
-                    age_s=age,
-                    limit_s=limits.heartbeat_timeout,
-                )
-            )
-        else:
-            stuck = now - heartbeat.progress_changed_at
-            if stuck > limits.progress_timeout:
-                reasons.append(
-                    Reason(
-                        code="progress_stuck",
-                        message=(
-                            f"beating but progress unchanged at {format_progress(heartbeat.progress)} "
-                            f"for {format_age(stuck)} (timeout {format_duration(limits.progress_timeout)})"
-                        ),
-                        health=Health.SPINNING,
-                        age_s=stuck,
-                        limit_s=limits.progress_timeout,
-                    )
-                )
+            what = f"heartbeat {format_age(age)} old"
+            reasons.append(_late("heartbeat_stale", Health.STALLED, what, "timeout", age, limits.heartbeat_timeout))
+        elif stuck > limits.progress_timeout:
+            what = f"beating but progress unchanged at {format_progress(heartbeat.progress)} for {format_age(stuck)}"
+            reasons.append(_late("progress_stuck", Health.SPINNING, what, "timeout", stuck, limits.progress_timeout))
 
     if task.quarantined:
         reasons.append(_quarantine_reason(now, task))
+
+
+def _late(code: str, health: Health, what: str, limit_name: str, age: float, limit: float) -> Reason:
+    """A reason for a moment that came later than its limit allows."""
+    return Reason(
+        code=code,
+        message=f"{what} ({limit_name} {format_duration(limit)})",
+        health=health,
+        age_s=age,
+        limit_s=limit,
+    )
 
 
 def _start_of(task: Task) -> float:
@@ -371,7 +343,7 @@ def _context(
         if flag in flags and budget.used_s is not None:
             name = f" {heartbeat.request_name}" if label == "request" and heartbeat else ""
             parts.append(
-                f"{label}{name} {format_age(budget.used_s)} over its {format_duration(budget.limit_s)} budget"
+                f"{label}{name} running {format_age(budget.used_s)} (budget {format_duration(budget.limit_s)})"
             )
     if task.quarantined and health is not Health.QUARANTINED:
         parts.append("quarantined")

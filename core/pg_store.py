@@ -55,6 +55,7 @@ from core.rows import (
     HEARTBEAT_COLUMNS,
     REQUEST_COLUMNS,
     TASK_COLUMNS,
+    PollCache,
     already_requested,
     record_from_row,
     sample_params,
@@ -144,6 +145,7 @@ class PostgresStore(Store):
         self._pinned = pinned_clock
         # One connection, one transaction at a time: coroutines sharing this store queue here.
         self._lock = asyncio.Lock()
+        self._poll_cache = PollCache()
 
     # Opening -------------------------------------------------------------------------------
 
@@ -466,7 +468,7 @@ class PostgresStore(Store):
                 rows = await self._rows(
                     db, "select_tasks_for_poll", {"finished_since": finished_since}
                 )
-        return [record_from_row(row) for row in rows]
+        return self._poll_cache.records(rows)
 
     async def _fence(
         self, db: asyncpg.Connection, now: float, task_id: str, owner: str, token: int

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from typing import Any
 
-from core.model import Heartbeat, Lease, PendingKill, ProcessSample, Row, Task, TaskRecord
+from core.model import Heartbeat, Lease, PendingKill, ProcessSample, Task, TaskRecord
 
 TASK_COLUMNS = (
     "task_id run_id step step_type state attempt upstream host pid pid_start_time command cwd "
@@ -33,30 +33,49 @@ REQUEST_COLUMNS = (
 ).split()
 
 
-class _Prefixed(Mapping[str, Any]):
-    """A view of one joined row's ``l_`` or ``h_`` columns under their plain names."""
-
-    __slots__ = ("_prefix", "_row")
-
-    def __init__(self, row: Row, prefix: str) -> None:
-        self._row = row
-        self._prefix = prefix
-
-    def __getitem__(self, key: str) -> Any:
-        return self._row[self._prefix + key]
-
-    def __iter__(self) -> Any:
-        raise NotImplementedError
-
-    def __len__(self) -> int:
-        raise NotImplementedError
+_T = len(TASK_COLUMNS)
+_L = _T + len(LEASE_COLUMNS)
+_H = _L + len(HEARTBEAT_COLUMNS)
 
 
-def record_from_row(row: Row) -> TaskRecord:
-    lease = Lease.from_row(_Prefixed(row, "l_")) if row["l_task_id"] is not None else None
-    beat = Heartbeat.from_row(_Prefixed(row, "h_")) if row["h_task_id"] is not None else None
-    kill = PendingKill.from_row(_Prefixed(row, "k_")) if row["k_task_id"] is not None else None
-    return TaskRecord(task=Task.from_row(row), lease=lease, heartbeat=beat, pending_kill=kill)
+def record_from_row(row: Iterable[Any]) -> TaskRecord:
+    """Split one joined poll row (a sqlite3.Row or an asyncpg Record) into its parts."""
+    return record_from_values(tuple(row))
+
+
+def record_from_values(values: tuple[Any, ...]) -> TaskRecord:
+    # Slicing and zipping names run in C; this runs for every changed row of every poll.
+    lease = beat = kill = None
+    if values[_T] is not None:
+        lease = Lease.from_row(dict(zip(LEASE_COLUMNS, values[_T:_L], strict=True)))
+    if values[_L] is not None:
+        beat = Heartbeat.from_row(dict(zip(HEARTBEAT_COLUMNS, values[_L:_H], strict=True)))
+    if values[_H] is not None:
+        kill = PendingKill.from_row(dict(zip(KILL_COLUMNS, values[_H:], strict=True)))
+    task = Task.from_row(dict(zip(TASK_COLUMNS, values[:_T], strict=True)))
+    return TaskRecord(task=task, lease=lease, heartbeat=beat, pending_kill=kill)
+
+
+class PollCache:
+    """Poll rows by task id as last read: an unchanged row reuses its records (most rows, most
+    polls), so a poll costs what changed rather than what exists."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[tuple[Any, ...], TaskRecord]] = {}
+
+    def records(self, rows: Iterable[Any]) -> list[TaskRecord]:
+        cache = self._rows
+        fresh: dict[str, tuple[tuple[Any, ...], TaskRecord]] = {}
+        records = []
+        for row in rows:
+            values = tuple(row)
+            seen = cache.get(values[0])
+            same = seen is not None and seen[0] == values
+            record = seen[1] if seen is not None and same else record_from_values(values)
+            fresh[values[0]] = (values, record)
+            records.append(record)
+        self._rows = fresh
+        return records
 
 
 def already_requested(kind: str, task_id: str, host: str) -> str:

@@ -49,6 +49,7 @@ from core.rows import (
     HEARTBEAT_COLUMNS,
     REQUEST_COLUMNS,
     TASK_COLUMNS,
+    PollCache,
     already_requested,
     record_from_row,
     sample_params,
@@ -89,6 +90,7 @@ class SQLiteStore(Store):
         self.read_only = read_only
         # One connection, one transaction at a time: coroutines sharing this store queue here.
         self._lock = asyncio.Lock()
+        self._poll_cache = PollCache()
 
     # Opening -------------------------------------------------------------------------------
 
@@ -353,7 +355,7 @@ class SQLiteStore(Store):
                 rows = await db.execute_fetchall(ALL_SQL)
             else:
                 rows = await db.execute_fetchall(POLL_SQL, {"finished_since": finished_since})
-        return [record_from_row(row) for row in rows]
+        return self._poll_cache.records(rows)
 
     async def _fence(
         self, db: aiosqlite.Connection, now: float, task_id: str, owner: str, token: int

@@ -8,8 +8,10 @@ import signal
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from core.executor import Executor
 from core.monitor import Monitor
 from core.notify import build_notifiers
+from core.procs import PsutilProbe
 from core.store import open_store
 from core.watchdog import Watchdog
 
@@ -30,17 +32,8 @@ async def cmd_watch(args: argparse.Namespace) -> int:
     if not notifiers and not args.dry_run:
         _log("no [notify] channel configured: pages are only logged here and recorded as events")
     async with await open_store(ctx.db, read_only=args.dry_run) as store:
-        executor = None
-        probe = None
-        try:
-            from core.executor import Executor
-            from core.procs import PsutilProbe
-
-            probe = PsutilProbe()
-            executor = None if args.dry_run else Executor(store, config)
-        except ImportError:  # pragma: no cover - only before the process layer existed
-            pass
-        monitor = Monitor(store, config, probe=probe)
+        executor = None if args.dry_run else Executor(store, config)
+        monitor = Monitor(store, config, probe=PsutilProbe())
         dog = Watchdog(monitor, config, executor=executor, notifiers=notifiers, dry_run=args.dry_run, log=_log)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

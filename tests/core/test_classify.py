@@ -215,7 +215,7 @@ def test_page_line_for_a_stalled_task_with_an_overrun() -> None:
     verdict = classify(NOW, task(), lease(), beat(age=600, stage_for=1200), proc(), LIMITS)
     assert verdict.context == (
         "export-2031 stalled: stage=transform p=61% heartbeat 10m00s old, lease expires in 4m00s, "
-        "pid 4121 alive cpu 0%, stage 20m00s over its 15m budget - resume or discard"
+        "pid 4121 alive cpu 0%, stage running 20m00s (budget 15m) - resume or discard"
     )
 
 

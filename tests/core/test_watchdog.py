@@ -169,7 +169,7 @@ async def test_stage_overrun_pages_then_kills_and_task_overrun_only_logs(store: 
         await dog.tick()
     overruns = [p for p in notifier.pages if p.kind == "stage_overrun"]
     assert len(overruns) == 1
-    assert overruns[0].line.endswith("stage 16m00s over its 15m budget - killed gracefully at 30m in this stage")
+    assert overruns[0].line.endswith("stage running 16m00s (budget 15m) - killed gracefully at 30m in this stage")
     kills = [r for r in executor.requests if r.kind is ActionKind.KILL]
     assert len(kills) == 1 and kills[0].expected_token == token and kills[0].task_id == "export-2031"
     assert "stage transform ran 30m00s, 2 x its 15m budget" in (kills[0].reason or "")

@@ -1,0 +1,115 @@
+"""The watchdog with the real executor: a graceful kill at the second stage overrun against a real
+child, an all-clear after resume, and quarantine blocking `zombietop run --after`."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+from core.actions import ActionKind, Outcome
+from core.clock import FakeClock
+from core.config import Config, WatchSettings
+from core.executor import Executor
+from core.heartbeat_line import parse_line
+from core.model import TaskState
+from core.monitor import Monitor
+from core.notify import Page
+from core.procs import PsutilProbe
+from core.sqlite_store import SQLiteStore
+from core.watchdog import Watchdog
+from tests.core.realprocs import Children, start_task_process, zombietop
+
+
+class ListNotifier:
+    name = "list"
+
+    def __init__(self) -> None:
+        self.pages: list[Page] = []
+
+    async def send(self, page: Page) -> None:
+        self.pages.append(page)
+
+
+def make_watchdog(store: SQLiteStore, config: Config, clock: FakeClock) -> tuple[Watchdog, ListNotifier]:
+    config = replace(config, watch=WatchSettings(interval=5))
+    notifier = ListNotifier()
+    monitor = Monitor(store, config, probe=PsutilProbe(), clock=clock)
+    executor = Executor(store, config, clock=clock)
+    dog = Watchdog(monitor, config, executor=executor, notifiers=[notifier], clock=clock, log=lambda _: None)
+    return dog, notifier
+
+
+async def test_second_stage_overrun_kills_a_real_child_gracefully(
+    fake_store: SQLiteStore, fast_config: Config, fake_clock: FakeClock, children: Children, tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    proc = await start_task_process(fake_store, children, f"sleep 60 & : > {ready}; wait", ready)
+    dog, notifier = make_watchdog(fake_store, fast_config, fake_clock)  # stage 20s, kill_grace 1s
+    kills = []
+    for step in range(1, 40):  # beating with moving progress: only the stage budget speaks
+        fake_clock.advance(2)
+        await fake_store.renew_lease("t1", owner="test-owner", token=1, ttl=3)
+        await fake_store.record_heartbeat(
+            "t1", parse_line(f"stage=load p={step}"), owner="test-owner", token=1
+        )
+        report = await dog.tick()
+        kills += [a.outcome for a in report.actions if a.request.kind is ActionKind.KILL]
+        if kills:
+            break
+    overruns = [p for p in notifier.pages if p.kind == "stage_overrun"]
+    assert len(overruns) == 1 and overruns[0].line.endswith("killed gracefully at 40s in this stage")
+    assert kills[0] is Outcome.TERM_SENT
+    beat = (await fake_store.get_record("t1")).heartbeat
+    assert beat is not None and fake_clock.now() - beat.stage_started_at == 40
+    assert await asyncio.to_thread(proc.wait, 10) == -signal.SIGTERM
+    fake_clock.advance(0.5)
+    report = await dog.tick()
+    # The exit is reported once: in the tick that sent TERM if the child was quick, else the next.
+    kills += [a.outcome for a in report.actions]
+    assert kills == [Outcome.TERM_SENT, Outcome.EXITED]
+
+
+async def test_all_clear_after_resume(fake_store: SQLiteStore, fast_config: Config, fake_clock: FakeClock) -> None:
+    await fake_store.create_task(task_id="t1", run_id="r", step="s", step_type="d", actor="test")
+    lease = await fake_store.acquire_lease("t1", owner="w", ttl=60)
+    await fake_store.record_heartbeat("t1", parse_line("stage=a p=5"), owner="w", token=lease.token)
+    dog, notifier = make_watchdog(fake_store, fast_config, fake_clock)
+    fake_clock.advance(5)
+    await dog.tick()
+    executor = Executor(fake_store, fast_config, clock=fake_clock)
+    outcome = await executor.resume("t1", expected_token=lease.token, actor="oncall", reason="looked fine")
+    assert outcome.outcome is Outcome.REQUEUED, outcome.message
+    await dog.tick()
+    await dog.tick()
+    assert [p.kind for p in notifier.pages] == ["incident", "all_clear"]
+    assert notifier.pages[1].line.startswith("t1 all clear: now queued (was stalled")
+
+
+async def test_quarantine_blocks_run_after_until_resume_or_discard(
+    fake_store: SQLiteStore, fast_config: Config, fast_config_path: Path, fake_clock: FakeClock, db: Path
+) -> None:
+    await fake_store.create_task(task_id="up", run_id="r", step="s", step_type="d", actor="test")
+    lease = await fake_store.acquire_lease("up", owner="w", ttl=60)
+    await fake_store.record_heartbeat("up", parse_line("stage=a p=5"), owner="w", token=lease.token)
+    dog, _ = make_watchdog(fake_store, fast_config, fake_clock)
+    fake_clock.advance(5)
+    await dog.tick()
+    assert (await fake_store.get_task("up")).quarantined
+
+    def run_after() -> subprocess.CompletedProcess[str]:
+        argv = zombietop(db, fast_config_path, "run", "--task", "down", "--after", "up", "--", "true")
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+
+    blocked = await asyncio.to_thread(run_after)
+    assert blocked.returncode == 2
+    assert "upstream up is quarantined" in blocked.stderr and blocked.stderr.count("\n") == 1
+    executor = Executor(fake_store, fast_config, clock=fake_clock)
+    await executor.resume("up", expected_token=lease.token, actor="oncall", reason="retry it")
+    still = await asyncio.to_thread(run_after)
+    assert still.returncode == 2 and "upstream up is queued, not succeeded" in still.stderr
+    again = await fake_store.acquire_lease("up", owner="w2", ttl=60)
+    await fake_store.finish_task("up", owner="w2", token=again.token, state=TaskState.SUCCEEDED, exit_code=0)
+    assert (await asyncio.to_thread(run_after)).returncode == 0
