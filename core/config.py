@@ -16,8 +16,8 @@ from typing import Any
 import tomli_w
 
 from core.durations import format_duration, parse_duration
-from core.store import store_location
 from core.errors import ConfigError
+from core.store import store_location
 
 DEFAULT_SOURCE = "default"
 

@@ -68,7 +68,9 @@ ALL_SQL = SQL["select_all_tasks"].replace("{columns}", _COLUMNS)
 RECORD_SQL = SQL["select_task_record"].replace("{columns}", _COLUMNS)
 OPEN_KILL_SQL = SQL["select_open_kill"].replace("{kill_columns}", _KILL_COLUMNS)
 HOST_KILLS_SQL = SQL["select_open_kills_for_host"].replace("{kill_columns}", _KILL_COLUMNS)
-HOST_TASKS_SQL = SQL["select_active_tasks_on_host"].replace("{task_columns}", ", ".join(TASK_COLUMNS))
+HOST_TASKS_SQL = SQL["select_active_tasks_on_host"].replace(
+    "{task_columns}", ", ".join(TASK_COLUMNS)
+)
 REQUEST_SQL = SQL["select_host_request"].replace("{request_columns}", ", ".join(REQUEST_COLUMNS))
 OPEN_REQUESTS_SQL = SQL["select_open_host_requests"].replace(
     "{request_columns}", ", ".join(REQUEST_COLUMNS)
@@ -864,7 +866,9 @@ class SQLiteStore(Store):
         async with self._write() as db:
             now = self._clock.now()
             for task_id, sample in samples.items():
-                await db.execute(SQL["upsert_process_sample"], sample_params(task_id, host, sample, now))
+                await db.execute(
+                    SQL["upsert_process_sample"], sample_params(task_id, host, sample, now)
+                )
 
     async def process_samples(self) -> dict[str, StoredSample]:
         async with self._read() as db:
@@ -888,7 +892,8 @@ class SQLiteStore(Store):
                 async with db.execute(
                     SQL["insert_host_request"],
                     {"task_id": task_id, "host": host, "kind": kind,
-                     "expected_token": expected_token, "actor": actor, "reason": reason, "now": now},
+                     "expected_token": expected_token, "actor": actor, "reason": reason,
+                     "now": now},
                 ) as cursor:
                     row = await cursor.fetchone()
             except sqlite3.IntegrityError:

@@ -249,7 +249,7 @@ async def test_a_request_keeps_its_start_while_in_flight(store: Store, clock: Fa
     assert hb.request_started_at == 1795910400.0
 
 
-async def test_poll_reuses_records_of_unchanged_rows(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_poll_reuses_records_of_unchanged_rows(store: Store, clock: FakeClock) -> None:
     token = await make_running(store, "quiet")
     await make_running(store, "busy")
     first = {r.task.task_id: r for r in await store.poll(None)}
