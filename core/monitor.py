@@ -166,7 +166,8 @@ def agent_note(
         if present:
             return f"waiting for agent on {host}: {asked}"
         return f"no agent on {host}: {asked} waits for one"
-    if not remote or present or task.state.finished or task.pid is None:
+    # Only a task that should have a live process there needs the agent's eyes.
+    if not remote or present or not task.state.executing or task.pid is None:
         return None
     if agent is None:
         return f"no agent on {host}: none has ever reported, so its process is not seen"

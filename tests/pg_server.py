@@ -32,7 +32,8 @@ def find_binaries() -> Path | None:
         candidates.append(os.environ["ZOMBIETOP_PG_BIN"])
     on_path = shutil.which("initdb")
     if on_path:
-        candidates.append(str(Path(on_path).parent))
+        # Distributions link initdb onto PATH; the real folder also holds pg_isready.
+        candidates.append(str(Path(on_path).resolve().parent))
     candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
     candidates += ["/usr/local/pgsql/bin", "/opt/homebrew/bin", "/usr/local/bin"]
     for folder in candidates:
