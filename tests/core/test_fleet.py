@@ -386,3 +386,9 @@ async def test_zombietop_run_against_postgres(
     assert record.task.state.value == "succeeded"
     assert record.heartbeat is not None and record.heartbeat.stage == "load"
     assert record.heartbeat.clock_skew_s is not None and record.heartbeat.clock_skew_s < -1000
+
+
+def test_zombietop_host_names_this_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZOMBIETOP_HOST", "worker-7")
+    assert this_host() == "worker-7"
+    assert PsutilProbe().host == "worker-7"
