@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -198,7 +199,7 @@ class SQLiteStore(Store):
             if _is_busy(exc):
                 raise StoreBusy(
                     f"store {self.path} stayed locked by another writer for over "
-                    f"{BUSY_TIMEOUT_MS // 1000}s; retry, or find the process holding it "
+                    f"{BUSY_TIMEOUT_MS / 1000:g}s; retry, or find the process holding it "
                     f"(fuser {self.path})"
                 ) from None
             if "readonly" in str(exc):
@@ -232,11 +233,15 @@ class SQLiteStore(Store):
         async with self._lock:
             with self._translate():
                 for attempt in range(BEGIN_RETRIES):
+                    asked = time.monotonic()
                     try:
                         await self._db.execute("BEGIN IMMEDIATE")
                         break
                     except sqlite3.OperationalError as exc:
-                        if not _is_busy(exc) or attempt == BEGIN_RETRIES - 1:
+                        # busy_timeout already waited its full time: waiting again only makes a
+                        # command hang longer. Retry the quick refusals SQLite gives without it.
+                        waited = time.monotonic() - asked >= BUSY_TIMEOUT_MS / 1000 * 0.9
+                        if not _is_busy(exc) or waited or attempt == BEGIN_RETRIES - 1:
                             raise
                         await asyncio.sleep(0.05 * 2**attempt)
                     except BaseException:

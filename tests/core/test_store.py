@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.clock import FakeClock
-from core.errors import LeaseLost, ReadOnlyStore, StoreError, StoreMissing, TaskNotFound
+from core.errors import LeaseLost, ReadOnlyStore, StoreBusy, StoreError, StoreMissing, TaskNotFound
 from core.heartbeat_line import parse_line
 from core.model import EventKind, TaskState
 from core.sqlite_store import APPLICATION_ID, SCHEMA_VERSION
@@ -259,3 +259,27 @@ async def test_poll_reuses_records_of_unchanged_rows(store: Store, clock: FakeCl
     assert second["quiet"] is first["quiet"]
     assert second["busy"] is not first["busy"]
     assert second["busy"].heartbeat is not None and second["busy"].heartbeat.progress == 9
+
+
+async def test_a_locked_store_is_one_clear_error_after_the_busy_timeout(
+    db_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    import core.sqlite_store
+
+    monkeypatch.setattr(core.sqlite_store, "BUSY_TIMEOUT_MS", 300)
+    async with await open_store(db_path, create=True, clock=clock) as store:
+        await store.create_task(task_id="t1", run_id="r", step="s", step_type="d", actor="x")
+        holder = sqlite3.connect(db_path, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreBusy, match=r"stayed locked by another writer.*fuser"):
+                await store.record_heartbeat("t1", parse_line("p=1"))
+            # One wait of busy_timeout, not one per retry.
+            assert time.monotonic() - started < 4 * 0.3
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        await store.record_heartbeat("t1", parse_line("p=2"))  # the store works again
