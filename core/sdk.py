@@ -127,6 +127,7 @@ class Job:
         self._renewer: concurrent.futures.Future[None] | None = None
         self._lost: str | None = None
         self._done = False
+        self._sigterm = False
         self._previous_handler: Any = None
         self._stage: str | None = None
         self._progress: float | None = None
@@ -195,7 +196,10 @@ class Job:
         try:
             if not self._done and not self._adopted and self._lost is None:
                 code = exc.code if isinstance(exc, SystemExit) else None
-                if exc is None or (isinstance(exc, SystemExit) and not code):
+                if self._sigterm:
+                    where = f" at stage {self._stage}" if self._stage else ""
+                    self._finish(TaskState.INTERRUPTED, EXIT_SIGTERM, f"stopped by SIGTERM{where}")
+                elif exc is None or (isinstance(exc, SystemExit) and not code):
                     self._finish(TaskState.SUCCEEDED, 0, None)
                 elif isinstance(exc, SystemExit):
                     status = code if isinstance(code, int) else 1
@@ -254,13 +258,13 @@ class Job:
                 continue  # a busy store is not a lost lease; the TTL has room for a retry
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
-        if self._done:
+        if self._done or self._sigterm:
             return
+        self._sigterm = True
         self._set_aside_partial()
-        if not self._adopted and self._lost is None:
-            where = f" at stage {self._stage}" if self._stage else ""
-            self._finish(TaskState.INTERRUPTED, EXIT_SIGTERM, f"stopped by SIGTERM{where}")
-        self._done = True
+        # Record nothing here: the handler may have interrupted the main thread inside a wait on
+        # the loop thread, holding a lock that thread needs, and waiting on it again would
+        # deadlock. Unwinding to __exit__ releases it; __exit__ records the interruption.
         raise SystemExit(EXIT_SIGTERM)
 
     # What the job calls --------------------------------------------------------------------
