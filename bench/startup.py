@@ -60,9 +60,13 @@ def make_store(path: Path, tasks: int) -> None:
         async with await open_store(path, create=True) as store:
             for i in range(tasks):
                 task_id = f"job-{i:04d}"
-                await store.create_task(task_id=task_id, run_id="r", step="s", step_type="default", actor="bench")
+                await store.create_task(
+                    task_id=task_id, run_id="r", step="s", step_type="default", actor="bench"
+                )
                 lease = await store.acquire_lease(task_id, owner="bench", ttl=3600)
-                await store.record_heartbeat(task_id, parse_line(f"stage=s p={i % 100}"), owner="bench", token=lease.token)
+                await store.record_heartbeat(
+                    task_id, parse_line(f"stage=s p={i % 100}"), owner="bench", token=lease.token
+                )
 
     asyncio.run(fill())
 

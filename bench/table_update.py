@@ -43,7 +43,12 @@ async def measure(size: int, fraction: float, runs: int) -> tuple[float, float, 
         await pilot.pause()
         for run in range(runs):
             changed = [
-                replace(r, heartbeat=replace(r.heartbeat, progress=(run * 7 + i) % 100, written_at=NOW - run))
+                replace(
+                    r,
+                    heartbeat=replace(
+                        r.heartbeat, progress=(run * 7 + i) % 100, written_at=NOW - run
+                    ),
+                )
                 if i % step == 0 and r.heartbeat is not None
                 else r
                 for i, r in enumerate(records)
@@ -67,11 +72,15 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     print(f"median of {args.runs} applications, terminal 160x48")
-    print(f"{'tasks':>6} {'changed':>8} {'same second':>12} {'next second':>12} {'cells written':>14}")
+    print(
+        f"{'tasks':>6} {'changed':>8} {'same second':>12} {'next second':>12} {'cells written':>14}"
+    )
     for size in (1_000, 10_000):
         for fraction in (0.01, 0.10, 1.0):
             same, moved, touched = asyncio.run(measure(size, fraction, args.runs))
-            print(f"{size:>6} {fraction:>7.0%} {same * 1000:>9.1f} ms {moved * 1000:>9.1f} ms {touched:>14}")
+            print(
+                f"{size:>6} {fraction:>7.0%} {same * 1000:>9.1f} ms {moved * 1000:>9.1f} ms {touched:>14}"
+            )
     return 0
 
 

@@ -255,7 +255,9 @@ class Executor:
             )
         except ActionRefused as exc:
             return ActionOutcome(
-                request=request, outcome=Outcome.REQUESTED, message=str(exc),
+                request=request,
+                outcome=Outcome.REQUESTED,
+                message=str(exc),
                 new_token=request.expected_token,
             )
         now = await self._now()
@@ -264,9 +266,7 @@ class Executor:
             where = f"waiting for agent on {host}"
         else:
             seen = "" if agent is None else f", last seen {format_age(now - agent.seen_at)} ago"
-            where = (
-                f"no agent on {host}{seen}: it waits until `zombietop agent` runs there"
-            )
+            where = f"no agent on {host}{seen}: it waits until `zombietop agent` runs there"
         return ActionOutcome(
             request=request,
             outcome=Outcome.REQUESTED,

@@ -548,14 +548,27 @@ class PostgresStore(Store):
             )
             exit_text = "" if exit_code is None else f" (exit {exit_code})"
             await self._event(
-                db, now, kind=EventKind.STATE_CHANGED, actor=owner, task_id=task_id,
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=owner,
+                task_id=task_id,
                 message=f"{before.state} -> {state}{exit_text}" + (f": {reason}" if reason else ""),
-                data={"from": before.state.value, "to": state.value, "exit_code": exit_code,
-                      "token": token},
+                data={
+                    "from": before.state.value,
+                    "to": state.value,
+                    "exit_code": exit_code,
+                    "token": token,
+                },
             )
             await self._event(
-                db, now, kind=EventKind.LEASE_RELEASED, actor=owner, task_id=task_id,
-                message=f"{owner} released token {token}", data={"owner": owner, "token": token},
+                db,
+                now,
+                kind=EventKind.LEASE_RELEASED,
+                actor=owner,
+                task_id=task_id,
+                message=f"{owner} released token {token}",
+                data={"owner": owner, "token": token},
             )
             return await self._task_in(db, task_id)
 
@@ -579,9 +592,11 @@ class PostgresStore(Store):
             )
             why = f": {reason}" if reason else ""
             await self._event(
-                db, now,
+                db,
+                now,
                 kind=EventKind.QUARANTINED if quarantined else EventKind.UNQUARANTINED,
-                actor=actor, task_id=task_id,
+                actor=actor,
+                task_id=task_id,
                 message=("quarantined" if quarantined else "released from quarantine") + why,
             )
             return await self._task_in(db, task_id)
@@ -646,8 +661,13 @@ class PostgresStore(Store):
         await self._run(
             db,
             "upsert_lease",
-            {"task_id": task_id, "owner": owner, "token": token, "now": now,
-             "expires_at": expires_at},
+            {
+                "task_id": task_id,
+                "owner": owner,
+                "token": token,
+                "now": now,
+                "expires_at": expires_at,
+            },
         )
         await self._run(
             db,
@@ -656,7 +676,11 @@ class PostgresStore(Store):
         )
         taken = "" if previous is None else f" from {previous.owner} (token {previous.token})"
         await self._event(
-            db, now, kind=kind, actor=owner, task_id=task_id,
+            db,
+            now,
+            kind=kind,
+            actor=owner,
+            task_id=task_id,
             message=f"{owner} took token {token}{taken}, expires in {format_age(ttl)}",
             data={
                 "owner": owner,
@@ -668,7 +692,11 @@ class PostgresStore(Store):
             },
         )
         return Lease(
-            task_id=task_id, owner=owner, token=token, acquired_at=now, renewed_at=now,
+            task_id=task_id,
+            owner=owner,
+            token=token,
+            acquired_at=now,
+            renewed_at=now,
             expires_at=expires_at,
         )
 
@@ -680,8 +708,13 @@ class PostgresStore(Store):
             changed = await self._run(
                 db,
                 "renew_lease",
-                {"task_id": task_id, "owner": owner, "token": token, "now": now,
-                 "expires_at": expires_at},
+                {
+                    "task_id": task_id,
+                    "owner": owner,
+                    "token": token,
+                    "now": now,
+                    "expires_at": expires_at,
+                },
             )
             if changed != 1:
                 await self._fence(db, now, task_id, owner, token)  # raises with the reason
@@ -689,7 +722,11 @@ class PostgresStore(Store):
             lease = await self._lease_in(db, task_id)
             assert lease is not None
             await self._event(
-                db, now, kind=EventKind.LEASE_RENEWED, actor=owner, task_id=task_id,
+                db,
+                now,
+                kind=EventKind.LEASE_RENEWED,
+                actor=owner,
+                task_id=task_id,
                 message=f"{owner} renewed token {token} until +{format_age(ttl)}",
                 data={"owner": owner, "token": token, "expires_at": expires_at},
             )
@@ -709,8 +746,13 @@ class PostgresStore(Store):
                     f"{owner} (token {token}) does not hold {task_id}; nothing to release"
                 )
             await self._event(
-                db, now, kind=EventKind.LEASE_RELEASED, actor=owner, task_id=task_id,
-                message=f"{owner} released token {token}", data={"owner": owner, "token": token},
+                db,
+                now,
+                kind=EventKind.LEASE_RELEASED,
+                actor=owner,
+                task_id=task_id,
+                message=f"{owner} released token {token}",
+                data={"owner": owner, "token": token},
             )
 
     async def still_owner(self, task_id: str, *, owner: str, token: int) -> bool:
@@ -750,7 +792,11 @@ class PostgresStore(Store):
         await self._run(db, "bump_lease_token", {"task_id": task_id, "token": token, "now": now})
         held = "" if lease is None or lease.owner is None else f" from {lease.owner}"
         await self._event(
-            db, now, kind=EventKind.LEASE_RECLAIMED, actor=actor, task_id=task_id,
+            db,
+            now,
+            kind=EventKind.LEASE_RECLAIMED,
+            actor=actor,
+            task_id=task_id,
             message=f"{actor} took the lease{held}: token {token - 1} -> {token}, no owner",
             data={
                 "token": token,
@@ -770,10 +816,18 @@ class PostgresStore(Store):
             await self._run(db, "delete_heartbeat", {"task_id": task_id})
             why = f": {reason}" if reason else ""
             await self._event(
-                db, now, kind=EventKind.STATE_CHANGED, actor=actor, task_id=task_id,
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=actor,
+                task_id=task_id,
                 message=f"{before.state} -> queued for attempt {before.attempt + 1}{why}",
-                data={"from": before.state.value, "to": TaskState.QUEUED.value,
-                      "token": new_lease.token, "checkpoint": before.checkpoint},
+                data={
+                    "from": before.state.value,
+                    "to": TaskState.QUEUED.value,
+                    "token": new_lease.token,
+                    "checkpoint": before.checkpoint,
+                },
             )
             return await self._task_in(db, task_id), new_lease
 
@@ -781,17 +835,22 @@ class PostgresStore(Store):
         self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
     ) -> tuple[Task, Lease]:
         async with self._write() as db:
-            before, lease, now = await self._take_for_action(
-                db, task_id, expected_token, "discard"
-            )
+            before, lease, now = await self._take_for_action(db, task_id, expected_token, "discard")
             new_lease = await self._bump_token(db, now, task_id, lease, actor)
             await self._run(db, "discard_task", {"task_id": task_id, "reason": reason, "now": now})
             why = f": {reason}" if reason else ""
             await self._event(
-                db, now, kind=EventKind.STATE_CHANGED, actor=actor, task_id=task_id,
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=actor,
+                task_id=task_id,
                 message=f"{before.state} -> discarded{why}",
-                data={"from": before.state.value, "to": TaskState.DISCARDED.value,
-                      "token": new_lease.token},
+                data={
+                    "from": before.state.value,
+                    "to": TaskState.DISCARDED.value,
+                    "token": new_lease.token,
+                },
             )
             return await self._task_in(db, task_id), new_lease
 
@@ -814,9 +873,14 @@ class PostgresStore(Store):
                         db,
                         "insert_pending_kill",
                         {
-                            "task_id": task_id, "pid": pid, "pid_start_time": pid_start_time,
-                            "pgid": pgid, "host": host, "requested_by": requested_by,
-                            "now": now, "deadline": now + grace,
+                            "task_id": task_id,
+                            "pid": pid,
+                            "pid_start_time": pid_start_time,
+                            "pgid": pgid,
+                            "host": host,
+                            "requested_by": requested_by,
+                            "now": now,
+                            "deadline": now + grace,
                         },
                     )
             except asyncpg.UniqueViolationError:
@@ -860,14 +924,32 @@ class PostgresStore(Store):
             )
             kill = PendingKill.from_row(row)
             await self._event(
-                db, now, kind=EventKind.ACTION, actor=actor, task_id=task_id, message=message,
-                data={"action": "kill", "outcome": outcome, "requested_by": kill.requested_by,
-                      "pid": kill.pid, "pgid": kill.pgid, **dict(data or {})},
+                db,
+                now,
+                kind=EventKind.ACTION,
+                actor=actor,
+                task_id=task_id,
+                message=message,
+                data={
+                    "action": "kill",
+                    "outcome": outcome,
+                    "requested_by": kill.requested_by,
+                    "pid": kill.pid,
+                    "pgid": kill.pgid,
+                    **dict(data or {}),
+                },
             )
             return PendingKill(
-                task_id=kill.task_id, pid=kill.pid, pid_start_time=kill.pid_start_time,
-                host=kill.host, requested_by=kill.requested_by, term_sent_at=kill.term_sent_at,
-                deadline=kill.deadline, outcome=outcome, finished_at=now, pgid=kill.pgid,
+                task_id=kill.task_id,
+                pid=kill.pid,
+                pid_start_time=kill.pid_start_time,
+                host=kill.host,
+                requested_by=kill.requested_by,
+                term_sent_at=kill.term_sent_at,
+                deadline=kill.deadline,
+                outcome=outcome,
+                finished_at=now,
+                pgid=kill.pgid,
             )
 
     # Heartbeats ----------------------------------------------------------------------------
@@ -904,8 +986,13 @@ class PostgresStore(Store):
             await self._run(
                 db,
                 "insert_heartbeat_history",
-                {"task_id": task_id, "seq": seq, "now": now, "stage": beat.stage,
-                 "progress": beat.progress},
+                {
+                    "task_id": task_id,
+                    "seq": seq,
+                    "now": now,
+                    "stage": beat.stage,
+                    "progress": beat.progress,
+                },
             )
             if seq > HISTORY_LIMIT:
                 await self._run(
@@ -927,7 +1014,11 @@ class PostgresStore(Store):
                 db, "set_heartbeat_error", {"task_id": task_id, "message": message, "now": now}
             )
             await self._event(
-                db, now, kind=EventKind.HEARTBEAT_REJECTED, actor="zombietop", task_id=task_id,
+                db,
+                now,
+                kind=EventKind.HEARTBEAT_REJECTED,
+                actor="zombietop",
+                task_id=task_id,
                 message=message,
             )
 
@@ -972,8 +1063,12 @@ class PostgresStore(Store):
             rows = await self._rows(
                 db,
                 "select_events",
-                {"task_id": task_id, "limit": limit, "before_id": before_id,
-                 "kind": None if kind is None else str(kind)},
+                {
+                    "task_id": task_id,
+                    "limit": limit,
+                    "before_id": before_id,
+                    "kind": None if kind is None else str(kind),
+                },
             )
         return [Event.from_row(row) for row in rows]
 
@@ -987,8 +1082,14 @@ class PostgresStore(Store):
             await self._run(
                 db,
                 "upsert_agent",
-                {"host": host, "agent_id": agent_id, "pid": pid, "interval_s": float(interval),
-                 "now": now, "reported_at": float(reported_at)},
+                {
+                    "host": host,
+                    "agent_id": agent_id,
+                    "pid": pid,
+                    "interval_s": float(interval),
+                    "now": now,
+                    "reported_at": float(reported_at),
+                },
             )
             rows = await self._rows(db, "select_agents", {})
         return next(AgentPresence.from_row(r) for r in rows if r["host"] == host)
@@ -1008,9 +1109,7 @@ class PostgresStore(Store):
             rows = await self._rows(db, "select_active_tasks_on_host", {"host": host})
         return [Task.from_row(row) for row in rows]
 
-    async def record_process_samples(
-        self, host: str, samples: Mapping[str, ProcessSample]
-    ) -> None:
+    async def record_process_samples(self, host: str, samples: Mapping[str, ProcessSample]) -> None:
         if not samples:
             return
         async with self._write() as db:
@@ -1018,8 +1117,10 @@ class PostgresStore(Store):
             query = Q["upsert_process_sample"]
             await db.executemany(
                 query.sql,
-                [query.args(sample_params(task_id, host, sample, now))
-                 for task_id, sample in samples.items()],
+                [
+                    query.args(sample_params(task_id, host, sample, now))
+                    for task_id, sample in samples.items()
+                ],
             )
 
     async def process_samples(self) -> dict[str, StoredSample]:
@@ -1044,19 +1145,34 @@ class PostgresStore(Store):
                     row = await self._row(
                         db,
                         "insert_host_request",
-                        {"task_id": task_id, "host": host, "kind": str(kind),
-                         "expected_token": expected_token, "actor": actor, "reason": reason,
-                         "now": now},
+                        {
+                            "task_id": task_id,
+                            "host": host,
+                            "kind": str(kind),
+                            "expected_token": expected_token,
+                            "actor": actor,
+                            "reason": reason,
+                            "now": now,
+                        },
                     )
             except asyncpg.UniqueViolationError:
                 raise ActionRefused(already_requested(str(kind), task_id, host)) from None
             assert row is not None
             request_id = int(row[0])
             await self._event(
-                db, now, kind=EventKind.ACTION, actor=actor, task_id=task_id,
+                db,
+                now,
+                kind=EventKind.ACTION,
+                actor=actor,
+                task_id=task_id,
                 message=f"{kind} requested for the agent on {host}",
-                data={"action": str(kind), "outcome": "requested", "host": host,
-                      "request_id": request_id, "reason": reason},
+                data={
+                    "action": str(kind),
+                    "outcome": "requested",
+                    "host": host,
+                    "request_id": request_id,
+                    "reason": reason,
+                },
             )
             stored = await self._row(db, "select_host_request", {"request_id": request_id})
         assert stored is not None
@@ -1078,7 +1194,8 @@ class PostgresStore(Store):
         async with self._write() as db:
             now = await self._now_in(db)
             changed = await self._run(
-                db, "claim_host_request",
+                db,
+                "claim_host_request",
                 {"request_id": request_id, "agent_id": agent_id, "now": now},
             )
             if changed != 1:
@@ -1093,7 +1210,8 @@ class PostgresStore(Store):
         async with self._write() as db:
             now = await self._now_in(db)
             changed = await self._run(
-                db, "finish_host_request",
+                db,
+                "finish_host_request",
                 {"request_id": request_id, "outcome": outcome, "message": message, "now": now},
             )
             if changed != 1:
@@ -1102,10 +1220,18 @@ class PostgresStore(Store):
             assert row is not None
             done = HostRequest.from_row(row)
             await self._event(
-                db, now, kind=EventKind.ACTION, actor=actor, task_id=done.task_id,
+                db,
+                now,
+                kind=EventKind.ACTION,
+                actor=actor,
+                task_id=done.task_id,
                 message=f"{done.kind} carried out on {done.host}: {outcome}: {message}",
-                data={"action": done.kind, "outcome": outcome, "host": done.host,
-                      "request_id": request_id, "requested_by": done.actor},
+                data={
+                    "action": done.kind,
+                    "outcome": outcome,
+                    "host": done.host,
+                    "request_id": request_id,
+                    "requested_by": done.actor,
+                },
             )
         return done
-

@@ -89,9 +89,18 @@ def already_requested(kind: str, task_id: str, host: str) -> str:
 def sample_params(task_id: str, host: str, sample: ProcessSample, now: float) -> dict[str, Any]:
     """The named parameters of ``upsert_process_sample`` (the same on both backends)."""
     return {
-        "task_id": task_id, "host": host, "pid": sample.pid, "alive": sample.alive,
-        "identity_ok": sample.identity_ok, "status": sample.status,
-        "cpu_percent": sample.cpu_percent, "rss_bytes": sample.rss_bytes,
-        "threads": sample.threads, "io_idle_s": sample.io_idle_s, "children": sample.children,
-        "create_time": sample.create_time, "sampled_at": sample.sampled_at, "now": now,
+        "task_id": task_id,
+        "host": host,
+        "pid": sample.pid,
+        "alive": sample.alive,
+        "identity_ok": sample.identity_ok,
+        "status": sample.status,
+        "cpu_percent": sample.cpu_percent,
+        "rss_bytes": sample.rss_bytes,
+        "threads": sample.threads,
+        "io_idle_s": sample.io_idle_s,
+        "children": sample.children,
+        "create_time": sample.create_time,
+        "sampled_at": sample.sampled_at,
+        "now": now,
     }

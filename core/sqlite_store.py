@@ -1,4 +1,4 @@
-"""The SQLite store: WAL, busy timeout, ``BEGIN IMMEDIATE`` for every write, schema migrated on open."""
+"""The SQLite store: WAL, busy timeout, ``BEGIN IMMEDIATE`` for each write, migrated on open."""
 
 from __future__ import annotations
 
@@ -288,7 +288,9 @@ class SQLiteStore(Store):
         ) as cursor:
             row = await cursor.fetchone()
         if row is None:
-            raise TaskNotFound(f"no task {task_id!r} in store {self.path}; `zombietop status --all` lists them")
+            raise TaskNotFound(
+                f"no task {task_id!r} in store {self.path}; `zombietop status --all` lists them"
+            )
         return Task.from_row(row)
 
     async def _lease_in(self, db: aiosqlite.Connection, task_id: str) -> Lease | None:
@@ -353,7 +355,9 @@ class SQLiteStore(Store):
             async with db.execute(RECORD_SQL, {"task_id": task_id}) as cursor:
                 row = await cursor.fetchone()
         if row is None:
-            raise TaskNotFound(f"no task {task_id!r} in store {self.path}; `zombietop status --all` lists them")
+            raise TaskNotFound(
+                f"no task {task_id!r} in store {self.path}; `zombietop status --all` lists them"
+            )
         return record_from_row(row)
 
     async def poll(self, finished_since: float | None) -> list[TaskRecord]:
@@ -369,7 +373,11 @@ class SQLiteStore(Store):
     ) -> Lease:
         lease = await self._lease_in(db, task_id)
         if lease is None or lease.owner != owner or lease.token != token:
-            holder = "nobody" if lease is None or lease.owner is None else f"{lease.owner} (token {lease.token})"
+            holder = (
+                "nobody"
+                if lease is None or lease.owner is None
+                else f"{lease.owner} (token {lease.token})"
+            )
             raise LeaseLost(
                 f"{owner} (token {token}) no longer owns {task_id}; the lease is held by {holder}"
             )
@@ -386,7 +394,13 @@ class SQLiteStore(Store):
             await self._fence(db, now, task_id, owner, token)
             await db.execute(
                 SQL["set_process"],
-                {"task_id": task_id, "pid": pid, "pid_start_time": pid_start_time, "host": host, "now": now},
+                {
+                    "task_id": task_id,
+                    "pid": pid,
+                    "pid_start_time": pid_start_time,
+                    "host": host,
+                    "now": now,
+                },
             )
 
     async def finish_task(
@@ -422,16 +436,33 @@ class SQLiteStore(Store):
                     "now": now,
                 },
             )
-            await db.execute(SQL["release_lease"], {"task_id": task_id, "owner": owner, "token": token, "now": now})
+            await db.execute(
+                SQL["release_lease"],
+                {"task_id": task_id, "owner": owner, "token": token, "now": now},
+            )
             exit_text = "" if exit_code is None else f" (exit {exit_code})"
             await self._event(
-                db, now, kind=EventKind.STATE_CHANGED, actor=owner, task_id=task_id,
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=owner,
+                task_id=task_id,
                 message=f"{before.state} -> {state}{exit_text}" + (f": {reason}" if reason else ""),
-                data={"from": before.state.value, "to": state.value, "exit_code": exit_code, "token": token},
+                data={
+                    "from": before.state.value,
+                    "to": state.value,
+                    "exit_code": exit_code,
+                    "token": token,
+                },
             )
             await self._event(
-                db, now, kind=EventKind.LEASE_RELEASED, actor=owner, task_id=task_id,
-                message=f"{owner} released token {token}", data={"owner": owner, "token": token},
+                db,
+                now,
+                kind=EventKind.LEASE_RELEASED,
+                actor=owner,
+                task_id=task_id,
+                message=f"{owner} released token {token}",
+                data={"owner": owner, "token": token},
             )
             return await self._task_in(db, task_id)
 
@@ -455,9 +486,11 @@ class SQLiteStore(Store):
             )
             why = f": {reason}" if reason else ""
             await self._event(
-                db, now,
+                db,
+                now,
                 kind=EventKind.QUARANTINED if quarantined else EventKind.UNQUARANTINED,
-                actor=actor, task_id=task_id,
+                actor=actor,
+                task_id=task_id,
                 message=("quarantined" if quarantined else "released from quarantine") + why,
             )
             return await self._task_in(db, task_id)
@@ -486,7 +519,9 @@ class SQLiteStore(Store):
                     f"{format_age((current.expires_at or now) - now)}"
                 )
             token = (current.token if current else 0) + 1
-            return await self._grant(db, now, task_id, owner, token, ttl, EventKind.LEASE_ACQUIRED, None)
+            return await self._grant(
+                db, now, task_id, owner, token, ttl, EventKind.LEASE_ACQUIRED, None
+            )
 
     async def reclaim_lease(self, task_id: str, *, owner: str, ttl: float) -> Lease:
         async with self._write() as db:
@@ -499,8 +534,9 @@ class SQLiteStore(Store):
                 raise LeaseHeld(f"{task_id} has no lease to reclaim: acquire it instead")
             if not current.expired(now):
                 raise LeaseHeld(
-                    f"{task_id}'s lease (held by {current.owner}, token {current.token}) is live for "
-                    f"another {format_age((current.expires_at or now) - now)}; it cannot be reclaimed yet"
+                    f"{task_id}'s lease (held by {current.owner}, token {current.token}) is "
+                    f"live for another {format_age((current.expires_at or now) - now)}; "
+                    "it cannot be reclaimed yet"
                 )
             return await self._grant(
                 db, now, task_id, owner, current.token + 1, ttl, EventKind.LEASE_RECLAIMED, current
@@ -520,7 +556,13 @@ class SQLiteStore(Store):
         expires_at = now + ttl
         await db.execute(
             SQL["upsert_lease"],
-            {"task_id": task_id, "owner": owner, "token": token, "now": now, "expires_at": expires_at},
+            {
+                "task_id": task_id,
+                "owner": owner,
+                "token": token,
+                "now": now,
+                "expires_at": expires_at,
+            },
         )
         await db.execute(
             SQL["claim_task"],
@@ -528,7 +570,11 @@ class SQLiteStore(Store):
         )
         taken = "" if previous is None else f" from {previous.owner} (token {previous.token})"
         await self._event(
-            db, now, kind=kind, actor=owner, task_id=task_id,
+            db,
+            now,
+            kind=kind,
+            actor=owner,
+            task_id=task_id,
             message=f"{owner} took token {token}{taken}, expires in {format_age(ttl)}",
             data={
                 "owner": owner,
@@ -539,7 +585,14 @@ class SQLiteStore(Store):
                 "previous_expires_at": previous.expires_at if previous else None,
             },
         )
-        return Lease(task_id=task_id, owner=owner, token=token, acquired_at=now, renewed_at=now, expires_at=expires_at)
+        return Lease(
+            task_id=task_id,
+            owner=owner,
+            token=token,
+            acquired_at=now,
+            renewed_at=now,
+            expires_at=expires_at,
+        )
 
     async def renew_lease(self, task_id: str, *, owner: str, token: int, ttl: float) -> Lease:
         async with self._write() as db:
@@ -547,7 +600,13 @@ class SQLiteStore(Store):
             expires_at = now + ttl
             cursor = await db.execute(
                 SQL["renew_lease"],
-                {"task_id": task_id, "owner": owner, "token": token, "now": now, "expires_at": expires_at},
+                {
+                    "task_id": task_id,
+                    "owner": owner,
+                    "token": token,
+                    "now": now,
+                    "expires_at": expires_at,
+                },
             )
             if cursor.rowcount != 1:
                 await self._fence(db, now, task_id, owner, token)  # raises with the precise reason
@@ -555,7 +614,11 @@ class SQLiteStore(Store):
             lease = await self._lease_in(db, task_id)
             assert lease is not None
             await self._event(
-                db, now, kind=EventKind.LEASE_RENEWED, actor=owner, task_id=task_id,
+                db,
+                now,
+                kind=EventKind.LEASE_RENEWED,
+                actor=owner,
+                task_id=task_id,
                 message=f"{owner} renewed token {token} until +{format_age(ttl)}",
                 data={"owner": owner, "token": token, "expires_at": expires_at},
             )
@@ -565,13 +628,21 @@ class SQLiteStore(Store):
         async with self._write() as db:
             now = self._clock.now()
             cursor = await db.execute(
-                SQL["release_lease"], {"task_id": task_id, "owner": owner, "token": token, "now": now}
+                SQL["release_lease"],
+                {"task_id": task_id, "owner": owner, "token": token, "now": now},
             )
             if cursor.rowcount != 1:
-                raise LeaseLost(f"{owner} (token {token}) does not hold {task_id}; nothing to release")
+                raise LeaseLost(
+                    f"{owner} (token {token}) does not hold {task_id}; nothing to release"
+                )
             await self._event(
-                db, now, kind=EventKind.LEASE_RELEASED, actor=owner, task_id=task_id,
-                message=f"{owner} released token {token}", data={"owner": owner, "token": token},
+                db,
+                now,
+                kind=EventKind.LEASE_RELEASED,
+                actor=owner,
+                task_id=task_id,
+                message=f"{owner} released token {token}",
+                data={"owner": owner, "token": token},
             )
 
     async def still_owner(self, task_id: str, *, owner: str, token: int) -> bool:
@@ -611,7 +682,11 @@ class SQLiteStore(Store):
         await db.execute(SQL["bump_lease_token"], {"task_id": task_id, "token": token, "now": now})
         held = "" if lease is None or lease.owner is None else f" from {lease.owner}"
         await self._event(
-            db, now, kind=EventKind.LEASE_RECLAIMED, actor=actor, task_id=task_id,
+            db,
+            now,
+            kind=EventKind.LEASE_RECLAIMED,
+            actor=actor,
+            task_id=task_id,
             message=f"{actor} took the lease{held}: token {token - 1} -> {token}, no owner",
             data={
                 "token": token,
@@ -633,10 +708,18 @@ class SQLiteStore(Store):
             await db.execute(SQL["delete_heartbeat"], {"task_id": task_id})
             why = f": {reason}" if reason else ""
             await self._event(
-                db, now, kind=EventKind.STATE_CHANGED, actor=actor, task_id=task_id,
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=actor,
+                task_id=task_id,
                 message=f"{before.state} -> queued for attempt {before.attempt + 1}{why}",
-                data={"from": before.state.value, "to": TaskState.QUEUED.value,
-                      "token": new_lease.token, "checkpoint": before.checkpoint},
+                data={
+                    "from": before.state.value,
+                    "to": TaskState.QUEUED.value,
+                    "token": new_lease.token,
+                    "checkpoint": before.checkpoint,
+                },
             )
             return await self._task_in(db, task_id), new_lease
 
@@ -651,10 +734,17 @@ class SQLiteStore(Store):
             await db.execute(SQL["discard_task"], params)
             why = f": {reason}" if reason else ""
             await self._event(
-                db, now, kind=EventKind.STATE_CHANGED, actor=actor, task_id=task_id,
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=actor,
+                task_id=task_id,
                 message=f"{before.state} -> discarded{why}",
-                data={"from": before.state.value, "to": TaskState.DISCARDED.value,
-                      "token": new_lease.token},
+                data={
+                    "from": before.state.value,
+                    "to": TaskState.DISCARDED.value,
+                    "token": new_lease.token,
+                },
             )
             return await self._task_in(db, task_id), new_lease
 
@@ -676,9 +766,14 @@ class SQLiteStore(Store):
                 await db.execute(
                     SQL["insert_pending_kill"],
                     {
-                        "task_id": task_id, "pid": pid, "pid_start_time": pid_start_time,
-                        "pgid": pgid, "host": host, "requested_by": requested_by,
-                        "now": now, "deadline": now + grace,
+                        "task_id": task_id,
+                        "pid": pid,
+                        "pid_start_time": pid_start_time,
+                        "pgid": pgid,
+                        "host": host,
+                        "requested_by": requested_by,
+                        "now": now,
+                        "deadline": now + grace,
                     },
                 )
             except sqlite3.IntegrityError:
@@ -722,14 +817,32 @@ class SQLiteStore(Store):
             )
             kill = PendingKill.from_row(row)
             await self._event(
-                db, now, kind=EventKind.ACTION, actor=actor, task_id=task_id, message=message,
-                data={"action": "kill", "outcome": outcome, "requested_by": kill.requested_by,
-                      "pid": kill.pid, "pgid": kill.pgid, **dict(data or {})},
+                db,
+                now,
+                kind=EventKind.ACTION,
+                actor=actor,
+                task_id=task_id,
+                message=message,
+                data={
+                    "action": "kill",
+                    "outcome": outcome,
+                    "requested_by": kill.requested_by,
+                    "pid": kill.pid,
+                    "pgid": kill.pgid,
+                    **dict(data or {}),
+                },
             )
             return PendingKill(
-                task_id=kill.task_id, pid=kill.pid, pid_start_time=kill.pid_start_time,
-                host=kill.host, requested_by=kill.requested_by, term_sent_at=kill.term_sent_at,
-                deadline=kill.deadline, outcome=outcome, finished_at=now, pgid=kill.pgid,
+                task_id=kill.task_id,
+                pid=kill.pid,
+                pid_start_time=kill.pid_start_time,
+                host=kill.host,
+                requested_by=kill.requested_by,
+                term_sent_at=kill.term_sent_at,
+                deadline=kill.deadline,
+                outcome=outcome,
+                finished_at=now,
+                pgid=kill.pgid,
             )
 
     # Heartbeats ----------------------------------------------------------------------------
@@ -767,16 +880,25 @@ class SQLiteStore(Store):
             seq = row[0] if row else 1
             await db.execute(
                 SQL["insert_heartbeat_history"],
-                {"task_id": task_id, "seq": seq, "now": now, "stage": beat.stage, "progress": beat.progress},
+                {
+                    "task_id": task_id,
+                    "seq": seq,
+                    "now": now,
+                    "stage": beat.stage,
+                    "progress": beat.progress,
+                },
             )
             if seq > HISTORY_LIMIT:
                 await db.execute(
                     SQL["trim_heartbeat_history"],
                     {"task_id": task_id, "oldest_dropped": seq - HISTORY_LIMIT},
                 )
-            await db.execute(SQL["mark_running"], {"task_id": task_id, "checkpoint": beat.checkpoint, "now": now})
+            await db.execute(
+                SQL["mark_running"], {"task_id": task_id, "checkpoint": beat.checkpoint, "now": now}
+            )
             async with db.execute(
-                f"SELECT {', '.join(HEARTBEAT_COLUMNS)} FROM heartbeats WHERE task_id = ?", (task_id,)
+                f"SELECT {', '.join(HEARTBEAT_COLUMNS)} FROM heartbeats WHERE task_id = ?",
+                (task_id,),
             ) as cursor:
                 stored = await cursor.fetchone()
             assert stored is not None
@@ -786,12 +908,21 @@ class SQLiteStore(Store):
         async with self._write() as db:
             now = self._clock.now()
             await self._task_in(db, task_id)
-            await db.execute(SQL["set_heartbeat_error"], {"task_id": task_id, "message": message, "now": now})
+            await db.execute(
+                SQL["set_heartbeat_error"], {"task_id": task_id, "message": message, "now": now}
+            )
             await self._event(
-                db, now, kind=EventKind.HEARTBEAT_REJECTED, actor="zombietop", task_id=task_id, message=message
+                db,
+                now,
+                kind=EventKind.HEARTBEAT_REJECTED,
+                actor="zombietop",
+                task_id=task_id,
+                message=message,
             )
 
-    async def heartbeat_history(self, task_id: str, limit: int = HISTORY_LIMIT) -> list[HistoryPoint]:
+    async def heartbeat_history(
+        self, task_id: str, limit: int = HISTORY_LIMIT
+    ) -> list[HistoryPoint]:
         async with self._read() as db:
             rows = await db.execute_fetchall(
                 SQL["select_heartbeat_history"], {"task_id": task_id, "limit": limit}
@@ -814,7 +945,13 @@ class SQLiteStore(Store):
     ) -> None:
         async with self._write() as db:
             await self._event(
-                db, self._clock.now(), kind=kind, actor=actor, message=message, task_id=task_id, data=data
+                db,
+                self._clock.now(),
+                kind=kind,
+                actor=actor,
+                message=message,
+                task_id=task_id,
+                data=data,
             )
 
     async def events(
@@ -841,8 +978,14 @@ class SQLiteStore(Store):
             now = self._clock.now()
             await db.execute(
                 SQL["upsert_agent"],
-                {"host": host, "agent_id": agent_id, "pid": pid, "interval_s": interval,
-                 "now": now, "reported_at": reported_at},
+                {
+                    "host": host,
+                    "agent_id": agent_id,
+                    "pid": pid,
+                    "interval_s": interval,
+                    "now": now,
+                    "reported_at": reported_at,
+                },
             )
             rows = await db.execute_fetchall(SQL["select_agents"])
         return next(AgentPresence.from_row(r) for r in rows if r["host"] == host)
@@ -863,9 +1006,7 @@ class SQLiteStore(Store):
             rows = await db.execute_fetchall(HOST_TASKS_SQL, {"host": host})
         return [Task.from_row(row) for row in rows]
 
-    async def record_process_samples(
-        self, host: str, samples: Mapping[str, ProcessSample]
-    ) -> None:
+    async def record_process_samples(self, host: str, samples: Mapping[str, ProcessSample]) -> None:
         if not samples:
             return
         async with self._write() as db:
@@ -896,9 +1037,15 @@ class SQLiteStore(Store):
             try:
                 async with db.execute(
                     SQL["insert_host_request"],
-                    {"task_id": task_id, "host": host, "kind": kind,
-                     "expected_token": expected_token, "actor": actor, "reason": reason,
-                     "now": now},
+                    {
+                        "task_id": task_id,
+                        "host": host,
+                        "kind": kind,
+                        "expected_token": expected_token,
+                        "actor": actor,
+                        "reason": reason,
+                        "now": now,
+                    },
                 ) as cursor:
                     row = await cursor.fetchone()
             except sqlite3.IntegrityError:
@@ -906,10 +1053,19 @@ class SQLiteStore(Store):
             assert row is not None
             request_id = int(row[0])
             await self._event(
-                db, now, kind=EventKind.ACTION, actor=actor, task_id=task_id,
+                db,
+                now,
+                kind=EventKind.ACTION,
+                actor=actor,
+                task_id=task_id,
                 message=f"{kind} requested for the agent on {host}",
-                data={"action": kind, "outcome": "requested", "host": host,
-                      "request_id": request_id, "reason": reason},
+                data={
+                    "action": kind,
+                    "outcome": "requested",
+                    "host": host,
+                    "request_id": request_id,
+                    "reason": reason,
+                },
             )
             async with db.execute(REQUEST_SQL, {"request_id": request_id}) as cursor:
                 stored = await cursor.fetchone()
@@ -958,16 +1114,25 @@ class SQLiteStore(Store):
             assert row is not None
             done = HostRequest.from_row(row)
             await self._event(
-                db, now, kind=EventKind.ACTION, actor=actor, task_id=done.task_id,
+                db,
+                now,
+                kind=EventKind.ACTION,
+                actor=actor,
+                task_id=done.task_id,
                 message=f"{done.kind} carried out on {done.host}: {outcome}: {message}",
-                data={"action": done.kind, "outcome": outcome, "host": done.host,
-                      "request_id": request_id, "requested_by": done.actor},
+                data={
+                    "action": done.kind,
+                    "outcome": outcome,
+                    "host": done.host,
+                    "request_id": request_id,
+                    "requested_by": done.actor,
+                },
             )
         return done
 
 
 def _create_private_file(path: Path) -> None:
-    """Create the store file readable by its owner only; SQLite gives -wal and -shm the same mode."""
+    """Create the store file readable by its owner only (SQLite gives -wal and -shm its mode)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)

@@ -232,7 +232,9 @@ class Store(abc.ABC):
         """Note a malformed heartbeat line so the dashboard can show it as a reason."""
 
     @abc.abstractmethod
-    async def heartbeat_history(self, task_id: str, limit: int = HISTORY_LIMIT) -> list[HistoryPoint]:
+    async def heartbeat_history(
+        self, task_id: str, limit: int = HISTORY_LIMIT
+    ) -> list[HistoryPoint]:
         """Return up to ``limit`` recent heartbeats, oldest first."""
 
     # Events --------------------------------------------------------------------------------
@@ -259,7 +261,6 @@ class Store(abc.ABC):
     ) -> list[Event]:
         """Return events newest first."""
 
-
     # Fleets --------------------------------------------------------------------------------
 
     @abc.abstractmethod
@@ -281,9 +282,7 @@ class Store(abc.ABC):
         """Unfinished tasks with a recorded process on ``host``: what its agent samples."""
 
     @abc.abstractmethod
-    async def record_process_samples(
-        self, host: str, samples: Mapping[str, ProcessSample]
-    ) -> None:
+    async def record_process_samples(self, host: str, samples: Mapping[str, ProcessSample]) -> None:
         """Store what ``host``'s agent saw of its tasks' processes (task id -> sample)."""
 
     @abc.abstractmethod

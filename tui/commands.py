@@ -147,9 +147,7 @@ async def _wait_for_agent(executor: Executor, asked: ActionOutcome) -> ActionOut
         request = await store.get_host_request(asked.request_id)
         if request.finished_at is not None:
             outcome = Outcome(request.outcome) if request.outcome else Outcome.REFUSED
-            return replace(
-                asked, outcome=outcome, message=f"on {request.host}: {request.message}"
-            )
+            return replace(asked, outcome=outcome, message=f"on {request.host}: {request.message}")
         now = await store.now()
         agent = next((a for a in await store.agents() if a.host == request.host), None)
         if agent is None or not agent.present(now):

@@ -109,8 +109,10 @@ async def run_dashboard(
     return app.return_code or 0
 
 
-async def hand_over_pending_kills(store: Store, executor: Executor, db: Path, config: Config) -> list[int]:
-    """Leave a background ``zombietop kill`` to finish each kill still in its grace; return their pids.
+async def hand_over_pending_kills(
+    store: Store, executor: Executor, db: Path, config: Config
+) -> list[int]:
+    """Leave a background ``zombietop kill`` to finish each kill still in its grace; return pids.
 
     A SIGKILL that is owed must not depend on somebody keeping a dashboard open.
     """
@@ -122,7 +124,13 @@ async def hand_over_pending_kills(store: Store, executor: Executor, db: Path, co
         argv = [sys.executable, "-m", "tui", "--db", str(db)]
         if config.path is not None:
             argv += ["--config", str(config.path)]
-        argv += ["kill", kill.task_id, "--yes", "--reason", "finish a kill left pending by a dashboard"]
+        argv += [
+            "kill",
+            kill.task_id,
+            "--yes",
+            "--reason",
+            "finish a kill left pending by a dashboard",
+        ]
         # Spawned in its own session, fire and forget: the dashboard is about to exit.
         pid = os.posix_spawn(
             sys.executable,

@@ -315,7 +315,9 @@ def synthetic_records(n: int, now: float = NOW) -> list[TaskRecord]:
                     started_at=now - 890,
                     updated_at=now,
                 ),
-                lease=Lease(task_id=task_id, owner="run@batch-01", token=1, expires_at=now + 300 - i % 10),
+                lease=Lease(
+                    task_id=task_id, owner="run@batch-01", token=1, expires_at=now + 300 - i % 10
+                ),
                 heartbeat=Heartbeat(
                     task_id=task_id,
                     stage="work",

@@ -69,7 +69,11 @@ def _task_json(view: TaskView) -> dict[str, Any]:
         "quarantined": task.quarantined,
         "budgets": {
             name: {"used_s": _round(b.used_s), "limit_s": b.limit_s, "source": b.source}
-            for name, b in (("request", budgets.request), ("stage", budgets.stage), ("task", budgets.task))
+            for name, b in (
+                ("request", budgets.request),
+                ("stage", budgets.stage),
+                ("task", budgets.task),
+            )
         },
         "context": verdict.context,
     }
@@ -127,7 +131,9 @@ def render_table(snapshot: Snapshot, width: int | None = None) -> str:
             view.task_id,
             (view.heartbeat.stage if view.heartbeat and view.heartbeat.stage else "-"),
             format_progress(view.heartbeat.progress) if view.heartbeat else "-",
-            format_age(view.verdict.heartbeat_age_s) if view.verdict.heartbeat_age_s is not None else "-",
+            format_age(view.verdict.heartbeat_age_s)
+            if view.verdict.heartbeat_age_s is not None
+            else "-",
             _lease_words(view),
             str(view.task.attempt),
             ",".join(str(f) for f in view.verdict.flags) or "-",
@@ -137,7 +143,9 @@ def render_table(snapshot: Snapshot, width: int | None = None) -> str:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines.append("")
     for row in [header, *rows]:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()[:width])
+        lines.append(
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()[:width]
+        )
     urgent = [view for view in snapshot.tasks if view.health.pages]
     if urgent:
         lines.append("")

@@ -44,7 +44,9 @@ async def test_term_respecting_child_exits_and_is_never_killed(
     tmp_path: Path,
 ) -> None:
     ready = tmp_path / "ready"
-    proc = await start_task_process(pinned_store, children, RESPECTS_TERM.format(ready=ready), ready)
+    proc = await start_task_process(
+        pinned_store, children, RESPECTS_TERM.format(ready=ready), ready
+    )
     kids = _grandchildren(proc.pid)
     assert len(kids) == 2
     executor = Executor(pinned_store, fast_config, clock=fake_clock)
@@ -134,7 +136,11 @@ async def test_already_gone_process_is_reported_gone(
 
 
 async def test_stale_token_and_read_only_store_are_refused(
-    live_store: Store, store_location: Path | str, fast_config: Config, children: Children, tmp_path: Path
+    live_store: Store,
+    store_location: Path | str,
+    fast_config: Config,
+    children: Children,
+    tmp_path: Path,
 ) -> None:
     ready = tmp_path / "ready"
     proc = await start_task_process(live_store, children, RESPECTS_TERM.format(ready=ready), ready)
@@ -205,7 +211,11 @@ async def test_pending_kill_is_finished_by_the_next_zombietop_process(
 
 
 async def test_cli_kill_reports_exit_after_term(
-    live_store: Store, store_location: Path | str, fast_config_path: Path, children: Children, tmp_path: Path
+    live_store: Store,
+    store_location: Path | str,
+    fast_config_path: Path,
+    children: Children,
+    tmp_path: Path,
 ) -> None:
     ready = tmp_path / "ready"
     proc = await start_task_process(live_store, children, RESPECTS_TERM.format(ready=ready), ready)

@@ -40,7 +40,9 @@ async def test_renew_is_compare_and_swap(store: Store, clock: FakeClock) -> None
     clock.advance(59)
     renewed = await store.renew_lease("t1", owner="w1", token=1, ttl=60)
     assert renewed.expires_at == clock.now() + 60
-    with pytest.raises(LeaseLost, match="w2 \\(token 1\\) no longer owns t1; the lease is held by w1"):
+    with pytest.raises(
+        LeaseLost, match="w2 \\(token 1\\) no longer owns t1; the lease is held by w1"
+    ):
         await store.renew_lease("t1", owner="w2", token=1, ttl=60)
     with pytest.raises(LeaseLost, match="no longer owns"):
         await store.renew_lease("t1", owner="w1", token=0, ttl=60)
@@ -84,7 +86,9 @@ async def test_nothing_to_reclaim_and_finished_tasks(store: Store) -> None:
     with pytest.raises(LeaseHeld, match="has no lease to reclaim: acquire it instead"):
         await store.reclaim_lease("t1", owner="w1", ttl=60)
     lease = await store.acquire_lease("t1", owner="w1", ttl=60)
-    await store.finish_task("t1", owner="w1", token=lease.token, state=TaskState.SUCCEEDED, exit_code=0)
+    await store.finish_task(
+        "t1", owner="w1", token=lease.token, state=TaskState.SUCCEEDED, exit_code=0
+    )
     with pytest.raises(LeaseHeld, match="t1 is succeeded; a finished task cannot be leased"):
         await store.acquire_lease("t1", owner="w2", ttl=60)
 
@@ -118,7 +122,8 @@ async def test_read_only_store_cannot_touch_leases(store: Store, reopen: Reopen)
 async def test_concurrent_acquires_in_one_process_have_one_winner(store: Store) -> None:
     await new_task(store)
     results = await asyncio.gather(
-        *(store.acquire_lease("t1", owner=f"w{i}", ttl=60) for i in range(8)), return_exceptions=True
+        *(store.acquire_lease("t1", owner=f"w{i}", ttl=60) for i in range(8)),
+        return_exceptions=True,
     )
     winners = [r for r in results if not isinstance(r, BaseException)]
     assert len(winners) == 1
@@ -140,7 +145,14 @@ async def test_multi_process_lease_race(store_location: Path | str) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     racers = [
         subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("lease_racer.py")), str(store_location), f"racer{i}", "3", str(i)],
+            [
+                sys.executable,
+                str(Path(__file__).with_name("lease_racer.py")),
+                str(store_location),
+                f"racer{i}",
+                "3",
+                str(i),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -183,12 +195,16 @@ async def test_multi_process_lease_race(store_location: Path | str) -> None:
             lease.update(owner=data["owner"], token=data["token"], expires_at=data["expires_at"])
             counts["reclaimed"] += 1
         elif event.kind == EventKind.LEASE_RENEWED:
-            assert (data["owner"], data["token"]) == (lease["owner"], lease["token"]), "stale renewal"
+            assert (data["owner"], data["token"]) == (lease["owner"], lease["token"]), (
+                "stale renewal"
+            )
             assert event.at <= lease["expires_at"], "renewed after expiry"  # type: ignore[operator]
             lease["expires_at"] = data["expires_at"]
             counts["renewed"] += 1
         elif event.kind == EventKind.LEASE_RELEASED:
-            assert (data["owner"], data["token"]) == (lease["owner"], lease["token"]), "stale release"
+            assert (data["owner"], data["token"]) == (lease["owner"], lease["token"]), (
+                "stale release"
+            )
             lease.update(owner=None, expires_at=None)
             counts["released"] += 1
     # The race exercised every path, or it proved nothing.

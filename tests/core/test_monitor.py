@@ -13,7 +13,9 @@ from core.store import Store, open_store
 
 
 async def running(store: Store, task_id: str, **kwargs: object) -> int:
-    await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="t", **kwargs)  # type: ignore[arg-type]
+    await store.create_task(
+        task_id=task_id, run_id="r", step="s", step_type="d", actor="t", **kwargs
+    )  # type: ignore[arg-type]
     lease = await store.acquire_lease(task_id, owner="w", ttl=3600)
     await store.record_heartbeat(task_id, parse_line("stage=a p=1"), owner="w", token=lease.token)
     return lease.token
@@ -23,7 +25,9 @@ async def test_snapshot_classifies_and_orders(store: Store, clock: FakeClock) ->
     await running(store, "quiet")
     clock.advance(200)
     await running(store, "busy")
-    await store.create_task(task_id="later", run_id="r", step="s", step_type="d", actor="t", upstream=["quiet"])
+    await store.create_task(
+        task_id="later", run_id="r", step="s", step_type="d", actor="t", upstream=["quiet"]
+    )
     snapshot = await Monitor(store, default_config()).poll()
     assert snapshot.ok and snapshot.taken_at == clock.now()
     assert [v.task_id for v in snapshot.tasks] == ["quiet", "later", "busy"]

@@ -92,9 +92,7 @@ async def test_failed_compensation_blocks_the_resume_and_says_why(
     assert event.data["outcome"] == "refused" and event.data["compensation"] == "failed"
 
 
-async def test_compensation_runs_before_the_requeue(
-    live_store: Store, tmp_path: Path
-) -> None:
+async def test_compensation_runs_before_the_requeue(live_store: Store, tmp_path: Path) -> None:
     marker = tmp_path / "undone"
     fast_config = _config(
         tmp_path,
@@ -196,7 +194,10 @@ async def test_terminal_confirmation_is_asked_and_obeyed(
     # A real zombietop on a real terminal (a pty), spawned without forking this threaded process.
     fd, tty = os.openpty()
     child = subprocess.Popen(
-        zombietop(store_location, fast_config_path, "discard", "t1"), stdin=tty, stdout=tty, stderr=tty
+        zombietop(store_location, fast_config_path, "discard", "t1"),
+        stdin=tty,
+        stdout=tty,
+        stderr=tty,
     )
     os.close(tty)
     try:

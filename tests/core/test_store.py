@@ -19,9 +19,13 @@ from tests.stores import Reopen, count_rows, open_for_test
 
 
 async def make_running(store: Store, task_id: str = "t1", owner: str = "w1") -> int:
-    await store.create_task(task_id=task_id, run_id="r", step="s", step_type="default", actor="test")
+    await store.create_task(
+        task_id=task_id, run_id="r", step="s", step_type="default", actor="test"
+    )
     lease = await store.acquire_lease(task_id, owner=owner, ttl=300)
-    await store.record_heartbeat(task_id, parse_line("stage=fetch p=0"), owner=owner, token=lease.token)
+    await store.record_heartbeat(
+        task_id, parse_line("stage=fetch p=0"), owner=owner, token=lease.token
+    )
     return lease.token
 
 
@@ -40,7 +44,9 @@ async def test_new_store_is_private_wal_and_versioned(store: Store, db_path: Pat
 
 
 async def test_missing_store_says_how_to_get_one(tmp_path: Path) -> None:
-    with pytest.raises(StoreMissing, match=r"no store at .*absent.db: start a job with `zombietop run`"):
+    with pytest.raises(
+        StoreMissing, match=r"no store at .*absent.db: start a job with `zombietop run`"
+    ):
         await open_store(tmp_path / "absent.db")
     assert not (tmp_path / "absent.db").exists()
 
@@ -48,7 +54,10 @@ async def test_missing_store_says_how_to_get_one(tmp_path: Path) -> None:
 async def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     path = tmp_path / "notes.db"
     path.write_text("this is not sqlite\n" * 100)
-    with pytest.raises(StoreError, match=r"not a readable zombietop store \(file is not a database\); move it aside"):
+    with pytest.raises(
+        StoreError,
+        match=r"not a readable zombietop store \(file is not a database\); move it aside",
+    ):
         await open_store(path)
     assert path.read_text().startswith("this is not sqlite")
 
@@ -69,7 +78,9 @@ async def test_a_store_from_a_newer_zombietop(tmp_path: Path) -> None:
         pass
     with sqlite3.connect(path) as raw:
         raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    with pytest.raises(StoreError, match=rf"schema v{SCHEMA_VERSION + 1}, newer than this zombietop"):
+    with pytest.raises(
+        StoreError, match=rf"schema v{SCHEMA_VERSION + 1}, newer than this zombietop"
+    ):
         await open_store(path)
 
 
@@ -116,7 +127,9 @@ async def test_first_heartbeat_starts_the_task(store: Store, clock: FakeClock) -
     assert running.started_at == clock.now()
 
 
-async def test_progress_and_stage_clocks_move_only_on_change(store: Store, clock: FakeClock) -> None:
+async def test_progress_and_stage_clocks_move_only_on_change(
+    store: Store, clock: FakeClock
+) -> None:
     token = await make_running(store)
     start = clock.now()
 
@@ -126,18 +139,22 @@ async def test_progress_and_stage_clocks_move_only_on_change(store: Store, clock
         assert hb.written_at == clock.now()
         return hb.progress_changed_at - start, hb.stage_started_at - start
 
-    assert await beat("stage=fetch p=0") == (0, 0)            # same as the first beat: nothing moved
-    assert await beat("stage=fetch p=0 eta=5m") == (0, 0)     # an eta is not progress
-    assert await beat("stage=fetch p=5") == (30, 0)           # progress moved
-    assert await beat("stage=fetch p=5 rows=10") == (40, 0)   # a counter moved
+    assert await beat("stage=fetch p=0") == (0, 0)  # same as the first beat: nothing moved
+    assert await beat("stage=fetch p=0 eta=5m") == (0, 0)  # an eta is not progress
+    assert await beat("stage=fetch p=5") == (30, 0)  # progress moved
+    assert await beat("stage=fetch p=5 rows=10") == (40, 0)  # a counter moved
     assert await beat("stage=fetch p=5 rows=10") == (40, 0)
-    assert await beat("stage=load p=5 rows=10") == (60, 60)   # a new stage
+    assert await beat("stage=load p=5 rows=10") == (60, 60)  # a new stage
     assert await beat("stage=load p=5 rows=10 checkpoint=c1") == (70, 60)
 
 
-async def test_request_start_defaults_to_when_it_was_first_seen(store: Store, clock: FakeClock) -> None:
+async def test_request_start_defaults_to_when_it_was_first_seen(
+    store: Store, clock: FakeClock
+) -> None:
     token = await make_running(store)
-    hb = await store.record_heartbeat("t1", parse_line("stage=fetch p=1 req=s3.get"), owner="w1", token=token)
+    hb = await store.record_heartbeat(
+        "t1", parse_line("stage=fetch p=1 req=s3.get"), owner="w1", token=token
+    )
     assert hb.request_name == "s3.get"
     assert hb.request_started_at == clock.now()
 
@@ -146,7 +163,9 @@ async def test_history_is_bounded_and_oldest_first(store: Store, clock: FakeCloc
     token = await make_running(store)
     for i in range(HISTORY_LIMIT + 30):
         clock.advance(1)
-        await store.record_heartbeat("t1", parse_line(f"stage=fetch p={i % 100}"), owner="w1", token=token)
+        await store.record_heartbeat(
+            "t1", parse_line(f"stage=fetch p={i % 100}"), owner="w1", token=token
+        )
     history = await store.heartbeat_history("t1")
     assert len(history) == HISTORY_LIMIT
     assert history[-1].written_at == clock.now()
@@ -154,7 +173,9 @@ async def test_history_is_bounded_and_oldest_first(store: Store, clock: FakeCloc
     assert await count_rows(store, "heartbeat_history") == HISTORY_LIMIT
 
 
-async def test_fenced_heartbeat_from_a_stale_owner_is_refused(store: Store, clock: FakeClock) -> None:
+async def test_fenced_heartbeat_from_a_stale_owner_is_refused(
+    store: Store, clock: FakeClock
+) -> None:
     token = await make_running(store)
     clock.advance(301)
     await store.reclaim_lease("t1", owner="w2", ttl=300)
@@ -165,7 +186,9 @@ async def test_fenced_heartbeat_from_a_stale_owner_is_refused(store: Store, cloc
 
 async def test_heartbeat_error_is_kept_until_a_good_beat(store: Store) -> None:
     token = await make_running(store)
-    await store.record_heartbeat_error("t1", "malformed heartbeat line 'p=x': p='x' is not a number")
+    await store.record_heartbeat_error(
+        "t1", "malformed heartbeat line 'p=x': p='x' is not a number"
+    )
     task = await store.get_task("t1")
     assert task.heartbeat_error is not None and "p='x'" in task.heartbeat_error
     events = await store.events(task_id="t1", limit=1)
@@ -176,8 +199,12 @@ async def test_heartbeat_error_is_kept_until_a_good_beat(store: Store) -> None:
 
 async def test_finish_releases_the_lease_and_refuses_later_beats(store: Store) -> None:
     token = await make_running(store)
-    task = await store.finish_task("t1", owner="w1", token=token, state=TaskState.SUCCEEDED, exit_code=0)
-    assert task.state is TaskState.SUCCEEDED and task.finished_at is not None and task.exit_code == 0
+    task = await store.finish_task(
+        "t1", owner="w1", token=token, state=TaskState.SUCCEEDED, exit_code=0
+    )
+    assert (
+        task.state is TaskState.SUCCEEDED and task.finished_at is not None and task.exit_code == 0
+    )
     lease = await store.get_lease("t1")
     assert lease is not None and lease.owner is None and lease.token == token
     with pytest.raises(LeaseLost, match="succeeded; its heartbeats are no longer recorded"):
@@ -186,7 +213,9 @@ async def test_finish_releases_the_lease_and_refuses_later_beats(store: Store) -
 
 async def test_interrupted_is_not_finished(store: Store) -> None:
     token = await make_running(store)
-    task = await store.finish_task("t1", owner="w1", token=token, state=TaskState.INTERRUPTED, reason="SIGTERM")
+    task = await store.finish_task(
+        "t1", owner="w1", token=token, state=TaskState.INTERRUPTED, reason="SIGTERM"
+    )
     assert task.state is TaskState.INTERRUPTED and task.finished_at is None
     assert [r.task.task_id for r in await store.poll(await store.now())] == ["t1"]
 
@@ -236,15 +265,22 @@ async def test_a_request_keeps_its_start_while_in_flight(store: Store, clock: Fa
     token = await make_running(store)
     first = clock.now()
     for _ in range(3):
-        hb = await store.record_heartbeat("t1", parse_line("stage=fetch p=1 req=api"), owner="w1", token=token)
+        hb = await store.record_heartbeat(
+            "t1", parse_line("stage=fetch p=1 req=api"), owner="w1", token=token
+        )
         clock.advance(30)
     assert hb.request_started_at == first
-    hb = await store.record_heartbeat("t1", parse_line("stage=fetch p=1 req=other"), owner="w1", token=token)
+    hb = await store.record_heartbeat(
+        "t1", parse_line("stage=fetch p=1 req=other"), owner="w1", token=token
+    )
     assert hb.request_started_at == clock.now()
     hb = await store.record_heartbeat("t1", parse_line("stage=fetch p=1"), owner="w1", token=token)
     assert (hb.request_name, hb.request_started_at) == (None, None)
     hb = await store.record_heartbeat(
-        "t1", parse_line("stage=fetch p=1 req=api req_at=2026-11-29T00:00:00Z"), owner="w1", token=token
+        "t1",
+        parse_line("stage=fetch p=1 req=api req_at=2026-11-29T00:00:00Z"),
+        owner="w1",
+        token=token,
     )
     assert hb.request_started_at == 1795910400.0
 

@@ -16,17 +16,33 @@ def _view(task_id: str = "resize-9001"):  # type: ignore[no-untyped-def]
 
 def test_a_remote_action_waits_for_its_agent_in_the_health_cell() -> None:
     request = HostRequest(
-        request_id=1, task_id="resize-9001", host="batch-02", kind="kill", expected_token=1,
-        actor="alice@laptop", reason=None, requested_at=NOW - 5,
+        request_id=1,
+        task_id="resize-9001",
+        host="batch-02",
+        kind="kill",
+        expected_token=1,
+        actor="alice@laptop",
+        reason=None,
+        requested_at=NOW - 5,
     )
-    waiting = replace(_view(), host_request=request, agent_note="waiting for agent on batch-02: kill requested 5s ago")
+    waiting = replace(
+        _view(),
+        host_request=request,
+        agent_note="waiting for agent on batch-02: kill requested 5s ago",
+    )
     assert BY_KEY["health"].render(waiting, NOW, None).plain == "↯ wait agent"
-    missing = replace(waiting, agent_note="no agent on batch-02: kill requested 5s ago waits for one")
+    missing = replace(
+        waiting, agent_note="no agent on batch-02: kill requested 5s ago waits for one"
+    )
     assert BY_KEY["health"].render(missing, NOW, None).plain == "↯ no agent!"
 
 
 def test_no_agent_shows_where_the_pid_would() -> None:
-    view = replace(_view(), process=None, remote=True,
-                   agent_note="no agent on batch-02: last seen 2m00s ago")
+    view = replace(
+        _view(), process=None, remote=True, agent_note="no agent on batch-02: last seen 2m00s ago"
+    )
     assert BY_KEY["pid"].render(view, NOW, None).plain == "no agent"
-    assert BY_KEY["pid"].render(replace(view, agent_note=None), NOW, None).plain == f"{view.task.pid} ?"
+    assert (
+        BY_KEY["pid"].render(replace(view, agent_note=None), NOW, None).plain
+        == f"{view.task.pid} ?"
+    )

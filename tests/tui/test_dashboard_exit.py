@@ -20,7 +20,9 @@ async def test_a_pending_kill_outlives_the_dashboard(
     real_store: SQLiteStore, fast_config: Config, children: Children, tmp_path: Path, db: Path
 ) -> None:
     ready = tmp_path / "ready"
-    proc = await start_task_process(real_store, children, f"trap '' TERM; : > {ready}; sleep 60 & wait", ready)
+    proc = await start_task_process(
+        real_store, children, f"trap '' TERM; : > {ready}; sleep 60 & wait", ready
+    )
     executor = Executor(real_store, fast_config)  # kill_grace 1s
     sent = await executor.kill("t1", expected_token=1, actor="oncall", reason="stuck")
     assert sent.outcome is Outcome.TERM_SENT

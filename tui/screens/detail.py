@@ -131,7 +131,9 @@ def describe(view: TaskView, now: float) -> Table:
     skew = view.clock_skew_s
     if skew is not None and abs(skew) >= 1:
         side = "ahead of" if skew > 0 else "behind"
-        grid.add_row("clock skew", f"the worker's clock is {format_age(abs(skew))} {side} the store's")
+        grid.add_row(
+            "clock skew", f"the worker's clock is {format_age(abs(skew))} {side} the store's"
+        )
     budgets = view.verdict.budgets
     grid.add_row("request", _budget_row(budgets.request))
     grid.add_row("stage budget", _budget_row(budgets.stage))
