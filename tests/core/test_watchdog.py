@@ -381,3 +381,42 @@ async def test_dry_run_prints_and_changes_nothing(store: Store, clock: FakeClock
 
 def test_health_vocabulary_used_by_pages() -> None:
     assert {h for h in Health if h.pages} == {Health.DEAD, Health.RECLAIMABLE, Health.STALLED}
+
+
+async def test_apprise_carries_pages_to_the_long_tail_of_services(
+    store: SQLiteStore, clock: FakeClock, free_port: int
+) -> None:
+    """apprise's json:// service posts to a local server here, as PagerDuty or Slack would be."""
+    from core.notify import AppriseNotifier
+
+    received: list[dict[str, object]] = []
+    server = start_hook(free_port, received)
+    try:
+        notifier = AppriseNotifier([f"json://127.0.0.1:{free_port}/hook"])
+        cfg = config()
+        dog = Watchdog(
+            Monitor(store, cfg, clock=clock),
+            cfg,
+            executor=None,
+            notifiers=[notifier],
+            clock=clock,
+            log=lambda _: None,
+        )
+        await start(store)
+        clock.advance(200)
+        report = await dog.tick()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [d.ok for d in report.deliveries] == [True]
+    assert len(received) == 1
+    assert str(received[0]["message"]).startswith("export-2031 stalled: stage=transform p=61%")
+    assert received[0]["title"] == "zombietop: export-2031 stalled"
+
+
+def test_an_unknown_apprise_scheme_is_a_config_error() -> None:
+    from core.errors import ZombietopError
+    from core.notify import AppriseNotifier
+
+    with pytest.raises(ZombietopError, match="nosuch:// is not a URL apprise knows"):
+        AppriseNotifier(["nosuch://x"])

@@ -14,9 +14,10 @@ import pytest
 
 from core.clock import FakeClock
 from core.heartbeat_line import parse_line
-from core.model import TaskState
+from core.model import Health, TaskState
 from core.sqlite_store import SCHEMA_VERSION
 from core.store import open_store
+from core.procs import process_start_time, this_host
 from tui.cli import main
 
 HOUR = 3600.0
@@ -119,6 +120,23 @@ def build_store(path: Path, scenarios: list[str]) -> None:
                 )
             if "healthy" in scenarios:
                 await start("healthy-1")
+            if "discarded" in scenarios:
+                token = await start("discarded-1")
+                await store.discard_task("discarded-1", expected_token=token, actor="oncall")
+            if "dead" in scenarios:
+                # A real process on this host that has exited: its pid is recorded, then gone.
+                gone = subprocess.Popen(["true"])
+                started = process_start_time(gone.pid)
+                gone.wait()
+                token = await start("dead-1")
+                await store.set_process(
+                    "dead-1",
+                    owner="w1@box",
+                    token=token,
+                    pid=gone.pid,
+                    pid_start_time=started or real_now,
+                    host=this_host(),
+                )
 
     asyncio.run(build())
 
@@ -134,6 +152,8 @@ ALL = [
     "queued",
     "succeeded",
     "failed",
+    "discarded",
+    "dead",
 ]
 
 
@@ -153,11 +173,16 @@ def test_status_json_reports_each_health(
     report = json.loads(out)
     healths = {t["task_id"]: t["health"] for t in report["tasks"]}
     assert healths == {f"{name}-1": name for name in ALL}
-    assert code == 1  # stalled and reclaimable tasks page
+    assert set(ALL) == {str(health) for health in Health}
+    assert code == 1  # dead, stalled and reclaimable tasks page
     assert set(report) == {"generated_at", "counts", "host", "agents", "tasks"}
-    assert report["counts"]["stalled"] == 1 and report["counts"]["dead"] == 0
+    dead = next(t for t in report["tasks"] if t["task_id"] == "dead-1")
+    assert dead["reasons"][0]["code"] in ("process_gone", "pid_reused")
+    assert " gone" in dead["context"] or "reused" in dead["context"]
+    assert all(report["counts"][name] == 1 for name in ALL)
+    assert report["counts"]["healthy"] == 1 and sum(report["counts"].values()) == len(ALL)
     # Most urgent first.
-    assert [t["health"] for t in report["tasks"]][:3] == ["reclaimable", "stalled", "spinning"]
+    assert [t["health"] for t in report["tasks"]][:3] == ["dead", "reclaimable", "stalled"]
     stalled = next(t for t in report["tasks"] if t["task_id"] == "stalled-1")
     assert set(stalled) >= {
         "task_id",
