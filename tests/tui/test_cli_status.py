@@ -15,9 +15,9 @@ import pytest
 from core.clock import FakeClock
 from core.heartbeat_line import parse_line
 from core.model import Health, TaskState
+from core.procs import process_start_time, this_host
 from core.sqlite_store import SCHEMA_VERSION
 from core.store import open_store
-from core.procs import process_start_time, this_host
 from tui.cli import main
 
 HOUR = 3600.0
