@@ -142,6 +142,9 @@ CREATE TABLE host_requests (
 CREATE INDEX host_requests_open ON host_requests (host, request_id) WHERE finished_at IS NULL;
 CREATE UNIQUE INDEX host_requests_one_open ON host_requests (task_id, kind) WHERE finished_at IS NULL;
 
+-- select_task --
+SELECT {task_columns} FROM tasks WHERE task_id = :task_id
+
 -- select_tasks_for_poll --
 -- Every active task plus those finished since :finished_since, with lease, latest beat and
 -- latest kill.
@@ -245,6 +248,9 @@ ON CONFLICT (task_id) DO UPDATE SET
     trace_id = excluded.trace_id, reported_at = excluded.reported_at,
     written_at = excluded.written_at, seq = heartbeats.seq + 1
 RETURNING seq
+
+-- select_heartbeat --
+SELECT {heartbeat_columns} FROM heartbeats WHERE task_id = :task_id
 
 -- insert_heartbeat_history --
 INSERT INTO heartbeat_history (task_id, seq, written_at, stage, progress)
