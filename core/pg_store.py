@@ -1,9 +1,10 @@
-"""The PostgreSQL store: the SQLite store's behaviour over asyncpg, for many hosts and one server.
+"""The PostgreSQL store: ``core.sql_store``'s logic over asyncpg, for many hosts and one server.
 
-Time comes from the server. Every write locks the task's row first and only then reads the
-server's clock, so a lease's expiry is judged by one clock for the whole fleet: a host whose own
-clock is off can neither steal a live lease nor keep an expired one. Events are written in the
-same transaction as the change they record; the schema is versioned and migrated on open.
+Time comes from the server. Every write locks the task's row first (``_hold``) and only then
+reads the server's clock (``_now_in``), so a lease's expiry is judged by one clock for the whole
+fleet: a host whose own clock is off can neither steal a live lease nor keep an expired one.
+Events are written in the same transaction as the change they record; the schema is versioned
+and migrated on open.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from core import queries
 from core.clock import Clock
 from core.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
 from core.model import Task
-from core.rows import PollCache
 from core.sql_store import Duplicate, SQLStore, fill_columns
 
 APPLICATION = "zombietop"
@@ -95,13 +95,13 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
         read_only: bool,
         pinned_clock: Clock | None,
     ) -> None:
+        super().__init__()
         self._conn = conn
         self.url = url
         self.read_only = read_only
         self._pinned = pinned_clock
         # One connection, one transaction at a time: coroutines sharing this store queue here.
         self._lock = asyncio.Lock()
-        self._poll_cache = PollCache()
 
     # Opening -------------------------------------------------------------------------------
 

@@ -69,7 +69,8 @@ def fill_columns(sql: str) -> str:
 class SQLStore(Store, Generic[Conn]):
     """Every store method, written against the adapter methods each backend implements."""
 
-    _poll_cache: PollCache
+    def __init__(self) -> None:
+        self._poll_cache = PollCache()
 
     # Adapter -------------------------------------------------------------------------------
 

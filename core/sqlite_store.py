@@ -1,4 +1,8 @@
-"""The SQLite store: WAL, busy timeout, ``BEGIN IMMEDIATE`` for each write, migrated on open."""
+"""The SQLite store: WAL, busy timeout, ``BEGIN IMMEDIATE`` for each write, migrated on open.
+
+The store's logic is ``core.sql_store``'s; this module opens the file, translates sqlite3's
+errors and runs the named queries of ``core/sql/sqlite.sql``.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,6 @@ from core import queries
 from core.clock import Clock, SystemClock
 from core.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
 from core.model import Task
-from core.rows import PollCache
 from core.sql_store import Duplicate, SQLStore, fill_columns
 
 SQL = queries.load("sqlite")
@@ -41,13 +44,13 @@ class SQLiteStore(SQLStore[aiosqlite.Connection]):
     """A store in one SQLite file (created 0600), shared by every process on the host."""
 
     def __init__(self, db: aiosqlite.Connection, path: Path, clock: Clock, read_only: bool) -> None:
+        super().__init__()
         self._db = db
         self.path = path
         self._clock = clock
         self.read_only = read_only
         # One connection, one transaction at a time: coroutines sharing this store queue here.
         self._lock = asyncio.Lock()
-        self._poll_cache = PollCache()
 
     # Opening -------------------------------------------------------------------------------
 
