@@ -39,7 +39,11 @@ class ZombietopApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "zombietop"
 
-    snapshot: reactive[Snapshot] = reactive(Snapshot(taken_at=None), init=False, always_update=True)
+    # No repaint: an App-level repaint redraws the whole screen every poll. The screens push
+    # the snapshot into their widgets, which repaint only what changed.
+    snapshot: reactive[Snapshot] = reactive(
+        Snapshot(taken_at=None), init=False, always_update=True, repaint=False
+    )
 
     def __init__(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
+from textual.geometry import Region
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -47,9 +48,19 @@ class StatusHeader(Widget):
         text = self._build()
         if text.plain == self._text.plain and text.spans == self._text.spans:
             return
-        relayout = text.plain.count("\n") != self._text.plain.count("\n")
+        old_lines, new_lines = self._text.split("\n"), text.split("\n")
         self._text = text
-        self.refresh(layout=relayout)
+        if len(old_lines) != len(new_lines):
+            self.refresh(layout=True)
+            return
+        if any(line.cell_len > self.content_size.width for line in [*old_lines, *new_lines]):
+            self.refresh()  # a line wraps: rows below it move
+            return
+        # Most polls change only the clock: repaint the lines that changed, not the header.
+        width = self.size.width
+        for y, (before, after) in enumerate(zip(old_lines, new_lines, strict=True)):
+            if before.plain != after.plain or before.spans != after.spans:
+                self.refresh(Region(0, y, width, 1))
 
     watch_snapshot = watch_now = watch_store = watch_refresh_s = _watch_any
     watch_read_only = watch_sort_label = watch_filter_label = watch_show_counts = _watch_any

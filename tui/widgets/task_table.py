@@ -12,8 +12,10 @@ from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
+from textual._two_way_dict import TwoWayDict
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
+from textual.geometry import Region
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -133,8 +135,7 @@ class TaskTable(DataTable[object]):
                     self._stale.add(task_id)
             order = [view.task_id for view in views]
             if order != current:
-                position = {task_id: index for index, task_id in enumerate(order)}
-                self.sort("task", key=lambda cell: position[cell.plain])
+                self._reorder(current, order)
             self._order = order
             if selected is not None and selected in self._views:
                 index = self.get_row_index(selected)
@@ -156,6 +157,37 @@ class TaskTable(DataTable[object]):
         """Compare and update every stale row (tests, and before anything reads every row)."""
         self._refresh_rows(list(self._order))
 
+    def _reorder(self, before: Sequence[str], after: Sequence[str]) -> None:
+        """Put the rows in ``after`` order, repainting only the visible rows that changed.
+
+        ``DataTable.sort`` repaints the whole table; a poll re-sorts every second (heartbeat
+        ages order the healthy tasks), mostly below the fold.
+        """
+        self._row_locations = TwoWayDict({RowKey(task_id): i for i, task_id in enumerate(after)})
+        self._update_count += 1
+        top, bottom = self._visible_rows()
+        for index in range(top, min(bottom, len(after))):
+            if index >= len(before) or before[index] != after[index]:
+                self._refresh_region(self._row_region(index))
+
+    def _visible_rows(self) -> tuple[int, int]:
+        top = int(self.scroll_y)
+        return top, top + self.size.height
+
+    def _row_region(self, index: int) -> Region:
+        # Every row is one line high, so a row's place follows from its index alone
+        # (DataTable's own region helpers walk every row above it).
+        header = self.header_height if self.show_header else 0
+        return Region(0, index + header, max(self.size.width, self.virtual_size.width), 1)
+
+    def _cell_region(self, index: int, column_index: int) -> Region:
+        header = self.header_height if self.show_header else 0
+        x = self._row_label_column_width
+        for column in self.ordered_columns[:column_index]:
+            x += column.get_render_width(self)
+        width = self.ordered_columns[column_index].get_render_width(self)
+        return Region(x, index + header, width, 1)
+
     def _refresh_rows(self, task_ids: Sequence[str]) -> None:
         keys = [column.key for column in self._columns]
         for task_id in task_ids:
@@ -171,6 +203,31 @@ class TaskTable(DataTable[object]):
                     self.update_cell(task_id, key, after)
                     self.cells_touched += 1
             self._shown[task_id] = cells
+
+    def update_cell(
+        self,
+        row_key: RowKey | str,
+        column_key: ColumnKey | str,
+        value: object,
+        *,
+        update_width: bool = False,
+    ) -> None:
+        """Update one cell and repaint that cell alone (DataTable repaints the whole table)."""
+        if update_width:
+            super().update_cell(row_key, column_key, value, update_width=True)
+            return
+        row_key = RowKey(row_key) if isinstance(row_key, str) else row_key
+        column_key = ColumnKey(column_key) if isinstance(column_key, str) else column_key
+        index = self._row_locations.get(row_key)
+        column_index = self._column_locations.get(column_key)
+        if index is None or column_index is None:
+            super().update_cell(row_key, column_key, value)  # raises CellDoesNotExist
+            return
+        self._data[row_key][column_key] = value
+        self._update_count += 1
+        top, bottom = self._visible_rows()
+        if top <= index < bottom:
+            self._refresh_region(self._cell_region(index, column_index))
 
     def _render_cell(
         self,
