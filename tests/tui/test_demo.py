@@ -146,7 +146,8 @@ def test_demo_shows_every_health_then_stops_every_process(
             ),
         },
     )
-    print(f"seconds until each health first showed at speed {SPEED}: {seen}")
+    with capsys.disabled():
+        print(f"\nseconds until each health first showed at speed {SPEED}: {seen}")
     # The stalled process is alive and idle: the seed's incident, not a dead one.
     tasks = status(demo, capsys)
     assert "pid" in tasks["export-2031"]["context"] and "alive" in tasks["export-2031"]["context"]
