@@ -181,7 +181,7 @@ def stop_all(
             if found.pid not in killed and _signal(found, signal.SIGKILL):
                 killed[found.pid] = found
                 if log is not None:
-                    log(f"{found.describe()} ignored SIGTERM for {grace:g}s: sent SIGKILL")
+                    log(f"{found.describe()} still alive {grace:g}s after SIGTERM: sent SIGKILL")
         time.sleep(SWEEP_POLL_S)
         alive = find(store)
     return SweepReport(
