@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 
 from core.config import Limits
 from core.durations import format_age, format_duration
@@ -81,7 +82,13 @@ class Verdict:
     lease_expires_in_s: float | None
     """Seconds until the lease expires; negative once it has (None when no lease is held)."""
     progress_stuck_s: float | None
-    context: str
+    describe: Callable[[], str] = field(repr=False, compare=False)
+    """Compose the page line; called only when someone reads ``context``."""
+
+    @property
+    def context(self) -> str:
+        """The one line a page carries: enough to decide resume or discard in three seconds."""
+        return self.describe()
 
 
 def format_progress(progress: float | None) -> str:
@@ -156,8 +163,9 @@ def classify(
             )
             if budget.over
         )
-    context = _context(
-        now, task, health, heartbeat, heartbeat_age, lease, lease_in, process, budgets, flags, reasons
+    # Most polls never read most page lines: compose them on demand.
+    describe = partial(
+        _context, now, task, health, heartbeat, heartbeat_age, lease, lease_in, process, budgets, flags, reasons
     )
     return Verdict(
         health=health,
@@ -167,7 +175,7 @@ def classify(
         heartbeat_age_s=heartbeat_age,
         lease_expires_in_s=lease_in,
         progress_stuck_s=progress_stuck,
-        context=context,
+        describe=describe,
     )
 
 

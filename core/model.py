@@ -40,10 +40,11 @@ class TaskState(StrEnum):
     @property
     def executing(self) -> bool:
         """Claimed and expected to hold a lease (starting or running)."""
-        return self in (TaskState.STARTING, TaskState.RUNNING)
+        return self in EXECUTING_STATES
 
 
 FINISHED_STATES = frozenset({TaskState.SUCCEEDED, TaskState.FAILED, TaskState.DISCARDED})
+EXECUTING_STATES = frozenset({TaskState.STARTING, TaskState.RUNNING})
 
 
 class Health(StrEnum):
@@ -101,7 +102,7 @@ class BudgetFlag(StrEnum):
 
 
 def _json_tuple(text: str | None) -> tuple[str, ...]:
-    return tuple(json.loads(text)) if text else ()
+    return tuple(json.loads(text)) if text and text != "[]" else ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

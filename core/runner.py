@@ -63,6 +63,9 @@ class HeartbeatTail:
         self.path = path
         self._offset = 0
         self._partial = b""
+        self.latest: str | None = None
+        """The newest complete line ever read, so a final beat can repeat one whose recording was
+        cut short (the tail task is cancelled when the command exits, maybe mid-write)."""
 
     def last_line(self) -> str | None:
         """Return the last complete line written since the previous call (None: nothing new)."""
@@ -80,7 +83,10 @@ class HeartbeatTail:
         lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
         complete = [line for line in lines if line.strip()]
-        return complete[-1].decode("utf-8", errors="replace") if complete else None
+        if not complete:
+            return None
+        self.latest = complete[-1].decode("utf-8", errors="replace")
+        return self.latest
 
 
 class Runner:
@@ -218,8 +224,11 @@ class Runner:
             for sig in FORWARDED:
                 loop.remove_signal_handler(sig)
         if self.lost is None:
-            # The command's last words count: read what it wrote just before it exited.
-            await self._beat(claim, tail)
+            # The command's last words count: read what it wrote just before it exited, or
+            # repeat the newest line in case the cancelled tail was recording it just then.
+            tail.last_line()
+            if tail.latest is not None:
+                await self._record_line(claim, tail.latest)
             await self._record_exit(claim, proc.pid, returncode, started)
         return exit_status(returncode)
 
@@ -279,8 +288,10 @@ class Runner:
 
     async def _beat(self, claim: Claim, tail: HeartbeatTail) -> None:
         line = tail.last_line()
-        if line is None:
-            return
+        if line is not None:
+            await self._record_line(claim, line)
+
+    async def _record_line(self, claim: Claim, line: str) -> None:
         task_id = claim.task.task_id
         try:
             beat = parse_line(line)

@@ -75,30 +75,27 @@ OPEN_KILL_SQL = SQL["select_open_kill"].replace("{kill_columns}", _KILL_COLUMNS)
 HOST_KILLS_SQL = SQL["select_open_kills_for_host"].replace("{kill_columns}", _KILL_COLUMNS)
 
 
-class _Prefixed(Mapping[str, Any]):
-    """A view of one joined row's ``l_`` or ``h_`` columns under their plain names."""
-
-    __slots__ = ("_prefix", "_row")
-
-    def __init__(self, row: sqlite3.Row, prefix: str) -> None:
-        self._row = row
-        self._prefix = prefix
-
-    def __getitem__(self, key: str) -> Any:
-        return self._row[self._prefix + key]
-
-    def __iter__(self) -> Any:
-        raise NotImplementedError
-
-    def __len__(self) -> int:
-        raise NotImplementedError
+_T = len(TASK_COLUMNS)
+_L = _T + len(LEASE_COLUMNS)
+_H = _L + len(HEARTBEAT_COLUMNS)
 
 
 def record_from_row(row: sqlite3.Row) -> TaskRecord:
-    lease = Lease.from_row(_Prefixed(row, "l_")) if row["l_task_id"] is not None else None
-    beat = Heartbeat.from_row(_Prefixed(row, "h_")) if row["h_task_id"] is not None else None
-    kill = PendingKill.from_row(_Prefixed(row, "k_")) if row["k_task_id"] is not None else None
-    return TaskRecord(task=Task.from_row(row), lease=lease, heartbeat=beat, pending_kill=kill)
+    """Split one joined poll row into its task, lease, heartbeat and pending kill."""
+    return record_from_values(tuple(row))
+
+
+def record_from_values(values: tuple[Any, ...]) -> TaskRecord:
+    # Slicing and zipping names run in C; this runs for every changed row of every poll.
+    lease = beat = kill = None
+    if values[_T] is not None:
+        lease = Lease.from_row(dict(zip(LEASE_COLUMNS, values[_T:_L], strict=True)))
+    if values[_L] is not None:
+        beat = Heartbeat.from_row(dict(zip(HEARTBEAT_COLUMNS, values[_L:_H], strict=True)))
+    if values[_H] is not None:
+        kill = PendingKill.from_row(dict(zip(KILL_COLUMNS, values[_H:], strict=True)))
+    task = Task.from_row(dict(zip(TASK_COLUMNS, values[:_T], strict=True)))
+    return TaskRecord(task=task, lease=lease, heartbeat=beat, pending_kill=kill)
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -116,6 +113,9 @@ class SQLiteStore(Store):
         self.read_only = read_only
         # One connection, one transaction at a time: coroutines sharing this store queue here.
         self._lock = asyncio.Lock()
+        # Poll rows by task id as last read: an unchanged row reuses its records (most rows,
+        # most polls), so a poll costs what changed rather than what exists.
+        self._poll_cache: dict[str, tuple[tuple[Any, ...], TaskRecord]] = {}
 
     # Opening -------------------------------------------------------------------------------
 
@@ -380,7 +380,17 @@ class SQLiteStore(Store):
                 rows = await db.execute_fetchall(ALL_SQL)
             else:
                 rows = await db.execute_fetchall(POLL_SQL, {"finished_since": finished_since})
-        return [record_from_row(row) for row in rows]
+        cache = self._poll_cache
+        fresh: dict[str, tuple[tuple[Any, ...], TaskRecord]] = {}
+        records = []
+        for row in rows:
+            values = tuple(row)
+            seen = cache.get(values[0])
+            record = seen[1] if seen is not None and seen[0] == values else record_from_values(values)
+            fresh[values[0]] = (values, record)
+            records.append(record)
+        self._poll_cache = fresh
+        return records
 
     async def _fence(
         self, db: aiosqlite.Connection, now: float, task_id: str, owner: str, token: int

@@ -130,6 +130,15 @@ async def cmd_beat(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def cmd_dashboard(args: argparse.Namespace) -> int:
+    from tui.dashboard import run_dashboard
+
+    ctx = _context(args)
+    return await run_dashboard(
+        ctx.config, ctx.db, read_only=args.read_only, wall=args.wall, refresh=args.refresh
+    )
+
+
 def cmd_config(args: argparse.Namespace) -> int:
     if args.config_command == "init":
         target = Path(args.path) if args.path else resolve_config_path(None) or _default_config_target()
@@ -172,6 +181,17 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"zombietop {__version__}")
+    # With no subcommand, zombietop is the dashboard.
+    parser.add_argument(
+        "--read-only", action="store_true", help="dashboard: open the store read-only, no actions"
+    )
+    parser.add_argument(
+        "--wall", action="store_true", help="dashboard: wall screen (read-only, large counts)"
+    )
+    parser.add_argument(
+        "--refresh", type=float, metavar="SECONDS", help="dashboard: seconds between polls"
+    )
+    parser.set_defaults(handler=cmd_dashboard)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     status = sub.add_parser("status", parents=[common], help="print one snapshot (exit 1 if any task pages)")

@@ -300,3 +300,20 @@ async def test_wrapper_stopped_by_sigterm_kills_a_deaf_command_after_the_grace(
     task = await real_store.get_task("deaf")
     assert task.state is TaskState.INTERRUPTED
     assert task.state_reason == "stopped after SIGTERM forwarded (exit 137)"
+
+
+def test_heartbeat_tail_remembers_the_newest_line_for_the_final_beat(tmp_path: Path) -> None:
+    """The tail task can be cancelled mid-record when the command exits; the final beat then
+    repeats the newest line instead of losing it (found by bench/ingest.py with 8 writers)."""
+    from core.runner import HeartbeatTail
+
+    beats = tmp_path / "beats"
+    tail = HeartbeatTail(beats)
+    assert tail.last_line() is None and tail.latest is None
+    beats.write_text("stage=a p=1\nstage=a p=2\nstage=a p=")
+    assert tail.last_line() == "stage=a p=2"
+    assert tail.last_line() is None
+    assert tail.latest == "stage=a p=2"
+    with beats.open("a") as handle:
+        handle.write("3\n")
+    assert tail.last_line() == "stage=a p=3" and tail.latest == "stage=a p=3"

@@ -245,3 +245,15 @@ async def test_a_request_keeps_its_start_while_in_flight(store: SQLiteStore, clo
         "t1", parse_line("stage=fetch p=1 req=api req_at=2026-11-29T00:00:00Z"), owner="w1", token=token
     )
     assert hb.request_started_at == 1795910400.0
+
+
+async def test_poll_reuses_records_of_unchanged_rows(store: SQLiteStore, clock: FakeClock) -> None:
+    token = await make_running(store, "quiet")
+    await make_running(store, "busy")
+    first = {r.task.task_id: r for r in await store.poll(None)}
+    clock.advance(5)
+    await store.record_heartbeat("busy", parse_line("stage=fetch p=9"), owner="w1", token=token)
+    second = {r.task.task_id: r for r in await store.poll(None)}
+    assert second["quiet"] is first["quiet"]
+    assert second["busy"] is not first["busy"]
+    assert second["busy"].heartbeat is not None and second["busy"].heartbeat.progress == 9

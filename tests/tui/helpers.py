@@ -1,0 +1,39 @@
+"""Building apps over the sample fleet, for snapshot and Pilot tests."""
+
+from __future__ import annotations
+
+from textual.pilot import Pilot
+
+from core.clock import FakeClock
+from tui.app import ZombietopApp
+from tui.sample import NOW, RecordingExecutor, SampleSource
+
+
+def make_app(
+    source: SampleSource | None = None,
+    *,
+    executor: RecordingExecutor | None = None,
+    read_only: bool = False,
+    wall: bool = False,
+    clock: FakeClock | None = None,
+) -> ZombietopApp:
+    source = source or SampleSource(read_only=read_only)
+    if executor is None and not read_only:
+        executor = RecordingExecutor()
+    return ZombietopApp(
+        source,
+        executor=executor,
+        clock=clock or FakeClock(NOW),
+        refresh=3600,  # tests poll by hand; the timer never fires during a test
+        wall=wall,
+        store_label="/var/lib/zombietop/zombietop.db",
+        actor="alice@laptop",
+    )
+
+
+async def settle(pilot: Pilot[None]) -> None:
+    """Wait for every worker (polls, loads) and for the screen to catch up."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()

@@ -1,0 +1,37 @@
+"""The monitor on its own thread reads a real store and never touches the UI's loop."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from core.config import default_config
+from core.heartbeat_line import BeatLine
+from core.model import Health
+from core.store import open_store
+from tui.poller import ThreadedMonitor
+
+
+async def test_threaded_monitor_polls_a_real_store(tmp_path: Path) -> None:
+    db = tmp_path / "z.db"
+    async with await open_store(db, create=True) as store:
+        await store.create_task(
+            task_id="t-1", run_id="r", step="s", step_type="batch", actor="test"
+        )
+        lease = await store.acquire_lease("t-1", owner="me@host", ttl=300)
+        await store.record_heartbeat(
+            "t-1", BeatLine(stage="load", progress=40.0), owner="me@host", token=lease.token
+        )
+        poller = await ThreadedMonitor.open(db, default_config(), read_only=False)
+        try:
+            assert not poller.read_only
+            assert poller.monitor.store.read_only  # its own connection is always read-only
+            snapshot = await poller.poll()
+            assert [view.task_id for view in snapshot.tasks] == ["t-1"]
+            assert snapshot.tasks[0].health is Health.HEALTHY
+            assert [p.progress for p in await poller.history("t-1")] == [40.0]
+            assert await poller.events("t-1")
+            assert any(t.name == "zombietop-monitor" for t in threading.enumerate())
+        finally:
+            await poller.close()
+    assert not any(t.name == "zombietop-monitor" for t in threading.enumerate())

@@ -1,0 +1,105 @@
+"""What the dashboard looks like, frozen clock, sample fleet (tui/sample.py)."""
+
+from __future__ import annotations
+
+from textual.pilot import Pilot
+
+from core.clock import FakeClock
+from tests.tui.helpers import make_app, settle
+from tui.sample import NOW, SampleSource, sample_snapshot
+
+
+def test_main_80x24(snap_compare):
+    """Header with store, 'every 3600s', 00:53:20 UTC and a word+number for every health;
+    the table most urgent first (dead, reclaimable, stalled, spinning, ... discarded) with only
+    HEALTH, TASK, PROGRESS, BEAT and LEASE columns; the footer lists r d k / s p e ? q."""
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=settle)
+
+
+def test_main_160x48(snap_compare):
+    """Every column: stage, stage and task budget bars with used/limit (export-2031 4h40m/45m!,
+    limit from its step type), PID with CPU% (etl-0417 '3907 gone'), attempt (#2 for
+    train-0008) and owner@host."""
+    assert snap_compare(make_app(), terminal_size=(160, 48), run_before=settle)
+
+
+def test_detail_view(snap_compare):
+    """Enter on export-2031: its context line exactly as paged, a progress sparkline that climbs
+    then flattens at 61%, counters rows=8200000, checkpoint, lease owner/token 7/expired 3h50m
+    ago, process pid 4121 alive, three budgets with 'limit from' (stage from config.toml
+    [step_types.export]), and its two events."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+
+    assert snap_compare(make_app(), terminal_size=(110, 40), run_before=run_before)
+
+
+def test_kill_confirmation(snap_compare):
+    """k on thumbs-7781: a dialog 'kill thumbs-7781?' saying SIGTERM to pid 5230's process group
+    then SIGKILL after 30s, with task, health, stage resize, progress 61%, heartbeat 6m05s old,
+    owner, pid 5230 and token 2; the Cancel button has focus."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("down", "down", "k")
+        await settle(pilot)
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_kill_countdown(snap_compare):
+    """thumbs-7781 has a pending kill: its health cell reads '↯ TERM 23s' (reverse red)."""
+    source = SampleSource([sample_snapshot(kill_pending={"thumbs-7781"})])
+    assert snap_compare(make_app(source), terminal_size=(80, 24), run_before=settle)
+
+
+def test_read_only_main(snap_compare):
+    """A READ-ONLY badge in the header; the footer has no Resume, Discard or Kill."""
+    assert snap_compare(make_app(read_only=True), terminal_size=(80, 24), run_before=settle)
+
+
+def test_wall_120x40(snap_compare):
+    """Wall: no table, no footer; big digits in a card per health (dead, reclaimable and stalled
+    with heavy red borders), finished counts, then the worst offenders' context lines."""
+    assert snap_compare(make_app(wall=True), terminal_size=(120, 40), run_before=settle)
+
+
+def test_wall_80x24(snap_compare):
+    """The same wall at 80x24: every card still shows its word and number; offender lines are
+    cropped, not wrapped into each other."""
+    assert snap_compare(make_app(wall=True), terminal_size=(80, 24), run_before=settle)
+
+
+def test_active_filter(snap_compare):
+    """'/export': only export-2031 and export-2029 remain; the header says filter 'export'
+    (2 of 14); the filter box stays open at the bottom."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("slash", *"export", "enter")
+        await settle(pilot)
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_error_banner(snap_compare):
+    """After a failed poll, a red banner 'data 14s old: store ... locked ...' under the header,
+    and the last good table still on screen."""
+    source = SampleSource()
+    clock = FakeClock(NOW)
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        source.fail_with = (
+            "store /var/lib/zombietop/zombietop.db stayed locked by another writer for over 5s"
+        )
+        clock.advance(14)
+        pilot.app.poll()  # type: ignore[attr-defined]
+        await settle(pilot)
+
+    assert snap_compare(
+        make_app(source, clock=clock), terminal_size=(80, 24), run_before=run_before
+    )

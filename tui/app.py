@@ -1,0 +1,239 @@
+"""The zombietop dashboard: a Textual app over the monitor (reads) and the executor (actions)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.worker import Worker, WorkerState
+
+from core.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
+from core.clock import Clock, SystemClock
+from core.monitor import Snapshot, TaskView
+from tui.keys import display_key, keys_for
+from tui.messages import SnapshotReady
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.dashboard import DashboardScreen
+from tui.screens.detail import DetailScreen
+from tui.screens.help import HelpScreen
+from tui.screens.wall import WallScreen
+from tui.source import SnapshotSource
+from tui.view import SortMode, ordered
+from tui.widgets.events_pane import EventsPane
+
+NOTE_SECONDS = 60.0
+"""How long a row shows the outcome of the last action taken on it."""
+
+
+class ZombietopApp(App[None]):
+    """Poll in a worker, show the snapshot, and send every action through one executor."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "zombietop"
+
+    snapshot: reactive[Snapshot] = reactive(Snapshot(taken_at=None), init=False, always_update=True)
+
+    def __init__(
+        self,
+        source: SnapshotSource,
+        *,
+        executor: ActionExecutor | None = None,
+        clock: Clock | None = None,
+        refresh: float = 2.0,
+        wall: bool = False,
+        store_label: str = "",
+        actor: str = "zombietop",
+        terminal_alive: Callable[[], bool] | None = None,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        # The wall never acts, whatever it was handed.
+        self.executor = None if wall else executor
+        self.clock = clock or SystemClock()
+        self.refresh_interval = refresh
+        self.wall = wall
+        self.store_label = store_label
+        self.actor = actor
+        self.terminal_alive = terminal_alive
+        self.on_terminal_lost: Callable[[], None] = self.exit
+        self.read_only = self.executor is None or self.executor.read_only or source.read_only
+        if wall:
+            self.use_command_palette = False
+        self.sort_mode = SortMode.URGENCY
+        self.filter_text = ""
+        self.paused_at: float | None = None
+        self.events_open = False
+        self._timer: Timer | None = None
+        self.notes: dict[str, tuple[str, float]] = {}
+        """Task id -> (outcome word, until when): the last action's outcome, shown in its row."""
+        self.main: DashboardScreen | WallScreen = WallScreen() if wall else DashboardScreen()
+
+    def get_default_screen(self) -> Screen[None]:
+        return self.main
+
+    # Polling --------------------------------------------------------------------------------
+
+    def current_notes(self, now: float) -> dict[str, str]:
+        self.notes = {k: v for k, v in self.notes.items() if v[1] > now}
+        return {task_id: word for task_id, (word, _) in self.notes.items()}
+
+    def ordered_views(self, snapshot: Snapshot) -> list[TaskView]:
+        return ordered(snapshot, self.sort_mode, self.filter_text)
+
+    def _order_key(self) -> tuple[object, ...]:
+        return (self.sort_mode, self.filter_text)
+
+    @work(exclusive=True, group="refresh", exit_on_error=False)
+    async def poll(self) -> None:
+        """Read one snapshot, finish due kills, filter and sort; post the result to the UI."""
+        snapshot = await self.source.poll()
+        outcomes: list[ActionOutcome] = []
+        if self.executor is not None and not self.read_only:
+            outcomes = list(await self.executor.complete_pending_kills())
+        key = self._order_key()
+        views: list[TaskView] = []
+        if not self.wall:
+            views = await asyncio.to_thread(self.ordered_views, snapshot)
+        events = await self.source.events(limit=50) if self.events_open else None
+        self.post_message(
+            SnapshotReady(
+                snapshot, self.clock.now(), views, key, kill_outcomes=outcomes, events=events
+            )
+        )
+
+    def on_snapshot_ready(self, message: SnapshotReady) -> None:
+        for outcome in message.kill_outcomes:
+            self.report(outcome)
+        self.snapshot = message.snapshot
+        if isinstance(self.main, DashboardScreen):
+            views = message.views
+            if message.order_key != self._order_key():
+                views = self.ordered_views(message.snapshot)
+            self.main.show_views(views, message.now)
+            if message.events is not None:
+                self.main.query_one(EventsPane).set_events(message.events)
+        self.main.show_state(message.now)
+        if isinstance(self.screen, DetailScreen):
+            self.screen.show()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group == "refresh" and event.state in (WorkerState.SUCCESS, WorkerState.ERROR):
+            if event.state is WorkerState.ERROR:
+                # Not a store hiccup (the monitor reports those itself): keep the data, say why.
+                self.snapshot = replace(
+                    self.snapshot,
+                    error=f"refresh failed: {worker.error}",
+                    failed_at=self.clock.now(),
+                )
+                self.main.show_state(self.clock.now())
+            self._arm()
+        elif worker.group == "action" and event.state is WorkerState.ERROR:
+            self.notify(f"action failed: {worker.error}", severity="error", timeout=15)
+
+    def _tick(self) -> None:
+        if self.terminal_alive is not None and not self.terminal_alive():
+            self.on_terminal_lost()
+            return
+        if self.paused_at is None:
+            self.poll()
+        else:
+            # Paused: no poll, but keep watching for a lost terminal.
+            self._arm()
+
+    def _arm(self) -> None:
+        """Schedule the next tick; one timer at a time, so polls never pile up."""
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(self.refresh_interval, self._tick)
+
+    def toggle_pause(self) -> None:
+        if self.paused_at is None:
+            self.paused_at = self.clock.now()
+        else:
+            self.paused_at = None
+            self.poll()
+        self.main.show_state(self.clock.now())
+
+    @work(exclusive=True, group="events", exit_on_error=False)
+    async def load_events(self) -> None:
+        events = await self.source.events(limit=50)
+        if isinstance(self.main, DashboardScreen):
+            self.main.query_one(EventsPane).set_events(events)
+
+    # Actions --------------------------------------------------------------------------------
+
+    def request_action(self, kind: ActionKind, task_id: str) -> None:
+        """Capture the task and its lease token now, then ask; act only on ``y``."""
+        if self.read_only or self.executor is None:
+            self.notify(f"{kind} refused: zombietop is read-only", severity="error")
+            return
+        view = self.snapshot.by_id().get(task_id)
+        if view is None:
+            self.notify(f"{task_id} is no longer on screen", severity="warning")
+            return
+        request = ActionRequest(
+            kind=kind, task_id=task_id, expected_token=view.token, actor=self.actor
+        )
+
+        def decided(confirmed: bool | None) -> None:
+            if confirmed:
+                self.run_request(request)
+            else:
+                self.notify(f"{kind} {task_id}: cancelled", timeout=3)
+
+        self.push_screen(ConfirmScreen(request, view), decided)
+
+    @work(group="action", exit_on_error=False)
+    async def run_request(self, request: ActionRequest) -> None:
+        assert self.executor is not None
+        outcome = await self.executor.run(request)
+        self.report(outcome)
+        if self.paused_at is None:
+            self.poll()
+
+    def report(self, outcome: ActionOutcome) -> None:
+        """Every outcome is a notification, and a note in the task's row for a minute."""
+        request = outcome.request
+        self.notify(
+            f"{request.kind} {request.task_id}: {outcome.message}",
+            title=str(outcome.outcome),
+            severity="information" if outcome.ok else "error",
+            timeout=10,
+        )
+        word = str(outcome.outcome).replace("_", " ")
+        self.notes[request.task_id] = (word, self.clock.now() + NOTE_SECONDS)
+
+    def open_detail(self, task_id: str) -> None:
+        self.push_screen(DetailScreen(task_id))
+
+    def open_help(self) -> None:
+        self.push_screen(HelpScreen(self.read_only))
+
+    # Command palette ------------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if self.wall:
+            return
+        target = screen if isinstance(screen, DashboardScreen | DetailScreen) else self.main
+        for key in keys_for(self.read_only):
+            if key.action == "quit" or not hasattr(target, f"action_{key.action}"):
+                continue
+            yield SystemCommand(
+                key.label,
+                f"{key.description} [{display_key(key.key)}]",
+                partial(target.run_action, key.action),
+            )
+
+    def palette_titles(self, screen: Screen[Any] | None = None) -> Sequence[str]:
+        """The titles the command palette offers on ``screen`` (for tests)."""
+        return [command.title for command in self.get_system_commands(screen or self.main)]

@@ -1,0 +1,200 @@
+"""The task table's columns and the text of each cell, as pure functions of a task and ``now``.
+
+Cells are computed off the UI loop (in the refresh worker); the table only compares them with
+what it already shows and updates the cells that differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from core.classify import Budget, format_progress
+from core.durations import format_age, format_duration
+from core.monitor import TaskView
+from tui.healths import GLYPHS, STYLES
+
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+DASH = Text("-", style="dim")
+KILL_OUTCOME_SHOWN_S = 60.0
+"""How long a finished kill's outcome stays in its row (the store keeps it longer)."""
+
+
+def bar(fraction: float | None, width: int) -> str:
+    """A horizontal bar ``width`` cells wide, in eighths of a cell; empty cells are ``·``."""
+    if fraction is None:
+        return "·" * width
+    fraction = min(max(fraction, 0.0), 1.0)
+    eighths = round(fraction * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full
+    if part and full < width:
+        text += _EIGHTHS[part]
+    return text + "·" * (width - len(text))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Column:
+    """One table column: fixed width, and a priority for dropping it on narrow terminals."""
+
+    key: str
+    label: str
+    width: int
+    render: Callable[[TaskView, float, str | None], Text]
+
+
+def _health(view: TaskView, now: float, note: str | None) -> Text:
+    kill = view.pending_kill
+    if kill is not None and kill.pending:
+        return Text(f"↯ TERM {format_age(max(kill.deadline - now, 0.0))}", style="bold reverse red")
+    if note is not None:
+        return Text(f"↯ {note}", style="bold yellow")
+    if (
+        kill is not None
+        and kill.outcome is not None
+        and kill.finished_at is not None
+        and now - kill.finished_at < KILL_OUTCOME_SHOWN_S
+    ):
+        return Text(f"↯ {kill.outcome.replace('_', ' ')}", style="bold yellow")
+    health = view.health
+    return Text(f"{GLYPHS[health]} {health}", style=STYLES[health])
+
+
+def _task(view: TaskView, now: float, note: str | None) -> Text:
+    return Text(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+
+
+def _stage(view: TaskView, now: float, note: str | None) -> Text:
+    beat = view.heartbeat
+    return Text(beat.stage) if beat is not None and beat.stage else DASH
+
+
+def _progress(view: TaskView, now: float, note: str | None) -> Text:
+    beat = view.heartbeat
+    if beat is None or beat.progress is None:
+        return Text(f"{bar(None, 8)}    ?", style="dim")
+    style = "red" if view.health.pages else "yellow" if view.health == "spinning" else "green"
+    text = Text(bar(beat.progress / 100, 8), style=style)
+    text.append(f" {format_progress(beat.progress):>5}")
+    return text
+
+
+def _heartbeat(view: TaskView, now: float, note: str | None) -> Text:
+    age = view.verdict.heartbeat_age_s
+    if age is None:
+        return DASH
+    late = view.task.state.executing and age > view.limits.heartbeat_timeout
+    return Text(format_age(age) + ("!" if late else ""), style="bold red" if late else "")
+
+
+def _lease(view: TaskView, now: float, note: str | None) -> Text:
+    left = view.verdict.lease_expires_in_s
+    if left is None:
+        return DASH
+    if left < 0:
+        return Text(f"{format_age(left)} ago", style="bold red")
+    return Text(f"in {format_age(left)}")
+
+
+def coarse_age(seconds: float) -> str:
+    """An age that changes once a minute after the first minute: ``41s``, ``12m``, ``4h40m``."""
+    seconds = abs(seconds)
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+def _budget_text(budget: Budget, width: int) -> Text:
+    if budget.used_s is None:
+        return Text(f"{bar(None, width)} -/{format_duration(budget.limit_s)}", style="dim")
+    over = budget.over
+    text = Text(bar(budget.fraction, width), style="bold red" if over else "blue")
+    text.append(f" {coarse_age(budget.used_s)}/{format_duration(budget.limit_s)}")
+    if over:
+        text.append("!", style="bold red")
+    return text
+
+
+def _stage_budget(view: TaskView, now: float, note: str | None) -> Text:
+    return _budget_text(view.verdict.budgets.stage, 4)
+
+
+def _task_budget(view: TaskView, now: float, note: str | None) -> Text:
+    return _budget_text(view.verdict.budgets.task, 4)
+
+
+def _pid(view: TaskView, now: float, note: str | None) -> Text:
+    pid = view.task.pid
+    if pid is None:
+        return DASH
+    process = view.process
+    if process is None:
+        return Text(f"{pid} ?", style="dim")
+    if process.gone:
+        return Text(f"{pid} gone", style="bold red")
+    cpu = "" if process.cpu_percent is None else f" {process.cpu_percent:.0f}%"
+    return Text(f"{pid}{cpu}")
+
+
+def _attempt(view: TaskView, now: float, note: str | None) -> Text:
+    return Text(f"#{view.task.attempt}")
+
+
+def _owner(view: TaskView, now: float, note: str | None) -> Text:
+    owner = view.lease.owner if view.lease is not None else None
+    host = view.task.host
+    if owner is None and host is None:
+        return DASH
+    if owner is not None and host is not None and owner.endswith(f"@{host}"):
+        return Text(owner)
+    return Text(f"{owner or '-'}@{host or '?'}")
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column(key="health", label="HEALTH", width=13, render=_health),
+    Column(key="task", label="TASK", width=18, render=_task),
+    Column(key="progress", label="PROGRESS", width=14, render=_progress),
+    Column(key="heartbeat", label="BEAT", width=7, render=_heartbeat),
+    Column(key="lease", label="LEASE", width=10, render=_lease),
+    Column(key="stage", label="STAGE", width=10, render=_stage),
+    Column(key="stage_budget", label="STAGE BUDGET", width=16, render=_stage_budget),
+    Column(key="pid", label="PID CPU", width=10, render=_pid),
+    Column(key="attempt", label="TRY", width=3, render=_attempt),
+    Column(key="task_budget", label="TASK BUDGET", width=16, render=_task_budget),
+    Column(key="owner", label="OWNER@HOST", width=18, render=_owner),
+)
+"""Every column, in display order, which is also the order they are kept in as space runs out."""
+BY_KEY = {column.key: column for column in COLUMNS}
+CELL_PADDING = 1
+
+
+def columns_for_width(width: int) -> tuple[Column, ...]:
+    """The columns that fit in ``width`` cells, dropping from the end of ``COLUMNS``.
+
+    The first five (health, task, progress, heartbeat, lease) always stay.
+    """
+    kept: list[Column] = []
+    used = 0
+    for index, column in enumerate(COLUMNS):
+        need = column.width + 2 * CELL_PADDING
+        if index >= 5 and used + need > width:
+            break
+        kept.append(column)
+        used += need
+    return tuple(kept)
+
+
+Cells = tuple[Text, ...]
+
+
+def row_cells(
+    view: TaskView, now: float, columns: Sequence[Column], notes: Mapping[str, str]
+) -> Cells:
+    """The text of every cell in ``columns`` for one task at ``now``."""
+    note = notes.get(view.task_id)
+    return tuple(column.render(view, now, note) for column in columns)

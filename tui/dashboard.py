@@ -1,0 +1,106 @@
+"""Open the store, wire the monitor and the executor into the app, and run it until it exits.
+
+Everything that can fail (config, store) fails here, before the screen opens, as a
+``ZombietopError`` the command line prints as one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+import signal
+import socket
+import sys
+import termios
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.actions import ActionExecutor
+from core.config import Config
+from core.errors import ZombietopError
+from core.executor import Executor
+from core.procs import PsutilProbe
+from core.store import open_store
+from tui.poller import ThreadedMonitor
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+
+def terminal_alive() -> bool:
+    """False once the controlling terminal has gone away (a dropped SSH session)."""
+    try:
+        termios.tcgetattr(sys.__stdin__.fileno() if sys.__stdin__ else 0)
+    except (termios.error, OSError, ValueError):
+        return False
+    return True
+
+
+HANG_UP_GRACE = 3.0
+"""Seconds a hung-up dashboard gets to shut down before it is ended outright."""
+
+
+def hang_up(app: App[None], code: int) -> None:
+    """End the app; if shutting down blocks on the dead terminal, end the process."""
+    app.exit(return_code=code)
+    # Textual's shutdown writes to the terminal; with nobody reading it, that write can block
+    # forever. Nothing is lost by leaving now: every store write is already committed.
+    timer = threading.Timer(HANG_UP_GRACE, os._exit, args=(code,))
+    timer.daemon = True
+    timer.start()
+
+
+def actor() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
+
+
+async def run_dashboard(
+    config: Config, db: Path, *, read_only: bool, wall: bool, refresh: float | None
+) -> int:
+    """Run the dashboard on ``db``; return the exit status."""
+    from tui.app import ZombietopApp
+
+    if refresh is not None and refresh <= 0:
+        raise ZombietopError(
+            f"--refresh {refresh:g}: give a positive number of seconds, e.g. --refresh 1"
+        )
+    read_only = read_only or wall
+    async with await open_store(db, read_only=read_only) as store:
+        if not sys.stdout.isatty():
+            raise ZombietopError(
+                "the dashboard needs a terminal; use `zombietop status` from scripts"
+            )
+        executor: ActionExecutor | None = None if read_only else Executor(store, config)
+        # The monitor reads through its own connection on its own thread; ``store`` here is
+        # the executor's (and proves the path before the screen opens).
+        source = await ThreadedMonitor.open(db, config, read_only=read_only, probe=PsutilProbe())
+        try:
+            app = ZombietopApp(
+                source,
+                executor=executor,
+                refresh=refresh if refresh is not None else config.refresh,
+                wall=wall,
+                store_label=store.describe(),
+                actor=actor(),
+                terminal_alive=terminal_alive,
+            )
+            app.on_terminal_lost = lambda: hang_up(app, 129)
+            loop = asyncio.get_running_loop()
+            # Hang-up (a dropped SSH session) and TERM end the app cleanly instead of leaving
+            # it reading a dead terminal.
+            loop.add_signal_handler(signal.SIGHUP, hang_up, app, 128 + signal.SIGHUP)
+            loop.add_signal_handler(signal.SIGTERM, hang_up, app, 128 + signal.SIGTERM)
+            try:
+                await app.run_async()
+            finally:
+                for signum in (signal.SIGHUP, signal.SIGTERM):
+                    loop.remove_signal_handler(signum)
+        finally:
+            await source.close()
+    return app.return_code or 0

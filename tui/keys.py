@@ -1,0 +1,73 @@
+"""Every dashboard key in one table: the footer, the command palette and the help screen read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+from core.actions import ActionKind
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    key: str
+    action: str
+    label: str
+    """Short, for the footer."""
+    description: str
+    """One sentence, for the palette and the help screen."""
+    mutates: ActionKind | None = None
+    """The action this key asks the executor for; such keys vanish in read-only mode."""
+    show: bool = True
+
+
+KEYS: tuple[Key, ...] = (
+    Key(
+        "r",
+        "resume",
+        "Resume",
+        "Resume the selected task: new lease token, keep checkpoint, requeue",
+        ActionKind.RESUME,
+    ),
+    Key(
+        "d",
+        "discard",
+        "Discard",
+        "Discard the selected task: new token, mark discarded, keep artifacts",
+        ActionKind.DISCARD,
+    ),
+    Key(
+        "k",
+        "kill",
+        "Kill",
+        "Kill the selected task gracefully: SIGTERM, SIGKILL after the grace",
+        ActionKind.KILL,
+    ),
+    Key("enter", "detail", "Detail", "Show everything about the selected task"),
+    Key("slash", "filter", "Filter", "Filter rows by task id, stage or health"),
+    Key(
+        "s",
+        "cycle_sort",
+        "Sort",
+        "Cycle the sort: urgency, oldest heartbeat, least progress, task id",
+    ),
+    Key("p", "toggle_pause", "Pause", "Pause or resume refreshing"),
+    Key("e", "toggle_events", "Events", "Show or hide the events pane"),
+    Key("question_mark", "help", "Help", "Show the keys"),
+    Key("q", "quit", "Quit", "Quit zombietop"),
+)
+MUTATING_ACTIONS = frozenset(key.action for key in KEYS if key.mutates is not None)
+
+
+def display_key(key: str) -> str:
+    return {"slash": "/", "question_mark": "?", "enter": "Enter"}.get(key, key)
+
+
+def keys_for(read_only: bool) -> tuple[Key, ...]:
+    """The keys that exist in this mode: no action keys when read-only."""
+    return tuple(key for key in KEYS if not (read_only and key.mutates is not None))
+
+
+def bindings() -> list[Binding]:
+    return [Binding(key.key, key.action, key.label, show=key.show) for key in KEYS]

@@ -1,0 +1,26 @@
+"""Messages the refresh worker posts to the app."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from textual.message import Message
+
+from core.actions import ActionOutcome
+from core.model import Event
+from core.monitor import Snapshot, TaskView
+
+
+@dataclass
+class SnapshotReady(Message):
+    """A poll finished: the snapshot, the tasks to show in order, and the kills it completed."""
+
+    snapshot: Snapshot
+    now: float
+    views: Sequence[TaskView]
+    """The snapshot's tasks filtered and sorted as ``order_key`` says."""
+    order_key: tuple[object, ...]
+    kill_outcomes: Sequence[ActionOutcome] = field(default_factory=list)
+    events: Sequence[Event] | None = None
+    """The latest events, when the events pane is open."""

@@ -1,0 +1,476 @@
+"""A fixed fake fleet with every health present, at a frozen ``now``.
+
+Built through core's real types and ``core.monitor.build_snapshot``; the snapshot tests and
+``scripts/export_screenshots.py`` both draw it, so the screenshots are the tested screens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import ClassVar
+
+from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from core.config import Config, default_config
+from core.model import (
+    Event,
+    EventKind,
+    Heartbeat,
+    HistoryPoint,
+    Lease,
+    PendingKill,
+    ProcessSample,
+    Task,
+    TaskRecord,
+    TaskState,
+)
+from core.monitor import Snapshot, build_snapshot
+
+NOW = 1_796_000_000.0
+"""2026-11-30 00:53:20 UTC: the frozen moment every sample screen shows."""
+HOST = "batch-01"
+M, H = 60.0, 3600.0
+
+
+def sample_config() -> Config:
+    """The defaults, plus an ``export`` step type with a longer stage budget from a file."""
+    config = default_config()
+    export = replace(
+        config.defaults,
+        stage=45 * M,
+        step_type="export",
+        sources={"stage": "config.toml [step_types.export]"},
+    )
+    return replace(config, step_types={"export": export})
+
+
+def _task(
+    task_id: str,
+    state: TaskState,
+    *,
+    started_ago: float,
+    pid: int | None = None,
+    step_type: str = "batch",
+    attempt: int = 1,
+    **extra: object,
+) -> Task:
+    run, _, number = task_id.rpartition("-")
+    return Task(
+        task_id=task_id,
+        run_id=f"{run}-run-{number}",
+        step=run,
+        step_type=step_type,
+        state=state,
+        attempt=attempt,
+        host=HOST if pid is not None or state.executing else None,
+        pid=pid,
+        pid_start_time=NOW - started_ago if pid is not None else None,
+        created_at=NOW - started_ago - 5,
+        claimed_at=NOW - started_ago if state is not TaskState.QUEUED else None,
+        started_at=NOW - started_ago
+        if state not in (TaskState.QUEUED, TaskState.STARTING)
+        else None,
+        updated_at=NOW - 1,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _lease(task_id: str, pid: int, *, expires_in: float, token: int = 1) -> Lease:
+    return Lease(
+        task_id=task_id,
+        owner=f"run-{pid}@{HOST}",
+        token=token,
+        acquired_at=NOW - 2 * H,
+        renewed_at=NOW + expires_in - 300,
+        expires_at=NOW + expires_in,
+    )
+
+
+def _beat(
+    task_id: str,
+    stage: str,
+    progress: float,
+    *,
+    age: float,
+    stuck: float | None = None,
+    stage_for: float = 5 * M,
+    **extra: object,
+) -> Heartbeat:
+    return Heartbeat(
+        task_id=task_id,
+        stage=stage,
+        progress=progress,
+        written_at=NOW - age,
+        progress_changed_at=NOW - (stuck if stuck is not None else age),
+        stage_started_at=NOW - stage_for,
+        seq=100,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _alive(pid: int, cpu: float, *, started_ago: float) -> ProcessSample:
+    return ProcessSample(
+        pid=pid,
+        alive=True,
+        status="sleeping" if cpu < 1 else "running",
+        cpu_percent=cpu,
+        rss_bytes=412 * 2**20,
+        threads=4,
+        create_time=NOW - started_ago,
+        sampled_at=NOW,
+    )
+
+
+def sample_records(*, kill_pending: Iterable[str] = ()) -> list[TaskRecord]:
+    """Every health at ``NOW``; tasks in ``kill_pending`` have a SIGTERM out, 23 s to go."""
+    records = [
+        # dead: claims to run, its process is gone.
+        TaskRecord(
+            task=_task("etl-0417", TaskState.RUNNING, started_ago=50 * M, pid=3907),
+            lease=_lease("etl-0417", 3907, expires_in=4 * M, token=3),
+            heartbeat=_beat("etl-0417", "load", 88, age=70, counters={"rows": 9_100_000}),
+        ),
+        # reclaimable (and stalled): the page from DESIGN.md.
+        TaskRecord(
+            task=_task(
+                "export-2031",
+                TaskState.RUNNING,
+                started_ago=5 * H,
+                pid=4121,
+                step_type="export",
+                checkpoint="s3://exports/2031/part-0061",
+            ),
+            lease=_lease("export-2031", 4121, expires_in=-(3 * H + 50 * M), token=7),
+            heartbeat=_beat(
+                "export-2031",
+                "transform",
+                61,
+                age=4 * H + 12 * M,
+                stage_for=4 * H + 40 * M,
+                counters={"rows": 8_200_000},
+            ),
+        ),
+        # stalled: the lease is renewed, but no heartbeat for 6 minutes.
+        TaskRecord(
+            task=_task("thumbs-7781", TaskState.RUNNING, started_ago=40 * M, pid=5230),
+            lease=_lease("thumbs-7781", 5230, expires_in=3 * M + 20, token=2),
+            heartbeat=_beat("thumbs-7781", "resize", 61, age=6 * M + 5, counters={"images": 6100}),
+        ),
+        # spinning: beating, progress stuck for 45 minutes.
+        TaskRecord(
+            task=_task("crawl-0042", TaskState.RUNNING, started_ago=2 * H, pid=6012),
+            lease=_lease("crawl-0042", 6012, expires_in=4 * M + 30, token=1),
+            heartbeat=_beat(
+                "crawl-0042",
+                "fetch",
+                37,
+                age=8,
+                stuck=45 * M,
+                stage_for=70 * M,
+                counters={"pages": 41_000},
+            ),
+        ),
+        # quarantined by the watchdog after an interruption.
+        TaskRecord(
+            task=_task(
+                "billing-0901",
+                TaskState.INTERRUPTED,
+                started_ago=3 * H,
+                quarantined_at=NOW - 20 * M,
+                quarantined_by="watchdog",
+                quarantine_reason="stalled 2m at stage=invoice",
+                checkpoint="/var/lib/billing/0901.ckpt",
+            ),
+            lease=Lease(task_id="billing-0901", owner=None, token=4),
+            heartbeat=_beat("billing-0901", "invoice", 72, age=25 * M),
+        ),
+        # interrupted: stopped by SIGTERM, checkpoint kept.
+        TaskRecord(
+            task=_task(
+                "report-3310",
+                TaskState.INTERRUPTED,
+                started_ago=1 * H,
+                checkpoint="/srv/reports/3310/ckpt-14",
+            ),
+            lease=Lease(task_id="report-3310", owner=None, token=2),
+            heartbeat=_beat("report-3310", "render", 45, age=12 * M),
+        ),
+        # starting: claimed 20 s ago, no heartbeat expected yet.
+        TaskRecord(
+            task=_task("ingest-5120", TaskState.STARTING, started_ago=20, pid=7305),
+            lease=_lease("ingest-5120", 7305, expires_in=4 * M + 40, token=1),
+            heartbeat=None,
+        ),
+        # queued behind the reclaimable export.
+        TaskRecord(
+            task=_task(
+                "publish-2032", TaskState.QUEUED, started_ago=5 * H, upstream=("export-2031",)
+            ),
+            lease=None,
+            heartbeat=None,
+        ),
+        # healthy, three ways: plain, over its stage budget, with a request past its budget.
+        TaskRecord(
+            task=_task("ingest-5119", TaskState.RUNNING, started_ago=12 * M, pid=7211),
+            lease=_lease("ingest-5119", 7211, expires_in=4 * M + 51, token=1),
+            heartbeat=_beat(
+                "ingest-5119", "parse", 34, age=3, stage_for=6 * M, counters={"files": 340}
+            ),
+        ),
+        TaskRecord(
+            task=_task(
+                "train-0008", TaskState.RUNNING, started_ago=2 * H + 5 * M, pid=8100, attempt=2
+            ),
+            lease=_lease("train-0008", 8100, expires_in=4 * M + 55, token=5),
+            heartbeat=_beat(
+                "train-0008", "epoch-3", 76.5, age=4, stage_for=22 * M, counters={"step": 30_600}
+            ),
+        ),
+        TaskRecord(
+            task=_task("resize-9001", TaskState.RUNNING, started_ago=9 * M, pid=8422),
+            lease=_lease("resize-9001", 8422, expires_in=4 * M + 48, token=1),
+            heartbeat=_beat(
+                "resize-9001",
+                "upload",
+                90,
+                age=6,
+                stage_for=3 * M,
+                request_name="PUT s3://thumbs",
+                request_started_at=NOW - 2 * M - 10,
+            ),
+        ),
+        # finished: one of each.
+        TaskRecord(
+            task=_task(
+                "backup-0730",
+                TaskState.SUCCEEDED,
+                started_ago=50 * M,
+                exit_code=0,
+                finished_at=NOW - 10 * M,
+            ),
+            lease=Lease(task_id="backup-0730", owner=None, token=1),
+            heartbeat=_beat("backup-0730", "verify", 100, age=10 * M),
+        ),
+        TaskRecord(
+            task=_task(
+                "backup-0731",
+                TaskState.FAILED,
+                started_ago=40 * M,
+                exit_code=3,
+                finished_at=NOW - 5 * M,
+                state_reason="disk full",
+            ),
+            lease=Lease(task_id="backup-0731", owner=None, token=1),
+            heartbeat=_beat("backup-0731", "copy", 12, age=5 * M),
+        ),
+        TaskRecord(
+            task=_task(
+                "export-2029",
+                TaskState.DISCARDED,
+                started_ago=3 * H,
+                finished_at=NOW - 30 * M,
+                state_reason="discarded by alice",
+            ),
+            lease=Lease(task_id="export-2029", owner=None, token=3),
+            heartbeat=_beat("export-2029", "transform", 20, age=2 * H),
+        ),
+    ]
+    pending = set(kill_pending)
+    return [
+        replace(
+            record,
+            pending_kill=PendingKill(
+                task_id=record.task.task_id,
+                pid=record.task.pid or 0,
+                pid_start_time=record.task.pid_start_time,
+                host=HOST,
+                requested_by="alice@laptop",
+                term_sent_at=NOW - 7,
+                deadline=NOW + 23,
+            ),
+        )
+        if record.task.task_id in pending
+        else record
+        for record in records
+    ]
+
+
+def sample_samples() -> dict[str, ProcessSample]:
+    """What the probe sees: every running pid alive except etl-0417's."""
+    samples = {
+        "thumbs-7781": _alive(5230, 0.0, started_ago=40 * M),
+        "crawl-0042": _alive(6012, 2.0, started_ago=2 * H),
+        "ingest-5120": _alive(7305, 4.0, started_ago=20),
+        "ingest-5119": _alive(7211, 97.0, started_ago=12 * M),
+        "train-0008": _alive(8100, 188.0, started_ago=2 * H + 5 * M),
+        "resize-9001": _alive(8422, 0.0, started_ago=9 * M),
+        "export-2031": _alive(4121, 0.0, started_ago=5 * H),
+        "etl-0417": ProcessSample(pid=3907, alive=False, sampled_at=NOW),
+    }
+    return samples
+
+
+def sample_snapshot(now: float = NOW, *, kill_pending: Iterable[str] = ()) -> Snapshot:
+    return build_snapshot(
+        now, sample_records(kill_pending=kill_pending), sample_config(), sample_samples()
+    )
+
+
+def sample_history(task_id: str) -> list[HistoryPoint]:
+    """A made-up climb that flattens out, for the sparkline."""
+    points = [0, 4, 9, 15, 22, 28, 33, 40, 46, 51, 55, 58, 60, 61, 61, 61, 61, 61]
+    return [
+        HistoryPoint(
+            written_at=NOW - (len(points) - i) * 10 * M, stage="transform", progress=float(p)
+        )
+        for i, p in enumerate(points)
+    ]
+
+
+def sample_events(task_id: str | None = None) -> list[Event]:
+    events = [
+        Event(
+            event_id=6,
+            at=NOW - 60,
+            task_id="etl-0417",
+            kind=EventKind.TRANSITION,
+            actor="watchdog",
+            message="healthy -> dead: pid 3907 is gone",
+        ),
+        Event(
+            event_id=5,
+            at=NOW - 6 * M,
+            task_id="thumbs-7781",
+            kind=EventKind.TRANSITION,
+            actor="watchdog",
+            message="healthy -> stalled: heartbeat 2m00s old (timeout 2m)",
+        ),
+        Event(
+            event_id=4,
+            at=NOW - 20 * M,
+            task_id="billing-0901",
+            kind=EventKind.QUARANTINED,
+            actor="watchdog",
+            message="quarantined: stalled 2m at stage=invoice",
+        ),
+        Event(
+            event_id=3,
+            at=NOW - 30 * M,
+            task_id="export-2029",
+            kind=EventKind.ACTION,
+            actor="alice@laptop",
+            message="discard: discarded (token 2 -> 3)",
+        ),
+        Event(
+            event_id=2,
+            at=NOW - 3 * H - 50 * M,
+            task_id="export-2031",
+            kind=EventKind.TRANSITION,
+            actor="watchdog",
+            message="stalled -> reclaimable: lease expired",
+        ),
+        Event(
+            event_id=1,
+            at=NOW - 4 * H,
+            task_id="export-2031",
+            kind=EventKind.PAGE,
+            actor="watchdog",
+            message=(
+                "export-2031 stalled: stage=transform p=61% heartbeat 2m00s old - resume or discard"
+            ),
+        ),
+    ]
+    return [e for e in events if task_id is None or e.task_id == task_id]
+
+
+class SampleSource:
+    """A ``SnapshotSource`` over fixed snapshots; ``fail_with`` makes the next polls fail."""
+
+    def __init__(
+        self, snapshots: Sequence[Snapshot] | None = None, *, read_only: bool = False
+    ) -> None:
+        self.snapshots = list(snapshots or [sample_snapshot()])
+        self._read_only = read_only
+        self.polls = 0
+        self.fail_with: str | None = None
+        self.failed_at = NOW + 14
+        self.last = Snapshot(taken_at=None)
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    async def poll(self) -> Snapshot:
+        if self.fail_with is not None:
+            self.last = replace(self.last, error=self.fail_with, failed_at=self.failed_at)
+            return self.last
+        index = min(self.polls, len(self.snapshots) - 1)
+        self.polls += 1
+        self.last = self.snapshots[index]
+        return self.last
+
+    async def history(self, task_id: str) -> list[HistoryPoint]:
+        return sample_history(task_id)
+
+    async def events(self, task_id: str | None = None, limit: int = 100) -> list[Event]:
+        return sample_events(task_id)[:limit]
+
+
+class RecordingExecutor:
+    """An ``ActionExecutor`` that records requests and answers with a fixed outcome per kind."""
+
+    OUTCOMES: ClassVar[dict[ActionKind, tuple[Outcome, str]]] = {
+        ActionKind.RESUME: (Outcome.REQUEUED, "requeued with token {token}"),
+        ActionKind.DISCARD: (Outcome.DISCARDED, "discarded; artifacts kept"),
+        ActionKind.KILL: (Outcome.TERM_SENT, "SIGTERM sent; SIGKILL in 30s if still alive"),
+    }
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        self._read_only = read_only
+        self.requests: list[ActionRequest] = []
+        self.completions = 0
+        self.pending_outcomes: list[ActionOutcome] = []
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    async def run(self, request: ActionRequest) -> ActionOutcome:
+        self.requests.append(request)
+        if self._read_only:
+            return ActionOutcome(
+                request=request, outcome=Outcome.REFUSED, message="store is read-only"
+            )
+        outcome, message = self.OUTCOMES[request.kind]
+        token = (request.expected_token or 0) + 1
+        return ActionOutcome(
+            request=request, outcome=outcome, message=message.format(token=token), new_token=token
+        )
+
+    async def complete_pending_kills(self) -> list[ActionOutcome]:
+        self.completions += 1
+        outcomes, self.pending_outcomes = self.pending_outcomes, []
+        return outcomes
+
+
+def main() -> None:
+    """Run the dashboard on the sample fleet: ``python -m tui.sample [--wall|--read-only]``."""
+    import sys
+
+    from core.clock import FakeClock
+    from tui.app import ZombietopApp
+
+    wall = "--wall" in sys.argv
+    read_only = "--read-only" in sys.argv
+    ZombietopApp(
+        SampleSource(read_only=read_only),
+        executor=None if read_only else RecordingExecutor(),
+        clock=FakeClock(NOW),
+        wall=wall,
+        store_label="sample fleet",
+        actor="you@sample",
+    ).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""The detail view of one task: everything needed to decide resume, discard or kill."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Sparkline, Static
+
+from core.actions import ActionKind
+from core.classify import Budget, format_progress
+from core.durations import format_age, format_duration
+from core.model import Event, HistoryPoint
+from core.monitor import TaskView
+from tui.cells import bar
+from tui.healths import health_label
+from tui.keys import MUTATING_ACTIONS
+from tui.widgets.events_pane import event_line
+
+if TYPE_CHECKING:
+    from tui.app import ZombietopApp
+
+
+def _stamp(at: float | None) -> str:
+    return "-" if at is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
+
+
+def _grid() -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", justify="right", min_width=12)
+    grid.add_column()
+    return grid
+
+
+def _budget_row(budget: Budget) -> Text:
+    if budget.used_s is None:
+        return Text(
+            f"not running  limit {format_duration(budget.limit_s)}  (from {budget.source})",
+            style="dim",
+        )
+    text = Text(bar(budget.fraction, 16), style="bold red" if budget.over else "blue")
+    text.append(f" {format_age(budget.used_s)} of {format_duration(budget.limit_s)}")
+    if budget.over:
+        text.append(" OVER", style="bold red")
+    text.append(f"  (limit from {budget.source})", style="dim")
+    return text
+
+
+def describe(view: TaskView, now: float) -> Table:
+    """Every fact about the task, as label/value rows."""
+    task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
+    grid = _grid()
+    grid.add_row(
+        "task",
+        Text.assemble(
+            (task.task_id, "bold"), f"  run {task.run_id}  step {task.step}  type {task.step_type}"
+        ),
+    )
+    grid.add_row("state", f"{task.state}, attempt {task.attempt}")
+    for reason in view.verdict.reasons:
+        grid.add_row("reason", reason.message)
+    for flag in view.verdict.flags:
+        grid.add_row("flag", Text(str(flag), style="bold red"))
+    if beat is not None:
+        grid.add_row(
+            "stage",
+            f"{beat.stage or '-'} at {format_progress(beat.progress)}"
+            + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
+        )
+        counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
+        grid.add_row("counters", counters)
+        age = now - beat.written_at
+        grid.add_row(
+            "heartbeat", f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})"
+        )
+        if beat.request_name:
+            grid.add_row(
+                "request",
+                f"{beat.request_name}" + (f" trace {beat.trace_id}" if beat.trace_id else ""),
+            )
+    else:
+        grid.add_row("heartbeat", "none yet")
+    grid.add_row(
+        "checkpoint", task.checkpoint or (beat.checkpoint if beat and beat.checkpoint else "-")
+    )
+    if lease is not None:
+        left = view.verdict.lease_expires_in_s
+        expiry = (
+            "-"
+            if left is None
+            else (
+                f"expires in {format_age(left)}" if left >= 0 else f"expired {format_age(left)} ago"
+            )
+        )
+        grid.add_row(
+            "lease",
+            f"owner {lease.owner or '(released)'}, token {lease.token}, {expiry} "
+            f"({_stamp(lease.expires_at)})",
+        )
+    else:
+        grid.add_row("lease", "none")
+    if task.pid is None:
+        grid.add_row("process", "no pid recorded")
+    elif process is None:
+        grid.add_row("process", f"pid {task.pid} on {task.host or '?'}: not probed from this host")
+    else:
+        alive = "alive" if not process.gone else "GONE"
+        if process.alive and not process.identity_ok:
+            alive = "pid reused by another process"
+        cpu = "-" if process.cpu_percent is None else f"{process.cpu_percent:.0f}%"
+        rss = "-" if process.rss_bytes is None else f"{process.rss_bytes / 2**20:.0f} MiB"
+        grid.add_row(
+            "process",
+            f"pid {process.pid} {alive}, status {process.status or '-'}, cpu {cpu}, rss {rss}, "
+            f"started {_stamp(process.create_time or task.pid_start_time)}",
+        )
+    budgets = view.verdict.budgets
+    grid.add_row("request", _budget_row(budgets.request))
+    grid.add_row("stage budget", _budget_row(budgets.stage))
+    grid.add_row("task budget", _budget_row(budgets.task))
+    return grid
+
+
+class DetailScreen(Screen[None]):
+    """One task in full; r/d/k act on it, Escape goes back."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "back", "Back"),
+        Binding("r", "resume", "Resume"),
+        Binding("d", "discard", "Discard"),
+        Binding("k", "kill", "Kill"),
+    ]
+
+    DEFAULT_CSS = """
+    DetailScreen #context {
+        padding: 0 1;
+        background: $panel;
+        text-style: bold;
+    }
+    DetailScreen #spark-label, DetailScreen #facts, DetailScreen #events {
+        padding: 0 1;
+    }
+    DetailScreen Sparkline {
+        height: 3;
+        margin: 0 1;
+    }
+    """
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__()
+        self.task_id = task_id
+        self.history: list[HistoryPoint] = []
+        self.events: list[Event] = []
+
+    @property
+    def zapp(self) -> ZombietopApp:
+        return cast("ZombietopApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(id="context")
+            yield Static(id="spark-label")
+            yield Sparkline([], id="spark")
+            yield Static(id="facts")
+            yield Static(id="events")
+        yield Footer()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in MUTATING_ACTIONS and self.zapp.read_only:
+            return False
+        return True
+
+    def on_mount(self) -> None:
+        self.show()
+        self.load()
+
+    @work(exclusive=True, group="detail", exit_on_error=False)
+    async def load(self) -> None:
+        """Fetch this task's heartbeat history and events (store reads, off the UI's thread)."""
+        self.history = await self.zapp.source.history(self.task_id)
+        self.events = await self.zapp.source.events(self.task_id, limit=50)
+        self.show()
+
+    def show(self) -> None:
+        view = self.zapp.snapshot.by_id().get(self.task_id)
+        now = self.zapp.clock.now()
+        context = self.query_one("#context", Static)
+        if view is None:
+            context.update(f"{self.task_id} is no longer in the store's recent tasks")
+            return
+        title = health_label(view.health)
+        title.append(f"  {view.task_id}")
+        self.title = str(view.task_id)
+        context.update(Text.assemble(title, "\n", view.verdict.context))
+        points = [p.progress for p in self.history if p.progress is not None]
+        label = (
+            f"progress over the last {len(points)} heartbeats"
+            if points
+            else "no progress history yet"
+        )
+        if points:
+            label += f": {format_progress(points[0])} -> {format_progress(points[-1])}"
+        self.query_one("#spark-label", Static).update(Text(label, style="dim"))
+        spark = self.query_one("#spark", Sparkline)
+        spark.display = bool(points)
+        spark.data = points
+        self.query_one("#facts", Static).update(describe(view, now))
+        self.query_one("#events", Static).update(self._events_text(self.events))
+
+    @staticmethod
+    def _events_text(events: Sequence[Event]) -> Text:
+        text = Text("events for this task, newest first\n", style="dim")
+        if not events:
+            text.append("none", style="dim")
+        for index, event in enumerate(events):
+            if index:
+                text.append("\n")
+            text.append_text(event_line(event))
+        return text
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def action_resume(self) -> None:
+        self.zapp.request_action(ActionKind.RESUME, self.task_id)
+
+    def action_discard(self) -> None:
+        self.zapp.request_action(ActionKind.DISCARD, self.task_id)
+
+    def action_kill(self) -> None:
+        self.zapp.request_action(ActionKind.KILL, self.task_id)

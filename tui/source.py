@@ -1,0 +1,23 @@
+"""What the dashboard reads from: the monitor, or a fake in tests and screenshots."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from core.model import Event, HistoryPoint
+from core.monitor import Snapshot
+
+
+class SnapshotSource(Protocol):
+    """The read half of the core facade; ``core.monitor.Monitor`` implements it."""
+
+    @property
+    def read_only(self) -> bool: ...
+
+    async def poll(self) -> Snapshot:
+        """Take a snapshot; on a store error return the last good one with ``error`` set."""
+        ...
+
+    async def history(self, task_id: str) -> list[HistoryPoint]: ...
+
+    async def events(self, task_id: str | None = None, limit: int = 100) -> list[Event]: ...

@@ -1,0 +1,51 @@
+"""Which tasks the dashboard shows, in which order: filter and sort, as pure functions."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from core.monitor import Snapshot, TaskView
+
+
+class SortMode(StrEnum):
+    """The orders ``s`` cycles through; urgency is DESIGN.md's order."""
+
+    URGENCY = "urgency"
+    HEARTBEAT = "oldest heartbeat"
+    PROGRESS = "least progress"
+    TASK = "task id"
+
+    def next(self) -> SortMode:
+        members = list(SortMode)
+        return members[(members.index(self) + 1) % len(members)]
+
+
+def matches(view: TaskView, text: str) -> bool:
+    """True when ``text`` is in the task id, the stage or the health word (any case)."""
+    if not text:
+        return True
+    needle = text.casefold()
+    stage = view.heartbeat.stage if view.heartbeat is not None else None
+    return (
+        needle in view.task_id.casefold()
+        or (stage is not None and needle in stage.casefold())
+        or needle in str(view.health)
+    )
+
+
+def ordered(snapshot: Snapshot, sort: SortMode, filter_text: str) -> list[TaskView]:
+    """The snapshot's tasks that match the filter, in ``sort`` order (stable: ties by urgency)."""
+    views = [view for view in snapshot.tasks if matches(view, filter_text)]
+    if sort is SortMode.HEARTBEAT:
+        views.sort(key=lambda v: -(v.verdict.heartbeat_age_s or -1.0))
+    elif sort is SortMode.PROGRESS:
+        views.sort(
+            key=lambda v: (
+                v.heartbeat.progress
+                if v.heartbeat is not None and v.heartbeat.progress is not None
+                else 101.0
+            )
+        )
+    elif sort is SortMode.TASK:
+        views.sort(key=lambda v: v.task_id)
+    return views

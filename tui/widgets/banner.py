@@ -1,0 +1,65 @@
+"""The one-line banner under the header: stale data after a failed poll, or paused."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from core.durations import format_age
+from core.monitor import Snapshot
+
+
+class Banner(Widget):
+    """Says why the data on screen may be old; hidden while everything is fresh."""
+
+    DEFAULT_CSS = """
+    Banner {
+        height: auto;
+        display: none;
+        padding: 0 1;
+        background: $error;
+        color: $text;
+        text-style: bold;
+    }
+    Banner.-shown {
+        display: block;
+    }
+    Banner.-paused {
+        background: $warning;
+        color: $background;
+    }
+    """
+
+    snapshot: reactive[Snapshot] = reactive(Snapshot(taken_at=None), repaint=False)
+    now: reactive[float] = reactive(0.0, repaint=False)
+    paused_at: reactive[float | None] = reactive(None, repaint=False)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lines: list[str] = []
+
+    def _build(self) -> list[str]:
+        lines: list[str] = []
+        snapshot = self.snapshot
+        if snapshot.error is not None:
+            age = snapshot.age(self.now)
+            old = "no data yet" if age is None else f"data {format_age(age)} old"
+            lines.append(f"⚠ {old}: {snapshot.error}")
+        if self.paused_at is not None:
+            lines.append("‖ PAUSED: the table is frozen; press p to resume refreshing")
+        return lines
+
+    def _watch_any(self) -> None:
+        lines = self._build()
+        if lines == self._lines:
+            return
+        self._lines = lines
+        self.set_class(bool(lines), "-shown")
+        self.set_class(self.snapshot.error is None and self.paused_at is not None, "-paused")
+        self.refresh(layout=True)
+
+    watch_snapshot = watch_now = watch_paused_at = _watch_any
+
+    def render(self) -> Text:
+        return Text("\n".join(self._lines))

@@ -1,0 +1,97 @@
+"""The header: store, refresh interval, clock, counts per health, READ-ONLY badge."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from core.model import Health
+from core.monitor import Snapshot
+from tui.healths import ACTIVE_HEALTHS, health_count
+
+
+def clock_text(now: float) -> str:
+    return time.strftime("%H:%M:%S UTC", time.gmtime(now))
+
+
+class StatusHeader(Widget):
+    """Two lines (more when narrow): where and when, then one word and number per health."""
+
+    DEFAULT_CSS = """
+    StatusHeader {
+        height: auto;
+        background: $panel;
+        padding: 0 1;
+    }
+    """
+
+    # Assigned every poll; the watcher repaints only what changed, and re-lays out the
+    # screen only when the header's height changes (a layout pass costs a full redraw).
+    snapshot: reactive[Snapshot] = reactive(Snapshot(taken_at=None), repaint=False)
+    now: reactive[float] = reactive(0.0, repaint=False)
+    store: reactive[str] = reactive("", repaint=False)
+    refresh_s: reactive[float] = reactive(2.0, repaint=False)
+    read_only: reactive[bool] = reactive(False, repaint=False)
+    sort_label: reactive[str] = reactive("", repaint=False)
+    filter_label: reactive[str] = reactive("", repaint=False)
+    show_counts: reactive[bool] = reactive(True, repaint=False)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._text = Text()
+
+    def _watch_any(self) -> None:
+        text = self._build()
+        if text.plain == self._text.plain and text.spans == self._text.spans:
+            return
+        relayout = text.plain.count("\n") != self._text.plain.count("\n")
+        self._text = text
+        self.refresh(layout=relayout)
+
+    watch_snapshot = watch_now = watch_store = watch_refresh_s = _watch_any
+    watch_read_only = watch_sort_label = watch_filter_label = watch_show_counts = _watch_any
+
+    def on_resize(self) -> None:
+        self._text = Text()
+        self._watch_any()
+
+    def render(self) -> Text:
+        return self._text
+
+    def _build(self) -> Text:
+        line = Text()
+        line.append("zombietop", style="bold")
+        line.append(f"  {self.store}")
+        line.append(f"  every {self.refresh_s:g}s", style="dim")
+        line.append(f"  {clock_text(self.now)}")
+        if self.sort_label and self.sort_label != "urgency":
+            line.append(f"  sort: {self.sort_label}", style="bold")
+        if self.filter_label:
+            line.append(f"  filter: {self.filter_label}", style="bold")
+        if self.read_only:
+            line.append("  ")
+            line.append(" READ-ONLY ", style="bold reverse")
+        if not self.show_counts:
+            return line
+        line.append("\n")
+        counts = self.snapshot.counts
+        finished = [
+            h for h in (Health.SUCCEEDED, Health.FAILED, Health.DISCARDED) if counts.get(h, 0)
+        ]
+        # Wrap between counts, never inside one ("interrupted" alone on a line reads wrong).
+        width = max(self.size.width - 2, 20)
+        used = 0
+        for health in [*ACTIVE_HEALTHS, *finished]:
+            item = health_count(health, counts.get(health, 0))
+            if used and used + 2 + item.cell_len > width:
+                line.append("\n")
+                used = 0
+            elif used:
+                line.append("  ")
+                used += 2
+            line.append_text(item)
+            used += item.cell_len
+        return line
