@@ -399,11 +399,16 @@ def _is_watchdog(found: Found) -> bool:
     return "watch" in found.cmdline and "tui" in found.cmdline
 
 
-def stop(paths: DemoPaths, log: Any) -> SweepReport:
+def stop(paths: DemoPaths) -> SweepReport:
     """Stop every process of the demo at ``paths``: the watchdog first, then jobs and wrappers."""
-    report = stop_all(paths.db, grace=STOP_GRACE_S, first=_is_watchdog, log=log)
+    report = stop_all(paths.db, grace=STOP_GRACE_S, first=_is_watchdog)
     _require_clean(report)
     return report
+
+
+def stopped(report: SweepReport) -> str:
+    forced = f" ({len(report.killed)} needed SIGKILL)" if report.killed else ""
+    return f"stopped {len(report.terminated)} demo processes{forced}; none left running"
 
 
 def _require_clean(report: SweepReport) -> None:
@@ -508,7 +513,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         asyncio.run(await_started(paths, JOBS, launched))
     except BaseException:
-        stop(paths, _say)
+        stop(paths)
         raise
     if args.no_tui:
         print(describe(paths, speed, running=True))
@@ -519,11 +524,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except _Quit as exc:
         _say(f"zombietop demo: {exc}; stopping the demo")
     finally:
-        report = stop(paths, _say)
-        _say(
-            f"zombietop demo: stopped {len(report.terminated)} processes, none left running; "
-            f"the store stays for a look: {_me()} status {_store_args(paths)}"
-        )
+        report = stop(paths)
+        _say(f"zombietop demo: {stopped(report)}. The store stays for a look:")
+        _say(f"  {_me()} status {_store_args(paths)}")
     if status:
         _say(f"zombietop demo: the dashboard exited with status {status}")
     return status or 0
@@ -535,12 +538,10 @@ def stop_demo(paths: DemoPaths) -> int:
             f"{paths.db} is not a demo store (no {paths.marker.name} in {paths.folder}); "
             "--stop only stops demos"
         )
-    report = stop(paths, print)
-    if not report.terminated:
-        print(f"no demo processes were running for {paths.db}")
-    else:
-        forced = f" ({len(report.killed)} needed SIGKILL)" if report.killed else ""
-        print(f"stopped {len(report.terminated)} demo processes{forced}; none left running")
+    report = stop(paths)
+    print(
+        stopped(report) if report.terminated else f"no demo processes were running for {paths.db}"
+    )
     return 0
 
 
