@@ -103,7 +103,8 @@ def live_pids(paths: DemoPaths, tasks: dict[str, dict[str, Any]]) -> dict[int, f
     return pids
 
 
-def assert_all_gone(paths: DemoPaths, pids: dict[int, float]) -> None:
+def still_alive(pids: dict[int, float]) -> list[str]:
+    """Those of ``pids`` that are still the same live process (same start time, not a zombie)."""
     alive = []
     for pid, created in pids.items():
         try:
@@ -112,7 +113,11 @@ def assert_all_gone(paths: DemoPaths, pids: dict[int, float]) -> None:
                 alive.append(f"{pid} {' '.join(proc.cmdline())}")
         except psutil.NoSuchProcess:
             continue
-    assert alive == []
+    return alive
+
+
+def assert_all_gone(paths: DemoPaths, pids: dict[int, float]) -> None:
+    assert still_alive(pids) == []
     assert find(paths.db) == []
 
 
@@ -231,6 +236,20 @@ def test_demo_kill_escalates_and_resume_continues_from_the_checkpoint(
     assert_all_gone(demo, pids)  # the relaunched attempt included
 
 
+def test_a_second_demo_on_the_same_path_replaces_the_first(
+    demo: DemoPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    start(demo)
+    first = live_pids(demo, status(demo, capsys))
+    (demo.logs / "left-behind.txt").write_text("from the first demo")
+    start(demo)
+    assert still_alive(first) == []
+    assert not (demo.logs / "left-behind.txt").exists()
+    tasks = status(demo, capsys)
+    assert sorted(tasks) == sorted(job.task_id for job in JOBS)
+    stop(demo)
+
+
 # Without processes --------------------------------------------------------------------------
 
 
@@ -262,6 +281,16 @@ def test_the_demo_refuses_to_wipe_a_store_it_did_not_make(
     assert main(["demo", "--stop", "--db", str(db)]) == 2
     assert "--stop only stops demos" in capsys.readouterr().err
     assert db.exists()
+
+
+def test_the_demo_refuses_a_folder_beside_the_store_that_it_did_not_make(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "demo.db.d").mkdir()
+    (tmp_path / "demo.db.d" / "precious.txt").write_text("mine")
+    assert main(["demo", "--no-tui", "--db", str(tmp_path / "demo.db")]) == 2
+    assert "is not a demo store" in capsys.readouterr().err
+    assert (tmp_path / "demo.db.d" / "precious.txt").exists()
 
 
 def test_the_dashboard_needs_a_terminal(tmp_path: Path) -> None:
