@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -147,7 +147,7 @@ JOBS: tuple[DemoJob, ...] = (
         run_id="nightly-2049",
         step="render",
         kind="checkpointed",
-        shows="checkpoints: kill it, resume it, it carries on from its checkpoint",
+        shows="checkpoints: kill it, resume it: it carries on from there",
     ),
 )
 STUBBORN, CHECKPOINTED = "compact-2048", "render-2049"
@@ -269,7 +269,7 @@ def child_env(paths: DemoPaths) -> dict[str, str]:
     return tag_env(paths.db, env)
 
 
-def wipe(paths: DemoPaths, log: Any) -> None:
+def wipe(paths: DemoPaths, log: Callable[[str], None]) -> None:
     """Stop and remove an earlier demo at this path; refuse anything that is not a demo."""
     if not paths.db.exists() and not paths.folder.exists():
         return
@@ -289,12 +289,14 @@ def wipe(paths: DemoPaths, log: Any) -> None:
 
 
 def write_files(paths: DemoPaths, speed: float) -> None:
-    paths.logs.mkdir(parents=True, exist_ok=True)
+    # The marker first: a demo cut short here must still be one the next demo may wipe.
+    paths.folder.mkdir(parents=True, exist_ok=True)
+    marker = {"format": MARKER_FORMAT, "speed": speed, "created_at": time.time()}
+    paths.marker.write_text(json.dumps(marker, indent=2) + "\n")
+    paths.logs.mkdir(exist_ok=True)
     paths.config.write_text(render_config(speed, paths.pages))
     load_config(paths.config)  # a demo that writes an invalid config should say so now
     paths.pages.touch()
-    marker = {"format": MARKER_FORMAT, "speed": speed, "created_at": time.time()}
-    paths.marker.write_text(json.dumps(marker, indent=2) + "\n")
 
 
 async def create_tasks(paths: DemoPaths, jobs: Sequence[DemoJob]) -> None:
@@ -432,15 +434,21 @@ def _store_args(paths: DemoPaths) -> str:
     return f"--db {shlex.quote(str(paths.db))} --config {shlex.quote(str(paths.config))}"
 
 
-def describe(paths: DemoPaths, speed: float, *, running: bool) -> str:
+def describe(paths: DemoPaths, speed: float, *, dashboard: bool) -> str:
+    """What runs and what each job shows; then how to act, watch and stop."""
     me, store = _me(), _store_args(paths)
     width = max(len(job.task_id) for job in JOBS)
     lines = [
-        f"zombietop demo: {sum(j.start for j in JOBS)} jobs and the watchdog "
-        f"{'are running' if running else 'started'} against {paths.db} (speed {speed:g}).",
+        f"zombietop demo: {sum(j.start for j in JOBS)} jobs and the watchdog run against "
+        f"{paths.db} (speed {speed:g}).",
         f"Within about {max(60 / speed, 10):.0f} s every kind of zombie shows:",
         *(f"  {job.task_id.ljust(width)}  {job.shows}" for job in JOBS),
         "",
+    ]
+    if dashboard:
+        lines.append("Select a task (/ filters), k kills, r resumes; quitting stops them all.")
+        return "\n".join(lines)
+    lines += [
         f"  watch it:  {me} {store}",
         f"  status:    {me} status {store}",
         f"  pages:     {paths.pages}",
@@ -507,6 +515,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "without it"
         )
     wipe(paths, _say)
+    _say("zombietop demo: starting the jobs and the watchdog...")
     write_files(paths, speed)
     asyncio.run(create_tasks(paths, JOBS))
     launched = launch(paths, JOBS)
@@ -515,8 +524,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except BaseException:
         stop(paths)
         raise
+    # Printed before the dashboard too: it is what the screen shows again once the dashboard ends.
+    print(describe(paths, speed, dashboard=not args.no_tui), flush=True)
     if args.no_tui:
-        print(describe(paths, speed, running=True))
         return 0
     status = None
     try:
@@ -525,8 +535,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _say(f"zombietop demo: {exc}; stopping the demo")
     finally:
         report = stop(paths)
-        _say(f"zombietop demo: {stopped(report)}. The store stays for a look:")
-        _say(f"  {_me()} status {_store_args(paths)}")
+        _say(f"zombietop demo: {stopped(report)}.")
+        _say(f"The store stays for a look: {_me()} status {_store_args(paths)}")
     if status:
         _say(f"zombietop demo: the dashboard exited with status {status}")
     return status or 0
