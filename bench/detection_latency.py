@@ -42,12 +42,19 @@ class Stopwatch:
 
 async def trial(db: Path, number: int, timeout: float, interval: float) -> tuple[float, float]:
     base = default_config()
-    limits = replace(base.defaults, heartbeat_interval=timeout / 4, heartbeat_timeout=timeout,
-                     lease_ttl=timeout * 10, progress_timeout=timeout * 20)
+    limits = replace(
+        base.defaults,
+        heartbeat_interval=timeout / 4,
+        heartbeat_timeout=timeout,
+        lease_ttl=timeout * 10,
+        progress_timeout=timeout * 20,
+    )
     config = replace(base, defaults=limits, watch=WatchSettings(interval=interval))
     task_id = f"job-{number}"
     async with await open_store(db, create=True) as store:
-        await store.create_task(task_id=task_id, run_id="bench", step="s", step_type="default", actor="bench")
+        await store.create_task(
+            task_id=task_id, run_id="bench", step="s", step_type="default", actor="bench"
+        )
         lease = await store.acquire_lease(task_id, owner="bench", ttl=timeout * 10)
         stopwatch = Stopwatch()
         monitor = Monitor(store, config)
@@ -55,7 +62,9 @@ async def trial(db: Path, number: int, timeout: float, interval: float) -> tuple
         stop = asyncio.Event()
         runner = asyncio.create_task(dog.run(stop=stop))
         for p in range(3):
-            await store.record_heartbeat(task_id, parse_line(f"stage=s p={p}"), owner="bench", token=lease.token)
+            await store.record_heartbeat(
+                task_id, parse_line(f"stage=s p={p}"), owner="bench", token=lease.token
+            )
             await asyncio.sleep(timeout / 4)
         last = (await store.get_record(task_id)).heartbeat.written_at  # type: ignore[union-attr]
         verdict_at = None
@@ -79,13 +88,20 @@ def main() -> int:
     args = parser.parse_args()
     bound = args.timeout + args.interval
     with tempfile.TemporaryDirectory() as tmp:
-        results = [asyncio.run(trial(Path(tmp) / "z.db", n, args.timeout, args.interval)) for n in range(args.trials)]
+        results = [
+            asyncio.run(trial(Path(tmp) / "z.db", n, args.timeout, args.interval))
+            for n in range(args.trials)
+        ]
     verdicts = [v for v, _ in results]
     pages = [p for _, p in results]
-    print(f"heartbeat_timeout {args.timeout:g}s, watch interval {args.interval:g}s, bound {bound:g}s, {args.trials} trials")
+    print(
+        f"heartbeat_timeout {args.timeout:g}s, watch interval {args.interval:g}s, bound {bound:g}s, {args.trials} trials"
+    )
     print(f"{'':>8} {'median':>8} {'max':>8} {'max/bound':>10}")
     for name, values in (("verdict", verdicts), ("page", pages)):
-        print(f"{name:>8} {statistics.median(values):>7.2f}s {max(values):>7.2f}s {max(values) / bound:>9.2f}x")
+        print(
+            f"{name:>8} {statistics.median(values):>7.2f}s {max(values):>7.2f}s {max(values) / bound:>9.2f}x"
+        )
     print("within bound" if max(pages) <= bound else "OVER BOUND")
     return 0
 

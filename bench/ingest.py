@@ -77,8 +77,10 @@ with Job(task, db=db, config=cfg, step_type="default") as job:
 print(json.dumps({"count": count, "errors": errors}))
 """
 
-RUN_CHILD = 'i=0; end=$(( $(date +%s) + {seconds} )); while [ $(date +%s) -lt $end ]; do i=$((i+1)); ' \
+RUN_CHILD = (
+    "i=0; end=$(( $(date +%s) + {seconds} )); while [ $(date +%s) -lt $end ]; do i=$((i+1)); "
     'echo "stage=s p=$((i % 100)) n=$i" >> "$ZOMBIETOP_HEARTBEAT_FILE"; sleep 0.02; done; echo $i > {out}'
+)
 
 
 def fresh_store(tmp: Path, name: str, writers: int) -> Path:
@@ -106,8 +108,14 @@ def recorded(db: Path) -> dict[str, int]:
 def run_raw(tmp: Path, writers: int, seconds: float) -> tuple[float, int, int]:
     db = fresh_store(tmp, "raw", writers)
     sql = SQL["upsert_heartbeat"]
-    procs = [subprocess.Popen([sys.executable, "-c", RAW_WRITER, str(db), f"w{i}", str(seconds), sql],
-                              stdout=subprocess.PIPE, text=True) for i in range(writers)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RAW_WRITER, str(db), f"w{i}", str(seconds), sql],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(writers)
+    ]
     results = [json.loads(p.communicate()[0]) for p in procs]
     count = sum(r["count"] for r in results)
     lost = count - sum(recorded(db).values())
@@ -117,8 +125,15 @@ def run_raw(tmp: Path, writers: int, seconds: float) -> tuple[float, int, int]:
 def run_sdk(tmp: Path, writers: int, seconds: float, config: Path) -> tuple[float, int, int]:
     db = tmp / f"sdk-{writers}.db"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    procs = [subprocess.Popen([sys.executable, "-c", SDK_WRITER, str(db), str(config), f"w{i}", str(seconds)],
-                              stdout=subprocess.PIPE, text=True, env=env) for i in range(writers)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SDK_WRITER, str(db), str(config), f"w{i}", str(seconds)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i in range(writers)
+    ]
     results = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
     count = sum(r["count"] for r in results)
     lost = count - sum(recorded(db).values())
@@ -131,9 +146,26 @@ def run_wrapper(tmp: Path, writers: int, seconds: float, config: Path) -> tuple[
     outs = [tmp / f"run-{writers}-{i}.out" for i in range(writers)]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tui", "--db", str(db), "--config", str(config), "run", "--task", f"w{i}",
-             "--", "sh", "-c", RUN_CHILD.format(seconds=int(seconds), out=outs[i])],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "tui",
+                "--db",
+                str(db),
+                "--config",
+                str(config),
+                "run",
+                "--task",
+                f"w{i}",
+                "--",
+                "sh",
+                "-c",
+                RUN_CHILD.format(seconds=int(seconds), out=outs[i]),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for i in range(writers)
     ]
@@ -145,7 +177,11 @@ def run_wrapper(tmp: Path, writers: int, seconds: float, config: Path) -> tuple[
     seqs = dict(conn.execute("SELECT task_id, seq FROM heartbeats").fetchall())
     conn.close()
     # The newest line each child wrote must be what the store holds: nothing lost at the end.
-    lost = sum(1 for i, out in enumerate(outs) if json.loads(rows[f"w{i}"]).get("n") != int(out.read_text()))
+    lost = sum(
+        1
+        for i, out in enumerate(outs)
+        if json.loads(rows[f"w{i}"]).get("n") != int(out.read_text())
+    )
     return sum(seqs.values()) / elapsed, errors, lost
 
 
@@ -155,7 +191,9 @@ def main() -> int:
     parser.add_argument("--writers", default="1,8,32")
     args = parser.parse_args()
     print(f"{args.seconds:g} s per measurement; beats/s summed over writers")
-    print(f"{'writers':>7} {'raw sqlite3':>12} {'SDK':>8} {'SDK/raw':>8} {'run':>8} {'errors':>7} {'lost':>5}")
+    print(
+        f"{'writers':>7} {'raw sqlite3':>12} {'SDK':>8} {'SDK/raw':>8} {'run':>8} {'errors':>7} {'lost':>5}"
+    )
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         config = tmp / "config.toml"
@@ -164,8 +202,10 @@ def main() -> int:
             raw, raw_err, raw_lost = run_raw(tmp, writers, args.seconds)
             sdk, sdk_err, sdk_lost = run_sdk(tmp, writers, args.seconds, config)
             run, run_err, run_lost = run_wrapper(tmp, writers, args.seconds, config)
-            print(f"{writers:>7} {raw:>12.0f} {sdk:>8.0f} {sdk / raw:>7.2f}x {run:>8.0f} "
-                  f"{raw_err + sdk_err + run_err:>7} {raw_lost + sdk_lost + run_lost:>5}")
+            print(
+                f"{writers:>7} {raw:>12.0f} {sdk:>8.0f} {sdk / raw:>7.2f}x {run:>8.0f} "
+                f"{raw_err + sdk_err + run_err:>7} {raw_lost + sdk_lost + run_lost:>5}"
+            )
     return 0
 
 

@@ -46,8 +46,16 @@ def populate(path: Path, active: int, finished: int) -> None:
             " VALUES (?, 'run', 'step', 'default', ?, 1, '[]', 'host', ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 (
-                    f"done-{i}", "succeeded", 1000 + i % 30000, NOW - 90000, NOW - 90000 - i,
-                    NOW - 90000 - i, NOW - 90000 - i, NOW - 86400 - i, NOW - 86400 - i, 0,
+                    f"done-{i}",
+                    "succeeded",
+                    1000 + i % 30000,
+                    NOW - 90000,
+                    NOW - 90000 - i,
+                    NOW - 90000 - i,
+                    NOW - 90000 - i,
+                    NOW - 86400 - i,
+                    NOW - 86400 - i,
+                    0,
                 )
                 for i in range(finished)
             ),
@@ -56,12 +64,18 @@ def populate(path: Path, active: int, finished: int) -> None:
             "INSERT INTO tasks (task_id, run_id, step, step_type, state, attempt, upstream, host, pid,"
             " pid_start_time, created_at, claimed_at, started_at, updated_at)"
             " VALUES (?, 'run', 'step', 'default', 'running', 1, '[]', 'host', ?, ?, ?, ?, ?, ?)",
-            ((f"task-{i}", 2000 + i, NOW - 900, NOW - 900, NOW - 900, NOW - 890, NOW - 5) for i in range(active)),
+            (
+                (f"task-{i}", 2000 + i, NOW - 900, NOW - 900, NOW - 900, NOW - 890, NOW - 5)
+                for i in range(active)
+            ),
         )
         db.executemany(
             "INSERT INTO leases (task_id, owner, token, acquired_at, renewed_at, expires_at)"
             " VALUES (?, 'worker@host', 1, ?, ?, ?)",
-            ((f"task-{i}", NOW - 900, NOW - 10, NOW + (290 if i % 7 else -30)) for i in range(active)),
+            (
+                (f"task-{i}", NOW - 900, NOW - 10, NOW + (290 if i % 7 else -30))
+                for i in range(active)
+            ),
         )
         counters = json.dumps({"rows": 8_200_000, "bytes": 1 << 30})
         db.executemany(
@@ -124,7 +138,9 @@ def main() -> int:
                 limit = time_limit(path, args.runs)
                 ours, count = time_zombietop(path, args.runs)
                 label = f"{size:,}" + (" +hist" if finished else "")
-                print(f"{label:>14} {limit * 1000:>9.1f} ms {ours * 1000:>7.1f} ms {ours / limit:>5.1f}x  {count:,}")
+                print(
+                    f"{label:>14} {limit * 1000:>9.1f} ms {ours * 1000:>7.1f} ms {ours / limit:>5.1f}x  {count:,}"
+                )
                 path.unlink()
     return 0
 

@@ -58,6 +58,8 @@ class Outcome(StrEnum):
     """The PID now belongs to another process; nothing was signalled."""
     REFUSED = "refused"
     """Read-only store, task changed since the operator looked, or a failed compensation."""
+    REQUESTED = "requested"
+    """The task runs on another host: the action waits in the store for that host's agent."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +70,8 @@ class ActionOutcome:
     outcome: Outcome
     message: str
     new_token: int | None = None
+    request_id: int | None = None
+    """For ``REQUESTED``: the store's request the task's host agent will carry out."""
 
     @property
     def ok(self) -> bool:

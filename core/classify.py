@@ -127,7 +127,9 @@ def classify(
         reasons.append(_finished_reason(now, task))
     elif state.executing:
         _executing_rules(now, task, lease, heartbeat, process, limits, reasons)
-        health = min((r.health for r in reasons if r.health is not None), key=_rank, default=None) or (
+        health = min(
+            (r.health for r in reasons if r.health is not None), key=_rank, default=None
+        ) or (
             Health.STARTING if state is TaskState.STARTING and heartbeat is None else Health.HEALTHY
         )
     else:
@@ -147,8 +149,17 @@ def classify(
             health = Health.QUARANTINED if task.quarantined else Health.QUEUED
 
     if task.heartbeat_error:
-        when = "" if task.heartbeat_error_at is None else f" {format_age(now - task.heartbeat_error_at)} ago"
-        reasons.append(Reason(code="heartbeat_malformed", message=f"bad heartbeat line{when}: {task.heartbeat_error}"))
+        when = (
+            ""
+            if task.heartbeat_error_at is None
+            else f" {format_age(now - task.heartbeat_error_at)} ago"
+        )
+        reasons.append(
+            Reason(
+                code="heartbeat_malformed",
+                message=f"bad heartbeat line{when}: {task.heartbeat_error}",
+            )
+        )
 
     reasons.sort(key=lambda r: _rank(r.health) if r.health is not None else len(Health))
     budgets = _budgets(now, task, heartbeat, limits)
@@ -165,7 +176,18 @@ def classify(
         )
     # Most polls never read most page lines: compose them on demand.
     describe = partial(
-        _context, now, task, health, heartbeat, heartbeat_age, lease, lease_in, process, budgets, flags, reasons
+        _context,
+        now,
+        task,
+        health,
+        heartbeat,
+        heartbeat_age,
+        lease,
+        lease_in,
+        process,
+        budgets,
+        flags,
+        reasons,
     )
     return Verdict(
         health=health,
@@ -196,22 +218,28 @@ def _executing_rules(
         if not process.alive:
             code, what = "process_gone", f"pid {process.pid} is gone"
         elif not process.identity_ok:
-            code, what = "pid_reused", f"pid {process.pid} now belongs to another process (pid reused)"
+            code, what = (
+                "pid_reused",
+                f"pid {process.pid} now belongs to another process (pid reused)",
+            )
         else:
             code, what = "process_zombie", f"pid {process.pid} exited and is a zombie (not reaped)"
         reasons.append(Reason(code=code, message=what, health=Health.DEAD))
 
     if lease is None or not lease.held or lease.expires_at is None:
-        reasons.append(Reason(code="no_lease", message="no lease is held", health=Health.RECLAIMABLE))
+        reasons.append(
+            Reason(code="no_lease", message="no lease is held", health=Health.RECLAIMABLE)
+        )
     elif now > lease.expires_at:
         ago = now - lease.expires_at
         reasons.append(
-            Reason(
-                code="lease_expired",
-                message=f"lease expired {format_age(ago)} ago (ttl {format_duration(limits.lease_ttl)})",
-                health=Health.RECLAIMABLE,
-                age_s=ago,
-                limit_s=limits.lease_ttl,
+            _late(
+                "lease_expired",
+                Health.RECLAIMABLE,
+                f"lease expired {format_age(ago)} ago",
+                "ttl",
+                ago,
+                limits.lease_ttl,
             )
         )
 
@@ -219,66 +247,75 @@ def _executing_rules(
         if task.state is TaskState.STARTING:
             since = now - (task.claimed_at if task.claimed_at is not None else task.created_at)
             if since > limits.start_grace:
+                what = f"no first heartbeat {format_age(since)} after claim"
                 reasons.append(
-                    Reason(
-                        code="no_first_heartbeat",
-                        message=(
-                            f"no first heartbeat {format_age(since)} after claim "
-                            f"(start grace {format_duration(limits.start_grace)})"
-                        ),
-                        health=Health.STALLED,
-                        age_s=since,
-                        limit_s=limits.start_grace,
+                    _late(
+                        "no_first_heartbeat",
+                        Health.STALLED,
+                        what,
+                        "start grace",
+                        since,
+                        limits.start_grace,
                     )
                 )
         else:
             since = now - _start_of(task)
             if since > limits.heartbeat_timeout:
+                what = f"no heartbeat {format_age(since)} after start"
                 reasons.append(
-                    Reason(
-                        code="no_heartbeat",
-                        message=(
-                            f"no heartbeat {format_age(since)} after start "
-                            f"(timeout {format_duration(limits.heartbeat_timeout)})"
-                        ),
-                        health=Health.STALLED,
-                        age_s=since,
-                        limit_s=limits.heartbeat_timeout,
+                    _late(
+                        "no_heartbeat",
+                        Health.STALLED,
+                        what,
+                        "timeout",
+                        since,
+                        limits.heartbeat_timeout,
                     )
                 )
     else:
         age = now - heartbeat.written_at
+        stuck = now - heartbeat.progress_changed_at
         if age > limits.heartbeat_timeout:
+            what = f"heartbeat {format_age(age)} old"
             reasons.append(
-                Reason(
-                    code="heartbeat_stale",
-                    message=(
-                        f"heartbeat {format_age(age)} old "
-                        f"(timeout {format_duration(limits.heartbeat_timeout)})"
-                    ),
-                    health=Health.STALLED,
-                    age_s=age,
-                    limit_s=limits.heartbeat_timeout,
+                _late(
+                    "heartbeat_stale",
+                    Health.STALLED,
+                    what,
+                    "timeout",
+                    age,
+                    limits.heartbeat_timeout,
                 )
             )
-        else:
-            stuck = now - heartbeat.progress_changed_at
-            if stuck > limits.progress_timeout:
-                reasons.append(
-                    Reason(
-                        code="progress_stuck",
-                        message=(
-                            f"beating but progress unchanged at {format_progress(heartbeat.progress)} "
-                            f"for {format_age(stuck)} (timeout {format_duration(limits.progress_timeout)})"
-                        ),
-                        health=Health.SPINNING,
-                        age_s=stuck,
-                        limit_s=limits.progress_timeout,
-                    )
+        elif stuck > limits.progress_timeout:
+            progress = format_progress(heartbeat.progress)
+            what = f"beating but progress unchanged at {progress} for {format_age(stuck)}"
+            reasons.append(
+                _late(
+                    "progress_stuck",
+                    Health.SPINNING,
+                    what,
+                    "timeout",
+                    stuck,
+                    limits.progress_timeout,
                 )
+            )
 
     if task.quarantined:
         reasons.append(_quarantine_reason(now, task))
+
+
+def _late(
+    code: str, health: Health, what: str, limit_name: str, age: float, limit: float
+) -> Reason:
+    """A reason for a moment that came later than its limit allows."""
+    return Reason(
+        code=code,
+        message=f"{what} ({limit_name} {format_duration(limit)})",
+        health=health,
+        age_s=age,
+        limit_s=limit,
+    )
 
 
 def _start_of(task: Task) -> float:
@@ -324,12 +361,18 @@ def _budgets(now: float, task: Task, heartbeat: Heartbeat | None, limits: Limits
         task_used = now - _start_of(task)
         stage_start = heartbeat.stage_started_at if heartbeat is not None else _start_of(task)
         stage_used = now - stage_start
-        if heartbeat is not None and heartbeat.request_name and heartbeat.request_started_at is not None:
+        if (
+            heartbeat is not None
+            and heartbeat.request_name
+            and heartbeat.request_started_at is not None
+        ):
             request_used = now - heartbeat.request_started_at
     elif task.finished_at is not None and task.started_at is not None:
         task_used = task.finished_at - task.started_at
     return Budgets(
-        request=Budget(used_s=request_used, limit_s=limits.request, source=limits.source("request")),
+        request=Budget(
+            used_s=request_used, limit_s=limits.request, source=limits.source("request")
+        ),
         stage=Budget(used_s=stage_used, limit_s=limits.stage, source=limits.source("stage")),
         task=Budget(used_s=task_used, limit_s=limits.task, source=limits.source("task")),
     )
@@ -354,7 +397,9 @@ def _context(
         where = f" stage={heartbeat.stage}" if heartbeat.stage else ""
         head += f"{where} p={format_progress(heartbeat.progress)}"
     parts: list[str] = []
-    if task.state.finished or (not task.state.executing and task.state is not TaskState.INTERRUPTED):
+    if task.state.finished or (
+        not task.state.executing and task.state is not TaskState.INTERRUPTED
+    ):
         parts.extend(r.message for r in reasons)
         return f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
 
@@ -379,7 +424,8 @@ def _context(
         if flag in flags and budget.used_s is not None:
             name = f" {heartbeat.request_name}" if label == "request" and heartbeat else ""
             parts.append(
-                f"{label}{name} {format_age(budget.used_s)} over its {format_duration(budget.limit_s)} budget"
+                f"{label}{name} running {format_age(budget.used_s)} "
+                f"(budget {format_duration(budget.limit_s)})"
             )
     if task.quarantined and health is not Health.QUARANTINED:
         parts.append("quarantined")

@@ -1,4 +1,4 @@
-"""Thresholds and layered timeouts: load, merge per step type, validate, and say where each came from.
+"""Thresholds and layered timeouts: load, merge per step type, validate, say where each came from.
 
 Durations are parsed here, once, and are plain float seconds everywhere else.
 """
@@ -17,6 +17,7 @@ import tomli_w
 
 from core.durations import format_duration, parse_duration
 from core.errors import ConfigError
+from core.store import store_location
 
 DEFAULT_SOURCE = "default"
 
@@ -33,9 +34,18 @@ TIMEOUT_DEFAULTS: dict[str, float] = {
     "task": 21600.0,
     "kill_grace": 30.0,
 }
-DURATION_KEYS = {**{k: "thresholds" for k in THRESHOLD_DEFAULTS}, **{k: "timeouts" for k in TIMEOUT_DEFAULTS}}
+DURATION_KEYS = {
+    **{k: "thresholds" for k in THRESHOLD_DEFAULTS},
+    **{k: "timeouts" for k in TIMEOUT_DEFAULTS},
+}
 # Keys only a step type may set: how to resume or compensate work run by another engine.
-STEP_ONLY_KEYS = ("resume_command", "compensate_command", "auto_retry", "max_retries", "retry_backoff")
+STEP_ONLY_KEYS = (
+    "resume_command",
+    "compensate_command",
+    "auto_retry",
+    "max_retries",
+    "retry_backoff",
+)
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
 WATCH_DEFAULTS: dict[str, float] = {"interval": 30.0, "digest_every": 86400.0}
 STAGE_KILL_FACTOR = 2.0
@@ -105,7 +115,8 @@ class Config:
     path: Path | None
     defaults: Limits
     step_types: Mapping[str, Limits] = field(default_factory=dict)
-    store_path: Path | None = None
+    store_path: Path | str | None = None
+    """A SQLite file, or a ``postgresql://`` URL (kept as a string)."""
     refresh: float = MONITOR_DEFAULTS["refresh"]
     finished_window: float = MONITOR_DEFAULTS["finished_window"]
     watch: WatchSettings = field(default_factory=WatchSettings)
@@ -193,7 +204,9 @@ def _unknown(path: Path | None, section: str, key: str, known: list[str]) -> Con
 def _table(path: Path | None, data: Mapping[str, Any], section: str) -> Mapping[str, Any]:
     value = data.get(section, {})
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{_where(path)}: [{section}] must be a table, not {type(value).__name__}")
+        raise ConfigError(
+            f"{_where(path)}: [{section}] must be a table, not {type(value).__name__}"
+        )
     return value
 
 
@@ -207,13 +220,17 @@ def _duration(path: Path | None, section: str, key: str, value: Any) -> float:
     except ValueError as exc:
         raise ConfigError(f"{_where(path)} [{section}]: {key}: {exc}") from None
     if seconds <= 0:
-        raise ConfigError(f"{_where(path)} [{section}]: {key} must be longer than zero, not {value!r}")
+        raise ConfigError(
+            f"{_where(path)} [{section}]: {key} must be longer than zero, not {value!r}"
+        )
     return seconds
 
 
 def _whole(path: Path | None, section: str, key: str, value: Any, *, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{_where(path)} [{section}]: {key} must be a whole number >= {minimum}, not {value!r}")
+        raise ConfigError(
+            f"{_where(path)} [{section}]: {key} must be a whole number >= {minimum}, not {value!r}"
+        )
     return value
 
 
@@ -254,8 +271,12 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         if section not in SECTIONS:
             raise _unknown(path, "", section, list(SECTIONS))
     limits = default_limits()
-    limits = _apply(limits, path, "thresholds", _table(path, data, "thresholds"), list(THRESHOLD_DEFAULTS))
-    limits = _apply(limits, path, "timeouts", _table(path, data, "timeouts"), list(TIMEOUT_DEFAULTS))
+    limits = _apply(
+        limits, path, "thresholds", _table(path, data, "thresholds"), list(THRESHOLD_DEFAULTS)
+    )
+    limits = _apply(
+        limits, path, "timeouts", _table(path, data, "timeouts"), list(TIMEOUT_DEFAULTS)
+    )
     validate(limits, path, None)
 
     step_types: dict[str, Limits] = {}
@@ -287,7 +308,7 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         path=path,
         defaults=limits,
         step_types=step_types,
-        store_path=Path(store_path).expanduser() if store_path else None,
+        store_path=store_location(store_path) if store_path else None,
         refresh=values["refresh"],
         finished_window=values["finished_window"],
         watch=_watch(path, _table(path, data, "watch")),
@@ -302,8 +323,10 @@ def _watch(path: Path | None, table: Mapping[str, Any]) -> WatchSettings:
         if key not in known:
             raise _unknown(path, "watch", key, known)
         if key == "stage_kill_factor":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                value == 0 or value > 1
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (value == 0 or value > 1)
             ):
                 raise ConfigError(
                     f"{_where(path)} [watch]: stage_kill_factor must be 0 (never kill) or a number "
@@ -325,10 +348,14 @@ def _notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
             values[key] = _command(path, "notify", key, value)
         elif key == "webhook":
             if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-                raise ConfigError(f"{_where(path)} [notify]: webhook must be an http(s) URL, not {value!r}")
+                raise ConfigError(
+                    f"{_where(path)} [notify]: webhook must be an http(s) URL, not {value!r}"
+                )
             values[key] = value
         elif key == "apprise":
-            if not isinstance(value, list) or not all(isinstance(v, str) and "://" in v for v in value):
+            if not isinstance(value, list) or not all(
+                isinstance(v, str) and "://" in v for v in value
+            ):
                 raise ConfigError(
                     f"{_where(path)} [notify]: apprise must be a list of apprise URLs such as "
                     '["pagerduty://KEY@ROUTING", "mailto://user:pass@example.com"]'
@@ -345,18 +372,27 @@ def _notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
 RULES: tuple[tuple[str, str, float, bool, str], ...] = (
     ("request", "stage", 1.0, True, "a request must time out before its stage does"),
     ("stage", "task", 1.0, True, "a stage must time out before its task does"),
-    ("heartbeat_interval", "heartbeat_timeout", 2.0, False,
-     "a task must be able to miss one beat without being called stalled"),
-    ("heartbeat_timeout", "lease_ttl", 1.0, True,
-     "a silent task must be quarantined before its lease can be reclaimed"),
-    ("heartbeat_timeout", "progress_timeout", 1.0, True,
-     "silence must be noticed before slowness"),
+    (
+        "heartbeat_interval",
+        "heartbeat_timeout",
+        2.0,
+        False,
+        "a task must be able to miss one beat without being called stalled",
+    ),
+    (
+        "heartbeat_timeout",
+        "lease_ttl",
+        1.0,
+        True,
+        "a silent task must be quarantined before its lease can be reclaimed",
+    ),
+    ("heartbeat_timeout", "progress_timeout", 1.0, True, "silence must be noticed before slowness"),
     ("kill_grace", "stage", 1.0, True, "a kill's grace must fit inside a stage"),
 )
 
 
 def validate(limits: Limits, path: Path | None, step_type: str | None) -> None:
-    """Raise ``ConfigError`` naming the file, section, both keys and both values on a broken rule."""
+    """Raise ``ConfigError`` naming the file, section, both keys and values of a broken rule."""
     section = f"step_types.{step_type}" if step_type else None
     for inner, outer, factor, strict, why in RULES:
         a = getattr(limits, inner)
@@ -392,7 +428,7 @@ def render_defaults() -> str:
     watch["stage_kill_factor"] = STAGE_KILL_FACTOR
     return "\n".join(
         [
-            "# zombietop configuration. Durations: ms, s, m, h, d (\"90s\", \"15m\", \"1h30m\").",
+            '# zombietop configuration. Durations: ms, s, m, h, d ("90s", "15m", "1h30m").',
             "# `zombietop config check` validates this file; unknown keys are errors.",
             "",
             "# How often the dashboard and the watchdog poll the store, and how long",
@@ -404,11 +440,11 @@ def render_defaults() -> str:
             tomli_w.dumps({"watch": watch}),
             "# Where pages go; every channel configured gets every page, retried with backoff.",
             "# [notify]",
-            '# command = ["/usr/local/bin/page-oncall"]   # the line on stdin and in $ZOMBIETOP_PAGE',
+            '# command = ["/usr/local/bin/page-oncall"]  # the line on stdin, in $ZOMBIETOP_PAGE',
             '# webhook = "https://hooks.slack.com/services/..."   # JSON POST, {"text": line}',
             '# apprise = ["pagerduty://KEY@ROUTING", "mailto://user:pass@example.com"]',
             "",
-            "# Detection. heartbeat_interval: how often `zombietop run` and the SDK beat and renew.",
+            "# Detection. heartbeat_interval: how often `zombietop run` and the SDK beat, renew.",
             "# No heartbeat for heartbeat_timeout -> stalled; lease not renewed for lease_ttl ->",
             "# reclaimable; no progress for progress_timeout -> spinning; no first heartbeat",
             "# within start_grace -> stalled. Rules: heartbeat_interval x 2 <= heartbeat_timeout",

@@ -28,7 +28,7 @@ from core.errors import ActionRefused, TaskNotFound
 from core.layout import clean_env, safe_name, state_dir
 from core.model import EventKind, PendingKill, Task, TaskRecord
 from core.procs import process_start_time, same_start, this_host
-from core.store import Store
+from core.store import Store, location_of, store_location
 
 
 def fill_placeholders(command: Sequence[str], task: Task) -> list[str]:
@@ -102,15 +102,15 @@ class Executor:
         *,
         clock: Clock | None = None,
         host: str | None = None,
-        store_path: Path | None = None,
+        store_path: Path | str | None = None,
         zombietop: Sequence[str] | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.host = host if host is not None else this_host()
         self._clock = clock
-        path = store_path if store_path is not None else getattr(store, "path", None)
-        self.store_path: Path | None = Path(path) if path is not None else None
+        where = store_location(store_path) if store_path is not None else location_of(store)
+        self.store_path: Path | str | None = where
         # How to start `zombietop run` for a relaunch: this interpreter, so a venv carries over.
         self.zombietop = tuple(zombietop) if zombietop else (sys.executable, "-m", "tui")
         self.me = f"zombietop@{self.host}:{os.getpid()}"
@@ -146,6 +146,8 @@ class Executor:
                 f"task changed since you looked: token {request.expected_token} is now {token}",
                 token=token,
             )
+        if self._needs_its_host(request, record):
+            return await self._ask_agent(request, record)
         if request.kind is ActionKind.RESUME:
             return await self._resume(request, record)
         if request.kind is ActionKind.DISCARD:
@@ -219,6 +221,59 @@ class Executor:
             },
         )
         return ActionOutcome(request=request, outcome=outcome, message=message, new_token=token)
+
+    # Another host's task ---------------------------------------------------------------------
+
+    def _needs_its_host(self, request: ActionRequest, record: TaskRecord) -> bool:
+        """True when the action must run on the task's host and that is not this one.
+
+        Signals only reach local processes, and a relaunch (or its compensation) must start
+        where the task lives; a discard, or a resume that only requeues, is store work only.
+        """
+        task = record.task
+        if task.host is None or task.host == self.host:
+            return False
+        if request.kind is ActionKind.KILL:
+            return True
+        if request.kind is ActionKind.RESUME:
+            limits = self.config.limits_for(task.step_type)
+            return bool(task.command or limits.resume_command or limits.compensate_command)
+        return False
+
+    async def _ask_agent(self, request: ActionRequest, record: TaskRecord) -> ActionOutcome:
+        """Leave the action in the store for the agent on the task's host."""
+        host = record.task.host
+        assert host is not None
+        try:
+            asked = await self.store.request_host_action(
+                task_id=request.task_id,
+                host=host,
+                kind=str(request.kind),
+                expected_token=request.expected_token,
+                actor=request.actor,
+                reason=request.reason,
+            )
+        except ActionRefused as exc:
+            return ActionOutcome(
+                request=request,
+                outcome=Outcome.REQUESTED,
+                message=str(exc),
+                new_token=request.expected_token,
+            )
+        now = await self._now()
+        agent = next((a for a in await self.store.agents() if a.host == host), None)
+        if agent is not None and agent.present(now):
+            where = f"waiting for agent on {host}"
+        else:
+            seen = "" if agent is None else f", last seen {format_age(now - agent.seen_at)} ago"
+            where = f"no agent on {host}{seen}: it waits until `zombietop agent` runs there"
+        return ActionOutcome(
+            request=request,
+            outcome=Outcome.REQUESTED,
+            message=f"{request.kind} of {request.task_id} requested: {where}",
+            new_token=request.expected_token,
+            request_id=asked.request_id,
+        )
 
     # Discard -------------------------------------------------------------------------------
 
@@ -382,13 +437,6 @@ class Executor:
                 request,
                 Outcome.REFUSED,
                 f"{task.task_id} has no process recorded; nothing to kill",
-                token=token,
-            )
-        if task.host is not None and task.host != self.host:
-            return await self._done(
-                request,
-                Outcome.REFUSED,
-                f"{task.task_id} runs on {task.host}, not {self.host}; kill it from that host",
                 token=token,
             )
         if record.pending_kill is not None and record.pending_kill.pending:

@@ -124,13 +124,17 @@ def parse_line(line: str) -> BeatLine:
         raise HeartbeatParseError(line, "control characters in the line")
     pairs = _tokens(line)
     if not pairs:
-        raise HeartbeatParseError(line, "empty line; expected key=value pairs such as stage=load p=40")
+        raise HeartbeatParseError(
+            line, "empty line; expected key=value pairs such as stage=load p=40"
+        )
     fields: dict[str, object] = {}
     counters: dict[str, float] = {}
     seen: set[str] = set()
     for key, value in pairs:
         if not _KEY.match(key):
-            raise HeartbeatParseError(line, f"{key!r} is not a valid key (letters, digits, _ . : -)")
+            raise HeartbeatParseError(
+                line, f"{key!r} is not a valid key (letters, digits, _ . : -)"
+            )
         if key in seen:
             raise HeartbeatParseError(line, f"{key!r} appears twice")
         seen.add(key)
@@ -147,7 +151,9 @@ def parse_line(line: str) -> BeatLine:
             try:
                 fields["eta_s"] = parse_duration(value)
             except ValueError:
-                raise HeartbeatParseError(line, f"eta={value!r} is not a duration such as 42m") from None
+                raise HeartbeatParseError(
+                    line, f"eta={value!r} is not a duration such as 42m"
+                ) from None
         elif key == "at":
             fields["at"] = _timestamp(line, key, value)
         elif key == "req_at":
@@ -165,7 +171,9 @@ def _quote(value: str) -> str:
 
 
 def _format_number(number: float) -> str:
-    if isinstance(number, int) or (isinstance(number, float) and number.is_integer() and abs(number) < 2**53):
+    if isinstance(number, int) or (
+        isinstance(number, float) and number.is_integer() and abs(number) < 2**53
+    ):
         return str(int(number))
     return repr(float(number))
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from core.store import default_store_path, is_postgres_url
 
 LEASE_ENV = (
     "ZOMBIETOP_TASK",
@@ -23,9 +26,18 @@ LEASE_ENV = (
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def state_dir(store_path: Path) -> Path:
-    """Return ``<store>.d``, the folder beside the store for logs, heartbeat files, checkpoints."""
-    return store_path.with_name(store_path.name + ".d")
+def state_dir(store_path: Path | str) -> Path:
+    """Return ``<store>.d``, the folder beside the store for logs, heartbeat files, checkpoints.
+
+    A PostgreSQL store has no folder beside it, and these files belong to one host anyway: they
+    go under this host's state directory, named after the server and database.
+    """
+    if is_postgres_url(store_path):
+        parts = urlsplit(str(store_path))
+        name = safe_name(f"{parts.hostname or 'local'}-{parts.port or 5432}{parts.path}")
+        return default_store_path().parent / f"pg-{name}.d"
+    path = Path(store_path)
+    return path.with_name(path.name + ".d")
 
 
 def safe_name(task_id: str) -> str:

@@ -226,6 +226,15 @@ class Heartbeat:
     """When the current stage was first reported."""
     seq: int = 1
 
+    @property
+    def clock_skew_s(self) -> float | None:
+        """How far the worker's clock was ahead of the store's at this beat (negative: behind).
+
+        Includes the time the line took to reach the store (milliseconds for a direct write, up
+        to the tail interval under ``zombietop run``), so only seconds of skew mean anything.
+        """
+        return None if self.reported_at is None else self.reported_at - self.written_at
+
     @classmethod
     def from_row(cls, row: Row) -> Heartbeat:
         return cls(
@@ -387,3 +396,115 @@ class TaskRecord:
     lease: Lease | None
     heartbeat: Heartbeat | None
     pending_kill: PendingKill | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentPresence:
+    """The last beat of a host's ``zombietop agent``, as the store recorded it."""
+
+    host: str
+    agent_id: str
+    pid: int
+    interval_s: float
+    """How often the agent said it would beat; it counts as gone after a few missed beats."""
+    started_at: float
+    seen_at: float
+    """The store's clock at the last beat."""
+    reported_at: float | None = None
+    """The agent host's own clock at the last beat."""
+    stopped_at: float | None = None
+    """Set when the agent shut down cleanly."""
+
+    @property
+    def clock_skew_s(self) -> float | None:
+        """How far the host's clock is ahead of the store's (negative: behind)."""
+        return None if self.reported_at is None else self.reported_at - self.seen_at
+
+    def absent_after(self) -> float:
+        """Seconds of silence after which nobody should count on this agent."""
+        return 3 * self.interval_s + 1.0
+
+    def present(self, now: float) -> bool:
+        return self.stopped_at is None and now - self.seen_at <= self.absent_after()
+
+    @classmethod
+    def from_row(cls, row: Row) -> AgentPresence:
+        return cls(
+            host=row["host"],
+            agent_id=row["agent_id"],
+            pid=row["pid"],
+            interval_s=row["interval_s"],
+            started_at=row["started_at"],
+            seen_at=row["seen_at"],
+            reported_at=row["reported_at"],
+            stopped_at=row["stopped_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredSample:
+    """A process sample an agent wrote to the store, for dashboards on other hosts."""
+
+    host: str
+    sample: ProcessSample
+    written_at: float
+    """The store's clock when the agent wrote it; an old sample says nothing about now."""
+
+    @classmethod
+    def from_row(cls, row: Row) -> StoredSample:
+        sample = ProcessSample(
+            pid=row["pid"],
+            alive=bool(row["alive"]),
+            identity_ok=bool(row["identity_ok"]),
+            status=row["status"],
+            cpu_percent=row["cpu_percent"],
+            rss_bytes=row["rss_bytes"],
+            threads=row["threads"],
+            io_idle_s=row["io_idle_s"],
+            children=row["children"],
+            create_time=row["create_time"],
+            sampled_at=row["sampled_at"],
+        )
+        return cls(host=row["host"], sample=sample, written_at=row["written_at"])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostRequest:
+    """An action asked for on one host and owed by the agent of the task's host."""
+
+    request_id: int
+    task_id: str
+    host: str
+    kind: str
+    """An ``core.actions.ActionKind`` value."""
+    expected_token: int | None
+    actor: str
+    reason: str | None
+    requested_at: float
+    claimed_by: str | None = None
+    claimed_at: float | None = None
+    outcome: str | None = None
+    message: str | None = None
+    finished_at: float | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.finished_at is None
+
+    @classmethod
+    def from_row(cls, row: Row) -> HostRequest:
+        return cls(
+            request_id=row["request_id"],
+            task_id=row["task_id"],
+            host=row["host"],
+            kind=row["kind"],
+            expected_token=row["expected_token"],
+            actor=row["actor"],
+            reason=row["reason"],
+            requested_at=row["requested_at"],
+            claimed_by=row["claimed_by"],
+            claimed_at=row["claimed_at"],
+            outcome=row["outcome"],
+            message=row["message"],
+            finished_at=row["finished_at"],
+        )

@@ -16,19 +16,24 @@ from typing import Protocol
 from core.classify import Verdict, classify, sort_key
 from core.clock import Clock, SystemClock
 from core.config import Config, Limits
+from core.durations import format_age
 from core.errors import ZombietopError
 from core.model import (
+    AgentPresence,
     Event,
     Health,
     Heartbeat,
     HistoryPoint,
+    HostRequest,
     Lease,
     PendingKill,
     ProcessSample,
+    StoredSample,
     Task,
     TaskRecord,
     TaskState,
 )
+from core.procs import this_host
 from core.store import Store
 
 
@@ -51,10 +56,24 @@ class TaskView:
     limits: Limits
     verdict: Verdict
     pending_kill: PendingKill | None = None
+    remote: bool = False
+    """The task runs on another host than this monitor's: its process is seen by that host's
+    agent (``process`` is then the agent's stored sample, or None without a live agent)."""
+    agent: AgentPresence | None = None
+    """The agent of the task's host, if one ever reported."""
+    host_request: HostRequest | None = None
+    """An action asked for elsewhere and still owed by the agent of the task's host."""
+    agent_note: str | None = None
+    """``waiting for agent on HOST ...`` or ``no agent on HOST ...``; None when all is in hand."""
 
     @property
     def task_id(self) -> str:
         return self.task.task_id
+
+    @property
+    def clock_skew_s(self) -> float | None:
+        """How far the worker's clock is ahead of the store's, from its latest heartbeat."""
+        return None if self.heartbeat is None else self.heartbeat.clock_skew_s
 
     @property
     def health(self) -> Health:
@@ -81,6 +100,10 @@ class Snapshot:
     """Why the latest poll failed; the tasks are then from the last good poll."""
     failed_at: float | None = None
     poll_seconds: float = 0.0
+    host: str | None = None
+    """The host this snapshot was taken on (whose processes it probed itself)."""
+    agents: tuple[AgentPresence, ...] = ()
+    """Every host whose agent ever reported, by host name."""
 
     @property
     def ok(self) -> bool:
@@ -99,26 +122,97 @@ class Snapshot:
         return {view.task_id: view for view in self.tasks}
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fleet:
+    """What the store says about other hosts: their agents, samples and owed actions."""
+
+    host: str
+    """This monitor's host: its tasks are probed here, everyone else's by their agents."""
+    agents: Mapping[str, AgentPresence] = field(default_factory=dict)
+    samples: Mapping[str, StoredSample] = field(default_factory=dict)
+    requests: Mapping[str, HostRequest] = field(default_factory=dict)
+    """The oldest open request per task id."""
+
+    def remote_sample(self, now: float, task: Task) -> ProcessSample | None:
+        """The agent's sample of a remote task's process, if it is current and about that PID.
+
+        A sample is only as good as the agent behind it: once the agent is gone it says nothing
+        about the process now, and the task is judged on its heartbeat and lease alone.
+        """
+        stored = self.samples.get(task.task_id)
+        agent = self.agents.get(task.host or "")
+        if stored is None or agent is None or not agent.present(now):
+            return None
+        if stored.sample.pid != task.pid or now - stored.written_at > agent.absent_after():
+            return None
+        return stored.sample
+
+
+def agent_note(
+    now: float,
+    task: Task,
+    agent: AgentPresence | None,
+    request: HostRequest | None,
+    *,
+    remote: bool,
+) -> str | None:
+    """Say when a task depends on an agent that is busy or missing (pure)."""
+    host = task.host
+    if host is None:
+        return None
+    present = agent is not None and agent.present(now)
+    if request is not None:
+        asked = f"{request.kind} requested {format_age(max(now - request.requested_at, 0))} ago"
+        if present:
+            return f"waiting for agent on {host}: {asked}"
+        return f"no agent on {host}: {asked} waits for one"
+    # Only a task that should have a live process there needs the agent's eyes.
+    if not remote or present or not task.state.executing or task.pid is None:
+        return None
+    if agent is None:
+        return f"no agent on {host}: none has ever reported, so its process is not seen"
+    if agent.stopped_at is not None:
+        return f"no agent on {host}: stopped {format_age(max(now - agent.stopped_at, 0))} ago"
+    return f"no agent on {host}: last seen {format_age(max(now - agent.seen_at, 0))} ago"
+
+
 def build_snapshot(
     now: float,
     records: Sequence[TaskRecord],
     config: Config,
     samples: Mapping[str, ProcessSample],
+    fleet: Fleet | None = None,
 ) -> Snapshot:
-    """Classify every record at ``now`` and order them most urgent first (pure)."""
+    """Classify every record at ``now`` and order them most urgent first (pure).
+
+    ``samples`` are this host's own probe readings; with a ``fleet``, tasks on other hosts use
+    their agents' stored samples and carry an ``agent_note`` when an agent is busy or missing.
+    """
     views: dict[str, TaskView] = {}
     for record in records:
-        limits = config.limits_for(record.task.step_type)
-        process = samples.get(record.task.task_id)
-        verdict = classify(now, record.task, record.lease, record.heartbeat, process, limits)
-        views[record.task.task_id] = TaskView(
-            task=record.task,
+        task = record.task
+        limits = config.limits_for(task.step_type)
+        remote = fleet is not None and task.host is not None and task.host != fleet.host
+        process = samples.get(task.task_id)
+        agent = request = None
+        if fleet is not None:
+            agent = fleet.agents.get(task.host or "")
+            request = fleet.requests.get(task.task_id)
+            if remote:
+                process = fleet.remote_sample(now, task)
+        verdict = classify(now, task, record.lease, record.heartbeat, process, limits)
+        views[task.task_id] = TaskView(
+            task=task,
             lease=record.lease,
             heartbeat=record.heartbeat,
             process=process,
             limits=limits,
             verdict=verdict,
             pending_kill=record.pending_kill,
+            remote=remote,
+            agent=agent,
+            host_request=request,
+            agent_note=agent_note(now, task, agent, request, remote=remote),
         )
     # A second look for queued tasks: say which upstream they wait behind, and in what state.
     for task_id, view in list(views.items()):
@@ -138,7 +232,13 @@ def build_snapshot(
     ordered = tuple(sorted(views.values(), key=lambda v: sort_key(v.task_id, v.verdict)))
     counts = _zero_counts()
     counts.update(Counter(view.health for view in ordered))
-    return Snapshot(taken_at=now, tasks=ordered, counts=counts)
+    return Snapshot(
+        taken_at=now,
+        tasks=ordered,
+        counts=counts,
+        host=None if fleet is None else fleet.host,
+        agents=() if fleet is None else tuple(fleet.agents[h] for h in sorted(fleet.agents)),
+    )
 
 
 class Monitor:
@@ -152,10 +252,12 @@ class Monitor:
         probe: ProcessProbe | None = None,
         clock: Clock | None = None,
         include_finished: bool = False,
+        host: str | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.probe = probe
+        self.host = host or getattr(probe, "host", None) or this_host()
         self.clock = clock or SystemClock()
         self.include_finished = include_finished
         self.last: Snapshot = Snapshot(taken_at=None)
@@ -173,14 +275,27 @@ class Monitor:
             records = await self.store.poll(since)
             samples: Mapping[str, ProcessSample] = {}
             if self.probe is not None:
-                samples = await self.probe.sample([r.task for r in records if r.task.pid is not None])
+                samples = await self.probe.sample(
+                    [r.task for r in records if r.task.pid is not None and r.task.host == self.host]
+                )
+            fleet = await self._fleet()
             # Classifying thousands of tasks is CPU work: keep it off the caller's event loop.
-            snapshot = await asyncio.to_thread(build_snapshot, now, records, self.config, samples)
+            snapshot = await asyncio.to_thread(
+                build_snapshot, now, records, self.config, samples, fleet
+            )
         except ZombietopError as exc:
             self.last = replace(self.last, error=str(exc), failed_at=self.clock.now())
             return self.last
         self.last = replace(snapshot, poll_seconds=time.perf_counter() - started)
         return self.last
+
+    async def _fleet(self) -> Fleet:
+        agents = {agent.host: agent for agent in await self.store.agents()}
+        requests: dict[str, HostRequest] = {}
+        for request in await self.store.open_host_requests():
+            requests.setdefault(request.task_id, request)
+        samples = await self.store.process_samples() if agents else {}
+        return Fleet(host=self.host, agents=agents, samples=samples, requests=requests)
 
     async def snapshots(self, interval: float | None = None) -> AsyncIterator[Snapshot]:
         """Yield a snapshot, wait ``interval`` (default: the config's refresh), repeat.

@@ -78,7 +78,9 @@ class CommandNotifier:
         except TimeoutError:
             process.kill()
             await process.wait()
-            raise DeliveryError(f"{self.name}: no exit after {self.timeout:g}s; killed it") from None
+            raise DeliveryError(
+                f"{self.name}: no exit after {self.timeout:g}s; killed it"
+            ) from None
         if process.returncode != 0:
             tail = stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
             raise DeliveryError(f"{self.name}: exit {process.returncode} {tail[0]}".rstrip())
@@ -122,7 +124,9 @@ class AppriseNotifier:
         self._apprise = apprise.Apprise()
         for url in urls:
             if not self._apprise.add(url):
-                raise ZombietopError(f"[notify] apprise: {url.split('://')[0]}:// is not a URL apprise knows")
+                raise ZombietopError(
+                    f"[notify] apprise: {url.split('://')[0]}:// is not a URL apprise knows"
+                )
         self.name = "apprise " + ", ".join(url.split("://")[0] for url in urls)
 
     async def send(self, page: Page) -> None:
@@ -202,7 +206,11 @@ class Outbox:
         try:
             await delivery.notifier.send(delivery.page)
         except Exception as exc:  # a notifier must never take detection down with it
-            message = str(exc) if isinstance(exc, ZombietopError) else f"{delivery.notifier.name}: {exc!r}"
+            message = (
+                str(exc)
+                if isinstance(exc, ZombietopError)
+                else f"{delivery.notifier.name}: {exc!r}"
+            )
             final = delivery.attempts >= self.settings.max_attempts
             if final:
                 self._queue.remove(delivery)
@@ -210,8 +218,12 @@ class Outbox:
                 delay = self.settings.retry_backoff * 2 ** (delivery.attempts - 1)
                 delivery.next_at = self.clock.now() + delay
             return DeliveryResult(
-                page=delivery.page, notifier=delivery.notifier.name, ok=False,
-                attempts=delivery.attempts, error=message, final=final,
+                page=delivery.page,
+                notifier=delivery.notifier.name,
+                ok=False,
+                attempts=delivery.attempts,
+                error=message,
+                final=final,
             )
         self._queue.remove(delivery)
         return DeliveryResult(

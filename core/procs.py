@@ -7,6 +7,7 @@ time differs from the one recorded when the task started belongs to someone else
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,8 +23,12 @@ boot time, which Linux reports in whole seconds and which moves when the wall cl
 
 
 def this_host() -> str:
-    """The host name tasks record, so the probe and the executor know which PIDs are theirs."""
-    return socket.gethostname()
+    """The host name tasks record, so the probe and the executor know which PIDs are theirs.
+
+    ``ZOMBIETOP_HOST`` overrides it where the system's name is not stable (containers) or not
+    unique across a fleet.
+    """
+    return os.environ.get("ZOMBIETOP_HOST") or socket.gethostname()
 
 
 def process_start_time(pid: int) -> float | None:

@@ -28,7 +28,7 @@ from core.heartbeat_line import parse_line
 from core.layout import clean_env, safe_name, state_dir
 from core.model import TaskState
 from core.procs import process_start_time, this_host
-from core.store import Store
+from core.store import Store, location_of, store_location
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 EXIT_CANNOT_START = 127
@@ -98,15 +98,15 @@ class Runner:
         config: Config,
         *,
         host: str | None = None,
-        store_path: Path | None = None,
+        store_path: Path | str | None = None,
         tail_interval: float | None = None,
         err: TextIO | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.host = host if host is not None else this_host()
-        path = store_path if store_path is not None else getattr(store, "path", None)
-        self.store_path: Path | None = Path(path) if path is not None else None
+        where = store_location(store_path) if store_path is not None else location_of(store)
+        self.store_path: Path | str | None = where
         self.tail_interval = tail_interval
         self.err = err or sys.stderr
         self.forwarded: set[int] = set()

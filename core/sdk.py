@@ -41,7 +41,7 @@ from core.heartbeat_line import BeatLine
 from core.layout import safe_name, state_dir
 from core.model import Lease, TaskState
 from core.procs import process_start_time, this_host
-from core.store import Store, default_store_path, open_store
+from core.store import Store, default_store_path, open_store, store_location
 
 T = TypeVar("T")
 PARTIAL_SUFFIX = ".partial"
@@ -52,12 +52,12 @@ CALL_TIMEOUT = 30.0
 EXIT_SIGTERM = 128 + signal.SIGTERM
 
 
-def _store_path(db: str | Path | None, config: Config) -> Path:
+def _store_path(db: str | Path | None, config: Config) -> Path | str:
     if db is not None:
-        return Path(db).expanduser()
+        return store_location(db)
     env = os.environ.get("ZOMBIETOP_DB")
     if env:
-        return Path(env).expanduser()
+        return store_location(env)
     return config.store_path or default_store_path()
 
 
@@ -127,6 +127,7 @@ class Job:
         self._renewer: concurrent.futures.Future[None] | None = None
         self._lost: str | None = None
         self._done = False
+        self._sigterm = False
         self._previous_handler: Any = None
         self._stage: str | None = None
         self._progress: float | None = None
@@ -195,7 +196,10 @@ class Job:
         try:
             if not self._done and not self._adopted and self._lost is None:
                 code = exc.code if isinstance(exc, SystemExit) else None
-                if exc is None or (isinstance(exc, SystemExit) and not code):
+                if self._sigterm:
+                    where = f" at stage {self._stage}" if self._stage else ""
+                    self._finish(TaskState.INTERRUPTED, EXIT_SIGTERM, f"stopped by SIGTERM{where}")
+                elif exc is None or (isinstance(exc, SystemExit) and not code):
                     self._finish(TaskState.SUCCEEDED, 0, None)
                 elif isinstance(exc, SystemExit):
                     status = code if isinstance(code, int) else 1
@@ -254,13 +258,13 @@ class Job:
                 continue  # a busy store is not a lost lease; the TTL has room for a retry
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
-        if self._done:
+        if self._done or self._sigterm:
             return
+        self._sigterm = True
         self._set_aside_partial()
-        if not self._adopted and self._lost is None:
-            where = f" at stage {self._stage}" if self._stage else ""
-            self._finish(TaskState.INTERRUPTED, EXIT_SIGTERM, f"stopped by SIGTERM{where}")
-        self._done = True
+        # Record nothing here: the handler may have interrupted the main thread inside a wait on
+        # the loop thread, holding a lock that thread needs, and waiting on it again would
+        # deadlock. Unwinding to __exit__ releases it; __exit__ records the interruption.
         raise SystemExit(EXIT_SIGTERM)
 
     # What the job calls --------------------------------------------------------------------
@@ -311,6 +315,7 @@ class Job:
             counters=dict(self._counters),
             checkpoint=checkpoint,
             request=self._request,
+            at=time.time(),  # this host's clock: against the store's, it measures the skew
         )
         self._loop.call(
             self._store.record_heartbeat(

@@ -1,7 +1,9 @@
 """The store interface: tasks, leases, heartbeats and events, behind one async API.
 
-SQLite (``core.sqlite_store``) is the default; a PostgreSQL store implements the same class.
-Every time a store writes comes from the store's own clock, never the caller's.
+SQLite (``core.sqlite_store``) is the default; PostgreSQL (``core.pg_store``) implements the same
+class for fleets, selected by a ``postgresql://`` URL. Every time a store writes comes from the
+store's own clock, never the caller's: for SQLite that is the host's clock (every process using
+the file shares it), for PostgreSQL the server's.
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ from typing import Any, Self
 
 from core.heartbeat_line import BeatLine
 from core.model import (
+    AgentPresence,
     Event,
     Heartbeat,
     HistoryPoint,
+    HostRequest,
     Lease,
     PendingKill,
+    ProcessSample,
+    StoredSample,
     Task,
     TaskRecord,
     TaskState,
@@ -226,7 +232,9 @@ class Store(abc.ABC):
         """Note a malformed heartbeat line so the dashboard can show it as a reason."""
 
     @abc.abstractmethod
-    async def heartbeat_history(self, task_id: str, limit: int = HISTORY_LIMIT) -> list[HistoryPoint]:
+    async def heartbeat_history(
+        self, task_id: str, limit: int = HISTORY_LIMIT
+    ) -> list[HistoryPoint]:
         """Return up to ``limit`` recent heartbeats, oldest first."""
 
     # Events --------------------------------------------------------------------------------
@@ -253,6 +261,87 @@ class Store(abc.ABC):
     ) -> list[Event]:
         """Return events newest first."""
 
+    # Fleets --------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def record_agent_beat(
+        self, host: str, *, agent_id: str, pid: int, interval: float, reported_at: float
+    ) -> AgentPresence:
+        """Record that ``host``'s agent is alive; ``reported_at`` is the host's own clock."""
+
+    @abc.abstractmethod
+    async def stop_agent(self, host: str, *, agent_id: str) -> None:
+        """Mark ``host``'s agent as shut down, so dashboards say so at once."""
+
+    @abc.abstractmethod
+    async def agents(self) -> list[AgentPresence]:
+        """Every host whose agent ever reported, by host name."""
+
+    @abc.abstractmethod
+    async def active_tasks_on(self, host: str) -> list[Task]:
+        """Unfinished tasks with a recorded process on ``host``: what its agent samples."""
+
+    @abc.abstractmethod
+    async def record_process_samples(self, host: str, samples: Mapping[str, ProcessSample]) -> None:
+        """Store what ``host``'s agent saw of its tasks' processes (task id -> sample)."""
+
+    @abc.abstractmethod
+    async def process_samples(self) -> dict[str, StoredSample]:
+        """The latest stored sample of every unfinished task, by task id."""
+
+    @abc.abstractmethod
+    async def request_host_action(
+        self,
+        *,
+        task_id: str,
+        host: str,
+        kind: str,
+        expected_token: int | None,
+        actor: str,
+        reason: str | None = None,
+    ) -> HostRequest:
+        """Ask ``host``'s agent to carry out an action; raise ``ActionRefused`` if the same
+        action on the task is already waiting."""
+
+    @abc.abstractmethod
+    async def get_host_request(self, request_id: int) -> HostRequest:
+        """Return one request (or raise ``StoreError``)."""
+
+    @abc.abstractmethod
+    async def open_host_requests(self, host: str | None = None) -> list[HostRequest]:
+        """Requests not yet carried out, oldest first (None: every host)."""
+
+    @abc.abstractmethod
+    async def claim_host_request(self, request_id: int, *, agent_id: str) -> HostRequest | None:
+        """Claim a request for ``agent_id``; None when another agent claimed it first."""
+
+    @abc.abstractmethod
+    async def finish_host_request(
+        self, request_id: int, *, outcome: str, message: str, actor: str
+    ) -> HostRequest | None:
+        """Record what became of a request, with an event; None if it was already finished."""
+
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(location: str | Path) -> bool:
+    """True for a ``postgresql://`` or ``postgres://`` URL (a PostgreSQL store)."""
+    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
+
+
+def store_location(text: str | Path) -> Path | str:
+    """Where a store is: a URL stays a string, anything else is a file path (``~`` expanded)."""
+    if is_postgres_url(text):
+        return str(text)
+    return Path(text).expanduser()
+
+
+def location_of(store: Store) -> Path | str | None:
+    """The location a store was opened at, to hand to processes it starts."""
+    where = getattr(store, "path", None) or getattr(store, "url", None)
+    return None if where is None else store_location(where)
+
 
 async def open_store(
     location: str | Path,
@@ -261,7 +350,17 @@ async def open_store(
     create: bool = False,
     clock: Any = None,
 ) -> Store:
-    """Open the store at ``location`` (a SQLite file path)."""
+    """Open the store at ``location``: a SQLite file path or a ``postgresql://`` URL.
+
+    ``clock`` is this host's clock. A SQLite store keeps time by it; a PostgreSQL store keeps
+    time by the server and uses it only to measure this host's skew.
+    """
+    if is_postgres_url(location):
+        from core.pg_store import PostgresStore
+
+        return await PostgresStore.open(
+            str(location), read_only=read_only, create=create, clock=clock
+        )
     from core.sqlite_store import SQLiteStore
 
     return await SQLiteStore.open(Path(location), read_only=read_only, create=create, clock=clock)

@@ -135,28 +135,44 @@ class Watchdog:
             if isinstance(key, str):
                 self._once.add(key)
 
-    async def _record(self, kind: EventKind, message: str, task_id: str | None, data: dict[str, Any]) -> None:
+    async def _record(
+        self, kind: EventKind, message: str, task_id: str | None, data: dict[str, Any]
+    ) -> None:
         if self.dry_run:
             return
         try:
-            await self.store.record_event(kind=kind, actor=self.actor, message=message, task_id=task_id, data=data)
+            await self.store.record_event(
+                kind=kind, actor=self.actor, message=message, task_id=task_id, data=data
+            )
         except StoreError as exc:
             self.log(f"could not record event ({exc}): {message}")
 
     async def _delivered(self, result: DeliveryResult) -> None:
         if result.ok:
             if result.attempts > 1:
-                self.log(f"delivered via {result.notifier} on attempt {result.attempts}: {result.page.line}")
+                self.log(
+                    f"delivered via {result.notifier} on attempt {result.attempts}: "
+                    f"{result.page.line}"
+                )
             await self._record(
-                EventKind.DELIVERY, f"delivered via {result.notifier} (attempt {result.attempts})",
-                result.page.task_id, {"ok": True, "notifier": result.notifier, "attempts": result.attempts},
+                EventKind.DELIVERY,
+                f"delivered via {result.notifier} (attempt {result.attempts})",
+                result.page.task_id,
+                {"ok": True, "notifier": result.notifier, "attempts": result.attempts},
             )
             return
         then = "giving up" if result.final else "will retry"
         self.log(f"delivery failed ({then}): {result.error}")
         await self._record(
-            EventKind.DELIVERY, f"delivery failed, {then}: {result.error}", result.page.task_id,
-            {"ok": False, "notifier": result.notifier, "attempts": result.attempts, "final": result.final},
+            EventKind.DELIVERY,
+            f"delivery failed, {then}: {result.error}",
+            result.page.task_id,
+            {
+                "ok": False,
+                "notifier": result.notifier,
+                "attempts": result.attempts,
+                "final": result.final,
+            },
         )
 
     # One look ------------------------------------------------------------------------------
@@ -195,20 +211,35 @@ class Watchdog:
             reason = f"cannot read store {self.store.describe()}: {snapshot.error}"
             if not self._store_down:
                 self._store_down = True
-                self._page(tick, "watchdog", f"zombietop watchdog {reason} - verdicts withheld until it can", key=None)
+                self._page(
+                    tick,
+                    "watchdog",
+                    f"zombietop watchdog {reason} - verdicts withheld until it can",
+                    key=None,
+                )
             tick.logs.append(f"verdicts withheld: {reason}")
             return reason
         if self._store_down:
             self._store_down = False
-            self._page(tick, "all_clear", f"zombietop watchdog reads {self.store.describe()} again", key=None)
+            self._page(
+                tick,
+                "all_clear",
+                f"zombietop watchdog reads {self.store.describe()} again",
+                key=None,
+            )
         interval = self.config.watch.interval
         if snapshot.poll_seconds > interval:
-            reason = f"store lags: one poll took {snapshot.poll_seconds:.1f}s, longer than the {interval:g}s interval"
+            reason = (
+                f"store lags: one poll took {snapshot.poll_seconds:.1f}s, "
+                f"longer than the {interval:g}s interval"
+            )
             tick.logs.append(f"verdicts withheld: {reason}")
             return reason
         return None
 
-    def _page(self, tick: _Tick, kind: str, line: str, *, key: str | None, view: TaskView | None = None) -> Page:
+    def _page(
+        self, tick: _Tick, kind: str, line: str, *, key: str | None, view: TaskView | None = None
+    ) -> Page:
         page = Page(
             kind=kind,
             line=line,
@@ -229,7 +260,9 @@ class Watchdog:
             return
         self._page(tick, kind, line, key=key, view=view)
         await self._record(
-            EventKind.PAGE, line, view.task_id,
+            EventKind.PAGE,
+            line,
+            view.task_id,
             {"page": kind, "key": key, "health": str(view.health)},
         )
 
@@ -239,7 +272,9 @@ class Watchdog:
         self._last_health[task_id] = health
         if previous is not None and previous is not health:
             await self._record(
-                EventKind.TRANSITION, f"{previous} -> {health}", task_id,
+                EventKind.TRANSITION,
+                f"{previous} -> {health}",
+                task_id,
                 {"from": str(previous), "to": str(health)},
             )
 
@@ -260,7 +295,12 @@ class Watchdog:
             if spin_key not in self._once:
                 self._once.add(spin_key)
                 tick.logs.append(f"spinning (not paged): {view.verdict.context}")
-                await self._record(EventKind.WATCHDOG, f"spinning: {view.verdict.context}", task_id, {"key": spin_key})
+                await self._record(
+                    EventKind.WATCHDOG,
+                    f"spinning: {view.verdict.context}",
+                    task_id,
+                    {"key": spin_key},
+                )
         else:
             self._spinning.pop(task_id, None)
 
@@ -268,21 +308,33 @@ class Watchdog:
 
     async def _open_incident(self, view: TaskView, tick: _Tick) -> None:
         task_id = view.task_id
-        self.incidents[task_id] = Incident(task_id=task_id, health=view.health, opened_at=self.clock.now())
+        self.incidents[task_id] = Incident(
+            task_id=task_id, health=view.health, opened_at=self.clock.now()
+        )
         if not view.task.quarantined:
-            first = next((r.message for r in view.verdict.reasons if r.health is view.health), str(view.health))
+            first = next(
+                (r.message for r in view.verdict.reasons if r.health is view.health),
+                str(view.health),
+            )
             if self.dry_run:
                 tick.logs.append(f"would quarantine {task_id}: {first}")
             else:
                 try:
-                    await self.store.set_quarantine(task_id, quarantined=True, actor=self.actor, reason=f"{view.health}: {first}")
+                    await self.store.set_quarantine(
+                        task_id,
+                        quarantined=True,
+                        actor=self.actor,
+                        reason=f"{view.health}: {first}",
+                    )
                     tick.logs.append(f"quarantined {task_id}: {first}")
                 except StoreError as exc:
                     tick.logs.append(f"could not quarantine {task_id}: {exc}")
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
         self._page(tick, "incident", view.verdict.context, key=page_key, view=view)
         await self._record(
-            EventKind.PAGE, view.verdict.context, task_id,
+            EventKind.PAGE,
+            view.verdict.context,
+            task_id,
             {"page": "incident", "key": page_key, "health": str(view.health)},
         )
 
@@ -290,18 +342,26 @@ class Watchdog:
         task_id, health = view.task_id, view.health
         incident = self.incidents.pop(task_id)
         task = view.task
-        if health is Health.QUARANTINED and task.quarantined_by == self.actor and task.state.executing:
+        if (
+            health is Health.QUARANTINED
+            and task.quarantined_by == self.actor
+            and task.state.executing
+        ):
             # It recovered by itself: let go of the hold we placed, and tell the human.
             if not self.dry_run:
                 try:
-                    await self.store.set_quarantine(task_id, quarantined=False, actor=self.actor, reason="recovered")
+                    await self.store.set_quarantine(
+                        task_id, quarantined=False, actor=self.actor, reason="recovered"
+                    )
                 except StoreError as exc:
                     tick.logs.append(f"could not release quarantine on {task_id}: {exc}")
             health = Health.HEALTHY
         took = format_age(self.clock.now() - incident.opened_at)
         line = f"{task_id} all clear: now {health} (was {incident.health} for {took})"
         self._page(tick, "all_clear", line, key=None, view=view)
-        await self._record(EventKind.PAGE, line, task_id, {"page": "all_clear", "health": str(health)})
+        await self._record(
+            EventKind.PAGE, line, task_id, {"page": "all_clear", "health": str(health)}
+        )
 
     async def _close_vanished(self, snapshot: Snapshot, tick: _Tick) -> None:
         present = {view.task_id for view in snapshot.tasks}
@@ -322,23 +382,41 @@ class Watchdog:
             key = f"retry-limit:{task.task_id}:{task.attempt}"
             if key not in self._once:
                 self._once.add(key)
-                message = f"{task.task_id}: auto_retry stopped after {task.attempt} attempts; a human decides"
+                message = (
+                    f"{task.task_id}: auto_retry stopped after {task.attempt} attempts; "
+                    "a human decides"
+                )
                 tick.logs.append(message)
                 await self._record(EventKind.WATCHDOG, message, task.task_id, {"key": key})
             return
         due = incident.opened_at + limits.retry_backoff * 2 ** (task.attempt - 1)
         if self.clock.now() < due:
             return
-        reason = f"auto_retry: attempt {task.attempt + 1} of {limits.max_retries} after {view.health}"
+        reason = (
+            f"auto_retry: attempt {task.attempt + 1} of {limits.max_retries} after {view.health}"
+        )
         outcome = await self._act(view, ActionKind.RESUME, reason, tick)
         if outcome is not None:
-            await self._record(EventKind.WATCHDOG, f"{reason}: {outcome.message}", task.task_id, {"retry": task.attempt + 1})
+            await self._record(
+                EventKind.WATCHDOG,
+                f"{reason}: {outcome.message}",
+                task.task_id,
+                {"retry": task.attempt + 1},
+            )
 
-    async def _act(self, view: TaskView, kind: ActionKind, reason: str, tick: _Tick) -> ActionOutcome | None:
+    async def _act(
+        self, view: TaskView, kind: ActionKind, reason: str, tick: _Tick
+    ) -> ActionOutcome | None:
         if self.dry_run or self.executor is None:
             tick.logs.append(f"would {kind} {view.task_id}: {reason}")
             return None
-        request = ActionRequest(kind=kind, task_id=view.task_id, expected_token=view.token, actor=self.actor, reason=reason)
+        request = ActionRequest(
+            kind=kind,
+            task_id=view.task_id,
+            expected_token=view.token,
+            actor=self.actor,
+            reason=reason,
+        )
         outcome = await self.executor.run(request)
         tick.actions.append(outcome)
         tick.logs.append(f"{kind} {view.task_id}: {outcome.message}")
@@ -354,16 +432,30 @@ class Watchdog:
             factor = self.config.watch.stage_kill_factor
             kill_at = factor * budgets.stage.limit_s
             if key not in self._once:
-                then = f" - killed gracefully at {format_duration(kill_at)} in this stage" if factor else ""
+                then = (
+                    f" - killed gracefully at {format_duration(kill_at)} in this stage"
+                    if factor
+                    else ""
+                )
                 await self._overrun(tick, "stage_overrun", view.verdict.context + then, key, view)
             kill_key = "kill:" + key
-            if factor and budgets.stage.used_s >= kill_at and kill_key not in self._once and task.pid is not None:
+            if (
+                factor
+                and budgets.stage.used_s >= kill_at
+                and kill_key not in self._once
+                and task.pid is not None
+            ):
                 self._once.add(kill_key)
                 reason = (
                     f"stage {stage} ran {format_age(budgets.stage.used_s)}, "
                     f"{factor:g} x its {format_duration(budgets.stage.limit_s)} budget"
                 )
-                await self._record(EventKind.WATCHDOG, f"second stage overrun: killing {task.task_id}", task.task_id, {"key": kill_key})
+                await self._record(
+                    EventKind.WATCHDOG,
+                    f"second stage overrun: killing {task.task_id}",
+                    task.task_id,
+                    {"key": kill_key},
+                )
                 await self._act(view, ActionKind.KILL, reason, tick)
         if BudgetFlag.REQUEST_OVERRUN in flags and beat is not None:
             key = f"request:{task.task_id}:{beat.request_name}:{beat.request_started_at}"
@@ -379,7 +471,10 @@ class Watchdog:
 
     async def _digest(self, tick: _Tick) -> None:
         now = self.clock.now()
-        if self._last_digest_at is not None and now - self._last_digest_at < self.config.watch.digest_every:
+        if (
+            self._last_digest_at is not None
+            and now - self._last_digest_at < self.config.watch.digest_every
+        ):
             return
         self._last_digest_at = now
         lines = sorted(self._spinning.values())
@@ -395,7 +490,9 @@ class Watchdog:
         while self.outbox.pending and not stop.is_set():
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
-                self.log(f"{self.outbox.pending} page deliveries still failing; giving up for this run")
+                self.log(
+                    f"{self.outbox.pending} page deliveries still failing; giving up for this run"
+                )
                 return
             await asyncio.sleep(min(self.config.notify.retry_backoff, left, 5.0))
             await self.outbox.flush()

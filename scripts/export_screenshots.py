@@ -1,6 +1,6 @@
 """Write the README's screenshots (SVG) from the sample fleet the snapshot tests use.
 
-    python scripts/export_screenshots.py [OUTDIR]     (default: screenshots/)
+python scripts/export_screenshots.py [OUTDIR]     (default: screenshots/)
 """
 
 from __future__ import annotations

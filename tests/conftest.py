@@ -1,15 +1,119 @@
-"""Shared fixtures: a real SQLite store in a temporary directory, driven by a fake clock."""
+"""Shared fixtures: one store fixture over both backends, driven by a fake clock.
+
+Every test that asks for ``store`` (or ``store_location``) runs once on SQLite and once on
+PostgreSQL; ``@pytest.mark.backends("sqlite")`` keeps a test that is about one backend on it.
+PostgreSQL tests run against a throwaway server this session starts (tests/pg_server.py) and
+skip, with the reason in the summary, only when no PostgreSQL binaries are installed.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import concurrent.futures
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from core.clock import FakeClock
-from core.sqlite_store import SQLiteStore
-from core.store import open_store
+from core.store import Store
+from tests.pg_server import TEMPLATE, ThrowawayServer, external_url, find_binaries
+from tests.stores import open_for_test
+
+BACKENDS = ("sqlite", "postgresql")
+NO_POSTGRES = (
+    "PostgreSQL tests SKIPPED: no initdb/postgres binaries found (looked on PATH, in "
+    "/usr/lib/postgresql/*/bin and $ZOMBIETOP_PG_BIN); install PostgreSQL or set "
+    "ZOMBIETOP_TEST_PG=postgresql://... to run them"
+)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if os.environ.get("ZOMBIETOP_TEST_PG"):
+        return "postgresql: the server in ZOMBIETOP_TEST_PG"
+    bindir = find_binaries()
+    if bindir is None:
+        return "postgresql: NOT FOUND - " + NO_POSTGRES
+    return f"postgresql: throwaway server from {bindir}"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("backends")
+        names = marker.args if marker else BACKENDS
+        metafunc.parametrize("backend", names, indirect=True)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+class PostgresForTests:
+    """A server this session may create databases on, each a fresh zombietop store."""
+
+    def __init__(self, admin_url: Callable[[str], str], server: ThrowawayServer | None) -> None:
+        self.url = admin_url
+        self.server = server
+        self._count = 0
+        self._template_ready = False
+        # asyncpg connections belong to one event loop: admin work runs on a loop of its own.
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+    def create_database(self, *, empty: bool = False) -> str:
+        """Return the URL of a new database: a migrated store, or ``empty``."""
+        return self._pool.submit(asyncio.run, self._create(empty)).result(timeout=60)
+
+    async def _create(self, empty: bool) -> str:
+        import asyncpg
+
+        from core.pg_store import PostgresStore
+
+        self._count += 1
+        name = f"zt_{os.getpid()}_{self._count}"
+        admin = await asyncpg.connect(self.url("postgres"))
+        try:
+            if empty:
+                await admin.execute(f'CREATE DATABASE "{name}"')
+                return self.url(name)
+            if not self._template_ready:
+                template = f"{TEMPLATE}_{os.getpid()}"
+                await admin.execute(f'CREATE DATABASE "{template}"')
+                migrated = await PostgresStore.open(self.url(template), create=True)
+                await migrated.close()
+                self._template = template
+                self._template_ready = True
+            await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self._template}"')
+        finally:
+            await admin.close()
+        return self.url(name)
+
+    def close(self) -> None:
+        self._pool.shutdown()
+        if self.server is not None:
+            self.server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresForTests]:
+    external = os.environ.get("ZOMBIETOP_TEST_PG")
+    if external:
+        found = PostgresForTests(lambda name: external_url(external, name), None)
+    else:
+        bindir = find_binaries()
+        if bindir is None:
+            if os.environ.get("ZOMBIETOP_REQUIRE_PG"):
+                pytest.fail(NO_POSTGRES.replace("SKIPPED", "REQUIRED (ZOMBIETOP_REQUIRE_PG)"))
+            pytest.skip(NO_POSTGRES)
+        server = ThrowawayServer(bindir)
+        server.start()
+        found = PostgresForTests(server.url, server)
+    try:
+        yield found
+    finally:
+        found.close()
 
 
 @pytest.fixture
@@ -23,10 +127,29 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def store(db_path: Path, clock: FakeClock) -> AsyncIterator[SQLiteStore]:
-    opened = await open_store(db_path, create=True, clock=clock)
-    assert isinstance(opened, SQLiteStore)
+def store_location(backend: str, db_path: Path, request: pytest.FixtureRequest) -> Path | str:
+    """Where this test's store lives: a SQLite file, or a fresh PostgreSQL database's URL."""
+    if backend == "sqlite":
+        return db_path
+    server: PostgresForTests = request.getfixturevalue("postgres")
+    return server.create_database()
+
+
+@pytest.fixture
+async def store(store_location: Path | str, clock: FakeClock) -> AsyncIterator[Store]:
+    opened = await open_for_test(store_location, clock, create=True)
     try:
         yield opened
     finally:
         await opened.close()
+
+
+@pytest.fixture
+def reopen(store_location: Path | str, clock: FakeClock) -> Callable[..., Awaitable[Store]]:
+    """Open the test's store once more (another process's view), on the same clock."""
+
+    def opener(**kwargs: Any) -> Awaitable[Store]:
+        kwargs.setdefault("clock", clock)
+        return open_for_test(store_location, **kwargs)
+
+    return opener

@@ -1,1 +1,1 @@
-"""zombietop's face: the command line and the Textual dashboard. Imports ``core``, never the reverse."""
+"""The face: the command line and the Textual dashboard. Imports ``core``, never the reverse."""

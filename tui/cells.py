@@ -51,6 +51,10 @@ def _health(view: TaskView, now: float, note: str | None) -> Text:
         return Text(f"↯ TERM {format_age(max(kill.deadline - now, 0.0))}", style="bold reverse red")
     if note is not None:
         return Text(f"↯ {note}", style="bold yellow")
+    if view.host_request is not None:
+        # An action asked for on another host: it happens only when that host's agent does it.
+        waiting = view.agent_note is not None and view.agent_note.startswith("waiting")
+        return Text("↯ wait agent" if waiting else "↯ no agent!", style="bold reverse yellow")
     if (
         kill is not None
         and kill.outcome is not None
@@ -134,6 +138,8 @@ def _pid(view: TaskView, now: float, note: str | None) -> Text:
         return DASH
     process = view.process
     if process is None:
+        if view.agent_note is not None and view.agent_note.startswith("no agent"):
+            return Text("no agent", style="bold yellow")
         return Text(f"{pid} ?", style="dim")
     if process.gone:
         return Text(f"{pid} gone", style="bold red")

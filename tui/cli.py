@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +16,12 @@ from core import __version__
 from core.config import Config, load_config, resolve_config_path, write_defaults
 from core.durations import parse_duration
 from core.errors import HeartbeatParseError, ZombietopError
-from core.heartbeat_line import BeatLine, parse_line
+from core.heartbeat_line import BeatLine, format_timestamp, parse_line
 from core.monitor import Monitor
 from core.procs import PsutilProbe
 from core.sqlite_store import SCHEMA_VERSION
-from core.store import default_store_path, open_store
+from core.store import default_store_path, open_store, store_location
+from tui.agent import add_parser as agent_parser
 from tui.watch import add_parser as watch_parser
 
 EXIT_OK, EXIT_PAGING, EXIT_ERROR = 0, 1, 2
@@ -30,16 +32,17 @@ class Context:
     """What every command needs: the validated config and where the store is."""
 
     config: Config
-    db: Path
+    db: Path | str
+    """A SQLite file or a ``postgresql://`` URL."""
 
 
-def resolve_store_path(flag: str | None, config: Config) -> Path:
+def resolve_store_path(flag: str | None, config: Config) -> Path | str:
     """``--db``, then ``ZOMBIETOP_DB``, then ``[store] path``, then the XDG state directory."""
     if flag:
-        return Path(flag).expanduser()
+        return store_location(flag)
     env = os.environ.get("ZOMBIETOP_DB")
     if env:
-        return Path(env).expanduser()
+        return store_location(env)
     if config.store_path is not None:
         return config.store_path
     return default_store_path()
@@ -71,9 +74,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
 
 async def cmd_init(args: argparse.Namespace) -> int:
     ctx = _context(args)
-    async with await open_store(ctx.db, create=True):
-        pass
-    print(f"store ready at {ctx.db} (schema v{SCHEMA_VERSION})")
+    async with await open_store(ctx.db, create=True) as store:
+        where = store.describe()
+    print(f"store ready at {where} (schema v{SCHEMA_VERSION})")
     return EXIT_OK
 
 
@@ -104,7 +107,11 @@ def _beat_from_args(args: argparse.Namespace) -> BeatLine:
     if args.request:
         parts.append(f'req="{_escape(args.request)}"')
     if not parts:
-        raise ZombietopError("nothing to beat: give --stage/--progress (or --line 'stage=... p=...')")
+        raise ZombietopError(
+            "nothing to beat: give --stage/--progress (or --line 'stage=... p=...')"
+        )
+    # This host's clock: against the time the store records the beat, it measures the skew.
+    parts.append(f"at={format_timestamp(time.time())}")
     # Through the parser, so a flag beat follows exactly the rules a heartbeat-file line does.
     return parse_line(" ".join(parts))
 
@@ -117,7 +124,9 @@ async def cmd_beat(args: argparse.Namespace) -> int:
     ctx = _context(args)
     task_id = args.task or os.environ.get("ZOMBIETOP_TASK")
     if not task_id:
-        raise ZombietopError("which task? pass --task ID (or run under `zombietop run`, which sets ZOMBIETOP_TASK)")
+        raise ZombietopError(
+            "which task? pass --task ID (or run under `zombietop run`, which sets ZOMBIETOP_TASK)"
+        )
     try:
         beat = _beat_from_args(args)
     except HeartbeatParseError as exc:
@@ -141,7 +150,9 @@ async def cmd_dashboard(args: argparse.Namespace) -> int:
 
 def cmd_config(args: argparse.Namespace) -> int:
     if args.config_command == "init":
-        target = Path(args.path) if args.path else resolve_config_path(None) or _default_config_target()
+        target = (
+            Path(args.path) if args.path else resolve_config_path(None) or _default_config_target()
+        )
         write_defaults(target, force=args.force)
         print(f"wrote default config to {target}")
         return EXIT_OK
@@ -168,11 +179,16 @@ def _default_config_target() -> Path:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--db", default=argparse.SUPPRESS, metavar="PATH",
-        help="the store (default: $ZOMBIETOP_DB, [store] path, or the XDG state dir)",
+        "--db",
+        default=argparse.SUPPRESS,
+        metavar="PATH|URL",
+        help="the store: a SQLite file or a postgresql:// URL "
+        "(default: $ZOMBIETOP_DB, [store] path, or the XDG state dir)",
     )
     common.add_argument(
-        "--config", default=argparse.SUPPRESS, metavar="PATH",
+        "--config",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
         help="config file (default: $ZOMBIETOP_CONFIG or ~/.config/zombietop/config.toml)",
     )
     parser = argparse.ArgumentParser(
@@ -194,9 +210,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(handler=cmd_dashboard)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    status = sub.add_parser("status", parents=[common], help="print one snapshot (exit 1 if any task pages)")
+    status = sub.add_parser(
+        "status", parents=[common], help="print one snapshot (exit 1 if any task pages)"
+    )
     status.add_argument("--json", action="store_true", help="one JSON object, for scripts")
-    status.add_argument("--all", action="store_true", help="include every finished task, not just recent ones")
+    status.add_argument(
+        "--all", action="store_true", help="include every finished task, not just recent ones"
+    )
     status.set_defaults(handler=cmd_status)
 
     init = sub.add_parser("init", parents=[common], help="create (or upgrade) the store")
@@ -206,7 +226,13 @@ def build_parser() -> argparse.ArgumentParser:
     beat.add_argument("--task", help="task id (default: $ZOMBIETOP_TASK)")
     beat.add_argument("--stage", help="current stage, e.g. transform")
     beat.add_argument("--progress", type=float, help="percent done, 0-100")
-    beat.add_argument("--counter", type=_counter, action="append", metavar="KEY=N", help="a monotonic counter (repeatable)")
+    beat.add_argument(
+        "--counter",
+        type=_counter,
+        action="append",
+        metavar="KEY=N",
+        help="a monotonic counter (repeatable)",
+    )
     beat.add_argument("--checkpoint", help="last durable checkpoint")
     beat.add_argument("--eta", type=_eta, help="time left, e.g. 42m")
     beat.add_argument("--request", metavar="NAME", help="the outbound request now in flight")
@@ -214,14 +240,19 @@ def build_parser() -> argparse.ArgumentParser:
     beat.set_defaults(handler=cmd_beat)
 
     watch_parser(sub, common)
+    agent_parser(sub, common)
 
     config = sub.add_parser("config", parents=[common], help="write or check a config file")
     config_sub = config.add_subparsers(dest="config_command", metavar="init|check", required=True)
     config_init = config_sub.add_parser("init", help="write the defaults (tomli-w)")
-    config_init.add_argument("path", nargs="?", help="where (default: ~/.config/zombietop/config.toml)")
+    config_init.add_argument(
+        "path", nargs="?", help="where (default: ~/.config/zombietop/config.toml)"
+    )
     config_init.add_argument("--force", action="store_true", help="overwrite an existing file")
     config_check = config_sub.add_parser("check", help="validate a config file")
-    config_check.add_argument("path", nargs="?", help="the file (default: the one zombietop would use)")
+    config_check.add_argument(
+        "path", nargs="?", help="the file (default: the one zombietop would use)"
+    )
     config.set_defaults(handler=cmd_config)
 
     from tui.commands import add_commands  # run, resume, discard, kill

@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import getpass
 import sys
+from dataclasses import replace
 from typing import Any
 
 from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
@@ -123,14 +124,43 @@ async def cmd_action(args: argparse.Namespace) -> int:
         )
         outcome = await executor.run(request)
         _print(outcome)
+        if outcome.outcome is Outcome.REQUESTED and outcome.request_id is not None:
+            outcome = await _wait_for_agent(executor, outcome)
+            _print(outcome)
         if outcome.outcome is Outcome.TERM_SENT:
             outcome = await _wait_for_kill(executor, args.task)
             _print(outcome)
-    return EXIT_OK if outcome.ok else EXIT_NOT_DONE
+    done = outcome.ok and outcome.outcome is not Outcome.REQUESTED
+    return EXIT_OK if done else EXIT_NOT_DONE
 
 
 def _print(outcome: ActionOutcome) -> None:
     print(f"{outcome.request.task_id}: {outcome.outcome}: {outcome.message}", flush=True)
+
+
+async def _wait_for_agent(executor: Executor, asked: ActionOutcome) -> ActionOutcome:
+    """Wait while the task's host agent carries the action out; stop waiting if it is gone."""
+    assert asked.request_id is not None
+    store = executor.store
+    shown = None
+    while True:
+        request = await store.get_host_request(asked.request_id)
+        if request.finished_at is not None:
+            outcome = Outcome(request.outcome) if request.outcome else Outcome.REFUSED
+            return replace(asked, outcome=outcome, message=f"on {request.host}: {request.message}")
+        now = await store.now()
+        agent = next((a for a in await store.agents() if a.host == request.host), None)
+        if agent is None or not agent.present(now):
+            return replace(
+                asked,
+                message=f"no agent on {request.host}: the {request.kind} stays queued until "
+                f"`zombietop agent` runs there",
+            )
+        text = f"waiting for agent on {request.host} to {request.kind} {request.task_id}"
+        if text != shown:
+            print(text, file=sys.stderr, flush=True)
+            shown = text
+        await asyncio.sleep(KILL_POLL_S)
 
 
 async def _wait_for_kill(executor: Executor, task_id: str) -> ActionOutcome:
@@ -154,7 +184,11 @@ async def _wait_for_kill(executor: Executor, task_id: str) -> ActionOutcome:
                     kind=ActionKind.KILL, task_id=task_id, expected_token=None, actor=_actor()
                 ),
                 outcome=outcome,
-                message="finished by another zombietop",
+                message=(
+                    f"finished by the agent on {closed.host}"
+                    if closed and closed.host and closed.host != executor.host
+                    else "finished by another zombietop"
+                ),
             )
         left = max(0.0, kill.deadline - await executor.store.now())
         text = f"waiting for {task_id} (pid {kill.pid}) to exit: SIGKILL in {format_age(left)}"

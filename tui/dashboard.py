@@ -21,8 +21,9 @@ from core.actions import ActionExecutor
 from core.config import Config
 from core.errors import ZombietopError
 from core.executor import Executor
+from core.layout import clean_env, safe_name, state_dir
 from core.procs import PsutilProbe
-from core.store import open_store
+from core.store import Store, open_store
 from tui.poller import ThreadedMonitor
 
 if TYPE_CHECKING:
@@ -103,4 +104,49 @@ async def run_dashboard(
                     loop.remove_signal_handler(signum)
         finally:
             await source.close()
+        if isinstance(executor, Executor):
+            await hand_over_pending_kills(store, executor, db, config)
     return app.return_code or 0
+
+
+async def hand_over_pending_kills(
+    store: Store, executor: Executor, db: Path, config: Config
+) -> list[int]:
+    """Leave a background ``zombietop kill`` to finish each kill still in its grace; return pids.
+
+    A SIGKILL that is owed must not depend on somebody keeping a dashboard open.
+    """
+    finishers = []
+    for kill in await store.open_kills(executor.host):
+        logs = state_dir(db) / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log = logs / f"kill-{safe_name(kill.task_id)}.log"
+        argv = [sys.executable, "-m", "tui", "--db", str(db)]
+        if config.path is not None:
+            argv += ["--config", str(config.path)]
+        argv += [
+            "kill",
+            kill.task_id,
+            "--yes",
+            "--reason",
+            "finish a kill left pending by a dashboard",
+        ]
+        # Spawned in its own session, fire and forget: the dashboard is about to exit.
+        pid = os.posix_spawn(
+            sys.executable,
+            argv,
+            clean_env(),
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, str(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
+                (os.POSIX_SPAWN_DUP2, 1, 2),
+            ],
+            setsid=True,
+        )
+        finishers.append(pid)
+        print(
+            f"zombietop: the kill of {kill.task_id} is still in its grace; pid {pid} "
+            f"finishes it in the background (log: {log})",
+            file=sys.stderr,
+        )
+    return finishers

@@ -295,6 +295,42 @@ def sample_records(*, kill_pending: Iterable[str] = ()) -> list[TaskRecord]:
     ]
 
 
+def synthetic_records(n: int, now: float = NOW) -> list[TaskRecord]:
+    """``n`` healthy running tasks with varied progress and ages, for table and CPU benchmarks."""
+    records = []
+    for i in range(n):
+        task_id = f"job-{i:05d}"
+        records.append(
+            TaskRecord(
+                task=Task(
+                    task_id=task_id,
+                    run_id=f"run-{i}",
+                    step="job",
+                    step_type="batch",
+                    state=TaskState.RUNNING,
+                    host="batch-01",
+                    pid=10_000 + i,
+                    created_at=now - 900,
+                    claimed_at=now - 890,
+                    started_at=now - 890,
+                    updated_at=now,
+                ),
+                lease=Lease(
+                    task_id=task_id, owner="run@batch-01", token=1, expires_at=now + 300 - i % 10
+                ),
+                heartbeat=Heartbeat(
+                    task_id=task_id,
+                    stage="work",
+                    progress=float(i % 100),
+                    written_at=now - i % 50,
+                    progress_changed_at=now - i % 50,
+                    stage_started_at=now - 600,
+                ),
+            )
+        )
+    return records
+
+
 def sample_samples() -> dict[str, ProcessSample]:
     """What the probe sees: every running pid alive except etl-0417's."""
     samples = {

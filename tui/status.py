@@ -8,6 +8,7 @@ from typing import Any
 from core.classify import format_progress
 from core.durations import format_age
 from core.heartbeat_line import format_timestamp
+from core.model import AgentPresence
 from core.monitor import Snapshot, TaskView
 
 
@@ -16,7 +17,21 @@ def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
     return {
         "generated_at": None if snapshot.taken_at is None else format_timestamp(snapshot.taken_at),
         "counts": {str(health): n for health, n in snapshot.counts.items()},
+        "host": snapshot.host,
+        "agents": [_agent_json(agent, snapshot.taken_at) for agent in snapshot.agents],
         "tasks": [_task_json(view) for view in snapshot.tasks],
+    }
+
+
+def _agent_json(agent: AgentPresence, now: float | None) -> dict[str, Any]:
+    return {
+        "host": agent.host,
+        "present": now is not None and agent.present(now),
+        "last_seen_s": None if now is None else _round(now - agent.seen_at),
+        "stopped": agent.stopped_at is not None,
+        "pid": agent.pid,
+        "interval_s": agent.interval_s,
+        "clock_skew_s": _round(agent.clock_skew_s),
     }
 
 
@@ -45,13 +60,49 @@ def _task_json(view: TaskView) -> dict[str, Any]:
         "token": view.token,
         "pid": task.pid,
         "host": task.host,
+        "remote": view.remote,
+        "process": _process_json(view),
+        "clock_skew_s": _round(view.clock_skew_s),
+        "agent_note": view.agent_note,
+        "host_request": _request_json(view),
         "attempt": task.attempt,
         "quarantined": task.quarantined,
         "budgets": {
             name: {"used_s": _round(b.used_s), "limit_s": b.limit_s, "source": b.source}
-            for name, b in (("request", budgets.request), ("stage", budgets.stage), ("task", budgets.task))
+            for name, b in (
+                ("request", budgets.request),
+                ("stage", budgets.stage),
+                ("task", budgets.task),
+            )
         },
         "context": verdict.context,
+    }
+
+
+def _process_json(view: TaskView) -> dict[str, Any] | None:
+    sample = view.process
+    if sample is None:
+        return None
+    return {
+        "pid": sample.pid,
+        "alive": sample.alive and not sample.gone,
+        "status": sample.status,
+        "cpu_percent": _round(sample.cpu_percent),
+        "rss_bytes": sample.rss_bytes,
+        "seen_by": view.task.host if view.remote else "this host",
+    }
+
+
+def _request_json(view: TaskView) -> dict[str, Any] | None:
+    asked = view.host_request
+    if asked is None:
+        return None
+    return {
+        "kind": asked.kind,
+        "host": asked.host,
+        "actor": asked.actor,
+        "requested_at": format_timestamp(asked.requested_at),
+        "claimed_by": asked.claimed_by,
     }
 
 
@@ -80,7 +131,9 @@ def render_table(snapshot: Snapshot, width: int | None = None) -> str:
             view.task_id,
             (view.heartbeat.stage if view.heartbeat and view.heartbeat.stage else "-"),
             format_progress(view.heartbeat.progress) if view.heartbeat else "-",
-            format_age(view.verdict.heartbeat_age_s) if view.verdict.heartbeat_age_s is not None else "-",
+            format_age(view.verdict.heartbeat_age_s)
+            if view.verdict.heartbeat_age_s is not None
+            else "-",
             _lease_words(view),
             str(view.task.attempt),
             ",".join(str(f) for f in view.verdict.flags) or "-",
@@ -90,9 +143,26 @@ def render_table(snapshot: Snapshot, width: int | None = None) -> str:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines.append("")
     for row in [header, *rows]:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()[:width])
+        lines.append(
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()[:width]
+        )
     urgent = [view for view in snapshot.tasks if view.health.pages]
     if urgent:
         lines.append("")
         lines.extend(view.verdict.context for view in urgent)
+    notes = [f"{view.task_id}: {view.agent_note}" for view in snapshot.tasks if view.agent_note]
+    if notes:
+        lines.append("")
+        lines.extend(notes)
+    if snapshot.agents and snapshot.taken_at is not None:
+        lines.append("")
+        now = snapshot.taken_at
+        lines.append("agents: " + ", ".join(_agent_words(a, now) for a in snapshot.agents))
     return "\n".join(lines)
+
+
+def _agent_words(agent: AgentPresence, now: float) -> str:
+    if not agent.present(now):
+        return f"{agent.host} no agent (last seen {format_age(max(now - agent.seen_at, 0))} ago)"
+    skew = agent.clock_skew_s
+    return f"{agent.host} ok" + ("" if skew is None else f" (clock {skew:+.1f}s)")

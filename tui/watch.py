@@ -34,23 +34,33 @@ async def cmd_watch(args: argparse.Namespace) -> int:
     async with await open_store(ctx.db, read_only=args.dry_run) as store:
         executor = None if args.dry_run else Executor(store, config)
         monitor = Monitor(store, config, probe=PsutilProbe())
-        dog = Watchdog(monitor, config, executor=executor, notifiers=notifiers, dry_run=args.dry_run, log=_log)
+        dog = Watchdog(
+            monitor, config, executor=executor, notifiers=notifiers, dry_run=args.dry_run, log=_log
+        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, stop.set)
         mode = "once" if args.once else f"every {config.watch.interval:g}s"
-        _log(f"watching {store.describe()} {mode}" + (" (dry run: nothing sent, nothing changed)" if args.dry_run else ""))
+        _log(
+            f"watching {store.describe()} {mode}"
+            + (" (dry run: nothing sent, nothing changed)" if args.dry_run else "")
+        )
         await dog.run(once=args.once, stop=stop)
     return EXIT_OK
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    watch = sub.add_parser("watch", parents=[common], help="the headless watchdog: quarantine and page")
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    watch = sub.add_parser(
+        "watch", parents=[common], help="the headless watchdog: quarantine and page"
+    )
     watch.add_argument("--once", action="store_true", help="look once and exit (for cron)")
-    watch.add_argument("--dry-run", action="store_true", help="print pages instead of sending them; change nothing")
-    watch.add_argument("--interval", type=float, metavar="SECONDS", help="override [watch] interval")
+    watch.add_argument(
+        "--dry-run", action="store_true", help="print pages instead of sending them; change nothing"
+    )
+    watch.add_argument(
+        "--interval", type=float, metavar="SECONDS", help="override [watch] interval"
+    )
     watch.set_defaults(handler=cmd_watch)
-
-
-

@@ -95,6 +95,56 @@ CREATE TABLE pending_kills (
 CREATE INDEX pending_kills_task ON pending_kills (task_id, kill_id);
 CREATE UNIQUE INDEX pending_kills_open ON pending_kills (task_id) WHERE outcome IS NULL;
 
+-- schema_v3 --
+-- Fleets: one agent per host reports its presence, the processes behind its host's tasks, and
+-- carries out the actions other hosts ask for.
+CREATE TABLE agents (
+    host         TEXT PRIMARY KEY,
+    agent_id     TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    interval_s   REAL NOT NULL,
+    started_at   REAL NOT NULL,
+    seen_at      REAL NOT NULL,
+    reported_at  REAL,
+    stopped_at   REAL
+);
+CREATE TABLE process_samples (
+    task_id      TEXT PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+    host         TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    alive        INTEGER NOT NULL,
+    identity_ok  INTEGER NOT NULL,
+    status       TEXT,
+    cpu_percent  REAL,
+    rss_bytes    INTEGER,
+    threads      INTEGER,
+    io_idle_s    REAL,
+    children     INTEGER NOT NULL,
+    create_time  REAL,
+    sampled_at   REAL NOT NULL,
+    written_at   REAL NOT NULL
+);
+CREATE TABLE host_requests (
+    request_id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id         TEXT NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
+    host            TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    expected_token  INTEGER,
+    actor           TEXT NOT NULL,
+    reason          TEXT,
+    requested_at    REAL NOT NULL,
+    claimed_by      TEXT,
+    claimed_at      REAL,
+    outcome         TEXT,
+    message         TEXT,
+    finished_at     REAL
+);
+CREATE INDEX host_requests_open ON host_requests (host, request_id) WHERE finished_at IS NULL;
+CREATE UNIQUE INDEX host_requests_one_open ON host_requests (task_id, kind) WHERE finished_at IS NULL;
+
+-- select_task --
+SELECT {task_columns} FROM tasks WHERE task_id = :task_id
+
 -- select_tasks_for_poll --
 -- Every active task plus those finished since :finished_since, with lease, latest beat and
 -- latest kill.
@@ -199,6 +249,9 @@ ON CONFLICT (task_id) DO UPDATE SET
     written_at = excluded.written_at, seq = heartbeats.seq + 1
 RETURNING seq
 
+-- select_heartbeat --
+SELECT {heartbeat_columns} FROM heartbeats WHERE task_id = :task_id
+
 -- insert_heartbeat_history --
 INSERT INTO heartbeat_history (task_id, seq, written_at, stage, progress)
 VALUES (:task_id, :seq, :now, :stage, :progress)
@@ -292,3 +345,69 @@ DELETE FROM heartbeats WHERE task_id = :task_id
 -- discard_task --
 UPDATE tasks SET state = 'discarded', state_reason = :reason, finished_at = :now, updated_at = :now
 WHERE task_id = :task_id
+
+-- upsert_agent --
+-- An agent's beat: seen_at is the store's clock, reported_at the agent host's; their
+-- difference is that host's clock skew.
+INSERT INTO agents (host, agent_id, pid, interval_s, started_at, seen_at, reported_at, stopped_at)
+VALUES (:host, :agent_id, :pid, :interval_s, :now, :now, :reported_at, NULL)
+ON CONFLICT (host) DO UPDATE SET
+    started_at = CASE WHEN agents.agent_id = excluded.agent_id AND agents.stopped_at IS NULL
+                      THEN agents.started_at ELSE excluded.started_at END,
+    agent_id = excluded.agent_id, pid = excluded.pid, interval_s = excluded.interval_s,
+    seen_at = excluded.seen_at, reported_at = excluded.reported_at, stopped_at = NULL
+
+-- stop_agent --
+UPDATE agents SET stopped_at = :now WHERE host = :host AND agent_id = :agent_id
+
+-- select_agents --
+SELECT host, agent_id, pid, interval_s, started_at, seen_at, reported_at, stopped_at
+FROM agents ORDER BY host
+
+-- select_active_tasks_on_host --
+SELECT {task_columns} FROM tasks
+WHERE finished_at IS NULL AND pid IS NOT NULL AND host = :host
+
+-- upsert_process_sample --
+INSERT INTO process_samples (task_id, host, pid, alive, identity_ok, status, cpu_percent,
+                             rss_bytes, threads, io_idle_s, children, create_time, sampled_at,
+                             written_at)
+VALUES (:task_id, :host, :pid, :alive, :identity_ok, :status, :cpu_percent, :rss_bytes, :threads,
+        :io_idle_s, :children, :create_time, :sampled_at, :now)
+ON CONFLICT (task_id) DO UPDATE SET
+    host = excluded.host, pid = excluded.pid, alive = excluded.alive,
+    identity_ok = excluded.identity_ok, status = excluded.status,
+    cpu_percent = excluded.cpu_percent, rss_bytes = excluded.rss_bytes,
+    threads = excluded.threads, io_idle_s = excluded.io_idle_s, children = excluded.children,
+    create_time = excluded.create_time, sampled_at = excluded.sampled_at,
+    written_at = excluded.written_at
+
+-- select_process_samples --
+SELECT s.task_id, s.host, s.pid, s.alive, s.identity_ok, s.status, s.cpu_percent, s.rss_bytes,
+       s.threads, s.io_idle_s, s.children, s.create_time, s.sampled_at, s.written_at
+FROM process_samples s JOIN tasks t ON t.task_id = s.task_id
+WHERE t.finished_at IS NULL
+
+-- insert_host_request --
+INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at)
+VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now)
+RETURNING request_id
+
+-- select_host_request --
+SELECT {request_columns} FROM host_requests WHERE request_id = :request_id
+
+-- select_open_host_requests --
+-- Every request not yet carried out, oldest first; :host NULL means every host.
+SELECT {request_columns} FROM host_requests
+WHERE finished_at IS NULL AND (:host IS NULL OR host = :host)
+ORDER BY request_id
+
+-- claim_host_request --
+-- Compare-and-swap: of two agents claiming one request, one wins. A request an earlier agent of
+-- the host claimed and never finished (it died) may be claimed again.
+UPDATE host_requests SET claimed_by = :agent_id, claimed_at = :now
+WHERE request_id = :request_id AND finished_at IS NULL AND claimed_by IS NOT :agent_id
+
+-- finish_host_request --
+UPDATE host_requests SET outcome = :outcome, message = :message, finished_at = :now
+WHERE request_id = :request_id AND finished_at IS NULL

@@ -11,7 +11,9 @@ import pytest
 from core.clock import FakeClock
 from core.config import Config, load_config
 from core.sqlite_store import SQLiteStore
+from core.store import Store
 from tests.core.realprocs import FAST_CONFIG, Children
+from tests.stores import open_for_test
 
 
 @pytest.fixture
@@ -46,6 +48,22 @@ def fake_clock() -> FakeClock:
 @pytest.fixture
 async def fake_store(db: Path, fake_clock: FakeClock) -> AsyncIterator[SQLiteStore]:
     opened = await SQLiteStore.open(db, create=True, clock=fake_clock)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def live_store(store_location: Path | str) -> AsyncIterator[Store]:
+    """The test's store on either backend, keeping real time (its own or the server's)."""
+    opened = await open_for_test(store_location, create=True)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def pinned_store(store_location: Path | str, fake_clock: FakeClock) -> AsyncIterator[Store]:
+    """The test's store on either backend, its clock pinned to ``fake_clock``."""
+    opened = await open_for_test(store_location, fake_clock, create=True)
     yield opened
     await opened.close()
 

@@ -34,7 +34,7 @@ kill_grace = "1s"
 ZOMBIETOP = (sys.executable, "-m", "tui")
 
 
-def zombietop(db: Path, fast_config_path: Path, *args: str) -> list[str]:
+def zombietop(db: Path | str, fast_config_path: Path, *args: str) -> list[str]:
     """The argv of a real ``zombietop`` command against this test's store and config."""
     return [*ZOMBIETOP, "--db", str(db), "--config", str(fast_config_path), *args]
 
@@ -109,6 +109,7 @@ async def start_task_process(
     task_id: str = "t1",
     step_type: str = "default",
     start_time_offset: float = 0.0,
+    host: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """Create a leased task whose process is ``sh -c script`` leading its own group.
 
@@ -128,7 +129,7 @@ async def start_task_process(
         token=lease.token,
         pid=proc.pid,
         pid_start_time=start + start_time_offset,
-        host=this_host(),
+        host=host or this_host(),
     )
     return proc
 

@@ -33,13 +33,19 @@ def task(**overrides: Any) -> Task:
 
 
 def lease(expires_in: float = 240.0, **overrides: Any) -> Lease:
-    fields: dict[str, Any] = {"task_id": "export-2031", "owner": "w1@host", "token": 7,
-                              "expires_at": NOW + expires_in}
+    fields: dict[str, Any] = {
+        "task_id": "export-2031",
+        "owner": "w1@host",
+        "token": 7,
+        "expires_at": NOW + expires_in,
+    }
     fields.update(overrides)
     return Lease(**fields)
 
 
-def beat(age: float = 5.0, stuck: float = 5.0, stage_for: float = 60.0, **overrides: Any) -> Heartbeat:
+def beat(
+    age: float = 5.0, stuck: float = 5.0, stage_for: float = 60.0, **overrides: Any
+) -> Heartbeat:
     fields: dict[str, Any] = {
         "task_id": "export-2031",
         "stage": "transform",
@@ -54,70 +60,281 @@ def beat(age: float = 5.0, stuck: float = 5.0, stage_for: float = 60.0, **overri
 
 
 def proc(**overrides: Any) -> ProcessSample:
-    fields: dict[str, Any] = {"pid": 4121, "alive": True, "status": "sleeping", "cpu_percent": 0.0,
-                              "sampled_at": NOW}
+    fields: dict[str, Any] = {
+        "pid": 4121,
+        "alive": True,
+        "status": "sleeping",
+        "cpu_percent": 0.0,
+        "sampled_at": NOW,
+    }
     fields.update(overrides)
     return ProcessSample(**fields)
 
 
-QUARANTINE = {"quarantined_at": NOW - 180, "quarantined_by": "watchdog", "quarantine_reason": "stalled"}
+QUARANTINE = {
+    "quarantined_at": NOW - 180,
+    "quarantined_by": "watchdog",
+    "quarantine_reason": "stalled",
+}
 
 # (id, task, lease, heartbeat, process, expected health, reason codes in order)
 CASES = [
     ("healthy", task(), lease(), beat(), proc(cpu_percent=40.0), Health.HEALTHY, []),
     ("healthy-without-probe", task(), lease(), beat(), None, Health.HEALTHY, []),
-    ("healthy-at-exact-heartbeat-timeout", task(), lease(), beat(age=120), None, Health.HEALTHY, []),
-    ("dead-process-gone", task(), lease(), beat(), proc(alive=False), Health.DEAD, ["process_gone"]),
-    ("dead-pid-reused", task(), lease(), beat(), proc(identity_ok=False), Health.DEAD, ["pid_reused"]),
-    ("dead-zombie", task(), lease(), beat(), proc(status="zombie"), Health.DEAD, ["process_zombie"]),
-    ("reclaimable-lease-expired", task(), lease(expires_in=-1), beat(), None, Health.RECLAIMABLE,
-     ["lease_expired"]),
+    (
+        "healthy-at-exact-heartbeat-timeout",
+        task(),
+        lease(),
+        beat(age=120),
+        None,
+        Health.HEALTHY,
+        [],
+    ),
+    (
+        "dead-process-gone",
+        task(),
+        lease(),
+        beat(),
+        proc(alive=False),
+        Health.DEAD,
+        ["process_gone"],
+    ),
+    (
+        "dead-pid-reused",
+        task(),
+        lease(),
+        beat(),
+        proc(identity_ok=False),
+        Health.DEAD,
+        ["pid_reused"],
+    ),
+    (
+        "dead-zombie",
+        task(),
+        lease(),
+        beat(),
+        proc(status="zombie"),
+        Health.DEAD,
+        ["process_zombie"],
+    ),
+    (
+        "reclaimable-lease-expired",
+        task(),
+        lease(expires_in=-1),
+        beat(),
+        None,
+        Health.RECLAIMABLE,
+        ["lease_expired"],
+    ),
     ("reclaimable-no-lease", task(), None, beat(), None, Health.RECLAIMABLE, ["no_lease"]),
-    ("reclaimable-released-lease", task(), lease(owner=None, expires_at=None), beat(), None,
-     Health.RECLAIMABLE, ["no_lease"]),
-    ("stalled-heartbeat-stale", task(), lease(), beat(age=121), proc(), Health.STALLED, ["heartbeat_stale"]),
-    ("stalled-running-never-beat", task(started_at=NOW - 200), lease(), None, None, Health.STALLED,
-     ["no_heartbeat"]),
-    ("running-never-beat-within-timeout", task(started_at=NOW - 100), lease(), None, None,
-     Health.HEALTHY, []),
-    ("stalled-starting-past-grace", task(state=TaskState.STARTING, claimed_at=NOW - 61, started_at=None),
-     lease(), None, None, Health.STALLED, ["no_first_heartbeat"]),
-    ("starting-within-grace", task(state=TaskState.STARTING, claimed_at=NOW - 30, started_at=None),
-     lease(), None, None, Health.STARTING, []),
-    ("spinning", task(), lease(), beat(stuck=1801), proc(cpu_percent=100.0), Health.SPINNING,
-     ["progress_stuck"]),
-    ("not-spinning-at-exact-progress-timeout", task(), lease(), beat(stuck=1800), None, Health.HEALTHY, []),
-    ("stale-beat-is-stalled-not-spinning", task(), lease(), beat(age=500, stuck=5000), None,
-     Health.STALLED, ["heartbeat_stale"]),
-    ("quarantined-running-healthy", task(**QUARANTINE), lease(), beat(), None, Health.QUARANTINED,
-     ["quarantined"]),
-    ("quarantined-queued", task(state=TaskState.QUEUED, started_at=None, pid=None, **QUARANTINE), None,
-     None, None, Health.QUARANTINED, ["quarantined"]),
-    ("interrupted", task(state=TaskState.INTERRUPTED, checkpoint="/ckpt/41"), lease(owner=None), beat(age=900),
-     None, Health.INTERRUPTED, ["interrupted"]),
-    ("interrupted-and-quarantined", task(state=TaskState.INTERRUPTED, **QUARANTINE), None, beat(age=900),
-     None, Health.QUARANTINED, ["quarantined", "interrupted"]),
-    ("queued", task(state=TaskState.QUEUED, claimed_at=None, started_at=None, pid=None), None, None, None,
-     Health.QUEUED, []),
-    ("queued-ignores-heartbeat-rules", task(state=TaskState.QUEUED, created_at=NOW - 86400), None, None, None,
-     Health.QUEUED, []),
-    ("succeeded", task(state=TaskState.SUCCEEDED, finished_at=NOW - 60, exit_code=0), None, beat(age=60),
-     proc(alive=False), Health.SUCCEEDED, ["succeeded"]),
-    ("failed", task(state=TaskState.FAILED, finished_at=NOW - 60, exit_code=3), None, None, None,
-     Health.FAILED, ["failed"]),
-    ("discarded-wins-over-quarantine", task(state=TaskState.DISCARDED, finished_at=NOW - 1, **QUARANTINE),
-     None, None, None, Health.DISCARDED, ["discarded"]),
+    (
+        "reclaimable-released-lease",
+        task(),
+        lease(owner=None, expires_at=None),
+        beat(),
+        None,
+        Health.RECLAIMABLE,
+        ["no_lease"],
+    ),
+    (
+        "stalled-heartbeat-stale",
+        task(),
+        lease(),
+        beat(age=121),
+        proc(),
+        Health.STALLED,
+        ["heartbeat_stale"],
+    ),
+    (
+        "stalled-running-never-beat",
+        task(started_at=NOW - 200),
+        lease(),
+        None,
+        None,
+        Health.STALLED,
+        ["no_heartbeat"],
+    ),
+    (
+        "running-never-beat-within-timeout",
+        task(started_at=NOW - 100),
+        lease(),
+        None,
+        None,
+        Health.HEALTHY,
+        [],
+    ),
+    (
+        "stalled-starting-past-grace",
+        task(state=TaskState.STARTING, claimed_at=NOW - 61, started_at=None),
+        lease(),
+        None,
+        None,
+        Health.STALLED,
+        ["no_first_heartbeat"],
+    ),
+    (
+        "starting-within-grace",
+        task(state=TaskState.STARTING, claimed_at=NOW - 30, started_at=None),
+        lease(),
+        None,
+        None,
+        Health.STARTING,
+        [],
+    ),
+    (
+        "spinning",
+        task(),
+        lease(),
+        beat(stuck=1801),
+        proc(cpu_percent=100.0),
+        Health.SPINNING,
+        ["progress_stuck"],
+    ),
+    (
+        "not-spinning-at-exact-progress-timeout",
+        task(),
+        lease(),
+        beat(stuck=1800),
+        None,
+        Health.HEALTHY,
+        [],
+    ),
+    (
+        "stale-beat-is-stalled-not-spinning",
+        task(),
+        lease(),
+        beat(age=500, stuck=5000),
+        None,
+        Health.STALLED,
+        ["heartbeat_stale"],
+    ),
+    (
+        "quarantined-running-healthy",
+        task(**QUARANTINE),
+        lease(),
+        beat(),
+        None,
+        Health.QUARANTINED,
+        ["quarantined"],
+    ),
+    (
+        "quarantined-queued",
+        task(state=TaskState.QUEUED, started_at=None, pid=None, **QUARANTINE),
+        None,
+        None,
+        None,
+        Health.QUARANTINED,
+        ["quarantined"],
+    ),
+    (
+        "interrupted",
+        task(state=TaskState.INTERRUPTED, checkpoint="/ckpt/41"),
+        lease(owner=None),
+        beat(age=900),
+        None,
+        Health.INTERRUPTED,
+        ["interrupted"],
+    ),
+    (
+        "interrupted-and-quarantined",
+        task(state=TaskState.INTERRUPTED, **QUARANTINE),
+        None,
+        beat(age=900),
+        None,
+        Health.QUARANTINED,
+        ["quarantined", "interrupted"],
+    ),
+    (
+        "queued",
+        task(state=TaskState.QUEUED, claimed_at=None, started_at=None, pid=None),
+        None,
+        None,
+        None,
+        Health.QUEUED,
+        [],
+    ),
+    (
+        "queued-ignores-heartbeat-rules",
+        task(state=TaskState.QUEUED, created_at=NOW - 86400),
+        None,
+        None,
+        None,
+        Health.QUEUED,
+        [],
+    ),
+    (
+        "succeeded",
+        task(state=TaskState.SUCCEEDED, finished_at=NOW - 60, exit_code=0),
+        None,
+        beat(age=60),
+        proc(alive=False),
+        Health.SUCCEEDED,
+        ["succeeded"],
+    ),
+    (
+        "failed",
+        task(state=TaskState.FAILED, finished_at=NOW - 60, exit_code=3),
+        None,
+        None,
+        None,
+        Health.FAILED,
+        ["failed"],
+    ),
+    (
+        "discarded-wins-over-quarantine",
+        task(state=TaskState.DISCARDED, finished_at=NOW - 1, **QUARANTINE),
+        None,
+        None,
+        None,
+        Health.DISCARDED,
+        ["discarded"],
+    ),
     # Precedence: the most urgent wins, the others stay as reasons in urgency order.
-    ("dead-beats-everything", task(**QUARANTINE), lease(expires_in=-60), beat(age=900, stuck=9000),
-     proc(alive=False), Health.DEAD, ["process_gone", "lease_expired", "heartbeat_stale", "quarantined"]),
-    ("reclaimable-beats-stalled", task(), lease(expires_in=-10), beat(age=400), proc(), Health.RECLAIMABLE,
-     ["lease_expired", "heartbeat_stale"]),
-    ("stalled-beats-quarantined", task(**QUARANTINE), lease(), beat(age=300), proc(), Health.STALLED,
-     ["heartbeat_stale", "quarantined"]),
-    ("spinning-beats-quarantined", task(**QUARANTINE), lease(), beat(stuck=4000), None, Health.SPINNING,
-     ["progress_stuck", "quarantined"]),
-    ("reclaimable-beats-starting-grace", task(state=TaskState.STARTING, claimed_at=NOW - 10, started_at=None),
-     lease(expires_in=-1), None, None, Health.RECLAIMABLE, ["lease_expired"]),
+    (
+        "dead-beats-everything",
+        task(**QUARANTINE),
+        lease(expires_in=-60),
+        beat(age=900, stuck=9000),
+        proc(alive=False),
+        Health.DEAD,
+        ["process_gone", "lease_expired", "heartbeat_stale", "quarantined"],
+    ),
+    (
+        "reclaimable-beats-stalled",
+        task(),
+        lease(expires_in=-10),
+        beat(age=400),
+        proc(),
+        Health.RECLAIMABLE,
+        ["lease_expired", "heartbeat_stale"],
+    ),
+    (
+        "stalled-beats-quarantined",
+        task(**QUARANTINE),
+        lease(),
+        beat(age=300),
+        proc(),
+        Health.STALLED,
+        ["heartbeat_stale", "quarantined"],
+    ),
+    (
+        "spinning-beats-quarantined",
+        task(**QUARANTINE),
+        lease(),
+        beat(stuck=4000),
+        None,
+        Health.SPINNING,
+        ["progress_stuck", "quarantined"],
+    ),
+    (
+        "reclaimable-beats-starting-grace",
+        task(state=TaskState.STARTING, claimed_at=NOW - 10, started_at=None),
+        lease(expires_in=-1),
+        None,
+        None,
+        Health.RECLAIMABLE,
+        ["lease_expired"],
+    ),
 ]
 
 
@@ -157,15 +374,30 @@ def test_reasons_carry_ages_and_limits() -> None:
 BUDGET_CASES = [
     ("none", {}, {}, ()),
     ("request-at-limit", {"request_name": "s3.put", "request_started_at": NOW - 90}, {}, ()),
-    ("request-over", {"request_name": "s3.put", "request_started_at": NOW - 91}, {},
-     (BudgetFlag.REQUEST_OVERRUN,)),
+    (
+        "request-over",
+        {"request_name": "s3.put", "request_started_at": NOW - 91},
+        {},
+        (BudgetFlag.REQUEST_OVERRUN,),
+    ),
     ("stage-over", {"stage_started_at": NOW - 901}, {}, (BudgetFlag.STAGE_OVERRUN,)),
     ("task-over", {}, {"started_at": NOW - 21601}, (BudgetFlag.TASK_OVERRUN,)),
-    ("all-three", {"request_name": "api", "request_started_at": NOW - 3 * 3600, "stage_started_at": NOW - 7 * 3600},
-     {"started_at": NOW - 8 * 3600},
-     (BudgetFlag.REQUEST_OVERRUN, BudgetFlag.STAGE_OVERRUN, BudgetFlag.TASK_OVERRUN)),
-    ("finished-tasks-carry-no-flags", {"stage_started_at": NOW - 7 * 3600},
-     {"state": TaskState.SUCCEEDED, "started_at": NOW - 8 * 3600, "finished_at": NOW}, ()),
+    (
+        "all-three",
+        {
+            "request_name": "api",
+            "request_started_at": NOW - 3 * 3600,
+            "stage_started_at": NOW - 7 * 3600,
+        },
+        {"started_at": NOW - 8 * 3600},
+        (BudgetFlag.REQUEST_OVERRUN, BudgetFlag.STAGE_OVERRUN, BudgetFlag.TASK_OVERRUN),
+    ),
+    (
+        "finished-tasks-carry-no-flags",
+        {"stage_started_at": NOW - 7 * 3600},
+        {"state": TaskState.SUCCEEDED, "started_at": NOW - 8 * 3600, "finished_at": NOW},
+        (),
+    ),
 ]
 
 
@@ -173,7 +405,9 @@ BUDGET_CASES = [
     ("beat_fields", "task_fields", "flags"),
     [pytest.param(*case[1:], id=case[0]) for case in BUDGET_CASES],
 )
-def test_budget_flags(beat_fields: dict[str, Any], task_fields: dict[str, Any], flags: tuple[BudgetFlag, ...]) -> None:
+def test_budget_flags(
+    beat_fields: dict[str, Any], task_fields: dict[str, Any], flags: tuple[BudgetFlag, ...]
+) -> None:
     verdict = classify(NOW, task(**task_fields), lease(), beat(**beat_fields), None, LIMITS)
     assert verdict.flags == flags
 
@@ -215,13 +449,18 @@ def test_page_line_for_a_stalled_task_with_an_overrun() -> None:
     verdict = classify(NOW, task(), lease(), beat(age=600, stage_for=1200), proc(), LIMITS)
     assert verdict.context == (
         "export-2031 stalled: stage=transform p=61% heartbeat 10m00s old, lease expires in 4m00s, "
-        "pid 4121 alive cpu 0%, stage 20m00s over its 15m budget - resume or discard"
+        "pid 4121 alive cpu 0%, stage running 20m00s (budget 15m) - resume or discard"
     )
 
 
 def test_queued_task_says_what_it_waits_behind() -> None:
     verdict = classify(
-        NOW, task(state=TaskState.QUEUED, started_at=None), None, None, None, LIMITS,
+        NOW,
+        task(state=TaskState.QUEUED, started_at=None),
+        None,
+        None,
+        None,
+        LIMITS,
         waiting_on=[("export-2030", Health.QUARANTINED)],
     )
     assert verdict.health is Health.QUEUED
@@ -230,9 +469,15 @@ def test_queued_task_says_what_it_waits_behind() -> None:
 
 def test_a_malformed_heartbeat_line_is_a_visible_reason() -> None:
     verdict = classify(
-        NOW, task(heartbeat_error="malformed heartbeat line 'p=x': p='x' is not a number",
-                  heartbeat_error_at=NOW - 30),
-        lease(), beat(), None, LIMITS,
+        NOW,
+        task(
+            heartbeat_error="malformed heartbeat line 'p=x': p='x' is not a number",
+            heartbeat_error_at=NOW - 30,
+        ),
+        lease(),
+        beat(),
+        None,
+        LIMITS,
     )
     assert verdict.health is Health.HEALTHY
     assert verdict.reasons[-1].code == "heartbeat_malformed"

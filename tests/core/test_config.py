@@ -44,8 +44,10 @@ def test_no_file_gives_the_defaults_from_nowhere() -> None:
 RULE_CASES = [
     pytest.param(
         '[timeouts]\nrequest = "20m"\n',
-        ['[timeouts]: request = "20m" must be shorter than stage = "15m" (default)',
-         "a request must time out before its stage does"],
+        [
+            '[timeouts]: request = "20m" must be shorter than stage = "15m" (default)',
+            "a request must time out before its stage does",
+        ],
         id="request<stage",
     ),
     pytest.param(
@@ -60,7 +62,9 @@ RULE_CASES = [
     ),
     pytest.param(
         '[thresholds]\nheartbeat_interval = "61s"\n',
-        ['[thresholds]: heartbeat_interval = "61s" x 2 must be at most heartbeat_timeout = "2m" (default)'],
+        [
+            '[thresholds]: heartbeat_interval = "61s" x 2 must be at most heartbeat_timeout = "2m" (default)'
+        ],
         id="interval*2<=heartbeat_timeout",
     ),
     pytest.param(
@@ -70,7 +74,9 @@ RULE_CASES = [
     ),
     pytest.param(
         '[thresholds]\nprogress_timeout = "2m"\n',
-        ['[thresholds]: heartbeat_timeout = "2m" (default) must be shorter than progress_timeout = "2m"'],
+        [
+            '[thresholds]: heartbeat_timeout = "2m" (default) must be shorter than progress_timeout = "2m"'
+        ],
         id="heartbeat_timeout<progress_timeout",
     ),
     pytest.param(
@@ -95,7 +101,9 @@ RULE_CASES = [
     ),
     pytest.param(
         '[step_types.fast]\nheartbeat_interval = "1m"\nheartbeat_timeout = "90s"\n',
-        ['[step_types.fast]: heartbeat_interval = "1m" x 2 must be at most heartbeat_timeout = "90s"'],
+        [
+            '[step_types.fast]: heartbeat_interval = "1m" x 2 must be at most heartbeat_timeout = "90s"'
+        ],
         id="step-type-interval",
     ),
 ]
@@ -116,27 +124,58 @@ def test_each_rule_names_file_section_both_keys_and_values(
 
 
 SHAPE_CASES = [
-    pytest.param('[thresholds]\nheartbeat_timout = "3m"\n',
-                 "[thresholds]: unknown key 'heartbeat_timout'; did you mean 'heartbeat_timeout'?", id="typo"),
-    pytest.param('[timeouts]\nretries = 3\n', "[timeouts]: unknown key 'retries'", id="unknown-timeout"),
-    pytest.param('[dashboard]\nx = 1\n', "top level: unknown key 'dashboard'", id="unknown-section"),
-    pytest.param('[step_types.export]\nresume = ["x"]\n',
-                 "[step_types.export]: unknown key 'resume'; did you mean 'resume_command'?", id="step-typo"),
-    pytest.param('[thresholds]\nresume_command = ["x"]\n', "[thresholds]: unknown key 'resume_command'",
-                 id="step-only-key-outside-step-types"),
-    pytest.param('[timeouts]\nstage = "15 minutes"\n', '[timeouts]: stage: \'15 minutes\' is not a duration',
-                 id="bad-duration"),
-    pytest.param('[timeouts]\nstage = true\n', '[timeouts]: stage must be a duration such as "90s"',
-                 id="bool-duration"),
-    pytest.param('[timeouts]\nstage = "0s"\n', "[timeouts]: stage must be longer than zero", id="zero"),
-    pytest.param('[step_types.x]\nresume_command = "engine resume"\n',
-                 "[step_types.x]: resume_command must be a non-empty list of strings", id="shell-string"),
-    pytest.param('[step_types.x]\nauto_retry = "yes"\n', "[step_types.x]: auto_retry must be true or false",
-                 id="auto-retry"),
-    pytest.param('thresholds = 3\n', "[thresholds] must be a table", id="section-not-table"),
+    pytest.param(
+        '[thresholds]\nheartbeat_timout = "3m"\n',
+        "[thresholds]: unknown key 'heartbeat_timout'; did you mean 'heartbeat_timeout'?",
+        id="typo",
+    ),
+    pytest.param(
+        "[timeouts]\nretries = 3\n", "[timeouts]: unknown key 'retries'", id="unknown-timeout"
+    ),
+    pytest.param(
+        "[dashboard]\nx = 1\n", "top level: unknown key 'dashboard'", id="unknown-section"
+    ),
+    pytest.param(
+        '[step_types.export]\nresume = ["x"]\n',
+        "[step_types.export]: unknown key 'resume'; did you mean 'resume_command'?",
+        id="step-typo",
+    ),
+    pytest.param(
+        '[thresholds]\nresume_command = ["x"]\n',
+        "[thresholds]: unknown key 'resume_command'",
+        id="step-only-key-outside-step-types",
+    ),
+    pytest.param(
+        '[timeouts]\nstage = "15 minutes"\n',
+        "[timeouts]: stage: '15 minutes' is not a duration",
+        id="bad-duration",
+    ),
+    pytest.param(
+        "[timeouts]\nstage = true\n",
+        '[timeouts]: stage must be a duration such as "90s"',
+        id="bool-duration",
+    ),
+    pytest.param(
+        '[timeouts]\nstage = "0s"\n', "[timeouts]: stage must be longer than zero", id="zero"
+    ),
+    pytest.param(
+        '[step_types.x]\nresume_command = "engine resume"\n',
+        "[step_types.x]: resume_command must be a non-empty list of strings",
+        id="shell-string",
+    ),
+    pytest.param(
+        '[step_types.x]\nauto_retry = "yes"\n',
+        "[step_types.x]: auto_retry must be true or false",
+        id="auto-retry",
+    ),
+    pytest.param("thresholds = 3\n", "[thresholds] must be a table", id="section-not-table"),
     pytest.param('[timeouts\nstage = "1m"\n', "not valid TOML", id="syntax"),
-    pytest.param('[store]\npath = ""\n', "[store]: path must be a non-empty string", id="store-path"),
-    pytest.param('[monitor]\nrefresh = "0s"\n', "[monitor]: refresh must be longer than zero", id="refresh"),
+    pytest.param(
+        '[store]\npath = ""\n', "[store]: path must be a non-empty string", id="store-path"
+    ),
+    pytest.param(
+        '[monitor]\nrefresh = "0s"\n', "[monitor]: refresh must be longer than zero", id="refresh"
+    ),
 ]
 
 
@@ -150,7 +189,9 @@ def test_shape_errors_are_one_clear_line(tmp_path: Path, text: str, fragment: st
 
 
 def test_missing_file_says_how_to_create_one(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"no such config file; create one with `zombietop config init"):
+    with pytest.raises(
+        ConfigError, match=r"no such config file; create one with `zombietop config init"
+    ):
         load_config(tmp_path / "absent.toml")
 
 
@@ -195,4 +236,3 @@ def test_init_writes_defaults_and_refuses_to_overwrite(tmp_path: Path) -> None:
     path.write_text("garbage = [")
     write_defaults(path, force=True)
     load_config(path)
-

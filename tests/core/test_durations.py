@@ -29,7 +29,15 @@ def test_parse_duration_rejects_with_the_accepted_forms(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(90, "90s"), (900, "15m"), (21600, "6h"), (5400, "90m"), (0.25, "250ms"), (0, "0s"), (86400, "1d")],
+    [
+        (90, "90s"),
+        (900, "15m"),
+        (21600, "6h"),
+        (5400, "90m"),
+        (0.25, "250ms"),
+        (0, "0s"),
+        (86400, "1d"),
+    ],
 )
 def test_format_duration_round_trips(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
@@ -38,7 +46,14 @@ def test_format_duration_round_trips(seconds: float, text: str) -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0, "0s"), (41.9, "41s"), (185, "3m05s"), (15132, "4h12m"), (3 * 86400 + 7200, "3d02h"), (-90, "1m30s")],
+    [
+        (0, "0s"),
+        (41.9, "41s"),
+        (185, "3m05s"),
+        (15132, "4h12m"),
+        (3 * 86400 + 7200, "3d02h"),
+        (-90, "1m30s"),
+    ],
 )
 def test_format_age(seconds: float, text: str) -> None:
     assert format_age(seconds) == text

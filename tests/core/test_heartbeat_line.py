@@ -23,7 +23,7 @@ def test_the_seed_line() -> None:
 def test_known_keys_and_quoting() -> None:
     beat = parse_line(
         'stage="load warehouse" p=99.5 checkpoint=/data/ckpt-41 req=s3.put '
-        'req_at=2026-11-29T03:40:00+01:00 trace=abc123 bytes=1.5e3\n'
+        "req_at=2026-11-29T03:40:00+01:00 trace=abc123 bytes=1.5e3\n"
     )
     assert beat.stage == "load warehouse"
     assert beat.progress == 99.5
@@ -102,12 +102,16 @@ def test_near_miss_lines_yield_a_beat_or_the_documented_error(text: str) -> None
         pass
 
 
-_counter_name = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(lambda k: k not in KNOWN_KEYS)
+_counter_name = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(
+    lambda k: k not in KNOWN_KEYS
+)
 _words = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20)
 _beats = st.builds(
     BeatLine,
     stage=st.none() | _words,
-    progress=st.none() | st.integers(0, 100) | st.floats(0, 100, allow_nan=False).filter(lambda f: not f.is_integer()),
+    progress=st.none()
+    | st.integers(0, 100)
+    | st.floats(0, 100, allow_nan=False).filter(lambda f: not f.is_integer()),
     eta_s=st.none() | st.integers(0, 10**6).map(float),
     at=st.none() | st.integers(0, 4 * 10**9).map(float),
     checkpoint=st.none() | _words,

@@ -15,7 +15,7 @@ from core.clock import FakeClock
 from core.config import Config
 from core.executor import Executor
 from core.model import EventKind
-from core.sqlite_store import SQLiteStore
+from core.store import Store
 from tests.core.realprocs import (
     Children,
     pid_alive,
@@ -24,6 +24,7 @@ from tests.core.realprocs import (
     wait_for_file,
     zombietop,
 )
+from tests.stores import open_for_test
 
 # Two sleeping grandchildren in the group; the shell itself waits for them.
 RESPECTS_TERM = "sleep 30 & sleep 30 & : > {ready}; wait"
@@ -36,17 +37,19 @@ def _grandchildren(pid: int) -> list[int]:
 
 
 async def test_term_respecting_child_exits_and_is_never_killed(
-    fake_store: SQLiteStore,
+    pinned_store: Store,
     fast_config: Config,
     fake_clock: FakeClock,
     children: Children,
     tmp_path: Path,
 ) -> None:
     ready = tmp_path / "ready"
-    proc = await start_task_process(fake_store, children, RESPECTS_TERM.format(ready=ready), ready)
+    proc = await start_task_process(
+        pinned_store, children, RESPECTS_TERM.format(ready=ready), ready
+    )
     kids = _grandchildren(proc.pid)
     assert len(kids) == 2
-    executor = Executor(fake_store, fast_config, clock=fake_clock)
+    executor = Executor(pinned_store, fast_config, clock=fake_clock)
 
     sent = await executor.kill("t1", expected_token=1, actor="oncall", reason="stuck")
     assert sent.outcome is Outcome.TERM_SENT, sent.message
@@ -60,21 +63,21 @@ async def test_term_respecting_child_exits_and_is_never_killed(
     # Past the deadline nothing is left to escalate: SIGKILL was never sent.
     fake_clock.advance(10)
     assert await executor.complete_pending_kills() == []
-    record = await fake_store.get_record("t1")
+    record = await pinned_store.get_record("t1")
     assert record.pending_kill is not None and record.pending_kill.outcome == "exited"
 
 
 async def test_term_ignoring_group_is_killed_after_the_grace_and_not_before(
-    fake_store: SQLiteStore,
+    pinned_store: Store,
     fast_config: Config,
     fake_clock: FakeClock,
     children: Children,
     tmp_path: Path,
 ) -> None:
     ready = tmp_path / "ready"
-    proc = await start_task_process(fake_store, children, IGNORES_TERM.format(ready=ready), ready)
+    proc = await start_task_process(pinned_store, children, IGNORES_TERM.format(ready=ready), ready)
     kids = _grandchildren(proc.pid)
-    executor = Executor(fake_store, fast_config, clock=fake_clock)
+    executor = Executor(pinned_store, fast_config, clock=fake_clock)
 
     sent = await executor.kill("t1", expected_token=1, actor="oncall")
     assert sent.outcome is Outcome.TERM_SENT
@@ -89,12 +92,12 @@ async def test_term_ignoring_group_is_killed_after_the_grace_and_not_before(
     assert [d.outcome for d in done] == [Outcome.ESCALATED]
     assert await asyncio.to_thread(proc.wait, 5) == -signal.SIGKILL
     await wait_for(lambda: not any(pid_alive(kid) for kid in kids), what="grandchildren to die")
-    kinds = [(e.kind, e.data.get("outcome")) for e in await fake_store.events(task_id="t1")]
+    kinds = [(e.kind, e.data.get("outcome")) for e in await pinned_store.events(task_id="t1")]
     assert (EventKind.ACTION, "escalated") in kinds and (EventKind.ACTION, "term_sent") in kinds
 
 
 async def test_reused_pid_is_never_signalled(
-    fake_store: SQLiteStore,
+    pinned_store: Store,
     fast_config: Config,
     fake_clock: FakeClock,
     children: Children,
@@ -103,9 +106,9 @@ async def test_reused_pid_is_never_signalled(
     ready = tmp_path / "ready"
     # The recorded start time is 100 s off: the live PID belongs to some other process.
     proc = await start_task_process(
-        fake_store, children, RESPECTS_TERM.format(ready=ready), ready, start_time_offset=-100.0
+        pinned_store, children, RESPECTS_TERM.format(ready=ready), ready, start_time_offset=-100.0
     )
-    executor = Executor(fake_store, fast_config, clock=fake_clock)
+    executor = Executor(pinned_store, fast_config, clock=fake_clock)
 
     outcome = await executor.kill("t1", expected_token=1, actor="oncall")
 
@@ -113,53 +116,57 @@ async def test_reused_pid_is_never_signalled(
     assert "nothing signalled" in outcome.message
     await asyncio.sleep(0.2)
     assert proc.poll() is None
-    assert await fake_store.get_open_kill("t1") is None
+    assert await pinned_store.get_open_kill("t1") is None
 
 
 async def test_already_gone_process_is_reported_gone(
-    fake_store: SQLiteStore,
+    pinned_store: Store,
     fast_config: Config,
     fake_clock: FakeClock,
     children: Children,
     tmp_path: Path,
 ) -> None:
     ready = tmp_path / "ready"
-    proc = await start_task_process(fake_store, children, f": > {ready}", ready)
+    proc = await start_task_process(pinned_store, children, f": > {ready}", ready)
     await asyncio.to_thread(proc.wait, 5)
-    outcome = await Executor(fake_store, fast_config, clock=fake_clock).kill(
+    outcome = await Executor(pinned_store, fast_config, clock=fake_clock).kill(
         "t1", expected_token=1, actor="x"
     )
     assert outcome.outcome is Outcome.GONE
 
 
 async def test_stale_token_and_read_only_store_are_refused(
-    real_store: SQLiteStore, db: Path, fast_config: Config, children: Children, tmp_path: Path
+    live_store: Store,
+    store_location: Path | str,
+    fast_config: Config,
+    children: Children,
+    tmp_path: Path,
 ) -> None:
     ready = tmp_path / "ready"
-    proc = await start_task_process(real_store, children, RESPECTS_TERM.format(ready=ready), ready)
-    executor = Executor(real_store, fast_config)
-    await real_store.release_lease("t1", owner="test-owner", token=1)
-    await real_store.acquire_lease("t1", owner="someone-else", ttl=60)
+    proc = await start_task_process(live_store, children, RESPECTS_TERM.format(ready=ready), ready)
+    executor = Executor(live_store, fast_config)
+    await live_store.release_lease("t1", owner="test-owner", token=1)
+    await live_store.acquire_lease("t1", owner="someone-else", ttl=60)
 
     stale = await executor.kill("t1", expected_token=1, actor="oncall")
     assert stale.outcome is Outcome.REFUSED
     assert stale.message == "task changed since you looked: token 1 is now 2"
-    async with await SQLiteStore.open(db, read_only=True) as read_only:
+    async with await open_for_test(store_location, read_only=True) as read_only:
         refused = await Executor(read_only, fast_config).kill("t1", expected_token=2, actor="wall")
     assert refused.outcome is Outcome.REFUSED and "read-only" in refused.message
     assert proc.poll() is None
 
 
 async def test_pending_kill_is_finished_by_the_next_zombietop_process(
-    real_store: SQLiteStore,
-    db: Path,
+    live_store: Store,
+    store_location: Path | str,
     fast_config: Config,
     fast_config_path: Path,
     children: Children,
     tmp_path: Path,
 ) -> None:
     ready = tmp_path / "ready"
-    proc = await start_task_process(real_store, children, IGNORES_TERM.format(ready=ready), ready)
+    proc = await start_task_process(live_store, children, IGNORES_TERM.format(ready=ready), ready)
     # The starter: sends TERM, records the pending kill, and exits without waiting.
     starter = (
         "import asyncio, sys\n"
@@ -168,9 +175,9 @@ async def test_pending_kill_is_finished_by_the_next_zombietop_process(
         "from core.executor import Executor\n"
         "from core.store import open_store\n"
         "async def main():\n"
-        f"    async with await open_store({str(db)!r}) as real_store:\n"
+        f"    async with await open_store({str(store_location)!r}) as live_store:\n"
         f"        fast_config = load_config(Path({str(fast_config_path)!r}))\n"
-        "        ex = Executor(real_store, fast_config)\n"
+        "        ex = Executor(live_store, fast_config)\n"
         "        out = await ex.kill('t1', expected_token=1, actor='starter')\n"
         "        print(out.outcome)\n"
         "asyncio.run(main())\n"
@@ -183,14 +190,14 @@ async def test_pending_kill_is_finished_by_the_next_zombietop_process(
         timeout=30,
     )
     assert first.stdout.strip() == "term_sent", first.stderr
-    kill = await real_store.get_open_kill("t1")
+    kill = await live_store.get_open_kill("t1")
     assert kill is not None and kill.requested_by == "starter"
     assert proc.poll() is None  # TERM ignored, and its starter is gone
 
     # The next zombietop on the host: `zombietop kill` sees the pending kill and finishes it.
     second = await asyncio.to_thread(
         subprocess.run,
-        zombietop(db, fast_config_path, "kill", "t1", "--yes"),
+        zombietop(store_location, fast_config_path, "kill", "t1", "--yes"),
         capture_output=True,
         text=True,
         timeout=30,
@@ -199,18 +206,22 @@ async def test_pending_kill_is_finished_by_the_next_zombietop_process(
     assert "already pending" in second.stdout
     assert "escalated" in second.stdout, second.stdout + second.stderr
     assert await asyncio.to_thread(proc.wait, 5) == -signal.SIGKILL
-    record = await real_store.get_record("t1")
+    record = await live_store.get_record("t1")
     assert record.pending_kill is not None and record.pending_kill.outcome == "escalated"
 
 
 async def test_cli_kill_reports_exit_after_term(
-    real_store: SQLiteStore, db: Path, fast_config_path: Path, children: Children, tmp_path: Path
+    live_store: Store,
+    store_location: Path | str,
+    fast_config_path: Path,
+    children: Children,
+    tmp_path: Path,
 ) -> None:
     ready = tmp_path / "ready"
-    proc = await start_task_process(real_store, children, RESPECTS_TERM.format(ready=ready), ready)
+    proc = await start_task_process(live_store, children, RESPECTS_TERM.format(ready=ready), ready)
     result = await asyncio.to_thread(
         subprocess.run,
-        zombietop(db, fast_config_path, "kill", "t1", "--yes", "--reason", "hung"),
+        zombietop(store_location, fast_config_path, "kill", "t1", "--yes", "--reason", "hung"),
         capture_output=True,
         text=True,
         timeout=30,

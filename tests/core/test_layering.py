@@ -24,5 +24,12 @@ def test_importing_core_loads_neither_textual_nor_rich() -> None:
 def test_core_sources_do_not_import_the_face() -> None:
     for path in (REPO / "core").rglob("*.py"):
         text = path.read_text()
-        for banned in ("import textual", "from textual", "import rich", "from rich", "from tui", "import tui"):
+        for banned in (
+            "import textual",
+            "from textual",
+            "import rich",
+            "from rich",
+            "from tui",
+            "import tui",
+        ):
             assert banned not in text, f"{path.relative_to(REPO)} has {banned!r}"

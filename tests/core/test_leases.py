@@ -13,17 +13,17 @@ import pytest
 from core.clock import FakeClock
 from core.errors import LeaseHeld, LeaseLost, ReadOnlyStore
 from core.model import EventKind, TaskState
-from core.sqlite_store import SQLiteStore
-from core.store import open_store
+from core.store import Store
+from tests.stores import Reopen, open_for_test
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-async def new_task(store: SQLiteStore, task_id: str = "t1") -> None:
+async def new_task(store: Store, task_id: str = "t1") -> None:
     await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="test")
 
 
-async def test_acquire_is_exclusive_and_tokens_grow(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_acquire_is_exclusive_and_tokens_grow(store: Store, clock: FakeClock) -> None:
     await new_task(store)
     first = await store.acquire_lease("t1", owner="w1", ttl=60)
     assert (first.owner, first.token, first.expires_at) == ("w1", 1, clock.now() + 60)
@@ -34,19 +34,21 @@ async def test_acquire_is_exclusive_and_tokens_grow(store: SQLiteStore, clock: F
     assert second.token == 2
 
 
-async def test_renew_is_compare_and_swap(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_renew_is_compare_and_swap(store: Store, clock: FakeClock) -> None:
     await new_task(store)
     await store.acquire_lease("t1", owner="w1", ttl=60)
     clock.advance(59)
     renewed = await store.renew_lease("t1", owner="w1", token=1, ttl=60)
     assert renewed.expires_at == clock.now() + 60
-    with pytest.raises(LeaseLost, match="w2 \\(token 1\\) no longer owns t1; the lease is held by w1"):
+    with pytest.raises(
+        LeaseLost, match="w2 \\(token 1\\) no longer owns t1; the lease is held by w1"
+    ):
         await store.renew_lease("t1", owner="w2", token=1, ttl=60)
     with pytest.raises(LeaseLost, match="no longer owns"):
         await store.renew_lease("t1", owner="w1", token=0, ttl=60)
 
 
-async def test_an_expired_lease_cannot_be_resurrected(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_an_expired_lease_cannot_be_resurrected(store: Store, clock: FakeClock) -> None:
     await new_task(store)
     await store.acquire_lease("t1", owner="w1", ttl=60)
     clock.advance(61)
@@ -55,7 +57,7 @@ async def test_an_expired_lease_cannot_be_resurrected(store: SQLiteStore, clock:
     assert not await store.still_owner("t1", owner="w1", token=1)
 
 
-async def test_reclaim_only_once_expired(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_reclaim_only_once_expired(store: Store, clock: FakeClock) -> None:
     await new_task(store)
     await store.acquire_lease("t1", owner="w1", ttl=60)
     with pytest.raises(LeaseHeld, match="is live for another 1m00s; it cannot be reclaimed yet"):
@@ -79,17 +81,19 @@ async def test_reclaim_only_once_expired(store: SQLiteStore, clock: FakeClock) -
         await store.finish_task("t1", owner="w1", token=1, state=TaskState.SUCCEEDED, exit_code=0)
 
 
-async def test_nothing_to_reclaim_and_finished_tasks(store: SQLiteStore) -> None:
+async def test_nothing_to_reclaim_and_finished_tasks(store: Store) -> None:
     await new_task(store)
     with pytest.raises(LeaseHeld, match="has no lease to reclaim: acquire it instead"):
         await store.reclaim_lease("t1", owner="w1", ttl=60)
     lease = await store.acquire_lease("t1", owner="w1", ttl=60)
-    await store.finish_task("t1", owner="w1", token=lease.token, state=TaskState.SUCCEEDED, exit_code=0)
+    await store.finish_task(
+        "t1", owner="w1", token=lease.token, state=TaskState.SUCCEEDED, exit_code=0
+    )
     with pytest.raises(LeaseHeld, match="t1 is succeeded; a finished task cannot be leased"):
         await store.acquire_lease("t1", owner="w2", ttl=60)
 
 
-async def test_every_lease_change_is_an_event(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_every_lease_change_is_an_event(store: Store, clock: FakeClock) -> None:
     await new_task(store)
     await store.acquire_lease("t1", owner="w1", ttl=60)
     await store.renew_lease("t1", owner="w1", token=1, ttl=60)
@@ -108,17 +112,18 @@ async def test_every_lease_change_is_an_event(store: SQLiteStore, clock: FakeClo
     assert reclaim.data["previous_owner"] == "w1" and reclaim.data["token"] == 2
 
 
-async def test_read_only_store_cannot_touch_leases(store: SQLiteStore, db_path: Path) -> None:
+async def test_read_only_store_cannot_touch_leases(store: Store, reopen: Reopen) -> None:
     await new_task(store)
-    async with await open_store(db_path, read_only=True) as ro:
+    async with await reopen(read_only=True) as ro:
         with pytest.raises(ReadOnlyStore):
             await ro.acquire_lease("t1", owner="w1", ttl=60)
 
 
-async def test_concurrent_acquires_in_one_process_have_one_winner(store: SQLiteStore) -> None:
+async def test_concurrent_acquires_in_one_process_have_one_winner(store: Store) -> None:
     await new_task(store)
     results = await asyncio.gather(
-        *(store.acquire_lease("t1", owner=f"w{i}", ttl=60) for i in range(8)), return_exceptions=True
+        *(store.acquire_lease("t1", owner=f"w{i}", ttl=60) for i in range(8)),
+        return_exceptions=True,
     )
     winners = [r for r in results if not isinstance(r, BaseException)]
     assert len(winners) == 1
@@ -126,20 +131,28 @@ async def test_concurrent_acquires_in_one_process_have_one_winner(store: SQLiteS
 
 
 @pytest.mark.slow
-async def test_multi_process_lease_race(db_path: Path) -> None:
-    """Six processes fight over two leases for three seconds on one SQLite file.
+async def test_multi_process_lease_race(store_location: Path | str) -> None:
+    """Six processes fight over two leases for three seconds on one store (a SQLite file, or a
+    PostgreSQL database on the server's real clock).
 
     Replaying the event log must show: a grant only when nobody holds a live lease (so never two
     owners at once), every token one more than the last, no renewal with a stale token or after
     expiry, and no process dying of "database is locked".
     """
-    async with await open_store(db_path, create=True) as store:
+    async with await open_for_test(store_location, create=True) as store:
         for task_id in ("race-a", "race-b"):
             await new_task(store, task_id)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     racers = [
         subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("lease_racer.py")), str(db_path), f"racer{i}", "3", str(i)],
+            [
+                sys.executable,
+                str(Path(__file__).with_name("lease_racer.py")),
+                str(store_location),
+                f"racer{i}",
+                "3",
+                str(i),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -153,18 +166,20 @@ async def test_multi_process_lease_race(db_path: Path) -> None:
         assert "locked" not in err
     assert sum(int(out.strip()) for out, _ in outputs) > 200
 
-    async with await open_store(db_path) as store:
+    async with await open_for_test(store_location) as store:
         events = sorted(await store.events(limit=1_000_000), key=lambda e: e.event_id)
     state: dict[str, dict[str, float | str | int | None]] = {
         t: {"owner": None, "token": 0, "expires_at": None} for t in ("race-a", "race-b")
     }
     counts = dict.fromkeys(("acquired", "reclaimed", "renewed", "released"), 0)
-    last_at = 0.0
+    # Per task: PostgreSQL serializes the writes to one task (its row lock), not to the store,
+    # so two tasks' events may interleave out of time order; one task's never may.
+    last_at = dict.fromkeys(state, 0.0)
     for event in events:
         if event.kind not in {k.value for k in EventKind if k.value.startswith("lease_")}:
             continue
-        assert event.at >= last_at, "events committed out of time order"
-        last_at = event.at
+        assert event.at >= last_at[event.task_id or ""], "events committed out of time order"
+        last_at[event.task_id or ""] = event.at
         lease = state[event.task_id or ""]
         data = event.data
         if event.kind == EventKind.LEASE_ACQUIRED:
@@ -180,12 +195,16 @@ async def test_multi_process_lease_race(db_path: Path) -> None:
             lease.update(owner=data["owner"], token=data["token"], expires_at=data["expires_at"])
             counts["reclaimed"] += 1
         elif event.kind == EventKind.LEASE_RENEWED:
-            assert (data["owner"], data["token"]) == (lease["owner"], lease["token"]), "stale renewal"
+            assert (data["owner"], data["token"]) == (lease["owner"], lease["token"]), (
+                "stale renewal"
+            )
             assert event.at <= lease["expires_at"], "renewed after expiry"  # type: ignore[operator]
             lease["expires_at"] = data["expires_at"]
             counts["renewed"] += 1
         elif event.kind == EventKind.LEASE_RELEASED:
-            assert (data["owner"], data["token"]) == (lease["owner"], lease["token"]), "stale release"
+            assert (data["owner"], data["token"]) == (lease["owner"], lease["token"]), (
+                "stale release"
+            )
             lease.update(owner=None, expires_at=None)
             counts["released"] += 1
     # The race exercised every path, or it proved nothing.

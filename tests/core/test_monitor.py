@@ -9,22 +9,25 @@ from core.config import default_config
 from core.heartbeat_line import parse_line
 from core.model import Health
 from core.monitor import Monitor
-from core.sqlite_store import SQLiteStore
-from core.store import open_store
+from core.store import Store, open_store
 
 
-async def running(store: SQLiteStore, task_id: str, **kwargs: object) -> int:
-    await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="t", **kwargs)  # type: ignore[arg-type]
+async def running(store: Store, task_id: str, **kwargs: object) -> int:
+    await store.create_task(
+        task_id=task_id, run_id="r", step="s", step_type="d", actor="t", **kwargs
+    )  # type: ignore[arg-type]
     lease = await store.acquire_lease(task_id, owner="w", ttl=3600)
     await store.record_heartbeat(task_id, parse_line("stage=a p=1"), owner="w", token=lease.token)
     return lease.token
 
 
-async def test_snapshot_classifies_and_orders(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_snapshot_classifies_and_orders(store: Store, clock: FakeClock) -> None:
     await running(store, "quiet")
     clock.advance(200)
     await running(store, "busy")
-    await store.create_task(task_id="later", run_id="r", step="s", step_type="d", actor="t", upstream=["quiet"])
+    await store.create_task(
+        task_id="later", run_id="r", step="s", step_type="d", actor="t", upstream=["quiet"]
+    )
     snapshot = await Monitor(store, default_config()).poll()
     assert snapshot.ok and snapshot.taken_at == clock.now()
     assert [v.task_id for v in snapshot.tasks] == ["quiet", "later", "busy"]
@@ -55,7 +58,7 @@ async def test_first_poll_failing_is_an_empty_snapshot_with_the_reason(db_path: 
     assert snapshot.taken_at is None and snapshot.tasks == () and snapshot.error
 
 
-async def test_snapshots_iterates_without_overlap(store: SQLiteStore) -> None:
+async def test_snapshots_iterates_without_overlap(store: Store) -> None:
     await running(store, "t1")
     monitor = Monitor(store, default_config())
     seen = []

@@ -17,8 +17,9 @@ from core.config import Config, load_config
 from core.executor import Executor
 from core.heartbeat_line import BeatLine
 from core.model import EventKind, TaskState
-from core.sqlite_store import SQLiteStore
+from core.store import Store
 from tests.core.realprocs import FAST_CONFIG, wait_for, zombietop
+from tests.stores import open_for_test
 
 
 def _config(tmp_path: Path, step_type: str) -> Config:
@@ -27,22 +28,22 @@ def _config(tmp_path: Path, step_type: str) -> Config:
     return load_config(path)
 
 
-async def _interrupted(real_store: SQLiteStore, task_id: str = "t1", step_type: str = "etl") -> int:
-    await real_store.create_task(
+async def _interrupted(live_store: Store, task_id: str = "t1", step_type: str = "etl") -> int:
+    await live_store.create_task(
         task_id=task_id, run_id="r", step="s", step_type=step_type, actor="t"
     )
-    lease = await real_store.acquire_lease(task_id, owner="old", ttl=60)
-    await real_store.record_heartbeat(
+    lease = await live_store.acquire_lease(task_id, owner="old", ttl=60)
+    await live_store.record_heartbeat(
         task_id, BeatLine(stage="copy", checkpoint="row 42"), owner="old", token=lease.token
     )
-    await real_store.finish_task(
+    await live_store.finish_task(
         task_id, owner="old", token=lease.token, state=TaskState.INTERRUPTED
     )
     return lease.token
 
 
 async def test_resume_command_gets_placeholders_as_arguments_not_a_shell(
-    real_store: SQLiteStore, db: Path, tmp_path: Path
+    live_store: Store, store_location: Path | str, tmp_path: Path
 ) -> None:
     out = tmp_path / "engine-args"
     script = f"import sys; open({str(out)!r}, 'w').write('|'.join(sys.argv[1:]))"
@@ -51,9 +52,9 @@ async def test_resume_command_gets_placeholders_as_arguments_not_a_shell(
         f'[step_types.etl]\nresume_command = ["{sys.executable}", "-c", "{script}", '
         '"resume", "{task_id}", "--from", "{checkpoint}"]\n',
     )
-    token = await _interrupted(real_store)
+    token = await _interrupted(live_store)
 
-    outcome = await Executor(real_store, fast_config).resume(
+    outcome = await Executor(live_store, fast_config).resume(
         "t1", expected_token=token, actor="oncall"
     )
 
@@ -63,21 +64,21 @@ async def test_resume_command_gets_placeholders_as_arguments_not_a_shell(
     await wait_for(lambda: out.read_text() != "", what="its arguments")
     # "row 42" arrives as one argument: no shell ever split it.
     assert out.read_text() == "resume|t1|--from|row 42"
-    task = await real_store.get_task("t1")
+    task = await live_store.get_task("t1")
     assert (task.state, task.attempt, task.checkpoint) == (TaskState.QUEUED, 2, "row 42")
 
 
 async def test_failed_compensation_blocks_the_resume_and_says_why(
-    real_store: SQLiteStore, tmp_path: Path
+    live_store: Store, tmp_path: Path
 ) -> None:
     fast_config = _config(
         tmp_path,
         '[step_types.etl]\ncompensate_command = ["sh", "-c", "echo half-written file locked >&2; '
         'exit 3"]\n',
     )
-    token = await _interrupted(real_store)
+    token = await _interrupted(live_store)
 
-    outcome = await Executor(real_store, fast_config).resume(
+    outcome = await Executor(live_store, fast_config).resume(
         "t1", expected_token=token, actor="oncall"
     )
 
@@ -85,22 +86,20 @@ async def test_failed_compensation_blocks_the_resume_and_says_why(
     assert outcome.message == (
         "not resuming t1: compensation 'sh' failed with exit 3: half-written file locked"
     )
-    task = await real_store.get_task("t1")
+    task = await live_store.get_task("t1")
     assert task.state is TaskState.INTERRUPTED and task.attempt == 1
-    [event] = [e for e in await real_store.events(task_id="t1") if e.kind == EventKind.ACTION]
+    [event] = [e for e in await live_store.events(task_id="t1") if e.kind == EventKind.ACTION]
     assert event.data["outcome"] == "refused" and event.data["compensation"] == "failed"
 
 
-async def test_compensation_runs_before_the_requeue(
-    real_store: SQLiteStore, tmp_path: Path
-) -> None:
+async def test_compensation_runs_before_the_requeue(live_store: Store, tmp_path: Path) -> None:
     marker = tmp_path / "undone"
     fast_config = _config(
         tmp_path,
         f'[step_types.etl]\ncompensate_command = ["touch", "{marker}"]\n',
     )
-    token = await _interrupted(real_store)
-    outcome = await Executor(real_store, fast_config).resume(
+    token = await _interrupted(live_store)
+    outcome = await Executor(live_store, fast_config).resume(
         "t1", expected_token=token, actor="oncall"
     )
     assert outcome.outcome is Outcome.REQUEUED and marker.exists()
@@ -108,13 +107,13 @@ async def test_compensation_runs_before_the_requeue(
 
 
 async def test_cli_actions_confirm_and_report(
-    real_store: SQLiteStore, db: Path, fast_config_path: Path
+    live_store: Store, store_location: Path | str, fast_config_path: Path
 ) -> None:
-    await _interrupted(real_store, step_type="default")
+    await _interrupted(live_store, step_type="default")
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            zombietop(db, fast_config_path, *args),
+            zombietop(store_location, fast_config_path, *args),
             capture_output=True,
             text=True,
             timeout=30,
@@ -140,7 +139,7 @@ async def test_cli_actions_confirm_and_report(
     assert "t1 is discarded; there is nothing to resume" in again.stdout
     missing = cli("kill", "nope", "--yes")
     assert missing.returncode == 2 and "no task 'nope'" in missing.stderr
-    actions = [e for e in await real_store.events(task_id="t1") if e.kind == EventKind.ACTION]
+    actions = [e for e in await live_store.events(task_id="t1") if e.kind == EventKind.ACTION]
     assert [e.data["outcome"] for e in actions] == ["refused", "discarded", "requeued"]
     assert actions[-1].data["reason"] == "flaky network"
 
@@ -158,15 +157,15 @@ def test_core_never_imports_the_tui_toolkits() -> None:
 
 @pytest.mark.parametrize("kind", ["resume", "discard", "kill"])
 async def test_read_only_store_refuses_every_action(
-    real_store: SQLiteStore, db: Path, fast_config: Config, kind: str
+    live_store: Store, store_location: Path | str, fast_config: Config, kind: str
 ) -> None:
-    token = await _interrupted(real_store)
-    async with await SQLiteStore.open(db, read_only=True) as read_only:
+    token = await _interrupted(live_store)
+    async with await open_for_test(store_location, read_only=True) as read_only:
         executor = Executor(read_only, fast_config)
         assert executor.read_only
         outcome = await getattr(executor, kind)("t1", expected_token=token, actor="wall")
     assert outcome.outcome is Outcome.REFUSED and "read-only" in outcome.message
-    assert (await real_store.get_task("t1")).state is TaskState.INTERRUPTED
+    assert (await live_store.get_task("t1")).state is TaskState.INTERRUPTED
 
 
 def _read_until(fd: int, needle: bytes, timeout: float = 20.0) -> bytes:
@@ -189,13 +188,16 @@ def _read_until(fd: int, needle: bytes, timeout: float = 20.0) -> bytes:
 
 @pytest.mark.parametrize(("answer", "state"), [(b"n", "interrupted"), (b"y", "discarded")])
 async def test_terminal_confirmation_is_asked_and_obeyed(
-    real_store: SQLiteStore, db: Path, fast_config_path: Path, answer: bytes, state: str
+    live_store: Store, store_location: Path | str, fast_config_path: Path, answer: bytes, state: str
 ) -> None:
-    await _interrupted(real_store, step_type="default")
+    await _interrupted(live_store, step_type="default")
     # A real zombietop on a real terminal (a pty), spawned without forking this threaded process.
     fd, tty = os.openpty()
     child = subprocess.Popen(
-        zombietop(db, fast_config_path, "discard", "t1"), stdin=tty, stdout=tty, stderr=tty
+        zombietop(store_location, fast_config_path, "discard", "t1"),
+        stdin=tty,
+        stdout=tty,
+        stderr=tty,
     )
     os.close(tty)
     try:
@@ -210,4 +212,4 @@ async def test_terminal_confirmation_is_asked_and_obeyed(
             child.wait()
         os.close(fd)
     assert code == (1 if answer == b"n" else 0), said
-    assert (await real_store.get_task("t1")).state == state
+    assert (await live_store.get_task("t1")).state == state

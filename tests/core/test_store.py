@@ -10,21 +10,27 @@ from pathlib import Path
 import pytest
 
 from core.clock import FakeClock
-from core.errors import LeaseLost, ReadOnlyStore, StoreError, StoreMissing, TaskNotFound
+from core.errors import LeaseLost, ReadOnlyStore, StoreBusy, StoreError, StoreMissing, TaskNotFound
 from core.heartbeat_line import parse_line
 from core.model import EventKind, TaskState
-from core.sqlite_store import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
-from core.store import HISTORY_LIMIT, open_store
+from core.sqlite_store import APPLICATION_ID, SCHEMA_VERSION
+from core.store import HISTORY_LIMIT, Store, open_store
+from tests.stores import Reopen, count_rows, open_for_test
 
 
-async def make_running(store: SQLiteStore, task_id: str = "t1", owner: str = "w1") -> int:
-    await store.create_task(task_id=task_id, run_id="r", step="s", step_type="default", actor="test")
+async def make_running(store: Store, task_id: str = "t1", owner: str = "w1") -> int:
+    await store.create_task(
+        task_id=task_id, run_id="r", step="s", step_type="default", actor="test"
+    )
     lease = await store.acquire_lease(task_id, owner=owner, ttl=300)
-    await store.record_heartbeat(task_id, parse_line("stage=fetch p=0"), owner=owner, token=lease.token)
+    await store.record_heartbeat(
+        task_id, parse_line("stage=fetch p=0"), owner=owner, token=lease.token
+    )
     return lease.token
 
 
-async def test_new_store_is_private_wal_and_versioned(store: SQLiteStore, db_path: Path) -> None:
+@pytest.mark.backends("sqlite")
+async def test_new_store_is_private_wal_and_versioned(store: Store, db_path: Path) -> None:
     await make_running(store)
     assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o600
     for suffix in ("-wal", "-shm"):
@@ -38,7 +44,9 @@ async def test_new_store_is_private_wal_and_versioned(store: SQLiteStore, db_pat
 
 
 async def test_missing_store_says_how_to_get_one(tmp_path: Path) -> None:
-    with pytest.raises(StoreMissing, match=r"no store at .*absent.db: start a job with `zombietop run`"):
+    with pytest.raises(
+        StoreMissing, match=r"no store at .*absent.db: start a job with `zombietop run`"
+    ):
         await open_store(tmp_path / "absent.db")
     assert not (tmp_path / "absent.db").exists()
 
@@ -46,7 +54,10 @@ async def test_missing_store_says_how_to_get_one(tmp_path: Path) -> None:
 async def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     path = tmp_path / "notes.db"
     path.write_text("this is not sqlite\n" * 100)
-    with pytest.raises(StoreError, match=r"not a readable zombietop store \(file is not a database\); move it aside"):
+    with pytest.raises(
+        StoreError,
+        match=r"not a readable zombietop store \(file is not a database\); move it aside",
+    ):
         await open_store(path)
     assert path.read_text().startswith("this is not sqlite")
 
@@ -67,22 +78,24 @@ async def test_a_store_from_a_newer_zombietop(tmp_path: Path) -> None:
         pass
     with sqlite3.connect(path) as raw:
         raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    with pytest.raises(StoreError, match=rf"schema v{SCHEMA_VERSION + 1}, newer than this zombietop"):
+    with pytest.raises(
+        StoreError, match=rf"schema v{SCHEMA_VERSION + 1}, newer than this zombietop"
+    ):
         await open_store(path)
 
 
-async def test_reopening_keeps_everything(db_path: Path, clock: FakeClock) -> None:
-    async with await open_store(db_path, create=True, clock=clock) as first:
+async def test_reopening_keeps_everything(store_location: Path | str, clock: FakeClock) -> None:
+    async with await open_for_test(store_location, clock, create=True) as first:
         await make_running(first)
-    async with await open_store(db_path, clock=clock) as second:
+    async with await open_for_test(store_location, clock) as second:
         record = await second.get_record("t1")
     assert record.task.state is TaskState.RUNNING
     assert record.heartbeat is not None and record.heartbeat.stage == "fetch"
 
 
-async def test_read_only_store_reads_and_refuses_writes(store: SQLiteStore, db_path: Path) -> None:
+async def test_read_only_store_reads_and_refuses_writes(store: Store, reopen: Reopen) -> None:
     await make_running(store)
-    async with await open_store(db_path, read_only=True) as ro:
+    async with await reopen(read_only=True) as ro:
         assert [r.task.task_id for r in await ro.poll(None)] == ["t1"]
         with pytest.raises(ReadOnlyStore, match="open read-only"):
             await ro.create_task(task_id="t2", run_id="r", step="s", step_type="d", actor="x")
@@ -90,7 +103,7 @@ async def test_read_only_store_reads_and_refuses_writes(store: SQLiteStore, db_p
             await ro.record_heartbeat("t1", parse_line("p=5"))
 
 
-async def test_duplicate_task_and_unknown_task(store: SQLiteStore) -> None:
+async def test_duplicate_task_and_unknown_task(store: Store) -> None:
     await store.create_task(task_id="t1", run_id="r", step="s", step_type="d", actor="x")
     with pytest.raises(StoreError, match="task 't1' already exists"):
         await store.create_task(task_id="t1", run_id="r", step="s", step_type="d", actor="x")
@@ -100,7 +113,7 @@ async def test_duplicate_task_and_unknown_task(store: SQLiteStore) -> None:
         await store.record_heartbeat("nope", parse_line("p=1"))
 
 
-async def test_first_heartbeat_starts_the_task(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_first_heartbeat_starts_the_task(store: Store, clock: FakeClock) -> None:
     await store.create_task(task_id="t1", run_id="r", step="s", step_type="d", actor="x")
     assert (await store.get_task("t1")).state is TaskState.QUEUED
     lease = await store.acquire_lease("t1", owner="w1", ttl=60)
@@ -114,7 +127,9 @@ async def test_first_heartbeat_starts_the_task(store: SQLiteStore, clock: FakeCl
     assert running.started_at == clock.now()
 
 
-async def test_progress_and_stage_clocks_move_only_on_change(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_progress_and_stage_clocks_move_only_on_change(
+    store: Store, clock: FakeClock
+) -> None:
     token = await make_running(store)
     start = clock.now()
 
@@ -124,36 +139,43 @@ async def test_progress_and_stage_clocks_move_only_on_change(store: SQLiteStore,
         assert hb.written_at == clock.now()
         return hb.progress_changed_at - start, hb.stage_started_at - start
 
-    assert await beat("stage=fetch p=0") == (0, 0)            # same as the first beat: nothing moved
-    assert await beat("stage=fetch p=0 eta=5m") == (0, 0)     # an eta is not progress
-    assert await beat("stage=fetch p=5") == (30, 0)           # progress moved
-    assert await beat("stage=fetch p=5 rows=10") == (40, 0)   # a counter moved
+    assert await beat("stage=fetch p=0") == (0, 0)  # same as the first beat: nothing moved
+    assert await beat("stage=fetch p=0 eta=5m") == (0, 0)  # an eta is not progress
+    assert await beat("stage=fetch p=5") == (30, 0)  # progress moved
+    assert await beat("stage=fetch p=5 rows=10") == (40, 0)  # a counter moved
     assert await beat("stage=fetch p=5 rows=10") == (40, 0)
-    assert await beat("stage=load p=5 rows=10") == (60, 60)   # a new stage
+    assert await beat("stage=load p=5 rows=10") == (60, 60)  # a new stage
     assert await beat("stage=load p=5 rows=10 checkpoint=c1") == (70, 60)
 
 
-async def test_request_start_defaults_to_when_it_was_first_seen(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_request_start_defaults_to_when_it_was_first_seen(
+    store: Store, clock: FakeClock
+) -> None:
     token = await make_running(store)
-    hb = await store.record_heartbeat("t1", parse_line("stage=fetch p=1 req=s3.get"), owner="w1", token=token)
+    hb = await store.record_heartbeat(
+        "t1", parse_line("stage=fetch p=1 req=s3.get"), owner="w1", token=token
+    )
     assert hb.request_name == "s3.get"
     assert hb.request_started_at == clock.now()
 
 
-async def test_history_is_bounded_and_oldest_first(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_history_is_bounded_and_oldest_first(store: Store, clock: FakeClock) -> None:
     token = await make_running(store)
     for i in range(HISTORY_LIMIT + 30):
         clock.advance(1)
-        await store.record_heartbeat("t1", parse_line(f"stage=fetch p={i % 100}"), owner="w1", token=token)
+        await store.record_heartbeat(
+            "t1", parse_line(f"stage=fetch p={i % 100}"), owner="w1", token=token
+        )
     history = await store.heartbeat_history("t1")
     assert len(history) == HISTORY_LIMIT
     assert history[-1].written_at == clock.now()
     assert [p.written_at for p in history] == sorted(p.written_at for p in history)
-    with sqlite3.connect(store.path) as raw:
-        assert raw.execute("SELECT count(*) FROM heartbeat_history").fetchone()[0] == HISTORY_LIMIT
+    assert await count_rows(store, "heartbeat_history") == HISTORY_LIMIT
 
 
-async def test_fenced_heartbeat_from_a_stale_owner_is_refused(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_fenced_heartbeat_from_a_stale_owner_is_refused(
+    store: Store, clock: FakeClock
+) -> None:
     token = await make_running(store)
     clock.advance(301)
     await store.reclaim_lease("t1", owner="w2", ttl=300)
@@ -162,9 +184,11 @@ async def test_fenced_heartbeat_from_a_stale_owner_is_refused(store: SQLiteStore
     assert (await store.get_record("t1")).heartbeat.progress == 0  # type: ignore[union-attr]
 
 
-async def test_heartbeat_error_is_kept_until_a_good_beat(store: SQLiteStore) -> None:
+async def test_heartbeat_error_is_kept_until_a_good_beat(store: Store) -> None:
     token = await make_running(store)
-    await store.record_heartbeat_error("t1", "malformed heartbeat line 'p=x': p='x' is not a number")
+    await store.record_heartbeat_error(
+        "t1", "malformed heartbeat line 'p=x': p='x' is not a number"
+    )
     task = await store.get_task("t1")
     assert task.heartbeat_error is not None and "p='x'" in task.heartbeat_error
     events = await store.events(task_id="t1", limit=1)
@@ -173,24 +197,30 @@ async def test_heartbeat_error_is_kept_until_a_good_beat(store: SQLiteStore) -> 
     assert (await store.get_task("t1")).heartbeat_error is None
 
 
-async def test_finish_releases_the_lease_and_refuses_later_beats(store: SQLiteStore) -> None:
+async def test_finish_releases_the_lease_and_refuses_later_beats(store: Store) -> None:
     token = await make_running(store)
-    task = await store.finish_task("t1", owner="w1", token=token, state=TaskState.SUCCEEDED, exit_code=0)
-    assert task.state is TaskState.SUCCEEDED and task.finished_at is not None and task.exit_code == 0
+    task = await store.finish_task(
+        "t1", owner="w1", token=token, state=TaskState.SUCCEEDED, exit_code=0
+    )
+    assert (
+        task.state is TaskState.SUCCEEDED and task.finished_at is not None and task.exit_code == 0
+    )
     lease = await store.get_lease("t1")
     assert lease is not None and lease.owner is None and lease.token == token
     with pytest.raises(LeaseLost, match="succeeded; its heartbeats are no longer recorded"):
         await store.record_heartbeat("t1", parse_line("p=5"))
 
 
-async def test_interrupted_is_not_finished(store: SQLiteStore) -> None:
+async def test_interrupted_is_not_finished(store: Store) -> None:
     token = await make_running(store)
-    task = await store.finish_task("t1", owner="w1", token=token, state=TaskState.INTERRUPTED, reason="SIGTERM")
+    task = await store.finish_task(
+        "t1", owner="w1", token=token, state=TaskState.INTERRUPTED, reason="SIGTERM"
+    )
     assert task.state is TaskState.INTERRUPTED and task.finished_at is None
     assert [r.task.task_id for r in await store.poll(await store.now())] == ["t1"]
 
 
-async def test_poll_reads_active_and_recently_finished_only(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_poll_reads_active_and_recently_finished_only(store: Store, clock: FakeClock) -> None:
     for name in ("old", "recent", "active"):
         await make_running(store, name)
     await store.finish_task("old", owner="w1", token=1, state=TaskState.SUCCEEDED, exit_code=0)
@@ -203,7 +233,8 @@ async def test_poll_reads_active_and_recently_finished_only(store: SQLiteStore, 
     assert sorted(r.task.task_id for r in everything) == ["active", "old", "recent"]
 
 
-async def test_poll_uses_the_finished_at_index(store: SQLiteStore) -> None:
+@pytest.mark.backends("sqlite")
+async def test_poll_uses_the_finished_at_index(store: Store) -> None:
     from core.sqlite_store import POLL_SQL
 
     async with store._read() as db:
@@ -213,7 +244,7 @@ async def test_poll_uses_the_finished_at_index(store: SQLiteStore) -> None:
     assert "SCAN t" not in details.replace("SCAN t USING", "")
 
 
-async def test_quarantine_round_trip_is_evented(store: SQLiteStore) -> None:
+async def test_quarantine_round_trip_is_evented(store: Store) -> None:
     await make_running(store)
     task = await store.set_quarantine("t1", quarantined=True, actor="watchdog", reason="stalled 4h")
     assert task.quarantined and task.quarantined_by == "watchdog"
@@ -223,31 +254,38 @@ async def test_quarantine_round_trip_is_evented(store: SQLiteStore) -> None:
     assert kinds == [EventKind.UNQUARANTINED, EventKind.QUARANTINED]
 
 
-async def test_closed_store_is_a_store_error(db_path: Path) -> None:
-    opened = await open_store(db_path, create=True)
+async def test_closed_store_is_a_store_error(store_location: Path | str) -> None:
+    opened = await open_for_test(store_location, create=True)
     await opened.close()
     with pytest.raises(StoreError, match="is closed"):
         await opened.poll(None)
 
 
-async def test_a_request_keeps_its_start_while_in_flight(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_a_request_keeps_its_start_while_in_flight(store: Store, clock: FakeClock) -> None:
     token = await make_running(store)
     first = clock.now()
     for _ in range(3):
-        hb = await store.record_heartbeat("t1", parse_line("stage=fetch p=1 req=api"), owner="w1", token=token)
+        hb = await store.record_heartbeat(
+            "t1", parse_line("stage=fetch p=1 req=api"), owner="w1", token=token
+        )
         clock.advance(30)
     assert hb.request_started_at == first
-    hb = await store.record_heartbeat("t1", parse_line("stage=fetch p=1 req=other"), owner="w1", token=token)
+    hb = await store.record_heartbeat(
+        "t1", parse_line("stage=fetch p=1 req=other"), owner="w1", token=token
+    )
     assert hb.request_started_at == clock.now()
     hb = await store.record_heartbeat("t1", parse_line("stage=fetch p=1"), owner="w1", token=token)
     assert (hb.request_name, hb.request_started_at) == (None, None)
     hb = await store.record_heartbeat(
-        "t1", parse_line("stage=fetch p=1 req=api req_at=2026-11-29T00:00:00Z"), owner="w1", token=token
+        "t1",
+        parse_line("stage=fetch p=1 req=api req_at=2026-11-29T00:00:00Z"),
+        owner="w1",
+        token=token,
     )
     assert hb.request_started_at == 1795910400.0
 
 
-async def test_poll_reuses_records_of_unchanged_rows(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_poll_reuses_records_of_unchanged_rows(store: Store, clock: FakeClock) -> None:
     token = await make_running(store, "quiet")
     await make_running(store, "busy")
     first = {r.task.task_id: r for r in await store.poll(None)}
@@ -257,3 +295,27 @@ async def test_poll_reuses_records_of_unchanged_rows(store: SQLiteStore, clock: 
     assert second["quiet"] is first["quiet"]
     assert second["busy"] is not first["busy"]
     assert second["busy"].heartbeat is not None and second["busy"].heartbeat.progress == 9
+
+
+async def test_a_locked_store_is_one_clear_error_after_the_busy_timeout(
+    db_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    import core.sqlite_store
+
+    monkeypatch.setattr(core.sqlite_store, "BUSY_TIMEOUT_MS", 300)
+    async with await open_store(db_path, create=True, clock=clock) as store:
+        await store.create_task(task_id="t1", run_id="r", step="s", step_type="d", actor="x")
+        holder = sqlite3.connect(db_path, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreBusy, match=r"stayed locked by another writer.*fuser"):
+                await store.record_heartbeat("t1", parse_line("p=1"))
+            # One wait of busy_timeout, not one per retry.
+            assert time.monotonic() - started < 4 * 0.3
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        await store.record_heartbeat("t1", parse_line("p=2"))  # the store works again

@@ -12,14 +12,16 @@ from core.errors import ActionRefused, LeaseLost
 from core.heartbeat_line import BeatLine
 from core.model import EventKind, TaskState
 from core.sqlite_store import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, SQLiteStore, _statements
+from core.store import Store
+from tests.stores import open_for_test
 
 
-async def _leased(real_store: SQLiteStore, task_id: str = "t1") -> int:
-    await real_store.create_task(
+async def _leased(live_store: Store, task_id: str = "t1") -> int:
+    await live_store.create_task(
         task_id=task_id, run_id="r", step="s", step_type="default", actor="test"
     )
-    lease = await real_store.acquire_lease(task_id, owner="old", ttl=60)
-    await real_store.record_heartbeat(
+    lease = await live_store.acquire_lease(task_id, owner="old", ttl=60)
+    await live_store.record_heartbeat(
         task_id,
         BeatLine(stage="load", progress=40, checkpoint="ck-40"),
         owner="old",
@@ -28,6 +30,7 @@ async def _leased(real_store: SQLiteStore, task_id: str = "t1") -> int:
     return lease.token
 
 
+@pytest.mark.backends("sqlite")
 async def test_a_v1_store_file_is_migrated_on_open(tmp_path: Path) -> None:
     path = tmp_path / "v1.db"
     con = sqlite3.connect(path)
@@ -42,22 +45,22 @@ async def test_a_v1_store_file_is_migrated_on_open(tmp_path: Path) -> None:
     con.commit()
     con.close()
 
-    async with await SQLiteStore.open(path) as real_store:
-        record = await real_store.get_record("old")
+    async with await SQLiteStore.open(path) as live_store:
+        record = await live_store.get_record("old")
         assert record.pending_kill is None
-        assert await real_store.open_kills(None) == []
+        assert await live_store.open_kills(None) == []
     con = sqlite3.connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     con.close()
-    assert "pending_kills" in tables
+    assert {"pending_kills", "agents", "process_samples", "host_requests"} <= tables
 
 
-async def test_resume_fences_the_old_owner_and_requeues(real_store: SQLiteStore) -> None:
-    token = await _leased(real_store)
-    await real_store.set_quarantine("t1", quarantined=True, actor="watchdog", reason="stalled")
+async def test_resume_fences_the_old_owner_and_requeues(live_store: Store) -> None:
+    token = await _leased(live_store)
+    await live_store.set_quarantine("t1", quarantined=True, actor="watchdog", reason="stalled")
 
-    task, lease = await real_store.resume_task(
+    task, lease = await live_store.resume_task(
         "t1", expected_token=token, actor="oncall", reason="retry"
     )
 
@@ -65,51 +68,51 @@ async def test_resume_fences_the_old_owner_and_requeues(real_store: SQLiteStore)
     assert task.state is TaskState.QUEUED and task.attempt == 2
     assert task.checkpoint == "ck-40" and not task.quarantined
     with pytest.raises(LeaseLost):
-        await real_store.renew_lease("t1", owner="old", token=token, ttl=60)
-    assert not await real_store.still_owner("t1", owner="old", token=token)
+        await live_store.renew_lease("t1", owner="old", token=token, ttl=60)
+    assert not await live_store.still_owner("t1", owner="old", token=token)
     with pytest.raises(LeaseLost):
-        await real_store.record_heartbeat("t1", BeatLine(stage="late"), owner="old", token=token)
+        await live_store.record_heartbeat("t1", BeatLine(stage="late"), owner="old", token=token)
     with pytest.raises(LeaseLost):
-        await real_store.finish_task("t1", owner="old", token=token, state=TaskState.SUCCEEDED)
+        await live_store.finish_task("t1", owner="old", token=token, state=TaskState.SUCCEEDED)
     # The next attempt takes the lease from nobody; its beats continue the history.
-    new = await real_store.acquire_lease("t1", owner="new", ttl=60)
+    new = await live_store.acquire_lease("t1", owner="new", ttl=60)
     assert new.token == token + 2
-    await real_store.record_heartbeat(
+    await live_store.record_heartbeat(
         "t1", BeatLine(stage="load", progress=41), owner="new", token=new.token
     )
-    assert [p.progress for p in await real_store.heartbeat_history("t1")] == [40, 41]
-    kinds = [e.kind for e in await real_store.events(task_id="t1")]
+    assert [p.progress for p in await live_store.heartbeat_history("t1")] == [40, 41]
+    kinds = [e.kind for e in await live_store.events(task_id="t1")]
     assert EventKind.STATE_CHANGED in kinds and EventKind.LEASE_RECLAIMED in kinds
 
 
-async def test_resume_and_discard_refuse_a_moved_token(real_store: SQLiteStore) -> None:
-    token = await _leased(real_store)
+async def test_resume_and_discard_refuse_a_moved_token(live_store: Store) -> None:
+    token = await _leased(live_store)
     with pytest.raises(ActionRefused, match=f"token {token - 1} is now {token}"):
-        await real_store.resume_task("t1", expected_token=token - 1, actor="oncall")
+        await live_store.resume_task("t1", expected_token=token - 1, actor="oncall")
     with pytest.raises(ActionRefused, match="task changed since you looked"):
-        await real_store.discard_task("t1", expected_token=None, actor="oncall")
-    assert (await real_store.get_task("t1")).state is TaskState.RUNNING
+        await live_store.discard_task("t1", expected_token=None, actor="oncall")
+    assert (await live_store.get_task("t1")).state is TaskState.RUNNING
 
 
-async def test_discard_marks_finished_and_fences(real_store: SQLiteStore) -> None:
-    token = await _leased(real_store)
-    task, lease = await real_store.discard_task(
+async def test_discard_marks_finished_and_fences(live_store: Store) -> None:
+    token = await _leased(live_store)
+    task, lease = await live_store.discard_task(
         "t1", expected_token=token, actor="oncall", reason="bad input"
     )
     assert task.state is TaskState.DISCARDED and task.finished_at is not None
     assert task.checkpoint == "ck-40" and task.state_reason == "bad input"
     assert lease.token == token + 1
     with pytest.raises(LeaseLost):
-        await real_store.renew_lease("t1", owner="old", token=token, ttl=60)
+        await live_store.renew_lease("t1", owner="old", token=token, ttl=60)
     with pytest.raises(ActionRefused, match="discarded; there is nothing to resume"):
-        await real_store.resume_task("t1", expected_token=lease.token, actor="oncall")
+        await live_store.resume_task("t1", expected_token=lease.token, actor="oncall")
 
 
-async def test_pending_kill_is_durable_unique_and_closed_once(db: Path) -> None:
+async def test_pending_kill_is_durable_unique_and_closed_once(store_location: Path | str) -> None:
     fake_clock = FakeClock(start=1000.0)
-    async with await SQLiteStore.open(db, create=True, clock=fake_clock) as real_store:
-        await _leased(real_store)
-        kill = await real_store.open_kill(
+    async with await open_for_test(store_location, fake_clock, create=True) as live_store:
+        await _leased(live_store)
+        kill = await live_store.open_kill(
             "t1",
             pid=4121,
             pid_start_time=900.0,
@@ -120,7 +123,7 @@ async def test_pending_kill_is_durable_unique_and_closed_once(db: Path) -> None:
         )
         assert (kill.term_sent_at, kill.deadline, kill.pending) == (1000.0, 1030.0, True)
         with pytest.raises(ActionRefused, match="already has a kill in progress"):
-            await real_store.open_kill(
+            await live_store.open_kill(
                 "t1",
                 pid=4121,
                 pid_start_time=900.0,
@@ -130,7 +133,7 @@ async def test_pending_kill_is_durable_unique_and_closed_once(db: Path) -> None:
                 grace=1,
             )
     # Another process opening the same file sees it, in the poll and in its host's list.
-    async with await SQLiteStore.open(db, clock=fake_clock) as other:
+    async with await open_for_test(store_location, fake_clock) as other:
         [record] = await other.poll(None)
         assert record.pending_kill == kill
         assert await other.open_kills("box") == [kill]

@@ -21,7 +21,7 @@ from core.model import EventKind, Health, TaskState
 from core.monitor import Monitor
 from core.notify import Page, WebhookNotifier
 from core.sqlite_store import SQLiteStore
-from core.store import open_store
+from core.store import Store, open_store
 from core.watchdog import Watchdog
 
 INTERVAL = 30.0
@@ -56,29 +56,53 @@ class ListNotifier:
 
 def config(stage: float = 900.0, **watch: float) -> Config:
     base = default_config()
-    return replace(base, defaults=replace(base.defaults, stage=stage), watch=WatchSettings(**{"interval": INTERVAL, **watch}),
-                   notify=NotifySettings(retry_backoff=10.0, max_attempts=5))
+    return replace(
+        base,
+        defaults=replace(base.defaults, stage=stage),
+        watch=WatchSettings(**{"interval": INTERVAL, **watch}),
+        notify=NotifySettings(retry_backoff=10.0, max_attempts=5),
+    )
 
 
-def watchdog(store: SQLiteStore, clock: FakeClock, cfg: Config | None = None,
-             executor: RecordingExecutor | None = None, notifier: ListNotifier | None = None,
-             **kwargs: object) -> tuple[Watchdog, ListNotifier, list[str]]:
+def watchdog(
+    store: Store,
+    clock: FakeClock,
+    cfg: Config | None = None,
+    executor: RecordingExecutor | None = None,
+    notifier: ListNotifier | None = None,
+    **kwargs: object,
+) -> tuple[Watchdog, ListNotifier, list[str]]:
     cfg = cfg or config()
     notifier = notifier or ListNotifier()
     logs: list[str] = []
-    dog = Watchdog(Monitor(store, cfg, clock=clock), cfg, executor=executor, notifiers=[notifier],
-                   clock=clock, log=logs.append, **kwargs)  # type: ignore[arg-type]
+    dog = Watchdog(
+        Monitor(store, cfg, clock=clock),
+        cfg,
+        executor=executor,
+        notifiers=[notifier],
+        clock=clock,
+        log=logs.append,
+        **kwargs,
+    )  # type: ignore[arg-type]
     return dog, notifier, logs
 
 
-async def start(store: SQLiteStore, task_id: str = "export-2031", ttl: float = 3600, step_type: str = "d") -> int:
-    await store.create_task(task_id=task_id, run_id="r", step="export", step_type=step_type, actor="t")
+async def start(
+    store: Store, task_id: str = "export-2031", ttl: float = 3600, step_type: str = "d"
+) -> int:
+    await store.create_task(
+        task_id=task_id, run_id="r", step="export", step_type=step_type, actor="t"
+    )
     lease = await store.acquire_lease(task_id, owner="w1", ttl=ttl)
-    await store.record_heartbeat(task_id, parse_line("stage=transform p=61"), owner="w1", token=lease.token)
+    await store.record_heartbeat(
+        task_id, parse_line("stage=transform p=61"), owner="w1", token=lease.token
+    )
     return lease.token
 
 
-async def test_a_task_that_stops_beating_is_paged_once_in_time(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_a_task_that_stops_beating_is_paged_once_in_time(
+    store: Store, clock: FakeClock
+) -> None:
     token = await start(store)
     last_beat = clock.now()
     dog, notifier, _ = watchdog(store, clock)
@@ -86,7 +110,9 @@ async def test_a_task_that_stops_beating_is_paged_once_in_time(store: SQLiteStor
         await dog.tick()
         clock.advance(INTERVAL)
         last_beat = clock.now()
-        await store.record_heartbeat("export-2031", parse_line(f"stage=transform p={61}"), owner="w1", token=token)
+        await store.record_heartbeat(
+            "export-2031", parse_line(f"stage=transform p={61}"), owner="w1", token=token
+        )
     assert notifier.pages == []
     for _ in range(40):  # silent for 20 minutes
         clock.advance(INTERVAL)
@@ -101,30 +127,38 @@ async def test_a_task_that_stops_beating_is_paged_once_in_time(store: SQLiteStor
     task = await store.get_task("export-2031")
     assert task.quarantined and task.quarantined_by == dog.actor
     # Beating again: one all-clear, and the hold the watchdog placed is lifted.
-    await store.record_heartbeat("export-2031", parse_line("stage=transform p=62"), owner="w1", token=token)
+    await store.record_heartbeat(
+        "export-2031", parse_line("stage=transform p=62"), owner="w1", token=token
+    )
     await dog.tick()
     await dog.tick()
     clears = [p for p in notifier.pages if p.kind == "all_clear"]
     assert [p.line.split(" (was")[0] for p in clears] == ["export-2031 all clear: now healthy"]
     assert not (await store.get_task("export-2031")).quarantined
     kinds = [e.kind for e in await store.events(task_id="export-2031", limit=50)]
-    assert EventKind.TRANSITION in kinds and EventKind.QUARANTINED in kinds and kinds.count(EventKind.PAGE) == 2
+    assert (
+        EventKind.TRANSITION in kinds
+        and EventKind.QUARANTINED in kinds
+        and kinds.count(EventKind.PAGE) == 2
+    )
 
 
-async def test_a_resolved_task_gets_one_all_clear(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_a_resolved_task_gets_one_all_clear(store: Store, clock: FakeClock) -> None:
     token = await start(store)
     dog, notifier, _ = watchdog(store, clock)
     clock.advance(200)
     await dog.tick()
     # A human decided: the task finishes (discard and resume end incidents the same way).
-    await store.finish_task("export-2031", owner="w1", token=token, state=TaskState.FAILED, exit_code=1)
+    await store.finish_task(
+        "export-2031", owner="w1", token=token, state=TaskState.FAILED, exit_code=1
+    )
     await dog.tick()
     await dog.tick()
     assert [p.kind for p in notifier.pages] == ["incident", "all_clear"]
     assert notifier.pages[1].line.startswith("export-2031 all clear: now failed (was stalled")
 
 
-async def test_a_cron_watchdog_remembers_open_incidents(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_a_cron_watchdog_remembers_open_incidents(store: Store, clock: FakeClock) -> None:
     await start(store)
     clock.advance(200)
     first, notifier1, _ = watchdog(store, clock)
@@ -136,18 +170,22 @@ async def test_a_cron_watchdog_remembers_open_incidents(store: SQLiteStore, cloc
     assert notifier2.pages == []
 
 
-async def test_spinning_is_not_paged_but_in_the_digest(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_spinning_is_not_paged_but_in_the_digest(store: Store, clock: FakeClock) -> None:
     token = await start(store, ttl=4 * 3600)
     dog, notifier, logs = watchdog(store, clock, config(stage=4 * 3600, digest_every=3600))
     await dog.tick()  # the first tick sends an (empty) digest
     for _ in range(70):  # beating every 30 s, never moving, for 35 minutes
         clock.advance(INTERVAL)
-        await store.record_heartbeat("export-2031", parse_line("stage=transform p=61"), owner="w1", token=token)
+        await store.record_heartbeat(
+            "export-2031", parse_line("stage=transform p=61"), owner="w1", token=token
+        )
         await dog.tick()
     assert notifier.pages == []
     assert sum("spinning (not paged)" in line for line in logs) == 1
     clock.advance(3600)
-    await store.record_heartbeat("export-2031", parse_line("stage=transform p=61"), owner="w1", token=token)
+    await store.record_heartbeat(
+        "export-2031", parse_line("stage=transform p=61"), owner="w1", token=token
+    )
     await dog.tick()
     digest = [line for line in logs if line.startswith("digest: 1 spinning")]
     assert len(digest) == 1 and "export-2031 spinning: stage=transform p=61%" in digest[0]
@@ -155,7 +193,9 @@ async def test_spinning_is_not_paged_but_in_the_digest(store: SQLiteStore, clock
     assert any(e.data.get("digest") and e.data["spinning"] for e in events)
 
 
-async def test_stage_overrun_pages_then_kills_and_task_overrun_only_logs(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_stage_overrun_pages_then_kills_and_task_overrun_only_logs(
+    store: Store, clock: FakeClock
+) -> None:
     token = await start(store, ttl=10 * 3600)
     async with store._write() as db:  # a task with a process to kill
         await db.execute("UPDATE tasks SET pid = 4242 WHERE task_id = 'export-2031'")
@@ -164,18 +204,28 @@ async def test_stage_overrun_pages_then_kills_and_task_overrun_only_logs(store: 
     # Keep beating with moving progress so only the budgets speak; stage limit 15m, task 6h.
     for minute in range(1, 32):
         clock.advance(60)
-        await store.record_heartbeat("export-2031", parse_line(f"stage=transform p=61 rows={minute}"),
-                                     owner="w1", token=token)
+        await store.record_heartbeat(
+            "export-2031",
+            parse_line(f"stage=transform p=61 rows={minute}"),
+            owner="w1",
+            token=token,
+        )
         await dog.tick()
     overruns = [p for p in notifier.pages if p.kind == "stage_overrun"]
     assert len(overruns) == 1
-    assert overruns[0].line.endswith("stage 16m00s over its 15m budget - killed gracefully at 30m in this stage")
+    assert overruns[0].line.endswith(
+        "stage running 16m00s (budget 15m) - killed gracefully at 30m in this stage"
+    )
     kills = [r for r in executor.requests if r.kind is ActionKind.KILL]
-    assert len(kills) == 1 and kills[0].expected_token == token and kills[0].task_id == "export-2031"
+    assert (
+        len(kills) == 1 and kills[0].expected_token == token and kills[0].task_id == "export-2031"
+    )
     assert "stage transform ran 30m00s, 2 x its 15m budget" in (kills[0].reason or "")
     # The task budget: logged once, never paged, never killed.
     clock.advance(6 * 3600)
-    await store.record_heartbeat("export-2031", parse_line("stage=load p=90"), owner="w1", token=token)
+    await store.record_heartbeat(
+        "export-2031", parse_line("stage=load p=90"), owner="w1", token=token
+    )
     await dog.tick()
     await dog.tick()
     assert sum(line.startswith("task overrun (logged, not killed)") for line in logs) == 1
@@ -183,13 +233,17 @@ async def test_stage_overrun_pages_then_kills_and_task_overrun_only_logs(store: 
     assert len([r for r in executor.requests if r.kind is ActionKind.KILL]) == 1
 
 
-async def test_a_hung_request_is_paged(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_a_hung_request_is_paged(store: Store, clock: FakeClock) -> None:
     token = await start(store)
     dog, notifier, _ = watchdog(store, clock)
-    await store.record_heartbeat("export-2031", parse_line("stage=fetch p=10 req=vendor-api"), owner="w1", token=token)
+    await store.record_heartbeat(
+        "export-2031", parse_line("stage=fetch p=10 req=vendor-api"), owner="w1", token=token
+    )
     for _ in range(4):
         clock.advance(INTERVAL)
-        await store.record_heartbeat("export-2031", parse_line("stage=fetch p=10 req=vendor-api"), owner="w1", token=token)
+        await store.record_heartbeat(
+            "export-2031", parse_line("stage=fetch p=10 req=vendor-api"), owner="w1", token=token
+        )
         await dog.tick()
     requests = [p for p in notifier.pages if p.kind == "request_overrun"]
     assert len(requests) == 1 and "request vendor-api" in requests[0].line
@@ -218,17 +272,27 @@ class _Hook(BaseHTTPRequestHandler):
 def start_hook(port: int, received: list[dict[str, object]]) -> HTTPServer:
     handler = type("Hook", (_Hook,), {"received": received})
     server = HTTPServer(("127.0.0.1", port), handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     return server
 
 
-async def test_a_failing_webhook_never_stops_detection(store: SQLiteStore, clock: FakeClock, free_port: int) -> None:
+async def test_a_failing_webhook_never_stops_detection(
+    store: Store, clock: FakeClock, free_port: int
+) -> None:
     received: list[dict[str, object]] = []
     hook = WebhookNotifier(f"http://127.0.0.1:{free_port}/hook", timeout=2)
     cfg = config()
     logs: list[str] = []
-    dog = Watchdog(Monitor(store, cfg, clock=clock), cfg, executor=None, notifiers=[hook], clock=clock,
-                   log=logs.append)
+    dog = Watchdog(
+        Monitor(store, cfg, clock=clock),
+        cfg,
+        executor=None,
+        notifiers=[hook],
+        clock=clock,
+        log=logs.append,
+    )
     await start(store, "a")
     await start(store, "b", ttl=60)
     clock.advance(200)
@@ -249,7 +313,9 @@ async def test_a_failing_webhook_never_stops_detection(store: SQLiteStore, clock
     assert all(d.ok and d.attempts == 2 for d in report.deliveries)
     assert sorted(str(body["task_id"]) for body in received) == ["a", "b"]
     assert all(str(body["text"]).startswith(f"{body['task_id']} ") for body in received)
-    failures = [e for e in await store.events(kind=EventKind.DELIVERY, limit=10) if not e.data["ok"]]
+    failures = [
+        e for e in await store.events(kind=EventKind.DELIVERY, limit=10) if not e.data["ok"]
+    ]
     assert len(failures) == 2
 
 
@@ -272,7 +338,7 @@ async def test_no_verdicts_on_stale_data_and_one_page_when_the_store_is_unreadab
 
 
 async def test_auto_retry_only_for_idempotent_step_types_with_backoff_and_a_limit(
-    store: SQLiteStore, clock: FakeClock, tmp_path: Path
+    store: Store, clock: FakeClock, tmp_path: Path
 ) -> None:
     from core.config import load_config
 
@@ -301,7 +367,7 @@ async def test_auto_retry_only_for_idempotent_step_types_with_backoff_and_a_limi
     assert sum("auto_retry stopped after 2 attempts" in line for line in logs) == 1
 
 
-async def test_dry_run_prints_and_changes_nothing(store: SQLiteStore, clock: FakeClock) -> None:
+async def test_dry_run_prints_and_changes_nothing(store: Store, clock: FakeClock) -> None:
     await start(store)
     clock.advance(200)
     dog, notifier, logs = watchdog(store, clock, dry_run=True)
@@ -315,3 +381,42 @@ async def test_dry_run_prints_and_changes_nothing(store: SQLiteStore, clock: Fak
 
 def test_health_vocabulary_used_by_pages() -> None:
     assert {h for h in Health if h.pages} == {Health.DEAD, Health.RECLAIMABLE, Health.STALLED}
+
+
+async def test_apprise_carries_pages_to_the_long_tail_of_services(
+    store: SQLiteStore, clock: FakeClock, free_port: int
+) -> None:
+    """apprise's json:// service posts to a local server here, as PagerDuty or Slack would be."""
+    from core.notify import AppriseNotifier
+
+    received: list[dict[str, object]] = []
+    server = start_hook(free_port, received)
+    try:
+        notifier = AppriseNotifier([f"json://127.0.0.1:{free_port}/hook"])
+        cfg = config()
+        dog = Watchdog(
+            Monitor(store, cfg, clock=clock),
+            cfg,
+            executor=None,
+            notifiers=[notifier],
+            clock=clock,
+            log=lambda _: None,
+        )
+        await start(store)
+        clock.advance(200)
+        report = await dog.tick()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [d.ok for d in report.deliveries] == [True]
+    assert len(received) == 1
+    assert str(received[0]["message"]).startswith("export-2031 stalled: stage=transform p=61%")
+    assert received[0]["title"] == "zombietop: export-2031 stalled"
+
+
+def test_an_unknown_apprise_scheme_is_a_config_error() -> None:
+    from core.errors import ZombietopError
+    from core.notify import AppriseNotifier
+
+    with pytest.raises(ZombietopError, match="nosuch:// is not a URL apprise knows"):
+        AppriseNotifier(["nosuch://x"])

@@ -33,17 +33,25 @@ class ListNotifier:
         self.pages.append(page)
 
 
-def make_watchdog(store: SQLiteStore, config: Config, clock: FakeClock) -> tuple[Watchdog, ListNotifier]:
+def make_watchdog(
+    store: SQLiteStore, config: Config, clock: FakeClock
+) -> tuple[Watchdog, ListNotifier]:
     config = replace(config, watch=WatchSettings(interval=5))
     notifier = ListNotifier()
     monitor = Monitor(store, config, probe=PsutilProbe(), clock=clock)
     executor = Executor(store, config, clock=clock)
-    dog = Watchdog(monitor, config, executor=executor, notifiers=[notifier], clock=clock, log=lambda _: None)
+    dog = Watchdog(
+        monitor, config, executor=executor, notifiers=[notifier], clock=clock, log=lambda _: None
+    )
     return dog, notifier
 
 
 async def test_second_stage_overrun_kills_a_real_child_gracefully(
-    fake_store: SQLiteStore, fast_config: Config, fake_clock: FakeClock, children: Children, tmp_path: Path
+    fake_store: SQLiteStore,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
 ) -> None:
     ready = tmp_path / "ready"
     proc = await start_task_process(fake_store, children, f"sleep 60 & : > {ready}; wait", ready)
@@ -60,7 +68,9 @@ async def test_second_stage_overrun_kills_a_real_child_gracefully(
         if kills:
             break
     overruns = [p for p in notifier.pages if p.kind == "stage_overrun"]
-    assert len(overruns) == 1 and overruns[0].line.endswith("killed gracefully at 40s in this stage")
+    assert len(overruns) == 1 and overruns[0].line.endswith(
+        "killed gracefully at 40s in this stage"
+    )
     assert kills[0] is Outcome.TERM_SENT
     beat = (await fake_store.get_record("t1")).heartbeat
     assert beat is not None and fake_clock.now() - beat.stage_started_at == 40
@@ -72,7 +82,9 @@ async def test_second_stage_overrun_kills_a_real_child_gracefully(
     assert kills == [Outcome.TERM_SENT, Outcome.EXITED]
 
 
-async def test_all_clear_after_resume(fake_store: SQLiteStore, fast_config: Config, fake_clock: FakeClock) -> None:
+async def test_all_clear_after_resume(
+    fake_store: SQLiteStore, fast_config: Config, fake_clock: FakeClock
+) -> None:
     await fake_store.create_task(task_id="t1", run_id="r", step="s", step_type="d", actor="test")
     lease = await fake_store.acquire_lease("t1", owner="w", ttl=60)
     await fake_store.record_heartbeat("t1", parse_line("stage=a p=5"), owner="w", token=lease.token)
@@ -80,7 +92,9 @@ async def test_all_clear_after_resume(fake_store: SQLiteStore, fast_config: Conf
     fake_clock.advance(5)
     await dog.tick()
     executor = Executor(fake_store, fast_config, clock=fake_clock)
-    outcome = await executor.resume("t1", expected_token=lease.token, actor="oncall", reason="looked fine")
+    outcome = await executor.resume(
+        "t1", expected_token=lease.token, actor="oncall", reason="looked fine"
+    )
     assert outcome.outcome is Outcome.REQUEUED, outcome.message
     await dog.tick()
     await dog.tick()
@@ -89,7 +103,11 @@ async def test_all_clear_after_resume(fake_store: SQLiteStore, fast_config: Conf
 
 
 async def test_quarantine_blocks_run_after_until_resume_or_discard(
-    fake_store: SQLiteStore, fast_config: Config, fast_config_path: Path, fake_clock: FakeClock, db: Path
+    fake_store: SQLiteStore,
+    fast_config: Config,
+    fast_config_path: Path,
+    fake_clock: FakeClock,
+    db: Path,
 ) -> None:
     await fake_store.create_task(task_id="up", run_id="r", step="s", step_type="d", actor="test")
     lease = await fake_store.acquire_lease("up", owner="w", ttl=60)
@@ -100,7 +118,9 @@ async def test_quarantine_blocks_run_after_until_resume_or_discard(
     assert (await fake_store.get_task("up")).quarantined
 
     def run_after() -> subprocess.CompletedProcess[str]:
-        argv = zombietop(db, fast_config_path, "run", "--task", "down", "--after", "up", "--", "true")
+        argv = zombietop(
+            db, fast_config_path, "run", "--task", "down", "--after", "up", "--", "true"
+        )
         return subprocess.run(argv, capture_output=True, text=True, timeout=30)
 
     blocked = await asyncio.to_thread(run_after)
@@ -111,5 +131,7 @@ async def test_quarantine_blocks_run_after_until_resume_or_discard(
     still = await asyncio.to_thread(run_after)
     assert still.returncode == 2 and "upstream up is queued, not succeeded" in still.stderr
     again = await fake_store.acquire_lease("up", owner="w2", ttl=60)
-    await fake_store.finish_task("up", owner="w2", token=again.token, state=TaskState.SUCCEEDED, exit_code=0)
+    await fake_store.finish_task(
+        "up", owner="w2", token=again.token, state=TaskState.SUCCEEDED, exit_code=0
+    )
     assert (await asyncio.to_thread(run_after)).returncode == 0

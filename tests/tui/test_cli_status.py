@@ -14,7 +14,8 @@ import pytest
 
 from core.clock import FakeClock
 from core.heartbeat_line import parse_line
-from core.model import TaskState
+from core.model import Health, TaskState
+from core.procs import process_start_time, this_host
 from core.sqlite_store import SCHEMA_VERSION
 from core.store import open_store
 from tui.cli import main
@@ -34,12 +35,24 @@ def build_store(path: Path, scenarios: list[str]) -> None:
         clock = FakeClock(real_now - 3 * HOUR)
         async with await open_store(path, create=True, clock=clock) as store:
 
-            async def start(task_id: str, ttl: float = 6 * HOUR, upstream: tuple[str, ...] = ()) -> int:
-                await store.create_task(task_id=task_id, run_id="nightly", step=task_id.split("-")[0],
-                                        step_type="default", actor="test", upstream=upstream)
+            async def start(
+                task_id: str, ttl: float = 6 * HOUR, upstream: tuple[str, ...] = ()
+            ) -> int:
+                await store.create_task(
+                    task_id=task_id,
+                    run_id="nightly",
+                    step=task_id.split("-")[0],
+                    step_type="default",
+                    actor="test",
+                    upstream=upstream,
+                )
                 lease = await store.acquire_lease(task_id, owner="w1@box", ttl=ttl)
-                await store.record_heartbeat(task_id, parse_line("stage=transform p=61 rows=10"),
-                                             owner="w1@box", token=lease.token)
+                await store.record_heartbeat(
+                    task_id,
+                    parse_line("stage=transform p=61 rows=10"),
+                    owner="w1@box",
+                    token=lease.token,
+                )
                 return lease.token
 
             if "reclaimable" in scenarios:
@@ -53,39 +66,95 @@ def build_store(path: Path, scenarios: list[str]) -> None:
                 await start("stalled-1")
             clock.set(real_now - 20)
             if "succeeded" in scenarios:
-                await store.finish_task("succeeded-1", owner="w1@box", token=token,
-                                        state=TaskState.SUCCEEDED, exit_code=0)
+                await store.finish_task(
+                    "succeeded-1",
+                    owner="w1@box",
+                    token=token,
+                    state=TaskState.SUCCEEDED,
+                    exit_code=0,
+                )
             if "failed" in scenarios:
                 failed = await start("failed-1")
-                await store.finish_task("failed-1", owner="w1@box", token=failed,
-                                        state=TaskState.FAILED, exit_code=3)
+                await store.finish_task(
+                    "failed-1", owner="w1@box", token=failed, state=TaskState.FAILED, exit_code=3
+                )
             if "interrupted" in scenarios:
                 interrupted = await start("interrupted-1")
-                await store.finish_task("interrupted-1", owner="w1@box", token=interrupted,
-                                        state=TaskState.INTERRUPTED, reason="SIGTERM")
+                await store.finish_task(
+                    "interrupted-1",
+                    owner="w1@box",
+                    token=interrupted,
+                    state=TaskState.INTERRUPTED,
+                    reason="SIGTERM",
+                )
             if "quarantined" in scenarios:
                 await start("quarantined-1")
-                await store.set_quarantine("quarantined-1", quarantined=True, actor="watchdog",
-                                           reason="stalled")
+                await store.set_quarantine(
+                    "quarantined-1", quarantined=True, actor="watchdog", reason="stalled"
+                )
             if "queued" in scenarios:
-                await store.create_task(task_id="queued-1", run_id="nightly", step="load",
-                                        step_type="default", actor="test", upstream=("quarantined-1",))
+                await store.create_task(
+                    task_id="queued-1",
+                    run_id="nightly",
+                    step="load",
+                    step_type="default",
+                    actor="test",
+                    upstream=("quarantined-1",),
+                )
             if "starting" in scenarios:
-                await store.create_task(task_id="starting-1", run_id="nightly", step="x",
-                                        step_type="default", actor="test")
+                await store.create_task(
+                    task_id="starting-1",
+                    run_id="nightly",
+                    step="x",
+                    step_type="default",
+                    actor="test",
+                )
                 await store.acquire_lease("starting-1", owner="w2@box", ttl=6 * HOUR)
             clock.set(real_now - 5)
             if "spinning" in scenarios:
-                await store.record_heartbeat("spinning-1", parse_line("stage=transform p=61 rows=10"),
-                                             owner="w1@box", token=spin)
+                await store.record_heartbeat(
+                    "spinning-1",
+                    parse_line("stage=transform p=61 rows=10"),
+                    owner="w1@box",
+                    token=spin,
+                )
             if "healthy" in scenarios:
                 await start("healthy-1")
+            if "discarded" in scenarios:
+                token = await start("discarded-1")
+                await store.discard_task("discarded-1", expected_token=token, actor="oncall")
+            if "dead" in scenarios:
+                # A real process on this host that has exited: its pid is recorded, then gone.
+                gone = subprocess.Popen(["true"])
+                started = process_start_time(gone.pid)
+                gone.wait()
+                token = await start("dead-1")
+                await store.set_process(
+                    "dead-1",
+                    owner="w1@box",
+                    token=token,
+                    pid=gone.pid,
+                    pid_start_time=started or real_now,
+                    host=this_host(),
+                )
 
     asyncio.run(build())
 
 
-ALL = ["healthy", "stalled", "spinning", "reclaimable", "quarantined", "interrupted", "starting", "queued",
-       "succeeded", "failed"]
+ALL = [
+    "healthy",
+    "stalled",
+    "spinning",
+    "reclaimable",
+    "quarantined",
+    "interrupted",
+    "starting",
+    "queued",
+    "succeeded",
+    "failed",
+    "discarded",
+    "dead",
+]
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -94,7 +163,9 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     return code, out, err
 
 
-def test_status_json_reports_each_health(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_json_reports_each_health(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "z.db"
     build_store(db, ALL)
     code, out, err = run_cli(capsys, "status", "--json", "--db", str(db))
@@ -102,15 +173,35 @@ def test_status_json_reports_each_health(tmp_path: Path, capsys: pytest.CaptureF
     report = json.loads(out)
     healths = {t["task_id"]: t["health"] for t in report["tasks"]}
     assert healths == {f"{name}-1": name for name in ALL}
-    assert code == 1  # stalled and reclaimable tasks page
-    assert set(report) == {"generated_at", "counts", "tasks"}
-    assert report["counts"]["stalled"] == 1 and report["counts"]["dead"] == 0
+    assert set(ALL) == {str(health) for health in Health}
+    assert code == 1  # dead, stalled and reclaimable tasks page
+    assert set(report) == {"generated_at", "counts", "host", "agents", "tasks"}
+    dead = next(t for t in report["tasks"] if t["task_id"] == "dead-1")
+    assert dead["reasons"][0]["code"] in ("process_gone", "pid_reused")
+    assert " gone" in dead["context"] or "reused" in dead["context"]
+    assert all(report["counts"][name] == 1 for name in ALL)
+    assert report["counts"]["healthy"] == 1 and sum(report["counts"].values()) == len(ALL)
     # Most urgent first.
-    assert [t["health"] for t in report["tasks"]][:3] == ["reclaimable", "stalled", "spinning"]
+    assert [t["health"] for t in report["tasks"]][:3] == ["dead", "reclaimable", "stalled"]
     stalled = next(t for t in report["tasks"] if t["task_id"] == "stalled-1")
     assert set(stalled) >= {
-        "task_id", "run_id", "step", "step_type", "health", "reasons", "flags", "stage", "progress",
-        "heartbeat_age_s", "lease_expires_in_s", "owner", "token", "pid", "host", "attempt", "budgets",
+        "task_id",
+        "run_id",
+        "step",
+        "step_type",
+        "health",
+        "reasons",
+        "flags",
+        "stage",
+        "progress",
+        "heartbeat_age_s",
+        "lease_expires_in_s",
+        "owner",
+        "token",
+        "pid",
+        "host",
+        "attempt",
+        "budgets",
         "context",
     }
     assert stalled["stage"] == "transform" and stalled["progress"] == 61
@@ -120,22 +211,30 @@ def test_status_json_reports_each_health(tmp_path: Path, capsys: pytest.CaptureF
     assert stalled["flags"] == ["stage_overrun"]
     assert stalled["budgets"]["stage"]["limit_s"] == 900
     assert stalled["budgets"]["task"]["source"] == "default"
-    assert stalled["context"].startswith("stalled-1 stalled: stage=transform p=61% heartbeat 1h00m old")
+    assert stalled["context"].startswith(
+        "stalled-1 stalled: stage=transform p=61% heartbeat 1h00m old"
+    )
     assert stalled["context"].endswith("- resume or discard")
     queued = next(t for t in report["tasks"] if t["task_id"] == "queued-1")
     assert queued["context"] == "queued-1 queued: waiting on quarantined-1 (quarantined)"
 
 
-def test_status_exit_zero_when_nothing_pages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_exit_zero_when_nothing_pages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "z.db"
     build_store(db, ["healthy", "spinning", "queued", "quarantined", "succeeded"])
     code, out, _ = run_cli(capsys, "status", "--db", str(db))
     assert code == 0
-    assert out.splitlines()[0].startswith("spinning 1  quarantined 1  queued 1  healthy 1  succeeded 1")
+    assert out.splitlines()[0].startswith(
+        "spinning 1  quarantined 1  queued 1  healthy 1  succeeded 1"
+    )
     assert "HEALTH" in out and "spinning-1" in out
 
 
-def test_status_table_lists_what_to_act_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_table_lists_what_to_act_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "z.db"
     build_store(db, ["stalled", "healthy"])
     code, out, _ = run_cli(capsys, "status", "--db", str(db))
@@ -150,7 +249,9 @@ def test_recent_window_and_all(tmp_path: Path, capsys: pytest.CaptureFixture[str
     config.write_text('[monitor]\nfinished_window = "1s"\n')
     _, out, _ = run_cli(capsys, "status", "--json", "--db", str(db), "--config", str(config))
     assert json.loads(out)["tasks"] == []
-    _, out, _ = run_cli(capsys, "status", "--json", "--all", "--db", str(db), "--config", str(config))
+    _, out, _ = run_cli(
+        capsys, "status", "--json", "--all", "--db", str(db), "--config", str(config)
+    )
     assert [t["task_id"] for t in json.loads(out)["tasks"]] == ["succeeded-1"]
 
 
@@ -159,7 +260,10 @@ def test_recent_window_and_all(tmp_path: Path, capsys: pytest.CaptureFixture[str
     [
         ("missing", "zombietop: no store at {db}: start a job with `zombietop run`"),
         ("not-a-db", "zombietop: {db} is not a readable zombietop store (file is not a database)"),
-        ("bad-config", 'zombietop: {cfg} [timeouts]: stage = "7h" must be shorter than task = "6h"'),
+        (
+            "bad-config",
+            'zombietop: {cfg} [timeouts]: stage = "7h" must be shorter than task = "6h"',
+        ),
         ("broken-toml", "zombietop: {cfg}: not valid TOML"),
         ("missing-config", "zombietop: {cfg}: no such config file"),
     ],
@@ -218,14 +322,32 @@ def test_beat_from_a_shell_script(tmp_path: Path, capsys: pytest.CaptureFixture[
     db = tmp_path / "z.db"
     build_store(db, ["healthy"])
     code, _, err = run_cli(
-        capsys, "beat", "--db", str(db), "--task", "healthy-1", "--stage", "load files", "--progress", "75",
-        "--counter", "rows=9000", "--checkpoint", "/tmp/ck 1", "--eta", "5m",
+        capsys,
+        "beat",
+        "--db",
+        str(db),
+        "--task",
+        "healthy-1",
+        "--stage",
+        "load files",
+        "--progress",
+        "75",
+        "--counter",
+        "rows=9000",
+        "--checkpoint",
+        "/tmp/ck 1",
+        "--eta",
+        "5m",
     )
     assert (code, err) == (0, "")
     _, out, _ = run_cli(capsys, "status", "--json", "--db", str(db))
     task = json.loads(out)["tasks"][0]
     assert (task["stage"], task["progress"], task["counters"], task["checkpoint"]) == (
-        "load files", 75, {"rows": 9000}, "/tmp/ck 1")
+        "load files",
+        75,
+        {"rows": 9000},
+        "/tmp/ck 1",
+    )
 
 
 @pytest.mark.parametrize(
@@ -238,8 +360,11 @@ def test_beat_from_a_shell_script(tmp_path: Path, capsys: pytest.CaptureFixture[
     ],
 )
 def test_beat_errors(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-    argv: list[str], message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    message: str,
 ) -> None:
     monkeypatch.delenv("ZOMBIETOP_TASK", raising=False)
     db = tmp_path / "z.db"

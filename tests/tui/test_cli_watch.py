@@ -46,6 +46,8 @@ def test_watch_dry_run_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFix
     assert '"quarantined": false' in capsys.readouterr().out
 
 
-def test_watch_on_a_missing_store_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_watch_on_a_missing_store_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["watch", "--once", "--db", str(tmp_path / "nope.db")]) == 2
     assert capsys.readouterr().err.startswith("zombietop: no store at")

@@ -7,41 +7,12 @@ from dataclasses import replace
 
 from textual.app import App, ComposeResult
 
-from core.model import Heartbeat, Lease, Task, TaskRecord, TaskState
 from core.monitor import build_snapshot
 from tui.cells import COLUMNS
-from tui.sample import NOW, sample_config
+from tui.sample import NOW, sample_config, synthetic_records
 from tui.widgets.task_table import TaskTable
 
 N = 10_000
-
-
-def _record(i: int) -> TaskRecord:
-    task_id = f"job-{i:05d}"
-    return TaskRecord(
-        task=Task(
-            task_id=task_id,
-            run_id=f"run-{i}",
-            step="job",
-            step_type="batch",
-            state=TaskState.RUNNING,
-            host="batch-01",
-            pid=10_000 + i,
-            created_at=NOW - 900,
-            claimed_at=NOW - 890,
-            started_at=NOW - 890,
-            updated_at=NOW,
-        ),
-        lease=Lease(task_id=task_id, owner="run@batch-01", token=1, expires_at=NOW + 200),
-        heartbeat=Heartbeat(
-            task_id=task_id,
-            stage="work",
-            progress=float(i % 100),
-            written_at=NOW - (i % 50),
-            progress_changed_at=NOW - (i % 50),
-            stage_started_at=NOW - 600,
-        ),
-    )
 
 
 class TableApp(App[None]):
@@ -51,7 +22,7 @@ class TableApp(App[None]):
 
 async def test_ten_changed_of_ten_thousand_touch_only_those_rows() -> None:
     config = sample_config()
-    records = [_record(i) for i in range(N)]
+    records = synthetic_records(N)
     before = build_snapshot(NOW, records, config, {})
     changed = {f"job-{i:05d}" for i in range(0, N, N // 10)}
     after_records = [

@@ -126,6 +126,14 @@ def describe(view: TaskView, now: float) -> Table:
             f"pid {process.pid} {alive}, status {process.status or '-'}, cpu {cpu}, rss {rss}, "
             f"started {_stamp(process.create_time or task.pid_start_time)}",
         )
+    if view.agent_note is not None:
+        grid.add_row("agent", Text(view.agent_note, style="bold yellow"))
+    skew = view.clock_skew_s
+    if skew is not None and abs(skew) >= 1:
+        side = "ahead of" if skew > 0 else "behind"
+        grid.add_row(
+            "clock skew", f"the worker's clock is {format_age(abs(skew))} {side} the store's"
+        )
     budgets = view.verdict.budgets
     grid.add_row("request", _budget_row(budgets.request))
     grid.add_row("stage budget", _budget_row(budgets.stage))

@@ -1,0 +1,133 @@
+"""``zombietop agent``: one per host of a fleet, the hands and eyes of every dashboard elsewhere.
+
+Each tick it (1) reports its presence with this host's clock, so dashboards know it is there and
+how far this host's clock is off; (2) samples the processes behind this host's tasks into the
+store, so a dashboard on another host sees PID, CPU and liveness; (3) carries out the actions
+other hosts asked for this host, through the same executor as a local action (token check,
+process identity, durable kill record); and (4) finishes the pending kills on this host, so a
+SIGKILL is sent after the grace even when the asker has long gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from dataclasses import dataclass
+from typing import TextIO
+
+from core.actions import ActionKind, ActionOutcome, ActionRequest
+from core.clock import Clock, SystemClock
+from core.config import Config
+from core.errors import StoreError
+from core.executor import Executor
+from core.monitor import ProcessProbe
+from core.procs import PsutilProbe, this_host
+from core.store import Store
+
+AGENT_INTERVAL_S = 2.0
+"""Default time between ticks; dashboards call an agent gone after ~3 missed ticks."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TickReport:
+    """What one tick did."""
+
+    sampled: int
+    carried_out: tuple[ActionOutcome, ...] = ()
+    kills_finished: tuple[ActionOutcome, ...] = ()
+
+
+class Agent:
+    """Serve one host: presence, process samples, requested actions, pending kills."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: Config,
+        *,
+        host: str | None = None,
+        interval: float = AGENT_INTERVAL_S,
+        clock: Clock | None = None,
+        probe: ProcessProbe | None = None,
+        executor: Executor | None = None,
+        err: TextIO | None = None,
+    ) -> None:
+        self.store = store
+        self.host = host if host is not None else this_host()
+        self.interval = interval
+        # This host's clock: only reported, so dashboards can show how far off it is.
+        self.clock = clock or SystemClock()
+        self.probe = probe or PsutilProbe(host=self.host)
+        self.executor = executor or Executor(store, config, host=self.host)
+        self.agent_id = f"agent@{self.host}:{os.getpid()}:{os.urandom(2).hex()}"
+        self.err = err or sys.stderr
+
+    def _say(self, text: str) -> None:
+        print(f"zombietop agent: {text}", file=self.err, flush=True)
+
+    async def tick(self) -> TickReport:
+        """Do one round of the four duties; store errors propagate to the caller."""
+        await self.store.record_agent_beat(
+            self.host,
+            agent_id=self.agent_id,
+            pid=os.getpid(),
+            interval=self.interval,
+            reported_at=self.clock.now(),
+        )
+        tasks = await self.store.active_tasks_on(self.host)
+        samples = await self.probe.sample(tasks)
+        await self.store.record_process_samples(self.host, samples)
+        carried_out = []
+        for asked in await self.store.open_host_requests(self.host):
+            # Ours from a tick that failed half-way, or an earlier agent's that died holding it:
+            # the executor's token and identity checks make carrying it out again safe.
+            claimed = (
+                asked
+                if asked.claimed_by == self.agent_id
+                else await self.store.claim_host_request(asked.request_id, agent_id=self.agent_id)
+            )
+            if claimed is None:
+                continue
+            outcome = await self.executor.run(
+                ActionRequest(
+                    kind=ActionKind(claimed.kind),
+                    task_id=claimed.task_id,
+                    expected_token=claimed.expected_token,
+                    actor=claimed.actor,
+                    reason=claimed.reason,
+                )
+            )
+            await self.store.finish_host_request(
+                claimed.request_id,
+                outcome=str(outcome.outcome),
+                message=outcome.message,
+                actor=self.agent_id,
+            )
+            self._say(f"{claimed.kind} {claimed.task_id} for {claimed.actor}: {outcome.message}")
+            carried_out.append(outcome)
+        finished = await self.executor.complete_pending_kills()
+        for done in finished:
+            self._say(f"kill {done.request.task_id}: {done.outcome}: {done.message}")
+        return TickReport(
+            sampled=len(samples), carried_out=tuple(carried_out), kills_finished=tuple(finished)
+        )
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Tick every ``interval`` until ``stop`` is set; say goodbye in the store when leaving."""
+        stop = stop or asyncio.Event()
+        self._say(f"serving {self.host} in {self.store.describe()} every {self.interval:g}s")
+        try:
+            while not stop.is_set():
+                try:
+                    await self.tick()
+                except StoreError as exc:
+                    # A store hiccup is not a reason to leave the host unserved: try next tick.
+                    self._say(f"tick failed: {exc}")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=self.interval)
+        finally:
+            with contextlib.suppress(StoreError):
+                await self.store.stop_agent(self.host, agent_id=self.agent_id)
+            self._say(f"stopped serving {self.host}")

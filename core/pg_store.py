@@ -1,0 +1,324 @@
+"""The PostgreSQL store: ``core.sql_store``'s logic over asyncpg, for many hosts and one server.
+
+Time comes from the server. Every write locks the task's row first (``_hold``) and only then
+reads the server's clock (``_now_in``), so a lease's expiry is judged by one clock for the whole
+fleet: a host whose own clock is off can neither steal a live lease nor keep an expired one.
+Events are written in the same transaction as the change they record; the schema is versioned
+and migrated on open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from core import queries
+from core.clock import Clock
+from core.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
+from core.model import Task
+from core.sql_store import Duplicate, SQLStore, fill_columns
+
+APPLICATION = "zombietop"
+CONNECT_TIMEOUT_S = 10.0
+_SQL = queries.load("postgresql")
+MIGRATIONS = (_SQL["schema_v1"], _SQL["schema_v2"], _SQL["schema_v3"])
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The same numbering as the SQLite store: v3 on either backend holds the same tables."""
+
+_PARAM = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    """One named block with ``:name`` parameters turned into asyncpg's ``$n``."""
+
+    sql: str
+    names: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> _Query:
+        # Comments may mention :names; they must not become parameters.
+        body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+        names: list[str] = []
+
+        def number(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in names:
+                names.append(name)
+            return f"${names.index(name) + 1}"
+
+        return cls(_PARAM.sub(number, body), tuple(names))
+
+    def args(self, params: Mapping[str, Any]) -> list[Any]:
+        return [params[name] for name in self.names]
+
+
+Q = {
+    name: _Query.parse(fill_columns(sql))
+    for name, sql in _SQL.items()
+    if not name.startswith("schema_v")
+}
+
+
+def _rowcount(status: str) -> int:
+    """asyncpg returns the command tag (``UPDATE 1``); the count is its last word."""
+    tail = status.rsplit(" ", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def safe_url(url: str) -> str:
+    """The URL without its password, for messages and headers."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}@{netloc}"))
+
+
+class PostgresStore(SQLStore[asyncpg.Connection]):
+    """A store in one PostgreSQL database, shared by every host of a fleet."""
+
+    def __init__(
+        self,
+        conn: asyncpg.Connection,
+        url: str,
+        *,
+        read_only: bool,
+        pinned_clock: Clock | None,
+    ) -> None:
+        super().__init__()
+        self._conn = conn
+        self.url = url
+        self.read_only = read_only
+        self._pinned = pinned_clock
+        # One connection, one transaction at a time: coroutines sharing this store queue here.
+        self._lock = asyncio.Lock()
+
+    # Opening -------------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        read_only: bool = False,
+        create: bool = False,
+        clock: Clock | None = None,
+        pinned_clock: Clock | None = None,
+    ) -> PostgresStore:
+        """Connect, check the database is a zombietop store (or empty) and migrate it.
+
+        ``clock`` (this host's clock) is accepted for symmetry with SQLite and never decides a
+        lease. ``pinned_clock`` replaces the server's clock in the one query that reads it, so
+        the shared test suite can drive both backends with one fake clock; never set it in
+        production.
+        """
+        del clock, create  # the server has the clock; the database is created by its admin
+        where = safe_url(url)
+        settings = {"application_name": f"zombietop:{os.getpid()}"}
+        if read_only:
+            # The server refuses writes too, not only this class.
+            settings["default_transaction_read_only"] = "on"
+        try:
+            conn = await asyncpg.connect(
+                url, timeout=CONNECT_TIMEOUT_S, server_settings=settings, statement_cache_size=200
+            )
+        except (
+            asyncpg.InvalidPasswordError,
+            asyncpg.InvalidAuthorizationSpecificationError,
+        ) as exc:
+            raise StoreError(
+                f"PostgreSQL at {where} refused the login ({exc}); check the user and password "
+                "in the URL, PGPASSWORD or ~/.pgpass"
+            ) from None
+        except asyncpg.InvalidCatalogNameError as exc:
+            raise StoreMissing(
+                f"no database at {where} ({exc}); create it (createdb NAME) and zombietop "
+                "will create its tables on first use"
+            ) from None
+        except (OSError, TimeoutError, asyncpg.CannotConnectNowError) as exc:
+            raise StoreError(
+                f"cannot reach PostgreSQL at {where} ({exc.__class__.__name__}: {exc}); "
+                "is the server running and is --db / ZOMBIETOP_DB right?"
+            ) from None
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
+            raise StoreError(f"cannot open store {where}: {exc}") from None
+        store = cls(conn, url, read_only=read_only, pinned_clock=pinned_clock)
+        try:
+            await store._prepare()
+        except BaseException:
+            await conn.close()
+            raise
+        return store
+
+    async def _prepare(self) -> None:
+        where = safe_url(self.url)
+        async with self._lock:
+            with self._translate():
+                version = await self._marker_version(self._conn)
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{where} uses store schema v{version}, newer than this zombietop "
+                f"(v{SCHEMA_VERSION}); upgrade zombietop"
+            )
+        if self.read_only:
+            if version == 0:
+                raise StoreMissing(
+                    f"no zombietop store in {where} yet: run `zombietop init --db URL` once"
+                )
+            if version < SCHEMA_VERSION:
+                raise StoreError(
+                    f"{where} needs a schema upgrade (v{version} -> v{SCHEMA_VERSION}); "
+                    "open it once without --read-only"
+                )
+            return
+        if version < SCHEMA_VERSION:
+            async with self._write() as db:
+                await db.execute(Q["lock_migrations"].sql)
+                # Re-read under the lock: another zombietop may have migrated meanwhile.
+                version = await self._marker_version(db)
+                for number in range(version, SCHEMA_VERSION):
+                    await db.execute(MIGRATIONS[number])
+                await db.execute(
+                    Q["upsert_store_marker"].sql,
+                    *Q["upsert_store_marker"].args(
+                        {"application": APPLICATION, "version": SCHEMA_VERSION}
+                    ),
+                )
+
+    async def _marker_version(self, db: asyncpg.Connection) -> int:
+        where = safe_url(self.url)
+        if await db.fetchval(Q["has_marker_table"].sql):
+            row = await db.fetchrow(Q["select_store_marker"].sql)
+            if row is None or row["application"] != APPLICATION:
+                raise StoreError(
+                    f"{where} is a PostgreSQL database but not a zombietop store; "
+                    "point --db at a database of its own"
+                )
+            return int(row["schema_version"])
+        tables = await db.fetchval(Q["count_tables"].sql)
+        if tables:
+            raise StoreError(
+                f"{where} is a PostgreSQL database but not a zombietop store ({tables} other "
+                "tables); point --db at a database of its own (createdb zombietop)"
+            )
+        return 0
+
+    def describe(self) -> str:
+        return safe_url(self.url) + (" (read-only)" if self.read_only else "")
+
+    async def close(self) -> None:
+        with contextlib.suppress(asyncpg.InterfaceError, OSError):
+            await self._conn.close(timeout=5)
+
+    async def now(self) -> float:
+        async with self._read() as db:
+            return await self._now_in(db)
+
+    # Plumbing ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _translate(self) -> Iterator[None]:
+        """Turn asyncpg errors into ``StoreError`` subclasses that say what to do."""
+        where = safe_url(self.url)
+        try:
+            yield
+        except asyncpg.ReadOnlySQLTransactionError:
+            raise ReadOnlyStore(
+                f"store {self.describe()} cannot be written: the connection is read-only"
+            ) from None
+        except (
+            asyncpg.DeadlockDetectedError,
+            asyncpg.LockNotAvailableError,
+            asyncpg.SerializationError,
+        ) as exc:
+            raise StoreBusy(f"store {where} was too busy ({exc}); retry") from None
+        except asyncpg.InterfaceError as exc:
+            if "closed" in str(exc):
+                raise StoreError(f"store {where} is closed") from None
+            raise StoreError(f"store {where}: {exc}") from None
+        except (asyncpg.PostgresConnectionError, OSError) as exc:
+            raise StoreError(
+                f"lost the connection to PostgreSQL at {where} ({exc}); check the server"
+            ) from None
+        except asyncpg.PostgresError as exc:
+            raise StoreError(f"store {where}: {exc}") from None
+
+    @contextlib.asynccontextmanager
+    async def _read(self) -> AsyncIterator[asyncpg.Connection]:
+        async with self._lock:
+            with self._translate():
+                yield self._conn
+
+    @contextlib.asynccontextmanager
+    async def _write(self) -> AsyncIterator[asyncpg.Connection]:
+        if self.read_only:
+            raise ReadOnlyStore(
+                f"store {self.describe()} is open read-only; this needs a writable store"
+            )
+        async with self._lock:
+            with self._translate():
+                transaction = self._conn.transaction()
+                await transaction.start()
+                try:
+                    yield self._conn
+                except BaseException:
+                    with contextlib.suppress(
+                        asyncpg.PostgresError, asyncpg.InterfaceError, OSError
+                    ):
+                        await transaction.rollback()
+                    raise
+                else:
+                    await transaction.commit()
+
+    async def _now_in(self, db: asyncpg.Connection) -> float:
+        pinned = None if self._pinned is None else float(self._pinned.now())
+        value = await db.fetchval(Q["transaction_now"].sql, pinned)
+        return float(value)
+
+    async def _run(self, db: asyncpg.Connection, name: str, params: Mapping[str, Any]) -> int:
+        query = Q[name]
+        return _rowcount(await db.execute(query.sql, *query.args(params)))
+
+    async def _row(
+        self, db: asyncpg.Connection, name: str, params: Mapping[str, Any]
+    ) -> asyncpg.Record | None:
+        query = Q[name]
+        return await db.fetchrow(query.sql, *query.args(params))
+
+    async def _rows(
+        self, db: asyncpg.Connection, name: str, params: Mapping[str, Any]
+    ) -> list[asyncpg.Record]:
+        query = Q[name]
+        return list(await db.fetch(query.sql, *query.args(params)))
+
+    async def _hold(self, db: asyncpg.Connection, task_id: str) -> Task | None:
+        row = await self._row(db, "lock_task", {"task_id": task_id})
+        return None if row is None else Task.from_row(row)
+
+    def _where(self) -> str:
+        return safe_url(self.url)
+
+    async def _run_many(
+        self, db: asyncpg.Connection, name: str, params: Iterable[Mapping[str, Any]]
+    ) -> None:
+        query = Q[name]
+        await db.executemany(query.sql, [query.args(each) for each in params])
+
+    async def _insert(
+        self, db: asyncpg.Connection, name: str, params: Mapping[str, Any]
+    ) -> asyncpg.Record | None:
+        try:
+            async with db.transaction():  # a savepoint: the duplicate leaves the outer one usable
+                return await self._row(db, name, params)
+        except asyncpg.UniqueViolationError:
+            raise Duplicate(name) from None

@@ -1,0 +1,438 @@
+-- zombietop's SQL for the PostgreSQL store. Blocks are named by a `-- name --` line and loaded
+-- once by core/queries.py. Parameters are written :name and turned into $n by core/pg_store.py.
+-- Times are double precision seconds since the epoch, read from the server's clock (see
+-- transaction_now): no host's clock ever decides when a lease expires.
+
+-- schema_v1 --
+CREATE TABLE zombietop_store (
+    singleton       boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    application     text NOT NULL,
+    schema_version  integer NOT NULL
+);
+CREATE TABLE tasks (
+    task_id             text PRIMARY KEY,
+    run_id              text NOT NULL,
+    step                text NOT NULL,
+    step_type           text NOT NULL,
+    state               text NOT NULL,
+    attempt             integer NOT NULL DEFAULT 1,
+    upstream            text NOT NULL DEFAULT '[]',
+    host                text,
+    pid                 integer,
+    pid_start_time      double precision,
+    command             text,
+    cwd                 text,
+    checkpoint          text,
+    exit_code           integer,
+    state_reason        text,
+    heartbeat_error     text,
+    heartbeat_error_at  double precision,
+    quarantined_at      double precision,
+    quarantined_by      text,
+    quarantine_reason   text,
+    created_at          double precision NOT NULL,
+    claimed_at          double precision,
+    started_at          double precision,
+    finished_at         double precision,
+    updated_at          double precision NOT NULL
+);
+-- The poll reads finished_at IS NULL (active) plus a recent window: both ride this index.
+CREATE INDEX tasks_finished_at ON tasks (finished_at);
+CREATE TABLE leases (
+    task_id      text PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+    owner        text,
+    token        bigint NOT NULL,
+    acquired_at  double precision,
+    renewed_at   double precision,
+    expires_at   double precision
+);
+CREATE TABLE heartbeats (
+    task_id              text PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+    stage                text,
+    progress             double precision,
+    counters             text NOT NULL DEFAULT '{}',
+    checkpoint           text,
+    eta_s                double precision,
+    request_name         text,
+    request_started_at   double precision,
+    trace_id             text,
+    reported_at          double precision,
+    written_at           double precision NOT NULL,
+    progress_changed_at  double precision NOT NULL,
+    stage_started_at     double precision NOT NULL,
+    seq                  bigint NOT NULL
+);
+CREATE TABLE heartbeat_history (
+    task_id     text NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
+    seq         bigint NOT NULL,
+    written_at  double precision NOT NULL,
+    stage       text,
+    progress    double precision,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE events (
+    event_id  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at        double precision NOT NULL,
+    task_id   text,
+    kind      text NOT NULL,
+    actor     text NOT NULL,
+    message   text NOT NULL,
+    data      text NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_task ON events (task_id, event_id);
+
+-- schema_v2 --
+CREATE TABLE pending_kills (
+    kill_id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    task_id         text NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
+    pid             integer NOT NULL,
+    pid_start_time  double precision,
+    pgid            integer,
+    host            text,
+    requested_by    text NOT NULL,
+    term_sent_at    double precision NOT NULL,
+    deadline        double precision NOT NULL,
+    outcome         text,
+    finished_at     double precision
+);
+CREATE INDEX pending_kills_task ON pending_kills (task_id, kill_id);
+CREATE UNIQUE INDEX pending_kills_open ON pending_kills (task_id) WHERE outcome IS NULL;
+
+-- schema_v3 --
+-- Fleets: one agent per host reports its presence, the processes behind its host's tasks, and
+-- carries out the actions other hosts ask for.
+CREATE TABLE agents (
+    host         text PRIMARY KEY,
+    agent_id     text NOT NULL,
+    pid          integer NOT NULL,
+    interval_s   double precision NOT NULL,
+    started_at   double precision NOT NULL,
+    seen_at      double precision NOT NULL,
+    reported_at  double precision,
+    stopped_at   double precision
+);
+CREATE TABLE process_samples (
+    task_id      text PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+    host         text NOT NULL,
+    pid          integer NOT NULL,
+    alive        boolean NOT NULL,
+    identity_ok  boolean NOT NULL,
+    status       text,
+    cpu_percent  double precision,
+    rss_bytes    bigint,
+    threads      integer,
+    io_idle_s    double precision,
+    children     integer NOT NULL,
+    create_time  double precision,
+    sampled_at   double precision NOT NULL,
+    written_at   double precision NOT NULL
+);
+CREATE TABLE host_requests (
+    request_id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    task_id         text NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
+    host            text NOT NULL,
+    kind            text NOT NULL,
+    expected_token  bigint,
+    actor           text NOT NULL,
+    reason          text,
+    requested_at    double precision NOT NULL,
+    claimed_by      text,
+    claimed_at      double precision,
+    outcome         text,
+    message         text,
+    finished_at     double precision
+);
+CREATE INDEX host_requests_open ON host_requests (host, request_id) WHERE finished_at IS NULL;
+CREATE UNIQUE INDEX host_requests_one_open ON host_requests (task_id, kind) WHERE finished_at IS NULL;
+
+-- select_store_marker --
+SELECT application, schema_version FROM zombietop_store
+
+-- count_tables --
+-- Tables in the schema we would write to: an empty database becomes a store, any other is
+-- somebody else's and is left alone.
+SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()
+
+-- has_marker_table --
+SELECT to_regclass('zombietop_store') IS NOT NULL
+
+-- lock_migrations --
+-- Two zombietops opening a fresh database at once: the second waits, then sees it migrated.
+SELECT pg_advisory_xact_lock(1515146562)
+
+-- upsert_store_marker --
+INSERT INTO zombietop_store (singleton, application, schema_version)
+VALUES (true, :application, :version)
+ON CONFLICT (singleton) DO UPDATE SET application = excluded.application,
+    schema_version = excluded.schema_version
+
+-- transaction_now --
+-- The server's clock, read after the transaction's row lock is held: now() is frozen at BEGIN,
+-- so a transaction that queued behind another would judge expiry with a stale time.
+-- :pinned replaces it only in tests (PostgresStore.open(pinned_clock=...)).
+SELECT COALESCE(:pinned::double precision,
+                extract(epoch FROM clock_timestamp())::double precision)
+
+-- lock_task --
+-- Every write to one task holds its row: leases, heartbeats and actions on a task are
+-- serialized, and their events are numbered in the order they happened.
+SELECT {task_columns} FROM tasks WHERE task_id = :task_id FOR UPDATE
+
+-- select_task --
+SELECT {task_columns} FROM tasks WHERE task_id = :task_id
+
+-- select_tasks_for_poll --
+SELECT {columns}
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+LEFT JOIN pending_kills k ON k.kill_id =
+    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+WHERE t.finished_at IS NULL
+UNION ALL
+SELECT {columns}
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+LEFT JOIN pending_kills k ON k.kill_id =
+    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+WHERE t.finished_at >= :finished_since::double precision
+
+-- select_all_tasks --
+SELECT {columns}
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+LEFT JOIN pending_kills k ON k.kill_id =
+    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+
+-- select_task_record --
+SELECT {columns}
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+LEFT JOIN pending_kills k ON k.kill_id =
+    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+WHERE t.task_id = :task_id
+
+-- insert_task --
+INSERT INTO tasks (task_id, run_id, step, step_type, state, attempt, upstream, host, command, cwd,
+                   created_at, updated_at)
+VALUES (:task_id, :run_id, :step, :step_type, :state, 1, :upstream, :host, :command, :cwd,
+        :now, :now)
+
+-- select_lease --
+SELECT task_id, owner, token, acquired_at, renewed_at, expires_at FROM leases WHERE task_id = :task_id
+
+-- upsert_lease --
+INSERT INTO leases (task_id, owner, token, acquired_at, renewed_at, expires_at)
+VALUES (:task_id, :owner, :token, :now, :now, :expires_at)
+ON CONFLICT (task_id) DO UPDATE SET
+    owner = excluded.owner, token = excluded.token, acquired_at = excluded.acquired_at,
+    renewed_at = excluded.renewed_at, expires_at = excluded.expires_at
+
+-- renew_lease --
+-- Compare-and-swap: only the current owner with the current token, and only before expiry.
+UPDATE leases SET renewed_at = :now, expires_at = :expires_at
+WHERE task_id = :task_id AND owner = :owner AND token = :token AND expires_at >= :now
+
+-- release_lease --
+UPDATE leases SET owner = NULL, expires_at = NULL, renewed_at = :now
+WHERE task_id = :task_id AND owner = :owner AND token = :token
+
+-- claim_task --
+UPDATE tasks SET
+    state = CASE WHEN state IN ('queued', 'interrupted') THEN 'starting' ELSE state END,
+    claimed_at = :now, updated_at = :now, attempt = attempt + :attempt_bump::integer
+WHERE task_id = :task_id
+
+-- upsert_heartbeat --
+-- As in sqlite.sql: progress_changed_at moves only when stage, progress, counters or checkpoint
+-- change, stage_started_at only when the stage does; every right-hand side sees the old row.
+INSERT INTO heartbeats AS hb (task_id, stage, progress, counters, checkpoint, eta_s, request_name,
+                        request_started_at, trace_id, reported_at, written_at,
+                        progress_changed_at, stage_started_at, seq)
+VALUES (:task_id, :stage::text, :progress::double precision, :counters, :checkpoint::text,
+        :eta_s, :request_name::text,
+        COALESCE(:request_at::double precision,
+                 CASE WHEN :request_name::text IS NOT NULL THEN :now::double precision END),
+        :trace_id, :reported_at, :now, :now, :now,
+        (SELECT COALESCE(max(seq), 0) + 1 FROM heartbeat_history WHERE task_id = :task_id))
+ON CONFLICT (task_id) DO UPDATE SET
+    progress_changed_at = CASE
+        WHEN hb.stage IS NOT DISTINCT FROM excluded.stage
+             AND hb.progress IS NOT DISTINCT FROM excluded.progress
+             AND hb.counters = excluded.counters
+             AND hb.checkpoint IS NOT DISTINCT FROM excluded.checkpoint
+        THEN hb.progress_changed_at ELSE excluded.written_at END,
+    stage_started_at = CASE
+        WHEN hb.stage IS NOT DISTINCT FROM excluded.stage THEN hb.stage_started_at
+        ELSE excluded.written_at END,
+    stage = excluded.stage, progress = excluded.progress, counters = excluded.counters,
+    checkpoint = excluded.checkpoint, eta_s = excluded.eta_s,
+    request_started_at = CASE
+        WHEN excluded.request_name IS NULL THEN NULL
+        WHEN :request_at::double precision IS NOT NULL THEN :request_at::double precision
+        WHEN hb.request_name IS NOT DISTINCT FROM excluded.request_name
+        THEN COALESCE(hb.request_started_at, excluded.written_at)
+        ELSE excluded.written_at END,
+    request_name = excluded.request_name,
+    trace_id = excluded.trace_id, reported_at = excluded.reported_at,
+    written_at = excluded.written_at, seq = hb.seq + 1
+RETURNING seq
+
+-- select_heartbeat --
+SELECT {heartbeat_columns} FROM heartbeats WHERE task_id = :task_id
+
+-- insert_heartbeat_history --
+INSERT INTO heartbeat_history (task_id, seq, written_at, stage, progress)
+VALUES (:task_id, :seq, :now, :stage::text, :progress::double precision)
+
+-- trim_heartbeat_history --
+DELETE FROM heartbeat_history WHERE task_id = :task_id AND seq <= :oldest_dropped
+
+-- mark_running --
+UPDATE tasks SET
+    state = CASE WHEN state = 'starting' THEN 'running' ELSE state END,
+    started_at = COALESCE(started_at, :now),
+    checkpoint = COALESCE(:checkpoint::text, checkpoint),
+    heartbeat_error = NULL, heartbeat_error_at = NULL,
+    updated_at = :now
+WHERE task_id = :task_id
+
+-- select_heartbeat_history --
+SELECT written_at, stage, progress FROM heartbeat_history
+WHERE task_id = :task_id ORDER BY seq DESC LIMIT :limit
+
+-- set_heartbeat_error --
+UPDATE tasks SET heartbeat_error = :message, heartbeat_error_at = :now, updated_at = :now
+WHERE task_id = :task_id
+
+-- set_process --
+UPDATE tasks SET pid = :pid, pid_start_time = :pid_start_time, host = :host, updated_at = :now
+WHERE task_id = :task_id
+
+-- finish_task --
+UPDATE tasks SET state = :state, exit_code = :exit_code, state_reason = :reason,
+    finished_at = :finished_at, updated_at = :now
+WHERE task_id = :task_id
+
+-- set_quarantine --
+UPDATE tasks SET quarantined_at = :quarantined_at, quarantined_by = :actor,
+    quarantine_reason = :reason, updated_at = :now
+WHERE task_id = :task_id
+
+-- insert_event --
+INSERT INTO events (at, task_id, kind, actor, message, data)
+VALUES (:now, :task_id, :kind, :actor, :message, :data)
+
+-- select_events --
+SELECT event_id, at, task_id, kind, actor, message, data FROM events
+WHERE (:task_id::text IS NULL OR task_id = :task_id::text)
+  AND (:before_id::bigint IS NULL OR event_id < :before_id::bigint)
+  AND (:kind::text IS NULL OR kind = :kind::text)
+ORDER BY event_id DESC LIMIT :limit
+
+-- select_open_kill --
+SELECT {kill_columns} FROM pending_kills k WHERE k.task_id = :task_id AND k.outcome IS NULL
+
+-- select_open_kills_for_host --
+SELECT {kill_columns} FROM pending_kills k
+WHERE k.outcome IS NULL AND k.host IS NOT DISTINCT FROM :host::text
+ORDER BY k.deadline, k.kill_id
+
+-- insert_pending_kill --
+INSERT INTO pending_kills (task_id, pid, pid_start_time, pgid, host, requested_by, term_sent_at,
+                           deadline)
+VALUES (:task_id, :pid, :pid_start_time, :pgid, :host, :requested_by, :now, :deadline)
+
+-- close_pending_kill --
+UPDATE pending_kills SET outcome = :outcome, finished_at = :now
+WHERE task_id = :task_id AND outcome IS NULL
+
+-- bump_lease_token --
+INSERT INTO leases (task_id, owner, token, acquired_at, renewed_at, expires_at)
+VALUES (:task_id, NULL, :token, NULL, :now, NULL)
+ON CONFLICT (task_id) DO UPDATE SET
+    owner = NULL, token = excluded.token, renewed_at = excluded.renewed_at, expires_at = NULL
+
+-- requeue_task --
+UPDATE tasks SET state = 'queued', attempt = attempt + 1, pid = NULL, pid_start_time = NULL,
+    exit_code = NULL, state_reason = :reason, heartbeat_error = NULL, heartbeat_error_at = NULL,
+    quarantined_at = NULL, quarantined_by = NULL, quarantine_reason = NULL,
+    claimed_at = NULL, started_at = NULL, finished_at = NULL, updated_at = :now
+WHERE task_id = :task_id
+
+-- delete_heartbeat --
+DELETE FROM heartbeats WHERE task_id = :task_id
+
+-- discard_task --
+UPDATE tasks SET state = 'discarded', state_reason = :reason, finished_at = :now, updated_at = :now
+WHERE task_id = :task_id
+
+-- upsert_agent --
+-- An agent's beat: seen_at is the server's clock, reported_at the agent host's; their
+-- difference is that host's clock skew.
+INSERT INTO agents (host, agent_id, pid, interval_s, started_at, seen_at, reported_at, stopped_at)
+VALUES (:host, :agent_id, :pid, :interval_s, :now, :now, :reported_at, NULL)
+ON CONFLICT (host) DO UPDATE SET
+    started_at = CASE WHEN agents.agent_id = excluded.agent_id AND agents.stopped_at IS NULL
+                      THEN agents.started_at ELSE excluded.started_at END,
+    agent_id = excluded.agent_id, pid = excluded.pid, interval_s = excluded.interval_s,
+    seen_at = excluded.seen_at, reported_at = excluded.reported_at, stopped_at = NULL
+
+-- stop_agent --
+UPDATE agents SET stopped_at = :now WHERE host = :host AND agent_id = :agent_id
+
+-- select_agents --
+SELECT host, agent_id, pid, interval_s, started_at, seen_at, reported_at, stopped_at
+FROM agents ORDER BY host
+
+-- select_active_tasks_on_host --
+SELECT {task_columns} FROM tasks
+WHERE finished_at IS NULL AND pid IS NOT NULL AND host = :host
+
+-- upsert_process_sample --
+INSERT INTO process_samples (task_id, host, pid, alive, identity_ok, status, cpu_percent,
+                             rss_bytes, threads, io_idle_s, children, create_time, sampled_at,
+                             written_at)
+VALUES (:task_id, :host, :pid, :alive, :identity_ok, :status, :cpu_percent, :rss_bytes, :threads,
+        :io_idle_s, :children, :create_time, :sampled_at, :now)
+ON CONFLICT (task_id) DO UPDATE SET
+    host = excluded.host, pid = excluded.pid, alive = excluded.alive,
+    identity_ok = excluded.identity_ok, status = excluded.status,
+    cpu_percent = excluded.cpu_percent, rss_bytes = excluded.rss_bytes,
+    threads = excluded.threads, io_idle_s = excluded.io_idle_s, children = excluded.children,
+    create_time = excluded.create_time, sampled_at = excluded.sampled_at,
+    written_at = excluded.written_at
+
+-- select_process_samples --
+SELECT s.task_id, s.host, s.pid, s.alive, s.identity_ok, s.status, s.cpu_percent, s.rss_bytes,
+       s.threads, s.io_idle_s, s.children, s.create_time, s.sampled_at, s.written_at
+FROM process_samples s JOIN tasks t ON t.task_id = s.task_id
+WHERE t.finished_at IS NULL
+
+-- insert_host_request --
+INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at)
+VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now)
+RETURNING request_id
+
+-- select_host_request --
+SELECT {request_columns} FROM host_requests WHERE request_id = :request_id
+
+-- select_open_host_requests --
+-- Every request not yet carried out, oldest first; :host NULL means every host.
+SELECT {request_columns} FROM host_requests
+WHERE finished_at IS NULL AND (:host::text IS NULL OR host = :host::text)
+ORDER BY request_id
+
+-- claim_host_request --
+-- Compare-and-swap: of two agents claiming one request, one wins. A request an earlier agent of
+-- the host claimed and never finished (it died) may be claimed again.
+UPDATE host_requests SET claimed_by = :agent_id, claimed_at = :now
+WHERE request_id = :request_id AND finished_at IS NULL
+  AND claimed_by IS DISTINCT FROM :agent_id::text
+
+-- finish_host_request --
+UPDATE host_requests SET outcome = :outcome, message = :message, finished_at = :now
+WHERE request_id = :request_id AND finished_at IS NULL

@@ -1,0 +1,991 @@
+"""The store's logic once, over SQL: each backend supplies a connection and a few adapter methods.
+
+A backend (``core.sqlite_store``, ``core.pg_store``) opens its connection, migrates its schema,
+translates its driver's errors, and answers the adapter: run a named query (``_run``, ``_row``,
+``_rows``, ``_run_many``, ``_insert``), give a read context and a write transaction (``_read``,
+``_write``), and hold a task's row and read the store's clock (``_hold``, ``_now_in``). Every
+write holds the task's row before it reads the clock, so a lease's expiry is judged by a time
+taken after any writer ahead of it finished.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Generic, TypeVar
+
+from core.durations import format_age
+from core.errors import ActionRefused, LeaseHeld, LeaseLost, StoreError, TaskNotFound
+from core.heartbeat_line import BeatLine
+from core.model import (
+    AgentPresence,
+    Event,
+    EventKind,
+    Heartbeat,
+    HistoryPoint,
+    HostRequest,
+    Lease,
+    PendingKill,
+    ProcessSample,
+    StoredSample,
+    Task,
+    TaskRecord,
+    TaskState,
+)
+from core.rows import (
+    _COLUMNS,
+    _KILL_COLUMNS,
+    HEARTBEAT_COLUMNS,
+    REQUEST_COLUMNS,
+    TASK_COLUMNS,
+    PollCache,
+    already_requested,
+    record_from_row,
+    sample_params,
+)
+from core.store import HISTORY_LIMIT, Store
+
+Conn = TypeVar("Conn")
+"""The backend's connection (an aiosqlite or an asyncpg connection)."""
+
+
+class Duplicate(Exception):
+    """An insert hit a unique constraint; raised by ``SQLStore._insert``, turned into a refusal."""
+
+
+def fill_columns(sql: str) -> str:
+    """Put the shared column lists into a named block's ``{columns}``-style placeholders."""
+    return (
+        sql.replace("{columns}", _COLUMNS)
+        .replace("{kill_columns}", _KILL_COLUMNS)
+        .replace("{task_columns}", ", ".join(TASK_COLUMNS))
+        .replace("{heartbeat_columns}", ", ".join(HEARTBEAT_COLUMNS))
+        .replace("{request_columns}", ", ".join(REQUEST_COLUMNS))
+    )
+
+
+class SQLStore(Store, Generic[Conn]):
+    """Every store method, written against the adapter methods each backend implements."""
+
+    def __init__(self) -> None:
+        self._poll_cache = PollCache()
+
+    # Adapter -------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _read(self) -> AbstractAsyncContextManager[Conn]:
+        """Give the connection for reads, one coroutine at a time, errors translated."""
+
+    @abc.abstractmethod
+    def _write(self) -> AbstractAsyncContextManager[Conn]:
+        """Give the connection inside a write transaction that commits on a clean exit."""
+
+    @abc.abstractmethod
+    def _where(self) -> str:
+        """Say where the store is (no credentials), for messages."""
+
+    @abc.abstractmethod
+    async def _now_in(self, db: Conn) -> float:
+        """The store's clock, read inside the current transaction."""
+
+    @abc.abstractmethod
+    async def _hold(self, db: Conn, task_id: str) -> Task | None:
+        """Hold the task's row for the rest of the transaction; return it if holding read it."""
+
+    @abc.abstractmethod
+    async def _run(self, db: Conn, name: str, params: Mapping[str, Any]) -> int:
+        """Run a named statement; return how many rows it changed."""
+
+    @abc.abstractmethod
+    async def _row(self, db: Conn, name: str, params: Mapping[str, Any]) -> Any:
+        """Run a named query; return its first row or None."""
+
+    @abc.abstractmethod
+    async def _rows(self, db: Conn, name: str, params: Mapping[str, Any]) -> Sequence[Any]:
+        """Run a named query; return every row."""
+
+    @abc.abstractmethod
+    async def _run_many(self, db: Conn, name: str, params: Iterable[Mapping[str, Any]]) -> None:
+        """Run a named statement once per set of parameters."""
+
+    @abc.abstractmethod
+    async def _insert(self, db: Conn, name: str, params: Mapping[str, Any]) -> Any:
+        """Run a named insert, return its RETURNING row (None without one); raise
+        ``Duplicate`` on a unique violation and leave the transaction usable."""
+
+    # Shared plumbing -----------------------------------------------------------------------
+
+    def _missing(self, task_id: str) -> TaskNotFound:
+        return TaskNotFound(
+            f"no task {task_id!r} in store {self._where()}; `zombietop status --all` lists them"
+        )
+
+    async def _locked(self, db: Conn, task_id: str) -> tuple[Task, float]:
+        """Hold the task's row, then read the store's clock: the order matters (see module)."""
+        task = await self._hold(db, task_id) or await self._task_in(db, task_id)
+        return task, await self._now_in(db)
+
+    async def _task_in(self, db: Conn, task_id: str) -> Task:
+        row = await self._row(db, "select_task", {"task_id": task_id})
+        if row is None:
+            raise self._missing(task_id)
+        return Task.from_row(row)
+
+    async def _lease_in(self, db: Conn, task_id: str) -> Lease | None:
+        row = await self._row(db, "select_lease", {"task_id": task_id})
+        return None if row is None else Lease.from_row(row)
+
+    async def _event(
+        self,
+        db: Conn,
+        now: float,
+        *,
+        kind: str,
+        actor: str,
+        message: str,
+        task_id: str | None,
+        data: Mapping[str, Any] | None = None,
+    ) -> None:
+        await self._run(
+            db,
+            "insert_event",
+            {
+                "now": now,
+                "task_id": task_id,
+                "kind": str(kind),
+                "actor": actor,
+                "message": message,
+                "data": json.dumps(dict(data or {}), sort_keys=True, default=str),
+            },
+        )
+
+    async def _fence(self, db: Conn, now: float, task_id: str, owner: str, token: int) -> Lease:
+        lease = await self._lease_in(db, task_id)
+        if lease is None or lease.owner != owner or lease.token != token:
+            holder = (
+                "nobody"
+                if lease is None or lease.owner is None
+                else f"{lease.owner} (token {lease.token})"
+            )
+            raise LeaseLost(
+                f"{owner} (token {token}) no longer owns {task_id}; the lease is held by {holder}"
+            )
+        if lease.expires_at is None or now > lease.expires_at:
+            ago = format_age(now - (lease.expires_at or now))
+            raise LeaseLost(f"{owner}'s lease on {task_id} expired {ago} ago; it may be reclaimed")
+        return lease
+
+    # Tasks ---------------------------------------------------------------------------------
+
+    async def create_task(
+        self,
+        *,
+        task_id: str,
+        run_id: str,
+        step: str,
+        step_type: str,
+        actor: str,
+        upstream: Sequence[str] = (),
+        command: Sequence[str] = (),
+        cwd: str | None = None,
+        host: str | None = None,
+    ) -> Task:
+        if not task_id or not task_id.strip():
+            raise StoreError("a task id must not be empty")
+        async with self._write() as db:
+            now = await self._now_in(db)
+            try:
+                await self._insert(
+                    db,
+                    "insert_task",
+                    {
+                        "task_id": task_id,
+                        "run_id": run_id,
+                        "step": step,
+                        "step_type": step_type,
+                        "state": TaskState.QUEUED.value,
+                        "upstream": json.dumps(list(upstream)),
+                        "host": host,
+                        "command": json.dumps(list(command)) if command else None,
+                        "cwd": cwd,
+                        "now": now,
+                    },
+                )
+            except Duplicate:
+                raise StoreError(f"task {task_id!r} already exists in {self._where()}") from None
+            await self._event(
+                db,
+                now,
+                kind=EventKind.TASK_CREATED,
+                actor=actor,
+                task_id=task_id,
+                message=f"created {task_id} (run {run_id}, step {step}, type {step_type})",
+                data={"upstream": list(upstream)},
+            )
+            return await self._task_in(db, task_id)
+
+    async def get_task(self, task_id: str) -> Task:
+        async with self._read() as db:
+            return await self._task_in(db, task_id)
+
+    async def get_record(self, task_id: str) -> TaskRecord:
+        async with self._read() as db:
+            row = await self._row(db, "select_task_record", {"task_id": task_id})
+        if row is None:
+            raise self._missing(task_id)
+        return record_from_row(row)
+
+    async def poll(self, finished_since: float | None) -> list[TaskRecord]:
+        async with self._read() as db:
+            if finished_since is None:
+                rows = await self._rows(db, "select_all_tasks", {})
+            else:
+                rows = await self._rows(
+                    db, "select_tasks_for_poll", {"finished_since": finished_since}
+                )
+        return self._poll_cache.records(rows)
+
+    async def set_process(
+        self, task_id: str, *, owner: str, token: int, pid: int, pid_start_time: float, host: str
+    ) -> None:
+        async with self._write() as db:
+            await self._hold(db, task_id)
+            now = await self._now_in(db)
+            await self._fence(db, now, task_id, owner, token)
+            await self._run(
+                db,
+                "set_process",
+                {
+                    "task_id": task_id,
+                    "pid": pid,
+                    "pid_start_time": pid_start_time,
+                    "host": host,
+                    "now": now,
+                },
+            )
+
+    async def finish_task(
+        self,
+        task_id: str,
+        *,
+        owner: str,
+        token: int,
+        state: TaskState,
+        exit_code: int | None = None,
+        reason: str | None = None,
+    ) -> Task:
+        if state not in (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.INTERRUPTED):
+            raise ValueError(f"finish_task ends in succeeded, failed or interrupted, not {state}")
+        async with self._write() as db:
+            held = await self._hold(db, task_id)
+            now = await self._now_in(db)
+            lease = await self._lease_in(db, task_id)
+            # Finishing is allowed just past expiry as long as nobody took the lease over:
+            # the work is done, and recording that beats leaving a zombie behind.
+            if lease is None or lease.owner != owner or lease.token != token:
+                raise LeaseLost(
+                    f"{owner} (token {token}) no longer owns {task_id}; not recording its end"
+                )
+            before = held or await self._task_in(db, task_id)
+            await self._run(
+                db,
+                "finish_task",
+                {
+                    "task_id": task_id,
+                    "state": state.value,
+                    "exit_code": exit_code,
+                    "reason": reason,
+                    "finished_at": None if state is TaskState.INTERRUPTED else now,
+                    "now": now,
+                },
+            )
+            await self._run(
+                db,
+                "release_lease",
+                {"task_id": task_id, "owner": owner, "token": token, "now": now},
+            )
+            exit_text = "" if exit_code is None else f" (exit {exit_code})"
+            await self._event(
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=owner,
+                task_id=task_id,
+                message=f"{before.state} -> {state}{exit_text}" + (f": {reason}" if reason else ""),
+                data={
+                    "from": before.state.value,
+                    "to": state.value,
+                    "exit_code": exit_code,
+                    "token": token,
+                },
+            )
+            await self._event(
+                db,
+                now,
+                kind=EventKind.LEASE_RELEASED,
+                actor=owner,
+                task_id=task_id,
+                message=f"{owner} released token {token}",
+                data={"owner": owner, "token": token},
+            )
+            return await self._task_in(db, task_id)
+
+    async def set_quarantine(
+        self, task_id: str, *, quarantined: bool, actor: str, reason: str | None = None
+    ) -> Task:
+        async with self._write() as db:
+            before, now = await self._locked(db, task_id)
+            if before.quarantined == quarantined:
+                return before
+            await self._run(
+                db,
+                "set_quarantine",
+                {
+                    "task_id": task_id,
+                    "quarantined_at": now if quarantined else None,
+                    "actor": actor if quarantined else None,
+                    "reason": reason if quarantined else None,
+                    "now": now,
+                },
+            )
+            why = f": {reason}" if reason else ""
+            await self._event(
+                db,
+                now,
+                kind=EventKind.QUARANTINED if quarantined else EventKind.UNQUARANTINED,
+                actor=actor,
+                task_id=task_id,
+                message=("quarantined" if quarantined else "released from quarantine") + why,
+            )
+            return await self._task_in(db, task_id)
+
+    # Leases --------------------------------------------------------------------------------
+
+    async def get_lease(self, task_id: str) -> Lease | None:
+        async with self._read() as db:
+            return await self._lease_in(db, task_id)
+
+    async def acquire_lease(self, task_id: str, *, owner: str, ttl: float) -> Lease:
+        async with self._write() as db:
+            task, now = await self._locked(db, task_id)
+            if task.state.finished:
+                raise LeaseHeld(f"{task_id} is {task.state}; a finished task cannot be leased")
+            current = await self._lease_in(db, task_id)
+            if current is not None and current.held:
+                if current.expired(now):
+                    raise LeaseHeld(
+                        f"{task_id} is leased to {current.owner} (token {current.token}), expired "
+                        f"{format_age(now - (current.expires_at or now))} ago: reclaim it instead"
+                    )
+                raise LeaseHeld(
+                    f"{task_id} is leased to {current.owner} (token {current.token}) for another "
+                    f"{format_age((current.expires_at or now) - now)}"
+                )
+            token = (current.token if current else 0) + 1
+            return await self._grant(
+                db, now, task_id, owner, token, ttl, EventKind.LEASE_ACQUIRED, None
+            )
+
+    async def reclaim_lease(self, task_id: str, *, owner: str, ttl: float) -> Lease:
+        async with self._write() as db:
+            task, now = await self._locked(db, task_id)
+            if task.state.finished:
+                raise LeaseHeld(f"{task_id} is {task.state}; a finished task cannot be reclaimed")
+            current = await self._lease_in(db, task_id)
+            if current is None or not current.held:
+                raise LeaseHeld(f"{task_id} has no lease to reclaim: acquire it instead")
+            if not current.expired(now):
+                raise LeaseHeld(
+                    f"{task_id}'s lease (held by {current.owner}, token {current.token}) is "
+                    f"live for another {format_age((current.expires_at or now) - now)}; "
+                    "it cannot be reclaimed yet"
+                )
+            return await self._grant(
+                db, now, task_id, owner, current.token + 1, ttl, EventKind.LEASE_RECLAIMED, current
+            )
+
+    async def _grant(
+        self,
+        db: Conn,
+        now: float,
+        task_id: str,
+        owner: str,
+        token: int,
+        ttl: float,
+        kind: EventKind,
+        previous: Lease | None,
+    ) -> Lease:
+        expires_at = now + ttl
+        await self._run(
+            db,
+            "upsert_lease",
+            {
+                "task_id": task_id,
+                "owner": owner,
+                "token": token,
+                "now": now,
+                "expires_at": expires_at,
+            },
+        )
+        await self._run(
+            db,
+            "claim_task",
+            {"task_id": task_id, "now": now, "attempt_bump": 1 if previous is not None else 0},
+        )
+        taken = "" if previous is None else f" from {previous.owner} (token {previous.token})"
+        await self._event(
+            db,
+            now,
+            kind=kind,
+            actor=owner,
+            task_id=task_id,
+            message=f"{owner} took token {token}{taken}, expires in {format_age(ttl)}",
+            data={
+                "owner": owner,
+                "token": token,
+                "expires_at": expires_at,
+                "previous_owner": previous.owner if previous else None,
+                "previous_token": previous.token if previous else None,
+                "previous_expires_at": previous.expires_at if previous else None,
+            },
+        )
+        return Lease(
+            task_id=task_id,
+            owner=owner,
+            token=token,
+            acquired_at=now,
+            renewed_at=now,
+            expires_at=expires_at,
+        )
+
+    async def renew_lease(self, task_id: str, *, owner: str, token: int, ttl: float) -> Lease:
+        async with self._write() as db:
+            await self._hold(db, task_id)
+            now = await self._now_in(db)
+            expires_at = now + ttl
+            changed = await self._run(
+                db,
+                "renew_lease",
+                {
+                    "task_id": task_id,
+                    "owner": owner,
+                    "token": token,
+                    "now": now,
+                    "expires_at": expires_at,
+                },
+            )
+            if changed != 1:
+                await self._fence(db, now, task_id, owner, token)  # raises with the precise reason
+                raise LeaseLost(f"{owner} could not renew {task_id}")
+            lease = await self._lease_in(db, task_id)
+            assert lease is not None
+            await self._event(
+                db,
+                now,
+                kind=EventKind.LEASE_RENEWED,
+                actor=owner,
+                task_id=task_id,
+                message=f"{owner} renewed token {token} until +{format_age(ttl)}",
+                data={"owner": owner, "token": token, "expires_at": expires_at},
+            )
+            return lease
+
+    async def release_lease(self, task_id: str, *, owner: str, token: int) -> None:
+        async with self._write() as db:
+            await self._hold(db, task_id)
+            now = await self._now_in(db)
+            changed = await self._run(
+                db,
+                "release_lease",
+                {"task_id": task_id, "owner": owner, "token": token, "now": now},
+            )
+            if changed != 1:
+                raise LeaseLost(
+                    f"{owner} (token {token}) does not hold {task_id}; nothing to release"
+                )
+            await self._event(
+                db,
+                now,
+                kind=EventKind.LEASE_RELEASED,
+                actor=owner,
+                task_id=task_id,
+                message=f"{owner} released token {token}",
+                data={"owner": owner, "token": token},
+            )
+
+    async def still_owner(self, task_id: str, *, owner: str, token: int) -> bool:
+        async with self._read() as db:
+            now = await self._now_in(db)
+            lease = await self._lease_in(db, task_id)
+        return (
+            lease is not None
+            and lease.owner == owner
+            and lease.token == token
+            and lease.expires_at is not None
+            and now <= lease.expires_at
+        )
+
+    # Actions -------------------------------------------------------------------------------
+
+    async def _take_for_action(
+        self, db: Conn, task_id: str, expected_token: int | None, verb: str
+    ) -> tuple[Task, Lease | None, float]:
+        """Hold and re-read the task inside the transaction; refuse if it moved on."""
+        task, now = await self._locked(db, task_id)
+        lease = await self._lease_in(db, task_id)
+        token = None if lease is None else lease.token
+        if token != expected_token:
+            raise ActionRefused(
+                f"task changed since you looked: token {expected_token} is now {token}; "
+                f"look again before you {verb} {task_id}"
+            )
+        if task.state in (TaskState.SUCCEEDED, TaskState.DISCARDED):
+            raise ActionRefused(f"{task_id} is {task.state}; there is nothing to {verb}")
+        return task, lease, now
+
+    async def _bump_token(
+        self, db: Conn, now: float, task_id: str, lease: Lease | None, actor: str
+    ) -> Lease:
+        token = (0 if lease is None else lease.token) + 1
+        await self._run(db, "bump_lease_token", {"task_id": task_id, "token": token, "now": now})
+        held = "" if lease is None or lease.owner is None else f" from {lease.owner}"
+        await self._event(
+            db,
+            now,
+            kind=EventKind.LEASE_RECLAIMED,
+            actor=actor,
+            task_id=task_id,
+            message=f"{actor} took the lease{held}: token {token - 1} -> {token}, no owner",
+            data={
+                "token": token,
+                "previous_owner": None if lease is None else lease.owner,
+                "previous_token": None if lease is None else lease.token,
+            },
+        )
+        return Lease(task_id=task_id, owner=None, token=token, renewed_at=now)
+
+    async def resume_task(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> tuple[Task, Lease]:
+        async with self._write() as db:
+            before, lease, now = await self._take_for_action(db, task_id, expected_token, "resume")
+            new_lease = await self._bump_token(db, now, task_id, lease, actor)
+            await self._run(db, "requeue_task", {"task_id": task_id, "reason": reason, "now": now})
+            await self._run(db, "delete_heartbeat", {"task_id": task_id})
+            why = f": {reason}" if reason else ""
+            await self._event(
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=actor,
+                task_id=task_id,
+                message=f"{before.state} -> queued for attempt {before.attempt + 1}{why}",
+                data={
+                    "from": before.state.value,
+                    "to": TaskState.QUEUED.value,
+                    "token": new_lease.token,
+                    "checkpoint": before.checkpoint,
+                },
+            )
+            return await self._task_in(db, task_id), new_lease
+
+    async def discard_task(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> tuple[Task, Lease]:
+        async with self._write() as db:
+            before, lease, now = await self._take_for_action(db, task_id, expected_token, "discard")
+            new_lease = await self._bump_token(db, now, task_id, lease, actor)
+            await self._run(db, "discard_task", {"task_id": task_id, "reason": reason, "now": now})
+            why = f": {reason}" if reason else ""
+            await self._event(
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=actor,
+                task_id=task_id,
+                message=f"{before.state} -> discarded{why}",
+                data={
+                    "from": before.state.value,
+                    "to": TaskState.DISCARDED.value,
+                    "token": new_lease.token,
+                },
+            )
+            return await self._task_in(db, task_id), new_lease
+
+    async def open_kill(
+        self,
+        task_id: str,
+        *,
+        pid: int,
+        pid_start_time: float | None,
+        pgid: int | None,
+        host: str | None,
+        requested_by: str,
+        grace: float,
+    ) -> PendingKill:
+        async with self._write() as db:
+            _, now = await self._locked(db, task_id)
+            try:
+                await self._insert(
+                    db,
+                    "insert_pending_kill",
+                    {
+                        "task_id": task_id,
+                        "pid": pid,
+                        "pid_start_time": pid_start_time,
+                        "pgid": pgid,
+                        "host": host,
+                        "requested_by": requested_by,
+                        "now": now,
+                        "deadline": now + grace,
+                    },
+                )
+            except Duplicate:
+                raise ActionRefused(
+                    f"{task_id} already has a kill in progress; wait for it or watch it with "
+                    f"`zombietop kill {task_id}`"
+                ) from None
+            row = await self._row(db, "select_open_kill", {"task_id": task_id})
+            assert row is not None
+            return PendingKill.from_row(row)
+
+    async def get_open_kill(self, task_id: str) -> PendingKill | None:
+        async with self._read() as db:
+            row = await self._row(db, "select_open_kill", {"task_id": task_id})
+        return None if row is None else PendingKill.from_row(row)
+
+    async def open_kills(self, host: str | None) -> list[PendingKill]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_open_kills_for_host", {"host": host})
+        return [PendingKill.from_row(row) for row in rows]
+
+    async def close_kill(
+        self,
+        task_id: str,
+        *,
+        outcome: str,
+        actor: str,
+        message: str,
+        data: Mapping[str, Any] | None = None,
+    ) -> PendingKill | None:
+        async with self._write() as db:
+            await self._hold(db, task_id)
+            now = await self._now_in(db)
+            # No task, no open kill: another zombietop that closed it first also returns None.
+            row = await self._row(db, "select_open_kill", {"task_id": task_id})
+            if row is None:
+                return None
+            await self._run(
+                db, "close_pending_kill", {"task_id": task_id, "outcome": outcome, "now": now}
+            )
+            kill = PendingKill.from_row(row)
+            await self._event(
+                db,
+                now,
+                kind=EventKind.ACTION,
+                actor=actor,
+                task_id=task_id,
+                message=message,
+                data={
+                    "action": "kill",
+                    "outcome": outcome,
+                    "requested_by": kill.requested_by,
+                    "pid": kill.pid,
+                    "pgid": kill.pgid,
+                    **dict(data or {}),
+                },
+            )
+            return PendingKill(
+                task_id=kill.task_id,
+                pid=kill.pid,
+                pid_start_time=kill.pid_start_time,
+                host=kill.host,
+                requested_by=kill.requested_by,
+                term_sent_at=kill.term_sent_at,
+                deadline=kill.deadline,
+                outcome=outcome,
+                finished_at=now,
+                pgid=kill.pgid,
+            )
+
+    # Heartbeats ----------------------------------------------------------------------------
+
+    async def record_heartbeat(
+        self,
+        task_id: str,
+        beat: BeatLine,
+        *,
+        owner: str | None = None,
+        token: int | None = None,
+    ) -> Heartbeat:
+        async with self._write() as db:
+            task, now = await self._locked(db, task_id)
+            if task.state.finished:
+                raise LeaseLost(f"{task_id} is {task.state}; its heartbeats are no longer recorded")
+            if owner is not None and token is not None:
+                await self._fence(db, now, task_id, owner, token)
+            params = {
+                "task_id": task_id,
+                "stage": beat.stage,
+                "progress": beat.progress,
+                "counters": json.dumps(dict(beat.counters), sort_keys=True),
+                "checkpoint": beat.checkpoint,
+                "eta_s": beat.eta_s,
+                "request_name": beat.request,
+                "request_at": beat.request_at,
+                "trace_id": beat.trace,
+                "reported_at": beat.at,
+                "now": now,
+            }
+            row = await self._row(db, "upsert_heartbeat", params)
+            seq = int(row[0]) if row else 1
+            await self._run(
+                db,
+                "insert_heartbeat_history",
+                {
+                    "task_id": task_id,
+                    "seq": seq,
+                    "now": now,
+                    "stage": beat.stage,
+                    "progress": beat.progress,
+                },
+            )
+            if seq > HISTORY_LIMIT:
+                await self._run(
+                    db,
+                    "trim_heartbeat_history",
+                    {"task_id": task_id, "oldest_dropped": seq - HISTORY_LIMIT},
+                )
+            await self._run(
+                db, "mark_running", {"task_id": task_id, "checkpoint": beat.checkpoint, "now": now}
+            )
+            stored = await self._row(db, "select_heartbeat", {"task_id": task_id})
+            assert stored is not None
+            return Heartbeat.from_row(stored)
+
+    async def record_heartbeat_error(self, task_id: str, message: str) -> None:
+        async with self._write() as db:
+            _, now = await self._locked(db, task_id)
+            await self._run(
+                db, "set_heartbeat_error", {"task_id": task_id, "message": message, "now": now}
+            )
+            await self._event(
+                db,
+                now,
+                kind=EventKind.HEARTBEAT_REJECTED,
+                actor="zombietop",
+                task_id=task_id,
+                message=message,
+            )
+
+    async def heartbeat_history(
+        self, task_id: str, limit: int = HISTORY_LIMIT
+    ) -> list[HistoryPoint]:
+        async with self._read() as db:
+            rows = await self._rows(
+                db, "select_heartbeat_history", {"task_id": task_id, "limit": limit}
+            )
+        return [
+            HistoryPoint(written_at=row["written_at"], stage=row["stage"], progress=row["progress"])
+            for row in reversed(rows)
+        ]
+
+    # Events --------------------------------------------------------------------------------
+
+    async def record_event(
+        self,
+        *,
+        kind: str,
+        actor: str,
+        message: str,
+        task_id: str | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> None:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            await self._event(
+                db, now, kind=kind, actor=actor, message=message, task_id=task_id, data=data
+            )
+
+    async def events(
+        self,
+        *,
+        task_id: str | None = None,
+        limit: int = 100,
+        before_id: int | None = None,
+        kind: str | None = None,
+    ) -> list[Event]:
+        async with self._read() as db:
+            rows = await self._rows(
+                db,
+                "select_events",
+                {
+                    "task_id": task_id,
+                    "limit": limit,
+                    "before_id": before_id,
+                    "kind": None if kind is None else str(kind),
+                },
+            )
+        return [Event.from_row(row) for row in rows]
+
+    # Fleets --------------------------------------------------------------------------------
+
+    async def record_agent_beat(
+        self, host: str, *, agent_id: str, pid: int, interval: float, reported_at: float
+    ) -> AgentPresence:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            await self._run(
+                db,
+                "upsert_agent",
+                {
+                    "host": host,
+                    "agent_id": agent_id,
+                    "pid": pid,
+                    "interval_s": float(interval),
+                    "now": now,
+                    "reported_at": float(reported_at),
+                },
+            )
+            rows = await self._rows(db, "select_agents", {})
+        return next(AgentPresence.from_row(r) for r in rows if r["host"] == host)
+
+    async def stop_agent(self, host: str, *, agent_id: str) -> None:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            await self._run(db, "stop_agent", {"host": host, "agent_id": agent_id, "now": now})
+
+    async def agents(self) -> list[AgentPresence]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_agents", {})
+        return [AgentPresence.from_row(row) for row in rows]
+
+    async def active_tasks_on(self, host: str) -> list[Task]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_active_tasks_on_host", {"host": host})
+        return [Task.from_row(row) for row in rows]
+
+    async def record_process_samples(self, host: str, samples: Mapping[str, ProcessSample]) -> None:
+        if not samples:
+            return
+        async with self._write() as db:
+            now = await self._now_in(db)
+            await self._run_many(
+                db,
+                "upsert_process_sample",
+                [sample_params(task_id, host, sample, now) for task_id, sample in samples.items()],
+            )
+
+    async def process_samples(self) -> dict[str, StoredSample]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_process_samples", {})
+        return {row["task_id"]: StoredSample.from_row(row) for row in rows}
+
+    async def request_host_action(
+        self,
+        *,
+        task_id: str,
+        host: str,
+        kind: str,
+        expected_token: int | None,
+        actor: str,
+        reason: str | None = None,
+    ) -> HostRequest:
+        async with self._write() as db:
+            _, now = await self._locked(db, task_id)
+            try:
+                row = await self._insert(
+                    db,
+                    "insert_host_request",
+                    {
+                        "task_id": task_id,
+                        "host": host,
+                        "kind": str(kind),
+                        "expected_token": expected_token,
+                        "actor": actor,
+                        "reason": reason,
+                        "now": now,
+                    },
+                )
+            except Duplicate:
+                raise ActionRefused(already_requested(str(kind), task_id, host)) from None
+            assert row is not None
+            request_id = int(row[0])
+            await self._event(
+                db,
+                now,
+                kind=EventKind.ACTION,
+                actor=actor,
+                task_id=task_id,
+                message=f"{kind} requested for the agent on {host}",
+                data={
+                    "action": str(kind),
+                    "outcome": "requested",
+                    "host": host,
+                    "request_id": request_id,
+                    "reason": reason,
+                },
+            )
+            stored = await self._row(db, "select_host_request", {"request_id": request_id})
+        assert stored is not None
+        return HostRequest.from_row(stored)
+
+    async def get_host_request(self, request_id: int) -> HostRequest:
+        async with self._read() as db:
+            row = await self._row(db, "select_host_request", {"request_id": request_id})
+        if row is None:
+            raise StoreError(f"no host request {request_id} in store {self._where()}")
+        return HostRequest.from_row(row)
+
+    async def open_host_requests(self, host: str | None = None) -> list[HostRequest]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_open_host_requests", {"host": host})
+        return [HostRequest.from_row(row) for row in rows]
+
+    async def claim_host_request(self, request_id: int, *, agent_id: str) -> HostRequest | None:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            changed = await self._run(
+                db,
+                "claim_host_request",
+                {"request_id": request_id, "agent_id": agent_id, "now": now},
+            )
+            if changed != 1:
+                return None
+            row = await self._row(db, "select_host_request", {"request_id": request_id})
+        assert row is not None
+        return HostRequest.from_row(row)
+
+    async def finish_host_request(
+        self, request_id: int, *, outcome: str, message: str, actor: str
+    ) -> HostRequest | None:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            changed = await self._run(
+                db,
+                "finish_host_request",
+                {"request_id": request_id, "outcome": outcome, "message": message, "now": now},
+            )
+            if changed != 1:
+                return None
+            row = await self._row(db, "select_host_request", {"request_id": request_id})
+            assert row is not None
+            done = HostRequest.from_row(row)
+            await self._event(
+                db,
+                now,
+                kind=EventKind.ACTION,
+                actor=actor,
+                task_id=done.task_id,
+                message=f"{done.kind} carried out on {done.host}: {outcome}: {message}",
+                data={
+                    "action": done.kind,
+                    "outcome": outcome,
+                    "host": done.host,
+                    "request_id": request_id,
+                    "requested_by": done.actor,
+                },
+            )
+        return done

@@ -1,0 +1,170 @@
+"""A throwaway PostgreSQL server for the test suite.
+
+``initdb`` into a temporary directory and run ``postgres`` there on a unix socket only (no TCP
+port), with fsync off: nothing in it outlives the session. PostgreSQL refuses to run as root, so
+as root it runs as the ``postgres`` user (or ``nobody``). ``ZOMBIETOP_TEST_PG`` may instead name
+a server to use (a URL whose user may CREATE DATABASE); ``ZOMBIETOP_PG_BIN`` the binaries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import itertools
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+PORT = 5432  # only names the socket file inside our own directory; no TCP listener
+TEMPLATE = "zombietop_template"
+
+
+def find_binaries() -> Path | None:
+    """The directory holding initdb and postgres, or None when PostgreSQL is not installed."""
+    candidates: list[str] = []
+    if os.environ.get("ZOMBIETOP_PG_BIN"):
+        candidates.append(os.environ["ZOMBIETOP_PG_BIN"])
+    on_path = shutil.which("initdb")
+    if on_path:
+        # Distributions link initdb onto PATH; the real folder also holds pg_isready.
+        candidates.append(str(Path(on_path).resolve().parent))
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    candidates += ["/usr/local/pgsql/bin", "/opt/homebrew/bin", "/usr/local/bin"]
+    for folder in candidates:
+        if (Path(folder) / "initdb").exists() and (Path(folder) / "postgres").exists():
+            return Path(folder)
+    return None
+
+
+class ThrowawayServer:
+    """One PostgreSQL server for one test session; ``url(name)`` connects to a database."""
+
+    def __init__(self, bindir: Path) -> None:
+        self.bindir = bindir
+        self.root = Path(tempfile.mkdtemp(prefix="zombietop-pg-"))
+        self.data = self.root / "data"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._user: str | None = None
+        self._names = itertools.count(1)
+
+    def _as_user(self) -> dict[str, object]:
+        if self._user is None:
+            return {}
+        return {"user": self._user, "group": pwd.getpwnam(self._user).pw_gid, "extra_groups": []}
+
+    def start(self) -> None:
+        if os.geteuid() == 0:
+            # initdb and postgres refuse root: hand the directory to an unprivileged user.
+            for name in ("postgres", "nobody"):
+                with contextlib.suppress(KeyError):
+                    entry = pwd.getpwnam(name)
+                    self._user = name
+                    os.chown(self.root, entry.pw_uid, entry.pw_gid)
+                    break
+        log = self.root / "initdb.log"
+        with open(log, "wb") as out:
+            done = subprocess.run(
+                [
+                    str(self.bindir / "initdb"),
+                    "-D",
+                    str(self.data),
+                    "-U",
+                    "zombietop",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.root,
+                check=False,
+                **self._as_user(),  # type: ignore[arg-type]
+            )
+        if done.returncode != 0:
+            raise RuntimeError(f"initdb failed: {log.read_text(errors='replace')[-2000:]}")
+        server_log = open(self.root / "postgres.log", "wb")
+        self.proc = subprocess.Popen(
+            [
+                str(self.bindir / "postgres"),
+                "-D",
+                str(self.data),
+                "-k",
+                str(self.root),
+                "-p",
+                str(PORT),
+                "-c",
+                "listen_addresses=",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "max_connections=60",
+            ],
+            stdout=server_log,
+            stderr=subprocess.STDOUT,
+            cwd=self.root,
+            start_new_session=True,
+            **self._as_user(),  # type: ignore[arg-type]
+        )
+        server_log.close()
+        socket = self.root / f".s.PGSQL.{PORT}"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"postgres exited: {self.log_tail()}")
+            if socket.exists() and self._ready():
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"postgres did not start within 30 s: {self.log_tail()}")
+
+    def _ready(self) -> bool:
+        check = self.bindir / "pg_isready"
+        if not check.exists():
+            return True
+        return (
+            subprocess.run(
+                [str(check), "-q", "-h", str(self.root), "-p", str(PORT), "-U", "zombietop"],
+                check=False,
+            ).returncode
+            == 0
+        )
+
+    def log_tail(self) -> str:
+        with contextlib.suppress(OSError):
+            return (self.root / "postgres.log").read_text(errors="replace")[-2000:]
+        return ""
+
+    def url(self, database: str) -> str:
+        return f"postgresql://zombietop@/{database}?host={self.root}&port={PORT}"
+
+    def new_name(self) -> str:
+        return f"zt_{os.getpid()}_{next(self._names)}"
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            # SIGINT is PostgreSQL's "fast shutdown": disconnect everyone and stop now.
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def external_url(base: str, database: str) -> str:
+    """``base`` (ZOMBIETOP_TEST_PG) pointed at another database on the same server."""
+    parts = urlsplit(base)
+    return urlunsplit(parts._replace(path=f"/{database}"))

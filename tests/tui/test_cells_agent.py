@@ -1,0 +1,48 @@
+"""A task on another host says so in its row: an action waiting for that host's agent, or no
+agent to see its process."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from core.model import HostRequest
+from tui.cells import BY_KEY
+from tui.sample import NOW, sample_snapshot
+
+
+def _view(task_id: str = "resize-9001"):  # type: ignore[no-untyped-def]
+    return sample_snapshot().by_id()[task_id]
+
+
+def test_a_remote_action_waits_for_its_agent_in_the_health_cell() -> None:
+    request = HostRequest(
+        request_id=1,
+        task_id="resize-9001",
+        host="batch-02",
+        kind="kill",
+        expected_token=1,
+        actor="alice@laptop",
+        reason=None,
+        requested_at=NOW - 5,
+    )
+    waiting = replace(
+        _view(),
+        host_request=request,
+        agent_note="waiting for agent on batch-02: kill requested 5s ago",
+    )
+    assert BY_KEY["health"].render(waiting, NOW, None).plain == "↯ wait agent"
+    missing = replace(
+        waiting, agent_note="no agent on batch-02: kill requested 5s ago waits for one"
+    )
+    assert BY_KEY["health"].render(missing, NOW, None).plain == "↯ no agent!"
+
+
+def test_no_agent_shows_where_the_pid_would() -> None:
+    view = replace(
+        _view(), process=None, remote=True, agent_note="no agent on batch-02: last seen 2m00s ago"
+    )
+    assert BY_KEY["pid"].render(view, NOW, None).plain == "no agent"
+    assert (
+        BY_KEY["pid"].render(replace(view, agent_note=None), NOW, None).plain
+        == f"{view.task.pid} ?"
+    )

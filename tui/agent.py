@@ -1,0 +1,59 @@
+"""``zombietop agent``: serve this host of a fleet (see core/agent.py)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+
+from core.agent import AGENT_INTERVAL_S, Agent
+from core.executor import Executor
+from core.procs import PsutilProbe, this_host
+from core.store import open_store
+
+
+async def cmd_agent(args: argparse.Namespace) -> int:
+    from tui.cli import EXIT_OK, _context
+
+    ctx = _context(args)
+    host = args.host or this_host()
+    async with await open_store(ctx.db, create=True) as store:
+        agent = Agent(
+            store,
+            ctx.config,
+            host=host,
+            interval=args.interval,
+            probe=PsutilProbe(host=host),
+            executor=Executor(store, ctx.config, host=host, store_path=ctx.db),
+        )
+        if args.once:
+            await agent.tick()
+            return EXIT_OK
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(signum, stop.set)
+        await agent.run(stop)
+    return EXIT_OK
+
+
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    agent = sub.add_parser(
+        "agent",
+        parents=[common],
+        help="serve this host of a fleet: sample its tasks, carry out actions asked elsewhere",
+    )
+    agent.add_argument(
+        "--host", help="this host's name in the fleet (default: the host name; tasks record it)"
+    )
+    agent.add_argument(
+        "--interval",
+        type=float,
+        default=AGENT_INTERVAL_S,
+        metavar="SECONDS",
+        help=f"time between rounds (default {AGENT_INTERVAL_S:g})",
+    )
+    agent.add_argument("--once", action="store_true", help="do one round and exit")
+    agent.set_defaults(handler=cmd_agent)
