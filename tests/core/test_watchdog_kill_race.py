@@ -14,7 +14,8 @@ from core.heartbeat_line import parse_line
 from core.model import EventKind, ProcessSample, Task
 from core.monitor import Monitor
 from core.notify import Page
-from core.sqlite_store import SQLiteStore
+from core.procs import this_host
+from core.store import Store
 from core.watchdog import Watchdog
 
 PID, STARTED = 4121, 1_700_000_000.0
@@ -39,18 +40,18 @@ class Pages:
         self.pages.append(page)
 
 
-async def running_task(store: SQLiteStore, task_id: str) -> None:
+async def running_task(store: Store, task_id: str) -> None:
     await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="t")
     lease = await store.acquire_lease(task_id, owner="w", ttl=3600)
     await store.set_process(
-        task_id, owner="w", token=lease.token, pid=PID, pid_start_time=STARTED, host="h"
+        task_id, owner="w", token=lease.token, pid=PID, pid_start_time=STARTED, host=this_host()
     )
     await store.record_heartbeat(
         task_id, parse_line("stage=render p=5"), owner="w", token=lease.token
     )
 
 
-def dog(store: SQLiteStore, clock: FakeClock) -> tuple[Watchdog, Pages]:
+def dog(store: Store, clock: FakeClock) -> tuple[Watchdog, Pages]:
     config = default_config()
     pages = Pages()
     monitor = Monitor(store, config, probe=GoneProbe(), clock=clock)
@@ -61,7 +62,7 @@ def dog(store: SQLiteStore, clock: FakeClock) -> tuple[Watchdog, Pages]:
 
 
 async def test_a_task_whose_killed_process_just_exited_is_not_an_incident(
-    store: SQLiteStore, clock: FakeClock
+    store: Store, clock: FakeClock
 ) -> None:
     await running_task(store, "render-2049")
     await store.open_kill(
@@ -69,7 +70,7 @@ async def test_a_task_whose_killed_process_just_exited_is_not_an_incident(
         pid=PID,
         pid_start_time=STARTED,
         pgid=PID,
-        host="h",
+        host=this_host(),
         requested_by="ops",
         grace=30,
     )
@@ -83,9 +84,7 @@ async def test_a_task_whose_killed_process_just_exited_is_not_an_incident(
     assert await store.events(kind=EventKind.PAGE) == []
 
 
-async def test_a_process_that_dies_on_its_own_still_pages(
-    store: SQLiteStore, clock: FakeClock
-) -> None:
+async def test_a_process_that_dies_on_its_own_still_pages(store: Store, clock: FakeClock) -> None:
     await running_task(store, "thumbnails-2045")
     watchdog, pages = dog(store, clock)
     await watchdog.tick()
