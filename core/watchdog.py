@@ -48,6 +48,12 @@ class TickReport:
     deliveries: tuple[DeliveryResult, ...] = ()
 
 
+def _ended_by_kill(view: TaskView) -> bool:
+    """True when the task is dead because a kill (an operator's or ours) ended this very process."""
+    kill = view.pending_kill
+    return view.health is Health.DEAD and kill is not None and kill.pid == view.task.pid
+
+
 class PrintNotifier:
     """``--dry-run``: show the page instead of sending it."""
 
@@ -272,7 +278,11 @@ class Watchdog:
                 {"from": str(previous), "to": str(health)},
             )
 
-        if health.pages:
+        if health.pages and _ended_by_kill(view):
+            # Between a killed command's exit and its wrapper recording it, the task looks dead
+            # for a moment: the kill's outcome is the news, not a new incident (or an all-clear).
+            pass
+        elif health.pages:
             if task_id not in self.incidents:
                 await self._open_incident(view, tick)
             await self._auto_retry(view, tick)

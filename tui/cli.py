@@ -258,6 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
     from tui.commands import add_commands  # run, resume, discard, kill
 
     add_commands(sub, common)
+
+    from tui.demo import add_parser as demo_parser
+
+    demo_parser(sub, common)
     return parser
 
 
