@@ -21,6 +21,7 @@ from core.errors import ZombietopError
 from core.model import (
     AgentPresence,
     Event,
+    EventKind,
     Health,
     Heartbeat,
     HistoryPoint,
@@ -310,5 +311,10 @@ class Monitor:
     async def history(self, task_id: str) -> list[HistoryPoint]:
         return await self.store.heartbeat_history(task_id)
 
-    async def events(self, task_id: str | None = None, limit: int = 100) -> list[Event]:
-        return await self.store.events(task_id=task_id, limit=limit)
+    async def events(
+        self, task_id: str | None = None, limit: int = 100, *, renewals: bool = False
+    ) -> list[Event]:
+        """Newest first. Lease renewals, several a second in a busy store, are left out unless
+        asked for: they would push every transition and action out of sight."""
+        skip = None if renewals else EventKind.LEASE_RENEWED
+        return await self.store.events(task_id=task_id, limit=limit, skip_kind=skip)

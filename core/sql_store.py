@@ -816,6 +816,7 @@ class SQLStore(Store, Generic[Conn]):
         limit: int = 100,
         before_id: int | None = None,
         kind: str | None = None,
+        skip_kind: str | None = None,
     ) -> list[Event]:
         async with self._read() as db:
             rows = await self._rows(
@@ -826,6 +827,7 @@ class SQLStore(Store, Generic[Conn]):
                     "limit": limit,
                     "before_id": before_id,
                     "kind": None if kind is None else str(kind),
+                    "skip_kind": None if skip_kind is None else str(skip_kind),
                 },
             )
         return [Event.from_row(row) for row in rows]

@@ -258,8 +258,9 @@ class Store(abc.ABC):
         limit: int = 100,
         before_id: int | None = None,
         kind: str | None = None,
+        skip_kind: str | None = None,
     ) -> list[Event]:
-        """Return events newest first."""
+        """Return events newest first, only of ``kind`` and never of ``skip_kind`` when given."""
 
     # Fleets --------------------------------------------------------------------------------
 

@@ -49,7 +49,9 @@ def _health(view: TaskView, now: float, note: str | None) -> Text:
     kill = view.pending_kill
     if kill is not None and kill.pending:
         return Text(f"↯ TERM {format_age(max(kill.deadline - now, 0.0))}", style="bold reverse red")
-    if note is not None:
+    finished_kill = kill is not None and kill.outcome is not None
+    # "term sent" is stale news once the kill has finished, whoever finished it.
+    if note is not None and not (finished_kill and note == "term sent"):
         return Text(f"↯ {note}", style="bold yellow")
     if view.host_request is not None:
         # An action asked for on another host: it happens only when that host's agent does it.

@@ -67,3 +67,16 @@ async def test_snapshots_iterates_without_overlap(store: Store) -> None:
         if len(seen) == 3:
             break
     assert all(s.ok for s in seen)
+
+
+async def test_events_leave_out_lease_renewals(store: Store, clock: FakeClock) -> None:
+    token = await running(store, "t1")
+    for _ in range(300):
+        clock.advance(1)
+        await store.renew_lease("t1", owner="w", token=token, ttl=3600)
+    await store.record_event(kind="page", actor="watchdog", message="t1 stalled", task_id="t1")
+    monitor = Monitor(store, default_config())
+    kinds = [e.kind for e in await monitor.events("t1", limit=5)]
+    assert kinds == ["page", "lease_acquired", "task_created"]
+    everything = await monitor.events("t1", limit=5, renewals=True)
+    assert [e.kind for e in everything][:2] == ["page", "lease_renewed"]

@@ -256,3 +256,14 @@ def test_kill_row_counts_down_then_shows_the_outcome() -> None:
     finished = replace(view, pending_kill=done)
     assert health.render(finished, NOW + 6, None).plain == "↯ exited"
     assert health.render(finished, NOW + 600, None).plain == "■ stalled"
+
+
+async def test_q_quits_from_the_main_screen() -> None:
+    """The footer says q quits; it must, on the screen where the footer says so."""
+    app = make_app(SampleSource())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_code == 0
+        assert not app.is_running

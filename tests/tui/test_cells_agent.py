@@ -46,3 +46,23 @@ def test_no_agent_shows_where_the_pid_would() -> None:
         BY_KEY["pid"].render(replace(view, agent_note=None), NOW, None).plain
         == f"{view.task.pid} ?"
     )
+
+
+def test_a_kill_finished_elsewhere_replaces_the_term_sent_note() -> None:
+    """The watchdog (or another zombietop) may finish a kill this dashboard started."""
+    from core.model import PendingKill
+
+    kill = PendingKill(
+        task_id="resize-9001",
+        pid=8422,
+        pid_start_time=None,
+        host="batch-01",
+        requested_by="alice",
+        term_sent_at=NOW - 40,
+        deadline=NOW - 10,
+        outcome="escalated",
+        finished_at=NOW - 9,
+    )
+    view = replace(_view(), pending_kill=kill)
+    assert BY_KEY["health"].render(view, NOW, "term sent").plain == "↯ escalated"
+    assert BY_KEY["health"].render(view, NOW, "relaunched").plain == "↯ relaunched"

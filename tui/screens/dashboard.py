@@ -119,6 +119,10 @@ class DashboardScreen(Screen[None]):
             return
         self.zapp.request_action(kind, task_id)
 
+    def action_quit(self) -> None:
+        # The key table's "quit" binds on this screen, which Textual asks first.
+        self.app.exit()
+
     def action_resume(self) -> None:
         self._act(ActionKind.RESUME)
 
