@@ -158,43 +158,32 @@ class Executor:
         self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
     ) -> ActionOutcome:
         """Resume a task: bump the token, keep the checkpoint, requeue or relaunch it."""
-        return await self.run(
-            ActionRequest(
-                kind=ActionKind.RESUME,
-                task_id=task_id,
-                expected_token=expected_token,
-                actor=actor,
-                reason=reason,
-            )
-        )
+        return await self._ask(ActionKind.RESUME, task_id, expected_token, actor, reason)
 
     async def discard(
         self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
     ) -> ActionOutcome:
         """Discard a task: bump the token, mark it discarded, keep its artifacts."""
-        return await self.run(
-            ActionRequest(
-                kind=ActionKind.DISCARD,
-                task_id=task_id,
-                expected_token=expected_token,
-                actor=actor,
-                reason=reason,
-            )
-        )
+        return await self._ask(ActionKind.DISCARD, task_id, expected_token, actor, reason)
 
     async def kill(
         self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
     ) -> ActionOutcome:
         """Start a graceful kill: SIGTERM now, SIGKILL after kill_grace if still alive."""
-        return await self.run(
-            ActionRequest(
-                kind=ActionKind.KILL,
-                task_id=task_id,
-                expected_token=expected_token,
-                actor=actor,
-                reason=reason,
-            )
+        return await self._ask(ActionKind.KILL, task_id, expected_token, actor, reason)
+
+    async def _ask(
+        self,
+        kind: ActionKind,
+        task_id: str,
+        expected_token: int | None,
+        actor: str,
+        reason: str | None,
+    ) -> ActionOutcome:
+        request = ActionRequest(
+            kind=kind, task_id=task_id, expected_token=expected_token, actor=actor, reason=reason
         )
+        return await self.run(request)
 
     async def _done(
         self,
