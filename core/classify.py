@@ -21,6 +21,7 @@ from core.model import (
     TaskState,
 )
 
+INF = float("inf")
 # An I/O-idle process is worth mentioning in the context line after this long.
 IO_IDLE_WORTH_SAYING = 60.0
 ASK_A_HUMAN = frozenset(
@@ -78,6 +79,14 @@ class Verdict:
     reasons: tuple[Reason, ...]
     flags: tuple[BudgetFlag, ...]
     budgets: Budgets
+    at: float
+    """The ``now`` this verdict was reached at: every age and countdown in it is as of then."""
+    stable_until: float
+    """Until this moment the same inputs give the same health, flags and reason codes: the
+    earliest threshold still ahead (a lease expiring, a heartbeat going stale, a budget running
+    out), or infinity. Only ages and countdowns move before it."""
+    heartbeat_at: float | None
+    """When the latest heartbeat was written (None before the first)."""
     heartbeat_age_s: float | None
     lease_expires_in_s: float | None
     """Seconds until the lease expires; negative once it has (None when no lease is held)."""
@@ -174,6 +183,7 @@ def classify(
             )
             if budget.over
         )
+    stable_until = _next_threshold(now, task, lease, heartbeat, limits) if state.executing else INF
     # Most polls never read most page lines: compose them on demand.
     describe = partial(
         _context,
@@ -194,11 +204,42 @@ def classify(
         reasons=tuple(reasons),
         flags=flags,
         budgets=budgets,
+        at=now,
+        stable_until=stable_until,
+        heartbeat_at=None if heartbeat is None else heartbeat.written_at,
         heartbeat_age_s=heartbeat_age,
         lease_expires_in_s=lease_in,
         progress_stuck_s=progress_stuck,
         describe=describe,
     )
+
+
+def _next_threshold(
+    now: float, task: Task, lease: Lease | None, heartbeat: Heartbeat | None, limits: Limits
+) -> float:
+    """The earliest moment after ``now`` at which an executing task crosses a threshold.
+
+    Mirrors the rules: each is a ``now > moment + limit`` test, so nothing changes while
+    ``now`` stays at or before that sum. Thresholds already crossed stay crossed.
+    """
+    start = _start_of(task)
+    moments = [start + limits.task]
+    if lease is not None and lease.held and lease.expires_at is not None:
+        moments.append(lease.expires_at)
+    if heartbeat is None:
+        if task.state is TaskState.STARTING:
+            claimed = task.claimed_at if task.claimed_at is not None else task.created_at
+            moments.append(claimed + limits.start_grace)
+        else:
+            moments.append(start + limits.heartbeat_timeout)
+        moments.append(start + limits.stage)
+    else:
+        moments.append(heartbeat.written_at + limits.heartbeat_timeout)
+        moments.append(heartbeat.progress_changed_at + limits.progress_timeout)
+        moments.append(heartbeat.stage_started_at + limits.stage)
+        if heartbeat.request_name and heartbeat.request_started_at is not None:
+            moments.append(heartbeat.request_started_at + limits.request)
+    return min((m for m in moments if m >= now), default=INF)
 
 
 def _rank(health: Health | None) -> int:
@@ -455,6 +496,10 @@ def _process_words(process: ProcessSample) -> str:
 
 
 def sort_key(task_id: str, verdict: Verdict) -> tuple[int, float, str]:
-    """Most urgent first, then longest without a heartbeat, then by id (stable across polls)."""
-    age = verdict.heartbeat_age_s
-    return (verdict.health.rank, -(age if age is not None else -1.0), task_id)
+    """Most urgent first, then longest without a heartbeat, then by id (stable across polls).
+
+    Ordered by when the heartbeat was written, not by its age, so verdicts reached at different
+    moments sort together; a task that never beat comes after those that did.
+    """
+    written = verdict.heartbeat_at
+    return (verdict.health.rank, written if written is not None else INF, task_id)

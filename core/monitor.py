@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Protocol
 
 from core.classify import Verdict, classify, sort_key
@@ -66,10 +67,37 @@ class TaskView:
     """An action asked for elsewhere and still owed by the agent of the task's host."""
     agent_note: str | None = None
     """``waiting for agent on HOST ...`` or ``no agent on HOST ...``; None when all is in hand."""
+    waiting_on: tuple[tuple[str, Health], ...] = ()
+    """The upstream tasks a queued task waits behind, with their healths."""
+    _aged: dict[float, Verdict] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def task_id(self) -> str:
         return self.task.task_id
+
+    def verdict_at(self, now: float) -> Verdict:
+        """The verdict with its ages, countdowns and page line as of ``now``.
+
+        A monitor that reuses verdicts between polls hands out views whose ``verdict`` was
+        reached at an earlier poll (same health, flags and reasons; older numbers): whatever
+        shows an age reads it through here. Classifying one task is cheap; the latest is kept.
+        """
+        if now == self.verdict.at:
+            return self.verdict
+        aged = self._aged.get(now)
+        if aged is None:
+            aged = classify(
+                now,
+                self.task,
+                self.lease,
+                self.heartbeat,
+                self.process,
+                self.limits,
+                waiting_on=self.waiting_on,
+            )
+            self._aged.clear()
+            self._aged[now] = aged
+        return aged
 
     @property
     def clock_skew_s(self) -> float | None:
@@ -177,19 +205,34 @@ def agent_note(
     return f"no agent on {host}: last seen {format_age(max(now - agent.seen_at, 0))} ago"
 
 
+def _judged(process: ProcessSample | None) -> tuple[object, ...] | None:
+    """What of a process sample a verdict depends on (CPU and I/O only colour the words)."""
+    if process is None:
+        return None
+    return (process.pid, process.alive, process.identity_ok, process.status == "zombie")
+
+
 def build_snapshot(
     now: float,
     records: Sequence[TaskRecord],
     config: Config,
     samples: Mapping[str, ProcessSample],
     fleet: Fleet | None = None,
+    *,
+    previous: Mapping[str, TaskView] | None = None,
 ) -> Snapshot:
     """Classify every record at ``now`` and order them most urgent first (pure).
 
     ``samples`` are this host's own probe readings; with a ``fleet``, tasks on other hosts use
     their agents' stored samples and carry an ``agent_note`` when an agent is busy or missing.
+
+    With ``previous`` (the last snapshot's views by task id), a task whose record, judged
+    process state and fleet notes are unchanged, and whose verdict is still before its
+    ``stable_until``, keeps its verdict: a fleet at rest costs what changed, not what exists.
+    Its ages then come from ``TaskView.verdict_at``.
     """
     views: dict[str, TaskView] = {}
+    previous = previous or {}
     for record in records:
         task = record.task
         limits = config.limits_for(task.step_type)
@@ -201,35 +244,53 @@ def build_snapshot(
             request = fleet.requests.get(task.task_id)
             if remote:
                 process = fleet.remote_sample(now, task)
-        verdict = classify(now, task, record.lease, record.heartbeat, process, limits)
+        note = agent_note(now, task, agent, request, remote=remote)
+        seen = previous.get(task.task_id)
+        if (
+            seen is not None
+            and now < seen.verdict.stable_until
+            and seen.task is task
+            and seen.lease is record.lease
+            and seen.heartbeat is record.heartbeat
+            and seen.pending_kill is record.pending_kill
+            and seen.limits is limits
+            and not (task.state is TaskState.QUEUED and task.upstream)
+            and seen.agent_note == note
+            and seen.host_request == request
+            and seen.agent == agent
+            and _judged(seen.process) == _judged(process)
+        ):
+            same = seen.process == process
+            views[task.task_id] = seen if same else replace(seen, process=process)
+            continue
         views[task.task_id] = TaskView(
             task=task,
             lease=record.lease,
             heartbeat=record.heartbeat,
             process=process,
             limits=limits,
-            verdict=verdict,
+            verdict=classify(now, task, record.lease, record.heartbeat, process, limits),
             pending_kill=record.pending_kill,
             remote=remote,
             agent=agent,
             host_request=request,
-            agent_note=agent_note(now, task, agent, request, remote=remote),
+            agent_note=note,
         )
     # A second look for queued tasks: say which upstream they wait behind, and in what state.
     for task_id, view in list(views.items()):
         task = view.task
         if task.state is not TaskState.QUEUED or not task.upstream:
             continue
-        waiting = [
+        waiting = tuple(
             (upstream, views[upstream].health)
             for upstream in task.upstream
             if upstream in views and views[upstream].health is not Health.SUCCEEDED
-        ]
+        )
         if waiting:
             verdict = classify(
                 now, task, view.lease, view.heartbeat, view.process, view.limits, waiting_on=waiting
             )
-            views[task_id] = replace(view, verdict=verdict)
+            views[task_id] = replace(view, verdict=verdict, waiting_on=waiting)
     ordered = tuple(sorted(views.values(), key=lambda v: sort_key(v.task_id, v.verdict)))
     counts = _zero_counts()
     counts.update(Counter(view.health for view in ordered))
@@ -254,6 +315,7 @@ class Monitor:
         clock: Clock | None = None,
         include_finished: bool = False,
         host: str | None = None,
+        reuse_verdicts: bool = False,
     ) -> None:
         self.store = store
         self.config = config
@@ -261,7 +323,12 @@ class Monitor:
         self.host = host or getattr(probe, "host", None) or this_host()
         self.clock = clock or SystemClock()
         self.include_finished = include_finished
+        self.reuse_verdicts = reuse_verdicts
+        """Keep a task's verdict until its ``stable_until`` while its inputs stay the same (the
+        dashboard: it reads ages through ``TaskView.verdict_at``). The watchdog and ``status``
+        classify afresh every poll."""
         self.last: Snapshot = Snapshot(taken_at=None)
+        self._by_id: dict[str, TaskView] = {}
 
     @property
     def read_only(self) -> bool:
@@ -281,13 +348,21 @@ class Monitor:
                 )
             fleet = await self._fleet()
             # Classifying thousands of tasks is CPU work: keep it off the caller's event loop.
+            previous = self._by_id if self.reuse_verdicts else None
             snapshot = await asyncio.to_thread(
-                build_snapshot, now, records, self.config, samples, fleet
+                partial(build_snapshot, previous=previous),
+                now,
+                records,
+                self.config,
+                samples,
+                fleet,
             )
         except ZombietopError as exc:
             self.last = replace(self.last, error=str(exc), failed_at=self.clock.now())
             return self.last
         self.last = replace(snapshot, poll_seconds=time.perf_counter() - started)
+        if self.reuse_verdicts:
+            self._by_id = snapshot.by_id()
         return self.last
 
     async def _fleet(self) -> Fleet:

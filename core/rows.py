@@ -58,24 +58,73 @@ def record_from_values(values: tuple[Any, ...]) -> TaskRecord:
 
 class PollCache:
     """Poll rows by task id as last read: an unchanged row reuses its records (most rows, most
-    polls), so a poll costs what changed rather than what exists."""
+    polls), so a poll costs what changed rather than what exists.
+
+    With a store revision it also follows the store: after one full read, a poll reads only the
+    tasks stamped since (``follow``), and drops the finished ones as they leave the window.
+    """
 
     def __init__(self) -> None:
         self._rows: dict[str, tuple[tuple[Any, ...], TaskRecord]] = {}
+        self._finished: dict[str, float] = {}
+        """finished_at of the finished tasks held, to drop them as the window moves on."""
+        self._revision: tuple[int, int] | None = None
+        self._floor: float | None = None
+        """The held rows are every active task and every task finished since this."""
 
-    def records(self, rows: Iterable[Any]) -> list[TaskRecord]:
+    @property
+    def changes(self) -> int:
+        return 0 if self._revision is None else self._revision[0]
+
+    def can_follow(self, revision: tuple[int, int] | None, finished_since: float) -> bool:
+        """True when reading the tasks changed since the held revision is enough."""
+        return (
+            revision is not None
+            and self._revision is not None
+            and revision[1] == self._revision[1]
+            and self._floor is not None
+            and finished_since >= self._floor
+        )
+
+    def reload(
+        self,
+        rows: Iterable[Any],
+        revision: tuple[int, int] | None = None,
+        finished_since: float | None = None,
+    ) -> list[TaskRecord]:
+        """Take a full read as the whole truth."""
         cache = self._rows
-        fresh: dict[str, tuple[tuple[Any, ...], TaskRecord]] = {}
-        records = []
+        self._rows, self._finished = {}, {}
         for row in rows:
-            values = tuple(row)
-            seen = cache.get(values[0])
-            same = seen is not None and seen[0] == values
-            record = seen[1] if seen is not None and same else record_from_values(values)
-            fresh[values[0]] = (values, record)
-            records.append(record)
-        self._rows = fresh
-        return records
+            self._keep(tuple(row), cache)
+        self._revision = revision
+        self._floor = finished_since if revision is not None else None
+        return [record for _, record in self._rows.values()]
+
+    def follow(
+        self, rows: Iterable[Any], revision: tuple[int, int] | None, finished_since: float
+    ) -> list[TaskRecord]:
+        """Apply the rows changed since the held revision, then let the window move on."""
+        for row in rows:
+            self._keep(tuple(row), self._rows)
+        for task_id, finished_at in list(self._finished.items()):
+            if finished_at < finished_since:
+                del self._rows[task_id], self._finished[task_id]
+        self._revision, self._floor = revision, finished_since
+        return [record for _, record in self._rows.values()]
+
+    def _keep(
+        self, values: tuple[Any, ...], seen: dict[str, tuple[tuple[Any, ...], TaskRecord]]
+    ) -> None:
+        task_id = values[0]
+        held = seen.get(task_id)
+        record = held[1] if held is not None and held[0] == values else record_from_values(values)
+        self._rows[task_id] = (values, record)
+        finished_at = record.task.finished_at
+        if finished_at is not None:
+            self._finished[task_id] = finished_at
+        else:
+            self._finished.pop(task_id, None)
 
 
 def already_requested(kind: str, task_id: str, host: str) -> str:

@@ -90,6 +90,11 @@ class SQLStore(Store, Generic[Conn]):
     async def _now_in(self, db: Conn) -> float:
         """The store's clock, read inside the current transaction."""
 
+    async def _revision(self, db: Conn) -> tuple[int, int] | None:
+        """``(changes, removals)`` when the backend stamps tasks in commit order, so a poll can
+        read only what changed; None to read every polled row each time."""
+        return None
+
     @abc.abstractmethod
     async def _hold(self, db: Conn, task_id: str) -> Task | None:
         """Hold the task's row for the rest of the transaction; return it if holding read it."""
@@ -238,14 +243,21 @@ class SQLStore(Store, Generic[Conn]):
         return record_from_row(row)
 
     async def poll(self, finished_since: float | None) -> list[TaskRecord]:
+        cache = self._poll_cache
         async with self._read() as db:
+            # The revision is read before the rows: a change committed in between is read now
+            # and again next poll, never missed.
+            revision = await self._revision(db)
+            if finished_since is not None and cache.can_follow(revision, finished_since):
+                rows = await self._rows(db, "select_tasks_changed", {"rev": cache.changes})
+                return cache.follow(rows, revision, finished_since)
             if finished_since is None:
                 rows = await self._rows(db, "select_all_tasks", {})
             else:
                 rows = await self._rows(
                     db, "select_tasks_for_poll", {"finished_since": finished_since}
                 )
-        return self._poll_cache.records(rows)
+        return cache.reload(rows, revision, finished_since)
 
     async def set_process(
         self, task_id: str, *, owner: str, token: int, pid: int, pid_start_time: float, host: str

@@ -26,7 +26,7 @@ from core.sql_store import Duplicate, SQLStore, fill_columns
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
-MIGRATIONS = (SQL["schema_v1"], SQL["schema_v2"], SQL["schema_v3"])
+MIGRATIONS = (SQL["schema_v1"], SQL["schema_v2"], SQL["schema_v3"], SQL["schema_v4"])
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 5000
 BEGIN_RETRIES = 4
@@ -219,6 +219,10 @@ class SQLiteStore(SQLStore[aiosqlite.Connection]):
     async def _now_in(self, db: aiosqlite.Connection) -> float:
         return self._clock.now()
 
+    async def _revision(self, db: aiosqlite.Connection) -> tuple[int, int] | None:
+        row = await self._row(db, "select_revision", {})
+        return None if row is None else (row[0], row[1])
+
     async def _hold(self, db: aiosqlite.Connection, task_id: str) -> Task | None:
         # BEGIN IMMEDIATE already holds the whole file: there is no row to lock.
         return None
@@ -269,6 +273,16 @@ def _create_private_file(path: Path) -> None:
 
 
 def _statements(script: str) -> list[str]:
-    """Split a migration into statements (our schema has no ';' inside literals)."""
-    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
-    return [stmt.strip() for stmt in "\n".join(lines).split(";") if stmt.strip()]
+    """Split a migration into statements; a trigger's body keeps its own semicolons."""
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        pending += line + "\n"
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    if pending.strip():
+        raise ValueError(f"unfinished statement in a migration: {pending.strip()[:60]}")
+    return statements

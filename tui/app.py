@@ -85,6 +85,14 @@ class ZombietopApp(App[None]):
 
     # Polling --------------------------------------------------------------------------------
 
+    def data_now(self, now: float) -> float:
+        """The moment the shown data speaks for: the snapshot's, by the store's clock.
+
+        Ages and countdowns are read as of then, so a snapshot kept through a failed poll reads
+        as it was (the header says how old it is) instead of ageing under a frozen health.
+        """
+        return self.snapshot.taken_at if self.snapshot.taken_at is not None else now
+
     def current_notes(self, now: float) -> dict[str, str]:
         self.notes = {k: v for k, v in self.notes.items() if v[1] > now}
         return {task_id: word for task_id, (word, _) in self.notes.items()}
@@ -194,7 +202,7 @@ class ZombietopApp(App[None]):
             else:
                 self.notify(f"{kind} {task_id}: cancelled", timeout=3)
 
-        self.push_screen(ConfirmScreen(request, view), decided)
+        self.push_screen(ConfirmScreen(request, view, self.data_now(self.clock.now())), decided)
 
     @work(group="action", exit_on_error=False)
     async def run_request(self, request: ActionRequest) -> None:

@@ -88,7 +88,7 @@ def _progress(view: TaskView, now: float, note: str | None) -> Text:
 
 
 def _heartbeat(view: TaskView, now: float, note: str | None) -> Text:
-    age = view.verdict.heartbeat_age_s
+    age = view.verdict_at(now).heartbeat_age_s
     if age is None:
         return DASH
     late = view.task.state.executing and age > view.limits.heartbeat_timeout
@@ -96,7 +96,7 @@ def _heartbeat(view: TaskView, now: float, note: str | None) -> Text:
 
 
 def _lease(view: TaskView, now: float, note: str | None) -> Text:
-    left = view.verdict.lease_expires_in_s
+    left = view.verdict_at(now).lease_expires_in_s
     if left is None:
         return DASH
     if left < 0:
@@ -127,11 +127,11 @@ def _budget_text(budget: Budget, width: int) -> Text:
 
 
 def _stage_budget(view: TaskView, now: float, note: str | None) -> Text:
-    return _budget_text(view.verdict.budgets.stage, 4)
+    return _budget_text(view.verdict_at(now).budgets.stage, 4)
 
 
 def _task_budget(view: TaskView, now: float, note: str | None) -> Text:
-    return _budget_text(view.verdict.budgets.task, 4)
+    return _budget_text(view.verdict_at(now).budgets.task, 4)
 
 
 def _pid(view: TaskView, now: float, note: str | None) -> Text:

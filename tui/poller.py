@@ -46,7 +46,9 @@ class ThreadedMonitor:
         poller._read_only = read_only
 
         async def start() -> Monitor:
-            return Monitor(await open_store(db, read_only=True), config, probe=probe)
+            store = await open_store(db, read_only=True)
+            # Ages are read through TaskView.verdict_at: a fleet at rest costs what changed.
+            return Monitor(store, config, probe=probe, reuse_verdicts=True)
 
         try:
             poller._monitor = await poller._call(start())

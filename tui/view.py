@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from math import inf
 
 from core.monitor import Snapshot, TaskView
 
@@ -37,7 +38,8 @@ def ordered(snapshot: Snapshot, sort: SortMode, filter_text: str) -> list[TaskVi
     """The snapshot's tasks that match the filter, in ``sort`` order (stable: ties by urgency)."""
     views = [view for view in snapshot.tasks if matches(view, filter_text)]
     if sort is SortMode.HEARTBEAT:
-        views.sort(key=lambda v: -(v.verdict.heartbeat_age_s or -1.0))
+        # Longest silent first: the oldest heartbeat, then tasks that never beat.
+        views.sort(key=lambda v: inf if v.verdict.heartbeat_at is None else v.verdict.heartbeat_at)
     elif sort is SortMode.PROGRESS:
         views.sort(
             key=lambda v: (

@@ -142,6 +142,68 @@ CREATE TABLE host_requests (
 CREATE INDEX host_requests_open ON host_requests (host, request_id) WHERE finished_at IS NULL;
 CREATE UNIQUE INDEX host_requests_one_open ON host_requests (task_id, kind) WHERE finished_at IS NULL;
 
+-- schema_v4 --
+-- Every change to a task's row, lease, latest heartbeat or kill stamps the task with the next
+-- revision. SQLite has one writer at a time, so revisions follow commit order and a poll needs
+-- only the tasks stamped after the revision it last read (select_tasks_changed); a deleted
+-- task bumps `removals`, which sends the next poll back to reading everything.
+CREATE TABLE revision (
+    singleton  INTEGER PRIMARY KEY CHECK (singleton = 1),
+    changes    INTEGER NOT NULL,
+    removals   INTEGER NOT NULL
+);
+INSERT INTO revision (singleton, changes, removals) VALUES (1, 0, 0);
+ALTER TABLE tasks ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX tasks_rev ON tasks (rev);
+CREATE TRIGGER tasks_insert_stamps_task AFTER INSERT ON tasks BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = NEW.task_id;
+END;
+-- The stamp itself is an update of tasks: the WHEN clause keeps it from stamping again.
+CREATE TRIGGER tasks_update_stamps_task AFTER UPDATE ON tasks WHEN NEW.rev = OLD.rev BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = NEW.task_id;
+END;
+CREATE TRIGGER tasks_delete_counts AFTER DELETE ON tasks BEGIN
+    UPDATE revision SET removals = removals + 1;
+END;
+CREATE TRIGGER leases_insert_stamps_task AFTER INSERT ON leases BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = NEW.task_id;
+END;
+CREATE TRIGGER leases_update_stamps_task AFTER UPDATE ON leases BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = NEW.task_id;
+END;
+CREATE TRIGGER leases_delete_stamps_task AFTER DELETE ON leases BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = OLD.task_id;
+END;
+CREATE TRIGGER heartbeats_insert_stamps_task AFTER INSERT ON heartbeats BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = NEW.task_id;
+END;
+CREATE TRIGGER heartbeats_update_stamps_task AFTER UPDATE ON heartbeats BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = NEW.task_id;
+END;
+CREATE TRIGGER heartbeats_delete_stamps_task AFTER DELETE ON heartbeats BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = OLD.task_id;
+END;
+CREATE TRIGGER pending_kills_insert_stamps_task AFTER INSERT ON pending_kills BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = NEW.task_id;
+END;
+CREATE TRIGGER pending_kills_update_stamps_task AFTER UPDATE ON pending_kills BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = NEW.task_id;
+END;
+CREATE TRIGGER pending_kills_delete_stamps_task AFTER DELETE ON pending_kills BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = OLD.task_id;
+END;
+
 -- select_task --
 SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 
@@ -163,6 +225,19 @@ LEFT JOIN heartbeats h ON h.task_id = t.task_id
 LEFT JOIN pending_kills k ON k.kill_id =
     (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
 WHERE t.finished_at >= :finished_since
+
+-- select_revision --
+SELECT changes, removals FROM revision WHERE singleton = 1
+
+-- select_tasks_changed --
+-- The tasks stamped after :rev, finished or not (the poll cache decides what it keeps).
+SELECT {columns}
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+LEFT JOIN pending_kills k ON k.kill_id =
+    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+WHERE t.rev > :rev
 
 -- select_all_tasks --
 SELECT {columns}

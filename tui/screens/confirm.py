@@ -40,9 +40,9 @@ def consequence(kind: ActionKind, view: TaskView) -> str:
     )
 
 
-def facts(view: TaskView) -> Text:
+def facts(view: TaskView, now: float) -> Text:
     beat = view.heartbeat
-    age = view.verdict.heartbeat_age_s
+    age = view.verdict_at(now).heartbeat_age_s
     owner = view.lease.owner if view.lease is not None and view.lease.owner else "-"
     rows = (
         ("task", view.task_id),
@@ -97,17 +97,19 @@ class ConfirmScreen(ModalScreen[bool]):
     }
     """
 
-    def __init__(self, request: ActionRequest, view: TaskView) -> None:
+    def __init__(self, request: ActionRequest, view: TaskView, now: float) -> None:
         super().__init__()
         self.request = request
         self.view = view
+        self.now = now
+        """When the dialog opened: the facts it states are as of then."""
 
     def compose(self) -> ComposeResult:
         kind = self.request.kind
         with Vertical() as box:
             box.border_title = f"{kind} {self.request.task_id}?"
             yield Static(consequence(kind, self.view), id="consequence")
-            yield Static(facts(self.view), id="facts")
+            yield Static(facts(self.view, self.now), id="facts")
             with Horizontal():
                 yield Button("Cancel (n)", id="cancel", variant="primary")
                 yield Button(f"{str(kind).capitalize()} (y)", id="confirm", variant="error")

@@ -92,7 +92,7 @@ class DashboardScreen(Screen[None]):
         self.show_views(self.zapp.ordered_views(self.zapp.snapshot), self.zapp.clock.now())
 
     def show_views(self, views: Sequence[TaskView], now: float) -> None:
-        self.table.show(views, now, self.zapp.current_notes(now))
+        self.table.show(views, self.zapp.data_now(now), self.zapp.current_notes(now))
 
     def show_state(self, now: float) -> None:
         """Push the app's snapshot and clock into the header and banner."""

@@ -61,6 +61,7 @@ def _budget_row(budget: Budget) -> Text:
 def describe(view: TaskView, now: float) -> Table:
     """Every fact about the task, as label/value rows."""
     task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
+    verdict = view.verdict_at(now)
     grid = _grid()
     grid.add_row(
         "task",
@@ -69,9 +70,9 @@ def describe(view: TaskView, now: float) -> Table:
         ),
     )
     grid.add_row("state", f"{task.state}, attempt {task.attempt}")
-    for reason in view.verdict.reasons:
+    for reason in verdict.reasons:
         grid.add_row("reason", reason.message)
-    for flag in view.verdict.flags:
+    for flag in verdict.flags:
         grid.add_row("flag", Text(str(flag), style="bold red"))
     if beat is not None:
         grid.add_row(
@@ -96,7 +97,7 @@ def describe(view: TaskView, now: float) -> Table:
         "checkpoint", task.checkpoint or (beat.checkpoint if beat and beat.checkpoint else "-")
     )
     if lease is not None:
-        left = view.verdict.lease_expires_in_s
+        left = verdict.lease_expires_in_s
         expiry = (
             "-"
             if left is None
@@ -134,7 +135,7 @@ def describe(view: TaskView, now: float) -> Table:
         grid.add_row(
             "clock skew", f"the worker's clock is {format_age(abs(skew))} {side} the store's"
         )
-    budgets = view.verdict.budgets
+    budgets = verdict.budgets
     grid.add_row("request", _budget_row(budgets.request))
     grid.add_row("stage budget", _budget_row(budgets.stage))
     grid.add_row("task budget", _budget_row(budgets.task))
@@ -203,7 +204,7 @@ class DetailScreen(Screen[None]):
 
     def show(self) -> None:
         view = self.zapp.snapshot.by_id().get(self.task_id)
-        now = self.zapp.clock.now()
+        now = self.zapp.data_now(self.zapp.clock.now())
         context = self.query_one("#context", Static)
         if view is None:
             context.update(f"{self.task_id} is no longer in the store's recent tasks")
@@ -211,7 +212,7 @@ class DetailScreen(Screen[None]):
         title = health_label(view.health)
         title.append(f"  {view.task_id}")
         self.title = str(view.task_id)
-        context.update(Text.assemble(title, "\n", view.verdict.context))
+        context.update(Text.assemble(title, "\n", view.verdict_at(now).context))
         points = [p.progress for p in self.history if p.progress is not None]
         label = (
             f"progress over the last {len(points)} heartbeats"

@@ -33,15 +33,17 @@ def offenders_text(snapshot: Snapshot, width: int, height: int) -> Text:
         )
     text = Text()
     used = 0
+    now = snapshot.taken_at or 0.0
     for index, view in enumerate(worst):
-        need = -(-(len(view.verdict.context) + 2) // max(width, 1))
+        context = view.verdict_at(now).context
+        need = -(-(len(context) + 2) // max(width, 1))
         if used + need > height - 1 and index:
             text.append(f"\n… and {len(worst) - index} more", style="dim")
             break
         if index:
             text.append("\n")
         text.append(f"{GLYPHS[view.health]} ", style=STYLES[view.health])
-        text.append(view.verdict.context)
+        text.append(context)
         used += need
     return text
 

@@ -1,0 +1,118 @@
+"""The SQLite poll reads only the tasks changed since its last read: it must always agree with a
+full read, keep unchanged records as they were, and fall back to a full read when it must."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from core.clock import FakeClock
+from core.errors import ZombietopError
+from core.heartbeat_line import parse_line
+from core.model import TaskRecord, TaskState
+from core.sqlite_store import SQLiteStore
+
+WINDOW = 600.0
+
+
+async def full_read(path: Path, since: float) -> dict[str, TaskRecord]:
+    async with await SQLiteStore.open(path, read_only=True) as cold:
+        return {r.task.task_id: r for r in await cold.poll(since)}
+
+
+async def random_change(store: SQLiteStore, rng: random.Random, clock: FakeClock) -> None:
+    task_id = f"t{rng.randrange(8)}"
+    lease = await store.get_lease(task_id) if rng.random() < 0.9 else None
+    token = lease.token if lease is not None else 0
+    owner = lease.owner if lease is not None and lease.owner else "w"
+    choice = rng.randrange(11)
+    try:
+        if choice == 0:
+            await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="t")
+        elif choice == 1:
+            await store.acquire_lease(task_id, owner="w", ttl=60)
+        elif choice == 2:
+            line = f"stage=s{rng.randrange(3)} p={rng.randrange(100)}"
+            await store.record_heartbeat(task_id, parse_line(line), owner=owner, token=token)
+        elif choice == 3:
+            await store.renew_lease(task_id, owner=owner, token=token, ttl=60)
+        elif choice == 4:
+            await store.release_lease(task_id, owner=owner, token=token)
+        elif choice == 5:
+            state = rng.choice([TaskState.SUCCEEDED, TaskState.FAILED])
+            await store.finish_task(task_id, owner=owner, token=token, state=state)
+        elif choice == 6:
+            await store.set_quarantine(task_id, quarantined=rng.random() < 0.5, actor="t")
+        elif choice == 7:
+            await store.resume_task(task_id, expected_token=token or None, actor="t")
+        elif choice == 8:
+            await store.discard_task(task_id, expected_token=token or None, actor="t")
+        elif choice == 9:
+            await store.open_kill(
+                task_id,
+                pid=4121,
+                pid_start_time=None,
+                pgid=None,
+                host=None,
+                requested_by="t",
+                grace=5,
+            )
+        else:
+            await store.close_kill(task_id, outcome="exited", actor="t", message="gone")
+    except ZombietopError:
+        pass  # refused, lost or missing: the store is unchanged, which the poll must see too
+    clock.advance(rng.choice([0.0, 0.5, 3.0, 45.0, WINDOW / 2]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_following_the_store_agrees_with_a_full_read(
+    db: Path, clock: FakeClock, seed: int
+) -> None:
+    rng = random.Random(seed)
+    async with await SQLiteStore.open(db, create=True, clock=clock) as store:
+        for step in range(160):
+            await random_change(store, rng, clock)
+            if step % 3:
+                continue
+            since = clock.now() - WINDOW
+            polled = {r.task.task_id: r for r in await store.poll(since)}
+            assert polled == await full_read(db, since), f"seed {seed} step {step}"
+
+
+async def test_unchanged_tasks_keep_their_records(db: Path, clock: FakeClock) -> None:
+    async with await SQLiteStore.open(db, create=True, clock=clock) as store:
+        for task_id in ("a", "b"):
+            await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="t")
+        lease = await store.acquire_lease("a", owner="w", ttl=60)
+        first = {r.task.task_id: r for r in await store.poll(clock.now() - WINDOW)}
+        await store.record_heartbeat("a", parse_line("p=5"), owner="w", token=lease.token)
+        second = {r.task.task_id: r for r in await store.poll(clock.now() - WINDOW)}
+    assert second["b"] is first["b"]
+    assert second["a"] is not first["a"] and second["a"].heartbeat is not None
+
+
+async def test_a_task_deleted_behind_the_store_s_back_is_dropped(
+    db: Path, clock: FakeClock
+) -> None:
+    async with await SQLiteStore.open(db, create=True, clock=clock) as store:
+        for task_id in ("a", "b"):
+            await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="t")
+        assert len(await store.poll(clock.now() - WINDOW)) == 2
+        with sqlite3.connect(db) as con:  # someone cleaning up with the sqlite3 shell
+            con.execute("DELETE FROM tasks WHERE task_id = 'b'")
+        assert [r.task.task_id for r in await store.poll(clock.now() - WINDOW)] == ["a"]
+
+
+async def test_finished_tasks_leave_as_the_window_moves_on(db: Path, clock: FakeClock) -> None:
+    async with await SQLiteStore.open(db, create=True, clock=clock) as store:
+        await store.create_task(task_id="done", run_id="r", step="s", step_type="d", actor="t")
+        lease = await store.acquire_lease("done", owner="w", ttl=60)
+        await store.finish_task("done", owner="w", token=lease.token, state=TaskState.SUCCEEDED)
+        assert len(await store.poll(clock.now() - WINDOW)) == 1
+        clock.advance(WINDOW + 1)
+        assert await store.poll(clock.now() - WINDOW) == []
+        # Asking for a longer window than the one held reads everything again.
+        assert len(await store.poll(clock.now() - 2 * WINDOW)) == 1
