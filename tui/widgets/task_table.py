@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowKey
+from textual.widgets.data_table import ColumnKey, Row, RowKey
 
 from core.monitor import TaskView
 from tui.cells import CELL_PADDING, Cells, Column, row_cells
@@ -42,17 +42,21 @@ class TaskTable(DataTable[object]):
     """
 
     def __init__(self, *, id: str | None = None) -> None:
+        # Set before DataTable's own __init__, which already reads the row order.
+        self._order_version = 0
+        """Bumped whenever rows are added, removed or re-ordered (never by a cell update)."""
+        self._order_cache: tuple[object, list[Row[object]], list[tuple[RowKey, int]]] | None = None
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, cell_padding=CELL_PADDING)
         self._columns: tuple[Column, ...] = ()
         self._shown: dict[str, Cells] = {}
         """What each row's cells say now."""
         self._views: dict[str, TaskView] = {}
-        self._stale: set[str] = set()
-        """Rows whose view or clock moved since their cells were last compared."""
+        self._compared: dict[str, tuple[TaskView, float, str | None]] = {}
+        """What each row's cells were last computed from: a row whose view, moment or note
+        differs is stale (so a poll marks nothing; only rows looked at are compared)."""
         self._order: list[str] = []
         self._now = 0.0
         self._notes: Mapping[str, str] = {}
-        self._last_now = 0.0
         self._lines_cache: dict[
             tuple[RowKey, ColumnKey], tuple[object, tuple[object, ...], SegmentLines]
         ] = {}
@@ -83,11 +87,13 @@ class TaskTable(DataTable[object]):
             return
         selected = self.selected_task_id
         self._columns = columns
+        self._order_version += 1
         self.clear(columns=True)
         self._lines_cache.clear()
         for column in columns:
             self.add_column(column.label, width=column.width, key=column.key)
         self._shown.clear()
+        self._compared.clear()
         views, self._views, self._order = [self._views[t] for t in self._order], {}, []
         self.show(views, self._now, self._notes, select=selected)
 
@@ -102,37 +108,31 @@ class TaskTable(DataTable[object]):
         """Make the table show ``views`` in this order, touching only what changed."""
         selected = select or self.selected_task_id
         self.cells_touched = 0
-        notes_changed = {
-            task_id
-            for task_id in self._notes.keys() | notes.keys()
-            if self._notes.get(task_id) != notes.get(task_id)
-        }
         self._now, self._notes = now, dict(notes)
-        previous = self._views
         self._views = {view.task_id: view for view in views}
         with self.app.batch_update():
-            for task_id in [t for t in self._shown if t not in self._views]:
+            for task_id in self._shown.keys() - self._views.keys():
+                self._order_version += 1
                 self.remove_row(task_id)
                 del self._shown[task_id]
+                self._compared.pop(task_id, None)
                 for column in self._columns:
                     self._lines_cache.pop((RowKey(task_id), ColumnKey(column.key)), None)
-            self._stale.intersection_update(self._views)
             # The table's own order now: survivors as they were, then rows added below.
             current = [task_id for task_id in self._order if task_id in self._views]
-            for view in views:
-                task_id = view.task_id
-                if task_id not in self._shown:
+            if self._views.keys() - self._shown.keys():
+                for view in views:
+                    task_id = view.task_id
+                    if task_id in self._shown:
+                        continue
+                    note = notes.get(task_id)
                     cells = row_cells(view, now, self._columns, notes)
+                    self._order_version += 1
                     self.add_row(*cells, key=task_id)
                     self._shown[task_id] = cells
+                    self._compared[task_id] = (view, now, note)
                     current.append(task_id)
                     self.cells_touched += len(cells)
-                elif (
-                    previous.get(task_id) is not view
-                    or now != self._last_now
-                    or task_id in notes_changed
-                ):
-                    self._stale.add(task_id)
             order = [view.task_id for view in views]
             if order != current:
                 self._reorder(current, order)
@@ -141,7 +141,6 @@ class TaskTable(DataTable[object]):
                 index = self.get_row_index(selected)
                 if index != self.cursor_row:
                     self.move_cursor(row=index, animate=False)
-            self._last_now = now
             self.bring_visible_up_to_date()
 
     def visible_task_ids(self) -> list[str]:
@@ -150,11 +149,11 @@ class TaskTable(DataTable[object]):
         return self._order[top:bottom]
 
     def bring_visible_up_to_date(self) -> None:
-        """Compare and update the stale rows in and near the viewport."""
+        """Compare and update the rows in and near the viewport."""
         self._refresh_rows(self.visible_task_ids())
 
     def bring_all_up_to_date(self) -> None:
-        """Compare and update every stale row (tests, and before anything reads every row)."""
+        """Compare and update every row (tests, and before anything reads every row)."""
         self._refresh_rows(list(self._order))
 
     def _reorder(self, before: Sequence[str], after: Sequence[str]) -> None:
@@ -165,10 +164,31 @@ class TaskTable(DataTable[object]):
         """
         self._row_locations = TwoWayDict({RowKey(task_id): i for i, task_id in enumerate(after)})
         self._update_count += 1
+        self._order_version += 1
         top, bottom = self._visible_rows()
         for index in range(top, min(bottom, len(after))):
             if index >= len(before) or before[index] != after[index]:
                 self._refresh_region(self._row_region(index))
+
+    # DataTable keys its row order and line offsets on the update counter that every cell
+    # update bumps, so one ticking cell re-walks every row. Key them on the layout instead.
+
+    def _order_now(self) -> tuple[list[Row[object]], list[tuple[RowKey, int]]]:
+        key = (self._order_version, self.row_count, id(self._row_locations))
+        if self._order_cache is None or self._order_cache[0] != key:
+            get_key, rows = self._row_locations.get_key, self.rows
+            ordered = [rows[get_key(index)] for index in range(self.row_count)]
+            offsets = [(row.key, y) for row in ordered for y in range(row.height)]
+            self._order_cache = (key, ordered, offsets)
+        return self._order_cache[1], self._order_cache[2]
+
+    @property
+    def ordered_rows(self) -> list[Row[object]]:
+        return self._order_now()[0]
+
+    @property
+    def _y_offsets(self) -> list[tuple[RowKey, int]]:
+        return self._order_now()[1]
 
     def _visible_rows(self) -> tuple[int, int]:
         top = int(self.scroll_y)
@@ -191,10 +211,17 @@ class TaskTable(DataTable[object]):
     def _refresh_rows(self, task_ids: Sequence[str]) -> None:
         keys = [column.key for column in self._columns]
         for task_id in task_ids:
-            if task_id not in self._stale:
+            view, note = self._views[task_id], self._notes.get(task_id)
+            compared = self._compared.get(task_id)
+            if (
+                compared is not None
+                and compared[0] is view
+                and compared[1] == self._now
+                and compared[2] == note
+            ):
                 continue
-            self._stale.discard(task_id)
-            cells = row_cells(self._views[task_id], self._now, self._columns, self._notes)
+            self._compared[task_id] = (view, self._now, note)
+            cells = row_cells(view, self._now, self._columns, self._notes)
             old = self._shown[task_id]
             if cells == old:
                 continue
@@ -266,5 +293,4 @@ class TaskTable(DataTable[object]):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if self._stale:
-            self.bring_visible_up_to_date()
+        self.bring_visible_up_to_date()
