@@ -98,6 +98,12 @@ def fresh_store(tmp: Path, name: str, writers: int) -> Path:
     return db
 
 
+def say_why(writer: str, status: int, stderr: str) -> None:
+    """Give the last line a failed writer printed, so an error counted in the table has a cause."""
+    reason = stderr.strip().splitlines()[-1:] or ["no message"]
+    print(f"  {writer} exited {status}: {reason[0]}", file=sys.stderr)
+
+
 def recorded(db: Path) -> dict[str, int]:
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT task_id, seq, counters FROM heartbeats").fetchall()
@@ -129,12 +135,21 @@ def run_sdk(tmp: Path, writers: int, seconds: float, config: Path) -> tuple[floa
         subprocess.Popen(
             [sys.executable, "-c", SDK_WRITER, str(db), str(config), f"w{i}", str(seconds)],
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             env=env,
         )
         for i in range(writers)
     ]
-    results = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+    results = []
+    for i, proc in enumerate(procs):
+        out, err = proc.communicate()
+        if proc.returncode == 0:
+            results.append(json.loads(out.strip().splitlines()[-1]))
+        else:
+            # A writer that never got going (e.g. the store refused to open) is one error.
+            say_why(f"SDK w{i}", proc.returncode, err)
+            results.append({"count": 0, "errors": 1})
     count = sum(r["count"] for r in results)
     lost = count - sum(recorded(db).values())
     return count / seconds, sum(r["errors"] for r in results), lost
@@ -170,17 +185,25 @@ def run_wrapper(tmp: Path, writers: int, seconds: float, config: Path) -> tuple[
         for i in range(writers)
     ]
     started = time.monotonic()
-    errors = sum(1 for p in procs if p.wait() != 0)
+    errors = 0
+    for i, proc in enumerate(procs):
+        _, err = proc.communicate()
+        if proc.returncode != 0:
+            errors += 1
+            say_why(f"run w{i}", proc.returncode, err)
     elapsed = time.monotonic() - started
     conn = sqlite3.connect(db)
     rows = dict(conn.execute("SELECT task_id, counters FROM heartbeats").fetchall())
     seqs = dict(conn.execute("SELECT task_id, seq FROM heartbeats").fetchall())
     conn.close()
     # The newest line each child wrote must be what the store holds: nothing lost at the end.
+    # A wrapper that failed may have recorded nothing, or never started its child.
     lost = sum(
         1
         for i, out in enumerate(outs)
-        if json.loads(rows[f"w{i}"]).get("n") != int(out.read_text())
+        if f"w{i}" not in rows
+        or not out.exists()
+        or json.loads(rows[f"w{i}"]).get("n") != int(out.read_text())
     )
     return sum(seqs.values()) / elapsed, errors, lost
 

@@ -1,0 +1,287 @@
+"""Dashboard at rest over a terminal: CPU% and bytes written to the terminal per second, with
+1,000 live tasks at a 1 s refresh in an 80x24 tmux pane, side by side with htop at its own 1 s
+delay. Target: CPU <= 1%, bytes/s no more than htop's.
+
+    python bench/dashboard_rest.py [--rounds 3] [--seconds 20] [--tasks 1000] [--size 80x24]
+
+scripts/fleet_store.py keeps the tasks beating in a fresh store for the whole run; each round
+runs the dashboard (read-only) and then htop, each alone in a private tmux server. After a
+warm-up, `tmux pipe-pane` counts the bytes the program writes and psutil its process tree's CPU
+(user + system over wall time, 100% = one core). Prints each round and the medians; exits 0.
+Not a test: the machine is shared and noisy, so only figures measured in the same run compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.metadata
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+
+BEAT_EVERY = 10.0
+"""fleet_store.py's beat period: after one, every beating task has a heartbeat on record."""
+
+DASHBOARD = ["-m", "tui", "--read-only", "--refresh", "1"]
+"""After the interpreter: ``-m tui`` from the repo root with it on PYTHONPATH runs this checkout."""
+
+HTOP = ["-d", "10"]
+"""htop's delay is in tenths of a second: a 1 s refresh, like the dashboard's."""
+
+TMUX_CONF = """\
+set -g default-terminal xterm-256color
+set -g remain-on-exit on
+"""
+# tmux sets a pane's TERM from default-terminal (tmux-256color), not from its own environment;
+# remain-on-exit keeps a crashed program's last screen for the error message.
+
+
+class BenchError(Exception):
+    """A program under measurement did not run as it should; the message says what it showed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sample:
+    """One program at rest for one measurement window."""
+
+    cpu_pct: float
+    bytes_per_s: float
+
+
+def tree_cpu(root: psutil.Process) -> float:
+    """Seconds of CPU used so far by ``root``, its live descendants and the children it reaped."""
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = proc.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+class Tmux:
+    """A private tmux server holding one session, ``bench``, at a fixed size."""
+
+    def __init__(self, socket: str, conf: Path, env: dict[str, str]) -> None:
+        self.base = ["tmux", "-L", socket, "-f", str(conf)]
+        self.env = env  # the server starts with it, so every pane gets it
+        self.socket_path: Path | None = None
+
+    def __call__(self, *args: str) -> str:
+        done = subprocess.run(
+            [*self.base, *args], check=True, capture_output=True, text=True, env=self.env
+        )
+        return done.stdout.strip()
+
+    def start(self, argv: list[str], size: tuple[int, int]) -> None:
+        width, height = size
+        where = ["-s", "bench", "-x", str(width), "-y", str(height), "-c", str(REPO)]
+        self("new-session", "-d", *where, *argv)
+        self.socket_path = Path(self("display-message", "-p", "#{socket_path}"))
+
+    def program(self) -> psutil.Process:
+        # More than one argument to new-session: tmux execs the program itself, no shell between.
+        return psutil.Process(int(self("display-message", "-p", "-t", "bench", "#{pane_pid}")))
+
+    def check_alive(self, name: str) -> None:
+        if self("display-message", "-p", "-t", "bench", "#{pane_dead}") == "1":
+            lines = self("capture-pane", "-p", "-S", "-", "-t", "bench").splitlines()
+            screen = "\n".join(line for line in lines if line.strip())
+            raise BenchError(f"{name} exited before the measurement ended; its screen:\n{screen}")
+
+    def stop(self) -> None:
+        subprocess.run([*self.base, "kill-server"], stderr=subprocess.DEVNULL, check=False)
+        if self.socket_path is not None:
+            self.socket_path.unlink(missing_ok=True)  # tmux leaves it behind when killed
+
+
+def measure(
+    name: str, argv: list[str], tmux: Tmux, capture: Path, args: argparse.Namespace
+) -> Sample:
+    """Run ``argv`` alone in a fresh tmux server, let it settle, then watch it at rest."""
+    capture.unlink(missing_ok=True)
+    try:
+        tmux.start(argv, args.size)
+        time.sleep(args.warmup)
+        tmux.check_alive(name)
+        proc = tmux.program()
+        tmux("pipe-pane", "-o", "-t", "bench", f"cat >> {capture}")
+        cpu_before, started = tree_cpu(proc), time.monotonic()
+        time.sleep(args.seconds)
+        cpu_after, elapsed = tree_cpu(proc), time.monotonic() - started
+        tmux("pipe-pane", "-t", "bench")
+        tmux.check_alive(name)
+    finally:
+        tmux.stop()
+    time.sleep(0.3)  # let the pipe's cat write what it read before it saw end-of-file
+    written = capture.stat().st_size if capture.exists() else 0
+    return Sample(cpu_pct=100 * (cpu_after - cpu_before) / elapsed, bytes_per_s=written / elapsed)
+
+
+@contextlib.contextmanager
+def beating_fleet(db: Path, tasks: int, env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+    """Keep ``tasks`` live tasks beating in ``db`` until the block ends."""
+    log = db.with_suffix(".log")
+    with log.open("w") as errors:
+        fleet = subprocess.Popen(
+            [
+                sys.executable,
+                str(REPO / "scripts" / "fleet_store.py"),
+                *("--db", str(db), "--tasks", str(tasks), "--beat-every", f"{BEAT_EVERY:g}"),
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            start_new_session=True,  # Ctrl-C reaches only this script, which stops the fleet
+        )
+    try:
+        assert fleet.stdout is not None
+        ready = fleet.stdout.readline()  # "1000 tasks in ..." once every task holds a lease
+        if not ready.startswith(f"{tasks} tasks in"):
+            fleet.kill()
+            fleet.wait()
+            raise BenchError(f"scripts/fleet_store.py did not start: {ready}{log.read_text()}")
+        yield fleet
+    finally:
+        if fleet.poll() is None:
+            fleet.send_signal(signal.SIGINT)
+            try:
+                fleet.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                fleet.kill()
+                fleet.wait()
+
+
+def child_env(tmp: Path) -> dict[str, str]:
+    """This checkout's code, built-in defaults for zombietop and htop, no store from the caller."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZOMBIETOP_")}
+    # XDG_CONFIG_HOME in the temp dir: neither a user's config.toml nor their htoprc is read, and
+    # htop's rewrite of its htoprc on exit lands there too.
+    env.update(PYTHONPATH=str(REPO), XDG_CONFIG_HOME=str(tmp), TERM="xterm-256color")
+    return env
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    width, sep, height = text.partition("x")
+    if not (sep and width.isdigit() and height.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT (e.g. 80x24)")
+    return int(width), int(height)
+
+
+def htop_version(htop: str) -> str:
+    done = subprocess.run([htop, "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.split("\n", 1)[0].strip() or "htop, version unknown"
+
+
+def row(label: str, cpu: str, rate: str) -> str:
+    return f"{label:>16} {cpu:>8} {rate:>10}"
+
+
+def report(samples: dict[str, list[Sample]]) -> None:
+    """Print every round, then the medians, the ratio and whether the targets are met."""
+    print(row("", "CPU %", "bytes/s"))
+    for name, runs in samples.items():
+        for number, sample in enumerate(runs, 1):
+            print(row(f"{name} #{number}", f"{sample.cpu_pct:.2f}", f"{sample.bytes_per_s:,.0f}"))
+    medians = {
+        name: Sample(
+            cpu_pct=statistics.median(s.cpu_pct for s in runs),
+            bytes_per_s=statistics.median(s.bytes_per_s for s in runs),
+        )
+        for name, runs in samples.items()
+        if runs
+    }
+    for name, median in medians.items():
+        print(row(f"{name} median", f"{median.cpu_pct:.2f}", f"{median.bytes_per_s:,.0f}"))
+    ours, htop = medians["zombietop"], medians.get("htop")
+    cpu_met = "met" if ours.cpu_pct <= 1.0 else "NOT met"
+    if htop is None:
+        print(f"target: CPU <= 1% ({cpu_met}); bytes/s against htop not measured")
+        return
+    print(
+        row(
+            "zombietop/htop",
+            f"{ours.cpu_pct / htop.cpu_pct:.2f}x" if htop.cpu_pct else "-",
+            f"{ours.bytes_per_s / htop.bytes_per_s:.2f}x" if htop.bytes_per_s else "-",
+        )
+    )
+    rate_met = "met" if ours.bytes_per_s <= htop.bytes_per_s else "NOT met"
+    print(f"target: CPU <= 1% ({cpu_met}); bytes/s <= htop's ({rate_met})")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=20.0, help="measurement window per run")
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds before measuring")
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--size", type=parse_size, default=(80, 24), metavar="WxH")
+    args = parser.parse_args()
+    if shutil.which("tmux") is None:
+        print("tmux is not installed (apt-get install tmux); nothing measured")
+        return 0
+    # A plain `kill` cleans up as Ctrl-C does.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    htop = shutil.which("htop")
+    load = " ".join(f"{avg:.2f}" for avg in os.getloadavg())
+    print(
+        f"machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"Textual {importlib.metadata.version('textual')}, "
+        f"{htop_version(htop) if htop else 'htop not installed (apt-get install htop): zombietop only'}"
+    )
+    print(f"load average at start: {load}")
+    width, height = args.size
+    print(
+        f"{args.tasks:,} live tasks (scripts/fleet_store.py), {width}x{height} tmux, "
+        f"refresh 1 s (htop -d 10); {args.warmup:g} s warm-up, median of {args.rounds} rounds "
+        f"of {args.seconds:g} s"
+    )
+    samples: dict[str, list[Sample]] = {"zombietop": [], "htop": []}
+    try:
+        with tempfile.TemporaryDirectory(prefix="zt-bench-") as folder:
+            tmp = Path(folder)
+            db = tmp / "fleet.db"
+            env = child_env(tmp)
+            conf = tmp / "tmux.conf"
+            conf.write_text(TMUX_CONF)
+            tmux = Tmux(f"zt-bench-{os.getpid()}", conf, env)
+            runs = {"zombietop": [sys.executable, *DASHBOARD, "--db", str(db)]}
+            if htop:
+                runs["htop"] = [htop, *HTOP]
+            with beating_fleet(db, args.tasks, env) as fleet:
+                time.sleep(BEAT_EVERY)
+                for _ in range(args.rounds):
+                    for name, argv in runs.items():
+                        sample = measure(name, argv, tmux, tmp / f"{name}.bytes", args)
+                        samples[name].append(sample)
+                    if fleet.poll() is not None:
+                        raise BenchError(
+                            f"scripts/fleet_store.py stopped: {db.with_suffix('.log').read_text()}"
+                        )
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; cleaned up", file=sys.stderr)
+        return 130
+    report(samples)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
