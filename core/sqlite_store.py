@@ -90,16 +90,17 @@ class SQLiteStore(SQLStore[aiosqlite.Connection]):
     async def _prepare(self) -> None:
         with self._translate():
             await self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            # Reading the header is what notices a file that is not a database at all.
-            async with self._db.execute("PRAGMA application_id") as cursor:
+            # Reading the header is what notices a file that is not a database at all. One
+            # statement reads all three at once: read apart, another process creating the store
+            # in between would show tables under a header not yet marked as ours.
+            async with self._db.execute(
+                "SELECT (SELECT application_id FROM pragma_application_id),"
+                " (SELECT user_version FROM pragma_user_version),"
+                " (SELECT count(*) FROM sqlite_master)"
+            ) as cursor:
                 row = await cursor.fetchone()
-            app_id = row[0] if row else 0
-            async with self._db.execute("PRAGMA user_version") as cursor:
-                row = await cursor.fetchone()
-            version = row[0] if row else 0
-            async with self._db.execute("SELECT count(*) FROM sqlite_master") as cursor:
-                row = await cursor.fetchone()
-            has_tables = bool(row and row[0])
+            app_id, version, tables = row if row else (0, 0, 0)
+            has_tables = bool(tables)
         if app_id != APPLICATION_ID and (has_tables or app_id != 0):
             raise StoreError(
                 f"{self.path} is a SQLite database but not a zombietop store; "

@@ -319,3 +319,39 @@ async def test_a_locked_store_is_one_clear_error_after_the_busy_timeout(
             holder.execute("ROLLBACK")
             holder.close()
         await store.record_heartbeat("t1", parse_line("p=2"))  # the store works again
+
+
+OPEN_AND_CLOSE = """
+import asyncio, sys
+from core.store import open_store
+
+async def main() -> None:
+    async with await open_store(sys.argv[1], create=True):
+        pass
+
+asyncio.run(main())
+"""
+
+
+def test_processes_creating_one_store_at_once_all_open_it(tmp_path: Path) -> None:
+    """Workers started together on a host with no store yet all create or open the same file."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "new.db"
+    root = Path(__file__).resolve().parents[2]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_AND_CLOSE, str(path)],
+            cwd=root,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
+    failures = [
+        err for proc in procs if (err := proc.communicate(timeout=60)[1]) and proc.returncode
+    ]
+    assert failures == []
+    with sqlite3.connect(path) as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
