@@ -233,37 +233,49 @@ def build_snapshot(
     """
     views: dict[str, TaskView] = {}
     previous = previous or {}
+    # Without agents or owed requests (one host, or a fleet at peace) a task's fleet notes
+    # follow from the task alone, so an unchanged task needs no fleet lookups at all.
+    quiet = fleet is None or (not fleet.agents and not fleet.requests)
     for record in records:
         task = record.task
+        task_id = task.task_id
         limits = config.limits_for(task.step_type)
-        remote = fleet is not None and task.host is not None and task.host != fleet.host
-        process = samples.get(task.task_id)
-        agent = request = None
-        if fleet is not None:
-            agent = fleet.agents.get(task.host or "")
-            request = fleet.requests.get(task.task_id)
-            if remote:
-                process = fleet.remote_sample(now, task)
-        note = agent_note(now, task, agent, request, remote=remote)
-        seen = previous.get(task.task_id)
-        if (
+        seen = previous.get(task_id)
+        unchanged = (
             seen is not None
-            and now < seen.verdict.stable_until
             and seen.task is task
+            and now < seen.verdict.stable_until
             and seen.lease is record.lease
             and seen.heartbeat is record.heartbeat
             and seen.pending_kill is record.pending_kill
             and seen.limits is limits
             and not (task.state is TaskState.QUEUED and task.upstream)
+        )
+        if unchanged and quiet and seen is not None and seen.agent is None:
+            process = None if seen.remote else samples.get(task_id)
+            if seen.host_request is None and _judged(seen.process) == _judged(process):
+                views[task_id] = seen if seen.process == process else replace(seen, process=process)
+                continue
+        remote = fleet is not None and task.host is not None and task.host != fleet.host
+        process = samples.get(task_id)
+        agent = request = None
+        if fleet is not None:
+            agent = fleet.agents.get(task.host or "")
+            request = fleet.requests.get(task_id)
+            if remote:
+                process = fleet.remote_sample(now, task)
+        note = agent_note(now, task, agent, request, remote=remote)
+        if (
+            unchanged
+            and seen is not None
             and seen.agent_note == note
             and seen.host_request == request
             and seen.agent == agent
             and _judged(seen.process) == _judged(process)
         ):
-            same = seen.process == process
-            views[task.task_id] = seen if same else replace(seen, process=process)
+            views[task_id] = seen if seen.process == process else replace(seen, process=process)
             continue
-        views[task.task_id] = TaskView(
+        views[task_id] = TaskView(
             task=task,
             lease=record.lease,
             heartbeat=record.heartbeat,
