@@ -71,9 +71,11 @@ class TaskView:
     """The upstream tasks a queued task waits behind, with their healths."""
     _aged: dict[float, Verdict] = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    @property
-    def task_id(self) -> str:
-        return self.task.task_id
+    task_id: str = field(init=False, repr=False, compare=False)
+    """The task's id, read thousands of times a poll (a plain slot, not a property)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "task_id", self.task.task_id)
 
     def verdict_at(self, now: float) -> Verdict:
         """The verdict with its ages, countdowns and page line as of ``now``.

@@ -76,3 +76,37 @@ async def test_ten_changed_of_ten_thousand_touch_only_those_rows() -> None:
     # The changed rows now beat more recently, so they moved; the cursor stayed on its task.
     assert table.selected_task_id == selected
     assert elapsed < 5.0
+
+
+async def test_rows_moved_by_polls_stay_where_the_order_says() -> None:
+    """Re-sorts rewrite only the span of rows that moved: the table must still map every row
+    index to the right task, through moves, additions and removals."""
+    import random
+
+    from textual.coordinate import Coordinate
+
+    config = sample_config()
+    records = synthetic_records(300)
+    rng = random.Random(7)
+    app = TableApp()
+    async with app.run_test(size=(160, 30)) as pilot:
+        table = app.query_one(TaskTable)
+        table.set_columns(COLUMNS)
+        for step in range(12):
+            views = list(build_snapshot(NOW + step, records, config, {}).tasks)
+            if step % 4 == 3:
+                views = views[5:] + views[:2]  # some gone, some reordered
+            else:
+                lo = rng.randrange(len(views) - 20)
+                span = views[lo : lo + 20]
+                rng.shuffle(span)
+                views[lo : lo + 20] = span
+            table.show(views, NOW + step, {})
+            await pilot.pause()
+            order = [view.task_id for view in views]
+            shown = [
+                table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value
+                for i in range(table.row_count)
+            ]
+            assert shown == order, f"step {step}"
+            assert all(table.get_row_index(t) == i for i, t in enumerate(order))

@@ -162,7 +162,20 @@ class TaskTable(DataTable[object]):
         ``DataTable.sort`` repaints the whole table; a poll re-sorts every second (heartbeat
         ages order the healthy tasks), mostly below the fold.
         """
-        self._row_locations = TwoWayDict({RowKey(task_id): i for i, task_id in enumerate(after)})
+        if len(before) == len(after) and len(self._row_locations) == len(after):
+            # The same rows moved: rewrite only the span between the first and the last row
+            # that moved (a poll mostly moves a few tasks that just beat).
+            first = next(i for i, (b, a) in enumerate(zip(before, after, strict=True)) if b != a)
+            last = len(after) - next(
+                i
+                for i, (b, a) in enumerate(zip(reversed(before), reversed(after), strict=True))
+                if b != a
+            )
+            for index in range(first, last):
+                self._row_locations[RowKey(after[index])] = index
+        else:
+            locations = {RowKey(task_id): i for i, task_id in enumerate(after)}
+            self._row_locations = TwoWayDict(locations)
         self._update_count += 1
         self._order_version += 1
         top, bottom = self._visible_rows()
