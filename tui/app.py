@@ -20,6 +20,7 @@ from core.clock import Clock, SystemClock
 from core.monitor import Snapshot, TaskView
 from tui.keys import display_key, keys_for
 from tui.messages import SnapshotReady
+from tui.render import install as install_cropped_updates
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.dashboard import DashboardScreen
 from tui.screens.detail import DetailScreen
@@ -58,6 +59,8 @@ class ZombietopApp(App[None]):
         terminal_alive: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__()
+        # Partial updates then write the changed cells, not every line from its left edge.
+        install_cropped_updates()
         self.source = source
         # The wall never acts, whatever it was handed.
         self.executor = None if wall else executor

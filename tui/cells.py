@@ -92,7 +92,7 @@ def _heartbeat(view: TaskView, now: float, note: str | None) -> Text:
     if age is None:
         return DASH
     late = view.task.state.executing and age > view.limits.heartbeat_timeout
-    return Text(format_age(age) + ("!" if late else ""), style="bold red" if late else "")
+    return Text(glance_age(age) + ("!" if late else ""), style="bold red" if late else "")
 
 
 def _lease(view: TaskView, now: float, note: str | None) -> Text:
@@ -100,19 +100,29 @@ def _lease(view: TaskView, now: float, note: str | None) -> Text:
     if left is None:
         return DASH
     if left < 0:
-        return Text(f"{format_age(left)} ago", style="bold red")
-    return Text(f"in {format_age(left)}")
+        return Text(f"{glance_age(left)} ago", style="bold red")
+    return Text(f"in {glance_age(left)}")
 
 
-def coarse_age(seconds: float) -> str:
-    """An age that changes once a minute after the first minute: ``41s``, ``12m``, ``4h40m``."""
+def glance_age(seconds: float) -> str:
+    """Format an age or countdown for a table cell: ``41s``, ``3m``, ``4h12m``, ``2d03h``.
+
+    Past the first minute a cell changes once a minute at most: seconds are noise in a view read
+    at a glance, and every visible row ticking each second is most of what the table writes. The
+    detail view, page lines and status keep the seconds (``format_age``); the units switch where
+    ``format_age``'s do. A negative countdown reads as its distance from zero.
+    """
     seconds = abs(seconds)
     if seconds < 60:
         return f"{int(seconds)}s"
     minutes = int(seconds // 60)
     if minutes < 60:
         return f"{minutes}m"
-    return f"{minutes // 60}h{minutes % 60:02d}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"
 
 
 def _budget_text(budget: Budget, width: int) -> Text:
@@ -120,7 +130,7 @@ def _budget_text(budget: Budget, width: int) -> Text:
         return Text(f"{bar(None, width)} -/{format_duration(budget.limit_s)}", style="dim")
     over = budget.over
     text = Text(bar(budget.fraction, width), style="bold red" if over else "blue")
-    text.append(f" {coarse_age(budget.used_s)}/{format_duration(budget.limit_s)}")
+    text.append(f" {glance_age(budget.used_s)}/{format_duration(budget.limit_s)}")
     if over:
         text.append("!", style="bold red")
     return text

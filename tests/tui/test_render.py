@@ -1,0 +1,349 @@
+"""Partial updates write the dirty spans, not each line from its widget's left edge (tui/render.py).
+
+Both Textual's own ``ChopsUpdate.render_segments`` and the patched one are played on a small
+virtual terminal: cursor moves and text, SGR ignored, wide characters taking two cells (and
+erasing their other half when half of one is overwritten, as xterm does).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.cells import get_character_cell_size
+from rich.console import Console
+from rich.control import Control
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual._compositor import ChopsUpdate
+from textual.strip import Strip
+
+from tests.tui.helpers import make_app, settle
+from tui import render
+from tui.widgets.task_table import TaskTable
+
+Span = tuple[int, int, int]
+Cell = tuple[int, int]
+
+_TOKEN = re.compile(r"\x1b\[(\d+);(\d+)H|\x1b\[[0-9;]*m|(\n)|([^\x1b\n]+)")
+
+
+class VirtualScreen:
+    """Cells of a terminal, fed the sequences an update writes; remembers which cells it wrote."""
+
+    def __init__(self, width: int, height: int, fill: str = "?") -> None:
+        self.width = width
+        self.rows = [[fill] * width for _ in range(height)]
+        self.written: set[Cell] = set()
+
+    def feed(self, data: str) -> None:
+        x = y = 0
+        consumed = 0
+        for token in _TOKEN.finditer(data):
+            assert token.start() == consumed, f"unexpected sequence {data[consumed:][:20]!r}"
+            consumed = token.end()
+            if token[1] is not None:
+                y, x = int(token[1]) - 1, int(token[2]) - 1
+            elif token[3] is not None:
+                y += 1
+            elif token[4] is not None:
+                for character in token[4]:
+                    width = get_character_cell_size(character)
+                    assert width in (1, 2), f"no zero-width characters here: {character!r}"
+                    self._put(x, y, character, width)
+                    x += width
+        assert consumed == len(data), f"unexpected sequence {data[consumed:][:20]!r}"
+
+    def _put(self, x: int, y: int, character: str, width: int) -> None:
+        row = self.rows[y]
+        for cell in range(x, x + width):
+            # Overwriting either half of a wide character blanks its other half.
+            if row[cell] == "":
+                row[cell - 1] = " "
+            elif cell + 1 < self.width and row[cell + 1] == "":
+                row[cell + 1] = " "
+            self.written.add((y, cell))
+        row[x] = character
+        if width == 2:
+            row[x + 1] = ""
+
+    def copy(self) -> VirtualScreen:
+        other = VirtualScreen(self.width, len(self.rows))
+        other.rows = [list(row) for row in self.rows]
+        return other
+
+    def text(self) -> list[str]:
+        return ["".join(row) for row in self.rows]
+
+
+def full_render(update: ChopsUpdate, console: Console) -> str:
+    """Every chop of every rendered line, as a full repaint would write it."""
+    move_to = Control.move_to
+    return "".join(
+        move_to(x, y).segment.text + strip.render(console)
+        for y, line in enumerate(update.chops)
+        for x, strip in line.items()
+        if strip is not None
+    )
+
+
+def span_cover(screen: VirtualScreen, spans: Iterable[Span]) -> set[Cell]:
+    """The cells of every character that overlaps a span (a wide one may cross its edge)."""
+    cells: set[Cell] = set()
+    for y, x1, x2 in spans:
+        for x in range(x1, x2):
+            cells.add((y, x))
+            if screen.rows[y][x] == "":
+                cells.add((y, x - 1))
+            elif x + 1 < screen.width and screen.rows[y][x + 1] == "":
+                cells.add((y, x + 1))
+    return cells
+
+
+def stale(screen: VirtualScreen, spans: Iterable[Span]) -> VirtualScreen:
+    """``screen`` before the update: other text in the spans, but for characters crossing
+    their edges (those were on screen already, or the terminal would show half of one)."""
+    before = screen.copy()
+    for y, x1, x2 in spans:
+        row = before.rows[y]
+        for x in range(x1, x2):
+            crosses = (x == x1 and row[x] == "") or (
+                x == x2 - 1 and x + 1 < screen.width and row[x + 1] == ""
+            )
+            if not crosses:
+                row[x] = "~"
+    return before
+
+
+def chops_update(
+    lines: Sequence[Sequence[Segment] | None], cuts: Sequence[int], width: int, spans: list[Span]
+) -> ChopsUpdate:
+    """A ``ChopsUpdate`` as the compositor builds one: each line divided at ``cuts``."""
+    cut_set = [0, *cuts, width]
+    chops: list[dict[int, Strip | None]] = []
+    for segments in lines:
+        if segments is None:
+            chops.append(dict.fromkeys(cut_set[:-1]))
+            continue
+        strip = Strip(segments).crop_extend(0, width, None)
+        chops.append(dict(zip(cut_set[:-1], strip.divide(cut_set[1:]), strict=True)))
+    return ChopsUpdate(chops, spans, [cut_set[1:] for _ in lines])
+
+
+CONSOLE = Console(width=40, color_system="truecolor", force_terminal=True)
+BOLD = Style(bold=True)
+RED = Style(color="red", bgcolor="black")
+DIM = Style(dim=True)
+
+# A sidebar (0-8) and a table (8-40), as a dashboard's chops would be.
+LINES: list[list[Segment] | None] = [
+    [
+        Segment("menu    ", BOLD),
+        Segment(" job-0001 ", DIM),
+        Segment("in 3m", RED),
+        Segment(" " * 17),
+    ],
+    # The span on this line starts on the right half of 中 and ends inside a styled segment.
+    [
+        Segment("side    "),
+        Segment(" 中文 ", BOLD),
+        Segment("heartbeat 41s ago", RED),
+        Segment("." * 9),
+    ],
+    None,  # not dirty: the compositor renders no chops for it
+    [Segment("x" * 8, DIM), Segment("abcdefghij", BOLD), Segment("k" * 22)],
+]
+CUTS = [8]
+SPANS: list[Span] = [(0, 18, 23), (1, 10, 25), (3, 4, 12)]
+
+
+def play(
+    update: ChopsUpdate, method: render.RenderSegments
+) -> tuple[str, VirtualScreen, VirtualScreen]:
+    """Return what ``method`` writes, the screen after it, and the screen it should be."""
+    expected = VirtualScreen(40, len(LINES))
+    expected.feed(full_render(update, CONSOLE))
+    screen = stale(expected, update.spans)
+    screen.written.clear()
+    output = method(update, CONSOLE)
+    screen.feed(output)
+    return output, screen, expected
+
+
+def test_the_patch_writes_the_same_cells_inside_the_spans_and_none_outside() -> None:
+    update = chops_update(LINES, CUTS, 40, SPANS)
+    stock_output, stock_screen, expected = play(update, render.stock())
+    ours_output, ours_screen, _ = play(update, render.render_segments)
+
+    assert stock_screen.text() == expected.text()
+    assert ours_screen.text() == expected.text()
+    cover = span_cover(expected, SPANS)
+    assert ours_screen.written <= cover
+    # The wide character at the start of line 1's span is written whole, from its left half.
+    assert expected.rows[1][9:11] == ["中", ""]
+    assert (1, 9) in ours_screen.written
+    assert not stock_screen.written <= cover, "Textual itself writes outside the spans"
+    assert len(ours_output.encode()) < len(stock_output.encode())
+
+
+def test_a_span_starting_mid_segment_writes_from_the_span_start() -> None:
+    update = chops_update(LINES, CUTS, 40, [(3, 12, 15)])
+    output = render.render_segments(update, CONSOLE)
+    assert output.startswith(Control.move_to(12, 3).segment.text)
+    screen = VirtualScreen(40, len(LINES))
+    screen.feed(output)
+    assert screen.written == {(3, 12), (3, 13), (3, 14)}
+    assert screen.text()[3][12:15] == "efg"
+
+
+def test_whole_characters_widens_past_a_cut_wide_character() -> None:
+    strip = Strip([Segment("ab"), Segment("中cd", BOLD)])  # a b 中中 c d
+    assert render.whole_characters(strip, 3, 5) == (2, 5)
+    assert render.whole_characters(strip, 0, 3) == (0, 4)
+    assert render.whole_characters(strip, 2, 4) == (2, 4)
+    assert render.whole_characters(strip, 1, 6) == (1, 6)
+    # Joined emoji are measured as a whole by rich: keep such a segment whole.
+    joined = Strip([Segment("ab"), Segment("👩\u200d💻x", RED), Segment("yz")])
+    assert render.whole_characters(joined, 3, 4) == (2, joined.cell_length - 2)
+
+
+TEXTS = st.text(alphabet="ab é中文", min_size=0, max_size=12)
+SEGMENTS = st.lists(
+    st.tuples(TEXTS, st.sampled_from([None, BOLD, RED, DIM])).map(lambda ts: Segment(*ts)),
+    min_size=1,
+    max_size=6,
+)
+
+
+Case = tuple[list[list[Segment] | None], list[int], int, list[Span]]
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    """Lines of segments, the cuts between widgets, the screen width and the dirty spans."""
+    width = draw(st.integers(min_value=4, max_value=30))
+    cuts = sorted(draw(st.sets(st.integers(min_value=1, max_value=width - 1), max_size=3)))
+    lines: list[list[Segment] | None] = []
+    spans: list[Span] = []
+    for y in range(draw(st.integers(min_value=1, max_value=4))):
+        if draw(st.booleans()):
+            lines.append(None)
+            continue
+        lines.append(draw(SEGMENTS))
+        x1 = draw(st.integers(min_value=0, max_value=width - 1))
+        x2 = draw(st.integers(min_value=x1 + 1, max_value=width))
+        spans.append((y, x1, x2))
+    if not spans:
+        lines.append(draw(SEGMENTS))
+        spans.append((len(lines) - 1, 0, width))
+    return lines, cuts, width, spans
+
+
+@settings(max_examples=300, deadline=None)
+@given(cases())
+def test_any_update_leaves_the_screen_right_and_writes_only_the_spans(case: Case) -> None:
+    lines, cuts, width, spans = case
+    update = chops_update(lines, cuts, width, spans)
+    expected = VirtualScreen(width, len(lines))
+    expected.feed(full_render(update, CONSOLE))
+    screen = stale(expected, spans)
+    screen.written.clear()
+    screen.feed(render.render_segments(update, CONSOLE))
+    assert screen.text() == expected.text()
+    assert screen.written <= span_cover(expected, spans)
+
+
+def test_install_is_idempotent_and_keeps_textuals_method() -> None:
+    assert render.install()
+    assert render.install()
+    assert ChopsUpdate.render_segments is render.render_segments
+    stock = render.stock()
+    assert stock is not render.render_segments
+    assert stock.__qualname__ == "ChopsUpdate.render_segments"
+
+
+@pytest.mark.parametrize("version", [(8, 1), (9, 0), None])
+def test_install_leaves_other_textual_versions_alone(
+    version: tuple[int, int] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stock = render.stock()
+    monkeypatch.setattr(ChopsUpdate, "render_segments", stock)
+    monkeypatch.setattr(render, "_textual_version", lambda: version)
+    assert not render.install()
+    assert ChopsUpdate.render_segments is stock
+
+
+def test_install_leaves_a_changed_chops_update_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    stock = render.stock()
+    monkeypatch.setattr(ChopsUpdate, "render_segments", stock)
+
+    def changed(self: ChopsUpdate, chops: object, spans: object) -> None:
+        """A future ChopsUpdate built from other attributes."""
+
+    monkeypatch.setattr(ChopsUpdate, "__init__", changed)
+    assert not render.install()
+    assert ChopsUpdate.render_segments is stock
+
+
+def test_the_version_range_is_the_one_pyproject_pins() -> None:
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    pin = next(d for d in pyproject["project"]["dependencies"] if d.startswith("textual"))
+    (low_major, low_minor), (high_major, _) = render.TEXTUAL_VERSIONS
+    assert pin.replace(" ", "") == f"textual>={low_major}.{low_minor},<{high_major}"
+
+
+async def test_a_one_cell_change_on_the_dashboard_writes_about_that_cell() -> None:
+    """The real app at 80x24: a new lease cell in row 5 is written as that cell, no more."""
+    app = make_app(read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        updates: list[ChopsUpdate] = []
+        display = app._display
+
+        def spy(screen: object, renderable: object) -> None:
+            if isinstance(renderable, ChopsUpdate):
+                updates.append(renderable)
+            display(screen, renderable)  # type: ignore[arg-type]
+
+        app._display = spy  # type: ignore[method-assign]
+        table = app.main.query_one(TaskTable)
+        # The first partial update after a full one also repaints what the table marked dirty
+        # while the full one was drawn (Textual keeps those regions): get that out of the way.
+        table.update_cell(table.order[0], "lease", Text("in 8m"))
+        await pilot.pause()
+        updates.clear()
+        task_id = table.order[5]
+        table.update_cell(task_id, "lease", Text("in 9m"))
+        await pilot.pause()
+
+        assert len(updates) == 1
+        (update,) = updates
+        left = table.region.x
+        for column in table.ordered_columns:
+            if column.key.value == "lease":
+                width = column.get_render_width(table)
+                break
+            left += column.get_render_width(table)
+        row = table.region.y + table.header_height + 5
+        cell = {(row, x) for x in range(left, left + width)}
+
+        screens: dict[str, VirtualScreen] = {}
+        outputs: dict[str, str] = {}
+        for name, method in (("stock", render.stock()), ("ours", render.render_segments)):
+            screen = VirtualScreen(80, 24, fill="~")
+            outputs[name] = method(update, app.console)
+            screen.feed(outputs[name])
+            screens[name] = screen
+        assert screens["ours"].written == cell
+        assert screens["stock"].written > cell, "Textual writes the row from the table's edge"
+        assert "in 9m" in screens["ours"].text()[row][left : left + width]
+        assert [screens["ours"].rows[row][x] for x in range(left, left + width)] == [
+            screens["stock"].rows[row][x] for x in range(left, left + width)
+        ]
+        assert len(outputs["ours"]) < len(outputs["stock"]) / 3
