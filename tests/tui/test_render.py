@@ -26,6 +26,7 @@ from textual.strip import Strip
 
 from tests.tui.helpers import make_app, settle
 from tui import render
+from tui.widgets.header import StatusHeader, changed_cells, clock_text
 from tui.widgets.task_table import TaskTable
 
 Span = tuple[int, int, int]
@@ -347,3 +348,58 @@ async def test_a_one_cell_change_on_the_dashboard_writes_about_that_cell() -> No
             screens["stock"].rows[row][x] for x in range(left, left + width)
         ]
         assert len(outputs["ours"]) < len(outputs["stock"]) / 3
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "cells"),
+    [
+        ("at 12:55:29 UTC", "at 12:55:30 UTC", (9, 11)),
+        ("at 12:55:38 UTC", "at 12:55:39 UTC", (10, 11)),
+        ("at 12:59:59 UTC", "at 13:00:00 UTC", (4, 11)),
+        ("● 3 at 09:00:01", "● 3 at 09:00:02", (14, 15)),
+        ("short", "longer", None),
+        ("same", "same", None),
+    ],
+)
+def test_changed_cells_finds_the_ticking_span(
+    before: str, after: str, cells: tuple[int, int] | None
+) -> None:
+    assert changed_cells(Text(before), Text(after)) == cells
+
+
+async def test_a_clock_tick_writes_the_digits_that_changed_at_their_own_place() -> None:
+    """The header's clock ticks every poll: only its changed digits go to the terminal, where
+    the clock is (a region off by the header's padding once blanked the cell next to them)."""
+    app = make_app(read_only=True)
+    async with app.run_test(size=(120, 30)) as pilot:  # wide enough not to wrap the line
+        await settle(pilot)
+        header = app.main.query_one(StatusHeader)
+        updates: list[ChopsUpdate] = []
+        display = app._display
+
+        def spy(screen: object, renderable: object) -> None:
+            if isinstance(renderable, ChopsUpdate):
+                updates.append(renderable)
+            display(screen, renderable)  # type: ignore[arg-type]
+
+        app._display = spy  # type: ignore[method-assign]
+        # The first partial update after a full one also repaints what was marked dirty while
+        # the full one was drawn: get that out of the way.
+        start = header.now = int(header.now) // 3600 * 3600 + 20 * 60 + 28  # HH:20:28
+        await settle(pilot)
+        for tick, changed in ((1, 1), (32, 3)):  # to HH:20:29, then across a minute to HH:21:00
+            before = clock_text(start if tick == 1 else start + 1)
+            updates.clear()
+            header.now = start + tick
+            await pilot.pause()
+            after = clock_text(start + tick)
+            line = header.render().split("\n")[0].plain
+            x0 = header.region.x + header.gutter.left + line.index(after)
+            digits = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+            assert len(digits) == changed
+            screen = VirtualScreen(120, 30)
+            screen.feed(render.render_segments(updates[0], app.console))
+            row = header.region.y
+            on_row = {cell for cell in screen.written if cell[0] == row}
+            assert on_row == {(row, x0 + i) for i in range(digits[0], digits[-1] + 1)}
+            assert all(screen.rows[row][x0 + i] == after[i] for i in digits)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.geometry import Region
 from textual.reactive import reactive
@@ -16,6 +17,21 @@ from tui.healths import ACTIVE_HEALTHS, health_count
 
 def clock_text(now: float) -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime(now))
+
+
+def changed_cells(before: Text, after: Text) -> tuple[int, int] | None:
+    """The cells ``[start, stop)`` where two renderings of a line differ, when only characters
+    in place changed (same styles, same width: the ticking clock); None for anything else."""
+    old, new = before.plain, after.plain
+    if before.spans != after.spans or len(old) != len(new) or cell_len(old) != cell_len(new):
+        return None
+    first = next((i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b), None)
+    if first is None:
+        return None
+    last = len(new) - next(
+        i for i, (a, b) in enumerate(zip(reversed(old), reversed(new), strict=True)) if a != b
+    )
+    return cell_len(new[:first]), cell_len(new[:last])
 
 
 class StatusHeader(Widget):
@@ -56,11 +72,17 @@ class StatusHeader(Widget):
         if any(line.cell_len > self.content_size.width for line in [*old_lines, *new_lines]):
             self.refresh()  # a line wraps: rows below it move
             return
-        # Most polls change only the clock: repaint the lines that changed, not the header.
+        # Most polls change only the clock: repaint the cells that changed, not the header.
         width = self.size.width
         for y, (before, after) in enumerate(zip(old_lines, new_lines, strict=True)):
-            if before.plain != after.plain or before.spans != after.spans:
+            if before.plain == after.plain and before.spans == after.spans:
+                continue
+            changed = changed_cells(before, after)
+            if changed is None:
                 self.refresh(Region(0, y, width, 1))
+            else:
+                start, stop = changed  # refresh regions are relative to the content
+                self.refresh(Region(start, y, stop - start, 1))
 
     watch_snapshot = watch_now = watch_store = watch_refresh_s = _watch_any
     watch_read_only = watch_sort_label = watch_filter_label = watch_show_counts = _watch_any
