@@ -403,3 +403,19 @@ async def test_a_clock_tick_writes_the_digits_that_changed_at_their_own_place() 
             on_row = {cell for cell in screen.written if cell[0] == row}
             assert on_row == {(row, x0 + i) for i in range(digits[0], digits[-1] + 1)}
             assert all(screen.rows[row][x0 + i] == after[i] for i in digits)
+
+
+@pytest.mark.parametrize(
+    ("room", "shown"),
+    [
+        (60, "/var/lib/zombietop/zombietop.db (read-only)"),
+        (30, "/var/lib/…ietop.db (read-only)"),
+        (3, "/…)"),
+        (1, "…"),
+        (0, ""),
+    ],
+)
+def test_a_long_store_path_gives_way_in_its_middle(room: int, shown: str) -> None:
+    from tui.widgets.header import shorten_middle
+
+    assert shorten_middle("/var/lib/zombietop/zombietop.db (read-only)", room) == shown

@@ -19,6 +19,17 @@ def clock_text(now: float) -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime(now))
 
 
+def shorten_middle(text: str, room: int) -> str:
+    """``text`` in at most ``room`` cells, the middle given up first: ``/var/lib/…/store.db``."""
+    if cell_len(text) <= room:
+        return text
+    if room <= 1:
+        return "…"[: max(room, 0)]
+    head = (room - 1) // 3  # the end of a path (the file) says more than its start
+    tail = room - 1 - head
+    return f"{text[:head]}…{text[len(text) - tail :]}" if tail else f"{text[:head]}…"
+
+
 def changed_cells(before: Text, after: Text) -> tuple[int, int] | None:
     """The cells ``[start, stop)`` where two renderings of a line differ, when only characters
     in place changed (same styles, same width: the ticking clock); None for anything else."""
@@ -95,18 +106,23 @@ class StatusHeader(Widget):
         return self._text
 
     def _build(self) -> Text:
+        rest = Text()
+        rest.append(f"  every {self.refresh_s:g}s", style="dim")
+        rest.append(f"  {clock_text(self.now)}")
+        if self.sort_label and self.sort_label != "urgency":
+            rest.append(f"  sort: {self.sort_label}", style="bold")
+        if self.filter_label:
+            rest.append(f"  filter: {self.filter_label}", style="bold")
+        if self.read_only:
+            rest.append("  ")
+            rest.append(" READ-ONLY ", style="bold reverse")
         line = Text()
         line.append("zombietop", style="bold")
-        line.append(f"  {self.store}")
-        line.append(f"  every {self.refresh_s:g}s", style="dim")
-        line.append(f"  {clock_text(self.now)}")
-        if self.sort_label and self.sort_label != "urgency":
-            line.append(f"  sort: {self.sort_label}", style="bold")
-        if self.filter_label:
-            line.append(f"  filter: {self.filter_label}", style="bold")
-        if self.read_only:
-            line.append("  ")
-            line.append(" READ-ONLY ", style="bold reverse")
+        # The first line never wraps (a wrapped line moves every row below it, and the clock
+        # could no longer tick in place): a long store path gives way in its middle.
+        room = self.size.width - 2 - line.cell_len - rest.cell_len
+        line.append(f"  {shorten_middle(self.store, room - 2)}")
+        line.append_text(rest)
         if not self.show_counts:
             return line
         line.append("\n")
