@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from operator import attrgetter
 from typing import Protocol
 
 from core.classify import Verdict, classify, sort_key
@@ -73,9 +74,12 @@ class TaskView:
 
     task_id: str = field(init=False, repr=False, compare=False)
     """The task's id, read thousands of times a poll (a plain slot, not a property)."""
+    urgency: tuple[int, float, str] = field(init=False, repr=False, compare=False)
+    """Where the task sorts, most urgent first (``sort_key`` of its verdict), kept with it."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "task_id", self.task.task_id)
+        object.__setattr__(self, "urgency", sort_key(self.task.task_id, self.verdict))
 
     def verdict_at(self, now: float) -> Verdict:
         """The verdict with its ages, countdowns and page line as of ``now``.
@@ -305,7 +309,7 @@ def build_snapshot(
                 now, task, view.lease, view.heartbeat, view.process, view.limits, waiting_on=waiting
             )
             views[task_id] = replace(view, verdict=verdict, waiting_on=waiting)
-    ordered = tuple(sorted(views.values(), key=lambda v: sort_key(v.task_id, v.verdict)))
+    ordered = tuple(sorted(views.values(), key=attrgetter("urgency")))
     counts = _zero_counts()
     counts.update(Counter(view.health for view in ordered))
     return Snapshot(

@@ -43,16 +43,42 @@ def record_from_row(row: Iterable[Any]) -> TaskRecord:
     return record_from_values(tuple(row))
 
 
-def record_from_values(values: tuple[Any, ...]) -> TaskRecord:
+def record_from_values(
+    values: tuple[Any, ...], before: tuple[tuple[Any, ...], TaskRecord] | None = None
+) -> TaskRecord:
+    """Build a record from one poll row; with the row and record read ``before`` for the same
+    task, the parts whose columns did not change are kept (a beat changes the heartbeat and
+    a renewal the lease, not the task), so they stay the same objects."""
+    old, kept = before if before is not None else ((), None)
+
+    def same(start: int, stop: int) -> bool:
+        return kept is not None and old[start:stop] == values[start:stop]
+
     # Slicing and zipping names run in C; this runs for every changed row of every poll.
     lease = beat = kill = None
     if values[_T] is not None:
-        lease = Lease.from_row(dict(zip(LEASE_COLUMNS, values[_T:_L], strict=True)))
+        lease = (
+            kept.lease
+            if kept is not None and same(_T, _L)
+            else Lease.from_row(dict(zip(LEASE_COLUMNS, values[_T:_L], strict=True)))
+        )
     if values[_L] is not None:
-        beat = Heartbeat.from_row(dict(zip(HEARTBEAT_COLUMNS, values[_L:_H], strict=True)))
+        beat = (
+            kept.heartbeat
+            if kept is not None and same(_L, _H)
+            else Heartbeat.from_row(dict(zip(HEARTBEAT_COLUMNS, values[_L:_H], strict=True)))
+        )
     if values[_H] is not None:
-        kill = PendingKill.from_row(dict(zip(KILL_COLUMNS, values[_H:], strict=True)))
-    task = Task.from_row(dict(zip(TASK_COLUMNS, values[:_T], strict=True)))
+        kill = (
+            kept.pending_kill
+            if kept is not None and same(_H, len(values))
+            else PendingKill.from_row(dict(zip(KILL_COLUMNS, values[_H:], strict=True)))
+        )
+    task = (
+        kept.task
+        if kept is not None and same(0, _T)
+        else Task.from_row(dict(zip(TASK_COLUMNS, values[:_T], strict=True)))
+    )
     return TaskRecord(task=task, lease=lease, heartbeat=beat, pending_kill=kill)
 
 
@@ -118,7 +144,9 @@ class PollCache:
     ) -> None:
         task_id = values[0]
         held = seen.get(task_id)
-        record = held[1] if held is not None and held[0] == values else record_from_values(values)
+        record = (
+            held[1] if held is not None and held[0] == values else record_from_values(values, held)
+        )
         self._rows[task_id] = (values, record)
         finished_at = record.task.finished_at
         if finished_at is not None:
