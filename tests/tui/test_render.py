@@ -410,7 +410,7 @@ async def test_a_clock_tick_writes_the_digits_that_changed_at_their_own_place() 
     [
         (60, "/var/lib/zombietop/zombietop.db (read-only)"),
         (30, "/var/lib/…ietop.db (read-only)"),
-        (3, "/…)"),
+        (3, "…y)"),
         (1, "…"),
         (0, ""),
     ],
