@@ -55,10 +55,21 @@ class Duplicate(Exception):
     """An insert hit a unique constraint; raised by ``SQLStore._insert``, turned into a refusal."""
 
 
+# Every task with its lease, latest beat and latest kill: what the poll and record reads select.
+TASK_RECORDS = """SELECT {columns}
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+LEFT JOIN pending_kills k ON k.kill_id =
+    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)"""
+
+
 def fill_columns(sql: str) -> str:
-    """Put the shared column lists into a named block's ``{columns}``-style placeholders."""
+    """Put the shared column lists and joins into a named block's ``{columns}``-style
+    placeholders (``{task_records}`` is the joined read of whole task records)."""
     return (
-        sql.replace("{columns}", _COLUMNS)
+        sql.replace("{task_records}", TASK_RECORDS)
+        .replace("{columns}", _COLUMNS)
         .replace("{kill_columns}", _KILL_COLUMNS)
         .replace("{task_columns}", ", ".join(TASK_COLUMNS))
         .replace("{heartbeat_columns}", ", ".join(HEARTBEAT_COLUMNS))

@@ -182,37 +182,17 @@ SELECT {task_columns} FROM tasks WHERE task_id = :task_id FOR UPDATE
 SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 
 -- select_tasks_for_poll --
-SELECT {columns}
-FROM tasks t
-LEFT JOIN leases l ON l.task_id = t.task_id
-LEFT JOIN heartbeats h ON h.task_id = t.task_id
-LEFT JOIN pending_kills k ON k.kill_id =
-    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+{task_records}
 WHERE t.finished_at IS NULL
 UNION ALL
-SELECT {columns}
-FROM tasks t
-LEFT JOIN leases l ON l.task_id = t.task_id
-LEFT JOIN heartbeats h ON h.task_id = t.task_id
-LEFT JOIN pending_kills k ON k.kill_id =
-    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+{task_records}
 WHERE t.finished_at >= :finished_since::double precision
 
 -- select_all_tasks --
-SELECT {columns}
-FROM tasks t
-LEFT JOIN leases l ON l.task_id = t.task_id
-LEFT JOIN heartbeats h ON h.task_id = t.task_id
-LEFT JOIN pending_kills k ON k.kill_id =
-    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+{task_records}
 
 -- select_task_record --
-SELECT {columns}
-FROM tasks t
-LEFT JOIN leases l ON l.task_id = t.task_id
-LEFT JOIN heartbeats h ON h.task_id = t.task_id
-LEFT JOIN pending_kills k ON k.kill_id =
-    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+{task_records}
 WHERE t.task_id = :task_id
 
 -- insert_task --

@@ -210,20 +210,10 @@ SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 -- select_tasks_for_poll --
 -- Every active task plus those finished since :finished_since, with lease, latest beat and
 -- latest kill.
-SELECT {columns}
-FROM tasks t
-LEFT JOIN leases l ON l.task_id = t.task_id
-LEFT JOIN heartbeats h ON h.task_id = t.task_id
-LEFT JOIN pending_kills k ON k.kill_id =
-    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+{task_records}
 WHERE t.finished_at IS NULL
 UNION ALL
-SELECT {columns}
-FROM tasks t
-LEFT JOIN leases l ON l.task_id = t.task_id
-LEFT JOIN heartbeats h ON h.task_id = t.task_id
-LEFT JOIN pending_kills k ON k.kill_id =
-    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+{task_records}
 WHERE t.finished_at >= :finished_since
 
 -- select_revision --
@@ -231,29 +221,14 @@ SELECT changes, removals FROM revision WHERE singleton = 1
 
 -- select_tasks_changed --
 -- The tasks stamped after :rev, finished or not (the poll cache decides what it keeps).
-SELECT {columns}
-FROM tasks t
-LEFT JOIN leases l ON l.task_id = t.task_id
-LEFT JOIN heartbeats h ON h.task_id = t.task_id
-LEFT JOIN pending_kills k ON k.kill_id =
-    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+{task_records}
 WHERE t.rev > :rev
 
 -- select_all_tasks --
-SELECT {columns}
-FROM tasks t
-LEFT JOIN leases l ON l.task_id = t.task_id
-LEFT JOIN heartbeats h ON h.task_id = t.task_id
-LEFT JOIN pending_kills k ON k.kill_id =
-    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+{task_records}
 
 -- select_task_record --
-SELECT {columns}
-FROM tasks t
-LEFT JOIN leases l ON l.task_id = t.task_id
-LEFT JOIN heartbeats h ON h.task_id = t.task_id
-LEFT JOIN pending_kills k ON k.kill_id =
-    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)
+{task_records}
 WHERE t.task_id = :task_id
 
 -- insert_task --

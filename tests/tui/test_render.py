@@ -22,6 +22,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual._compositor import ChopsUpdate
+from textual.app import App
 from textual.strip import Strip
 
 from tests.tui.helpers import make_app, settle
@@ -299,20 +300,26 @@ def test_the_version_range_is_the_one_pyproject_pins() -> None:
     assert pin.replace(" ", "") == f"textual>={low_major}.{low_minor},<{high_major}"
 
 
+def partial_updates(app: App[None]) -> list[ChopsUpdate]:
+    """Collect every partial screen update the app sends to its terminal from now on."""
+    updates: list[ChopsUpdate] = []
+    display = app._display
+
+    def spy(screen: object, renderable: object) -> None:
+        if isinstance(renderable, ChopsUpdate):
+            updates.append(renderable)
+        display(screen, renderable)  # type: ignore[arg-type]
+
+    app._display = spy  # type: ignore[method-assign]
+    return updates
+
+
 async def test_a_one_cell_change_on_the_dashboard_writes_about_that_cell() -> None:
     """The real app at 80x24: a new lease cell in row 5 is written as that cell, no more."""
     app = make_app(read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        updates: list[ChopsUpdate] = []
-        display = app._display
-
-        def spy(screen: object, renderable: object) -> None:
-            if isinstance(renderable, ChopsUpdate):
-                updates.append(renderable)
-            display(screen, renderable)  # type: ignore[arg-type]
-
-        app._display = spy  # type: ignore[method-assign]
+        updates = partial_updates(app)
         table = app.main.query_one(TaskTable)
         # The first partial update after a full one also repaints what the table marked dirty
         # while the full one was drawn (Textual keeps those regions): get that out of the way.
@@ -374,15 +381,7 @@ async def test_a_clock_tick_writes_the_digits_that_changed_at_their_own_place() 
     async with app.run_test(size=(120, 30)) as pilot:  # wide enough not to wrap the line
         await settle(pilot)
         header = app.main.query_one(StatusHeader)
-        updates: list[ChopsUpdate] = []
-        display = app._display
-
-        def spy(screen: object, renderable: object) -> None:
-            if isinstance(renderable, ChopsUpdate):
-                updates.append(renderable)
-            display(screen, renderable)  # type: ignore[arg-type]
-
-        app._display = spy  # type: ignore[method-assign]
+        updates = partial_updates(app)
         # The first partial update after a full one also repaints what was marked dirty while
         # the full one was drawn: get that out of the way.
         start = header.now = int(header.now) // 3600 * 3600 + 20 * 60 + 28  # HH:20:28
