@@ -4,8 +4,8 @@ side by side with a bare sqlite3 query + fetch of the same rows (the limit).
     python bench/poll_tick.py [--finished 1000000] [--runs 7] [--changed 0.1]
 
 Three figures per size: the first poll (reads and classifies every task), and a tick one second
-later with a share of the tasks having beaten since, classified afresh (the watchdog) or reusing
-verdicts until they can change (the dashboard). The SQLite store reads only the tasks stamped
+later with a share of the tasks having beaten since, classified afresh (every task, every poll) or reusing
+verdicts until they can change (what the dashboard and the watchdog do). The SQLite store reads only the tasks stamped
 since its last read, so only the first poll pays for every row.
 
 Prints a table of medians; exits 0. Not a test: the machine is shared and noisy, so only the
@@ -121,8 +121,8 @@ def touch(path: Path, active: int, tick: int, share: float) -> None:
 
 def time_zombietop(path: Path, active: int, runs: int, share: float) -> dict[str, float]:
     """The first poll (reads and classifies everything), then ticks one second apart with
-    ``share`` of the tasks beating between them: as the watchdog polls (every task classified
-    afresh) and as the dashboard does (verdicts reused until they can change)."""
+    ``share`` of the tasks beating between them: every task classified afresh, and as the
+    dashboard and the watchdog poll (verdicts reused until they can change)."""
 
     clock = FakeClock(NOW)
 

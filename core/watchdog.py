@@ -68,6 +68,8 @@ class PrintNotifier:
 
 @dataclass(slots=True)
 class _Tick:
+    now: float = 0.0
+    """The snapshot's moment: ages in what this tick says are as of then."""
     pages: list[Page] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
     actions: list[ActionOutcome] = field(default_factory=list)
@@ -185,6 +187,7 @@ class Watchdog:
         snapshot = await self.monitor.poll()
         withheld = await self._check_detector(snapshot, tick)
         if withheld is None:
+            tick.now = snapshot.taken_at if snapshot.taken_at is not None else self.clock.now()
             for view in snapshot.tasks:
                 await self._judge(view, tick)
             await self._close_vanished(snapshot, tick)
@@ -291,13 +294,14 @@ class Watchdog:
 
         spin_key = f"spinning:{task_id}:{view.task.attempt}"
         if health is Health.SPINNING:
-            self._spinning[task_id] = view.verdict.context
+            context = view.verdict_at(tick.now).context
+            self._spinning[task_id] = context
             if spin_key not in self._once:
                 self._once.add(spin_key)
-                tick.logs.append(f"spinning (not paged): {view.verdict.context}")
+                tick.logs.append(f"spinning (not paged): {context}")
                 await self._record(
                     EventKind.WATCHDOG,
-                    f"spinning: {view.verdict.context}",
+                    f"spinning: {context}",
                     task_id,
                     {"key": spin_key},
                 )
@@ -311,9 +315,10 @@ class Watchdog:
         self.incidents[task_id] = Incident(
             task_id=task_id, health=view.health, opened_at=self.clock.now()
         )
+        verdict = view.verdict_at(tick.now)
         if not view.task.quarantined:
             first = next(
-                (r.message for r in view.verdict.reasons if r.health is view.health),
+                (r.message for r in verdict.reasons if r.health is view.health),
                 str(view.health),
             )
             if self.dry_run:
@@ -330,10 +335,10 @@ class Watchdog:
                 except StoreError as exc:
                     tick.logs.append(f"could not quarantine {task_id}: {exc}")
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
-        self._page(tick, "incident", view.verdict.context, key=page_key, view=view)
+        self._page(tick, "incident", verdict.context, key=page_key, view=view)
         await self._record(
             EventKind.PAGE,
-            view.verdict.context,
+            verdict.context,
             task_id,
             {"page": "incident", "key": page_key, "health": str(view.health)},
         )
@@ -423,7 +428,13 @@ class Watchdog:
         return outcome
 
     async def _budgets(self, view: TaskView, tick: _Tick) -> None:
-        flags, budgets, task = view.verdict.flags, view.verdict.budgets, view.task
+        flags, task = view.verdict.flags, view.task
+        if not flags:
+            return
+        # Flags hold until the verdict's stable_until; the times used and the page line are read
+        # as of this tick.
+        verdict = view.verdict_at(tick.now)
+        budgets = verdict.budgets
         beat = view.heartbeat
         stage = beat.stage if beat and beat.stage else "-"
         stage_start = beat.stage_started_at if beat else task.started_at
@@ -437,7 +448,7 @@ class Watchdog:
                     if factor
                     else ""
                 )
-                await self._overrun(tick, "stage_overrun", view.verdict.context + then, key, view)
+                await self._overrun(tick, "stage_overrun", verdict.context + then, key, view)
             kill_key = "kill:" + key
             if (
                 factor
@@ -460,12 +471,12 @@ class Watchdog:
         if BudgetFlag.REQUEST_OVERRUN in flags and beat is not None:
             key = f"request:{task.task_id}:{beat.request_name}:{beat.request_started_at}"
             if key not in self._once:
-                await self._overrun(tick, "request_overrun", view.verdict.context, key, view)
+                await self._overrun(tick, "request_overrun", verdict.context, key, view)
         if BudgetFlag.TASK_OVERRUN in flags:
             key = f"task:{task.task_id}:{task.attempt}"
             if key not in self._once:
                 self._once.add(key)
-                message = f"task overrun (logged, not killed): {view.verdict.context}"
+                message = f"task overrun (logged, not killed): {verdict.context}"
                 tick.logs.append(message)
                 await self._record(EventKind.WATCHDOG, message, task.task_id, {"key": key})
 

@@ -33,7 +33,8 @@ async def cmd_watch(args: argparse.Namespace) -> int:
         _log("no [notify] channel configured: pages are only logged here and recorded as events")
     async with await open_store(ctx.db, read_only=args.dry_run) as store:
         executor = None if args.dry_run else Executor(store, config)
-        monitor = Monitor(store, config, probe=PsutilProbe())
+        # Verdicts are reused until they can change; the watchdog reads ages as of each tick.
+        monitor = Monitor(store, config, probe=PsutilProbe(), reuse_verdicts=True)
         dog = Watchdog(
             monitor, config, executor=executor, notifiers=notifiers, dry_run=args.dry_run, log=_log
         )

@@ -76,7 +76,7 @@ def watchdog(
     notifier = notifier or ListNotifier()
     logs: list[str] = []
     dog = Watchdog(
-        Monitor(store, cfg, clock=clock),
+        Monitor(store, cfg, clock=clock, reuse_verdicts=True),
         cfg,
         executor=executor,
         notifiers=[notifier],
@@ -286,7 +286,7 @@ async def test_a_failing_webhook_never_stops_detection(
     cfg = config()
     logs: list[str] = []
     dog = Watchdog(
-        Monitor(store, cfg, clock=clock),
+        Monitor(store, cfg, clock=clock, reuse_verdicts=True),
         cfg,
         executor=None,
         notifiers=[hook],
@@ -395,7 +395,7 @@ async def test_apprise_carries_pages_to_the_long_tail_of_services(
         notifier = AppriseNotifier([f"json://127.0.0.1:{free_port}/hook"])
         cfg = config()
         dog = Watchdog(
-            Monitor(store, cfg, clock=clock),
+            Monitor(store, cfg, clock=clock, reuse_verdicts=True),
             cfg,
             executor=None,
             notifiers=[notifier],

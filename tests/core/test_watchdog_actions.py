@@ -38,7 +38,7 @@ def make_watchdog(
 ) -> tuple[Watchdog, ListNotifier]:
     config = replace(config, watch=WatchSettings(interval=5))
     notifier = ListNotifier()
-    monitor = Monitor(store, config, probe=PsutilProbe(), clock=clock)
+    monitor = Monitor(store, config, probe=PsutilProbe(), clock=clock, reuse_verdicts=True)
     executor = Executor(store, config, clock=clock)
     dog = Watchdog(
         monitor, config, executor=executor, notifiers=[notifier], clock=clock, log=lambda _: None
@@ -135,3 +135,33 @@ async def test_quarantine_blocks_run_after_until_resume_or_discard(
         "up", owner="w2", token=again.token, state=TaskState.SUCCEEDED, exit_code=0
     )
     assert (await asyncio.to_thread(run_after)).returncode == 0
+
+
+async def test_a_quiet_task_is_killed_at_the_second_overrun_though_its_verdict_is_reused(
+    fake_store: SQLiteStore,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    """Nothing about the task changes between ticks, so the monitor keeps its verdict; the time
+    its stage has run must still be read as of each tick, or the kill would never come."""
+    ready = tmp_path / "ready"
+    proc = await start_task_process(fake_store, children, f"sleep 60 & : > {ready}; wait", ready)
+    dog, _ = make_watchdog(fake_store, fast_config, fake_clock)  # stage 20s, kill at 40s
+    record = await fake_store.get_record("t1")
+    task = record.task
+    started = (
+        record.heartbeat.stage_started_at
+        if record.heartbeat
+        else task.started_at or task.claimed_at or task.created_at
+    )
+    kills: list[float] = []
+    for _ in range(30):
+        fake_clock.advance(2)
+        report = await dog.tick()
+        if any(a.request.kind is ActionKind.KILL for a in report.actions):
+            kills.append(fake_clock.now() - started)
+            break
+    assert kills and 40 <= kills[0] < 42
+    assert await asyncio.to_thread(proc.wait, 10) == -signal.SIGTERM

@@ -54,7 +54,7 @@ async def running_task(store: Store, task_id: str) -> None:
 def dog(store: Store, clock: FakeClock) -> tuple[Watchdog, Pages]:
     config = default_config()
     pages = Pages()
-    monitor = Monitor(store, config, probe=GoneProbe(), clock=clock)
+    monitor = Monitor(store, config, probe=GoneProbe(), clock=clock, reuse_verdicts=True)
     watchdog = Watchdog(
         monitor, config, executor=None, notifiers=[pages], clock=clock, log=lambda _: None
     )
