@@ -110,3 +110,21 @@ async def test_rows_moved_by_polls_stay_where_the_order_says() -> None:
             ]
             assert shown == order, f"step {step}"
             assert all(table.get_row_index(t) == i for i, t in enumerate(order))
+
+
+def test_row_order_answers_both_ways_and_only_appends() -> None:
+    import pytest
+    from textual.widgets.data_table import RowKey
+
+    from tui.widgets.row_order import LineOffsets, RowOrder
+
+    keys = {name: RowKey(name) for name in "abc"}
+    order = RowOrder(["b", "a"], keys)
+    assert [order.get(keys[n]) for n in "ab"] == [1, 0] and order.get(keys["c"]) is None
+    assert order.get_key(0) is keys["b"] and order.get_key(2) is None and order.get_key(-1) is None
+    assert keys["a"] in order and keys["c"] not in order and len(order) == 2
+    order[keys["c"]] = 2  # DataTable.add_row
+    assert list(order) == [keys["b"], keys["a"], keys["c"]] and order.get(keys["c"]) == 2
+    with pytest.raises(ValueError, match="only appended"):
+        order[keys["a"]] = 0
+    assert LineOffsets(order.order, keys)[1:] == [(keys["a"], 0), (keys["c"], 0)]

@@ -12,7 +12,6 @@ from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
-from textual._two_way_dict import TwoWayDict
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
 from textual.geometry import Region
@@ -21,6 +20,7 @@ from textual.widgets.data_table import ColumnKey, Row, RowKey
 
 from core.monitor import TaskView
 from tui.cells import CELL_PADDING, Cells, Column, row_cells
+from tui.widgets.row_order import LineOffsets, OrderedRows, RowOrder
 
 SegmentLines = list[list[Segment]]
 
@@ -46,6 +46,8 @@ class TaskTable(DataTable[object]):
         self._order_version = 0
         """Bumped whenever rows are added, removed or re-ordered (never by a cell update)."""
         self._order_cache: tuple[object, list[Row[object]], list[tuple[RowKey, int]]] | None = None
+        self._row_keys: dict[str, RowKey] = {}
+        """One key object per row, shared with the row order."""
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, cell_padding=CELL_PADDING)
         self._columns: tuple[Column, ...] = ()
         self._shown: dict[str, Cells] = {}
@@ -94,6 +96,7 @@ class TaskTable(DataTable[object]):
             self.add_column(column.label, width=column.width, key=column.key)
         self._shown.clear()
         self._compared.clear()
+        self._row_keys.clear()
         views, self._views, self._order = [self._views[t] for t in self._order], {}, []
         self.show(views, self._now, self._notes, select=selected)
 
@@ -114,7 +117,7 @@ class TaskTable(DataTable[object]):
             for task_id in self._shown.keys() - self._views.keys():
                 self._order_version += 1
                 self.remove_row(task_id)
-                del self._shown[task_id]
+                del self._shown[task_id], self._row_keys[task_id]
                 self._compared.pop(task_id, None)
                 for column in self._columns:
                     self._lines_cache.pop((RowKey(task_id), ColumnKey(column.key)), None)
@@ -128,6 +131,7 @@ class TaskTable(DataTable[object]):
                     note = notes.get(task_id)
                     cells = row_cells(view, now, self._columns, notes)
                     self._order_version += 1
+                    self._row_keys[task_id] = RowKey(task_id)
                     self.add_row(*cells, key=task_id)
                     self._shown[task_id] = cells
                     self._compared[task_id] = (view, now, note)
@@ -162,20 +166,7 @@ class TaskTable(DataTable[object]):
         ``DataTable.sort`` repaints the whole table; a poll re-sorts every second (heartbeat
         ages order the healthy tasks), mostly below the fold.
         """
-        if len(before) == len(after) and len(self._row_locations) == len(after):
-            # The same rows moved: rewrite only the span between the first and the last row
-            # that moved (a poll mostly moves a few tasks that just beat).
-            first = next(i for i, (b, a) in enumerate(zip(before, after, strict=True)) if b != a)
-            last = len(after) - next(
-                i
-                for i, (b, a) in enumerate(zip(reversed(before), reversed(after), strict=True))
-                if b != a
-            )
-            for index in range(first, last):
-                self._row_locations[RowKey(after[index])] = index
-        else:
-            locations = {RowKey(task_id): i for i, task_id in enumerate(after)}
-            self._row_locations = TwoWayDict(locations)
+        self._row_locations = RowOrder(list(after), self._row_keys)
         self._update_count += 1
         self._order_version += 1
         top, bottom = self._visible_rows()
@@ -184,7 +175,9 @@ class TaskTable(DataTable[object]):
                 self._refresh_region(self._row_region(index))
 
     # DataTable keys its row order and line offsets on the update counter that every cell
-    # update bumps, so one ticking cell re-walks every row. Key them on the layout instead.
+    # update bumps, so one ticking cell re-walks every row. Read them through the order when
+    # it is ours (tui/widgets/row_order.py); DataTable's own, after a removal, is walked once
+    # per layout instead.
 
     def _order_now(self) -> tuple[list[Row[object]], list[tuple[RowKey, int]]]:
         key = (self._order_version, self.row_count, id(self._row_locations))
@@ -196,11 +189,17 @@ class TaskTable(DataTable[object]):
         return self._order_cache[1], self._order_cache[2]
 
     @property
-    def ordered_rows(self) -> list[Row[object]]:
+    def ordered_rows(self) -> Sequence[Row[object]]:  # type: ignore[override]
+        locations = self._row_locations
+        if isinstance(locations, RowOrder):
+            return OrderedRows(locations.order, self._row_keys, self.rows)
         return self._order_now()[0]
 
     @property
-    def _y_offsets(self) -> list[tuple[RowKey, int]]:
+    def _y_offsets(self) -> Sequence[tuple[RowKey, int]]:  # type: ignore[override]
+        locations = self._row_locations
+        if isinstance(locations, RowOrder):
+            return LineOffsets(locations.order, self._row_keys)
         return self._order_now()[1]
 
     def _visible_rows(self) -> tuple[int, int]:
