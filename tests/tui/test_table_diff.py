@@ -128,3 +128,25 @@ def test_row_order_answers_both_ways_and_only_appends() -> None:
     with pytest.raises(ValueError, match="only appended"):
         order[keys["a"]] = 0
     assert LineOffsets(order.order, keys)[1:] == [(keys["a"], 0), (keys["c"], 0)]
+
+
+async def test_a_row_changed_below_the_fold_is_brought_up_to_date_when_it_scrolls_in() -> None:
+    config = sample_config()
+    records = synthetic_records(300)
+    app = TableApp()
+    async with app.run_test(size=(160, 30)) as pilot:
+        table = app.query_one(TaskTable)
+        table.set_columns(COLUMNS)
+        views = list(build_snapshot(NOW, records, config, {}).tasks)
+        table.show(views, NOW, {})
+        await pilot.pause()
+        far = views[250]
+        assert far.heartbeat is not None
+        moved = replace(far, heartbeat=replace(far.heartbeat, progress=3.0))
+        table.show([*views[:250], moved, *views[251:]], NOW, {})
+        await pilot.pause()
+        assert "3%" not in str(table.get_cell(far.task_id, "progress"))
+        table.scroll_to(y=240, animate=False)
+        await pilot.pause()
+        assert far.task_id in table.visible_task_ids()
+        assert "3%" in str(table.get_cell(far.task_id, "progress"))

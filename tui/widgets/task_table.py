@@ -1,8 +1,8 @@
 """The task table: diffed by task id, fixed-width columns, cursor pinned to its task.
 
-Like ``top``, it only formats what you can see: each poll marks every row stale, and only
-the rows in (or near) the viewport are formatted and compared; a row that scrolls into view
-is brought up to date then. A cell is written only when its text differs from what is shown.
+Like ``top``, it only formats what you can see: a poll compares the rows in the viewport with
+what they show (a row is stale when its view, the moment or its note moved); a row that scrolls
+into view is compared then. A cell is written only when its text differs from what is shown.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from tui.widgets.row_order import LineOffsets, OrderedRows, RowOrder
 
 SegmentLines = list[list[Segment]]
 
-MARGIN = 10
-"""Rows above and below the viewport kept current, so a short scroll shows fresh rows at once."""
 
 
 class TaskTable(DataTable[object]):
@@ -148,12 +146,13 @@ class TaskTable(DataTable[object]):
             self.bring_visible_up_to_date()
 
     def visible_task_ids(self) -> list[str]:
-        top = max(int(self.scroll_y) - MARGIN, 0)
-        bottom = int(self.scroll_y) + self.size.height + MARGIN
+        # A row that scrolls into view is compared then (watch_scroll_y), before it is drawn.
+        top = int(self.scroll_y)
+        bottom = top + self.size.height
         return self._order[top:bottom]
 
     def bring_visible_up_to_date(self) -> None:
-        """Compare and update the rows in and near the viewport."""
+        """Compare and update the rows in the viewport."""
         self._refresh_rows(self.visible_task_ids())
 
     def bring_all_up_to_date(self) -> None:
