@@ -272,6 +272,7 @@ VALUES (:task_id, :seq, :now, :stage::text, :progress::double precision)
 DELETE FROM heartbeat_history WHERE task_id = :task_id AND seq <= :oldest_dropped
 
 -- mark_running --
+-- Later beats touch the task's row only when they change it (see sqlite.sql).
 UPDATE tasks SET
     state = CASE WHEN state = 'starting' THEN 'running' ELSE state END,
     started_at = COALESCE(started_at, :now),
@@ -279,6 +280,9 @@ UPDATE tasks SET
     heartbeat_error = NULL, heartbeat_error_at = NULL,
     updated_at = :now
 WHERE task_id = :task_id
+  AND (state = 'starting' OR started_at IS NULL OR heartbeat_error IS NOT NULL
+       OR heartbeat_error_at IS NOT NULL
+       OR (:checkpoint::text IS NOT NULL AND checkpoint IS DISTINCT FROM :checkpoint::text))
 
 -- select_heartbeat_history --
 SELECT written_at, stage, progress FROM heartbeat_history

@@ -310,7 +310,9 @@ VALUES (:task_id, :seq, :now, :stage, :progress)
 DELETE FROM heartbeat_history WHERE task_id = :task_id AND seq <= :oldest_dropped
 
 -- mark_running --
--- The first heartbeat is the moment a task starts executing.
+-- The first heartbeat is the moment a task starts executing. Later beats touch the task's row
+-- only when they change it (a checkpoint, a cleared heartbeat error): most beats leave it as it
+-- was, so a poll keeps the task's record and the write stays one row smaller.
 UPDATE tasks SET
     state = CASE WHEN state = 'starting' THEN 'running' ELSE state END,
     started_at = COALESCE(started_at, :now),
@@ -318,6 +320,8 @@ UPDATE tasks SET
     heartbeat_error = NULL, heartbeat_error_at = NULL,
     updated_at = :now
 WHERE task_id = :task_id
+  AND (state = 'starting' OR started_at IS NULL OR heartbeat_error IS NOT NULL
+       OR heartbeat_error_at IS NOT NULL OR (:checkpoint IS NOT NULL AND checkpoint IS NOT :checkpoint))
 
 -- select_heartbeat_history --
 SELECT written_at, stage, progress FROM heartbeat_history
