@@ -36,7 +36,10 @@ def matches(view: TaskView, text: str) -> bool:
 
 def ordered(snapshot: Snapshot, sort: SortMode, filter_text: str) -> list[TaskView]:
     """The snapshot's tasks that match the filter, in ``sort`` order (stable: ties by urgency)."""
-    views = [view for view in snapshot.tasks if matches(view, filter_text)]
+    if filter_text:
+        views = [view for view in snapshot.tasks if matches(view, filter_text)]
+    else:
+        views = list(snapshot.tasks)
     if sort is SortMode.HEARTBEAT:
         # Longest silent first: the oldest heartbeat, then tasks that never beat.
         views.sort(key=lambda v: inf if v.verdict.heartbeat_at is None else v.verdict.heartbeat_at)
