@@ -25,7 +25,6 @@ from tui.widgets.row_order import LineOffsets, OrderedRows, RowOrder
 SegmentLines = list[list[Segment]]
 
 
-
 class TaskTable(DataTable[object]):
     """A DataTable updated only by ``show``: add, remove, update changed cells, re-order."""
 
