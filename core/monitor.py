@@ -334,6 +334,7 @@ class Monitor:
         include_finished: bool = False,
         host: str | None = None,
         reuse_verdicts: bool = False,
+        own_thread: bool = False,
     ) -> None:
         self.store = store
         self.config = config
@@ -345,6 +346,9 @@ class Monitor:
         """Keep a task's verdict until its ``stable_until`` while its inputs stay the same (the
         dashboard: it reads ages through ``TaskView.verdict_at``). The watchdog and ``status``
         classify afresh every poll."""
+        self.own_thread = own_thread
+        """The caller's event loop runs on a thread of its own (the dashboard's monitor): classify
+        right there instead of handing the work to yet another thread."""
         self.last: Snapshot = Snapshot(taken_at=None)
         self._by_id: dict[str, TaskView] = {}
 
@@ -365,16 +369,13 @@ class Monitor:
                     [r.task for r in records if r.task.pid is not None and r.task.host == self.host]
                 )
             fleet = await self._fleet()
-            # Classifying thousands of tasks is CPU work: keep it off the caller's event loop.
             previous = self._by_id if self.reuse_verdicts else None
-            snapshot = await asyncio.to_thread(
-                partial(build_snapshot, previous=previous),
-                now,
-                records,
-                self.config,
-                samples,
-                fleet,
-            )
+            build = partial(build_snapshot, now, records, self.config, samples, fleet)
+            if self.own_thread:
+                snapshot = build(previous=previous)
+            else:
+                # Classifying thousands of tasks is CPU work: keep it off the caller's loop.
+                snapshot = await asyncio.to_thread(build, previous=previous)
         except ZombietopError as exc:
             self.last = replace(self.last, error=str(exc), failed_at=self.clock.now())
             return self.last

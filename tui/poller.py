@@ -48,7 +48,7 @@ class ThreadedMonitor:
         async def start() -> Monitor:
             store = await open_store(db, read_only=True)
             # Ages are read through TaskView.verdict_at: a fleet at rest costs what changed.
-            return Monitor(store, config, probe=probe, reuse_verdicts=True)
+            return Monitor(store, config, probe=probe, reuse_verdicts=True, own_thread=True)
 
         try:
             poller._monitor = await poller._call(start())
