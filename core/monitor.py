@@ -242,10 +242,13 @@ def build_snapshot(
     # Without agents or owed requests (one host, or a fleet at peace) a task's fleet notes
     # follow from the task alone, so an unchanged task needs no fleet lookups at all.
     quiet = fleet is None or (not fleet.agents and not fleet.requests)
+    limits_by_type: dict[str, Limits] = {}
     for record in records:
         task = record.task
         task_id = task.task_id
-        limits = config.limits_for(task.step_type)
+        limits = limits_by_type.get(task.step_type)
+        if limits is None:
+            limits = limits_by_type[task.step_type] = config.limits_for(task.step_type)
         seen = previous.get(task_id)
         unchanged = (
             seen is not None
@@ -259,7 +262,8 @@ def build_snapshot(
         )
         if unchanged and quiet and seen is not None and seen.agent is None:
             process = None if seen.remote else samples.get(task_id)
-            if seen.host_request is None and _judged(seen.process) == _judged(process):
+            same_process = seen.process is process or _judged(seen.process) == _judged(process)
+            if seen.host_request is None and same_process:
                 views[task_id] = seen if seen.process == process else replace(seen, process=process)
                 continue
         remote = fleet is not None and task.host is not None and task.host != fleet.host
@@ -311,7 +315,7 @@ def build_snapshot(
             views[task_id] = replace(view, verdict=verdict, waiting_on=waiting)
     ordered = tuple(sorted(views.values(), key=attrgetter("urgency")))
     counts = _zero_counts()
-    counts.update(Counter(view.health for view in ordered))
+    counts.update(Counter([view.verdict.health for view in ordered]))
     return Snapshot(
         taken_at=now,
         tasks=ordered,
