@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from core.durations import format_age
 from core.errors import ActionRefused, TaskNotFound
 from core.layout import clean_env, safe_name, state_dir
 from core.model import EventKind, PendingKill, Task, TaskRecord
-from core.procs import process_start_time, same_start, this_host
+from core.procs import process_start_time, same_start, spawn_detached, this_host
 from core.store import Store, location_of, store_location
 
 
@@ -370,19 +369,9 @@ class Executor:
         env = clean_env()
         env["ZOMBIETOP_DB"] = str(self.store_path)
         cwd = task.cwd if task.cwd and Path(task.cwd).is_dir() else None
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        # Reap it when it ends, so a long-lived dashboard leaves no zombies of its own.
+        # Reaped when it ends, so a long-lived dashboard leaves no zombies of its own.
+        proc = spawn_detached(argv, log=log, env=env, cwd=cwd)
         self._launched = [*(p for p in self._launched if p.returncode is None), proc]
-        threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
         return Launch(pid=proc.pid, log=log, argv=tuple(argv))
 
     async def _compensate(self, task: Task, limits: Limits) -> str | None:

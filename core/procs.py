@@ -9,8 +9,11 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
@@ -20,6 +23,25 @@ from core.model import ProcessSample, Task
 START_TIME_TOLERANCE = 1.0
 """Seconds two readings of one process's start time may differ by. psutil derives it from the
 boot time, which Linux reports in whole seconds and which moves when the wall clock is stepped."""
+
+
+def spawn_detached(
+    argv: Sequence[str], *, log: Path, env: Mapping[str, str], cwd: str | Path | None
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a session of its own (no terminal signals reach it), its output appended
+    to ``log``, and reap it from a thread when it ends so no zombie of ours lingers."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+    return proc
 
 
 def this_host() -> str:

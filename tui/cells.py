@@ -113,16 +113,9 @@ def glance_age(seconds: float) -> str:
     ``format_age``'s do. A negative countdown reads as its distance from zero.
     """
     seconds = abs(seconds)
-    if seconds < 60:
-        return f"{int(seconds)}s"
-    minutes = int(seconds // 60)
-    if minutes < 60:
-        return f"{minutes}m"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours}h{minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours:02d}h"
+    if 60 <= seconds < 3600:
+        return f"{int(seconds) // 60}m"
+    return format_age(seconds)
 
 
 def _budget_text(budget: Budget, width: int) -> Text:

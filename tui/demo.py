@@ -21,7 +21,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from core.config import load_config
 from core.durations import format_duration
 from core.errors import ZombietopError
 from core.layout import clean_env, state_dir
-from core.procs import this_host
+from core.procs import spawn_detached, this_host
 from core.store import default_store_path, open_store
 from core.sweep import Found, SweepReport, stop_all, store_key, tag_env
 
@@ -323,18 +322,8 @@ class Launched:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, name: str, argv: list[str], env: dict[str, str], log: Path, cwd: Path) -> None:
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # no terminal signals: Ctrl+C is for the dashboard
-            )
-        self.procs[name] = proc
-        threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+        # A session of its own: Ctrl+C is for the dashboard, not the demo's jobs.
+        self.procs[name] = spawn_detached(argv, log=log, env=env, cwd=cwd)
 
 
 def launch(paths: DemoPaths, jobs: Sequence[DemoJob]) -> Launched:
