@@ -1,10 +1,11 @@
 """Fill a store with N live tasks and keep them beating, to measure the dashboard against.
 
-    python scripts/fleet_store.py --db /tmp/fleet.db --tasks 1000 [--beat-every 10]
+    python scripts/fleet_store.py --db /tmp/fleet.db --tasks 1000 [--beat-every 10] [--silent 10]
 
 Creates the store (and the tasks, if missing), then renews every lease and records a heartbeat
-for every task once per ``--beat-every`` seconds, spread evenly, until interrupted. A tenth of
-the tasks stop beating, so the fleet has stalled and reclaimable tasks too.
+for every task once per ``--beat-every`` seconds, spread evenly, until interrupted. One task in
+``--silent`` never beats, so the fleet has stalled and reclaimable tasks too (0: all beat, a
+healthy fleet whose top rows are the tasks about to beat, their ages ticking).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from core.heartbeat_line import BeatLine
 from core.store import open_store
 
 
-async def main(db: str, tasks: int, beat_every: float) -> None:
+async def main(db: str, tasks: int, beat_every: float, silent: int) -> None:
     async with await open_store(db, create=True) as store:
         leases: dict[str, tuple[str, int]] = {}
         for i in range(tasks):
@@ -44,7 +45,7 @@ async def main(db: str, tasks: int, beat_every: float) -> None:
         while True:
             tick += 1
             for index, task_id in enumerate(ids):
-                if index % 10 == 9:
+                if silent and index % silent == silent - 1:
                     continue  # these never beat: stalled, then reclaimable
                 owner, token = leases[task_id]
                 progress = (tick * 3 + index) % 100
@@ -63,6 +64,9 @@ if __name__ == "__main__":
     parser.add_argument("--db", required=True)
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--beat-every", type=float, default=10.0)
+    parser.add_argument(
+        "--silent", type=int, default=10, help="one task in N never beats (0: every task beats)"
+    )
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main(args.db, args.tasks, args.beat_every))
+        asyncio.run(main(args.db, args.tasks, args.beat_every, args.silent))

@@ -8,6 +8,7 @@ import pytest
 from textual.widgets import Button
 
 from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from core.model import TaskState
 from core.monitor import build_snapshot
 from tests.tui.helpers import make_app, settle
 from tui.keys import KEYS, display_key
@@ -131,6 +132,31 @@ async def test_confirmation_keeps_its_task_after_a_resort() -> None:
             kind=ActionKind.DISCARD, task_id="export-2031", expected_token=7, actor="alice@laptop"
         )
     ]
+
+
+async def test_a_cursor_on_the_first_row_stays_on_the_first_row() -> None:
+    """Left on the most urgent task, the cursor keeps showing the most urgent task: when
+    etl-0417 finishes and sorts last, the first row (and the view) stays at the top."""
+    records = []
+    for record in sample_records():
+        if record.task.task_id == "etl-0417":
+            finished = replace(record.task, state=TaskState.SUCCEEDED, finished_at=NOW - 1)
+            record = replace(record, task=finished)
+        records.append(record)
+    recovered = build_snapshot(NOW, records, sample_config(), sample_samples())
+    assert recovered.tasks[0].task_id != "etl-0417"
+    source = SampleSource([sample_snapshot(), recovered])
+    app = make_app(source)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(TaskTable)
+        assert table.selected_task_id == "etl-0417"
+        app.poll()
+        await settle(pilot)
+        assert table.get_row_index("etl-0417") > 0
+        assert table.cursor_row == 0
+        assert table.selected_task_id == recovered.tasks[0].task_id
+        assert table.scroll_y == 0
 
 
 MUTATING = [key for key in KEYS if key.mutates is not None]

@@ -12,7 +12,9 @@ from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.widgets import DataTable
@@ -23,6 +25,9 @@ from tui.cells import CELL_PADDING, Cells, Column, row_cells
 from tui.widgets.row_order import LineOffsets, OrderedRows, RowOrder
 
 SegmentLines = list[list[Segment]]
+
+CELL_LINES_KEPT = 4096
+"""Distinct rendered cells kept: a few screens' worth of task ids and bars, every health word."""
 
 
 class TaskTable(DataTable[object]):
@@ -56,9 +61,10 @@ class TaskTable(DataTable[object]):
         self._order: list[str] = []
         self._now = 0.0
         self._notes: Mapping[str, str] = {}
-        self._lines_cache: dict[
-            tuple[RowKey, ColumnKey], tuple[object, tuple[object, ...], SegmentLines]
-        ] = {}
+        self._lines_cache: LRUCache[tuple[object, ...], tuple[tuple[int, int], SegmentLines]] = (
+            LRUCache(CELL_LINES_KEPT)
+        )
+        """Rendered cell lines by text and look, with the place (row, column) last drawn at."""
         self.cells_touched = 0
         """Cells written since the last ``show`` (added rows count every cell)."""
 
@@ -105,8 +111,16 @@ class TaskTable(DataTable[object]):
         *,
         select: str | None = None,
     ) -> None:
-        """Make the table show ``views`` in this order, touching only what changed."""
-        selected = select or self.selected_task_id
+        """Make the table show ``views`` in this order, touching only what changed.
+
+        The cursor stays with its task when rows re-sort, except on the first row: that row
+        means "the most urgent task", whichever it is now, so an untouched dashboard keeps
+        showing the top of the list instead of scrolling after a task that just beat.
+        ``select`` puts the cursor on that task wherever it is.
+        """
+        selected = select
+        if selected is None and self.cursor_row > 0:
+            selected = self.selected_task_id
         self.cells_touched = 0
         self._now, self._notes = now, dict(notes)
         self._views = {view.task_id: view for view in views}
@@ -116,8 +130,6 @@ class TaskTable(DataTable[object]):
                 self.remove_row(task_id)
                 del self._shown[task_id], self._row_keys[task_id]
                 self._compared.pop(task_id, None)
-                for column in self._columns:
-                    self._lines_cache.pop((RowKey(task_id), ColumnKey(column.key)), None)
             # The table's own order now: survivors as they were, then rows added below.
             current = [task_id for task_id in self._order if task_id in self._views]
             if self._views.keys() - self._shown.keys():
@@ -276,8 +288,11 @@ class TaskTable(DataTable[object]):
         hover: bool = False,
     ) -> SegmentLines:
         # DataTable keys its cell cache on a table-wide update counter, so one update_cell
-        # re-renders every visible cell. Keep each cell's lines until that cell's value (or
-        # its position and look) changes: a poll then renders only the cells that ticked.
+        # re-renders every visible cell, and a re-sort that brings new rows into view renders
+        # each of their cells through Rich's general layout. Keep rendered lines by what the
+        # cell says and how it looks instead: most cells read like others ("● healthy",
+        # "in 4m", "3s"), and a cell that only moved keeps its lines. Lines drawn for another
+        # place are restamped with the row and column a click reports.
         if row_index < 0 or column_index < 0:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         row_key = self._row_locations.get_key(row_index)
@@ -285,8 +300,15 @@ class TaskTable(DataTable[object]):
         if row_key is None or column_key is None:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         value = self.get_cell(row_key, column_key)
-        look = (
-            row_index,
+        if not isinstance(value, Text):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        key = (
+            value.plain,
+            tuple(value.spans),
+            value.style,
+            value.justify,
+            value.overflow,
+            value.no_wrap,
             base_style,
             width,
             cursor,
@@ -294,11 +316,16 @@ class TaskTable(DataTable[object]):
             self._show_hover_cursor,
             self._pseudo_class_state,
         )
-        cached = self._lines_cache.get((row_key, column_key))
-        if cached is not None and cached[0] is value and cached[1] == look:
-            return cached[2]
-        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        self._lines_cache[(row_key, column_key)] = (value, look, lines)
+        place = (row_index, column_index)
+        cached = self._lines_cache.get(key)
+        if cached is None:
+            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        elif cached[0] == place:
+            return cached[1]
+        else:
+            where = Style.from_meta({"row": row_index, "column": column_index})
+            lines = [list(Segment.apply_style(line, post_style=where)) for line in cached[1]]
+        self._lines_cache[key] = (place, lines)
         return lines
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
