@@ -96,14 +96,16 @@ class DashboardScreen(Screen[None]):
 
     def show_state(self, now: float) -> None:
         """Push the app's snapshot and clock into the header and banner."""
-        header = self.query_one(StatusHeader)
-        header.snapshot = self.zapp.snapshot
-        header.now = now
-        header.sort_label = str(self.zapp.sort_mode)
-        header.filter_label = (
-            f"{self.zapp.filter_text!r} ({self.table.row_count} of {len(self.zapp.snapshot.tasks)})"
-            if self.zapp.filter_text
-            else ""
+        self.query_one(StatusHeader).show(
+            self.zapp.snapshot,
+            now,
+            sort_label=str(self.zapp.sort_mode),
+            filter_label=(
+                f"{self.zapp.filter_text!r} "
+                f"({self.table.row_count} of {len(self.zapp.snapshot.tasks)})"
+                if self.zapp.filter_text
+                else ""
+            ),
         )
         banner = self.query_one(Banner)
         banner.now = now

@@ -98,9 +98,7 @@ class WallScreen(Screen[None]):
 
     def show_state(self, now: float) -> None:
         snapshot = self.zapp.snapshot
-        header = self.query_one(StatusHeader)
-        header.snapshot = snapshot
-        header.now = now
+        self.query_one(StatusHeader).show(snapshot, now, sort_label="", filter_label="")
         banner = self.query_one(Banner)
         banner.now = now
         banner.snapshot = snapshot

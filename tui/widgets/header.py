@@ -8,6 +8,8 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.geometry import Region
 from textual.reactive import reactive
+from textual.strip import Strip
+from textual.visual import Visual, visualize
 from textual.widget import Widget
 
 from core.model import Health
@@ -70,13 +72,16 @@ class StatusHeader(Widget):
     def __init__(self) -> None:
         super().__init__()
         self._text = Text()
+        self._lines: list[Text] = []
+        self._strips: dict[int, tuple[tuple[object, ...], Strip]] = {}
+        """Each line's rendering, with what it was rendered from."""
 
     def _watch_any(self) -> None:
         text = self._build()
         if text.plain == self._text.plain and text.spans == self._text.spans:
             return
         old_lines, new_lines = self._text.split("\n"), text.split("\n")
-        self._text = text
+        self._text, self._lines = text, list(new_lines)
         if len(old_lines) != len(new_lines):
             self.refresh(layout=True)
             return
@@ -95,6 +100,14 @@ class StatusHeader(Widget):
                 start, stop = changed  # refresh regions are relative to the content
                 self.refresh(Region(start, y, stop - start, 1))
 
+    def show(self, snapshot: Snapshot, now: float, *, sort_label: str, filter_label: str) -> None:
+        """Take one poll's state and repaint what changed (one look, not one per field)."""
+        self.set_reactive(StatusHeader.snapshot, snapshot)
+        self.set_reactive(StatusHeader.now, now)
+        self.set_reactive(StatusHeader.sort_label, sort_label)
+        self.set_reactive(StatusHeader.filter_label, filter_label)
+        self._watch_any()
+
     watch_snapshot = watch_now = watch_store = watch_refresh_s = _watch_any
     watch_read_only = watch_sort_label = watch_filter_label = watch_show_counts = _watch_any
 
@@ -104,6 +117,20 @@ class StatusHeader(Widget):
 
     def render(self) -> Text:
         return self._text
+
+    def render_line(self, y: int) -> Strip:
+        # Widget.render_line renders every line again after any refresh, and the clock's
+        # tick changes one line: render a line only when it reads differently.
+        if y >= len(self._lines):
+            return super().render_line(y)
+        line, width, style = self._lines[y], self.size.width, self.visual_style
+        key = (width, style, line.plain, tuple(line.spans), line.style)
+        cached = self._strips.get(y)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        strip = Visual.to_strips(self, visualize(self, line), width, 1, style)[0]
+        self._strips[y] = (key, strip)
+        return strip
 
     def _build(self) -> Text:
         rest = Text()

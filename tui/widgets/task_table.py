@@ -17,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, Row, RowKey
 
@@ -65,6 +66,8 @@ class TaskTable(DataTable[object]):
             LRUCache(CELL_LINES_KEPT)
         )
         """Rendered cell lines by text and look, with the place (row, column) last drawn at."""
+        self._line_style: Style | None = None
+        """The widget's style while a pass of render_lines runs."""
         self.cells_touched = 0
         """Cells written since the last ``show`` (added rows count every cell)."""
 
@@ -327,6 +330,77 @@ class TaskTable(DataTable[object]):
             lines = [list(Segment.apply_style(line, post_style=where)) for line in cached[1]]
         self._lines_cache[key] = (place, lines)
         return lines
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # DataTable.render_line works out the widget's style for every line (a walk up the
+        # DOM): work it out once per pass.
+        self._line_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._line_style = None
+
+    def render_line(self, y: int) -> Strip:
+        if self._line_style is None or self.fixed_rows:
+            return super().render_line(y)
+        scroll_x, scroll_y = self.scroll_offset
+        header = self.header_height if self.show_header else 0
+        if y >= header:
+            y += scroll_y
+        return self._render_line(y, scroll_x, scroll_x + self.size.width, self._line_style)
+
+    def _render_line_in_row(
+        self,
+        row_key: RowKey,
+        line_no: int,
+        base_style: Style,
+        cursor_location: Coordinate,
+        hover_location: Coordinate,
+    ) -> tuple[SegmentLines, SegmentLines]:
+        # DataTable's own looks up the header's and the widget's styles for every line (a walk
+        # up the DOM each), for row labels and fixed columns this table never has. A body row
+        # here is its cells side by side, then the row's colour out to the widget's edge.
+        if (
+            row_key is self._header_row_key
+            or self.fixed_columns
+            or self.fixed_rows
+            or self.zebra_stripes
+            or self.cursor_type != "row"
+            or (self._labelled_row_exists and self.show_row_labels)
+        ):
+            return super()._render_line_in_row(
+                row_key, line_no, base_style, cursor_location, hover_location
+            )
+        row_index = self._row_locations.get(row_key)
+        if row_index is None:
+            row_index = -1
+        cursor = cursor_location.row == row_index
+        hover = hover_location.row == row_index
+        cells: list[list[Segment]] = []
+        table_width = 0
+        for column_index, column in enumerate(self.ordered_columns):
+            width = column.get_render_width(self)
+            table_width += width
+            lines = self._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            cells.append(lines[line_no])
+        extend, _ = self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            False,
+            False,
+        )
+        extend = (
+            base_style
+            + extend
+            + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
+        )
+        cells.append([Segment(" " * max(0, self.size.width - table_width), extend)])
+        return [], cells
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
