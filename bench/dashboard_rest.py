@@ -3,9 +3,17 @@
 delay. Target: CPU <= 1%, bytes/s no more than htop's.
 
     python bench/dashboard_rest.py [--rounds 3] [--seconds 20] [--tasks 1000] [--size 80x24]
+                                   [--fleet both|mixed|healthy]
 
-scripts/fleet_store.py keeps the tasks beating in a fresh store for the whole run; each round
-runs the dashboard (read-only) and then htop, each alone in a private tmux server. After a
+scripts/fleet_store.py keeps the tasks beating in a fresh store for the whole run, in one of two
+fleets (both by default, one after the other):
+
+- mixed: one task in ten never beats. Those sort first, and their ages read in minutes, so the
+  rows in view change about once a minute; what ticks is the clock and the counts.
+- healthy: every task beats. The rows in view are the tasks that beat longest ago, and about a
+  tenth of the fleet beats every second, so every visible row is replaced every second.
+
+Each round runs the dashboard (read-only) and then htop, each alone in a private tmux server. After a
 warm-up, `tmux pipe-pane` counts the bytes the program writes and psutil its process tree's CPU
 (user + system over wall time, 100% = one core). Prints each round and the medians; exits 0.
 Not a test: the machine is shared and noisy, so only figures measured in the same run compare.
@@ -38,6 +46,9 @@ BEAT_EVERY = 10.0
 
 DASHBOARD = ["-m", "tui", "--read-only", "--refresh", "1"]
 """After the interpreter: ``-m tui`` from the repo root with it on PYTHONPATH runs this checkout."""
+
+FLEETS = {"mixed": 10, "healthy": 0}
+"""fleet_store.py's ``--silent``: one task in N never beats (0: every task beats)."""
 
 HTOP = ["-d", "10"]
 """htop's delay is in tenths of a second: a 1 s refresh, like the dashboard's."""
@@ -132,7 +143,9 @@ def measure(
 
 
 @contextlib.contextmanager
-def beating_fleet(db: Path, tasks: int, env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+def beating_fleet(
+    db: Path, tasks: int, silent: int, env: dict[str, str]
+) -> Iterator[subprocess.Popen[str]]:
     """Keep ``tasks`` live tasks beating in ``db`` until the block ends."""
     log = db.with_suffix(".log")
     with log.open("w") as errors:
@@ -141,6 +154,7 @@ def beating_fleet(db: Path, tasks: int, env: dict[str, str]) -> Iterator[subproc
                 sys.executable,
                 str(REPO / "scripts" / "fleet_store.py"),
                 *("--db", str(db), "--tasks", str(tasks), "--beat-every", f"{BEAT_EVERY:g}"),
+                *("--silent", str(silent)),
             ],
             cwd=REPO,
             env=env,
@@ -192,8 +206,9 @@ def row(label: str, cpu: str, rate: str) -> str:
     return f"{label:>16} {cpu:>8} {rate:>10}"
 
 
-def report(samples: dict[str, list[Sample]]) -> None:
+def report(fleet: str, samples: dict[str, list[Sample]]) -> None:
     """Print every round, then the medians, the ratio and whether the targets are met."""
+    print(f"\n{fleet} fleet")
     print(row("", "CPU %", "bytes/s"))
     for name, runs in samples.items():
         for number, sample in enumerate(runs, 1):
@@ -228,9 +243,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=20.0, help="measurement window per run")
-    parser.add_argument("--warmup", type=float, default=5.0, help="seconds before measuring")
+    parser.add_argument("--warmup", type=float, default=10.0, help="seconds before measuring")
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--size", type=parse_size, default=(80, 24), metavar="WxH")
+    parser.add_argument("--fleet", choices=["both", *FLEETS], default="both")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is not installed (apt-get install tmux); nothing measured")
@@ -251,36 +267,46 @@ def main() -> int:
         f"refresh 1 s (htop -d 10); {args.warmup:g} s warm-up, median of {args.rounds} rounds "
         f"of {args.seconds:g} s"
     )
-    samples: dict[str, list[Sample]] = {"zombietop": [], "htop": []}
-    try:
-        with tempfile.TemporaryDirectory(prefix="zt-bench-") as folder:
-            tmp = Path(folder)
-            db = tmp / "fleet.db"
-            env = child_env(tmp)
-            conf = tmp / "tmux.conf"
-            conf.write_text(TMUX_CONF)
-            tmux = Tmux(f"zt-bench-{os.getpid()}", conf, env)
-            runs = {"zombietop": [sys.executable, *DASHBOARD, "--db", str(db)]}
-            if htop:
-                runs["htop"] = [htop, *HTOP]
-            with beating_fleet(db, args.tasks, env) as fleet:
-                time.sleep(BEAT_EVERY)
-                for _ in range(args.rounds):
-                    for name, argv in runs.items():
-                        sample = measure(name, argv, tmux, tmp / f"{name}.bytes", args)
-                        samples[name].append(sample)
-                    if fleet.poll() is not None:
-                        raise BenchError(
-                            f"scripts/fleet_store.py stopped: {db.with_suffix('.log').read_text()}"
-                        )
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted; cleaned up", file=sys.stderr)
-        return 130
-    report(samples)
+    fleets = list(FLEETS) if args.fleet == "both" else [args.fleet]
+    for fleet in fleets:
+        try:
+            samples = measure_fleet(FLEETS[fleet], htop, args)
+        except BenchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("interrupted; cleaned up", file=sys.stderr)
+            return 130
+        report(fleet, samples)
     return 0
+
+
+def measure_fleet(
+    silent: int, htop: str | None, args: argparse.Namespace
+) -> dict[str, list[Sample]]:
+    """Rounds of the dashboard and htop over one fresh fleet."""
+    samples: dict[str, list[Sample]] = {"zombietop": [], "htop": []}
+    with tempfile.TemporaryDirectory(prefix="zt-bench-") as folder:
+        tmp = Path(folder)
+        db = tmp / "fleet.db"
+        env = child_env(tmp)
+        conf = tmp / "tmux.conf"
+        conf.write_text(TMUX_CONF)
+        tmux = Tmux(f"zt-bench-{os.getpid()}", conf, env)
+        runs = {"zombietop": [sys.executable, *DASHBOARD, "--db", str(db)]}
+        if htop:
+            runs["htop"] = [htop, *HTOP]
+        with beating_fleet(db, args.tasks, silent, env) as fleet:
+            time.sleep(BEAT_EVERY)
+            for _ in range(args.rounds):
+                for name, argv in runs.items():
+                    sample = measure(name, argv, tmux, tmp / f"{name}.bytes", args)
+                    samples[name].append(sample)
+                if fleet.poll() is not None:
+                    raise BenchError(
+                        f"scripts/fleet_store.py stopped: {db.with_suffix('.log').read_text()}"
+                    )
+    return samples
 
 
 if __name__ == "__main__":

@@ -322,7 +322,9 @@ class TaskTable(DataTable[object]):
         place = (row_index, column_index)
         cached = self._lines_cache.get(key)
         if cached is None:
-            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            lines = self._draw_cell(
+                value, row_index, column_index, base_style, width, cursor, hover
+            )
         elif cached[0] == place:
             return cached[1]
         else:
@@ -330,6 +332,55 @@ class TaskTable(DataTable[object]):
             lines = [list(Segment.apply_style(line, post_style=where)) for line in cached[1]]
         self._lines_cache[key] = (place, lines)
         return lines
+
+    def _draw_cell(
+        self,
+        value: Text,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool,
+        hover: bool,
+    ) -> SegmentLines:
+        """Draw a body cell as DataTable does (padding, the cell's own styles between the row's
+        and the cursor's), straight from the text when it is one line that fits: every cell
+        here is. Anything else goes through DataTable's general layout."""
+        pad = self.cell_padding
+        room = width - 2 * pad
+        if (
+            "\n" in value.plain
+            or value.justify not in (None, "default", "left")
+            or value.cell_len > room
+        ):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        component, post = self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        blank = pre + post
+        line = [Segment(" " * pad, blank)] if pad else []
+        # Text.render leaves a span-less text's own style to its caller (Rich's layout).
+        console = self.app.console
+        text = (
+            value.render(console)
+            if value.spans
+            else [Segment(value.plain, console.get_style(value.style))]
+        )
+        line.extend(Segment.apply_style(text, pre, post))
+        if room > value.cell_len:
+            line.append(Segment(" " * (room - value.cell_len), blank))
+        if pad:
+            line.append(Segment(" " * pad, blank))
+        return [line]
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # DataTable.render_line works out the widget's style for every line (a walk up the
