@@ -1,11 +1,13 @@
 """The task table's columns and the text of each cell, as pure functions of a task and ``now``.
 
-Cells are computed off the UI loop (in the refresh worker); the table only compares them with
-what it already shows and updates the cells that differ.
+The table computes the cells of the rows in view, compares them with what it already shows and
+updates the cells that differ. ``row_changes`` says how long a row will read the same, so a row
+whose ages read in minutes is recomputed once a minute, not at every poll.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +22,8 @@ _EIGHTHS = " ▏▎▍▌▋▊▉"
 DASH = Text("-", style="dim")
 KILL_OUTCOME_SHOWN_S = 60.0
 """How long a finished kill's outcome stays in its row (the store keeps it longer)."""
+EPSILON_S = 1e-6
+"""Taken off every computed moment of change, so float rounding never puts one too late."""
 
 
 def bar(fraction: float | None, width: int) -> str:
@@ -43,6 +47,33 @@ class Column:
     label: str
     width: int
     render: Callable[[TaskView, float, str | None], Text]
+    changes: Callable[[TaskView, float], float] | None = None
+    """When the cell may next read differently for the same view and note (a moment no later
+    than the real one); None when it reads the same at any moment."""
+
+
+def glance_changes(now: float, seconds: float, rising: bool) -> float:
+    """When ``glance_age`` of an age (``rising``) or a countdown, ``seconds`` at ``now``, may
+    next read differently: at the next whole second under a minute, else the next whole
+    minute (hours and days turn over on minutes too)."""
+    unit = 1.0 if abs(seconds) < 60 else 60.0
+    if rising == (seconds >= 0):
+        # Moving away from zero: the next multiple of the unit above |seconds|.
+        size = abs(seconds)
+        return now + (math.floor(size / unit) + 1) * unit - size - EPSILON_S
+    # Moving towards zero: the multiple of the unit at or below |seconds|.
+    size = abs(seconds)
+    return now + size - math.floor(size / unit) * unit - EPSILON_S
+
+
+def row_changes(view: TaskView, now: float, columns: Sequence[Column]) -> float:
+    """When any of ``columns`` may next read differently for this view (and the same note):
+    its verdict's next threshold, or the soonest of its cells' own."""
+    soonest = view.verdict.stable_until
+    for column in columns:
+        if column.changes is not None:
+            soonest = min(soonest, column.changes(view, now))
+    return soonest
 
 
 def _health(view: TaskView, now: float, note: str | None) -> Text:
@@ -66,6 +97,11 @@ def _health(view: TaskView, now: float, note: str | None) -> Text:
         return Text(f"↯ {kill.outcome.replace('_', ' ')}", style="bold yellow")
     health = view.health
     return Text(f"{GLYPHS[health]} {health}", style=STYLES[health])
+
+
+def _health_changes(view: TaskView, now: float) -> float:
+    # A kill's countdown ticks every second, and its outcome is shown for a while.
+    return now if view.pending_kill is not None else math.inf
 
 
 def _task(view: TaskView, now: float, note: str | None) -> Text:
@@ -95,6 +131,11 @@ def _heartbeat(view: TaskView, now: float, note: str | None) -> Text:
     return Text(glance_age(age) + ("!" if late else ""), style="bold red" if late else "")
 
 
+def _heartbeat_changes(view: TaskView, now: float) -> float:
+    age = view.verdict_at(now).heartbeat_age_s
+    return math.inf if age is None else glance_changes(now, age, rising=True)
+
+
 def _lease(view: TaskView, now: float, note: str | None) -> Text:
     left = view.verdict_at(now).lease_expires_in_s
     if left is None:
@@ -102,6 +143,11 @@ def _lease(view: TaskView, now: float, note: str | None) -> Text:
     if left < 0:
         return Text(f"{glance_age(left)} ago", style="bold red")
     return Text(f"in {glance_age(left)}")
+
+
+def _lease_changes(view: TaskView, now: float) -> float:
+    left = view.verdict_at(now).lease_expires_in_s
+    return math.inf if left is None else glance_changes(now, left, rising=False)
 
 
 def glance_age(seconds: float) -> str:
@@ -129,12 +175,34 @@ def _budget_text(budget: Budget, width: int) -> Text:
     return text
 
 
+def _budget_changes(budget: Budget, width: int, now: float) -> float:
+    used = budget.used_s
+    if used is None:
+        return math.inf
+    # The bar moves an eighth of a cell where used / step passes a half (it rounds).
+    step = budget.limit_s / (width * 8)
+    bar_moves = now + (math.floor(used / step + 0.5) + 0.5) * step - used - EPSILON_S
+    return min(bar_moves, glance_changes(now, used, rising=True))
+
+
+BUDGET_BAR = 4
+"""Cells in a budget column's bar."""
+
+
 def _stage_budget(view: TaskView, now: float, note: str | None) -> Text:
-    return _budget_text(view.verdict_at(now).budgets.stage, 4)
+    return _budget_text(view.verdict_at(now).budgets.stage, BUDGET_BAR)
+
+
+def _stage_budget_changes(view: TaskView, now: float) -> float:
+    return _budget_changes(view.verdict_at(now).budgets.stage, BUDGET_BAR, now)
 
 
 def _task_budget(view: TaskView, now: float, note: str | None) -> Text:
-    return _budget_text(view.verdict_at(now).budgets.task, 4)
+    return _budget_text(view.verdict_at(now).budgets.task, BUDGET_BAR)
+
+
+def _task_budget_changes(view: TaskView, now: float) -> float:
+    return _budget_changes(view.verdict_at(now).budgets.task, BUDGET_BAR, now)
 
 
 def _pid(view: TaskView, now: float, note: str | None) -> Text:
@@ -167,16 +235,28 @@ def _owner(view: TaskView, now: float, note: str | None) -> Text:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column(key="health", label="HEALTH", width=13, render=_health),
+    Column(key="health", label="HEALTH", width=13, render=_health, changes=_health_changes),
     Column(key="task", label="TASK", width=18, render=_task),
     Column(key="progress", label="PROGRESS", width=14, render=_progress),
-    Column(key="heartbeat", label="BEAT", width=7, render=_heartbeat),
-    Column(key="lease", label="LEASE", width=10, render=_lease),
+    Column(key="heartbeat", label="BEAT", width=7, render=_heartbeat, changes=_heartbeat_changes),
+    Column(key="lease", label="LEASE", width=10, render=_lease, changes=_lease_changes),
     Column(key="stage", label="STAGE", width=10, render=_stage),
-    Column(key="stage_budget", label="STAGE BUDGET", width=16, render=_stage_budget),
+    Column(
+        key="stage_budget",
+        label="STAGE BUDGET",
+        width=16,
+        render=_stage_budget,
+        changes=_stage_budget_changes,
+    ),
     Column(key="pid", label="PID CPU", width=10, render=_pid),
     Column(key="attempt", label="TRY", width=3, render=_attempt),
-    Column(key="task_budget", label="TASK BUDGET", width=16, render=_task_budget),
+    Column(
+        key="task_budget",
+        label="TASK BUDGET",
+        width=16,
+        render=_task_budget,
+        changes=_task_budget_changes,
+    ),
     Column(key="owner", label="OWNER@HOST", width=18, render=_owner),
 )
 """Every column, in display order, which is also the order they are kept in as space runs out."""

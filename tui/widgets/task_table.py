@@ -22,7 +22,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, Row, RowKey
 
 from core.monitor import TaskView
-from tui.cells import CELL_PADDING, Cells, Column, row_cells
+from tui.cells import CELL_PADDING, Cells, Column, row_cells, row_changes
 from tui.widgets.row_order import LineOffsets, OrderedRows, RowOrder
 
 SegmentLines = list[list[Segment]]
@@ -56,9 +56,11 @@ class TaskTable(DataTable[object]):
         self._shown: dict[str, Cells] = {}
         """What each row's cells say now."""
         self._views: dict[str, TaskView] = {}
-        self._compared: dict[str, tuple[TaskView, float, str | None]] = {}
-        """What each row's cells were last computed from: a row whose view, moment or note
-        differs is stale (so a poll marks nothing; only rows looked at are compared)."""
+        self._compared: dict[str, tuple[TaskView, str | None, float, float]] = {}
+        """What each row's cells were last computed from (view and note), at which moment, and
+        until when they read the same (``row_changes``): a row whose view or note differs, or
+        whose moment has passed, is stale. A poll marks nothing; only rows looked at are
+        compared, and a row of ages in minutes is recomputed once a minute."""
         self._order: list[str] = []
         self._now = 0.0
         self._notes: Mapping[str, str] = {}
@@ -146,7 +148,12 @@ class TaskTable(DataTable[object]):
                     self._row_keys[task_id] = RowKey(task_id)
                     self.add_row(*cells, key=task_id)
                     self._shown[task_id] = cells
-                    self._compared[task_id] = (view, now, note)
+                    self._compared[task_id] = (
+                        view,
+                        note,
+                        now,
+                        row_changes(view, now, self._columns),
+                    )
                     current.append(task_id)
                     self.cells_touched += len(cells)
             order = [view.task_id for view in views]
@@ -241,12 +248,13 @@ class TaskTable(DataTable[object]):
             if (
                 compared is not None
                 and compared[0] is view
-                and compared[1] == self._now
-                and compared[2] == note
+                and compared[1] == note
+                and compared[2] <= self._now < compared[3]
             ):
                 continue
-            self._compared[task_id] = (view, self._now, note)
             cells = row_cells(view, self._now, self._columns, self._notes)
+            until = row_changes(view, self._now, self._columns)
+            self._compared[task_id] = (view, note, self._now, until)
             old = self._shown[task_id]
             if cells == old:
                 continue
