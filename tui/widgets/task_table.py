@@ -68,6 +68,10 @@ class TaskTable(DataTable[object]):
             LRUCache(CELL_LINES_KEPT)
         )
         """Rendered cell lines by text and look, with the place (row, column) last drawn at."""
+        self._row_spans: dict[int, tuple[int, int]] | None = None
+        """While a row's cells are written: the first and last column changed, by row index."""
+        self._column_spans: tuple[object, list[tuple[int, int]]] | None = None
+        """Each column's x and width, with the columns they were worked out for."""
         self._line_style: Style | None = None
         """The widget's style while a pass of render_lines runs."""
         self.cells_touched = 0
@@ -233,11 +237,18 @@ class TaskTable(DataTable[object]):
         return Region(0, index + header, max(self.size.width, self.virtual_size.width), 1)
 
     def _cell_region(self, index: int, column_index: int) -> Region:
+        # Where each column starts and how wide it is, worked out once per set of columns
+        # (DataTable walks every column to the left of the cell, for every cell updated).
         header = self.header_height if self.show_header else 0
-        x = self._row_label_column_width
-        for column in self.ordered_columns[:column_index]:
-            x += column.get_render_width(self)
-        width = self.ordered_columns[column_index].get_render_width(self)
+        key = (self._columns, self._row_label_column_width)
+        if self._column_spans is None or self._column_spans[0] != key:
+            spans, x = [], self._row_label_column_width
+            for column in self.ordered_columns:
+                width = column.get_render_width(self)
+                spans.append((x, width))
+                x += width
+            self._column_spans = (key, spans)
+        x, width = self._column_spans[1][column_index]
         return Region(x, index + header, width, 1)
 
     def _refresh_rows(self, task_ids: Sequence[str]) -> None:
@@ -258,11 +269,19 @@ class TaskTable(DataTable[object]):
             old = self._shown[task_id]
             if cells == old:
                 continue
-            for key, before, after in zip(keys, old, cells, strict=True):
-                if before != after:
-                    self.update_cell(task_id, key, after)
-                    self.cells_touched += 1
+            # One repaint per row, over the span of its changed cells, not one per cell.
+            self._row_spans = {}
+            try:
+                for key, before, after in zip(keys, old, cells, strict=True):
+                    if before != after:
+                        self.update_cell(task_id, key, after)
+                        self.cells_touched += 1
+            finally:
+                spans, self._row_spans = self._row_spans, None
             self._shown[task_id] = cells
+            for index, (first, last) in spans.items():
+                start, stop = self._cell_region(index, first), self._cell_region(index, last)
+                self._refresh_region(Region(start.x, start.y, stop.right - start.x, 1))
 
     def update_cell(
         self,
@@ -286,8 +305,14 @@ class TaskTable(DataTable[object]):
         self._data[row_key][column_key] = value
         self._update_count += 1
         top, bottom = self._visible_rows()
-        if top <= index < bottom:
+        if not top <= index < bottom:
+            return
+        spans = self._row_spans
+        if spans is None:
             self._refresh_region(self._cell_region(index, column_index))
+        else:
+            first, last = spans.get(index, (column_index, column_index))
+            spans[index] = (min(first, column_index), max(last, column_index))
 
     def _render_cell(
         self,
