@@ -71,6 +71,8 @@ class ZombietopApp(App[None]):
         self.actor = actor
         self.terminal_alive = terminal_alive
         self.on_terminal_lost: Callable[[], None] = self.exit
+        self.on_first_snapshot: Callable[[], None] | None = None
+        """Called once, after the first snapshot is on screen (the dashboard settles the heap)."""
         self.read_only = self.executor is None or self.executor.read_only or source.read_only
         if wall:
             self.use_command_palette = False
@@ -125,6 +127,7 @@ class ZombietopApp(App[None]):
         )
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
+        first = self.snapshot.taken_at is None and message.snapshot.taken_at is not None
         for outcome in message.kill_outcomes:
             self.report(outcome)
         self.snapshot = message.snapshot
@@ -138,6 +141,8 @@ class ZombietopApp(App[None]):
         self.main.show_state(message.now)
         if isinstance(self.screen, DetailScreen):
             self.screen.show()
+        if first and self.on_first_snapshot is not None:
+            self.on_first_snapshot()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker

@@ -35,3 +35,25 @@ async def test_threaded_monitor_polls_a_real_store(tmp_path: Path) -> None:
         finally:
             await poller.close()
     assert not any(t.name == "zombietop-monitor" for t in threading.enumerate())
+
+
+async def test_the_first_snapshot_on_screen_is_announced_once() -> None:
+    """The dashboard settles its heap (``gc.freeze``) once the first data is drawn: not before a
+    poll has succeeded, and not again on later polls."""
+    from tests.tui.helpers import make_app, settle
+    from tui.sample import SampleSource
+
+    source = SampleSource()
+    source.fail_with = "database is locked"
+    app = make_app(source)
+    calls: list[float | None] = []
+    app.on_first_snapshot = lambda: calls.append(app.snapshot.taken_at)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert calls == []  # the first poll failed: nothing on screen yet
+        source.fail_with = None
+        app.poll()
+        await settle(pilot)
+        app.poll()
+        await settle(pilot)
+    assert calls == [source.snapshots[0].taken_at]
