@@ -366,6 +366,21 @@ class TaskTable(DataTable[object]):
         self._lines_cache[key] = (place, lines)
         return lines
 
+    def _body_styles(self, cursor: bool, hover: bool, *, cells: bool) -> tuple[Style, Style]:
+        """The cursor's styles over a body row (DataTable's own lookup): for its cells, with
+        the cursor's CSS priorities; for the fill out to the widget's edge, without."""
+        return self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            cells and self.cursor_foreground_priority == "css",
+            cells and self.cursor_background_priority == "css",
+        )
+
     def _draw_cell(
         self,
         value: Text,
@@ -387,17 +402,7 @@ class TaskTable(DataTable[object]):
             or value.cell_len > room
         ):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        component, post = self._get_styles_to_render_cell(
-            False,
-            False,
-            False,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
-        )
+        component, post = self._body_styles(cursor, hover, cells=True)
         pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
         blank = pre + post
         line = [Segment(" " * pad, blank)] if pad else []
@@ -467,17 +472,7 @@ class TaskTable(DataTable[object]):
             table_width += width
             lines = self._render_cell(row_index, column_index, base_style, width, cursor, hover)
             cells.append(lines[line_no])
-        extend, _ = self._get_styles_to_render_cell(
-            False,
-            False,
-            False,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            False,
-            False,
-        )
+        extend, _ = self._body_styles(cursor, hover, cells=False)
         extend = (
             base_style
             + extend
