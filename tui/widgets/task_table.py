@@ -1,8 +1,14 @@
 """The task table: diffed by task id, fixed-width columns, cursor pinned to its task.
 
 Like ``top``, it only formats what you can see: a poll compares the rows in the viewport with
-what they show (a row is stale when its view, the moment or its note moved); a row that scrolls
-into view is compared then. A cell is written only when its text differs from what is shown.
+what they show (a row is stale when its view or note changed, or when ``row_changes`` says its
+ages may read differently by now); a row that scrolls into view is compared then. A cell is
+written only when its text differs, and a row's changed cells are repainted as one span.
+
+Drawing leaves DataTable's general path where this table's shape allows: rendered cells are
+kept by text and look (most read like others), a one-line cell is drawn straight from its text,
+and body lines are put together without a style lookup per line. tests/tui/test_table_render.py
+holds all of it to DataTable's own drawing.
 """
 
 from __future__ import annotations
