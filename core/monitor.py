@@ -384,6 +384,21 @@ def build_snapshot(
     )
 
 
+_DUE_SLACK = 64
+"""Entries a heap of due verdicts may hold beyond two per task before it is built afresh."""
+
+
+def _due(views: Mapping[str, TaskView]) -> list[tuple[float, str]]:
+    """A heap of when each verdict can next change with time alone (never: left out)."""
+    due = [
+        (view.verdict.stable_until, task_id)
+        for task_id, view in views.items()
+        if view.verdict.stable_until != INF
+    ]
+    heapify(due)
+    return due
+
+
 class _Kept:
     """A reusing monitor's last snapshot, kept so that the next poll judges only what may have
     changed since: the tasks the store read again, the verdicts that reached their
@@ -413,14 +428,9 @@ class _Kept:
         self.counts = dict(snapshot.counts)
         self.sampled = set(samples)
         self.waiting = {task_id for task_id, view in self.by_id.items() if _waits(view.task)}
-        self.due = [
-            (view.verdict.stable_until, task_id)
-            for task_id, view in self.by_id.items()
-            if view.verdict.stable_until != INF
-        ]
-        """(stable_until, task id) of every view whose verdict can change with time alone (and
-        of some replaced since: checked when they come due)."""
-        heapify(self.due)
+        self.due = _due(self.by_id)
+        """A heap of (stable_until, task id) of every view whose verdict can change with time
+        alone, and of some replaced since (judging those again only costs the time)."""
         self.local = {
             record.task.task_id: record.task for record in records if self._is_local(record.task)
         }
@@ -497,18 +507,17 @@ class _Kept:
             stable_until = view.verdict.stable_until
             if stable_until != INF and (seen is None or seen.verdict is not view.verdict):
                 heappush(due, (stable_until, task_id))
-        if len(due) > 4 * len(by_id) + 64:
+        if len(due) > 2 * len(by_id) + _DUE_SLACK:
             # Verdicts replaced before they came due leave their entries behind: start afresh.
-            self.due = [(v.verdict.stable_until, i) for i, v in by_id.items()]
-            self.due = [entry for entry in self.due if entry[0] != INF]
-            heapify(self.due)
+            self.due = _due(by_id)
         # The views kept are in order already: sorting them with the judged ones appended is
         # a merge of two runs, not a sort of every task.
         touched = changes.dropped | before.keys()
-        ordered = [view for view in self.ordered if view.task_id not in touched]
-        ordered += [by_id[task_id] for task_id in before]
-        ordered.sort(key=attrgetter("urgency"))
-        self.ordered = tuple(ordered)
+        if touched:
+            ordered = [view for view in self.ordered if view.task_id not in touched]
+            ordered += [by_id[task_id] for task_id in before]
+            ordered.sort(key=attrgetter("urgency"))
+            self.ordered = tuple(ordered)
         self.sampled = set(samples)
         self.poll = changes.poll
         return Snapshot(
