@@ -78,7 +78,6 @@ class Verdict:
     health: Health
     reasons: tuple[Reason, ...]
     flags: tuple[BudgetFlag, ...]
-    budgets: Budgets
     at: float
     """The ``now`` this verdict was reached at: every age and countdown in it is as of then."""
     stable_until: float
@@ -93,6 +92,13 @@ class Verdict:
     progress_stuck_s: float | None
     describe: Callable[[], str] = field(repr=False, compare=False)
     """Compose the page line; called only when someone reads ``context``."""
+    budgets_of: Callable[[], Budgets] = field(repr=False, compare=False)
+    """Lay out the time used against each budget; called only when someone reads ``budgets``."""
+
+    @property
+    def budgets(self) -> Budgets:
+        """Time used against each layer of the layered timeout, as of ``at``."""
+        return self.budgets_of()
 
     @property
     def context(self) -> str:
@@ -171,18 +177,18 @@ def classify(
         )
 
     reasons.sort(key=lambda r: _rank(r.health) if r.health is not None else len(Health))
-    budgets = _budgets(now, task, heartbeat, limits)
+    used = _used(now, task, heartbeat)
     flags: tuple[BudgetFlag, ...] = ()
     if state.executing:
         flags = tuple(
             flag
-            for flag, budget in (
-                (BudgetFlag.REQUEST_OVERRUN, budgets.request),
-                (BudgetFlag.STAGE_OVERRUN, budgets.stage),
-                (BudgetFlag.TASK_OVERRUN, budgets.task),
+            for flag, used_s, limit_s in zip(
+                _OVERRUNS, used, (limits.request, limits.stage, limits.task), strict=True
             )
-            if budget.over
+            if used_s is not None and used_s > limit_s  # as ``Budget.over``
         )
+    # Like the page line, the budgets are laid out only for the few verdicts anyone shows.
+    budgets = partial(_budgets, used, limits)
     stable_until = _next_threshold(now, task, lease, heartbeat, limits) if state.executing else INF
     # Most polls never read most page lines: compose them on demand.
     describe = partial(
@@ -203,7 +209,6 @@ def classify(
         health=health,
         reasons=tuple(reasons),
         flags=flags,
-        budgets=budgets,
         at=now,
         stable_until=stable_until,
         heartbeat_at=None if heartbeat is None else heartbeat.written_at,
@@ -211,6 +216,7 @@ def classify(
         lease_expires_in_s=lease_in,
         progress_stuck_s=progress_stuck,
         describe=describe,
+        budgets_of=budgets,
     )
 
 
@@ -396,7 +402,13 @@ def _finished_reason(now: float, task: Task) -> Reason:
     return Reason(code=str(task.state), message=f"{task.state}{ago}{exit_code}{why}")
 
 
-def _budgets(now: float, task: Task, heartbeat: Heartbeat | None, limits: Limits) -> Budgets:
+_OVERRUNS = (BudgetFlag.REQUEST_OVERRUN, BudgetFlag.STAGE_OVERRUN, BudgetFlag.TASK_OVERRUN)
+
+
+def _used(
+    now: float, task: Task, heartbeat: Heartbeat | None
+) -> tuple[float | None, float | None, float | None]:
+    """Seconds used of the request, stage and task budgets (None: not running one)."""
     request_used = stage_used = task_used = None
     if task.state.executing:
         task_used = now - _start_of(task)
@@ -410,6 +422,11 @@ def _budgets(now: float, task: Task, heartbeat: Heartbeat | None, limits: Limits
             request_used = now - heartbeat.request_started_at
     elif task.finished_at is not None and task.started_at is not None:
         task_used = task.finished_at - task.started_at
+    return request_used, stage_used, task_used
+
+
+def _budgets(used: tuple[float | None, float | None, float | None], limits: Limits) -> Budgets:
+    request_used, stage_used, task_used = used
     return Budgets(
         request=Budget(
             used_s=request_used, limit_s=limits.request, source=limits.source("request")
@@ -428,7 +445,7 @@ def _context(
     lease: Lease | None,
     lease_in: float | None,
     process: ProcessSample | None,
-    budgets: Budgets,
+    budgets_of: Callable[[], Budgets],
     flags: tuple[BudgetFlag, ...],
     reasons: list[Reason],
 ) -> str:
@@ -457,6 +474,7 @@ def _context(
             parts.append(f"lease expires in {format_age(lease_in)}")
     if process is not None:
         parts.append(_process_words(process))
+    budgets = budgets_of()
     for flag, budget, label in (
         (BudgetFlag.REQUEST_OVERRUN, budgets.request, "request"),
         (BudgetFlag.STAGE_OVERRUN, budgets.stage, "stage"),

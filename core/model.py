@@ -399,6 +399,22 @@ class TaskRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PollChanges:
+    """How a store's latest poll differs from the one before it, by task id."""
+
+    poll: int
+    """This poll's number among the polls of one store object."""
+    after: int | None
+    """The number of the poll these changes are against; None when this poll read every task
+    afresh (and ``changed`` and ``dropped`` say nothing)."""
+    changed: Mapping[str, TaskRecord] = field(default_factory=dict)
+    """The records read again, new or changed in any column; every other record is the same
+    object as in poll ``after``."""
+    dropped: frozenset[str] = frozenset()
+    """The tasks polled by poll ``after`` and no longer (finished before the window)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AgentPresence:
     """The last beat of a host's ``zombietop agent``, as the store recorded it."""
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from heapq import heapify, heappop, heappush
 from operator import attrgetter
 from typing import Protocol
 
-from core.classify import Verdict, classify, sort_key
+from core.classify import INF, Verdict, classify, sort_key
 from core.clock import Clock, SystemClock
 from core.config import Config, Limits
 from core.durations import format_age
@@ -30,6 +31,7 @@ from core.model import (
     HostRequest,
     Lease,
     PendingKill,
+    PollChanges,
     ProcessSample,
     StoredSample,
     Task,
@@ -218,6 +220,130 @@ def _judged(process: ProcessSample | None) -> tuple[object, ...] | None:
     return (process.pid, process.alive, process.identity_ok, process.status == "zombie")
 
 
+def _with_process(seen: TaskView, process: ProcessSample | None, now: float) -> TaskView | None:
+    """``seen`` with this poll's reading of its process (which its verdict does not turn on),
+    or None to classify afresh: a verdict reached at ``now`` itself is read as it is (see
+    ``TaskView.verdict_at``), and its words are of the reading it was reached with."""
+    if seen.process == process:
+        return seen
+    if seen.verdict.at == now:
+        return None
+    return replace(seen, process=process)
+
+
+class _Judge:
+    """Judge tasks at one ``now`` against one poll's samples and fleet."""
+
+    def __init__(
+        self,
+        now: float,
+        config: Config,
+        samples: Mapping[str, ProcessSample],
+        fleet: Fleet | None,
+    ) -> None:
+        self.now = now
+        self.config = config
+        self.samples = samples
+        self.fleet = fleet
+        # Without agents or owed requests (one host, or a fleet at peace) a task's fleet notes
+        # follow from the task alone, so an unchanged task needs no fleet lookups at all.
+        self.quiet = fleet is None or (not fleet.agents and not fleet.requests)
+        self._limits: dict[str, Limits] = {}
+
+    def view(
+        self,
+        task: Task,
+        lease: Lease | None,
+        heartbeat: Heartbeat | None,
+        pending_kill: PendingKill | None,
+        seen: TaskView | None,
+    ) -> TaskView:
+        """Judge one task; keep ``seen``, its view at the last poll, while nothing it rests on
+        has changed and its verdict is before its ``stable_until``."""
+        now, samples, fleet = self.now, self.samples, self.fleet
+        task_id = task.task_id
+        limits = self._limits.get(task.step_type)
+        if limits is None:
+            limits = self._limits[task.step_type] = self.config.limits_for(task.step_type)
+        unchanged = (
+            seen is not None
+            and seen.task is task
+            and now < seen.verdict.stable_until
+            and seen.lease is lease
+            and seen.heartbeat is heartbeat
+            and seen.pending_kill is pending_kill
+            and seen.limits is limits
+            and not (task.state is TaskState.QUEUED and task.upstream)
+        )
+        if unchanged and self.quiet and seen is not None and seen.agent is None:
+            process = None if seen.remote else samples.get(task_id)
+            same_process = seen.process is process or _judged(seen.process) == _judged(process)
+            if seen.host_request is None and same_process:
+                kept = _with_process(seen, process, now)
+                if kept is not None:
+                    return kept
+        remote = fleet is not None and task.host is not None and task.host != fleet.host
+        process = samples.get(task_id)
+        agent = request = None
+        if fleet is not None:
+            agent = fleet.agents.get(task.host or "")
+            request = fleet.requests.get(task_id)
+            if remote:
+                process = fleet.remote_sample(now, task)
+        note = agent_note(now, task, agent, request, remote=remote)
+        if (
+            unchanged
+            and seen is not None
+            and seen.agent_note == note
+            and seen.host_request == request
+            and seen.agent == agent
+            and _judged(seen.process) == _judged(process)
+        ):
+            kept = _with_process(seen, process, now)
+            if kept is not None:
+                return kept
+        return TaskView(
+            task=task,
+            lease=lease,
+            heartbeat=heartbeat,
+            process=process,
+            limits=limits,
+            verdict=classify(now, task, lease, heartbeat, process, limits),
+            pending_kill=pending_kill,
+            remote=remote,
+            agent=agent,
+            host_request=request,
+            agent_note=note,
+        )
+
+    def wait(self, views: dict[str, TaskView], queued: Iterable[str]) -> None:
+        """Say which upstream the ``queued`` tasks wait behind, and in what state (a second
+        look, once every task in ``views`` is judged)."""
+        for task_id in queued:
+            view = views[task_id]
+            waiting = tuple(
+                (upstream, views[upstream].health)
+                for upstream in view.task.upstream
+                if upstream in views and views[upstream].health is not Health.SUCCEEDED
+            )
+            if waiting:
+                verdict = classify(
+                    self.now,
+                    view.task,
+                    view.lease,
+                    view.heartbeat,
+                    view.process,
+                    view.limits,
+                    waiting_on=waiting,
+                )
+                views[task_id] = replace(view, verdict=verdict, waiting_on=waiting)
+
+
+def _waits(task: Task) -> bool:
+    """True for a queued task with upstream: its verdict depends on other tasks' healths."""
+    return task.state is TaskState.QUEUED and bool(task.upstream)
+
+
 def build_snapshot(
     now: float,
     records: Sequence[TaskRecord],
@@ -237,82 +363,15 @@ def build_snapshot(
     ``stable_until``, keeps its verdict: a fleet at rest costs what changed, not what exists.
     Its ages then come from ``TaskView.verdict_at``.
     """
-    views: dict[str, TaskView] = {}
+    judge = _Judge(now, config, samples, fleet)
     previous = previous or {}
-    # Without agents or owed requests (one host, or a fleet at peace) a task's fleet notes
-    # follow from the task alone, so an unchanged task needs no fleet lookups at all.
-    quiet = fleet is None or (not fleet.agents and not fleet.requests)
-    limits_by_type: dict[str, Limits] = {}
+    views: dict[str, TaskView] = {}
     for record in records:
         task = record.task
-        task_id = task.task_id
-        limits = limits_by_type.get(task.step_type)
-        if limits is None:
-            limits = limits_by_type[task.step_type] = config.limits_for(task.step_type)
-        seen = previous.get(task_id)
-        unchanged = (
-            seen is not None
-            and seen.task is task
-            and now < seen.verdict.stable_until
-            and seen.lease is record.lease
-            and seen.heartbeat is record.heartbeat
-            and seen.pending_kill is record.pending_kill
-            and seen.limits is limits
-            and not (task.state is TaskState.QUEUED and task.upstream)
+        views[task.task_id] = judge.view(
+            task, record.lease, record.heartbeat, record.pending_kill, previous.get(task.task_id)
         )
-        if unchanged and quiet and seen is not None and seen.agent is None:
-            process = None if seen.remote else samples.get(task_id)
-            same_process = seen.process is process or _judged(seen.process) == _judged(process)
-            if seen.host_request is None and same_process:
-                views[task_id] = seen if seen.process == process else replace(seen, process=process)
-                continue
-        remote = fleet is not None and task.host is not None and task.host != fleet.host
-        process = samples.get(task_id)
-        agent = request = None
-        if fleet is not None:
-            agent = fleet.agents.get(task.host or "")
-            request = fleet.requests.get(task_id)
-            if remote:
-                process = fleet.remote_sample(now, task)
-        note = agent_note(now, task, agent, request, remote=remote)
-        if (
-            unchanged
-            and seen is not None
-            and seen.agent_note == note
-            and seen.host_request == request
-            and seen.agent == agent
-            and _judged(seen.process) == _judged(process)
-        ):
-            views[task_id] = seen if seen.process == process else replace(seen, process=process)
-            continue
-        views[task_id] = TaskView(
-            task=task,
-            lease=record.lease,
-            heartbeat=record.heartbeat,
-            process=process,
-            limits=limits,
-            verdict=classify(now, task, record.lease, record.heartbeat, process, limits),
-            pending_kill=record.pending_kill,
-            remote=remote,
-            agent=agent,
-            host_request=request,
-            agent_note=note,
-        )
-    # A second look for queued tasks: say which upstream they wait behind, and in what state.
-    for task_id, view in list(views.items()):
-        task = view.task
-        if task.state is not TaskState.QUEUED or not task.upstream:
-            continue
-        waiting = tuple(
-            (upstream, views[upstream].health)
-            for upstream in task.upstream
-            if upstream in views and views[upstream].health is not Health.SUCCEEDED
-        )
-        if waiting:
-            verdict = classify(
-                now, task, view.lease, view.heartbeat, view.process, view.limits, waiting_on=waiting
-            )
-            views[task_id] = replace(view, verdict=verdict, waiting_on=waiting)
+    judge.wait(views, [task_id for task_id, view in views.items() if _waits(view.task)])
     ordered = tuple(sorted(views.values(), key=attrgetter("urgency")))
     counts = _zero_counts()
     counts.update(Counter([view.verdict.health for view in ordered]))
@@ -323,6 +382,150 @@ def build_snapshot(
         host=None if fleet is None else fleet.host,
         agents=() if fleet is None else tuple(fleet.agents[h] for h in sorted(fleet.agents)),
     )
+
+
+_DUE_SLACK = 64
+"""Entries a heap of due verdicts may hold beyond two per task before it is built afresh."""
+
+
+def _due(views: Mapping[str, TaskView]) -> list[tuple[float, str]]:
+    """A heap of when each verdict can next change with time alone (never: left out)."""
+    due = [
+        (view.verdict.stable_until, task_id)
+        for task_id, view in views.items()
+        if view.verdict.stable_until != INF
+    ]
+    heapify(due)
+    return due
+
+
+class _Kept:
+    """A reusing monitor's last snapshot, kept so that the next poll judges only what may have
+    changed since: the tasks the store read again, the verdicts that reached their
+    ``stable_until``, the tasks with a local process sample (now or at the last poll) and the
+    queued tasks with upstream. Every other task keeps its view, as ``build_snapshot`` with
+    ``previous`` would keep it.
+
+    Only for a quiet fleet (no agents, no owed requests): then a task's view follows from its
+    record, its own sample and ``now``.
+    """
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        records: Sequence[TaskRecord],
+        config: Config,
+        samples: Mapping[str, ProcessSample],
+        poll: int,
+        host: str,
+    ) -> None:
+        self.config = config
+        self.poll = poll
+        """The store poll (``PollChanges.poll``) these views come from."""
+        self.host = host
+        self.ordered = snapshot.tasks
+        self.by_id = snapshot.by_id()
+        self.counts = dict(snapshot.counts)
+        self.sampled = set(samples)
+        self.waiting = {task_id for task_id, view in self.by_id.items() if _waits(view.task)}
+        self.due = _due(self.by_id)
+        """A heap of (stable_until, task id) of every view whose verdict can change with time
+        alone, and of some replaced since (judging those again only costs the time)."""
+        self.local = {
+            record.task.task_id: record.task for record in records if self._is_local(record.task)
+        }
+        """The tasks whose process this host probes itself."""
+
+    def follows(self, changes: PollChanges | None, config: Config) -> bool:
+        """True when ``changes`` are against the poll these views come from."""
+        return (
+            changes is not None
+            and changes.after is not None
+            and changes.after == self.poll
+            and config is self.config
+        )
+
+    def _is_local(self, task: Task) -> bool:
+        return task.pid is not None and task.host == self.host
+
+    def local_tasks(self, changes: PollChanges) -> list[Task]:
+        """The tasks to probe after ``changes``."""
+        local = self.local
+        for task_id, record in changes.changed.items():
+            if self._is_local(record.task):
+                local[task_id] = record.task
+            else:
+                local.pop(task_id, None)
+        for task_id in changes.dropped:
+            local.pop(task_id, None)
+        return list(local.values())
+
+    def follow(
+        self,
+        now: float,
+        changes: PollChanges,
+        samples: Mapping[str, ProcessSample],
+        fleet: Fleet,
+    ) -> Snapshot:
+        """The snapshot ``build_snapshot`` with ``previous`` would take at ``now``, judging only
+        what may have changed (the fleet must be quiet)."""
+        by_id, counts, judge = self.by_id, self.counts, _Judge(now, self.config, samples, fleet)
+        for task_id in changes.dropped:
+            gone = by_id.pop(task_id, None)
+            if gone is not None:
+                counts[gone.health] -= 1
+        again = set(changes.changed)
+        again.update(self.waiting, self.sampled, samples)
+        due = self.due
+        while due and due[0][0] <= now:
+            again.add(heappop(due)[1])
+        before: dict[str, TaskView | None] = {}
+        for task_id in again:
+            record = changes.changed.get(task_id)
+            seen = by_id.get(task_id)
+            if record is not None:
+                view = judge.view(
+                    record.task, record.lease, record.heartbeat, record.pending_kill, seen
+                )
+            elif seen is not None:
+                view = judge.view(seen.task, seen.lease, seen.heartbeat, seen.pending_kill, seen)
+            else:
+                continue  # sampled or waiting at the last poll, gone since
+            before[task_id] = seen
+            by_id[task_id] = view
+            if _waits(view.task):
+                self.waiting.add(task_id)
+            else:
+                self.waiting.discard(task_id)
+        self.waiting.intersection_update(by_id)
+        judge.wait(by_id, self.waiting)
+        for task_id, seen in before.items():
+            view = by_id[task_id]
+            if seen is not None:
+                counts[seen.health] -= 1
+            counts[view.health] += 1
+            stable_until = view.verdict.stable_until
+            if stable_until != INF and (seen is None or seen.verdict is not view.verdict):
+                heappush(due, (stable_until, task_id))
+        if len(due) > 2 * len(by_id) + _DUE_SLACK:
+            # Verdicts replaced before they came due leave their entries behind: start afresh.
+            self.due = _due(by_id)
+        # The views kept are in order already: sorting them with the judged ones appended is
+        # a merge of two runs, not a sort of every task.
+        touched = changes.dropped | before.keys()
+        if touched:
+            ordered = [view for view in self.ordered if view.task_id not in touched]
+            ordered += [by_id[task_id] for task_id in before]
+            ordered.sort(key=attrgetter("urgency"))
+            self.ordered = tuple(ordered)
+        self.sampled = set(samples)
+        self.poll = changes.poll
+        return Snapshot(
+            taken_at=now,
+            tasks=self.ordered,
+            counts=dict(counts),
+            host=fleet.host,
+        )
 
 
 class Monitor:
@@ -355,6 +558,8 @@ class Monitor:
         right there instead of handing the work to yet another thread."""
         self.last: Snapshot = Snapshot(taken_at=None)
         self._by_id: dict[str, TaskView] = {}
+        self._kept: _Kept | None = None
+        """The last snapshot's views, for judging only what changed (a reusing monitor)."""
 
     @property
     def read_only(self) -> bool:
@@ -363,29 +568,47 @@ class Monitor:
     async def poll(self) -> Snapshot:
         """Take one snapshot; on a store error keep the last good tasks and say why."""
         started = time.perf_counter()
+        kept, self._kept = self._kept, None
         try:
             now = await self.store.now()
             since = None if self.include_finished else now - self.config.finished_window
             records = await self.store.poll(since)
+            changes = self.store.poll_changes()
+            if kept is not None and not kept.follows(changes, self.config):
+                kept = None
             samples: Mapping[str, ProcessSample] = {}
             if self.probe is not None:
-                samples = await self.probe.sample(
+                local = (
                     [r.task for r in records if r.task.pid is not None and r.task.host == self.host]
+                    if kept is None or changes is None
+                    else kept.local_tasks(changes)
                 )
+                samples = await self.probe.sample(local)
             fleet = await self._fleet()
-            previous = self._by_id if self.reuse_verdicts else None
-            build = partial(build_snapshot, now, records, self.config, samples, fleet)
-            if self.own_thread:
-                snapshot = build(previous=previous)
+            quiet = not fleet.agents and not fleet.requests
+            if kept is not None and changes is not None and quiet:
+                # The store says what changed since the last snapshot: judge only that.
+                follow = partial(kept.follow, now, changes, samples, fleet)
+                snapshot = follow() if self.own_thread else await asyncio.to_thread(follow)
             else:
-                # Classifying thousands of tasks is CPU work: keep it off the caller's loop.
-                snapshot = await asyncio.to_thread(build, previous=previous)
+                kept = None
+                previous = self._by_id if self.reuse_verdicts else None
+                build = partial(build_snapshot, now, records, self.config, samples, fleet)
+                if self.own_thread:
+                    snapshot = build(previous=previous)
+                else:
+                    # Classifying thousands of tasks is CPU work: keep it off the caller's loop.
+                    snapshot = await asyncio.to_thread(build, previous=previous)
         except ZombietopError as exc:
             self.last = replace(self.last, error=str(exc), failed_at=self.clock.now())
             return self.last
         self.last = replace(snapshot, poll_seconds=time.perf_counter() - started)
-        if self.reuse_verdicts:
+        if kept is not None:
+            self._kept, self._by_id = kept, kept.by_id
+        elif self.reuse_verdicts:
             self._by_id = snapshot.by_id()
+            if changes is not None and quiet:
+                self._kept = _Kept(snapshot, records, self.config, samples, changes.poll, self.host)
         return self.last
 
     async def _fleet(self) -> Fleet:

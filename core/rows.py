@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
-from core.model import Heartbeat, Lease, PendingKill, ProcessSample, Task, TaskRecord
+from core.model import (
+    Heartbeat,
+    Lease,
+    PendingKill,
+    PollChanges,
+    ProcessSample,
+    Task,
+    TaskRecord,
+)
 
 TASK_COLUMNS = (
     "task_id run_id step step_type state attempt upstream host pid pid_start_time command cwd "
@@ -44,12 +53,13 @@ def record_from_row(row: Iterable[Any]) -> TaskRecord:
 
 
 def record_from_values(
-    values: tuple[Any, ...], before: tuple[tuple[Any, ...], TaskRecord] | None = None
+    values: tuple[Any, ...],
+    old: tuple[Any, ...] = (),
+    kept: TaskRecord | None = None,
 ) -> TaskRecord:
-    """Build a record from one poll row; with the row and record read ``before`` for the same
-    task, the parts whose columns did not change are kept (a beat changes the heartbeat and
-    a renewal the lease, not the task), so they stay the same objects."""
-    old, kept = before if before is not None else ((), None)
+    """Build a record from one poll row; with the row ``old`` and record ``kept`` read before
+    for the same task, the parts whose columns did not change are kept (a beat changes the
+    heartbeat and a renewal the lease, not the task), so they stay the same objects."""
 
     def same(start: int, stop: int) -> bool:
         return kept is not None and old[start:stop] == values[start:stop]
@@ -60,13 +70,13 @@ def record_from_values(
         lease = (
             kept.lease
             if kept is not None and same(_T, _L)
-            else Lease.from_row(dict(zip(LEASE_COLUMNS, values[_T:_L], strict=True)))
+            else Lease(**dict(zip(LEASE_COLUMNS, values[_T:_L], strict=True)))
         )
     if values[_L] is not None:
         beat = (
             kept.heartbeat
             if kept is not None and same(_L, _H)
-            else Heartbeat.from_row(dict(zip(HEARTBEAT_COLUMNS, values[_L:_H], strict=True)))
+            else _heartbeat(values, old, kept.heartbeat if kept is not None else None)
         )
     if values[_H] is not None:
         kill = (
@@ -82,21 +92,42 @@ def record_from_values(
     return TaskRecord(task=task, lease=lease, heartbeat=beat, pending_kill=kill)
 
 
+_COUNTERS = _L + HEARTBEAT_COLUMNS.index("counters")
+
+
+def _heartbeat(values: tuple[Any, ...], old: tuple[Any, ...], kept: Heartbeat | None) -> Heartbeat:
+    """The heartbeat of a poll row; the counters of ``kept`` when their text is the same (most
+    beats move the progress and the time, not the counters, and decoding them is the cost)."""
+    columns = dict(zip(HEARTBEAT_COLUMNS, values[_L:_H], strict=True))
+    text = values[_COUNTERS]
+    if kept is not None and old[_COUNTERS] == text:
+        columns["counters"] = kept.counters
+    else:
+        columns["counters"] = json.loads(text) if text else {}
+    return Heartbeat(**columns)
+
+
 class PollCache:
     """Poll rows by task id as last read: an unchanged row reuses its records (most rows, most
     polls), so a poll costs what changed rather than what exists.
 
     With a store revision it also follows the store: after one full read, a poll reads only the
     tasks stamped since (``follow``), and drops the finished ones as they leave the window.
+    Either way ``last`` says what the latest poll changed, for readers that keep what they
+    built from the one before.
     """
 
     def __init__(self) -> None:
-        self._rows: dict[str, tuple[tuple[Any, ...], TaskRecord]] = {}
+        self._values: dict[str, tuple[Any, ...]] = {}
+        self._records: dict[str, TaskRecord] = {}
         self._finished: dict[str, float] = {}
         """finished_at of the finished tasks held, to drop them as the window moves on."""
         self._revision: tuple[int, int] | None = None
         self._floor: float | None = None
         """The held rows are every active task and every task finished since this."""
+        self._polls = 0
+        self.last: PollChanges | None = None
+        """What the latest poll changed (None before the first, and after one that failed)."""
 
     @property
     def changes(self) -> int:
@@ -119,40 +150,66 @@ class PollCache:
         finished_since: float | None = None,
     ) -> list[TaskRecord]:
         """Take a full read as the whole truth."""
-        cache = self._rows
-        self._rows, self._finished = {}, {}
+        self.last = None
+        values, records = self._values, self._records
+        self._values, self._records, self._finished = {}, {}, {}
         for row in rows:
-            self._keep(tuple(row), cache)
+            self._keep(tuple(row), values, records)
         self._revision = revision
         self._floor = finished_since if revision is not None else None
-        return [record for _, record in self._rows.values()]
+        self._polls += 1
+        # Only a read that the next can follow is worth numbering for readers.
+        self.last = None if self._floor is None else PollChanges(poll=self._polls, after=None)
+        return list(self._records.values())
 
     def follow(
         self, rows: Iterable[Any], revision: tuple[int, int] | None, finished_since: float
     ) -> list[TaskRecord]:
         """Apply the rows changed since the held revision, then let the window move on."""
-        for row in rows:
-            self._keep(tuple(row), self._rows)
-        for task_id, finished_at in list(self._finished.items()):
-            if finished_at < finished_since:
-                del self._rows[task_id], self._finished[task_id]
+        # A follow that fails half-way leaves no changes to trust: the next is against nothing.
+        after = None if self.last is None else self.last.poll
+        self.last = None
+        records = self._records
+        read = [self._keep(tuple(row), self._values, records) for row in rows]
+        dropped = [
+            task_id
+            for task_id, finished_at in self._finished.items()
+            if finished_at < finished_since
+        ]
+        for task_id in dropped:
+            del self._values[task_id], records[task_id], self._finished[task_id]
         self._revision, self._floor = revision, finished_since
-        return [record for _, record in self._rows.values()]
+        self._polls += 1
+        self.last = PollChanges(
+            poll=self._polls,
+            after=after,
+            changed={task_id: records[task_id] for task_id in read if task_id in records},
+            dropped=frozenset(dropped),
+        )
+        return list(records.values())
 
     def _keep(
-        self, values: tuple[Any, ...], seen: dict[str, tuple[tuple[Any, ...], TaskRecord]]
-    ) -> None:
-        task_id = values[0]
-        held = seen.get(task_id)
-        record = (
-            held[1] if held is not None and held[0] == values else record_from_values(values, held)
-        )
-        self._rows[task_id] = (values, record)
+        self,
+        values: tuple[Any, ...],
+        old_values: dict[str, tuple[Any, ...]],
+        old_records: dict[str, TaskRecord],
+    ) -> str:
+        task_id: str = values[0]
+        old = old_values.get(task_id)
+        if old is None:
+            record = record_from_values(values)
+        elif old == values:
+            record = old_records[task_id]
+        else:
+            record = record_from_values(values, old, old_records[task_id])
+        self._values[task_id] = values
+        self._records[task_id] = record
         finished_at = record.task.finished_at
         if finished_at is not None:
             self._finished[task_id] = finished_at
         else:
             self._finished.pop(task_id, None)
+        return task_id
 
 
 def already_requested(kind: str, task_id: str, host: str) -> str:

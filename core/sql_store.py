@@ -28,6 +28,7 @@ from core.model import (
     HostRequest,
     Lease,
     PendingKill,
+    PollChanges,
     ProcessSample,
     StoredSample,
     Task,
@@ -269,6 +270,9 @@ class SQLStore(Store, Generic[Conn]):
                     db, "select_tasks_for_poll", {"finished_since": finished_since}
                 )
         return cache.reload(rows, revision, finished_since)
+
+    def poll_changes(self) -> PollChanges | None:
+        return self._poll_cache.last
 
     async def set_process(
         self, task_id: str, *, owner: str, token: int, pid: int, pid_start_time: float, host: str

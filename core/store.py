@@ -24,6 +24,7 @@ from core.model import (
     HostRequest,
     Lease,
     PendingKill,
+    PollChanges,
     ProcessSample,
     StoredSample,
     Task,
@@ -97,6 +98,14 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def poll(self, finished_since: float | None) -> list[TaskRecord]:
         """Read every active task and those finished since ``finished_since`` (None: all)."""
+
+    def poll_changes(self) -> PollChanges | None:
+        """What the latest ``poll`` changed against the one before it, for a reader that keeps
+        what it built from that one; None when the store does not say (read it all again).
+
+        Ask right after ``poll`` returns, before anything else can poll the same store.
+        """
+        return None
 
     @abc.abstractmethod
     async def set_process(

@@ -3,11 +3,20 @@ classifies every task afresh, and at rest it must not re-classify what did not c
 
 from __future__ import annotations
 
+import random
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+import core.monitor as monitor_module
 from core.clock import FakeClock
 from core.config import default_config
+from core.errors import ZombietopError
 from core.heartbeat_line import parse_line
-from core.model import ProcessSample, TaskRecord, TaskState
-from core.monitor import Monitor, Snapshot, build_snapshot
+from core.model import ProcessSample, Task, TaskRecord, TaskState
+from core.monitor import Monitor, Snapshot, _Kept, build_snapshot
 from core.store import Store
 from tests.core.test_monitor import running
 
@@ -127,3 +136,197 @@ def test_a_changed_record_is_classified_again() -> None:
     )
     again = build_snapshot(now + 1, [finished], config, {}, previous=kept)
     assert str(again.tasks[0].health) == "succeeded" and again.tasks[0].verdict.at == now + 1
+
+
+class ScriptedProbe:
+    """A probe whose readings the test sets: a process per task id, seen only for the tasks
+    the monitor asks about (those with a PID on this host)."""
+
+    host = "here"
+
+    def __init__(self) -> None:
+        self.readings: dict[str, ProcessSample] = {}
+        self.pids: dict[str, int] = {}
+        """The PIDs the script gave tasks, to read (or lose sight of) those processes."""
+
+    async def sample(self, tasks: Sequence[Task]) -> Mapping[str, ProcessSample]:
+        return {t.task_id: self.readings[t.task_id] for t in tasks if t.task_id in self.readings}
+
+
+async def scripted_change(
+    store: Store, probe: ScriptedProbe, rng: random.Random, clock: FakeClock
+) -> None:
+    """One random write, process change or both, then a step of time that often lands on or
+    past a threshold (heartbeat 2m, start grace 1m, lease, stage 15m, progress 30m, window)."""
+    task_id = f"t{rng.randrange(8)}"
+    lease = await store.get_lease(task_id) if rng.random() < 0.9 else None
+    token = lease.token if lease is not None else 0
+    owner = lease.owner if lease is not None and lease.owner else "w"
+    choice = rng.randrange(14)
+    now = clock.now()
+    try:
+        if choice == 0:
+            upstream = rng.sample([f"t{i}" for i in range(8)], rng.choice([0, 0, 1, 2]))
+            await store.create_task(
+                task_id=task_id, run_id="r", step="s", step_type="d", actor="t", upstream=upstream
+            )
+        elif choice == 1:
+            await store.acquire_lease(task_id, owner="w", ttl=rng.choice([60, 300, 3600]))
+        elif choice in (2, 3):
+            line = f"stage=s{rng.randrange(2)} p={rng.randrange(3)}"
+            await store.record_heartbeat(task_id, parse_line(line), owner=owner, token=token)
+            if choice == 3:
+                await store.renew_lease(task_id, owner=owner, token=token, ttl=300)
+        elif choice == 4:
+            await store.release_lease(task_id, owner=owner, token=token)
+        elif choice == 5:
+            state = rng.choice([TaskState.SUCCEEDED, TaskState.FAILED, TaskState.INTERRUPTED])
+            await store.finish_task(task_id, owner=owner, token=token, state=state)
+        elif choice == 6:
+            await store.set_quarantine(task_id, quarantined=rng.random() < 0.5, actor="t")
+        elif choice == 7:
+            await store.resume_task(task_id, expected_token=token or None, actor="t")
+        elif choice == 8:
+            await store.discard_task(task_id, expected_token=token or None, actor="t")
+        elif choice in (9, 12):
+            if lease is None or not lease.held or lease.expired(clock.now()):
+                lease = await store.acquire_lease(task_id, owner="w", ttl=3600)
+            pid = 4000 + rng.randrange(100)
+            host = rng.choice(["here", "here", "elsewhere"])
+            await store.set_process(
+                task_id, owner="w", token=lease.token, pid=pid, pid_start_time=1.0, host=host
+            )
+            probe.pids[task_id] = pid
+            if rng.random() < 0.5:
+                probe.readings[task_id] = ProcessSample(pid=pid, alive=True, sampled_at=now)
+        elif choice == 10:
+            await store.open_kill(
+                task_id,
+                pid=4121,
+                pid_start_time=None,
+                pgid=None,
+                host=None,
+                requested_by="t",
+                grace=5,
+            )
+        elif choice == 11:
+            await store.close_kill(task_id, outcome="exited", actor="t", message="gone")
+        elif probe.readings and rng.random() < 0.3:
+            probe.readings.pop(rng.choice(sorted(probe.readings)))
+        elif probe.pids:
+            # A process appears to the probe, dies or is replaced behind an unchanged task.
+            task_id = rng.choice(sorted(probe.pids))
+            alive, reused = rng.random() < 0.7, rng.random() < 0.2
+            probe.readings[task_id] = ProcessSample(
+                pid=probe.pids[task_id], alive=alive, identity_ok=not reused, sampled_at=now
+            )
+    except ZombietopError:
+        pass  # refused, lost or missing: the store is unchanged
+    # A probe reads the CPU afresh every poll: it only colours the words.
+    for reading_id, reading in probe.readings.items():
+        probe.readings[reading_id] = replace(reading, cpu_percent=float(rng.randrange(100)))
+    clock.advance(rng.choice([0.0, 0.5, 1.0, 1.0, 1.0, 5.0, 5.0, 30.0, 61.0, 120.0, 301.0, 901.0]))
+
+
+@pytest.mark.parametrize("seed", range(3))
+async def test_judging_only_what_changed_agrees_with_classifying_afresh(
+    store: Store,
+    reopen: Callable[..., Awaitable[Store]],
+    clock: FakeClock,
+    backend: str,
+    seed: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tasks crossing their ``stable_until`` while unchanged, finishing and leaving the window,
+    waiting behind upstream, with local processes appearing, dying and vanishing: at every
+    step a reusing monitor on a store of its own shows what a fresh one shows."""
+    followed = []
+    follow = _Kept.follow
+
+    def counting(kept: _Kept, *args: Any) -> Snapshot:
+        followed.append(True)
+        return follow(kept, *args)
+
+    monkeypatch.setattr(_Kept, "follow", counting)
+    if seed == 2:
+        monkeypatch.setattr(monitor_module, "_DUE_SLACK", -(10**6))  # rebuild its heap each poll
+    config = replace(default_config(), finished_window=2000.0)
+    rng = random.Random(seed)
+    probe = ScriptedProbe()
+    async with await reopen(read_only=True) as own:
+        reusing = Monitor(own, config, clock=clock, probe=probe, reuse_verdicts=True)
+        afresh = Monitor(store, config, clock=clock, probe=probe)
+        steps = 150
+        for step in range(steps):
+            await scripted_change(store, probe, rng, clock)
+            ours, theirs = await reusing.poll(), await afresh.poll()
+            assert ours.ok and theirs.ok
+            assert judged(ours) == judged(theirs), f"seed {seed} step {step}"
+            assert shown(ours) == shown(theirs), f"seed {seed} step {step}"
+    if backend == "sqlite":
+        # Most polls after the first judged only what changed: the shortcut was exercised.
+        assert len(followed) > steps * 0.8
+    else:
+        assert followed == []  # no revision to follow: every poll reads and judges it all
+
+
+def shown(snapshot: Snapshot) -> tuple[object, ...]:
+    """The rest of what a face shows: counts, processes, upstream waits and fleet notes."""
+    return (
+        snapshot.counts,
+        snapshot.host,
+        snapshot.agents,
+        [
+            (v.task_id, v.process, v.waiting_on, v.remote, v.agent_note, v.pending_kill, v.limits)
+            for v in snapshot.tasks
+        ],
+    )
+
+
+async def test_a_monitor_sharing_its_store_never_follows_another_s_poll(
+    store: Store, clock: FakeClock
+) -> None:
+    """Two monitors on one store object: a poll's changes are against the other monitor's
+    poll, so the reusing one must not take them as all that changed since its own."""
+    token = await running(store, "a")
+    reusing = Monitor(store, default_config(), clock=clock, reuse_verdicts=True)
+    other = Monitor(store, default_config(), clock=clock)
+    await reusing.poll()
+    clock.advance(100)
+    await store.record_heartbeat("a", parse_line("stage=a p=2"), owner="w", token=token)
+    await other.poll()  # reads the beat
+    clock.advance(100)  # the first beat is now stale, the second is not
+    assert str((await reusing.poll()).tasks[0].health) == "healthy"
+
+
+async def test_an_agent_or_an_owed_request_is_seen_at_once(
+    store: Store, reopen: Callable[..., Awaitable[Store]], clock: FakeClock
+) -> None:
+    """Agents and owed requests change what a task's view says without changing its record:
+    a monitor that judges only what changed must notice them (and follow again once they go)."""
+    token = await running(store, "far", host="elsewhere")
+    await store.set_process(
+        "far", owner="w", token=token, pid=77, pid_start_time=1.0, host="elsewhere"
+    )
+    async with await reopen(read_only=True) as own:
+        reusing = Monitor(own, default_config(), clock=clock, host="here", reuse_verdicts=True)
+        afresh = Monitor(store, default_config(), clock=clock, host="here")
+
+        async def agree(why: str) -> None:
+            clock.advance(1)
+            ours, theirs = await reusing.poll(), await afresh.poll()
+            assert (judged(ours), shown(ours)) == (judged(theirs), shown(theirs)), why
+
+        await agree("first")
+        await agree("at rest")
+        request = await store.request_host_action(
+            task_id="far", host="elsewhere", kind="kill", expected_token=token, actor="t"
+        )
+        await agree("a request waits for an agent")
+        await store.finish_host_request(request.request_id, outcome="done", message="", actor="t")
+        await agree("the request is done")
+        await agree("at rest again")
+        await store.record_agent_beat(
+            "elsewhere", agent_id="a", pid=5, interval=2.0, reported_at=clock.now()
+        )
+        await agree("an agent reports")

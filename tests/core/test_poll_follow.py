@@ -72,6 +72,7 @@ async def test_following_the_store_agrees_with_a_full_read(
     db: Path, clock: FakeClock, seed: int
 ) -> None:
     rng = random.Random(seed)
+    before: dict[str, TaskRecord] = {}
     async with await SQLiteStore.open(db, create=True, clock=clock) as store:
         for step in range(160):
             await random_change(store, rng, clock)
@@ -80,6 +81,16 @@ async def test_following_the_store_agrees_with_a_full_read(
             since = clock.now() - WINDOW
             polled = {r.task.task_id: r for r in await store.poll(since)}
             assert polled == await full_read(db, since), f"seed {seed} step {step}"
+            changes = store.poll_changes()
+            assert changes is not None
+            if changes.after is not None:
+                # What the poll says it changed is all that changed since the poll before.
+                assert before.keys() - polled.keys() <= changes.dropped
+                assert not changes.dropped & polled.keys()
+                assert {i: r for i, r in polled.items() if i in changes.changed} == changes.changed
+                kept = {i: r for i, r in polled.items() if i not in changes.changed}
+                assert all(before.get(i) is r for i, r in kept.items()), f"step {step}"
+            before = polled
 
 
 async def test_unchanged_tasks_keep_their_records(db: Path, clock: FakeClock) -> None:
@@ -116,3 +127,23 @@ async def test_finished_tasks_leave_as_the_window_moves_on(db: Path, clock: Fake
         assert await store.poll(clock.now() - WINDOW) == []
         # Asking for a longer window than the one held reads everything again.
         assert len(await store.poll(clock.now() - 2 * WINDOW)) == 1
+
+
+async def test_a_poll_says_what_it_changed(db: Path, clock: FakeClock) -> None:
+    async with await SQLiteStore.open(db, create=True, clock=clock) as store:
+        for task_id in ("a", "b", "done"):
+            await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="t")
+        lease = await store.acquire_lease("done", owner="w", ttl=60)
+        await store.finish_task("done", owner="w", token=lease.token, state=TaskState.SUCCEEDED)
+        await store.poll(clock.now() - WINDOW)
+        first = store.poll_changes()
+        assert first is not None and first.after is None  # a full read: changes say nothing
+        await store.set_quarantine("a", quarantined=True, actor="t")
+        clock.advance(WINDOW + 1)
+        await store.poll(clock.now() - WINDOW)
+        second = store.poll_changes()
+        assert second is not None and second.after == first.poll
+        assert set(second.changed) == {"a"} and second.dropped == {"done"}
+        # Without a window (every task ever) there is nothing to follow.
+        await store.poll(None)
+        assert store.poll_changes() is None
