@@ -238,9 +238,10 @@ class SQLiteStore(SQLStore[aiosqlite.Connection]):
     async def _row(
         self, db: aiosqlite.Connection, name: str, params: Mapping[str, Any]
     ) -> sqlite3.Row | None:
-        async with db.execute(QUERIES[name], params) as cursor:
-            row: sqlite3.Row | None = await cursor.fetchone()
-        return row
+        # One trip to aiosqlite's thread, not three (execute, fetch, close): every named
+        # single-row query reads one row by key, or returns the one row it wrote.
+        rows = list(await db.execute_fetchall(QUERIES[name], params))
+        return rows[0] if rows else None
 
     async def _rows(
         self, db: aiosqlite.Connection, name: str, params: Mapping[str, Any]
