@@ -13,8 +13,9 @@ fleets (both by default, one after the other):
 - healthy: every task beats. The rows in view are the tasks that beat longest ago, and about a
   tenth of the fleet beats every second, so every visible row is replaced every second.
 
-Each round runs the dashboard (read-only) and then htop, each alone in a private tmux server. After a
-warm-up, `tmux pipe-pane` counts the bytes the program writes and psutil its process tree's CPU
+Each round runs the dashboard (read-only), then bench/textual_clock.py (a bare Textual app
+redrawing one line a second: the floor Textual itself sets), then htop, each alone in a private
+tmux server. After a warm-up, `tmux pipe-pane` counts the bytes the program writes and psutil its process tree's CPU
 (user + system over wall time, 100% = one core). Prints each round and the medians; exits 0.
 Not a test: the machine is shared and noisy, so only figures measured in the same run compare.
 """
@@ -203,7 +204,7 @@ def htop_version(htop: str) -> str:
 
 
 def row(label: str, cpu: str, rate: str) -> str:
-    return f"{label:>16} {cpu:>8} {rate:>10}"
+    return f"{label:>18} {cpu:>8} {rate:>10}"
 
 
 def report(fleet: str, samples: dict[str, list[Sample]]) -> None:
@@ -228,6 +229,9 @@ def report(fleet: str, samples: dict[str, list[Sample]]) -> None:
     if htop is None:
         print(f"target: CPU <= 1% ({cpu_met}); bytes/s against htop not measured")
         return
+    floor = medians.get("textual")
+    if floor is not None:
+        print(row("zombietop-textual", f"{ours.cpu_pct - floor.cpu_pct:.2f}", ""))
     print(
         row(
             "zombietop/htop",
@@ -285,7 +289,7 @@ def measure_fleet(
     silent: int, htop: str | None, args: argparse.Namespace
 ) -> dict[str, list[Sample]]:
     """Rounds of the dashboard and htop over one fresh fleet."""
-    samples: dict[str, list[Sample]] = {"zombietop": [], "htop": []}
+    samples: dict[str, list[Sample]] = {"zombietop": [], "textual": [], "htop": []}
     with tempfile.TemporaryDirectory(prefix="zt-bench-") as folder:
         tmp = Path(folder)
         db = tmp / "fleet.db"
@@ -293,7 +297,10 @@ def measure_fleet(
         conf = tmp / "tmux.conf"
         conf.write_text(TMUX_CONF)
         tmux = Tmux(f"zt-bench-{os.getpid()}", conf, env)
-        runs = {"zombietop": [sys.executable, *DASHBOARD, "--db", str(db)]}
+        runs = {
+            "zombietop": [sys.executable, *DASHBOARD, "--db", str(db)],
+            "textual": [sys.executable, str(REPO / "bench" / "textual_clock.py")],
+        }
         if htop:
             runs["htop"] = [htop, *HTOP]
         with beating_fleet(db, args.tasks, silent, env) as fleet:
