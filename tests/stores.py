@@ -44,3 +44,11 @@ async def count_rows(store: Store, table: str) -> int:
 
 Reopen = Callable[..., Awaitable[Store]]
 """The ``reopen`` fixture: open the test's store again (``read_only=True`` and so on)."""
+
+
+async def open_kill_for_test(store: Store, task_id: str) -> None:
+    """Open a kill of ``task_id`` in its grace, as the random store scripts do (a made-up pid,
+    no process identity, no host)."""
+    await store.open_kill(
+        task_id, pid=4121, pid_start_time=None, pgid=None, host=None, requested_by="t", grace=5
+    )

@@ -19,6 +19,7 @@ from core.model import ProcessSample, Task, TaskRecord, TaskState
 from core.monitor import Monitor, Snapshot, _Kept, build_snapshot
 from core.store import Store
 from tests.core.test_monitor import running
+from tests.stores import open_kill_for_test
 
 
 def judged(snapshot: Snapshot) -> list[tuple[object, ...]]:
@@ -200,15 +201,7 @@ async def scripted_change(
             if rng.random() < 0.5:
                 probe.readings[task_id] = ProcessSample(pid=pid, alive=True, sampled_at=now)
         elif choice == 10:
-            await store.open_kill(
-                task_id,
-                pid=4121,
-                pid_start_time=None,
-                pgid=None,
-                host=None,
-                requested_by="t",
-                grace=5,
-            )
+            await open_kill_for_test(store, task_id)
         elif choice == 11:
             await store.close_kill(task_id, outcome="exited", actor="t", message="gone")
         elif probe.readings and rng.random() < 0.3:

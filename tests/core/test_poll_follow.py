@@ -14,6 +14,7 @@ from core.errors import ZombietopError
 from core.heartbeat_line import parse_line
 from core.model import TaskRecord, TaskState
 from core.sqlite_store import SQLiteStore
+from tests.stores import open_kill_for_test
 
 WINDOW = 600.0
 
@@ -51,15 +52,7 @@ async def random_change(store: SQLiteStore, rng: random.Random, clock: FakeClock
         elif choice == 8:
             await store.discard_task(task_id, expected_token=token or None, actor="t")
         elif choice == 9:
-            await store.open_kill(
-                task_id,
-                pid=4121,
-                pid_start_time=None,
-                pgid=None,
-                host=None,
-                requested_by="t",
-                grace=5,
-            )
+            await open_kill_for_test(store, task_id)
         else:
             await store.close_kill(task_id, outcome="exited", actor="t", message="gone")
     except ZombietopError:
