@@ -53,3 +53,27 @@ async def test_cells_and_lines_read_like_datatable_before_and_after_rows_move() 
         await pilot.pause()
         assert table.order == [view.task_id for view in views[::-1]]
         assert_reads_like_datatable(table)
+
+
+async def test_cells_of_awkward_text_read_like_datatable() -> None:
+    """Task ids wider than their column (cropped), wide characters, a tab: each is drawn the
+    way DataTable draws it, by the fast path where it fits and by DataTable's own where not."""
+    from dataclasses import replace
+
+    from core.monitor import build_snapshot
+    from tui.sample import sample_config, sample_records, sample_samples
+
+    awkward = ["a-task-id-far-too-long-for-its-column", "任务-東京-0042", "tab\there", "", "x"]
+    records = [
+        replace(record, task=replace(record.task, task_id=task_id))
+        for record, task_id in zip(sample_records(), awkward, strict=False)
+    ]
+    views = list(build_snapshot(NOW, records, sample_config(), sample_samples()).tasks)
+    app = TableApp()
+    async with app.run_test(size=(200, 30)) as pilot:
+        table = app.query_one(TaskTable)
+        table.set_columns(COLUMNS)
+        table.show(views, NOW, {})
+        await pilot.pause()
+        assert table.row_count == len(awkward)
+        assert_reads_like_datatable(table)

@@ -404,6 +404,7 @@ class TaskTable(DataTable[object]):
         room = width - 2 * pad
         if (
             "\n" in value.plain
+            or "\t" in value.plain
             or value.justify not in (None, "default", "left")
             or value.cell_len > room
         ):
