@@ -140,32 +140,11 @@ class TaskTable(DataTable[object]):
         self._now, self._notes = now, dict(notes)
         self._views = {view.task_id: view for view in views}
         with self.app.batch_update():
-            for task_id in self._shown.keys() - self._views.keys():
-                self._order_version += 1
-                self.remove_row(task_id)
-                del self._shown[task_id], self._row_keys[task_id]
-                self._compared.pop(task_id, None)
-            # The table's own order now: survivors as they were, then rows added below.
-            current = [task_id for task_id in self._order if task_id in self._views]
-            if self._views.keys() - self._shown.keys():
-                for view in views:
-                    task_id = view.task_id
-                    if task_id in self._shown:
-                        continue
-                    note = notes.get(task_id)
-                    cells = row_cells(view, now, self._columns, notes)
-                    self._order_version += 1
-                    self._row_keys[task_id] = RowKey(task_id)
-                    self.add_row(*cells, key=task_id)
-                    self._shown[task_id] = cells
-                    self._compared[task_id] = (
-                        view,
-                        note,
-                        now,
-                        row_changes(view, now, self._columns),
-                    )
-                    current.append(task_id)
-                    self.cells_touched += len(cells)
+            # Most polls bring the same tasks (one comparison, in C); the table's order is then
+            # as it was, else survivors as they were and rows added below.
+            current = self._order
+            if self._views.keys() != self._shown.keys():
+                current = self._remove_and_add(views, now, notes)
             order = [view.task_id for view in views]
             if order != current:
                 self._reorder(current, order)
@@ -175,6 +154,32 @@ class TaskTable(DataTable[object]):
                 if index != self.cursor_row:
                     self.move_cursor(row=index, animate=False)
             self.bring_visible_up_to_date()
+
+    def _remove_and_add(
+        self, views: Sequence[TaskView], now: float, notes: Mapping[str, str]
+    ) -> list[str]:
+        """Remove the rows of tasks gone and add rows for new ones (at the end); return the
+        table's order after that."""
+        for task_id in self._shown.keys() - self._views.keys():
+            self._order_version += 1
+            self.remove_row(task_id)
+            del self._shown[task_id], self._row_keys[task_id]
+            self._compared.pop(task_id, None)
+        current = [task_id for task_id in self._order if task_id in self._views]
+        for view in views:
+            task_id = view.task_id
+            if task_id in self._shown:
+                continue
+            note = notes.get(task_id)
+            cells = row_cells(view, now, self._columns, notes)
+            self._order_version += 1
+            self._row_keys[task_id] = RowKey(task_id)
+            self.add_row(*cells, key=task_id)
+            self._shown[task_id] = cells
+            self._compared[task_id] = (view, note, now, row_changes(view, now, self._columns))
+            current.append(task_id)
+            self.cells_touched += len(cells)
+        return current
 
     def visible_task_ids(self) -> list[str]:
         # A row that scrolls into view is compared then (watch_scroll_y), before it is drawn.
