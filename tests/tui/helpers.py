@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from core.clock import FakeClock
 from tui.app import ZombietopApp
 from tui.sample import NOW, RecordingExecutor, SampleSource
+from tui.widgets.task_table import TaskTable
 
 
 def make_app(
@@ -37,3 +39,10 @@ async def settle(pilot: Pilot[None]) -> None:
     await pilot.pause()
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
+
+
+class TableApp(App[None]):
+    """The task table alone, for tests of how it updates and draws."""
+
+    def compose(self) -> ComposeResult:
+        yield TaskTable()

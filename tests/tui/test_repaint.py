@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from textual.app import App, ComposeResult
 from textual.geometry import Region
 
 from core.monitor import build_snapshot
-from tests.tui.helpers import make_app, settle
+from tests.tui.helpers import TableApp, make_app, settle
 from tui.cells import COLUMNS, row_cells
 from tui.sample import NOW, sample_config, synthetic_records
 from tui.widgets.header import StatusHeader
 from tui.widgets.task_table import TaskTable
-
-
-class TableApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield TaskTable()
 
 
 def spy_refresh(widget: object) -> list[tuple[tuple[Region, ...], dict[str, object]]]:

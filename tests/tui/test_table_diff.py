@@ -5,19 +5,13 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from textual.app import App, ComposeResult
-
 from core.monitor import build_snapshot
+from tests.tui.helpers import TableApp
 from tui.cells import COLUMNS
 from tui.sample import NOW, sample_config, synthetic_records
 from tui.widgets.task_table import TaskTable
 
 N = 10_000
-
-
-class TableApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield TaskTable()
 
 
 async def test_ten_changed_of_ten_thousand_touch_only_those_rows() -> None:

@@ -8,18 +8,13 @@ line, segment for segment (text, colours and the row/column meta a click reads).
 
 from __future__ import annotations
 
-from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
+from tests.tui.helpers import TableApp
 from tui.cells import COLUMNS
 from tui.sample import NOW, sample_snapshot
 from tui.widgets.task_table import TaskTable
-
-
-class TableApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield TaskTable()
 
 
 def assert_reads_like_datatable(table: TaskTable) -> None:
