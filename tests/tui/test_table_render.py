@@ -1,9 +1,9 @@
 """The table's own cell and line rendering reads exactly as DataTable's would.
 
-TaskTable keeps rendered cells by what they say and how they look, restamps lines drawn for
-another row with the row a click reports, and assembles body lines without DataTable's
-per-line style lookups. Each is compared with DataTable's own rendering of the same cell or
-line, segment for segment (text, colours and the row/column meta a click reads).
+TaskTable keeps each place's drawn cell while its text is the same, draws one-line cells
+straight from their text with styles kept per place, and lays body lines out itself. Each is
+compared with DataTable's own rendering of the same cell or line, segment for segment (text,
+colours and the row/column meta a click reads), before and after rows move.
 """
 
 from __future__ import annotations
@@ -32,6 +32,22 @@ def assert_reads_like_datatable(table: TaskTable) -> None:
             ours_line = table._render_line_in_row(key, 0, style, cursor, hover)
             theirs_line = DataTable._render_line_in_row(table, key, 0, style, cursor, hover)
             assert ours_line == theirs_line, (row, cursor_row)
+    assert_lines_read_like_datatable(table)
+
+
+def assert_lines_read_like_datatable(table: TaskTable) -> None:
+    """Every body line (and one past the last row) as DataTable lays it out: its line cache
+    forgotten, its crop, padding and merging of segments, at the cursor and away from it."""
+    style, width = table.rich_style, table.size.width
+    header = table.header_height
+    for cursor_row in (0, min(1, table.row_count - 1)):
+        table.move_cursor(row=cursor_row, animate=False)
+        for y in range(header, header + table.row_count + 1):
+            table._line_cache.clear()
+            ours = table._render_line(y, 0, width, style)
+            theirs = DataTable._render_line(table, y, 0, width, style)
+            assert ours == theirs, (y, cursor_row)
+            assert ours.cell_length == width
 
 
 async def test_cells_and_lines_read_like_datatable_before_and_after_rows_move() -> None:
@@ -72,3 +88,19 @@ async def test_cells_of_awkward_text_read_like_datatable() -> None:
         await pilot.pause()
         assert table.row_count == len(awkward)
         assert_reads_like_datatable(table)
+
+
+async def test_lines_wider_than_the_table_or_narrower_read_like_datatable() -> None:
+    """A terminal wider than every column (the row's colour fills out to the edge) and one too
+    narrow for them (DataTable crops): both read as DataTable's own lines."""
+    views = list(sample_snapshot().tasks)
+    for size in ((240, 30), (60, 30)):
+        app = TableApp()
+        async with app.run_test(size=size) as pilot:
+            table = app.query_one(TaskTable)
+            table.set_columns(COLUMNS)
+            table.show(views, NOW, {})
+            await pilot.pause()
+            table_width = sum(c.get_render_width(table) for c in table.ordered_columns)
+            assert (table_width < table.size.width) == (size[0] == 240)
+            assert_lines_read_like_datatable(table)

@@ -5,10 +5,11 @@ what they show (a row is stale when its view or note changed, or when ``row_chan
 ages may read differently by now); a row that scrolls into view is compared then. A cell is
 written only when its text differs, and a row's changed cells are repainted as one span.
 
-Drawing leaves DataTable's general path where this table's shape allows: rendered cells are
-kept by text and look (most read like others), a one-line cell is drawn straight from its text,
-and body lines are put together without a style lookup per line. tests/tui/test_table_render.py
-holds all of it to DataTable's own drawing.
+Drawing leaves DataTable's general path where this table's shape allows: each place keeps its
+drawn cell while the cell's text is the same, a one-line cell is drawn straight from its text
+with styles worked out once per place, and a body line is its cells side by side, without
+DataTable's per-line lookups, crops and measuring. tests/tui/test_table_render.py holds all of
+it to DataTable's own drawing.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.strip import Strip
@@ -33,8 +33,8 @@ from tui.widgets.row_order import LineOffsets, OrderedRows, RowOrder
 
 SegmentLines = list[list[Segment]]
 
-CELL_LINES_KEPT = 4096
-"""Distinct rendered cells kept: a few screens' worth of task ids and bars, every health word."""
+CELLS_KEPT = 4096
+"""Places (row, column) whose drawn lines and styles are kept: a few screens' worth."""
 
 
 class TaskTable(DataTable[object]):
@@ -70,10 +70,10 @@ class TaskTable(DataTable[object]):
         self._order: list[str] = []
         self._now = 0.0
         self._notes: Mapping[str, str] = {}
-        self._lines_cache: LRUCache[tuple[object, ...], tuple[tuple[int, int], SegmentLines]] = (
-            LRUCache(CELL_LINES_KEPT)
-        )
-        """Rendered cell lines by text and look, with the place (row, column) last drawn at."""
+        self._cells_drawn: dict[tuple[int, int], tuple[Text, tuple[object, ...], SegmentLines]] = {}
+        """Each place's (row, column) lines, with the text and look they were drawn from."""
+        self._styles_by_place: dict[tuple[object, ...], tuple[Style, Style]] = {}
+        """The styles around each place's text (``_place_styles``, ``_fill_style``)."""
         self._row_spans: dict[int, tuple[int, int]] | None = None
         """While a row's cells are written: the first and last column changed, by row index."""
         self._column_spans: tuple[object, list[tuple[int, int]]] | None = None
@@ -109,7 +109,7 @@ class TaskTable(DataTable[object]):
         self._columns = columns
         self._order_version += 1
         self.clear(columns=True)
-        self._lines_cache.clear()
+        self._forget_drawing()
         for column in columns:
             self.add_column(column.label, width=column.width, key=column.key)
         self._shown.clear()
@@ -248,10 +248,14 @@ class TaskTable(DataTable[object]):
         return Region(0, index + header, max(self.size.width, self.virtual_size.width), 1)
 
     def _cell_region(self, index: int, column_index: int) -> Region:
-        # Where each column starts and how wide it is, worked out once per set of columns
-        # (DataTable walks every column to the left of the cell, for every cell updated).
         header = self.header_height if self.show_header else 0
-        key = (self._columns, self._row_label_column_width)
+        x, width = self._spans()[column_index]
+        return Region(x, index + header, width, 1)
+
+    def _spans(self) -> list[tuple[int, int]]:
+        """Where each column starts and how wide it is, worked out once per set of columns
+        (DataTable walks every column to the left of a cell, for every cell)."""
+        key = (self._columns, self._row_label_column_width, self.cell_padding)
         if self._column_spans is None or self._column_spans[0] != key:
             spans, x = [], self._row_label_column_width
             for column in self.ordered_columns:
@@ -259,11 +263,13 @@ class TaskTable(DataTable[object]):
                 spans.append((x, width))
                 x += width
             self._column_spans = (key, spans)
-        x, width = self._column_spans[1][column_index]
-        return Region(x, index + header, width, 1)
+        return self._column_spans[1]
 
     def _refresh_rows(self, task_ids: Sequence[str]) -> None:
-        keys = [column.key for column in self._columns]
+        keys = [ColumnKey(column.key) for column in self._columns]
+        top, bottom = self._visible_rows()
+        window, scroll = self.window_region, -self.scroll_offset
+        repaint: list[Region] = []
         for task_id in task_ids:
             view, note = self._views[task_id], self._notes.get(task_id)
             compared = self._compared.get(task_id)
@@ -280,19 +286,26 @@ class TaskTable(DataTable[object]):
             old = self._shown[task_id]
             if cells == old:
                 continue
-            # One repaint per row, over the span of its changed cells, not one per cell.
-            self._row_spans = {}
+            row_key = self._row_keys[task_id]
+            index = self._row_locations.get(row_key)
+            # One repaint per row, over the span of its changed cells, not one per cell; rows
+            # out of view are written, not repainted.
+            self._row_spans = {} if index is not None and top <= index < bottom else None
             try:
                 for key, before, after in zip(keys, old, cells, strict=True):
                     if before != after:
-                        self.update_cell(task_id, key, after)
+                        self.update_cell(row_key, key, after)
                         self.cells_touched += 1
             finally:
                 spans, self._row_spans = self._row_spans, None
             self._shown[task_id] = cells
-            for index, (first, last) in spans.items():
+            for index, (first, last) in (spans or {}).items():
                 start, stop = self._cell_region(index, first), self._cell_region(index, last)
-                self._refresh_region(Region(start.x, start.y, stop.right - start.x, 1))
+                span = Region(start.x, start.y, stop.right - start.x, 1)
+                if window.overlaps(span):
+                    repaint.append(span.translate(scroll))
+        if repaint:
+            self.refresh(*repaint)  # one call: each clears the widget's caches and wakes it
 
     def update_cell(
         self,
@@ -315,15 +328,15 @@ class TaskTable(DataTable[object]):
             return
         self._data[row_key][column_key] = value
         self._update_count += 1
-        top, bottom = self._visible_rows()
-        if not top <= index < bottom:
-            return
         spans = self._row_spans
-        if spans is None:
-            self._refresh_region(self._cell_region(index, column_index))
-        else:
+        if spans is not None:
+            # Within _refresh_rows, for a row in view: it repaints the span once.
             first, last = spans.get(index, (column_index, column_index))
             spans[index] = (min(first, column_index), max(last, column_index))
+            return
+        top, bottom = self._visible_rows()
+        if top <= index < bottom:
+            self._refresh_region(self._cell_region(index, column_index))
 
     def _render_cell(
         self,
@@ -335,47 +348,60 @@ class TaskTable(DataTable[object]):
         hover: bool = False,
     ) -> SegmentLines:
         # DataTable keys its cell cache on a table-wide update counter, so one update_cell
-        # re-renders every visible cell, and a re-sort that brings new rows into view renders
-        # each of their cells through Rich's general layout. Keep rendered lines by what the
-        # cell says and how it looks instead: most cells read like others ("● healthy",
-        # "in 4m", "3s"), and a cell that only moved keeps its lines. Lines drawn for another
-        # place are restamped with the row and column a click reports.
+        # re-renders every visible cell, and draws each through Rich's general layout. Keep each
+        # place's lines while its text is the same object (a cell is replaced only when it reads
+        # differently) and looks the same; a new text is drawn straight from its words.
         if row_index < 0 or column_index < 0:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
         if row_key is None or column_key is None:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        value = self.get_cell(row_key, column_key)
+        value = self._data[row_key].get(column_key)
         if not isinstance(value, Text):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        key = (
-            value.plain,
-            tuple(value.spans),
-            value.style,
-            value.justify,
-            value.overflow,
-            value.no_wrap,
-            base_style,
-            width,
-            cursor,
-            hover,
-            self._show_hover_cursor,
-            self._pseudo_class_state,
-        )
         place = (row_index, column_index)
-        cached = self._lines_cache.get(key)
-        if cached is None:
-            lines = self._draw_cell(
-                value, row_index, column_index, base_style, width, cursor, hover
-            )
-        elif cached[0] == place:
-            return cached[1]
-        else:
-            where = Style.from_meta({"row": row_index, "column": column_index})
-            lines = [list(Segment.apply_style(line, post_style=where)) for line in cached[1]]
-        self._lines_cache[key] = (place, lines)
+        look = (base_style, width, cursor, hover, self._show_hover_cursor, self._pseudo_class_state)
+        kept = self._cells_drawn.get(place)
+        if kept is not None and kept[0] is value and kept[1] == look:
+            return kept[2]
+        lines = self._draw_cell(value, row_index, column_index, base_style, width, cursor, hover)
+        if len(self._cells_drawn) >= CELLS_KEPT:
+            self._cells_drawn.clear()  # places scrolled past long ago; cheap to draw again
+        self._cells_drawn[place] = (value, look, lines)
         return lines
+
+    def _place_styles(
+        self, row_index: int, column_index: int, base_style: Style, cursor: bool, hover: bool
+    ) -> tuple[Style, Style]:
+        """A body cell's styles before and after its own (the row's, the click meta of its
+        place, the cursor's), worked out once per place: composing them costs more than
+        drawing the words."""
+        key = (row_index, column_index, base_style, cursor, hover)
+        styles = self._styles_by_place.get(key)
+        if styles is None:
+            component, post = self._body_styles(cursor, hover, cells=True)
+            where = Style.from_meta({"row": row_index, "column": column_index})
+            styles = self._keep_styles(key, (base_style + where + component, post))
+        return styles
+
+    def _fill_style(self, row_index: int, base_style: Style, cursor: bool, hover: bool) -> Style:
+        """The style of a body row beyond its last column, out to the widget's edge."""
+        key = (row_index, -1, base_style, cursor, hover)
+        styles = self._styles_by_place.get(key)
+        if styles is None:
+            extend, _ = self._body_styles(cursor, hover, cells=False)
+            where = Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
+            styles = self._keep_styles(key, (base_style + extend + where, Style()))
+        return styles[0]
+
+    def _keep_styles(
+        self, key: tuple[object, ...], styles: tuple[Style, Style]
+    ) -> tuple[Style, Style]:
+        if len(self._styles_by_place) >= CELLS_KEPT:
+            self._styles_by_place.clear()  # places scrolled past long ago
+        self._styles_by_place[key] = styles
+        return styles
 
     def _body_styles(self, cursor: bool, hover: bool, *, cells: bool) -> tuple[Style, Style]:
         """The cursor's styles over a body row (DataTable's own lookup): for its cells, with
@@ -414,8 +440,7 @@ class TaskTable(DataTable[object]):
             or value.cell_len > room
         ):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        component, post = self._body_styles(cursor, hover, cells=True)
-        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        pre, post = self._place_styles(row_index, column_index, base_style, cursor, hover)
         blank = pre + post
         line = [Segment(" " * pad, blank)] if pad else []
         # Text.render leaves a span-less text's own style to its caller (Rich's layout).
@@ -431,6 +456,19 @@ class TaskTable(DataTable[object]):
         if pad:
             line.append(Segment(" " * pad, blank))
         return [line]
+
+    def _forget_drawing(self) -> None:
+        self._cells_drawn.clear()
+        self._styles_by_place.clear()
+
+    def _clear_caches(self) -> None:
+        super()._clear_caches()
+        self._forget_drawing()
+
+    def notify_style_update(self) -> None:
+        # A new theme or focus changes the cursor's colours under the same cell text.
+        self._forget_drawing()
+        super().notify_style_update()
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # DataTable.render_line works out the widget's style for every line (a walk up the
@@ -450,6 +488,52 @@ class TaskTable(DataTable[object]):
             y += scroll_y
         return self._render_line(y, scroll_x, scroll_x + self.size.width, self._line_style)
 
+    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        # DataTable's own looks the row up by walking line offsets, keys a line cache on the
+        # update counter (so a changed line always misses), and crops, pads and measures the
+        # segments it just laid out. A body row here is one line of cells exactly as wide as
+        # their columns: put them side by side and fill out to the edge.
+        header = self.header_height if self.show_header else 0
+        row_index = y - header
+        width = self.size.width
+        if (
+            row_index < 0
+            or x1 != 0
+            or x2 != width
+            or not self._plain_rows()
+            or (spans := self._spans())[-1:] == []
+        ):
+            return super()._render_line(y, x1, x2, base_style)
+        x, last = spans[-1]
+        table_width = x + last
+        if table_width > width:
+            return super()._render_line(y, x1, x2, base_style)  # cropped: DataTable's way
+        if row_index >= self.row_count:
+            return Strip.blank(width, base_style)
+        cursor = self.cursor_coordinate.row == row_index
+        hover = self.hover_coordinate.row == row_index
+        segments: list[Segment] = []
+        for column_index, (_, column_width) in enumerate(spans):
+            lines = self._render_cell(
+                row_index, column_index, base_style, column_width, cursor, hover
+            )
+            segments.extend(lines[0])
+        if table_width < width:
+            fill = self._fill_style(row_index, base_style, cursor, hover)
+            segments.append(Segment(" " * (width - table_width), fill))
+        return Strip(segments, width).simplify()
+
+    def _plain_rows(self) -> bool:
+        """True when every body row is one line of cells and nothing else (no row labels, fixed
+        rows or columns, stripes or cell cursor): the shape the fast paths draw."""
+        return not (
+            self.fixed_columns
+            or self.fixed_rows
+            or self.zebra_stripes
+            or self.cursor_type != "row"
+            or (self._labelled_row_exists and self.show_row_labels)
+        )
+
     def _render_line_in_row(
         self,
         row_key: RowKey,
@@ -461,14 +545,7 @@ class TaskTable(DataTable[object]):
         # DataTable's own looks up the header's and the widget's styles for every line (a walk
         # up the DOM each), for row labels and fixed columns this table never has. A body row
         # here is its cells side by side, then the row's colour out to the widget's edge.
-        if (
-            row_key is self._header_row_key
-            or self.fixed_columns
-            or self.fixed_rows
-            or self.zebra_stripes
-            or self.cursor_type != "row"
-            or (self._labelled_row_exists and self.show_row_labels)
-        ):
+        if row_key is self._header_row_key or not self._plain_rows():
             return super()._render_line_in_row(
                 row_key, line_no, base_style, cursor_location, hover_location
             )
@@ -484,12 +561,7 @@ class TaskTable(DataTable[object]):
             table_width += width
             lines = self._render_cell(row_index, column_index, base_style, width, cursor, hover)
             cells.append(lines[line_no])
-        extend, _ = self._body_styles(cursor, hover, cells=False)
-        extend = (
-            base_style
-            + extend
-            + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
-        )
+        extend = self._fill_style(row_index, base_style, cursor, hover)
         cells.append([Segment(" " * max(0, self.size.width - table_width), extend)])
         return [], cells
 
