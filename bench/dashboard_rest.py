@@ -8,8 +8,9 @@ delay. Target: CPU <= 1%, bytes/s no more than htop's.
 scripts/fleet_store.py keeps the tasks beating in a fresh store for the whole run, in one of two
 fleets (both by default, one after the other):
 
-- mixed: one task in ten never beats. Those sort first, and their ages read in minutes, so the
-  rows in view change about once a minute; what ticks is the clock and the counts.
+- mixed: one task in ten never beats (its worker took a 30 s lease and died). Those sort first;
+  measured once settled, when their leases expired over a minute ago, so the rows in view
+  change about once a minute and what ticks is the clock.
 - healthy: every task beats. The rows in view are the tasks that beat longest ago, and about a
   tenth of the fleet beats every second, so every visible row is replaced every second.
 
@@ -44,6 +45,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 BEAT_EVERY = 10.0
 """fleet_store.py's beat period: after one, every beating task has a heartbeat on record."""
+
+SETTLE_S = {"mixed": 30.0 + 60.0 + 5.0, "healthy": BEAT_EVERY}
+"""How long a fresh fleet runs before the first round: the mixed fleet's silent leases
+(fleet_store.py's SILENT_TTL_S, 30 s) expire, then read in minutes a minute later."""
 
 DASHBOARD = ["-m", "tui", "--read-only", "--refresh", "1"]
 """After the interpreter: ``-m tui`` from the repo root with it on PYTHONPATH runs this checkout."""
@@ -274,7 +279,7 @@ def main() -> int:
     fleets = list(FLEETS) if args.fleet == "both" else [args.fleet]
     for fleet in fleets:
         try:
-            samples = measure_fleet(FLEETS[fleet], htop, args)
+            samples = measure_fleet(fleet, htop, args)
         except BenchError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
@@ -286,7 +291,7 @@ def main() -> int:
 
 
 def measure_fleet(
-    silent: int, htop: str | None, args: argparse.Namespace
+    fleet_name: str, htop: str | None, args: argparse.Namespace
 ) -> dict[str, list[Sample]]:
     """Rounds of the dashboard and htop over one fresh fleet."""
     samples: dict[str, list[Sample]] = {"zombietop": [], "textual": [], "htop": []}
@@ -303,8 +308,8 @@ def measure_fleet(
         }
         if htop:
             runs["htop"] = [htop, *HTOP]
-        with beating_fleet(db, args.tasks, silent, env) as fleet:
-            time.sleep(BEAT_EVERY)
+        with beating_fleet(db, args.tasks, FLEETS[fleet_name], env) as fleet:
+            time.sleep(SETTLE_S[fleet_name])
             for _ in range(args.rounds):
                 for name, argv in runs.items():
                     sample = measure(name, argv, tmux, tmp / f"{name}.bytes", args)

@@ -4,8 +4,9 @@
 
 Creates the store (and the tasks, if missing), then renews every lease and records a heartbeat
 for every task once per ``--beat-every`` seconds, spread evenly, until interrupted. One task in
-``--silent`` never beats, so the fleet has stalled and reclaimable tasks too (0: all beat, a
-healthy fleet whose top rows are the tasks about to beat, their ages ticking).
+``--silent`` never beats: its worker took a lease of ``SILENT_TTL_S`` and died, so the fleet has
+stalled and reclaimable tasks too (0: all beat, a healthy fleet whose top rows are the tasks
+about to beat, their ages ticking).
 """
 
 from __future__ import annotations
@@ -17,6 +18,16 @@ import contextlib
 from core.errors import StoreError
 from core.heartbeat_line import BeatLine
 from core.store import open_store
+
+LEASE_TTL_S = 300.0
+SILENT_TTL_S = 30.0
+"""The lease a silent task's worker took before it died: it expires half a minute in, so the
+fleet settles (every silent task reclaimable, its ages in minutes) a minute and a half after
+it starts."""
+
+
+def is_silent(index: int, silent: int) -> bool:
+    return bool(silent) and index % silent == silent - 1
 
 
 async def main(db: str, tasks: int, beat_every: float, silent: int) -> None:
@@ -34,10 +45,11 @@ async def main(db: str, tasks: int, beat_every: float, silent: int) -> None:
                     host="fleet-host",
                 )
             owner = f"fleet-{i}@fleet-host"
+            ttl = SILENT_TTL_S if is_silent(i, silent) else LEASE_TTL_S
             try:
-                lease = await store.acquire_lease(task_id, owner=owner, ttl=300)
+                lease = await store.acquire_lease(task_id, owner=owner, ttl=ttl)
             except Exception:
-                lease = await store.reclaim_lease(task_id, owner=owner, ttl=300)
+                lease = await store.reclaim_lease(task_id, owner=owner, ttl=ttl)
             leases[task_id] = (owner, lease.token)
         print(f"{tasks} tasks in {db}; beating every {beat_every:g}s (ctrl-c to stop)", flush=True)
         tick = 0
@@ -45,7 +57,7 @@ async def main(db: str, tasks: int, beat_every: float, silent: int) -> None:
         while True:
             tick += 1
             for index, task_id in enumerate(ids):
-                if silent and index % silent == silent - 1:
+                if is_silent(index, silent):
                     continue  # these never beat: stalled, then reclaimable
                 owner, token = leases[task_id]
                 progress = (tick * 3 + index) % 100
@@ -55,7 +67,7 @@ async def main(db: str, tasks: int, beat_every: float, silent: int) -> None:
                     owner=owner,
                     token=token,
                 )
-                await store.renew_lease(task_id, owner=owner, token=token, ttl=300)
+                await store.renew_lease(task_id, owner=owner, token=token, ttl=LEASE_TTL_S)
                 await asyncio.sleep(beat_every / len(ids))
 
 
