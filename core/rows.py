@@ -14,6 +14,7 @@ from core.model import (
     ProcessSample,
     Task,
     TaskRecord,
+    from_values,
 )
 
 TASK_COLUMNS = (
@@ -45,6 +46,12 @@ REQUEST_COLUMNS = (
 _T = len(TASK_COLUMNS)
 _L = _T + len(LEASE_COLUMNS)
 _H = _L + len(HEARTBEAT_COLUMNS)
+_COUNTERS = _L + HEARTBEAT_COLUMNS.index("counters")
+
+# Every beat a poll reads builds a lease and a heartbeat: straight from their columns, which
+# name every field (see ``from_values``).
+_lease = from_values(Lease, LEASE_COLUMNS)
+_heartbeat_of = from_values(Heartbeat, HEARTBEAT_COLUMNS)
 
 
 def record_from_row(row: Iterable[Any]) -> TaskRecord:
@@ -67,11 +74,7 @@ def record_from_values(
     # Slicing and zipping names run in C; this runs for every changed row of every poll.
     lease = beat = kill = None
     if values[_T] is not None:
-        lease = (
-            kept.lease
-            if kept is not None and same(_T, _L)
-            else Lease(**dict(zip(LEASE_COLUMNS, values[_T:_L], strict=True)))
-        )
+        lease = kept.lease if kept is not None and same(_T, _L) else _lease(values[_T:_L])
     if values[_L] is not None:
         beat = (
             kept.heartbeat
@@ -92,19 +95,16 @@ def record_from_values(
     return TaskRecord(task=task, lease=lease, heartbeat=beat, pending_kill=kill)
 
 
-_COUNTERS = _L + HEARTBEAT_COLUMNS.index("counters")
-
-
 def _heartbeat(values: tuple[Any, ...], old: tuple[Any, ...], kept: Heartbeat | None) -> Heartbeat:
     """The heartbeat of a poll row; the counters of ``kept`` when their text is the same (most
     beats move the progress and the time, not the counters, and decoding them is the cost)."""
-    columns = dict(zip(HEARTBEAT_COLUMNS, values[_L:_H], strict=True))
+    columns = list(values[_L:_H])
     text = values[_COUNTERS]
     if kept is not None and old[_COUNTERS] == text:
-        columns["counters"] = kept.counters
+        columns[_COUNTERS - _L] = kept.counters
     else:
-        columns["counters"] = json.loads(text) if text else {}
-    return Heartbeat(**columns)
+        columns[_COUNTERS - _L] = json.loads(text) if text else {}
+    return _heartbeat_of(columns)
 
 
 class PollCache:
