@@ -249,7 +249,11 @@ def _next_threshold(
         moments.append(heartbeat.stage_started_at + limits.stage)
         if heartbeat.request_name and heartbeat.request_started_at is not None:
             moments.append(heartbeat.request_started_at + limits.request)
-    return min((m for m in moments if m >= now), default=INF)
+    soonest = INF  # min() over a generator costs more than the rest of this function
+    for moment in moments:
+        if now <= moment < soonest:
+            soonest = moment
+    return soonest
 
 
 def _rank(health: Health | None) -> int:
