@@ -49,7 +49,7 @@ from core.rows import (
 from core.store import HISTORY_LIMIT, Store
 
 Conn = TypeVar("Conn")
-"""The backend's connection (an aiosqlite or an asyncpg connection)."""
+"""The backend's connection (``core.sqlite_store.Connection`` or an asyncpg connection)."""
 
 
 class Duplicate(Exception):
