@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from core.model import (
@@ -30,12 +30,14 @@ HEARTBEAT_COLUMNS = (
 KILL_COLUMNS = (
     "task_id pid pid_start_time pgid host requested_by term_sent_at deadline outcome finished_at"
 ).split()
-_COLUMNS = ", ".join(
-    [f"t.{c}" for c in TASK_COLUMNS]
-    + [f"l.{c} AS l_{c}" for c in LEASE_COLUMNS]
+_PARTS = (
+    [f"l.{c} AS l_{c}" for c in LEASE_COLUMNS]
     + [f"h.{c} AS h_{c}" for c in HEARTBEAT_COLUMNS]
     + [f"k.{c} AS k_{c}" for c in KILL_COLUMNS]
 )
+_COLUMNS = ", ".join([f"t.{c}" for c in TASK_COLUMNS] + _PARTS)
+_PART_COLUMNS = ", ".join(["t.task_id", *_PARTS])
+"""A task's id and the columns of its parts: a poll row without the task's own columns."""
 _KILL_COLUMNS = ", ".join(f"k.{c}" for c in KILL_COLUMNS)
 REQUEST_COLUMNS = (
     "request_id task_id host kind expected_token actor reason requested_at claimed_by "
@@ -133,6 +135,12 @@ class PollCache:
     def changes(self) -> int:
         return 0 if self._revision is None else self._revision[0]
 
+    @property
+    def floor(self) -> float | None:
+        """The held rows are every active task and every task finished since this (None:
+        no revision to follow)."""
+        return self._floor
+
     def can_follow(self, revision: tuple[int, int] | None, finished_since: float) -> bool:
         """True when reading the tasks changed since the held revision is enough."""
         return (
@@ -163,14 +171,24 @@ class PollCache:
         return list(self._records.values())
 
     def follow(
-        self, rows: Iterable[Any], revision: tuple[int, int] | None, finished_since: float
-    ) -> list[TaskRecord]:
-        """Apply the rows changed since the held revision, then let the window move on."""
+        self,
+        rows: Iterable[Any],
+        parts: Sequence[Any],
+        revision: tuple[int, int] | None,
+        finished_since: float,
+    ) -> list[TaskRecord] | None:
+        """Apply what changed since the held revision, then let the window move on: ``rows``
+        whole, and ``parts``, rows of a task's id and parts (``_PART_COLUMNS``) for tasks whose
+        own columns are held. None, and nothing applied, if it holds no row for one of those."""
+        held = self._values
+        if any(part[0] not in held for part in parts):
+            return None  # the store and this cache disagree on what it holds: read it all
         # A follow that fails half-way leaves no changes to trust: the next is against nothing.
         after = None if self.last is None else self.last.poll
         self.last = None
         records = self._records
-        read = [self._keep(tuple(row), self._values, records) for row in rows]
+        read = [self._keep(tuple(row), held, records) for row in rows]
+        read += [self._keep(held[part[0]][:_T] + tuple(part[1:]), held, records) for part in parts]
         dropped = [
             task_id
             for task_id, finished_at in self._finished.items()

@@ -28,7 +28,7 @@ from core.sqlite_inline import InlineConnection
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
-MIGRATIONS = (SQL["schema_v1"], SQL["schema_v2"], SQL["schema_v3"], SQL["schema_v4"])
+MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5))
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 5000
 BEGIN_RETRIES = 4
