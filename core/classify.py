@@ -137,13 +137,17 @@ def classify(
     )
     progress_stuck = None if heartbeat is None else now - heartbeat.progress_changed_at
 
+    executing = state.executing
     if state in _FINISHED_HEALTH:
         health = _FINISHED_HEALTH[state]
         reasons.append(_finished_reason(now, task))
-    elif state.executing:
+    elif executing:
         _executing_rules(now, task, lease, heartbeat, process, limits, reasons)
-        health = min(
-            (r.health for r in reasons if r.health is not None), key=_rank, default=None
+        # Most tasks are healthy: no reason, nothing to rank.
+        health = (
+            min((r.health for r in reasons if r.health is not None), key=_rank, default=None)
+            if reasons
+            else None
         ) or (
             Health.STARTING if state is TaskState.STARTING and heartbeat is None else Health.HEALTHY
         )
@@ -179,7 +183,7 @@ def classify(
     reasons.sort(key=lambda r: _rank(r.health) if r.health is not None else len(Health))
     used = _used(now, task, heartbeat)
     flags: tuple[BudgetFlag, ...] = ()
-    if state.executing:
+    if executing:
         flags = tuple(
             flag
             for flag, used_s, limit_s in zip(
@@ -189,7 +193,7 @@ def classify(
         )
     # Like the page line, the budgets are laid out only for the few verdicts anyone shows.
     budgets = partial(_budgets, used, limits)
-    stable_until = _next_threshold(now, task, lease, heartbeat, limits) if state.executing else INF
+    stable_until = _next_threshold(now, task, lease, heartbeat, limits) if executing else INF
     # Most polls never read most page lines: compose them on demand.
     describe = partial(
         _context,
@@ -245,7 +249,11 @@ def _next_threshold(
         moments.append(heartbeat.stage_started_at + limits.stage)
         if heartbeat.request_name and heartbeat.request_started_at is not None:
             moments.append(heartbeat.request_started_at + limits.request)
-    return min((m for m in moments if m >= now), default=INF)
+    soonest = INF  # min() over a generator costs more than the rest of this function
+    for moment in moments:
+        if now <= moment < soonest:
+            soonest = moment
+    return soonest
 
 
 def _rank(health: Health | None) -> int:
@@ -411,8 +419,9 @@ def _used(
     """Seconds used of the request, stage and task budgets (None: not running one)."""
     request_used = stage_used = task_used = None
     if task.state.executing:
-        task_used = now - _start_of(task)
-        stage_start = heartbeat.stage_started_at if heartbeat is not None else _start_of(task)
+        start = _start_of(task)
+        task_used = now - start
+        stage_start = heartbeat.stage_started_at if heartbeat is not None else start
         stage_used = now - stage_start
         if (
             heartbeat is not None

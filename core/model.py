@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any, Protocol
+from types import MemberDescriptorType
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    Snap = TypeVar("Snap", bound=DataclassInstance)
+else:
+    Snap = TypeVar("Snap")
 
 
 class Row(Protocol):
@@ -99,6 +107,35 @@ class BudgetFlag(StrEnum):
     """The current stage has run past the stage timeout."""
     TASK_OVERRUN = "task_overrun"
     """The task has run past the task timeout (logged only, never kills)."""
+
+
+def from_values(cls: type[Snap], names: Sequence[str]) -> Callable[[Iterable[Any]], Snap]:
+    """Return a builder of ``cls`` (a frozen slots dataclass) from one value per field, given
+    in the order of ``names``.
+
+    A frozen ``__init__`` matches keywords, then sets each field through
+    ``object.__setattr__``: several microseconds for a heartbeat, paid for every beat a poll
+    reads. The builder puts the same values in the same slots and skips the rest. It converts
+    nothing, applies no default and runs no ``__post_init__``, so ``names`` must be every field.
+    """
+    declared = [f.name for f in fields(cls)]
+    slots = [vars(cls).get(name) for name in names]
+    if sorted(names) != sorted(declared) or hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__} is built from all of {declared}, once each")
+    setters = []
+    for name, slot in zip(names, slots, strict=True):
+        if not isinstance(slot, MemberDescriptorType):
+            raise TypeError(f"{cls.__name__}.{name} is not a slot")
+        setters.append(slot.__set__)
+    new = object.__new__
+
+    def build(values: Iterable[Any]) -> Snap:
+        built = new(cls)
+        for set_field, value in zip(setters, values, strict=True):
+            set_field(built, value)
+        return built
+
+    return build
 
 
 def _json_tuple(text: str | None) -> tuple[str, ...]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from core.model import (
@@ -14,6 +14,7 @@ from core.model import (
     ProcessSample,
     Task,
     TaskRecord,
+    from_values,
 )
 
 TASK_COLUMNS = (
@@ -29,12 +30,14 @@ HEARTBEAT_COLUMNS = (
 KILL_COLUMNS = (
     "task_id pid pid_start_time pgid host requested_by term_sent_at deadline outcome finished_at"
 ).split()
-_COLUMNS = ", ".join(
-    [f"t.{c}" for c in TASK_COLUMNS]
-    + [f"l.{c} AS l_{c}" for c in LEASE_COLUMNS]
+_PARTS = (
+    [f"l.{c} AS l_{c}" for c in LEASE_COLUMNS]
     + [f"h.{c} AS h_{c}" for c in HEARTBEAT_COLUMNS]
     + [f"k.{c} AS k_{c}" for c in KILL_COLUMNS]
 )
+_COLUMNS = ", ".join([f"t.{c}" for c in TASK_COLUMNS] + _PARTS)
+_PART_COLUMNS = ", ".join(["t.task_id", *_PARTS])
+"""A task's id and the columns of its parts: a poll row without the task's own columns."""
 _KILL_COLUMNS = ", ".join(f"k.{c}" for c in KILL_COLUMNS)
 REQUEST_COLUMNS = (
     "request_id task_id host kind expected_token actor reason requested_at claimed_by "
@@ -45,6 +48,12 @@ REQUEST_COLUMNS = (
 _T = len(TASK_COLUMNS)
 _L = _T + len(LEASE_COLUMNS)
 _H = _L + len(HEARTBEAT_COLUMNS)
+_COUNTERS = _L + HEARTBEAT_COLUMNS.index("counters")
+
+# Every beat a poll reads builds a lease and a heartbeat: straight from their columns, which
+# name every field (see ``from_values``).
+_lease = from_values(Lease, LEASE_COLUMNS)
+_heartbeat_of = from_values(Heartbeat, HEARTBEAT_COLUMNS)
 
 
 def record_from_row(row: Iterable[Any]) -> TaskRecord:
@@ -67,11 +76,7 @@ def record_from_values(
     # Slicing and zipping names run in C; this runs for every changed row of every poll.
     lease = beat = kill = None
     if values[_T] is not None:
-        lease = (
-            kept.lease
-            if kept is not None and same(_T, _L)
-            else Lease(**dict(zip(LEASE_COLUMNS, values[_T:_L], strict=True)))
-        )
+        lease = kept.lease if kept is not None and same(_T, _L) else _lease(values[_T:_L])
     if values[_L] is not None:
         beat = (
             kept.heartbeat
@@ -92,19 +97,16 @@ def record_from_values(
     return TaskRecord(task=task, lease=lease, heartbeat=beat, pending_kill=kill)
 
 
-_COUNTERS = _L + HEARTBEAT_COLUMNS.index("counters")
-
-
 def _heartbeat(values: tuple[Any, ...], old: tuple[Any, ...], kept: Heartbeat | None) -> Heartbeat:
     """The heartbeat of a poll row; the counters of ``kept`` when their text is the same (most
     beats move the progress and the time, not the counters, and decoding them is the cost)."""
-    columns = dict(zip(HEARTBEAT_COLUMNS, values[_L:_H], strict=True))
+    columns = list(values[_L:_H])
     text = values[_COUNTERS]
     if kept is not None and old[_COUNTERS] == text:
-        columns["counters"] = kept.counters
+        columns[_COUNTERS - _L] = kept.counters
     else:
-        columns["counters"] = json.loads(text) if text else {}
-    return Heartbeat(**columns)
+        columns[_COUNTERS - _L] = json.loads(text) if text else {}
+    return _heartbeat_of(columns)
 
 
 class PollCache:
@@ -132,6 +134,12 @@ class PollCache:
     @property
     def changes(self) -> int:
         return 0 if self._revision is None else self._revision[0]
+
+    @property
+    def floor(self) -> float | None:
+        """The held rows are every active task and every task finished since this (None:
+        no revision to follow)."""
+        return self._floor
 
     def can_follow(self, revision: tuple[int, int] | None, finished_since: float) -> bool:
         """True when reading the tasks changed since the held revision is enough."""
@@ -163,14 +171,24 @@ class PollCache:
         return list(self._records.values())
 
     def follow(
-        self, rows: Iterable[Any], revision: tuple[int, int] | None, finished_since: float
-    ) -> list[TaskRecord]:
-        """Apply the rows changed since the held revision, then let the window move on."""
+        self,
+        rows: Iterable[Any],
+        parts: Sequence[Any],
+        revision: tuple[int, int] | None,
+        finished_since: float,
+    ) -> list[TaskRecord] | None:
+        """Apply what changed since the held revision, then let the window move on: ``rows``
+        whole, and ``parts``, rows of a task's id and parts (``_PART_COLUMNS``) for tasks whose
+        own columns are held. None, and nothing applied, if it holds no row for one of those."""
+        held = self._values
+        if any(part[0] not in held for part in parts):
+            return None  # the store and this cache disagree on what it holds: read it all
         # A follow that fails half-way leaves no changes to trust: the next is against nothing.
         after = None if self.last is None else self.last.poll
         self.last = None
         records = self._records
-        read = [self._keep(tuple(row), self._values, records) for row in rows]
+        read = [self._keep(tuple(row), held, records) for row in rows]
+        read += [self._keep(held[part[0]][:_T] + tuple(part[1:]), held, records) for part in parts]
         dropped = [
             task_id
             for task_id, finished_at in self._finished.items()

@@ -38,6 +38,7 @@ from core.model import (
 from core.rows import (
     _COLUMNS,
     _KILL_COLUMNS,
+    _PART_COLUMNS,
     HEARTBEAT_COLUMNS,
     REQUEST_COLUMNS,
     TASK_COLUMNS,
@@ -49,7 +50,7 @@ from core.rows import (
 from core.store import HISTORY_LIMIT, Store
 
 Conn = TypeVar("Conn")
-"""The backend's connection (an aiosqlite or an asyncpg connection)."""
+"""The backend's connection (``core.sqlite_store.Connection`` or an asyncpg connection)."""
 
 
 class Duplicate(Exception):
@@ -67,9 +68,11 @@ LEFT JOIN pending_kills k ON k.kill_id =
 
 def fill_columns(sql: str) -> str:
     """Put the shared column lists and joins into a named block's ``{columns}``-style
-    placeholders (``{task_records}`` is the joined read of whole task records)."""
+    placeholders (``{task_records}`` is the joined read of whole task records,
+    ``{part_records}`` the same read without the task's own columns but its id)."""
     return (
         sql.replace("{task_records}", TASK_RECORDS)
+        .replace("{part_records}", TASK_RECORDS.replace("{columns}", _PART_COLUMNS))
         .replace("{columns}", _COLUMNS)
         .replace("{kill_columns}", _KILL_COLUMNS)
         .replace("{task_columns}", ", ".join(TASK_COLUMNS))
@@ -257,12 +260,17 @@ class SQLStore(Store, Generic[Conn]):
     async def poll(self, finished_since: float | None) -> list[TaskRecord]:
         cache = self._poll_cache
         async with self._read() as db:
-            # The revision is read before the rows: a change committed in between is read now
-            # and again next poll, never missed.
+            # The revision is read before the rows: a change committed in between is read
+            # again next poll (if not already now), never missed.
             revision = await self._revision(db)
             if finished_since is not None and cache.can_follow(revision, finished_since):
-                rows = await self._rows(db, "select_tasks_changed", {"rev": cache.changes})
-                return cache.follow(rows, revision, finished_since)
+                # Most changed tasks only beat or renewed: their own columns are held already.
+                since = {"rev": cache.changes, "floor": cache.floor}
+                rows = await self._rows(db, "select_tasks_changed", since)
+                parts = await self._rows(db, "select_parts_changed", since)
+                followed = cache.follow(rows, parts, revision, finished_since)
+                if followed is not None:
+                    return followed
             if finished_since is None:
                 rows = await self._rows(db, "select_all_tasks", {})
             else:

@@ -11,9 +11,10 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Generator, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import aiosqlite
@@ -23,10 +24,11 @@ from core.clock import Clock, SystemClock
 from core.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
 from core.model import Task
 from core.sql_store import Duplicate, SQLStore, fill_columns
+from core.sqlite_inline import InlineConnection
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
-MIGRATIONS = (SQL["schema_v1"], SQL["schema_v2"], SQL["schema_v3"], SQL["schema_v4"])
+MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5))
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 5000
 BEGIN_RETRIES = 4
@@ -40,10 +42,57 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStore(SQLStore[aiosqlite.Connection]):
+class Cursor(Protocol):
+    """What the store reads of a cursor (aiosqlite's, or ``InlineCursor``)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    async def fetchone(self) -> sqlite3.Row | None: ...
+
+    async def close(self) -> None: ...
+
+
+class Statement(Protocol):
+    """A statement to await for its cursor, or to enter with ``async with`` (closing it after)."""
+
+    def __await__(self) -> Generator[Any, None, Cursor]: ...
+
+    async def __aenter__(self) -> Cursor: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+class Connection(Protocol):
+    """The store's connection: an ``aiosqlite.Connection``, whose statements run on a thread of
+    its own, or an ``InlineConnection``, whose statements run on the caller's."""
+
+    @property
+    def row_factory(self) -> Any: ...
+
+    @row_factory.setter
+    def row_factory(self, factory: Any) -> None: ...
+
+    def execute(self, sql: str, parameters: Any = ...) -> Statement: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Any]) -> Statement: ...
+
+    def execute_fetchall(
+        self, sql: str, parameters: Any = ...
+    ) -> Awaitable[Iterable[sqlite3.Row]]: ...
+
+    async def close(self) -> None: ...
+
+
+class SQLiteStore(SQLStore[Connection]):
     """A store in one SQLite file (created 0600), shared by every process on the host."""
 
-    def __init__(self, db: aiosqlite.Connection, path: Path, clock: Clock, read_only: bool) -> None:
+    def __init__(self, db: Connection, path: Path, clock: Clock, read_only: bool) -> None:
         super().__init__()
         self._db = db
         self.path = path
@@ -62,7 +111,11 @@ class SQLiteStore(SQLStore[aiosqlite.Connection]):
         read_only: bool = False,
         create: bool = False,
         clock: Clock | None = None,
+        inline: bool = False,
     ) -> SQLiteStore:
+        """Open the store at ``path``; with ``inline``, run its statements on the calling
+        thread (see ``core.sqlite_inline``): only for a caller whose event loop has a thread
+        of its own, since a statement then blocks that loop."""
         path = path.expanduser()
         if not path.exists():
             if not create or read_only:
@@ -74,8 +127,12 @@ class SQLiteStore(SQLStore[aiosqlite.Connection]):
         if path.is_dir():
             raise StoreError(f"{path} is a directory, not a store file; pass the file with --db")
         target = f"file:{quote(str(path))}?mode=ro" if read_only else str(path)
+        db: Connection
         try:
-            db = await aiosqlite.connect(target, uri=read_only, isolation_level=None)
+            if inline:
+                db = InlineConnection(sqlite3.connect(target, uri=read_only, isolation_level=None))
+            else:
+                db = await aiosqlite.connect(target, uri=read_only, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open store {path}: {exc}") from None
         db.row_factory = sqlite3.Row
@@ -164,6 +221,9 @@ class SQLiteStore(SQLStore[aiosqlite.Connection]):
                 raise ReadOnlyStore(f"store {self.describe()} cannot be written: {exc}") from None
             raise StoreError(f"store {self.path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.ProgrammingError) and "closed database" in str(exc):
+                # sqlite3's own word for a closed connection (an inline store's).
+                raise StoreError(f"store {self.path} is closed") from None
             raise StoreError(
                 f"{self.path} is not a readable zombietop store ({exc}); "
                 "move it aside and let zombietop create a new one, or pass --db"
@@ -175,13 +235,13 @@ class SQLiteStore(SQLStore[aiosqlite.Connection]):
             raise
 
     @contextlib.asynccontextmanager
-    async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _read(self) -> AsyncIterator[Connection]:
         async with self._lock:
             with self._translate():
                 yield self._db
 
     @contextlib.asynccontextmanager
-    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _write(self) -> AsyncIterator[Connection]:
         """A ``BEGIN IMMEDIATE`` transaction: the write lock is taken up front, so
         busy_timeout applies (a deferred transaction that upgrades fails at once)."""
         if self.read_only:
@@ -217,26 +277,26 @@ class SQLiteStore(SQLStore[aiosqlite.Connection]):
                 else:
                     await self._db.execute("COMMIT")
 
-    async def _now_in(self, db: aiosqlite.Connection) -> float:
+    async def _now_in(self, db: Connection) -> float:
         return self._clock.now()
 
-    async def _revision(self, db: aiosqlite.Connection) -> tuple[int, int] | None:
+    async def _revision(self, db: Connection) -> tuple[int, int] | None:
         row = await self._row(db, "select_revision", {})
         return None if row is None else (row[0], row[1])
 
-    async def _hold(self, db: aiosqlite.Connection, task_id: str) -> Task | None:
+    async def _hold(self, db: Connection, task_id: str) -> Task | None:
         # BEGIN IMMEDIATE already holds the whole file: there is no row to lock.
         return None
 
     def _where(self) -> str:
         return str(self.path)
 
-    async def _run(self, db: aiosqlite.Connection, name: str, params: Mapping[str, Any]) -> int:
+    async def _run(self, db: Connection, name: str, params: Mapping[str, Any]) -> int:
         async with db.execute(QUERIES[name], params) as cursor:
             return cursor.rowcount
 
     async def _row(
-        self, db: aiosqlite.Connection, name: str, params: Mapping[str, Any]
+        self, db: Connection, name: str, params: Mapping[str, Any]
     ) -> sqlite3.Row | None:
         # One trip to aiosqlite's thread, not three (execute, fetch, close): every named
         # single-row query reads one row by key, or returns the one row it wrote.
@@ -244,17 +304,17 @@ class SQLiteStore(SQLStore[aiosqlite.Connection]):
         return rows[0] if rows else None
 
     async def _rows(
-        self, db: aiosqlite.Connection, name: str, params: Mapping[str, Any]
+        self, db: Connection, name: str, params: Mapping[str, Any]
     ) -> Sequence[sqlite3.Row]:
         return list(await db.execute_fetchall(QUERIES[name], params))
 
     async def _run_many(
-        self, db: aiosqlite.Connection, name: str, params: Iterable[Mapping[str, Any]]
+        self, db: Connection, name: str, params: Iterable[Mapping[str, Any]]
     ) -> None:
         await db.executemany(QUERIES[name], params)
 
     async def _insert(
-        self, db: aiosqlite.Connection, name: str, params: Mapping[str, Any]
+        self, db: Connection, name: str, params: Mapping[str, Any]
     ) -> sqlite3.Row | None:
         try:
             return await self._row(db, name, params)

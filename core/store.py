@@ -359,11 +359,15 @@ async def open_store(
     read_only: bool = False,
     create: bool = False,
     clock: Any = None,
+    inline: bool = False,
 ) -> Store:
     """Open the store at ``location``: a SQLite file path or a ``postgresql://`` URL.
 
     ``clock`` is this host's clock. A SQLite store keeps time by it; a PostgreSQL store keeps
     time by the server and uses it only to measure this host's skew.
+
+    ``inline`` runs a SQLite store's statements on the calling thread rather than aiosqlite's,
+    for a caller whose event loop has a thread of its own (PostgreSQL's are network waits).
     """
     if is_postgres_url(location):
         from core.pg_store import PostgresStore
@@ -373,4 +377,6 @@ async def open_store(
         )
     from core.sqlite_store import SQLiteStore
 
-    return await SQLiteStore.open(Path(location), read_only=read_only, create=create, clock=clock)
+    return await SQLiteStore.open(
+        Path(location), read_only=read_only, create=create, clock=clock, inline=inline
+    )

@@ -1,9 +1,9 @@
 """The monitor on a thread of its own: polling never runs on the UI's event loop.
 
-``Monitor.poll`` awaits SQLite in aiosqlite's thread, but turns rows into records on the loop
-that awaits it (tens of milliseconds for a thousand tasks). Here the monitor gets its own
-event loop on its own thread, with its own read-only connection, so the UI only ever waits
-on a future.
+``Monitor.poll`` turns rows into records on the loop that awaits it (tens of milliseconds for
+a thousand tasks). Here the monitor gets its own event loop on its own thread, with its own
+read-only connection, so the UI only ever waits on a future. That thread is free to block, so
+a SQLite store's statements run right on it (``inline``) instead of hopping to aiosqlite's.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class ThreadedMonitor:
         poller._read_only = read_only
 
         async def start() -> Monitor:
-            store = await open_store(db, read_only=True)
+            store = await open_store(db, read_only=True, inline=True)
             # Ages are read through TaskView.verdict_at: a fleet at rest costs what changed.
             return Monitor(store, config, probe=probe, reuse_verdicts=True, own_thread=True)
 

@@ -204,6 +204,28 @@ CREATE TRIGGER pending_kills_delete_stamps_task AFTER DELETE ON pending_kills BE
     UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = OLD.task_id;
 END;
 
+-- schema_v5 --
+-- A task's own row gets a stamp of its own too (task_rev): a beat or a renewal stamps the task
+-- (rev) but leaves task_rev, so a poll reads the task's own columns again only when they
+-- changed (select_tasks_changed) and otherwise only its lease, beat and kill
+-- (select_parts_changed). Tasks from before v5 keep task_rev 0: no poll holds a revision from
+-- before the migration (a reader opens only a store of its own version).
+ALTER TABLE tasks ADD COLUMN task_rev INTEGER NOT NULL DEFAULT 0;
+DROP TRIGGER tasks_insert_stamps_task;
+DROP TRIGGER tasks_update_stamps_task;
+CREATE TRIGGER tasks_insert_stamps_task AFTER INSERT ON tasks BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision), task_rev = (SELECT changes FROM revision)
+    WHERE task_id = NEW.task_id;
+END;
+-- The stamp itself is an update of tasks: the WHEN clause keeps it from stamping again, and
+-- keeps the stamps of a lease, beat or kill (which move rev alone) from moving task_rev.
+CREATE TRIGGER tasks_update_stamps_task AFTER UPDATE ON tasks WHEN NEW.rev = OLD.rev BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision), task_rev = (SELECT changes FROM revision)
+    WHERE task_id = NEW.task_id;
+END;
+
 -- select_task --
 SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 
@@ -220,9 +242,16 @@ WHERE t.finished_at >= :finished_since
 SELECT changes, removals FROM revision WHERE singleton = 1
 
 -- select_tasks_changed --
--- The tasks stamped after :rev, finished or not (the poll cache decides what it keeps).
+-- The tasks stamped after :rev, finished or not (the poll cache decides what it keeps), whose
+-- own row changed too or that the poll cache does not hold (finished before :floor), whole.
 {task_records}
-WHERE t.rev > :rev
+WHERE t.rev > :rev AND (t.task_rev > :rev OR t.finished_at < :floor)
+
+-- select_parts_changed --
+-- The other tasks stamped after :rev: their id, lease, latest beat and latest kill (the poll
+-- cache holds their own columns, unchanged since :rev).
+{part_records}
+WHERE t.rev > :rev AND t.task_rev <= :rev AND (t.finished_at IS NULL OR t.finished_at >= :floor)
 
 -- select_all_tasks --
 {task_records}

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +15,9 @@ from core.clock import FakeClock
 from core.errors import ZombietopError
 from core.heartbeat_line import parse_line
 from core.model import TaskRecord, TaskState
-from core.sqlite_store import SQLiteStore
+from core.rows import TASK_COLUMNS, PollCache
+from core.sqlite_store import APPLICATION_ID, MIGRATIONS, SQLiteStore, _statements
+from tests.core.test_rows import row
 from tests.stores import open_kill_for_test
 
 WINDOW = 600.0
@@ -140,3 +144,100 @@ async def test_a_poll_says_what_it_changed(db: Path, clock: FakeClock) -> None:
         # Without a window (every task ever) there is nothing to follow.
         await store.poll(None)
         assert store.poll_changes() is None
+
+
+async def test_a_beat_is_read_without_the_task_s_own_columns(
+    db: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A beat or a renewal stamps its task but not the task's own row (once the first beat
+    started it): the poll reads the lease and the beat, keeps the task it holds, and still
+    agrees with a full read."""
+    async with await SQLiteStore.open(db, create=True, clock=clock) as store:
+        for task_id in ("a", "b"):
+            await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="t")
+        lease = await store.acquire_lease("a", owner="w", ttl=60)
+        await store.record_heartbeat("a", parse_line("p=1"), owner="w", token=lease.token)
+        first = {r.task.task_id: r for r in await store.poll(clock.now() - WINDOW)}
+        read: list[tuple[str, int]] = []
+        rows = store._rows
+
+        async def counting(db: Any, name: str, params: Mapping[str, Any]) -> Sequence[Any]:
+            got = await rows(db, name, params)
+            read.append((name, len(got)))
+            return got
+
+        monkeypatch.setattr(store, "_rows", counting)
+        clock.advance(5)
+        await store.record_heartbeat("a", parse_line("p=5"), owner="w", token=lease.token)
+        await store.renew_lease("a", owner="w", token=lease.token, ttl=60)
+        second = {r.task.task_id: r for r in await store.poll(clock.now() - WINDOW)}
+        assert read == [("select_tasks_changed", 0), ("select_parts_changed", 1)]
+        assert second == await full_read(db, clock.now() - WINDOW)
+        assert second["a"].task is first["a"].task
+        assert second["a"].heartbeat is not None and second["a"].heartbeat.progress == 5
+        read.clear()
+        await store.set_quarantine("a", quarantined=True, actor="t")
+        third = {r.task.task_id: r for r in await store.poll(clock.now() - WINDOW)}
+        assert read == [("select_tasks_changed", 1), ("select_parts_changed", 0)]
+        assert third == await full_read(db, clock.now() - WINDOW) and third["a"].task.quarantined
+        read.clear()
+        await store.create_task(task_id="c", run_id="r", step="s", step_type="d", actor="t")
+        fourth = {r.task.task_id: r for r in await store.poll(clock.now() - WINDOW)}
+        assert read == [("select_tasks_changed", 1), ("select_parts_changed", 0)]
+        assert fourth == await full_read(db, clock.now() - WINDOW)
+        changes = store.poll_changes()
+        assert changes is not None and changes.after is not None  # followed, not read afresh
+
+
+def test_parts_of_a_task_not_held_send_the_poll_back_to_a_full_read() -> None:
+    cache = PollCache()
+    held = row(random.Random(1), "a")
+    cache.reload([held], (1, 0), 0.0)
+    before = cache.last
+    ghost = ("ghost", *held[len(TASK_COLUMNS) :])
+    assert cache.follow([], [ghost], (2, 0), 0.0) is None
+    assert cache.last is before  # nothing applied
+
+
+async def test_a_store_migrated_from_v4_is_followed_from_its_first_poll(
+    db: Path, clock: FakeClock
+) -> None:
+    """A task written before v5 has no stamp of its own row (task_rev 0): its beats are read
+    as parts of the task held, its own changes whole."""
+    con = sqlite3.connect(db)
+    for migration in MIGRATIONS[:4]:
+        for statement in _statements(migration):
+            con.execute(statement)
+    now = clock.now()
+    con.execute(
+        "INSERT INTO tasks (task_id, run_id, step, step_type, state, created_at, claimed_at,"
+        " started_at, updated_at) VALUES ('old', 'r', 's', 'd', 'running', ?, ?, ?, ?)",
+        (now, now, now, now),
+    )
+    con.execute(
+        "INSERT INTO leases (task_id, owner, token, acquired_at, renewed_at, expires_at)"
+        " VALUES ('old', 'w', 1, ?, ?, ?)",
+        (now, now, now + 60),
+    )
+    con.execute(
+        "INSERT INTO heartbeats (task_id, progress, written_at, progress_changed_at,"
+        " stage_started_at, seq) VALUES ('old', 1, ?, ?, ?, 1)",
+        (now, now, now),
+    )
+    con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    con.execute("PRAGMA user_version = 4")
+    con.commit()
+    con.close()
+    async with await SQLiteStore.open(db, clock=clock) as store:
+        since = clock.now() - WINDOW
+        first = {r.task.task_id: r for r in await store.poll(since)}
+        await store.record_heartbeat("old", parse_line("p=2"), owner="w", token=1)
+        second = {r.task.task_id: r for r in await store.poll(since)}
+        assert second == await full_read(db, since)
+        assert second["old"].task is first["old"].task
+        assert second["old"].heartbeat is not None and second["old"].heartbeat.progress == 2
+        await store.set_quarantine("old", quarantined=True, actor="t")
+        third = {r.task.task_id: r for r in await store.poll(since)}
+        assert third == await full_read(db, since) and third["old"].task.quarantined
+        changes = store.poll_changes()
+        assert changes is not None and changes.after is not None and set(changes.changed) == {"old"}

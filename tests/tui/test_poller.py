@@ -9,6 +9,7 @@ from core.config import default_config
 from core.heartbeat_line import BeatLine
 from core.model import Health
 from core.store import open_store
+from tests.core.test_sqlite_inline import aiosqlite_threads
 from tui.poller import ThreadedMonitor
 
 
@@ -22,10 +23,12 @@ async def test_threaded_monitor_polls_a_real_store(tmp_path: Path) -> None:
         await store.record_heartbeat(
             "t-1", BeatLine(stage="load", progress=40.0), owner="me@host", token=lease.token
         )
+        workers = aiosqlite_threads()
         poller = await ThreadedMonitor.open(db, default_config(), read_only=False)
         try:
             assert not poller.read_only
             assert poller.monitor.store.read_only  # its own connection is always read-only
+            assert aiosqlite_threads() == workers  # it reads SQLite on its own thread
             snapshot = await poller.poll()
             assert [view.task_id for view in snapshot.tasks] == ["t-1"]
             assert snapshot.tasks[0].health is Health.HEALTHY
