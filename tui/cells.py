@@ -283,6 +283,19 @@ def columns_for_width(width: int) -> tuple[Column, ...]:
 Cells = tuple[Text, ...]
 
 
+def same_cell(before: Text, after: Text) -> bool:
+    """True when two cells read and look the same. Rich's Text equality compares the words and
+    the spans, not the text's own style: a progress bar that turns red keeps its words."""
+    return before is after or (
+        before.plain == after.plain
+        and before.style == after.style
+        and before.spans == after.spans
+        and before.justify == after.justify
+        and before.overflow == after.overflow
+        and before.no_wrap == after.no_wrap
+    )
+
+
 def row_cells(
     view: TaskView, now: float, columns: Sequence[Column], notes: Mapping[str, str]
 ) -> Cells:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+from rich.text import Text
+
 from core.monitor import build_snapshot
 from tests.tui.helpers import TableApp
 from tui.cells import COLUMNS
@@ -149,3 +151,30 @@ async def test_a_row_changed_below_the_fold_is_brought_up_to_date_when_it_scroll
         await pilot.pause()
         assert far.task_id in table.visible_task_ids()
         assert "3%" in str(table.get_cell(far.task_id, "progress"))
+
+
+async def test_a_cell_that_keeps_its_words_but_changes_colour_is_rewritten() -> None:
+    """A task that stalls keeps its progress bar and percent, but the bar turns from green to
+    red and the id to bold. Rich's Text equality compares words and spans, not a text's own
+    style: the table compares the style too."""
+    config = sample_config()
+    records = synthetic_records(3)
+    app = TableApp()
+    async with app.run_test(size=(160, 20)) as pilot:
+        table = app.query_one(TaskTable)
+        table.set_columns(COLUMNS)
+        table.show(build_snapshot(NOW, records, config, {}).tasks, NOW, {})
+        await pilot.pause()
+        task_id = records[1].task.task_id
+        before = table.get_cell(task_id, "progress")
+        assert isinstance(before, Text) and before.style == "green"
+        later = NOW + 2 * config.limits_for("batch").heartbeat_timeout
+        stalled = build_snapshot(later, records, config, {})
+        assert stalled.by_id()[task_id].health.pages
+        table.show(stalled.tasks, later, {})
+        await pilot.pause()
+        after = table.get_cell(task_id, "progress")
+        assert isinstance(after, Text) and after.plain == before.plain
+        assert after.style == "red"
+        task = table.get_cell(task_id, "task")
+        assert isinstance(task, Text) and task.style == "bold"

@@ -28,7 +28,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, Row, RowKey
 
 from core.monitor import TaskView
-from tui.cells import CELL_PADDING, Cells, Column, row_cells, row_changes
+from tui.cells import CELL_PADDING, Cells, Column, row_cells, row_changes, same_cell
 from tui.widgets.row_order import LineOffsets, OrderedRows, RowOrder
 
 SegmentLines = list[list[Segment]]
@@ -284,7 +284,7 @@ class TaskTable(DataTable[object]):
             until = row_changes(view, self._now, self._columns)
             self._compared[task_id] = (view, note, self._now, until)
             old = self._shown[task_id]
-            if cells == old:
+            if all(map(same_cell, old, cells)):
                 continue
             row_key = self._row_keys[task_id]
             index = self._row_locations.get(row_key)
@@ -293,7 +293,7 @@ class TaskTable(DataTable[object]):
             self._row_spans = {} if index is not None and top <= index < bottom else None
             try:
                 for key, before, after in zip(keys, old, cells, strict=True):
-                    if before != after:
+                    if not same_cell(before, after):
                         self.update_cell(row_key, key, after)
                         self.cells_touched += 1
             finally:
