@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Any
 
+import pytest
 from rich.text import Text
 
-from core.monitor import build_snapshot
+from core.monitor import TaskView, build_snapshot
 from tests.tui.helpers import TableApp
 from tui.cells import COLUMNS
 from tui.sample import NOW, sample_config, synthetic_records
@@ -114,7 +116,6 @@ async def test_rows_moved_by_polls_stay_where_the_order_says() -> None:
 
 
 def test_row_order_answers_both_ways_and_only_appends() -> None:
-    import pytest
     from textual.widgets.data_table import RowKey
 
     from tui.widgets.row_order import LineOffsets, RowOrder
@@ -129,6 +130,12 @@ def test_row_order_answers_both_ways_and_only_appends() -> None:
     with pytest.raises(ValueError, match="only appended"):
         order[keys["a"]] = 0
     assert LineOffsets(order.order, keys)[1:] == [(keys["a"], 0), (keys["c"], 0)]
+    order.put([0, 2], ["c", "b"])  # a re-sort: b and c trade places, the map follows
+    assert list(order) == [keys["c"], keys["a"], keys["b"]]
+    assert [order.get(keys[n]) for n in "cab"] == [0, 1, 2]
+    unasked = RowOrder(["a", "b"], keys)  # its map is built when first asked, from the order
+    unasked.put([0, 1], ["b", "a"])
+    assert [unasked.get(keys[n]) for n in "ba"] == [0, 1]
 
 
 async def test_a_row_changed_below_the_fold_is_brought_up_to_date_when_it_scrolls_in() -> None:
@@ -178,3 +185,112 @@ async def test_a_cell_that_keeps_its_words_but_changes_colour_is_rewritten() -> 
         assert after.style == "red"
         task = table.get_cell(task_id, "task")
         assert isinstance(task, Text) and task.style == "bold"
+
+
+@pytest.mark.parametrize("width", [160, 80])
+async def test_polls_of_the_same_tasks_are_followed_by_identity_and_read_as_they_should(
+    width: int,
+) -> None:
+    """A poll that brings the tasks the rows show (re-judged views, re-sorts, the same tuple) is
+    followed without the rebuild pass; one where a task came or went at the same count is not.
+    Either way every row, its index, the visible cells, the drawn lines (the table's own way,
+    and DataTable's on a terminal narrower than the table), the repaints and the cursor are
+    right."""
+    import random
+
+    from textual.coordinate import Coordinate
+
+    from tests.tui.test_repaint import spy_refresh
+    from tui.cells import row_cells
+
+    config = sample_config()
+    views = list(build_snapshot(NOW, synthetic_records(300), config, {}).tasks)
+    rng = random.Random(11)
+    fresh = iter(range(10**6))
+
+    def rejudged(view: TaskView) -> TaskView:
+        assert view.heartbeat is not None
+        progress = float(rng.randrange(100))
+        return replace(view, heartbeat=replace(view.heartbeat, progress=progress))
+
+    app = TableApp()
+    async with app.run_test(size=(width, 30)) as pilot:
+        table = app.query_one(TaskTable)
+        table.set_columns(COLUMNS)
+        table.show(tuple(views), NOW, {})
+        await pilot.pause()
+        rebuilt: list[str] = []
+        original = table._show_other_tasks
+
+        def spy(*args: Any) -> None:
+            rebuilt.append("rebuilt")
+            original(*args)
+
+        table._show_other_tasks = spy  # type: ignore[method-assign]
+        for step in range(40):
+            kind = step % 8
+            before = [view.task_id for view in views]
+            if kind == 0:  # re-judged in place, on screen and off it
+                for i in [*rng.sample(range(len(views)), 12), 0, len(views) - 1]:
+                    views[i] = rejudged(views[i])
+            elif kind == 1:  # a span re-sorted, across the bottom of the screen
+                lo = rng.randrange(len(views) - 40)
+                span = views[lo : lo + 40]
+                rng.shuffle(span)
+                views[lo : lo + 40] = span
+            elif kind == 2:  # a task that beat moves down, re-judged
+                i, j = sorted(rng.sample(range(len(views)), 2))
+                views.insert(j, rejudged(views.pop(i)))
+            elif kind == 3:  # only the first and the last rows trade places
+                views[0], views[-1] = views[-1], views[0]
+            elif kind == 4:  # the very tuple shown again
+                views = list(table._views)
+            elif kind == 5:  # a task gone and another come, as many rows as before
+                i = rng.randrange(len(views))
+                task = replace(views[i].task, task_id=f"new-{next(fresh):05d}")
+                views[i] = replace(views[i], task=task)
+            elif kind == 6:  # scrolled, then a re-sort that moves rows on the new screen
+                table.scroll_to(y=rng.randrange(0, 250), animate=False)
+                await pilot.pause()
+                views.reverse()
+            else:  # the cursor on a task below the top, which must stay with it
+                table.move_cursor(row=rng.randrange(1, 25), animate=False)
+                await pilot.pause()
+                views[0:60] = views[0:60][::-1]
+            cursor_task = table.selected_task_id if table.cursor_row > 0 else None
+            rebuilt.clear()
+            calls = spy_refresh(table)
+            table.show(table._views if kind == 4 else tuple(views), NOW, {})
+            top = int(table.scroll_y)
+            repainted = {  # refreshed regions are where rows are on screen, under the header
+                region.y - table.header_height + top for found, _ in calls for region in found
+            }
+            del table.refresh
+            assert rebuilt == (["rebuilt"] if kind == 5 else []), f"step {step}"
+
+            order = [view.task_id for view in views]
+            assert table.order == order, f"step {step}"
+            assert [
+                table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value
+                for i in range(table.row_count)
+            ] == order, f"step {step}"
+            assert all(table.get_row_index(t) == i for i, t in enumerate(order)), f"step {step}"
+            on_screen = range(top, top + table.size.height - table.header_height)
+            for i in range(top, min(top + table.size.height, len(order))):
+                cells = row_cells(views[i], NOW, table.shown_columns, {})
+                got = tuple(table.get_cell(order[i], c.key) for c in table.shown_columns)
+                assert got == cells, f"step {step} row {i}"
+                if kind != 5 and i in on_screen and before[i] != order[i]:
+                    assert i in repainted, f"step {step}: row {i} moved, not repainted"
+                if i in on_screen:  # drawn as it reads now, not from a line kept for the row
+                    line = table.render_line(i - top + table.header_height).text
+                    assert all(cell.plain in line for cell in cells[:3]), f"step {step} row {i}"
+            if cursor_task is not None:
+                assert table.selected_task_id == cursor_task, f"step {step}"
+            else:  # the first row means the most urgent task, whichever it is now
+                assert table.cursor_row == 0, f"step {step}"
+            await pilot.pause()
+        table.bring_all_up_to_date()
+        for view in views:
+            cells = row_cells(view, NOW, table.shown_columns, {})
+            assert tuple(table.get_cell(view.task_id, c.key) for c in table.shown_columns) == cells

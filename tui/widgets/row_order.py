@@ -5,13 +5,14 @@ offsets from it with a walk over every row. The dashboard re-sorts every poll (a
 moves to the end of its health group), so that bookkeeping cost what the table holds, not what
 changed. Here the order is a list: reading the row at an index (what drawing does) is a list
 lookup, and the map from key to index is built only when something asks for it (the cursor, a
-cell update), once per order.
+cell update), then kept up to date where a re-sort moved rows (``put``).
 
 Every row of the task table is one line high; the lazy sequences below rely on it.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from typing import overload
 
@@ -36,6 +37,15 @@ class RowOrder(TwoWayDict[RowKey, int]):
         if self._positions is None:
             self._positions = {task_id: i for i, task_id in enumerate(self.order)}
         return self._positions
+
+    def put(self, places: Sequence[int], task_ids: Sequence[str]) -> None:
+        """Put ``task_ids`` at ``places``: the tasks that were there, in another order.
+
+        What a re-sort moved is all that is touched (in C), here and in the map to indices.
+        """
+        deque(map(self.order.__setitem__, places, task_ids), maxlen=0)
+        if self._positions is not None:
+            self._positions.update(zip(task_ids, places, strict=True))
 
     def __setitem__(self, key: RowKey, value: int) -> None:
         # DataTable.add_row puts a new row at the end.

@@ -3,7 +3,10 @@
 Like ``top``, it only formats what you can see: a poll compares the rows in the viewport with
 what they show (a row is stale when its view or note changed, or when ``row_changes`` says its
 ages may read differently by now); a row that scrolls into view is compared then. A cell is
-written only when its text differs, and a row's changed cells are repainted as one span.
+written only when its text differs, and a row's changed cells are repainted as one span. Nor
+does a poll that brings the tasks already shown read every view: the monitor keeps the view of
+every task it did not re-judge, so views are told apart by identity (in C), and only the places
+where they differ are read, to re-order the rows whose task moved.
 
 Drawing leaves DataTable's general path where this table's shape allows: each place keeps its
 drawn cell while the cell's text is the same, a one-line cell is drawn straight from its text
@@ -14,7 +17,10 @@ it to DataTable's own drawing.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from itertools import compress
+from operator import attrgetter, is_not
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -35,6 +41,8 @@ SegmentLines = list[list[Segment]]
 
 CELLS_KEPT = 4096
 """Places (row, column) whose drawn lines and styles are kept: a few screens' worth."""
+
+_task_id = attrgetter("task_id")
 
 
 class TaskTable(DataTable[object]):
@@ -61,7 +69,8 @@ class TaskTable(DataTable[object]):
         self._columns: tuple[Column, ...] = ()
         self._shown: dict[str, Cells] = {}
         """What each row's cells say now."""
-        self._views: dict[str, TaskView] = {}
+        self._views: tuple[TaskView, ...] = ()
+        """The views the rows show, in the rows' order (``_order`` holds their task ids)."""
         self._compared: dict[str, tuple[TaskView, str | None, float, float]] = {}
         """What each row's cells were last computed from (view and note), at which moment, and
         until when they read the same (``row_changes``): a row whose view or note differs, or
@@ -115,7 +124,7 @@ class TaskTable(DataTable[object]):
         self._shown.clear()
         self._compared.clear()
         self._row_keys.clear()
-        views, self._views, self._order = [self._views[t] for t in self._order], {}, []
+        views, self._views, self._order = self._views, (), []
         self.show(views, self._now, self._notes, select=selected)
 
     def show(
@@ -133,39 +142,84 @@ class TaskTable(DataTable[object]):
         showing the top of the list instead of scrolling after a task that just beat.
         ``select`` puts the cursor on that task wherever it is.
         """
+        views = tuple(views)  # a snapshot's own tuple is kept as it is, not copied
         selected = select
         if selected is None and self.cursor_row > 0:
             selected = self.selected_task_id
         self.cells_touched = 0
         self._now, self._notes = now, dict(notes)
-        self._views = {view.task_id: view for view in views}
         with self.app.batch_update():
-            # Most polls bring the same tasks (one comparison, in C); the table's order is then
-            # as it was, else survivors as they were and rows added below.
-            current = self._order
-            if self._views.keys() != self._shown.keys():
-                current = self._remove_and_add(views, now, notes)
-            order = [view.task_id for view in views]
-            if order != current:
-                self._reorder(current, order)
-            self._order = order
-            if selected is not None and selected in self._views:
+            if not self._follow(views):
+                self._show_other_tasks(views, now, notes)
+            if selected is not None and selected in self._row_locations:
                 index = self.get_row_index(selected)
                 if index != self.cursor_row:
                     self.move_cursor(row=index, animate=False)
             self.bring_visible_up_to_date()
 
+    def _follow(self, views: tuple[TaskView, ...]) -> bool:
+        """Take ``views`` if they are the tasks the rows show, maybe re-sorted; else say False.
+
+        A poll keeps the view of every task it did not re-judge, so the views are compared
+        with the rows' by identity, in C, without reading them; task ids are read only where
+        the views differ, and only rows whose task moved are re-ordered.
+        """
+        shown, locations = self._views, self._row_locations
+        if (
+            len(views) != len(shown)
+            or not isinstance(locations, RowOrder)
+            or locations.order is not self._order
+        ):
+            return False
+        if views is shown:
+            return True
+        # One byte a row (1: another view); row numbers are made only from the first 1 to the
+        # last (none when every view is the one shown).
+        other = bytes(map(is_not, views, shown))
+        first, last = other.find(1), other.rfind(1)
+        places = list(compress(range(first, last + 1), other[first : last + 1]))
+        before = list(map(self._order.__getitem__, places))
+        after = list(map(_task_id, map(views.__getitem__, places)))
+        if before != after:
+            if set(before) != set(after):
+                return False  # tasks came or went (the rows' ids are distinct, so are these)
+            locations.put(places, after)
+            self._update_count += 1
+            self._order_version += 1
+            top, bottom = self._visible_rows()
+            for i in range(bisect_left(places, top), bisect_left(places, bottom)):
+                if before[i] != after[i]:
+                    self._refresh_region(self._row_region(places[i]))
+        self._views = views
+        return True
+
+    def _show_other_tasks(
+        self, views: tuple[TaskView, ...], now: float, notes: Mapping[str, str]
+    ) -> None:
+        """Remove the rows of tasks gone, add rows for new ones, and put them in order."""
+        order = [view.task_id for view in views]
+        task_ids, current = set(order), self._order
+        if self._shown.keys() != task_ids:
+            current = self._remove_and_add(views, task_ids, now, notes)
+        # Always an order of ours, over the list ``_follow`` keeps up to date.
+        self._reorder(current, order)
+        self._order, self._views = order, views
+
     def _remove_and_add(
-        self, views: Sequence[TaskView], now: float, notes: Mapping[str, str]
+        self,
+        views: Sequence[TaskView],
+        task_ids: set[str],
+        now: float,
+        notes: Mapping[str, str],
     ) -> list[str]:
         """Remove the rows of tasks gone and add rows for new ones (at the end); return the
         table's order after that."""
-        for task_id in self._shown.keys() - self._views.keys():
+        for task_id in self._shown.keys() - task_ids:
             self._order_version += 1
             self.remove_row(task_id)
             del self._shown[task_id], self._row_keys[task_id]
             self._compared.pop(task_id, None)
-        current = [task_id for task_id in self._order if task_id in self._views]
+        current = [task_id for task_id in self._order if task_id in task_ids]
         for view in views:
             task_id = view.task_id
             if task_id in self._shown:
@@ -189,11 +243,12 @@ class TaskTable(DataTable[object]):
 
     def bring_visible_up_to_date(self) -> None:
         """Compare and update the rows in the viewport."""
-        self._refresh_rows(self.visible_task_ids())
+        top = int(self.scroll_y)
+        self._refresh_rows(range(top, min(top + self.size.height, len(self._order))))
 
     def bring_all_up_to_date(self) -> None:
         """Compare and update every row (tests, and before anything reads every row)."""
-        self._refresh_rows(list(self._order))
+        self._refresh_rows(range(len(self._order)))
 
     def _reorder(self, before: Sequence[str], after: Sequence[str]) -> None:
         """Put the rows in ``after`` order, repainting only the visible rows that changed.
@@ -201,7 +256,7 @@ class TaskTable(DataTable[object]):
         ``DataTable.sort`` repaints the whole table; a poll re-sorts every second (heartbeat
         ages order the healthy tasks), mostly below the fold.
         """
-        self._row_locations = RowOrder(list(after), self._row_keys)
+        self._row_locations = RowOrder(after, self._row_keys)
         self._update_count += 1
         self._order_version += 1
         top, bottom = self._visible_rows()
@@ -265,13 +320,14 @@ class TaskTable(DataTable[object]):
             self._column_spans = (key, spans)
         return self._column_spans[1]
 
-    def _refresh_rows(self, task_ids: Sequence[str]) -> None:
+    def _refresh_rows(self, indices: range) -> None:
         keys = [ColumnKey(column.key) for column in self._columns]
         top, bottom = self._visible_rows()
         window, scroll = self.window_region, -self.scroll_offset
         repaint: list[Region] = []
-        for task_id in task_ids:
-            view, note = self._views[task_id], self._notes.get(task_id)
+        for index in indices:
+            task_id, view = self._order[index], self._views[index]
+            note = self._notes.get(task_id)
             compared = self._compared.get(task_id)
             if (
                 compared is not None
@@ -287,10 +343,9 @@ class TaskTable(DataTable[object]):
             if all(map(same_cell, old, cells)):
                 continue
             row_key = self._row_keys[task_id]
-            index = self._row_locations.get(row_key)
             # One repaint per row, over the span of its changed cells, not one per cell; rows
             # out of view are written, not repainted.
-            self._row_spans = {} if index is not None and top <= index < bottom else None
+            self._row_spans = {} if top <= index < bottom else None
             try:
                 for key, before, after in zip(keys, old, cells, strict=True):
                     if not same_cell(before, after):
@@ -299,8 +354,8 @@ class TaskTable(DataTable[object]):
             finally:
                 spans, self._row_spans = self._row_spans, None
             self._shown[task_id] = cells
-            for index, (first, last) in (spans or {}).items():
-                start, stop = self._cell_region(index, first), self._cell_region(index, last)
+            for row, (first, last) in (spans or {}).items():
+                start, stop = self._cell_region(row, first), self._cell_region(row, last)
                 span = Region(start.x, start.y, stop.right - start.x, 1)
                 if window.overlaps(span):
                     repaint.append(span.translate(scroll))
