@@ -102,7 +102,7 @@ class ZombietopApp(App[None]):
         self.notes = {k: v for k, v in self.notes.items() if v[1] > now}
         return {task_id: word for task_id, (word, _) in self.notes.items()}
 
-    def ordered_views(self, snapshot: Snapshot) -> list[TaskView]:
+    def ordered_views(self, snapshot: Snapshot) -> tuple[TaskView, ...]:
         return ordered(snapshot, self.sort_mode, self.filter_text)
 
     def _order_key(self) -> tuple[object, ...]:
@@ -116,7 +116,7 @@ class ZombietopApp(App[None]):
         if self.executor is not None and not self.read_only:
             outcomes = list(await self.executor.complete_pending_kills())
         key = self._order_key()
-        views: list[TaskView] = []
+        views: tuple[TaskView, ...] = ()
         if not self.wall:
             views = await asyncio.to_thread(self.ordered_views, snapshot)
         events = await self.source.events(limit=50) if self.events_open else None

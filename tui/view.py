@@ -34,8 +34,14 @@ def matches(view: TaskView, text: str) -> bool:
     )
 
 
-def ordered(snapshot: Snapshot, sort: SortMode, filter_text: str) -> list[TaskView]:
-    """The snapshot's tasks that match the filter, in ``sort`` order (stable: ties by urgency)."""
+def ordered(snapshot: Snapshot, sort: SortMode, filter_text: str) -> tuple[TaskView, ...]:
+    """The snapshot's tasks that match the filter, in ``sort`` order (stable: ties by urgency).
+
+    Unfiltered in urgency order, that is the snapshot's own tuple: the table tells its views
+    apart from the ones it shows by identity, and a copy would cost a pass over every view.
+    """
+    if not filter_text and sort is SortMode.URGENCY:
+        return snapshot.tasks
     if filter_text:
         views = [view for view in snapshot.tasks if matches(view, filter_text)]
     else:
@@ -53,4 +59,4 @@ def ordered(snapshot: Snapshot, sort: SortMode, filter_text: str) -> list[TaskVi
         )
     elif sort is SortMode.TASK:
         views.sort(key=lambda v: v.task_id)
-    return views
+    return tuple(views)
