@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -276,14 +277,15 @@ async def test_polls_of_the_same_tasks_are_followed_by_identity_and_read_as_they
             ] == order, f"step {step}"
             assert all(table.get_row_index(t) == i for i, t in enumerate(order)), f"step {step}"
             on_screen = range(top, top + table.size.height - table.header_height)
+            lines = drawn_rows(table)
             for i in range(top, min(top + table.size.height, len(order))):
                 cells = row_cells(views[i], NOW, table.shown_columns, {})
                 got = tuple(table.get_cell(order[i], c.key) for c in table.shown_columns)
                 assert got == cells, f"step {step} row {i}"
                 if kind != 5 and i in on_screen and before[i] != order[i]:
                     assert i in repainted, f"step {step}: row {i} moved, not repainted"
-                if i in on_screen:  # drawn as it reads now, not from a line kept for the row
-                    line = table.render_line(i - top + table.header_height).text
+                if i in on_screen:  # the screen's line reads as the row does now
+                    line = lines[i - top]
                     assert all(cell.plain in line for cell in cells[:3]), f"step {step} row {i}"
             if cursor_task is not None:
                 assert table.selected_task_id == cursor_task, f"step {step}"
@@ -294,3 +296,89 @@ async def test_polls_of_the_same_tasks_are_followed_by_identity_and_read_as_they
         for view in views:
             cells = row_cells(view, NOW, table.shown_columns, {})
             assert tuple(table.get_cell(view.task_id, c.key) for c in table.shown_columns) == cells
+
+
+async def test_tasks_that_leave_go_at_once_and_leave_the_table_as_remove_row_would() -> None:
+    """Rows of tasks gone are removed together, not by DataTable.remove_row (which rebuilds its
+    map of row indices for each row, 30 ms a row at 10,000), and the table is left as remove_row
+    leaves a DataTable: rows in order, the cursor clamped, the scrollable height."""
+    from textual.app import App, ComposeResult
+    from textual.coordinate import Coordinate
+    from textual.widgets import DataTable
+
+    from tui.cells import row_cells
+
+    class Both(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TaskTable()
+            yield DataTable[object](id="reference", cursor_type="row")
+
+    views = list(build_snapshot(NOW, synthetic_records(120), sample_config(), {}).tasks)
+    app = Both()
+    async with app.run_test(size=(160, 60)) as pilot:
+        table = app.query_one(TaskTable)
+        table.set_columns(COLUMNS)
+        table.show(tuple(views), NOW, {})
+        reference = app.query_one("#reference", DataTable)
+        for column in COLUMNS:
+            reference.add_column(column.label, width=column.width, key=column.key)
+        for view in views:
+            reference.add_row(*row_cells(view, NOW, COLUMNS, {}), key=view.task_id)
+        await pilot.pause()
+        for each in (table, reference):
+            each.move_cursor(row=119, animate=False)
+
+        gone = {views[i].task_id for i in (0, 3, 50, 118, 119)}
+        table.show(tuple(view for view in views if view.task_id not in gone), NOW, {})
+        for task_id in gone:
+            reference.remove_row(task_id)
+        await pilot.pause()
+
+        def keys(each: DataTable[object]) -> list[object]:
+            return [each.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value for i in range(115)]
+
+        assert table.row_count == reference.row_count == 115
+        assert keys(table) == keys(reference)
+        assert all(table.get_row_index(str(key)) == i for i, key in enumerate(keys(table)))
+        assert table.cursor_coordinate == reference.cursor_coordinate == Coordinate(114, 0)
+        assert table.virtual_size.height == reference.virtual_size.height == 116
+        # Nothing is held for a task gone.
+        left = {view.task_id for view in views} - gone
+        assert table._shown.keys() == table._compared.keys() == table._row_keys.keys() == left
+
+
+def drawn_rows(table: TaskTable) -> list[str]:
+    """The body lines as the screen gets them: through the widget's line cache, which only a
+    refresh of the line clears."""
+    from textual.geometry import Region
+
+    strips = table.render_lines(Region(0, 0, table.size.width, table.size.height))
+    return [strip.text for strip in strips[table.header_height :]]
+
+
+@pytest.mark.parametrize(
+    ("keep", "add"),
+    [
+        pytest.param(lambda ids: ids[:2] + ids[3:], 1, id="one gone on screen, one come below"),
+        pytest.param(lambda ids: ids[:-3], 0, id="the last rows gone"),
+        pytest.param(lambda ids: ids[4:], 4, id="the first rows gone, as many come"),
+    ],
+)
+async def test_rows_of_tasks_gone_are_drawn_away(
+    keep: Callable[[list[str]], list[str]], add: int
+) -> None:
+    """Every line on screen reads as the new order says, blank below the last row."""
+    views = build_snapshot(NOW, synthetic_records(14), sample_config(), {}).tasks
+    app = TableApp()
+    async with app.run_test(size=(160, 30)) as pilot:
+        table = app.query_one(TaskTable)
+        table.set_columns(COLUMNS)
+        table.show(views[:10], NOW, {})
+        await pilot.pause()
+        by_id = {view.task_id: view for view in views}
+        ids = keep([view.task_id for view in views[:10]]) + [v.task_id for v in views[10:][:add]]
+        table.show(tuple(by_id[task_id] for task_id in ids), NOW, {})
+        await pilot.pause()
+        lines = drawn_rows(table)
+        assert [line.split()[2] for line in lines[: len(ids)]] == ids
+        assert all(not line.strip() for line in lines[len(ids) :])

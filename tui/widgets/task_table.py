@@ -18,7 +18,7 @@ it to DataTable's own drawing.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from itertools import compress
 from operator import attrgetter, is_not
 from typing import ClassVar
@@ -200,7 +200,7 @@ class TaskTable(DataTable[object]):
         order = [view.task_id for view in views]
         task_ids, current = set(order), self._order
         if self._shown.keys() != task_ids:
-            current = self._remove_and_add(views, task_ids, now, notes)
+            current = self._remove_and_add(views, order, task_ids, now, notes)
         # Always an order of ours, over the list ``_follow`` keeps up to date.
         self._reorder(current, order)
         self._order, self._views = order, views
@@ -208,22 +208,20 @@ class TaskTable(DataTable[object]):
     def _remove_and_add(
         self,
         views: Sequence[TaskView],
-        task_ids: set[str],
+        order: Sequence[str],
+        task_ids: Set[str],
         now: float,
         notes: Mapping[str, str],
     ) -> list[str]:
         """Remove the rows of tasks gone and add rows for new ones (at the end); return the
         table's order after that."""
-        for task_id in self._shown.keys() - task_ids:
-            self._order_version += 1
-            self.remove_row(task_id)
-            del self._shown[task_id], self._row_keys[task_id]
-            self._compared.pop(task_id, None)
-        current = [task_id for task_id in self._order if task_id in task_ids]
-        for view in views:
+        gone = self._shown.keys() - task_ids
+        if gone:
+            self._remove_rows(gone)
+        current = list(filter(task_ids.__contains__, self._order))
+        new = task_ids - self._shown.keys()
+        for view in compress(views, map(new.__contains__, order)):
             task_id = view.task_id
-            if task_id in self._shown:
-                continue
             note = notes.get(task_id)
             cells = row_cells(view, now, self._columns, notes)
             self._order_version += 1
@@ -234,6 +232,24 @@ class TaskTable(DataTable[object]):
             current.append(task_id)
             self.cells_touched += len(cells)
         return current
+
+    def _remove_rows(self, task_ids: Set[str]) -> None:
+        """Remove these rows, all at once, as ``DataTable.remove_row`` removes one; the caller
+        then puts the rows in order (``_reorder``).
+
+        remove_row rebuilds its map of row indices, in Python, for every row removed: 30 ms a
+        row at 10,000 rows. Here the rows left keep their order, in one pass over the ids.
+        """
+        for task_id in task_ids:
+            row_key = self._row_keys.pop(task_id)
+            del self.rows[row_key], self._data[row_key], self._shown[task_id]
+            self._compared.pop(task_id, None)
+        self._row_locations = RowOrder(
+            list(filter(self._shown.__contains__, self._order)), self._row_keys
+        )
+        self._require_update_dimensions = True  # the scrollable height, on idle
+        self.cursor_coordinate = self.cursor_coordinate  # clamped to the rows left
+        self.refresh(layout=True)  # every line: rows below a gone one moved up
 
     def visible_task_ids(self) -> list[str]:
         # A row that scrolls into view is compared then (watch_scroll_y), before it is drawn.
