@@ -202,7 +202,7 @@ async def test_polls_of_the_same_tasks_are_followed_by_identity_and_read_as_they
     from textual.coordinate import Coordinate
 
     from tests.tui.test_repaint import spy_refresh
-    from tui.cells import row_cells
+    from tui.cells import row_cells, same_cell
 
     config = sample_config()
     views = list(build_snapshot(NOW, synthetic_records(300), config, {}).tasks)
@@ -260,12 +260,23 @@ async def test_polls_of_the_same_tasks_are_followed_by_identity_and_read_as_they
                 views[0:60] = views[0:60][::-1]
             cursor_task = table.selected_task_id if table.cursor_row > 0 else None
             rebuilt.clear()
+            top = int(table.scroll_y)
+            on_screen = range(top, top + table.size.height - table.header_height)
+            drawn = {  # what each place on screen shows before the poll
+                i: tuple(table.get_cell(before[i], c.key) for c in table.shown_columns)
+                for i in on_screen
+                if i < len(before)
+            }
             calls = spy_refresh(table)
             table.show(table._views if kind == 4 else tuple(views), NOW, {})
-            top = int(table.scroll_y)
-            repainted = {  # refreshed regions are where rows are on screen, under the header
-                region.y - table.header_height + top for found, _ in calls for region in found
-            }
+            # The cursor may scroll the rows after its task: a scroll repaints every line.
+            scrolled, top = int(table.scroll_y) != top, int(table.scroll_y)
+            on_screen = range(top, top + table.size.height - table.header_height)
+            repainted: dict[int, set[int]] = {}  # row -> the x of every cell repainted in it
+            for found, _ in calls:
+                for region in found:  # where rows are on screen, under the header
+                    row = region.y - table.header_height + top
+                    repainted.setdefault(row, set()).update(range(region.x, region.right))
             del table.refresh
             assert rebuilt == (["rebuilt"] if kind == 5 else []), f"step {step}"
 
@@ -276,14 +287,21 @@ async def test_polls_of_the_same_tasks_are_followed_by_identity_and_read_as_they
                 for i in range(table.row_count)
             ] == order, f"step {step}"
             assert all(table.get_row_index(t) == i for i, t in enumerate(order)), f"step {step}"
-            on_screen = range(top, top + table.size.height - table.header_height)
             lines = drawn_rows(table)
+            spans = table._spans()
             for i in range(top, min(top + table.size.height, len(order))):
                 cells = row_cells(views[i], NOW, table.shown_columns, {})
                 got = tuple(table.get_cell(order[i], c.key) for c in table.shown_columns)
                 assert got == cells, f"step {step} row {i}"
-                if kind != 5 and i in on_screen and before[i] != order[i]:
-                    assert i in repainted, f"step {step}: row {i} moved, not repainted"
+                if kind != 5 and not scrolled and i in on_screen and before[i] != order[i]:
+                    # Another task's row is here now: every cell that reads differently from
+                    # the one drawn here is repainted (a terminal keeps the ones that read alike).
+                    for column, (was, now) in enumerate(zip(drawn[i], cells, strict=True)):
+                        x, cell_width = spans[column]
+                        if not same_cell(was, now):
+                            assert set(range(x, x + cell_width)) <= repainted.get(i, set()), (
+                                f"step {step}: row {i} moved, column {column} not repainted"
+                            )
                 if i in on_screen:  # the screen's line reads as the row does now
                     line = lines[i - top]
                     assert all(cell.plain in line for cell in cells[:3]), f"step {step} row {i}"
@@ -382,3 +400,19 @@ async def test_rows_of_tasks_gone_are_drawn_away(
         lines = drawn_rows(table)
         assert [line.split()[2] for line in lines[: len(ids)]] == ids
         assert all(not line.strip() for line in lines[len(ids) :])
+
+
+async def test_a_task_that_comes_in_above_others_moves_them_down_on_screen() -> None:
+    """No task gone, one new at the top: every row below it is another task's place now, and
+    each line on screen reads as the new order says."""
+    views = build_snapshot(NOW, synthetic_records(12), sample_config(), {}).tasks
+    app = TableApp()
+    async with app.run_test(size=(160, 30)) as pilot:
+        table = app.query_one(TaskTable)
+        table.set_columns(COLUMNS)
+        table.show(views[1:], NOW, {})
+        await pilot.pause()
+        table.show(views, NOW, {})
+        await pilot.pause()
+        lines = drawn_rows(table)
+        assert [line.split()[2] for line in lines[: len(views)]] == [v.task_id for v in views]

@@ -83,6 +83,9 @@ class TaskTable(DataTable[object]):
         """Each place's (row, column) lines, with the text and look they were drawn from."""
         self._styles_by_place: dict[tuple[object, ...], tuple[Style, Style]] = {}
         """The styles around each place's text (``_place_styles``, ``_fill_style``)."""
+        self._moved: dict[int, Cells | None] = {}
+        """Places in view whose task changed since they were drawn, with the cells drawn there
+        (None: not known), until ``_repaint_moved`` repaints what differs."""
         self._row_spans: dict[int, tuple[int, int]] | None = None
         """While a row's cells are written: the first and last column changed, by row index."""
         self._column_spans: tuple[object, list[tuple[int, int]]] | None = None
@@ -189,7 +192,7 @@ class TaskTable(DataTable[object]):
             top, bottom = self._visible_rows()
             for i in range(bisect_left(places, top), bisect_left(places, bottom)):
                 if before[i] != after[i]:
-                    self._refresh_region(self._row_region(places[i]))
+                    self._moved.setdefault(places[i], self._shown.get(before[i]))
         self._views = views
         return True
 
@@ -261,10 +264,39 @@ class TaskTable(DataTable[object]):
         """Compare and update the rows in the viewport."""
         top = int(self.scroll_y)
         self._refresh_rows(range(top, min(top + self.size.height, len(self._order))))
+        self._repaint_moved()
+
+    def _repaint_moved(self) -> None:
+        """Repaint the places in view where another task's row now is, over the cells that read
+        differently from the row that was there: most rows that move in and out of view in a
+        fleet at rest read alike ("● healthy", "in 4m"), and a terminal needs only the rest."""
+        moved, self._moved = self._moved, {}
+        window, scroll = self.window_region, -self.scroll_offset
+        repaint: list[Region] = []
+        for index, was in moved.items():
+            if index >= len(self._order):
+                continue  # the rows shrank: the layout repaints it
+            cells = self._shown[self._order[index]]
+            if was is None or len(was) != len(cells):
+                span = self._row_region(index)  # what was there is not known: all of it
+            else:
+                changed = [i for i, same in enumerate(map(same_cell, was, cells)) if not same]
+                if not changed:
+                    continue
+                start, stop = (
+                    self._cell_region(index, changed[0]),
+                    self._cell_region(index, changed[-1]),
+                )
+                span = Region(start.x, start.y, stop.right - start.x, 1)
+            if window.overlaps(span):
+                repaint.append(span.translate(scroll))
+        if repaint:
+            self.refresh(*repaint)
 
     def bring_all_up_to_date(self) -> None:
         """Compare and update every row (tests, and before anything reads every row)."""
         self._refresh_rows(range(len(self._order)))
+        self._repaint_moved()
 
     def _reorder(self, before: Sequence[str], after: Sequence[str]) -> None:
         """Put the rows in ``after`` order, repainting only the visible rows that changed.
@@ -278,7 +310,8 @@ class TaskTable(DataTable[object]):
         top, bottom = self._visible_rows()
         for index in range(top, min(bottom, len(after))):
             if index >= len(before) or before[index] != after[index]:
-                self._refresh_region(self._row_region(index))
+                shown = self._shown.get(before[index]) if index < len(before) else None
+                self._moved.setdefault(index, shown)
 
     # DataTable keys its row order and line offsets on the update counter that every cell
     # update bumps, so one ticking cell re-walks every row. Read them through the order when
