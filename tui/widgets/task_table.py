@@ -3,10 +3,12 @@
 Like ``top``, it only formats what you can see: a poll compares the rows in the viewport with
 what they show (a row is stale when its view or note changed, or when ``row_changes`` says its
 ages may read differently by now); a row that scrolls into view is compared then. A cell is
-written only when its text differs, and a row's changed cells are repainted as one span. Nor
-does a poll that brings the tasks already shown read every view: the monitor keeps the view of
-every task it did not re-judge, so views are told apart by identity (in C), and only the places
-where they differ are read, to re-order the rows whose task moved.
+written only when it reads or looks different, and a row's changed cells are repainted as one
+span; where a re-sort puts another task's row in view, only the cells that read differently
+from the row drawn there are repainted. Nor does a poll that brings the tasks already shown
+read every view: the monitor keeps the view of every task it did not re-judge, so views are
+told apart by identity (in C), and only the places where they differ are read, to re-order the
+rows whose task moved.
 
 Drawing leaves DataTable's general path where this table's shape allows: each place keeps its
 drawn cell while the cell's text is the same, a one-line cell is drawn straight from its text
