@@ -30,11 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.clock import FakeClock
 from core.config import default_config
-from core.heartbeat_line import BeatLine
 from core.monitor import Monitor
 from core.store import Store, open_store
+from scripts.fleet_store import beat_once, enlist, is_silent
 
 NOW = 1_796_000_000.0
+SILENT = 10
+"""One task in ten never beats, as in scripts/fleet_store.py's default fleet."""
 
 
 def process_cpu() -> float:
@@ -45,37 +47,17 @@ def process_cpu() -> float:
 async def beat(
     store: Store, leases: dict[str, tuple[str, int]], task_ids: list[str], tick: int
 ) -> None:
-    """One beat and one renewal of each of ``task_ids``, as a worker's SDK records them."""
+    """One beat and one renewal of each of ``task_ids``, as the fleet's workers record them."""
     for index, task_id in enumerate(task_ids):
-        owner, token = leases[task_id]
-        line = BeatLine(
-            stage="work", progress=float((tick * 3 + index) % 100), counters={"rows": tick * 100}
-        )
-        await store.record_heartbeat(task_id, line, owner=owner, token=token)
-        await store.renew_lease(task_id, owner=owner, token=token, ttl=300)
+        await beat_once(store, task_id, leases[task_id], tick, index)
 
 
 async def run(path: Path, args: argparse.Namespace) -> tuple[float, float]:
     clock = FakeClock(NOW)
     period = round(args.beat_every)
     async with await open_store(path, create=True, clock=clock, inline=True) as writer:
-        leases: dict[str, tuple[str, int]] = {}
-        for i in range(args.tasks):
-            task_id = f"job-{i:04d}"
-            await writer.create_task(
-                task_id=task_id,
-                run_id=f"run-{i // 10}",
-                step="job",
-                step_type="batch",
-                actor="fleet",
-                host="fleet-host",
-            )
-            owner = f"fleet-{i}@fleet-host"
-            leases[task_id] = (
-                owner,
-                (await writer.acquire_lease(task_id, owner=owner, ttl=300)).token,
-            )
-        live = [task_id for i, task_id in enumerate(leases) if i % 10 != 9]
+        leases = await enlist(writer, args.tasks, SILENT)
+        live = [task_id for i, task_id in enumerate(leases) if not is_silent(i, SILENT)]
         await beat(writer, leases, live, 0)
         async with await open_store(
             path, read_only=True, clock=clock, inline=not args.aiosqlite

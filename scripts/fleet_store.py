@@ -15,9 +15,9 @@ import argparse
 import asyncio
 import contextlib
 
-from core.errors import StoreError
+from core.errors import LeaseHeld, StoreError
 from core.heartbeat_line import BeatLine
-from core.store import open_store
+from core.store import Store, open_store
 
 LEASE_TTL_S = 300.0
 SILENT_TTL_S = 30.0
@@ -30,45 +30,63 @@ def is_silent(index: int, silent: int) -> bool:
     return bool(silent) and index % silent == silent - 1
 
 
+async def enlist(store: Store, tasks: int, silent: int) -> dict[str, tuple[str, int]]:
+    """Create the fleet's tasks (those missing) and take a lease on each, as its worker would;
+    return each task's lease owner and token, in task order."""
+    leases: dict[str, tuple[str, int]] = {}
+    for i in range(tasks):
+        task_id = f"job-{i:04d}"
+        with contextlib.suppress(StoreError):
+            await store.create_task(
+                task_id=task_id,
+                run_id=f"run-{i // 10}",
+                step="job",
+                step_type="batch",
+                actor="fleet",
+                host="fleet-host",
+            )
+        owner = f"fleet-{i}@fleet-host"
+        ttl = SILENT_TTL_S if is_silent(i, silent) else LEASE_TTL_S
+        try:
+            lease = await store.acquire_lease(task_id, owner=owner, ttl=ttl)
+        except LeaseHeld:  # a fleet run before this one left it leased
+            lease = await store.reclaim_lease(task_id, owner=owner, ttl=ttl)
+        leases[task_id] = (owner, lease.token)
+    return leases
+
+
+async def beat_once(
+    store: Store, task_id: str, lease: tuple[str, int], tick: int, index: int
+) -> None:
+    """One beat (progress and counters moving) and one renewal, as a worker's SDK records them."""
+    owner, token = lease
+    progress = (tick * 3 + index) % 100
+    await store.record_heartbeat(
+        task_id,
+        BeatLine(stage="work", progress=float(progress), counters={"rows": tick * 100}),
+        owner=owner,
+        token=token,
+    )
+    await store.renew_lease(task_id, owner=owner, token=token, ttl=LEASE_TTL_S)
+
+
 async def main(db: str, tasks: int, beat_every: float, silent: int) -> None:
     async with await open_store(db, create=True) as store:
-        leases: dict[str, tuple[str, int]] = {}
-        for i in range(tasks):
-            task_id = f"job-{i:04d}"
-            with contextlib.suppress(StoreError):
-                await store.create_task(
-                    task_id=task_id,
-                    run_id=f"run-{i // 10}",
-                    step="job",
-                    step_type="batch",
-                    actor="fleet",
-                    host="fleet-host",
-                )
-            owner = f"fleet-{i}@fleet-host"
-            ttl = SILENT_TTL_S if is_silent(i, silent) else LEASE_TTL_S
-            try:
-                lease = await store.acquire_lease(task_id, owner=owner, ttl=ttl)
-            except Exception:
-                lease = await store.reclaim_lease(task_id, owner=owner, ttl=ttl)
-            leases[task_id] = (owner, lease.token)
+        try:
+            leases = await enlist(store, tasks, silent)
+        except LeaseHeld as exc:  # an earlier fleet still beats here, or its leases live on
+            raise SystemExit(
+                f"fleet_store.py: {exc}; stop that fleet, or pass a new --db"
+            ) from None
         print(f"{tasks} tasks in {db}; beating every {beat_every:g}s (ctrl-c to stop)", flush=True)
         tick = 0
-        ids = list(leases)
         while True:
             tick += 1
-            for index, task_id in enumerate(ids):
+            for index, (task_id, lease) in enumerate(leases.items()):
                 if is_silent(index, silent):
                     continue  # these never beat: stalled, then reclaimable
-                owner, token = leases[task_id]
-                progress = (tick * 3 + index) % 100
-                await store.record_heartbeat(
-                    task_id,
-                    BeatLine(stage="work", progress=float(progress), counters={"rows": tick * 100}),
-                    owner=owner,
-                    token=token,
-                )
-                await store.renew_lease(task_id, owner=owner, token=token, ttl=LEASE_TTL_S)
-                await asyncio.sleep(beat_every / len(ids))
+                await beat_once(store, task_id, lease, tick, index)
+                await asyncio.sleep(beat_every / len(leases))
 
 
 if __name__ == "__main__":
