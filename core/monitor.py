@@ -273,7 +273,7 @@ class _Judge:
             and seen.heartbeat is heartbeat
             and seen.pending_kill is pending_kill
             and seen.limits is limits
-            and not (task.state is TaskState.QUEUED and task.upstream)
+            and not _waits(task)
         )
         if unchanged and self.quiet and seen is not None and seen.agent is None:
             process = None if seen.remote else samples.get(task_id)
@@ -342,6 +342,11 @@ class _Judge:
 def _waits(task: Task) -> bool:
     """True for a queued task with upstream: its verdict depends on other tasks' healths."""
     return task.state is TaskState.QUEUED and bool(task.upstream)
+
+
+def _probed_here(task: Task, host: str) -> bool:
+    """True for a task whose process this host's probe reads itself."""
+    return task.pid is not None and task.host == host
 
 
 def build_snapshot(
@@ -432,7 +437,9 @@ class _Kept:
         """A heap of (stable_until, task id) of every view whose verdict can change with time
         alone, and of some replaced since (judging those again only costs the time)."""
         self.local = {
-            record.task.task_id: record.task for record in records if self._is_local(record.task)
+            record.task.task_id: record.task
+            for record in records
+            if _probed_here(record.task, self.host)
         }
         """The tasks whose process this host probes itself."""
 
@@ -445,14 +452,11 @@ class _Kept:
             and config is self.config
         )
 
-    def _is_local(self, task: Task) -> bool:
-        return task.pid is not None and task.host == self.host
-
     def local_tasks(self, changes: PollChanges) -> list[Task]:
         """The tasks to probe after ``changes``."""
         local = self.local
         for task_id, record in changes.changed.items():
-            if self._is_local(record.task):
+            if _probed_here(record.task, self.host):
                 local[task_id] = record.task
             else:
                 local.pop(task_id, None)
@@ -579,7 +583,7 @@ class Monitor:
             samples: Mapping[str, ProcessSample] = {}
             if self.probe is not None:
                 local = (
-                    [r.task for r in records if r.task.pid is not None and r.task.host == self.host]
+                    [r.task for r in records if _probed_here(r.task, self.host)]
                     if kept is None or changes is None
                     else kept.local_tasks(changes)
                 )

@@ -284,8 +284,9 @@ Cells = tuple[Text, ...]
 
 
 def same_cell(before: Text, after: Text) -> bool:
-    """True when two cells read and look the same. Rich's Text equality compares the words and
-    the spans, not the text's own style: a progress bar that turns red keeps its words."""
+    """True when two texts (cells, header lines) read and look the same. Rich's Text equality
+    compares the words and the spans, not the text's own style: a progress bar that turns red
+    keeps its words."""
     return before is after or (
         before.plain == after.plain
         and before.style == after.style

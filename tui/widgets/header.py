@@ -14,6 +14,7 @@ from textual.widget import Widget
 
 from core.model import Health
 from core.monitor import Snapshot
+from tui.cells import same_cell
 from tui.healths import ACTIVE_HEALTHS, health_count
 
 
@@ -78,7 +79,7 @@ class StatusHeader(Widget):
 
     def _watch_any(self) -> None:
         text = self._build()
-        if text.plain == self._text.plain and text.spans == self._text.spans:
+        if same_cell(text, self._text):
             return
         old_lines, new_lines = self._text.split("\n"), text.split("\n")
         self._text, self._lines = text, list(new_lines)
@@ -91,7 +92,7 @@ class StatusHeader(Widget):
         # Most polls change only the clock: repaint the cells that changed, not the header.
         width = self.size.width
         for y, (before, after) in enumerate(zip(old_lines, new_lines, strict=True)):
-            if before.plain == after.plain and before.spans == after.spans:
+            if same_cell(before, after):
                 continue
             changed = changed_cells(before, after)
             if changed is None:

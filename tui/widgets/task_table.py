@@ -47,6 +47,11 @@ CELLS_KEPT = 4096
 _task_id = attrgetter("task_id")
 
 
+def _changed_columns(before: Cells, after: Cells) -> list[int]:
+    """The columns whose cells read or look different, in order."""
+    return [column for column, same in enumerate(map(same_cell, before, after)) if not same]
+
+
 class TaskTable(DataTable[object]):
     """A DataTable updated only by ``show``: add, remove, update changed cells, re-order."""
 
@@ -88,8 +93,8 @@ class TaskTable(DataTable[object]):
         self._moved: dict[int, Cells | None] = {}
         """Places in view whose task changed since they were drawn, with the cells drawn there
         (None: not known), until ``_repaint_moved`` repaints what differs."""
-        self._row_spans: dict[int, tuple[int, int]] | None = None
-        """While a row's cells are written: the first and last column changed, by row index."""
+        self._writing_rows = False
+        """True while ``_refresh_rows`` writes cells: it repaints them, not ``update_cell``."""
         self._column_spans: tuple[object, list[tuple[int, int]]] | None = None
         """Each column's x and width, with the columns they were worked out for."""
         self._line_style: Style | None = None
@@ -258,14 +263,13 @@ class TaskTable(DataTable[object]):
 
     def visible_task_ids(self) -> list[str]:
         # A row that scrolls into view is compared then (watch_scroll_y), before it is drawn.
-        top = int(self.scroll_y)
-        bottom = top + self.size.height
+        top, bottom = self._visible_rows()
         return self._order[top:bottom]
 
     def bring_visible_up_to_date(self) -> None:
         """Compare and update the rows in the viewport."""
-        top = int(self.scroll_y)
-        self._refresh_rows(range(top, min(top + self.size.height, len(self._order))))
+        top, bottom = self._visible_rows()
+        self._refresh_rows(range(top, min(bottom, len(self._order))))
         self._repaint_moved()
 
     def _repaint_moved(self) -> None:
@@ -273,27 +277,16 @@ class TaskTable(DataTable[object]):
         differently from the row that was there: most rows that move in and out of view in a
         fleet at rest read alike ("● healthy", "in 4m"), and a terminal needs only the rest."""
         moved, self._moved = self._moved, {}
-        window, scroll = self.window_region, -self.scroll_offset
         repaint: list[Region] = []
         for index, was in moved.items():
             if index >= len(self._order):
                 continue  # the rows shrank: the layout repaints it
             cells = self._shown[self._order[index]]
             if was is None or len(was) != len(cells):
-                span = self._row_region(index)  # what was there is not known: all of it
-            else:
-                changed = [i for i, same in enumerate(map(same_cell, was, cells)) if not same]
-                if not changed:
-                    continue
-                start, stop = (
-                    self._cell_region(index, changed[0]),
-                    self._cell_region(index, changed[-1]),
-                )
-                span = Region(start.x, start.y, stop.right - start.x, 1)
-            if window.overlaps(span):
-                repaint.append(span.translate(scroll))
-        if repaint:
-            self.refresh(*repaint)
+                repaint.append(self._row_region(index))  # what was there is not known
+            elif changed := _changed_columns(was, cells):
+                repaint.append(self._cells_region(index, changed))
+        self._repaint(repaint)
 
     def bring_all_up_to_date(self) -> None:
         """Compare and update every row (tests, and before anything reads every row)."""
@@ -374,7 +367,6 @@ class TaskTable(DataTable[object]):
     def _refresh_rows(self, indices: range) -> None:
         keys = [ColumnKey(column.key) for column in self._columns]
         top, bottom = self._visible_rows()
-        window, scroll = self.window_region, -self.scroll_offset
         repaint: list[Region] = []
         for index in indices:
             task_id, view = self._order[index], self._views[index]
@@ -390,28 +382,35 @@ class TaskTable(DataTable[object]):
             cells = row_cells(view, self._now, self._columns, self._notes)
             until = row_changes(view, self._now, self._columns)
             self._compared[task_id] = (view, note, self._now, until)
-            old = self._shown[task_id]
-            if all(map(same_cell, old, cells)):
+            changed = _changed_columns(self._shown[task_id], cells)
+            if not changed:
                 continue
             row_key = self._row_keys[task_id]
-            # One repaint per row, over the span of its changed cells, not one per cell; rows
-            # out of view are written, not repainted.
-            self._row_spans = {} if top <= index < bottom else None
+            self._writing_rows = True
             try:
-                for key, before, after in zip(keys, old, cells, strict=True):
-                    if not same_cell(before, after):
-                        self.update_cell(row_key, key, after)
-                        self.cells_touched += 1
+                for column in changed:
+                    self.update_cell(row_key, keys[column], cells[column])
             finally:
-                spans, self._row_spans = self._row_spans, None
+                self._writing_rows = False
+            self.cells_touched += len(changed)
             self._shown[task_id] = cells
-            for row, (first, last) in (spans or {}).items():
-                start, stop = self._cell_region(row, first), self._cell_region(row, last)
-                span = Region(start.x, start.y, stop.right - start.x, 1)
-                if window.overlaps(span):
-                    repaint.append(span.translate(scroll))
-        if repaint:
-            self.refresh(*repaint)  # one call: each clears the widget's caches and wakes it
+            if top <= index < bottom:  # rows out of view are written, not repainted
+                repaint.append(self._cells_region(index, changed))
+        self._repaint(repaint)
+
+    def _cells_region(self, index: int, columns: Sequence[int]) -> Region:
+        """The span of a row from the first to the last of ``columns`` (one repaint per row,
+        not one per cell)."""
+        start, stop = self._cell_region(index, columns[0]), self._cell_region(index, columns[-1])
+        return Region(start.x, start.y, stop.right - start.x, 1)
+
+    def _repaint(self, regions: Sequence[Region]) -> None:
+        """Repaint these regions of the table (in rows and columns) that are in view, with one
+        refresh call: each clears the widget's caches and wakes it."""
+        window, scroll = self.window_region, -self.scroll_offset
+        in_view = [region.translate(scroll) for region in regions if window.overlaps(region)]
+        if in_view:
+            self.refresh(*in_view)
 
     def update_cell(
         self,
@@ -434,12 +433,8 @@ class TaskTable(DataTable[object]):
             return
         self._data[row_key][column_key] = value
         self._update_count += 1
-        spans = self._row_spans
-        if spans is not None:
-            # Within _refresh_rows, for a row in view: it repaints the span once.
-            first, last = spans.get(index, (column_index, column_index))
-            spans[index] = (min(first, column_index), max(last, column_index))
-            return
+        if self._writing_rows:
+            return  # _refresh_rows repaints each row's changed cells as one span
         top, bottom = self._visible_rows()
         if top <= index < bottom:
             self._refresh_region(self._cell_region(index, column_index))
