@@ -24,10 +24,11 @@ from rich.text import Text
 from textual._compositor import ChopsUpdate
 from textual.app import App
 from textual.strip import Strip
+from textual.visual import Visual, visualize
 
 from tests.tui.helpers import make_app, settle
 from tui import render
-from tui.widgets.header import StatusHeader, changed_cells, clock_text
+from tui.widgets.header import StatusHeader, changed_cells, clock_text, retyped
 from tui.widgets.task_table import TaskTable
 
 Span = tuple[int, int, int]
@@ -402,6 +403,59 @@ async def test_a_clock_tick_writes_the_digits_that_changed_at_their_own_place() 
             on_row = {cell for cell in screen.written if cell[0] == row}
             assert on_row == {(row, x0 + i) for i in range(digits[0], digits[-1] + 1)}
             assert all(screen.rows[row][x0 + i] == after[i] for i in digits)
+
+
+def _strip(line: Text) -> Strip:
+    return Strip(line.render(Console(width=200)), line.cell_len)
+
+
+def _header_line(clock: str, store: str = "/var/lib/zombietop/zombietop.db") -> Text:
+    return Text.assemble(
+        ("zombietop", "bold"), f"  {store}", ("  every 1s", "dim"), f"  {clock}", ("  x", "bold")
+    )
+
+
+@pytest.mark.parametrize("store", ["/var/lib/zombietop/zombietop.db", "/var/lib/…/中.db"])
+def test_retyping_the_clock_draws_what_a_fresh_rendering_draws(store: str) -> None:
+    """A tick retypes the changed digits in the segments drawn before, wherever they fall
+    (in one segment or across two) and behind characters of any width."""
+    start = 86400 - 65  # 23:58:55, on to past midnight
+    for before, after in ((start + i, start + i + 1) for i in range(0, 80, 3)):
+        drawn, line = (
+            _header_line(clock_text(before), store),
+            _header_line(clock_text(after), store),
+        )
+        assert changed_cells(drawn, line) is not None
+        assert retyped(_strip(drawn), line, drawn) == _strip(line)
+    # The seconds' last digit, split from the rest of the clock by a style boundary.
+    drawn = Text.assemble("at 12:00:0", ("1", "bold"), " UTC")
+    line = Text.assemble("at 12:00:0", ("2", "bold"), " UTC")
+    assert retyped(_strip(drawn), line, drawn) == _strip(line)
+
+
+def test_a_changed_character_of_another_width_is_not_retyped() -> None:
+    drawn, line = Text("clock 1"), Text("clock é")
+    assert retyped(_strip(drawn), line, drawn) is None
+
+
+async def test_the_header_draws_a_ticking_clock_as_a_fresh_layout_would() -> None:
+    """Second after second, across a minute and an hour, the header's first line is what
+    Textual's own layout draws for it (the header retypes the clock's digits instead)."""
+    app = make_app(read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        header = app.main.query_one(StatusHeader)
+        header.store = "/var/lib/zombietop/" + "deep/" * 20 + "zombietop.db"  # shortened: …
+        start = int(header.now) // 3600 * 3600 + 3600 - 62  # HH:58:58
+        for tick in range(70):
+            header.now = start + tick
+            await pilot.pause()
+            line = header.render().split("\n")[0]
+            fresh = Visual.to_strips(
+                header, visualize(header, line), header.size.width, 1, header.visual_style
+            )[0]
+            assert "…" in line.plain
+            assert header.render_line(0) == fresh
 
 
 @pytest.mark.parametrize(
