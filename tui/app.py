@@ -27,7 +27,7 @@ from tui.screens.detail import DetailScreen
 from tui.screens.help import HelpScreen
 from tui.screens.wall import WallScreen
 from tui.source import SnapshotSource
-from tui.view import SortMode, ordered
+from tui.view import SortMode, in_snapshot_order, ordered
 from tui.widgets.events_pane import EventsPane
 
 NOTE_SECONDS = 60.0
@@ -116,8 +116,11 @@ class ZombietopApp(App[None]):
         if self.executor is not None and not self.read_only:
             outcomes = list(await self.executor.complete_pending_kills())
         key = self._order_key()
-        views: tuple[TaskView, ...] = ()
-        if not self.wall:
+        views: tuple[TaskView, ...] = ()  # the wall shows counts and offenders, no table
+        if not self.wall and in_snapshot_order(self.sort_mode, self.filter_text):
+            views = snapshot.tasks
+        elif not self.wall:
+            # Filtering and sorting thousands of views is CPU work: off the UI's loop.
             views = await asyncio.to_thread(self.ordered_views, snapshot)
         events = await self.source.events(limit=50) if self.events_open else None
         self.post_message(

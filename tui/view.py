@@ -34,13 +34,18 @@ def matches(view: TaskView, text: str) -> bool:
     )
 
 
+def in_snapshot_order(sort: SortMode, filter_text: str) -> bool:
+    """True when ``ordered`` is the snapshot's own tuple: nothing to filter or sort."""
+    return not filter_text and sort is SortMode.URGENCY
+
+
 def ordered(snapshot: Snapshot, sort: SortMode, filter_text: str) -> tuple[TaskView, ...]:
     """The snapshot's tasks that match the filter, in ``sort`` order (stable: ties by urgency).
 
     Unfiltered in urgency order, that is the snapshot's own tuple: the table tells its views
     apart from the ones it shows by identity, and a copy would cost a pass over every view.
     """
-    if not filter_text and sort is SortMode.URGENCY:
+    if in_snapshot_order(sort, filter_text):
         return snapshot.tasks
     if filter_text:
         views = [view for view in snapshot.tasks if matches(view, filter_text)]
