@@ -28,8 +28,9 @@ from textual.visual import Visual, visualize
 
 from tests.tui.helpers import make_app, settle
 from tui import render
-from tui.widgets.header import StatusHeader, changed_cells, clock_text, retyped
+from tui.widgets.header import StatusHeader, clock_text
 from tui.widgets.task_table import TaskTable
+from tui.widgets.text_lines import changed_cells, retyped
 
 Span = tuple[int, int, int]
 Cell = tuple[int, int]

@@ -9,12 +9,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Resize
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input
 
 from core.actions import ActionKind
 from core.monitor import TaskView
 from tui.cells import columns_for_width
+from tui.compositor import LeanScreen
 from tui.keys import MUTATING_ACTIONS, bindings
 from tui.widgets.banner import Banner
 from tui.widgets.events_pane import EventsPane
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tui.app import ZombietopApp
 
 
-class DashboardScreen(Screen[None]):
+class DashboardScreen(LeanScreen):
     """Most urgent first; one key and ``y`` resume, discard or kill the task under the cursor."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -12,7 +12,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Sparkline, Static
 
 from core.actions import ActionKind
@@ -21,6 +20,7 @@ from core.durations import format_age, format_duration
 from core.model import Event, HistoryPoint
 from core.monitor import TaskView
 from tui.cells import bar
+from tui.compositor import LeanScreen
 from tui.healths import health_label
 from tui.keys import MUTATING_ACTIONS
 from tui.widgets.events_pane import event_line
@@ -142,7 +142,7 @@ def describe(view: TaskView, now: float) -> Table:
     return grid
 
 
-class DetailScreen(Screen[None]):
+class DetailScreen(LeanScreen):
     """One task in full; r/d/k act on it, Escape goes back."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -8,47 +8,22 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid
-from textual.screen import Screen
 from textual.widgets import Static
 
 from core.model import Health
-from core.monitor import Snapshot
-from tui.healths import ACTIVE_HEALTHS, ATTENTION_HEALTHS, GLYPHS, STYLES, health_count
+from tui.cells import same_cell
+from tui.compositor import LeanScreen
+from tui.healths import ACTIVE_HEALTHS, health_count
 from tui.widgets.banner import Banner
 from tui.widgets.header import StatusHeader
 from tui.widgets.health_card import HealthCard
+from tui.widgets.offenders import Offenders
 
 if TYPE_CHECKING:
     from tui.app import ZombietopApp
 
 
-def offenders_text(snapshot: Snapshot, width: int, height: int) -> Text:
-    """The most urgent tasks, as a page would say them, as many as fit in ``height`` lines."""
-    worst = [view for view in snapshot.tasks if view.health in ATTENTION_HEALTHS]
-    if not worst:
-        return Text(
-            "✓ nothing stuck: no dead, reclaimable, stalled, spinning, quarantined or "
-            "interrupted task",
-            style="green",
-        )
-    text = Text()
-    used = 0
-    now = snapshot.taken_at or 0.0
-    for index, view in enumerate(worst):
-        context = view.verdict_at(now).context
-        need = -(-(len(context) + 2) // max(width, 1))
-        if used + need > height - 1 and index:
-            text.append(f"\n… and {len(worst) - index} more", style="dim")
-            break
-        if index:
-            text.append("\n")
-        text.append(f"{GLYPHS[view.health]} ", style=STYLES[view.health])
-        text.append(context)
-        used += need
-    return text
-
-
-class WallScreen(Screen[None]):
+class WallScreen(LeanScreen):
     """No cursor, no actions, no palette: something to read across a room."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "app.quit", "Quit", show=False)]
@@ -65,11 +40,6 @@ class WallScreen(Screen[None]):
         height: 4;
         padding: 0 1;
     }
-    WallScreen #offenders {
-        height: 1fr;
-        padding: 0 1;
-        border-top: solid $primary;
-    }
     """
 
     @property
@@ -83,9 +53,7 @@ class WallScreen(Screen[None]):
             for health in ACTIVE_HEALTHS:
                 yield HealthCard(health)
             yield Static(id="finished")
-        offenders = Static(id="offenders")
-        offenders.border_title = "worst offenders"
-        yield offenders
+        yield Offenders()
 
     def on_mount(self) -> None:
         header = self.query_one(StatusHeader)
@@ -110,7 +78,7 @@ class WallScreen(Screen[None]):
             if index:
                 finished.append("\n")
             finished.append_text(health_count(health, snapshot.counts.get(health, 0)))
-        self.query_one("#finished", Static).update(finished)
-        offenders = self.query_one("#offenders", Static)
-        size = offenders.content_size
-        offenders.update(offenders_text(snapshot, size.width, max(size.height, 3)))
+        shown = self.query_one("#finished", Static)
+        if not isinstance(shown.content, Text) or not same_cell(shown.content, finished):
+            shown.update(finished, layout=False)  # its height is fixed: no layout pass
+        self.query_one(Offenders).show(snapshot)

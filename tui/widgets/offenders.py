@@ -1,0 +1,61 @@
+"""The wall's worst offenders: the most urgent tasks, each as a page would say it."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from core.monitor import Snapshot
+from tui.healths import ATTENTION_HEALTHS, GLYPHS, STYLES
+from tui.widgets.text_lines import TextLines
+
+ALL_CLEAR = (
+    "✓ nothing stuck: no dead, reclaimable, stalled, spinning, quarantined or interrupted task"
+)
+
+
+def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int) -> list[Text]:
+    """The most urgent tasks' one-line contexts wrapped to ``width``, as many as fit in
+    ``height`` lines; the last line then says how many more there are."""
+    width = max(width, 1)
+    worst = [view for view in snapshot.tasks if view.health in ATTENTION_HEALTHS]
+    if not worst:
+        return list(Text(ALL_CLEAR, style="green").wrap(console, width))
+    lines: list[Text] = []
+    now = snapshot.taken_at or 0.0
+    for index, view in enumerate(worst):
+        said = Text.assemble(
+            (f"{GLYPHS[view.health]} ", STYLES[view.health]), view.verdict_at(now).context
+        )
+        wrapped = said.wrap(console, width)
+        if index and len(lines) + len(wrapped) > height - 1:
+            lines.append(Text(f"… and {len(worst) - index} more", style="dim"))
+            break
+        lines.extend(wrapped)
+    return lines
+
+
+class Offenders(TextLines):
+    """The worst offenders; their ages tick every second, and only those cells are repainted."""
+
+    DEFAULT_CSS = """
+    Offenders {
+        height: 1fr;
+        padding: 0 1;
+        border-top: solid $primary;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="offenders")
+        self.border_title = "worst offenders"
+        self._snapshot: Snapshot | None = None
+
+    def show(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+        size = self.size
+        self.show_lines(offender_lines(snapshot, self.app.console, size.width, max(size.height, 3)))
+
+    def on_resize(self) -> None:
+        if self._snapshot is not None:
+            self.show(self._snapshot)
