@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import takewhile
+
 from rich.console import Console
 from rich.text import Text
 
@@ -18,18 +20,20 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
     """The most urgent tasks' one-line contexts wrapped to ``width``, as many as fit in
     ``height`` lines; the last line then says how many more there are."""
     width = max(width, 1)
-    worst = [view for view in snapshot.tasks if view.health in ATTENTION_HEALTHS]
-    if not worst:
+    offending = sum(snapshot.counts.get(health, 0) for health in ATTENTION_HEALTHS)
+    if not offending:
         return list(Text(ALL_CLEAR, style="green").wrap(console, width))
     lines: list[Text] = []
     now = snapshot.taken_at or 0.0
+    # The snapshot is most urgent first, and these are the most urgent healths: its head.
+    worst = takewhile(lambda view: view.health in ATTENTION_HEALTHS, snapshot.tasks)
     for index, view in enumerate(worst):
         said = Text.assemble(
             (f"{GLYPHS[view.health]} ", STYLES[view.health]), view.verdict_at(now).context
         )
         wrapped = said.wrap(console, width)
         if index and len(lines) + len(wrapped) > height - 1:
-            lines.append(Text(f"… and {len(worst) - index} more", style="dim"))
+            lines.append(Text(f"… and {offending - index} more", style="dim"))
             break
         lines.extend(wrapped)
     return lines
