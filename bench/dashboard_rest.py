@@ -14,7 +14,8 @@ fleets (both by default, one after the other):
 - healthy: every task beats. The rows in view are the tasks that beat longest ago, and about a
   tenth of the fleet beats every second, so every visible row is replaced every second.
 
-Each round runs the dashboard (read-only), then bench/textual_clock.py (a bare Textual app
+Each round runs the dashboard (read-only), then the same in wall mode (``--wall``: counts and
+the worst offenders, whose ages tick), then bench/textual_clock.py (a bare Textual app
 redrawing one line a second: the floor Textual itself sets), then htop, each alone in a private
 tmux server. After a warm-up, `tmux pipe-pane` counts the bytes the program writes and psutil its process tree's CPU
 (user + system over wall time, 100% = one core). Prints each round and the medians; exits 0.
@@ -294,7 +295,7 @@ def measure_fleet(
     fleet_name: str, htop: str | None, args: argparse.Namespace
 ) -> dict[str, list[Sample]]:
     """Rounds of the dashboard and htop over one fresh fleet."""
-    samples: dict[str, list[Sample]] = {"zombietop": [], "textual": [], "htop": []}
+    samples: dict[str, list[Sample]] = {"zombietop": [], "wall": [], "textual": [], "htop": []}
     with tempfile.TemporaryDirectory(prefix="zt-bench-") as folder:
         tmp = Path(folder)
         db = tmp / "fleet.db"
@@ -304,6 +305,7 @@ def measure_fleet(
         tmux = Tmux(f"zt-bench-{os.getpid()}", conf, env)
         runs = {
             "zombietop": [sys.executable, *DASHBOARD, "--db", str(db)],
+            "wall": [sys.executable, *DASHBOARD, "--wall", "--db", str(db)],
             "textual": [sys.executable, str(REPO / "bench" / "textual_clock.py")],
         }
         if htop:
