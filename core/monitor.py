@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,9 @@ from core.model import (
 )
 from core.procs import this_host
 from core.store import Store
+
+_urgency = attrgetter("urgency")
+"""Where a view sorts among a snapshot's tasks (its ``TaskView.urgency``)."""
 
 
 class ProcessProbe(Protocol):
@@ -377,7 +381,7 @@ def build_snapshot(
             task, record.lease, record.heartbeat, record.pending_kill, previous.get(task.task_id)
         )
     judge.wait(views, [task_id for task_id, view in views.items() if _waits(view.task)])
-    ordered = tuple(sorted(views.values(), key=attrgetter("urgency")))
+    ordered = tuple(sorted(views.values(), key=_urgency))
     counts = _zero_counts()
     counts.update(Counter([view.verdict.health for view in ordered]))
     return Snapshot(
@@ -474,10 +478,12 @@ class _Kept:
         """The snapshot ``build_snapshot`` with ``previous`` would take at ``now``, judging only
         what may have changed (the fleet must be quiet)."""
         by_id, counts, judge = self.by_id, self.counts, _Judge(now, self.config, samples, fleet)
+        out: list[TaskView] = []  # views leaving their place in the order: dropped, or replaced
         for task_id in changes.dropped:
             gone = by_id.pop(task_id, None)
             if gone is not None:
                 counts[gone.health] -= 1
+                out.append(gone)
         again = set(changes.changed)
         again.update(self.waiting, self.sampled, samples)
         due = self.due
@@ -503,24 +509,31 @@ class _Kept:
                 self.waiting.discard(task_id)
         self.waiting.intersection_update(by_id)
         judge.wait(by_id, self.waiting)
+        moved: list[TaskView] = []
         for task_id, seen in before.items():
             view = by_id[task_id]
+            if view is seen:
+                continue
             if seen is not None:
                 counts[seen.health] -= 1
+                out.append(seen)
             counts[view.health] += 1
+            moved.append(view)
             stable_until = view.verdict.stable_until
             if stable_until != INF and (seen is None or seen.verdict is not view.verdict):
                 heappush(due, (stable_until, task_id))
         if len(due) > 2 * len(by_id) + _DUE_SLACK:
             # Verdicts replaced before they came due leave their entries behind: start afresh.
             self.due = _due(by_id)
-        # The views kept are in order already: sorting them with the judged ones appended is
-        # a merge of two runs, not a sort of every task.
-        touched = changes.dropped | before.keys()
-        if touched:
-            ordered = [view for view in self.ordered if view.task_id not in touched]
-            ordered += [by_id[task_id] for task_id in before]
-            ordered.sort(key=attrgetter("urgency"))
+        if out or moved:
+            # The views kept are in order already and the task id in ``urgency`` makes the
+            # order total, so a view's own urgency finds its place: each view judged anew goes
+            # where sorting every view would put it, at a few comparisons, not a pass over all.
+            ordered = list(self.ordered)
+            for view in out:
+                del ordered[bisect_left(ordered, view.urgency, key=_urgency)]
+            for view in moved:
+                insort(ordered, view, key=_urgency)
             self.ordered = tuple(ordered)
         self.sampled = set(samples)
         self.poll = changes.poll
