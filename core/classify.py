@@ -19,6 +19,7 @@ from core.model import (
     ProcessSample,
     Task,
     TaskState,
+    builder,
 )
 
 INF = float("inf")
@@ -104,6 +105,10 @@ class Verdict:
     def context(self) -> str:
         """The one line a page carries: enough to decide resume or discard in three seconds."""
         return self.describe()
+
+
+_verdict = builder(Verdict)
+"""``Verdict``'s constructor without a frozen one's detour: a verdict per changed task a poll."""
 
 
 def format_progress(progress: float | None) -> str:
@@ -202,7 +207,7 @@ def classify(
         flags,
         reasons,
     )
-    return Verdict(
+    return _verdict(
         health=health,
         reasons=tuple(reasons),
         flags=flags,

@@ -38,6 +38,7 @@ from core.model import (
     Task,
     TaskRecord,
     TaskState,
+    builder,
 )
 from core.procs import this_host
 from core.store import Store
@@ -123,6 +124,10 @@ class TaskView:
     @property
     def token(self) -> int | None:
         return None if self.lease is None else self.lease.token
+
+
+_view = builder(TaskView)
+"""``TaskView``'s constructor without a frozen one's detour: a view per changed task a poll."""
 
 
 def _zero_counts() -> dict[Health, int]:
@@ -306,7 +311,7 @@ class _Judge:
             kept = _with_process(seen, process, now)
             if kept is not None:
                 return kept
-        return TaskView(
+        return _view(
             task=task,
             lease=lease,
             heartbeat=heartbeat,
