@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,9 +42,6 @@ from core.model import (
 )
 from core.procs import this_host
 from core.store import Store
-
-_urgency = attrgetter("urgency")
-"""Where a view sorts among a snapshot's tasks (its ``TaskView.urgency``)."""
 
 
 class ProcessProbe(Protocol):
@@ -386,7 +383,7 @@ def build_snapshot(
             task, record.lease, record.heartbeat, record.pending_kill, previous.get(task.task_id)
         )
     judge.wait(views, [task_id for task_id, view in views.items() if _waits(view.task)])
-    ordered = tuple(sorted(views.values(), key=_urgency))
+    ordered = tuple(sorted(views.values(), key=attrgetter("urgency")))
     counts = _zero_counts()
     counts.update(Counter([view.verdict.health for view in ordered]))
     return Snapshot(
@@ -438,6 +435,8 @@ class _Kept:
         """The store poll (``PollChanges.poll``) these views come from."""
         self.host = host
         self.ordered = snapshot.tasks
+        self.urgencies = [view.urgency for view in self.ordered]
+        """The ``urgency`` of each view in ``ordered``, in order: where to find and put views."""
         self.by_id = snapshot.by_id()
         self.counts = dict(snapshot.counts)
         self.sampled = set(samples)
@@ -534,11 +533,14 @@ class _Kept:
             # The views kept are in order already and the task id in ``urgency`` makes the
             # order total, so a view's own urgency finds its place: each view judged anew goes
             # where sorting every view would put it, at a few comparisons, not a pass over all.
-            ordered = list(self.ordered)
+            ordered, urgencies = list(self.ordered), self.urgencies
             for view in out:
-                del ordered[bisect_left(ordered, view.urgency, key=_urgency)]
+                place = bisect_left(urgencies, view.urgency)
+                del ordered[place], urgencies[place]
             for view in moved:
-                insort(ordered, view, key=_urgency)
+                place = bisect_left(urgencies, view.urgency)
+                ordered.insert(place, view)
+                urgencies.insert(place, view.urgency)
             self.ordered = tuple(ordered)
         self.sampled = set(samples)
         self.poll = changes.poll
