@@ -114,8 +114,25 @@ def _heartbeat(values: tuple[Any, ...], old: tuple[Any, ...], kept: Heartbeat | 
     if kept is not None and old[_COUNTERS] == text:
         columns[_COUNTERS - _L] = kept.counters
     else:
-        columns[_COUNTERS - _L] = json.loads(text) if text else {}
+        columns[_COUNTERS - _L] = json_loads(text) if text else {}
     return _heartbeat_of(columns)
+
+
+_DECODER = json.JSONDecoder()
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads(text)``, at under half the cost for the compact JSON the store writes.
+
+    Most of ``json.loads`` strips whitespace before and after the value, where ``json.dumps``
+    puts none: decode from the first character, and leave any other text (whitespace around
+    it, extra data, not JSON at all) to ``json.loads``, to be read or refused as it would.
+    """
+    try:
+        value, end = _DECODER.raw_decode(text)
+    except (ValueError, TypeError):  # not JSON from its first character, or not a str
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 class PollCache:

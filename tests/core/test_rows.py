@@ -27,6 +27,7 @@ from core.rows import (
     KILL_COLUMNS,
     LEASE_COLUMNS,
     TASK_COLUMNS,
+    json_loads,
     record_from_values,
 )
 
@@ -173,6 +174,40 @@ def test_a_keyword_builder_refuses_what_it_does_not_mirror() -> None:
     for cls in (Given, NoSlots, Heartbeat):
         with pytest.raises(TypeError):
             builder(cls)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"rows": 1400}',
+        '{"rows": 8200000, "files": 3.5, "nested": {"a": [1, null, true]}}',
+        "{}",
+        '{"a":1,"a":2}',
+        " {}",
+        "{} ",
+        "\n{}\n",
+        "\ufeff{}",
+        '{"a": 1}x',
+        '{"a": 1',
+        "nope",
+        "",
+        "5",
+        '"text"',
+        "[1, 2]",
+        '{"a": NaN}',
+        b'{"a": 1}',
+    ],
+)
+def test_decoding_counters_reads_or_refuses_as_json_loads(text: str | bytes) -> None:
+    try:
+        expected: Any = json.loads(text)
+    except ValueError as exc:
+        with pytest.raises(type(exc)) as refused:
+            json_loads(text)
+        assert str(refused.value) == str(exc)
+    else:
+        decoded = json_loads(text)
+        assert decoded == expected and type(decoded) is type(expected)
 
 
 def row(rng: random.Random, task_id: str) -> tuple[Any, ...]:
