@@ -19,6 +19,7 @@ from core.model import (
     ProcessSample,
     Task,
     TaskState,
+    builder,
 )
 
 INF = float("inf")
@@ -106,6 +107,10 @@ class Verdict:
         return self.describe()
 
 
+_verdict = builder(Verdict)
+"""``Verdict``'s constructor without a frozen one's detour: a verdict per changed task a poll."""
+
+
 def format_progress(progress: float | None) -> str:
     if progress is None:
         return "?"
@@ -180,17 +185,10 @@ def classify(
             )
         )
 
-    reasons.sort(key=lambda r: _rank(r.health) if r.health is not None else len(Health))
+    if len(reasons) > 1:
+        reasons.sort(key=_reason_rank)
     used = _used(now, task, heartbeat)
-    flags: tuple[BudgetFlag, ...] = ()
-    if executing:
-        flags = tuple(
-            flag
-            for flag, used_s, limit_s in zip(
-                _OVERRUNS, used, (limits.request, limits.stage, limits.task), strict=True
-            )
-            if used_s is not None and used_s > limit_s  # as ``Budget.over``
-        )
+    flags = _overruns(used, limits) if executing else ()
     # Like the page line, the budgets are laid out only for the few verdicts anyone shows.
     budgets = partial(_budgets, used, limits)
     stable_until = _next_threshold(now, task, lease, heartbeat, limits) if executing else INF
@@ -209,7 +207,7 @@ def classify(
         flags,
         reasons,
     )
-    return Verdict(
+    return _verdict(
         health=health,
         reasons=tuple(reasons),
         flags=flags,
@@ -258,6 +256,10 @@ def _next_threshold(
 
 def _rank(health: Health | None) -> int:
     return len(Health) if health is None else health.rank
+
+
+def _reason_rank(reason: Reason) -> int:
+    return _rank(reason.health)
 
 
 def _executing_rules(
@@ -374,10 +376,9 @@ def _late(
 
 
 def _start_of(task: Task) -> float:
-    for moment in (task.started_at, task.claimed_at):
-        if moment is not None:
-            return moment
-    return task.created_at
+    if task.started_at is not None:
+        return task.started_at
+    return task.claimed_at if task.claimed_at is not None else task.created_at
 
 
 def _quarantine_reason(now: float, task: Task) -> Reason:
@@ -410,9 +411,6 @@ def _finished_reason(now: float, task: Task) -> Reason:
     return Reason(code=str(task.state), message=f"{task.state}{ago}{exit_code}{why}")
 
 
-_OVERRUNS = (BudgetFlag.REQUEST_OVERRUN, BudgetFlag.STAGE_OVERRUN, BudgetFlag.TASK_OVERRUN)
-
-
 def _used(
     now: float, task: Task, heartbeat: Heartbeat | None
 ) -> tuple[float | None, float | None, float | None]:
@@ -432,6 +430,21 @@ def _used(
     elif task.finished_at is not None and task.started_at is not None:
         task_used = task.finished_at - task.started_at
     return request_used, stage_used, task_used
+
+
+def _overruns(
+    used: tuple[float | None, float | None, float | None], limits: Limits
+) -> tuple[BudgetFlag, ...]:
+    """The flags of the budgets ``used`` runs over (as ``Budget.over``), request first."""
+    request_used, stage_used, task_used = used
+    flags: list[BudgetFlag] = []
+    if request_used is not None and request_used > limits.request:
+        flags.append(BudgetFlag.REQUEST_OVERRUN)
+    if stage_used is not None and stage_used > limits.stage:
+        flags.append(BudgetFlag.STAGE_OVERRUN)
+    if task_used is not None and task_used > limits.task:
+        flags.append(BudgetFlag.TASK_OVERRUN)
+    return tuple(flags)
 
 
 def _budgets(used: tuple[float | None, float | None, float | None], limits: Limits) -> Budgets:

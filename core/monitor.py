@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,6 +38,7 @@ from core.model import (
     Task,
     TaskRecord,
     TaskState,
+    builder,
 )
 from core.procs import this_host
 from core.store import Store
@@ -119,6 +121,10 @@ class TaskView:
     @property
     def token(self) -> int | None:
         return None if self.lease is None else self.lease.token
+
+
+_view = builder(TaskView)
+"""``TaskView``'s constructor without a frozen one's detour: a view per changed task a poll."""
 
 
 def _zero_counts() -> dict[Health, int]:
@@ -302,7 +308,7 @@ class _Judge:
             kept = _with_process(seen, process, now)
             if kept is not None:
                 return kept
-        return TaskView(
+        return _view(
             task=task,
             lease=lease,
             heartbeat=heartbeat,
@@ -429,6 +435,8 @@ class _Kept:
         """The store poll (``PollChanges.poll``) these views come from."""
         self.host = host
         self.ordered = snapshot.tasks
+        self.urgencies = [view.urgency for view in self.ordered]
+        """The ``urgency`` of each view in ``ordered``, in order: where to find and put views."""
         self.by_id = snapshot.by_id()
         self.counts = dict(snapshot.counts)
         self.sampled = set(samples)
@@ -474,10 +482,12 @@ class _Kept:
         """The snapshot ``build_snapshot`` with ``previous`` would take at ``now``, judging only
         what may have changed (the fleet must be quiet)."""
         by_id, counts, judge = self.by_id, self.counts, _Judge(now, self.config, samples, fleet)
+        out: list[TaskView] = []  # views leaving their place in the order: dropped, or replaced
         for task_id in changes.dropped:
             gone = by_id.pop(task_id, None)
             if gone is not None:
                 counts[gone.health] -= 1
+                out.append(gone)
         again = set(changes.changed)
         again.update(self.waiting, self.sampled, samples)
         due = self.due
@@ -503,24 +513,34 @@ class _Kept:
                 self.waiting.discard(task_id)
         self.waiting.intersection_update(by_id)
         judge.wait(by_id, self.waiting)
+        moved: list[TaskView] = []
         for task_id, seen in before.items():
             view = by_id[task_id]
+            if view is seen:
+                continue
             if seen is not None:
                 counts[seen.health] -= 1
+                out.append(seen)
             counts[view.health] += 1
+            moved.append(view)
             stable_until = view.verdict.stable_until
             if stable_until != INF and (seen is None or seen.verdict is not view.verdict):
                 heappush(due, (stable_until, task_id))
         if len(due) > 2 * len(by_id) + _DUE_SLACK:
             # Verdicts replaced before they came due leave their entries behind: start afresh.
             self.due = _due(by_id)
-        # The views kept are in order already: sorting them with the judged ones appended is
-        # a merge of two runs, not a sort of every task.
-        touched = changes.dropped | before.keys()
-        if touched:
-            ordered = [view for view in self.ordered if view.task_id not in touched]
-            ordered += [by_id[task_id] for task_id in before]
-            ordered.sort(key=attrgetter("urgency"))
+        if out or moved:
+            # The views kept are in order already and the task id in ``urgency`` makes the
+            # order total, so a view's own urgency finds its place: each view judged anew goes
+            # where sorting every view would put it, at a few comparisons, not a pass over all.
+            ordered, urgencies = list(self.ordered), self.urgencies
+            for view in out:
+                place = bisect_left(urgencies, view.urgency)
+                del ordered[place], urgencies[place]
+            for view in moved:
+                place = bisect_left(urgencies, view.urgency)
+                ordered.insert(place, view)
+                urgencies.insert(place, view.urgency)
             self.ordered = tuple(ordered)
         self.sampled = set(samples)
         self.poll = changes.poll

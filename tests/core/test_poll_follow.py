@@ -17,10 +17,12 @@ from core.heartbeat_line import parse_line
 from core.model import TaskRecord, TaskState
 from core.rows import TASK_COLUMNS, PollCache
 from core.sqlite_store import APPLICATION_ID, MIGRATIONS, SQLiteStore, _statements
-from tests.core.test_rows import row
+from tests.core.test_rows import by_constructors, row
 from tests.stores import open_kill_for_test
 
 WINDOW = 600.0
+OWN = len(TASK_COLUMNS)
+"""A poll row's first columns, the task's own; then its lease's, beat's and kill's."""
 
 
 async def full_read(path: Path, since: float) -> dict[str, TaskRecord]:
@@ -187,6 +189,49 @@ async def test_a_beat_is_read_without_the_task_s_own_columns(
         assert fourth == await full_read(db, clock.now() - WINDOW)
         changes = store.poll_changes()
         assert changes is not None and changes.after is not None  # followed, not read afresh
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_task_s_parts_read_alone_give_what_its_whole_row_gives(seed: int) -> None:
+    """A beat, renewal or kill read as a parts row (the task's own columns held) must give the
+    record, the objects kept and the changes that reading the whole row again gives."""
+    rng = random.Random(seed)
+    task_ids = ["a", "b", "c"]
+    held = {task_id: row(rng, task_id) for task_id in task_ids}
+    whole, parts = PollCache(), PollCache()
+    for cache in (whole, parts):
+        cache.reload(list(held.values()), (1, 0), 0.0)
+    before = {task_id: (whole._records[task_id], parts._records[task_id]) for task_id in task_ids}
+    for step in range(300):
+        task_ids_read = rng.sample(task_ids, rng.randrange(1, 4))
+        read: list[tuple[Any, ...]] = []
+        for task_id in task_ids_read:
+            new = row(rng, task_id)
+            # Mostly a change of its parts alone; now and then of the task's own columns too.
+            held[task_id] = new if rng.random() < 0.2 else held[task_id][:OWN] + new[OWN:]
+            read.append(held[task_id])
+        own = [values for values in read if values[:OWN] != whole._values[values[0]][:OWN]]
+        of_parts = [(values[0], *values[OWN:]) for values in read if values not in own]
+        assert whole.follow(read, [], (step + 2, 0), 0.0) is not None
+        assert parts.follow(own, of_parts, (step + 2, 0), 0.0) is not None
+        assert whole.last is not None and parts.last is not None
+        assert parts.last.changed == whole.last.changed, f"seed {seed} step {step}"
+        for task_id in task_ids:
+            record, by_parts = whole._records[task_id], parts._records[task_id]
+            assert by_parts == record == by_constructors(held[task_id])
+            old_record, old_by_parts = before[task_id]
+            for part in ("task", "lease", "heartbeat", "pending_kill"):
+                kept = getattr(record, part) is getattr(old_record, part)
+                assert (getattr(by_parts, part) is getattr(old_by_parts, part)) == kept, part
+            if record.heartbeat is not None and by_parts.heartbeat is not None:
+                counters = old_record.heartbeat is not None and (
+                    record.heartbeat.counters is old_record.heartbeat.counters
+                )
+                assert (
+                    old_by_parts.heartbeat is not None
+                    and by_parts.heartbeat.counters is old_by_parts.heartbeat.counters
+                ) == counters
+            before[task_id] = (record, by_parts)
 
 
 def test_parts_of_a_task_not_held_send_the_poll_back_to_a_full_read() -> None:

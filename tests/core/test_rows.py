@@ -5,17 +5,29 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, fields
+from dataclasses import FrozenInstanceError, InitVar, dataclass, field, fields
 from typing import Any
 
 import pytest
 
-from core.model import Heartbeat, Lease, PendingKill, Task, TaskRecord, from_values
+from core.classify import Verdict, classify
+from core.model import (
+    Health,
+    Heartbeat,
+    Lease,
+    PendingKill,
+    Task,
+    TaskRecord,
+    builder,
+    from_values,
+)
+from core.monitor import TaskView
 from core.rows import (
     HEARTBEAT_COLUMNS,
     KILL_COLUMNS,
     LEASE_COLUMNS,
     TASK_COLUMNS,
+    json_loads,
     record_from_values,
 )
 
@@ -64,6 +76,138 @@ def test_a_builder_refuses_what_it_cannot_build_like_the_constructor() -> None:
     for cls in (NoSlots, Checked):
         with pytest.raises(TypeError):
             from_values(cls, ["a"])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Kinds:
+    """A field of each kind ``builder`` mirrors."""
+
+    plain: str
+    defaulted: str = "default"
+    later: list[str] = field(default_factory=list, init=False)
+    fixed: int = field(default=7, init=False)
+    derived: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "derived", self.plain + self.defaulted)
+
+
+def keywords() -> list[tuple[type[Any], dict[str, Any]]]:
+    """A class and its constructor's keywords, with and without the defaulted ones."""
+    from core.config import default_limits
+    from tests.core.test_classify import NOW, beat, lease, proc, task
+
+    limits = default_limits()
+    verdict = classify(NOW, task(), lease(), beat(), proc(), limits)
+    view = {
+        "task": task(),
+        "lease": lease(),
+        "heartbeat": beat(),
+        "process": proc(),
+        "limits": limits,
+        "verdict": verdict,
+    }
+    return [
+        (Kinds, {"plain": "p"}),
+        (Kinds, {"plain": "p", "defaulted": "d"}),
+        (Verdict, {f.name: getattr(verdict, f.name) for f in fields(Verdict)}),
+        (TaskView, view),
+        (
+            TaskView,
+            {
+                **view,
+                "pending_kill": PendingKill(
+                    task_id="t",
+                    pid=1,
+                    pid_start_time=None,
+                    host="h",
+                    requested_by="r",
+                    term_sent_at=1.0,
+                    deadline=2.0,
+                ),
+                "remote": True,
+                "agent_note": "no agent on h",
+                "waiting_on": (("up", Health.QUEUED),),
+            },
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("cls", "given"), keywords())
+def test_a_keyword_builder_builds_what_the_constructor_builds(
+    cls: type[Any], given: dict[str, Any]
+) -> None:
+    build = builder(cls)
+    built, constructed = build(**given), cls(**given)
+    assert type(built) is cls
+    assert built == constructed and repr(built) == repr(constructed)
+    every = [f.name for f in fields(cls)]
+    assert [getattr(built, name) for name in every] == [
+        getattr(constructed, name) for name in every
+    ]
+    first = every[0]
+    with pytest.raises(FrozenInstanceError):
+        setattr(built, first, "other")
+    for wrong in ({**given, "extra": 1}, {k: v for k, v in given.items() if k != first}):
+        with pytest.raises(TypeError):
+            build(**wrong)
+    with pytest.raises(TypeError):
+        build(*given.values())
+
+
+def test_a_keyword_builder_gives_each_object_its_own_default_from_a_factory() -> None:
+    build = builder(Kinds)
+    assert build(plain="a").later is not build(plain="a").later
+
+
+def test_a_keyword_builder_refuses_what_it_does_not_mirror() -> None:
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class Given:
+        a: int
+        b: InitVar[int]
+
+    @dataclass(frozen=True, kw_only=True)
+    class NoSlots:
+        a: int
+
+    # Heartbeat's counters take a default factory from callers.
+    for cls in (Given, NoSlots, Heartbeat):
+        with pytest.raises(TypeError):
+            builder(cls)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"rows": 1400}',
+        '{"rows": 8200000, "files": 3.5, "nested": {"a": [1, null, true]}}',
+        "{}",
+        '{"a":1,"a":2}',
+        " {}",
+        "{} ",
+        "\n{}\n",
+        "\ufeff{}",
+        '{"a": 1}x',
+        '{"a": 1',
+        "nope",
+        "",
+        "5",
+        '"text"',
+        "[1, 2]",
+        '{"a": NaN}',
+        b'{"a": 1}',
+    ],
+)
+def test_decoding_counters_reads_or_refuses_as_json_loads(text: str | bytes) -> None:
+    try:
+        expected: Any = json.loads(text)
+    except ValueError as exc:
+        with pytest.raises(type(exc)) as refused:
+            json_loads(text)
+        assert str(refused.value) == str(exc)
+    else:
+        decoded = json_loads(text)
+        assert decoded == expected and type(decoded) is type(expected)
 
 
 def row(rng: random.Random, task_id: str) -> tuple[Any, ...]:
