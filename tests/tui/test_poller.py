@@ -60,3 +60,18 @@ async def test_the_first_snapshot_on_screen_is_announced_once() -> None:
         app.poll()
         await settle(pilot)
     assert calls == [source.snapshots[0].taken_at]
+
+
+def test_settling_the_collector_freezes_the_heap_and_spaces_young_collections() -> None:
+    import gc
+
+    from tui.dashboard import YOUNG_COLLECTION, settle_collector
+
+    threshold = gc.get_threshold()
+    try:
+        settle_collector()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (YOUNG_COLLECTION, *threshold[1:])
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
