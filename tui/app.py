@@ -10,6 +10,7 @@ from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
+from textual.driver import Driver
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
@@ -84,6 +85,14 @@ class ZombietopApp(App[None]):
         self.notes: dict[str, tuple[str, float]] = {}
         """Task id -> (outcome word, until when): the last action's outcome, shown in its row."""
         self.main: DashboardScreen | WallScreen = WallScreen() if wall else DashboardScreen()
+
+    def get_driver_class(self) -> type[Driver]:
+        driver = super().get_driver_class()
+        if driver.__module__ == "textual.drivers.linux_driver":  # not TEXTUAL_DRIVER's choice
+            from tui.driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver
 
     def get_default_screen(self) -> Screen[None]:
         return self.main
