@@ -26,13 +26,22 @@ def changed_cells(before: Text, after: Text) -> tuple[int, int] | None:
     old, new = before.plain, after.plain
     if before.spans != after.spans or len(old) != len(new) or cell_len(old) != cell_len(new):
         return None
+    changed = _differing(old, new)
+    if changed is None:
+        return None
+    first, last = changed
+    return cell_len(new[:first]), cell_len(new[:last])
+
+
+def _differing(old: str, new: str) -> tuple[int, int] | None:
+    """The characters ``[first, last)`` where two strings of one length differ; None if none."""
     first = next((i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b), None)
     if first is None:
         return None
     last = len(new) - next(
         i for i, (a, b) in enumerate(zip(reversed(old), reversed(new), strict=True)) if a != b
     )
-    return cell_len(new[:first]), cell_len(new[:last])
+    return first, last
 
 
 def retyped(strip: Strip, line: Text, drawn: Text) -> Strip | None:
@@ -42,10 +51,10 @@ def retyped(strip: Strip, line: Text, drawn: Text) -> Strip | None:
     where a changed character is not one cell wide (the line is then rendered afresh).
     """
     new, old = line.plain, drawn.plain
-    first = next(i for i, (a, b) in enumerate(zip(new, old, strict=True)) if a != b)
-    last = len(new) - next(
-        i for i, (a, b) in enumerate(zip(reversed(new), reversed(old), strict=True)) if a != b
-    )
+    changed = _differing(old, new)
+    if changed is None:
+        return strip
+    first, last = changed
     if not new[first:last].isascii() or not old[first:last].isascii():
         return None
     start = cell_len(new[:first])
