@@ -126,11 +126,13 @@ class ZombietopApp(App[None]):
             outcomes = list(await self.executor.complete_pending_kills())
         key = self._order_key()
         views: tuple[TaskView, ...] = ()  # the wall shows counts and offenders, no table
-        if not self.wall and in_snapshot_order(self.sort_mode, self.filter_text):
-            views = snapshot.tasks
-        elif not self.wall:
+        if not self.wall:
             # Filtering and sorting thousands of views is CPU work: off the UI's loop.
-            views = await asyncio.to_thread(self.ordered_views, snapshot)
+            views = (
+                snapshot.tasks
+                if in_snapshot_order(self.sort_mode, self.filter_text)
+                else await asyncio.to_thread(self.ordered_views, snapshot)
+            )
         events = await self.source.events(limit=50) if self.events_open else None
         self.post_message(
             SnapshotReady(

@@ -8,16 +8,15 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid
-from textual.widgets import Static
 
 from core.model import Health
-from tui.cells import same_cell
 from tui.compositor import LeanScreen
 from tui.healths import ACTIVE_HEALTHS, health_count
 from tui.widgets.banner import Banner
 from tui.widgets.header import StatusHeader
 from tui.widgets.health_card import HealthCard
 from tui.widgets.offenders import Offenders
+from tui.widgets.text_lines import TextLines
 
 if TYPE_CHECKING:
     from tui.app import ZombietopApp
@@ -52,7 +51,7 @@ class WallScreen(LeanScreen):
         with Grid(id="cards"):
             for health in ACTIVE_HEALTHS:
                 yield HealthCard(health)
-            yield Static(id="finished")
+            yield TextLines(id="finished")
         yield Offenders()
 
     def on_mount(self) -> None:
@@ -73,12 +72,12 @@ class WallScreen(LeanScreen):
         banner.paused_at = self.zapp.paused_at
         for card in self.query(HealthCard):
             card.count = snapshot.counts.get(card.health, 0)
-        finished = Text()
-        for index, health in enumerate((Health.SUCCEEDED, Health.FAILED, Health.DISCARDED)):
-            if index:
-                finished.append("\n")
-            finished.append_text(health_count(health, snapshot.counts.get(health, 0)))
-        shown = self.query_one("#finished", Static)
-        if not isinstance(shown.content, Text) or not same_cell(shown.content, finished):
-            shown.update(finished, layout=False)  # its height is fixed: no layout pass
+        # Each count as a span of its line, as in the header (a line's own style would take
+        # the terminal's green and red, not the theme's).
+        self.query_one("#finished", TextLines).show_lines(
+            [
+                Text.assemble(health_count(health, snapshot.counts.get(health, 0)))
+                for health in (Health.SUCCEEDED, Health.FAILED, Health.DISCARDED)
+            ]
+        )
         self.query_one(Offenders).show(snapshot)

@@ -23,18 +23,26 @@ from tui.cells import same_cell
 def changed_cells(before: Text, after: Text) -> tuple[int, int] | None:
     """The cells ``[start, stop)`` where two renderings of a line differ, when only characters
     in place changed (same styles, same width: the ticking clock); None for anything else."""
-    old, new = before.plain, after.plain
-    if before.spans != after.spans or len(old) != len(new) or cell_len(old) != cell_len(new):
-        return None
-    changed = _differing(old, new)
+    changed = _changed_in_place(before, after)
     if changed is None:
         return None
     first, last = changed
+    new = after.plain
     return cell_len(new[:first]), cell_len(new[:last])
 
 
-def _differing(old: str, new: str) -> tuple[int, int] | None:
-    """The characters ``[first, last)`` where two strings of one length differ; None if none."""
+def _changed_in_place(before: Text, after: Text) -> tuple[int, int] | None:
+    """The characters ``[first, last)`` where ``after`` differs from ``before``, when only
+    characters in place changed: the same styles (the line's own and its spans), as many
+    characters, as many cells. None for anything else, and when nothing changed."""
+    old, new = before.plain, after.plain
+    if (
+        before.style != after.style
+        or before.spans != after.spans
+        or len(old) != len(new)
+        or cell_len(old) != cell_len(new)
+    ):
+        return None
     first = next((i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b), None)
     if first is None:
         return None
@@ -45,15 +53,16 @@ def _differing(old: str, new: str) -> tuple[int, int] | None:
 
 
 def retyped(strip: Strip, line: Text, drawn: Text) -> Strip | None:
-    """The strip ``drawn`` was rendered to, reading ``line`` instead, for lines that differ
-    only in characters changed in place (``changed_cells``): a clock's digits ticking. Those
-    characters are retyped in their segments instead of laying the line out again. None
-    where a changed character is not one cell wide (the line is then rendered afresh).
+    """The strip ``drawn`` was rendered to, reading ``line`` instead, when the two differ only
+    in characters changed in place (``changed_cells``): a clock's digits ticking. Those
+    characters are retyped in their segments instead of laying the line out again. None for
+    lines that differ otherwise, or where a changed character is not one cell wide (the line
+    is then rendered afresh).
     """
-    new, old = line.plain, drawn.plain
-    changed = _differing(old, new)
+    changed = _changed_in_place(drawn, line)
     if changed is None:
-        return strip
+        return None
+    new, old = line.plain, drawn.plain
     first, last = changed
     if not new[first:last].isascii() or not old[first:last].isascii():
         return None
@@ -128,8 +137,7 @@ class TextLines(Widget):
             drawn, _, _, strip = cached
             if same_cell(drawn, line):
                 return strip
-            in_place = changed_cells(drawn, line) is not None
-            strip = retyped(strip, line, drawn) if in_place else None
+            strip = retyped(strip, line, drawn)
         if strip is None:
             strip = Visual.to_strips(self, visualize(self, line), width, 1, style)[0]
         self._strips[y] = (line, width, style, strip)
