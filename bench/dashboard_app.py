@@ -13,11 +13,11 @@ import argparse
 import time
 from dataclasses import replace
 
-from core.clock import SystemClock
-from core.config import default_config
-from core.monitor import Snapshot, build_snapshot
-from tui.app import ZombietopApp
-from tui.sample import SampleSource, synthetic_records
+from zombietop.clock import SystemClock
+from zombietop.config import default_config
+from zombietop.monitor import Snapshot, build_snapshot
+from zombietop.tui.app import ZombietopApp
+from zombietop.tui.sample import SampleSource, synthetic_records
 
 
 class TickingSource(SampleSource):

@@ -51,8 +51,8 @@ SETTLE_S = {"mixed": 30.0 + 60.0 + 5.0, "healthy": BEAT_EVERY}
 """How long a fresh fleet runs before the first round: the mixed fleet's silent leases
 (fleet_store.py's SILENT_TTL_S, 30 s) expire, then read in minutes a minute later."""
 
-DASHBOARD = ["-m", "tui", "--read-only", "--refresh", "1"]
-"""After the interpreter: ``-m tui`` from the repo root with it on PYTHONPATH runs this checkout."""
+DASHBOARD = ["-m", "zombietop.tui", "--read-only", "--refresh", "1"]
+"""After the interpreter: this checkout, installed in the venv that runs the benchmark."""
 
 FLEETS = {"mixed": 10, "healthy": 0}
 """fleet_store.py's ``--silent``: one task in N never beats (0: every task beats)."""

@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.config import WatchSettings, default_config
-from core.heartbeat_line import parse_line
-from core.monitor import Monitor
-from core.notify import Page
-from core.store import open_store
-from core.watchdog import Watchdog
+from zombietop.config import WatchSettings, default_config
+from zombietop.heartbeat_line import parse_line
+from zombietop.monitor import Monitor
+from zombietop.notify import Page
+from zombietop.store import open_store
+from zombietop.watchdog import Watchdog
 
 
 class Stopwatch:

@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from core.sqlite_store import SQL  # noqa: E402
+from zombietop.sqlite_store import SQL  # noqa: E402
 
 CONFIG = """\
 [thresholds]
@@ -63,7 +63,7 @@ print(json.dumps({"count": count, "errors": errors}))
 
 SDK_WRITER = """
 import sys, time, json
-from core.sdk import Job
+from zombietop.sdk import Job
 db, cfg, task, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 count = errors = 0
 with Job(task, db=db, config=cfg, step_type="default") as job:
@@ -86,7 +86,7 @@ RUN_CHILD = (
 def fresh_store(tmp: Path, name: str, writers: int) -> Path:
     db = tmp / f"{name}-{writers}.db"
     code = (
-        "import asyncio, sys\nfrom core.store import open_store\n"
+        "import asyncio, sys\nfrom zombietop.store import open_store\n"
         "async def main():\n"
         f"    async with await open_store({str(db)!r}, create=True) as s:\n"
         f"        for i in range({writers}):\n"
@@ -164,7 +164,7 @@ def run_wrapper(tmp: Path, writers: int, seconds: float, config: Path) -> tuple[
             [
                 sys.executable,
                 "-m",
-                "tui",
+                "zombietop.tui",
                 "--db",
                 str(db),
                 "--config",

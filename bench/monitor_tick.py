@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.clock import FakeClock
-from core.config import default_config
-from core.monitor import Monitor
-from core.store import Store, open_store
 from scripts.fleet_store import beat_once, enlist, is_silent
+from zombietop.clock import FakeClock
+from zombietop.config import default_config
+from zombietop.monitor import Monitor
+from zombietop.store import Store, open_store
 
 NOW = 1_796_000_000.0
 SILENT = 10

@@ -26,11 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.clock import FakeClock
-from core.config import default_config
-from core.monitor import Monitor
-from core.sqlite_store import POLL_SQL
-from core.store import open_store
+from zombietop.clock import FakeClock
+from zombietop.config import default_config
+from zombietop.monitor import Monitor
+from zombietop.sqlite_store import POLL_SQL
+from zombietop.store import open_store
 
 NOW = 1_796_000_000.0
 

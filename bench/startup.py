@@ -29,9 +29,9 @@ Hello().run(headless=True)
 DASHBOARD = """
 import asyncio, sys
 from pathlib import Path
-from core.config import default_config
-from tui.app import ZombietopApp
-from tui.poller import ThreadedMonitor
+from zombietop.config import default_config
+from zombietop.tui.app import ZombietopApp
+from zombietop.tui.poller import ThreadedMonitor
 
 async def main():
     source = await ThreadedMonitor.open(Path(sys.argv[1]), default_config(), read_only=True)
@@ -53,8 +53,8 @@ asyncio.run(main())
 
 def make_store(path: Path, tasks: int) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from core.heartbeat_line import parse_line
-    from core.store import open_store
+    from zombietop.heartbeat_line import parse_line
+    from zombietop.store import open_store
 
     async def fill() -> None:
         async with await open_store(path, create=True) as store:
@@ -91,7 +91,7 @@ def main() -> int:
         make_store(db, args.tasks)
         rows = [
             ("python -c pass", [python, "-c", "pass"]),
-            ("zombietop status", [python, "-m", "tui", "--db", str(db), "status"]),
+            ("zombietop status", [python, "-m", "zombietop.tui", "--db", str(db), "status"]),
             ("textual hello, first frame", [python, "-c", HELLO]),
             ("dashboard, first frame", [python, "-c", DASHBOARD, str(db)]),
         ]

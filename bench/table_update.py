@@ -23,10 +23,10 @@ from dataclasses import replace
 
 from textual.app import App, ComposeResult
 
-from core.monitor import build_snapshot
-from tui.cells import COLUMNS
-from tui.sample import NOW, sample_config, synthetic_records
-from tui.widgets.task_table import TaskTable
+from zombietop.monitor import build_snapshot
+from zombietop.tui.cells import COLUMNS
+from zombietop.tui.sample import NOW, sample_config, synthetic_records
+from zombietop.tui.widgets.task_table import TaskTable
 
 
 class TableApp(App[None]):

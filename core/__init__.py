@@ -1,6 +1,12 @@
-"""zombietop's engine: model, config, classifier, store, leases and the monitor.
+"""zombietop's engine: model, config, classifier, store, leases, the monitor and the job SDK.
 
-Nothing in this package imports textual or rich; the dashboard lives in ``tui``.
+Installed as ``zombietop`` (the folder is ``core/``); the dashboard and the command line are
+``zombietop.tui``. Nothing in the engine imports textual or rich, so a job's own environment
+can ``pip install zombietop`` and ``from zombietop import Job`` without loading a screen.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+from zombietop.sdk import Job
+
+__all__ = ["Job", "__version__"]

@@ -17,14 +17,14 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
-from core.actions import ActionKind, ActionOutcome, ActionRequest
-from core.clock import Clock, SystemClock
-from core.config import Config
-from core.errors import StoreError
-from core.executor import Executor
-from core.monitor import ProcessProbe
-from core.procs import PsutilProbe, this_host
-from core.store import Store
+from zombietop.actions import ActionKind, ActionOutcome, ActionRequest
+from zombietop.clock import Clock, SystemClock
+from zombietop.config import Config
+from zombietop.errors import StoreError
+from zombietop.executor import Executor
+from zombietop.monitor import ProcessProbe
+from zombietop.procs import PsutilProbe, this_host
+from zombietop.store import Store
 
 AGENT_INTERVAL_S = 2.0
 """Default time between ticks; dashboards call an agent gone after ~3 missed ticks."""

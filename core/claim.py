@@ -10,9 +10,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.errors import StoreError, TaskNotFound, UpstreamBlocked
-from core.model import Lease, Task, TaskState
-from core.store import Store
+from zombietop.errors import StoreError, TaskNotFound, UpstreamBlocked
+from zombietop.model import Lease, Task, TaskState
+from zombietop.store import Store
 
 DEFAULT_STEP_TYPE = "default"
 

@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from core.config import Limits
-from core.durations import format_age, format_duration
-from core.model import (
+from zombietop.config import Limits
+from zombietop.durations import format_age, format_duration
+from zombietop.model import (
     BudgetFlag,
     Health,
     Heartbeat,

@@ -15,9 +15,9 @@ from typing import Any
 
 import tomli_w
 
-from core.durations import format_duration, parse_duration
-from core.errors import ConfigError
-from core.store import store_location
+from zombietop.durations import format_duration, parse_duration
+from zombietop.errors import ConfigError
+from zombietop.store import store_location
 
 DEFAULT_SOURCE = "default"
 

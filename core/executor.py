@@ -19,15 +19,15 @@ from typing import Any
 
 import psutil
 
-from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
-from core.clock import Clock
-from core.config import Config, Limits
-from core.durations import format_age
-from core.errors import ActionRefused, TaskNotFound
-from core.layout import clean_env, safe_name, state_dir
-from core.model import EventKind, PendingKill, Task, TaskRecord
-from core.procs import process_start_time, same_start, spawn_detached, this_host
-from core.store import Store, location_of, store_location
+from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from zombietop.clock import Clock
+from zombietop.config import Config, Limits
+from zombietop.durations import format_age
+from zombietop.errors import ActionRefused, TaskNotFound
+from zombietop.layout import clean_env, safe_name, state_dir
+from zombietop.model import EventKind, PendingKill, Task, TaskRecord
+from zombietop.procs import process_start_time, same_start, spawn_detached, this_host
+from zombietop.store import Store, location_of, store_location
 
 
 def fill_placeholders(command: Sequence[str], task: Task) -> list[str]:
@@ -111,7 +111,7 @@ class Executor:
         where = store_location(store_path) if store_path is not None else location_of(store)
         self.store_path: Path | str | None = where
         # How to start `zombietop run` for a relaunch: this interpreter, so a venv carries over.
-        self.zombietop = tuple(zombietop) if zombietop else (sys.executable, "-m", "tui")
+        self.zombietop = tuple(zombietop) if zombietop else (sys.executable, "-m", "zombietop.tui")
         self.me = f"zombietop@{self.host}:{os.getpid()}"
         self._launched: list[subprocess.Popen[bytes]] = []
 

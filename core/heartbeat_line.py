@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from core.durations import format_duration, parse_duration
-from core.errors import HeartbeatParseError
+from zombietop.durations import format_duration, parse_duration
+from zombietop.errors import HeartbeatParseError
 
 MAX_LINE = 8192
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*\Z")

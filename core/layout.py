@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from core.store import default_store_path, is_postgres_url
+from zombietop.store import default_store_path, is_postgres_url
 
 LEASE_ENV = (
     "ZOMBIETOP_TASK",

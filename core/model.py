@@ -90,7 +90,7 @@ class Health(StrEnum):
 
     @property
     def pages(self) -> bool:
-        """True for the healths that wake a human (and make ``status`` exit 1)."""
+        """True for the healths that wake a human (and make ``status`` exit CRITICAL)."""
         return self in PAGING_HEALTHS
 
 
@@ -454,7 +454,7 @@ class PendingKill:
     term_sent_at: float
     deadline: float
     outcome: str | None = None
-    """None while pending; then an ``core.actions.Outcome`` value."""
+    """None while pending; then an ``zombietop.actions.Outcome`` value."""
     finished_at: float | None = None
     pgid: int | None = None
     """The process group that got SIGTERM; None when only ``pid`` itself was signalled."""
@@ -583,7 +583,7 @@ class HostRequest:
     task_id: str
     host: str
     kind: str
-    """An ``core.actions.ActionKind`` value."""
+    """An ``zombietop.actions.ActionKind`` value."""
     expected_token: int | None
     actor: str
     reason: str | None

@@ -17,12 +17,12 @@ from heapq import heapify, heappop, heappush
 from operator import attrgetter
 from typing import Protocol
 
-from core.classify import INF, Verdict, classify, sort_key
-from core.clock import Clock, SystemClock
-from core.config import Config, Limits
-from core.durations import format_age
-from core.errors import ZombietopError
-from core.model import (
+from zombietop.classify import INF, Verdict, classify, sort_key
+from zombietop.clock import Clock, SystemClock
+from zombietop.config import Config, Limits
+from zombietop.durations import format_age
+from zombietop.errors import ZombietopError
+from zombietop.model import (
     AgentPresence,
     Event,
     EventKind,
@@ -40,8 +40,8 @@ from core.model import (
     TaskState,
     builder,
 )
-from core.procs import this_host
-from core.store import Store
+from zombietop.procs import this_host
+from zombietop.store import Store
 
 
 class ProcessProbe(Protocol):

@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from core.clock import Clock
-from core.config import NotifySettings
-from core.errors import ZombietopError
+from zombietop.clock import Clock
+from zombietop.config import NotifySettings
+from zombietop.errors import ZombietopError
 
 
 class DeliveryError(ZombietopError):

@@ -1,4 +1,4 @@
-"""The PostgreSQL store: ``core.sql_store``'s logic over asyncpg, for many hosts and one server.
+"""The PostgreSQL store: ``sql_store``'s logic over asyncpg, for many hosts and one server.
 
 Time comes from the server. Every write locks the task's row first (``_hold``) and only then
 reads the server's clock (``_now_in``), so a lease's expiry is judged by one clock for the whole
@@ -20,11 +20,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from core import queries
-from core.clock import Clock
-from core.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
-from core.model import Task
-from core.sql_store import Duplicate, SQLStore, fill_columns
+from zombietop import queries
+from zombietop.clock import Clock
+from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
+from zombietop.model import Task
+from zombietop.sql_store import Duplicate, SQLStore, fill_columns
 
 APPLICATION = "zombietop"
 CONNECT_TIMEOUT_S = 10.0

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import psutil
 
-from core.clock import Clock, SystemClock
-from core.model import ProcessSample, Task
+from zombietop.clock import Clock, SystemClock
+from zombietop.model import ProcessSample, Task
 
 START_TIME_TOLERANCE = 1.0
 """Seconds two readings of one process's start time may differ by. psutil derives it from the
@@ -83,7 +83,7 @@ class _Seen:
 
 
 class PsutilProbe:
-    """Sample the processes behind tasks on this host; implements ``core.monitor.ProcessProbe``.
+    """Sample the processes behind tasks on this host; implements ``monitor.ProcessProbe``.
 
     Keeps the previous reading per process, so CPU% and I/O are deltas since the last sample.
     """

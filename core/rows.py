@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from core.model import (
+from zombietop.model import (
     Heartbeat,
     Lease,
     PendingKill,

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from core.claim import Claim, claim_task, owner_name
-from core.config import Config, Limits
-from core.errors import HeartbeatParseError, LeaseLost, StoreError, ZombietopError
-from core.heartbeat_line import parse_line
-from core.layout import clean_env, safe_name, state_dir
-from core.model import TaskState
-from core.procs import process_start_time, this_host
-from core.store import Store, location_of, store_location
+from zombietop.claim import Claim, claim_task, owner_name
+from zombietop.config import Config, Limits
+from zombietop.errors import HeartbeatParseError, LeaseLost, StoreError, ZombietopError
+from zombietop.heartbeat_line import parse_line
+from zombietop.layout import clean_env, safe_name, state_dir
+from zombietop.model import TaskState
+from zombietop.procs import process_start_time, this_host
+from zombietop.store import Store, location_of, store_location
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 EXIT_CANNOT_START = 127

@@ -1,6 +1,6 @@
 """The job SDK: a lease, progress heartbeats and atomic checkpoints for a Python job.
 
-    from core.sdk import Job
+    from zombietop.sdk import Job
 
     with Job("export-2031", step_type="export") as job:
         start = (job.load_checkpoint() or {}).get("offset", 0)
@@ -34,14 +34,14 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, Self, TypeVar
 
-from core.claim import Claim, claim_task, owner_name
-from core.config import Config, Limits, load_config, resolve_config_path
-from core.errors import LeaseLost, RequestTimeout, StoreError
-from core.heartbeat_line import BeatLine
-from core.layout import safe_name, state_dir
-from core.model import Lease, TaskState
-from core.procs import process_start_time, this_host
-from core.store import Store, default_store_path, open_store, store_location
+from zombietop.claim import Claim, claim_task, owner_name
+from zombietop.config import Config, Limits, load_config, resolve_config_path
+from zombietop.errors import LeaseLost, RequestTimeout, StoreError
+from zombietop.heartbeat_line import BeatLine
+from zombietop.layout import safe_name, state_dir
+from zombietop.model import Lease, TaskState
+from zombietop.procs import process_start_time, this_host
+from zombietop.store import Store, default_store_path, open_store, store_location
 
 T = TypeVar("T")
 PARTIAL_SUFFIX = ".partial"

@@ -1,6 +1,6 @@
 """The store's logic once, over SQL: each backend supplies a connection and a few adapter methods.
 
-A backend (``core.sqlite_store``, ``core.pg_store``) opens its connection, migrates its schema,
+A backend (``sqlite_store``, ``pg_store``) opens its connection, migrates its schema,
 translates its driver's errors, and answers the adapter: run a named query (``_run``, ``_row``,
 ``_rows``, ``_run_many``, ``_insert``), give a read context and a write transaction (``_read``,
 ``_write``), and hold a task's row and read the store's clock (``_hold``, ``_now_in``). Every
@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Generic, TypeVar
 
-from core.durations import format_age
-from core.errors import ActionRefused, LeaseHeld, LeaseLost, StoreError, TaskNotFound
-from core.heartbeat_line import BeatLine
-from core.model import (
+from zombietop.durations import format_age
+from zombietop.errors import ActionRefused, LeaseHeld, LeaseLost, StoreError, TaskNotFound
+from zombietop.heartbeat_line import BeatLine
+from zombietop.model import (
     AgentPresence,
     Event,
     EventKind,
@@ -35,7 +35,7 @@ from core.model import (
     TaskRecord,
     TaskState,
 )
-from core.rows import (
+from zombietop.rows import (
     _COLUMNS,
     _KILL_COLUMNS,
     _PART_COLUMNS,
@@ -47,10 +47,10 @@ from core.rows import (
     record_from_row,
     sample_params,
 )
-from core.store import HISTORY_LIMIT, Store
+from zombietop.store import HISTORY_LIMIT, Store
 
 Conn = TypeVar("Conn")
-"""The backend's connection (``core.sqlite_store.Connection`` or an asyncpg connection)."""
+"""The backend's connection (``zombietop.sqlite_store.Connection`` or an asyncpg connection)."""
 
 
 class Duplicate(Exception):

@@ -1,6 +1,6 @@
 """The SQLite store: WAL, busy timeout, ``BEGIN IMMEDIATE`` for each write, migrated on open.
 
-The store's logic is ``core.sql_store``'s; this module opens the file, translates sqlite3's
+The store's logic is ``zombietop.sql_store``'s; this module opens the file, translates sqlite3's
 errors and runs the named queries of ``core/sql/sqlite.sql``.
 """
 
@@ -19,12 +19,12 @@ from urllib.parse import quote
 
 import aiosqlite
 
-from core import queries
-from core.clock import Clock, SystemClock
-from core.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
-from core.model import Task
-from core.sql_store import Duplicate, SQLStore, fill_columns
-from core.sqlite_inline import InlineConnection
+from zombietop import queries
+from zombietop.clock import Clock, SystemClock
+from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
+from zombietop.model import Task
+from zombietop.sql_store import Duplicate, SQLStore, fill_columns
+from zombietop.sqlite_inline import InlineConnection
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
@@ -114,7 +114,7 @@ class SQLiteStore(SQLStore[Connection]):
         inline: bool = False,
     ) -> SQLiteStore:
         """Open the store at ``path``; with ``inline``, run its statements on the calling
-        thread (see ``core.sqlite_inline``): only for a caller whose event loop has a thread
+        thread (see ``zombietop.sqlite_inline``): only for a caller whose event loop has a thread
         of its own, since a statement then blocks that loop."""
         path = path.expanduser()
         if not path.exists():

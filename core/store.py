@@ -1,6 +1,6 @@
 """The store interface: tasks, leases, heartbeats and events, behind one async API.
 
-SQLite (``core.sqlite_store``) is the default; PostgreSQL (``core.pg_store``) implements the same
+SQLite (``sqlite_store``) is the default; PostgreSQL (``pg_store``) implements the same
 class for fleets, selected by a ``postgresql://`` URL. Every time a store writes comes from the
 store's own clock, never the caller's: for SQLite that is the host's clock (every process using
 the file shares it), for PostgreSQL the server's.
@@ -15,8 +15,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from core.heartbeat_line import BeatLine
-from core.model import (
+from zombietop.heartbeat_line import BeatLine
+from zombietop.model import (
     AgentPresence,
     Event,
     Heartbeat,
@@ -370,12 +370,12 @@ async def open_store(
     for a caller whose event loop has a thread of its own (PostgreSQL's are network waits).
     """
     if is_postgres_url(location):
-        from core.pg_store import PostgresStore
+        from zombietop.pg_store import PostgresStore
 
         return await PostgresStore.open(
             str(location), read_only=read_only, create=create, clock=clock
         )
-    from core.sqlite_store import SQLiteStore
+    from zombietop.sqlite_store import SQLiteStore
 
     return await SQLiteStore.open(
         Path(location), read_only=read_only, create=create, clock=clock, inline=inline

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
-from core.clock import Clock, SystemClock
-from core.config import Config
-from core.durations import format_age, format_duration
-from core.errors import StoreError
-from core.model import BudgetFlag, EventKind, Health
-from core.monitor import Monitor, Snapshot, TaskView
-from core.notify import DeliveryResult, Notifier, Outbox, Page
+from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
+from zombietop.clock import Clock, SystemClock
+from zombietop.config import Config
+from zombietop.durations import format_age, format_duration
+from zombietop.errors import StoreError
+from zombietop.model import BudgetFlag, EventKind, Health
+from zombietop.monitor import Monitor, Snapshot, TaskView
+from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
 
 RESTORE_EVENTS = 5000
 """How far back in the page log the watchdog looks to remember open incidents."""
@@ -42,6 +42,8 @@ class TickReport:
     taken_at: float | None
     withheld: str | None = None
     """Why no verdicts were acted on this tick (the store could not be read, or lags)."""
+    counts: Mapping[Health, int] = field(default_factory=dict)
+    """Tasks per health as of this look (empty when the store could not be read)."""
     pages: tuple[Page, ...] = ()
     logs: tuple[str, ...] = ()
     actions: tuple[ActionOutcome, ...] = ()
@@ -202,6 +204,7 @@ class Watchdog:
         return TickReport(
             taken_at=snapshot.taken_at,
             withheld=withheld,
+            counts=snapshot.counts if snapshot.ok else {},
             pages=tuple(tick.pages),
             logs=tuple(tick.logs),
             actions=tuple(tick.actions),
@@ -508,11 +511,22 @@ class Watchdog:
             await asyncio.sleep(min(self.config.notify.retry_backoff, left, 5.0))
             await self.outbox.flush()
 
-    async def run(self, *, once: bool = False, stop: asyncio.Event | None = None) -> None:
-        """Tick every ``[watch] interval`` until ``stop`` is set (or once)."""
+    async def run(
+        self,
+        *,
+        once: bool = False,
+        stop: asyncio.Event | None = None,
+        after_tick: Callable[[TickReport], None] | None = None,
+    ) -> None:
+        """Tick every ``[watch] interval`` until ``stop`` is set (or once).
+
+        ``after_tick`` hears of every look as it ends (the systemd watchdog ping, for one).
+        """
         stop = stop or asyncio.Event()
         while True:
-            await self.tick()
+            report = await self.tick()
+            if after_tick is not None:
+                after_tick(report)
             if once:
                 await self._drain(stop)
                 return

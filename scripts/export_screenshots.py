@@ -12,9 +12,9 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
-from core.clock import FakeClock
-from tui.app import ZombietopApp
-from tui.sample import NOW, RecordingExecutor, SampleSource, sample_snapshot
+from zombietop.clock import FakeClock
+from zombietop.tui.app import ZombietopApp
+from zombietop.tui.sample import NOW, RecordingExecutor, SampleSource, sample_snapshot
 
 Steps = Callable[[Pilot[None]], Awaitable[None]]
 

@@ -15,9 +15,9 @@ import argparse
 import asyncio
 import contextlib
 
-from core.errors import LeaseHeld, StoreError
-from core.heartbeat_line import BeatLine
-from core.store import Store, open_store
+from zombietop.errors import LeaseHeld, StoreError
+from zombietop.heartbeat_line import BeatLine
+from zombietop.store import Store, open_store
 
 LEASE_TTL_S = 300.0
 SILENT_TTL_S = 30.0

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from core.clock import FakeClock
-from core.store import Store
 from tests.pg_server import TEMPLATE, ThrowawayServer, external_url, find_binaries
 from tests.stores import open_for_test
+from zombietop.clock import FakeClock
+from zombietop.store import Store
 
 BACKENDS = ("sqlite", "postgresql")
 NO_POSTGRES = (
@@ -69,7 +69,7 @@ class PostgresForTests:
     async def _create(self, empty: bool) -> str:
         import asyncpg
 
-        from core.pg_store import PostgresStore
+        from zombietop.pg_store import PostgresStore
 
         self._count += 1
         name = f"zt_{os.getpid()}_{self._count}"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from core.clock import Clock
-from core.store import Store, is_postgres_url, open_store
+from zombietop.clock import Clock
+from zombietop.store import Store, is_postgres_url, open_store
 
 
 async def open_for_test(
@@ -22,7 +22,7 @@ async def open_for_test(
     create: bool = False,
 ) -> Store:
     if is_postgres_url(location):
-        from core.pg_store import PostgresStore
+        from zombietop.pg_store import PostgresStore
 
         return await PostgresStore.open(
             str(location), read_only=read_only, create=create, pinned_clock=clock
@@ -32,8 +32,8 @@ async def open_for_test(
 
 async def count_rows(store: Store, table: str) -> int:
     """Count a table's rows behind the store's back (a test looking at what is really kept)."""
-    from core.pg_store import PostgresStore
-    from core.sqlite_store import SQLiteStore
+    from zombietop.pg_store import PostgresStore
+    from zombietop.sqlite_store import SQLiteStore
 
     if isinstance(store, PostgresStore):
         return int(await store._conn.fetchval(f"SELECT count(*) FROM {table}"))

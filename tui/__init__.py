@@ -1,1 +1,4 @@
-"""The face: the command line and the Textual dashboard. Imports ``core``, never the reverse."""
+"""The face: the command line and the Textual dashboard. Imports the engine, never the reverse.
+
+Installed as ``zombietop.tui`` (the folder is ``tui/``).
+"""

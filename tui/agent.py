@@ -6,14 +6,14 @@ import argparse
 import asyncio
 import signal
 
-from core.agent import AGENT_INTERVAL_S, Agent
-from core.executor import Executor
-from core.procs import PsutilProbe, this_host
-from core.store import open_store
+from zombietop.agent import AGENT_INTERVAL_S, Agent
+from zombietop.executor import Executor
+from zombietop.procs import PsutilProbe, this_host
+from zombietop.store import open_store
 
 
 async def cmd_agent(args: argparse.Namespace) -> int:
-    from tui.cli import EXIT_OK, _context
+    from zombietop.tui.cli import EXIT_OK, _context
 
     ctx = _context(args)
     host = args.host or this_host()

@@ -16,20 +16,20 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from core.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
-from core.clock import Clock, SystemClock
-from core.monitor import Snapshot, TaskView
-from tui.keys import display_key, keys_for
-from tui.messages import SnapshotReady
-from tui.render import install as install_cropped_updates
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.dashboard import DashboardScreen
-from tui.screens.detail import DetailScreen
-from tui.screens.help import HelpScreen
-from tui.screens.wall import WallScreen
-from tui.source import SnapshotSource
-from tui.view import SortMode, in_snapshot_order, ordered
-from tui.widgets.events_pane import EventsPane
+from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
+from zombietop.clock import Clock, SystemClock
+from zombietop.monitor import Snapshot, TaskView
+from zombietop.tui.keys import display_key, keys_for
+from zombietop.tui.messages import SnapshotReady
+from zombietop.tui.render import install as install_cropped_updates
+from zombietop.tui.screens.confirm import ConfirmScreen
+from zombietop.tui.screens.dashboard import DashboardScreen
+from zombietop.tui.screens.detail import DetailScreen
+from zombietop.tui.screens.help import HelpScreen
+from zombietop.tui.screens.wall import WallScreen
+from zombietop.tui.source import SnapshotSource
+from zombietop.tui.view import SortMode, in_snapshot_order, ordered
+from zombietop.tui.widgets.events_pane import EventsPane
 
 NOTE_SECONDS = 60.0
 """How long a row shows the outcome of the last action taken on it."""
@@ -89,7 +89,7 @@ class ZombietopApp(App[None]):
     def get_driver_class(self) -> type[Driver]:
         driver = super().get_driver_class()
         if driver.__module__ == "textual.drivers.linux_driver":  # not TEXTUAL_DRIVER's choice
-            from tui.driver import QuietLinuxDriver
+            from zombietop.tui.driver import QuietLinuxDriver
 
             return QuietLinuxDriver
         return driver

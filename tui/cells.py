@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from core.classify import Budget, format_progress
-from core.durations import format_age, format_duration
-from core.monitor import TaskView
-from tui.healths import GLYPHS, STYLES
+from zombietop.classify import Budget, format_progress
+from zombietop.durations import format_age, format_duration
+from zombietop.monitor import TaskView
+from zombietop.tui.healths import GLYPHS, STYLES
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 DASH = Text("-", style="dim")

@@ -11,20 +11,40 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
-from core import __version__
-from core.config import Config, load_config, resolve_config_path, write_defaults
-from core.durations import parse_duration
-from core.errors import HeartbeatParseError, ZombietopError
-from core.heartbeat_line import BeatLine, format_timestamp, parse_line
-from core.monitor import Monitor
-from core.procs import PsutilProbe
-from core.sqlite_store import SCHEMA_VERSION
-from core.store import default_store_path, open_store, store_location
-from tui.agent import add_parser as agent_parser
-from tui.watch import add_parser as watch_parser
+from zombietop import __version__
+from zombietop.config import Config, load_config, resolve_config_path, write_defaults
+from zombietop.durations import parse_duration
+from zombietop.errors import HeartbeatParseError, ZombietopError
+from zombietop.heartbeat_line import BeatLine, format_timestamp, parse_line
+from zombietop.monitor import Monitor
+from zombietop.procs import PsutilProbe
+from zombietop.sqlite_store import SCHEMA_VERSION
+from zombietop.store import default_store_path, open_store, store_location
+from zombietop.tui.agent import add_parser as agent_parser
+from zombietop.tui.watch import add_parser as watch_parser
 
-EXIT_OK, EXIT_PAGING, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_ERROR = 0, 2
+EXIT_UNKNOWN = 3
+"""``status`` speaks the Nagios plugin API: a usage error there is UNKNOWN, not 2."""
+
+STATUS_EPILOG = """\
+exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a budget);
+2 CRITICAL (a task dead, stalled or reclaimable); 3 UNKNOWN (the store or config cannot be
+read, or a usage error). Every other command exits 2 on a usage error or a failure."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with the exit status of a usage error chosen per command."""
+
+    usage_exit = EXIT_ERROR
+    commands: argparse._SubParsersAction[Parser]
+    """The subcommands' parsers, on the top-level parser."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(self.usage_exit, f"{self.prog}: error: {message}\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,19 +77,37 @@ def _context(args: argparse.Namespace) -> Context:
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
-    from tui.status import render_table, snapshot_to_json
+    """One snapshot; the exit status follows the Nagios plugin API (``status.Level``)."""
+    from zombietop.tui.status import (
+        Level,
+        level,
+        nagios_output,
+        nagios_unknown,
+        render_table,
+        snapshot_to_json,
+    )
 
-    ctx = _context(args)
-    async with await open_store(ctx.db, read_only=True) as store:
-        probe = PsutilProbe()  # so a task whose process died shows as dead
-        snapshot = await Monitor(store, ctx.config, probe=probe, include_finished=args.all).poll()
-    if snapshot.error:
-        raise ZombietopError(snapshot.error)
+    try:
+        ctx = _context(args)
+        async with await open_store(ctx.db, read_only=True) as store:
+            probe = PsutilProbe()  # so a task whose process died shows as dead
+            monitor = Monitor(store, ctx.config, probe=probe, include_finished=args.all)
+            snapshot = await monitor.poll()
+        if snapshot.error:
+            raise ZombietopError(snapshot.error)
+    except ZombietopError as exc:
+        if args.nagios:
+            print(nagios_unknown(str(exc)))
+        else:
+            print(f"zombietop: {exc}", file=sys.stderr)
+        return Level.UNKNOWN
     if args.json:
         print(json.dumps(snapshot_to_json(snapshot), indent=2))
+    elif args.nagios:
+        print(nagios_output(snapshot))
     else:
         print(render_table(snapshot))
-    return EXIT_PAGING if snapshot.paging else EXIT_OK
+    return level(snapshot)
 
 
 async def cmd_init(args: argparse.Namespace) -> int:
@@ -140,7 +178,7 @@ async def cmd_beat(args: argparse.Namespace) -> int:
 
 
 async def cmd_dashboard(args: argparse.Namespace) -> int:
-    from tui.dashboard import run_dashboard
+    from zombietop.tui.dashboard import run_dashboard
 
     ctx = _context(args)
     return await run_dashboard(
@@ -168,7 +206,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def _default_config_target() -> Path:
-    from core.config import default_config_path
+    from zombietop.config import default_config_path
 
     return default_config_path()
 
@@ -191,9 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="config file (default: $ZOMBIETOP_CONFIG or ~/.config/zombietop/config.toml)",
     )
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="zombietop",
         description="top for zombie jobs: find tasks that say running but are not.",
+        epilog="Exit status: `status` follows the Nagios plugin API (0 OK, 1 WARNING, "
+        "2 CRITICAL, 3 UNKNOWN); every other command exits 0 on success and 2 on a usage "
+        "error or a failure.",
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"zombietop {__version__}")
@@ -209,11 +250,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.set_defaults(handler=cmd_dashboard)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.commands = sub
 
     status = sub.add_parser(
-        "status", parents=[common], help="print one snapshot (exit 1 if any task pages)"
+        "status",
+        parents=[common],
+        help="print one snapshot; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (Nagios)",
+        description="Print one snapshot of the store, for scripts and monitoring systems.",
+        epilog=STATUS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    status.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+    status.usage_exit = EXIT_UNKNOWN
+    form = status.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+    form.add_argument(
+        "--nagios",
+        action="store_true",
+        help="the Nagios plugin output: a summary line with performance data",
+    )
     status.add_argument(
         "--all", action="store_true", help="include every finished task, not just recent ones"
     )
@@ -255,11 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     config.set_defaults(handler=cmd_config)
 
-    from tui.commands import add_commands  # run, resume, discard, kill
+    from zombietop.tui.commands import add_commands  # run, resume, discard, kill
 
     add_commands(sub, common)
 
-    from tui.demo import add_parser as demo_parser
+    from zombietop.tui.demo import add_parser as demo_parser
 
     demo_parser(sub, common)
     return parser
@@ -275,7 +329,11 @@ def _eta(text: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Left over by a subcommand's parser: the error (and its exit status) is that command's.
+        command = parser.commands.choices.get(getattr(args, "command", None) or "", parser)
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -1,6 +1,6 @@
 """``zombietop run`` and the action commands ``resume``, ``discard`` and ``kill``.
 
-Kept apart from ``tui.cli`` so that the parser there only registers them.
+Kept apart from ``zombietop.tui.cli`` so that the parser there only registers them.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
-from core.durations import format_age
-from core.errors import ZombietopError
-from core.executor import Executor
-from core.procs import this_host
-from core.runner import Runner, RunSpec
-from core.store import open_store
+from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from zombietop.durations import format_age
+from zombietop.errors import ZombietopError
+from zombietop.executor import Executor
+from zombietop.procs import this_host
+from zombietop.runner import Runner, RunSpec
+from zombietop.store import open_store
 
 EXIT_OK, EXIT_NOT_DONE = 0, 1
 KILL_POLL_S = 0.1
@@ -61,7 +61,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
-    from tui.cli import _context
+    from zombietop.tui.cli import _context
 
     command = list(args.command)
     if command and command[0] == "--":
@@ -103,7 +103,7 @@ def _confirm(kind: ActionKind, task_id: str, summary: str) -> bool:
 
 
 async def cmd_action(args: argparse.Namespace) -> int:
-    from tui.cli import _context
+    from zombietop.tui.cli import _context
 
     ctx = _context(args)
     kind: ActionKind = args.kind

@@ -18,14 +18,14 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.actions import ActionExecutor
-from core.config import Config
-from core.errors import ZombietopError
-from core.executor import Executor
-from core.layout import clean_env, safe_name, state_dir
-from core.procs import PsutilProbe
-from core.store import Store, open_store
-from tui.poller import ThreadedMonitor
+from zombietop.actions import ActionExecutor
+from zombietop.config import Config
+from zombietop.errors import ZombietopError
+from zombietop.executor import Executor
+from zombietop.layout import clean_env, safe_name, state_dir
+from zombietop.procs import PsutilProbe
+from zombietop.store import Store, open_store
+from zombietop.tui.poller import ThreadedMonitor
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -87,7 +87,7 @@ async def run_dashboard(
     config: Config, db: Path, *, read_only: bool, wall: bool, refresh: float | None
 ) -> int:
     """Run the dashboard on ``db``; return the exit status."""
-    from tui.app import ZombietopApp
+    from zombietop.tui.app import ZombietopApp
 
     if refresh is not None and refresh <= 0:
         raise ZombietopError(
@@ -144,7 +144,7 @@ async def hand_over_pending_kills(
         logs = state_dir(db) / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         log = logs / f"kill-{safe_name(kill.task_id)}.log"
-        argv = [sys.executable, "-m", "tui", "--db", str(db)]
+        argv = [sys.executable, "-m", "zombietop.tui", "--db", str(db)]
         if config.path is not None:
             argv += ["--config", str(config.path)]
         argv += [

@@ -5,7 +5,7 @@ The demo store is a normal store, marked as a demo by ``demo.json`` in the folde
 ``pages.log``, where the watchdog's pages go instead of any network. Only a marked store is
 ever wiped or swept.
 
-Everything the demo starts carries ``ZOMBIETOP_STARTED_FOR`` (see ``core.sweep``), and so does
+Everything the demo starts carries ``ZOMBIETOP_STARTED_FOR`` (see ``zombietop.sweep``), and so does
 everything those start, relaunched resumes included: that is how quitting finds them all.
 """
 
@@ -30,13 +30,13 @@ from typing import Any
 
 import tomli_w
 
-from core.config import load_config
-from core.durations import format_duration
-from core.errors import ZombietopError
-from core.layout import clean_env, state_dir
-from core.procs import spawn_detached, this_host
-from core.store import default_store_path, open_store
-from core.sweep import Found, SweepReport, stop_all, store_key, tag_env
+from zombietop.config import load_config
+from zombietop.durations import format_duration
+from zombietop.errors import ZombietopError
+from zombietop.layout import clean_env, state_dir
+from zombietop.procs import spawn_detached, this_host
+from zombietop.store import default_store_path, open_store
+from zombietop.sweep import Found, SweepReport, stop_all, store_key, tag_env
 
 STEP_TYPE = "demo"
 MAX_SPEED = 20.0
@@ -72,7 +72,7 @@ class DemoJob:
     run_id: str
     step: str
     kind: str
-    """The worker in ``tui.demo_jobs``."""
+    """The worker in ``zombietop.tui.demo_jobs``."""
     shows: str
     wrapped: bool = True
     """Started through ``zombietop run``; False: the SDK takes the lease itself."""
@@ -241,7 +241,7 @@ def worker_argv(job: DemoJob, paths: DemoPaths) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "tui.demo_jobs",
+        "zombietop.tui.demo_jobs",
         job.kind,
         "--task",
         job.task_id,
@@ -255,16 +255,14 @@ def worker_argv(job: DemoJob, paths: DemoPaths) -> list[str]:
 def zombietop_argv(paths: DemoPaths, *args: str) -> list[str]:
     """A ``zombietop`` command against the demo store, with this interpreter (venv and all)."""
     store = ["--db", str(paths.db), "--config", str(paths.config)]
-    return [sys.executable, "-m", "tui", *store, *args]
+    return [sys.executable, "-m", "zombietop.tui", *store, *args]
 
 
 def child_env(paths: DemoPaths) -> dict[str, str]:
-    """The environment of everything the demo starts: tagged, and able to import zombietop."""
+    """The environment of everything the demo starts: tagged, without the caller's store."""
     env = clean_env()
     for name in ("ZOMBIETOP_DB", "ZOMBIETOP_CONFIG"):
         env.pop(name, None)
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     return tag_env(paths.db, env)
 
 
@@ -387,7 +385,7 @@ def _last_line(path: Path) -> str:
 
 
 def _is_watchdog(found: Found) -> bool:
-    return "watch" in found.cmdline and "tui" in found.cmdline
+    return "watch" in found.cmdline and "zombietop.tui" in found.cmdline
 
 
 def stop(paths: DemoPaths) -> SweepReport:

@@ -1,6 +1,6 @@
 """The demo's worker programs: real Python jobs on the SDK, each misbehaving in one known way.
 
-    python -m tui.demo_jobs KIND --task ID --db STORE --config CONFIG
+    python -m zombietop.tui.demo_jobs KIND --task ID --db STORE --config CONFIG
 
 Each paces itself by its step type's heartbeat_interval (the demo config scales it with
 ``--speed``) and beats at once on start, so no task lingers in ``starting``. A relaunched
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from types import FrameType
 
-from core.errors import LeaseLost
-from core.sdk import Job
+from zombietop.errors import LeaseLost
+from zombietop.sdk import Job
 
 FOREVER = 10**9
 
@@ -195,7 +195,7 @@ KINDS: dict[str, Callable[[Job, float], None]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tui.demo_jobs", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m zombietop.tui.demo_jobs", description=__doc__)
     parser.add_argument("kind", choices=sorted(KINDS))
     parser.add_argument("--task", required=True)
     parser.add_argument("--db", required=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from core.model import Health
+from zombietop.model import Health
 
 GLYPHS: dict[Health, str] = {
     Health.DEAD: "✖",

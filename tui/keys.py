@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from textual.binding import Binding
 
-from core.actions import ActionKind
+from zombietop.actions import ActionKind
 
 
 @dataclass(frozen=True, slots=True)

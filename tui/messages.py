@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from textual.message import Message
 
-from core.actions import ActionOutcome
-from core.model import Event
-from core.monitor import Snapshot, TaskView
+from zombietop.actions import ActionOutcome
+from zombietop.model import Event
+from zombietop.monitor import Snapshot, TaskView
 
 
 @dataclass

@@ -14,10 +14,10 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from core.config import Config
-from core.model import Event, HistoryPoint
-from core.monitor import Monitor, ProcessProbe, Snapshot
-from core.store import open_store
+from zombietop.config import Config
+from zombietop.model import Event, HistoryPoint
+from zombietop.monitor import Monitor, ProcessProbe, Snapshot
+from zombietop.store import open_store
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """A fixed fake fleet with every health present, at a frozen ``now``.
 
-Built through core's real types and ``core.monitor.build_snapshot``; the snapshot tests and
+Built through core's real types and ``zombietop.monitor.build_snapshot``; the snapshot tests and
 ``scripts/export_screenshots.py`` both draw it, so the screenshots are the tested screens.
 """
 
@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import ClassVar
 
-from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
-from core.config import Config, default_config
-from core.model import (
+from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from zombietop.config import Config, default_config
+from zombietop.model import (
     Event,
     EventKind,
     Heartbeat,
@@ -24,7 +24,7 @@ from core.model import (
     TaskRecord,
     TaskState,
 )
-from core.monitor import Snapshot, build_snapshot
+from zombietop.monitor import Snapshot, build_snapshot
 
 NOW = 1_796_000_000.0
 """2026-11-30 00:53:20 UTC: the frozen moment every sample screen shows."""
@@ -490,11 +490,15 @@ class RecordingExecutor:
 
 
 def main() -> None:
-    """Run the dashboard on the sample fleet: ``python -m tui.sample [--wall|--read-only]``."""
+    """Run the dashboard on the sample fleet: ``python -m zombietop.tui.sample [--wall]``.
+
+    ``--read-only`` hides the action keys. The fleet is the one the snapshot tests and
+    ``scripts/export_screenshots.py`` use.
+    """
     import sys
 
-    from core.clock import FakeClock
-    from tui.app import ZombietopApp
+    from zombietop.clock import FakeClock
+    from zombietop.tui.app import ZombietopApp
 
     wall = "--wall" in sys.argv
     read_only = "--read-only" in sys.argv

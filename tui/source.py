@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from core.model import Event, HistoryPoint
-from core.monitor import Snapshot
+from zombietop.model import Event, HistoryPoint
+from zombietop.monitor import Snapshot
 
 
 class SnapshotSource(Protocol):
-    """The read half of the core facade; ``core.monitor.Monitor`` implements it."""
+    """The read half of the core facade; ``zombietop.monitor.Monitor`` implements it."""
 
     @property
     def read_only(self) -> bool: ...

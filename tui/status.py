@@ -1,15 +1,71 @@
-"""``zombietop status``: one snapshot as a readable table or as one JSON object."""
+"""``zombietop status``: one snapshot as a readable table, one JSON object, or a Nagios plugin
+line, with the plugin API's exit status."""
 
 from __future__ import annotations
 
 import shutil
+from enum import IntEnum
 from typing import Any
 
-from core.classify import format_progress
-from core.durations import format_age
-from core.heartbeat_line import format_timestamp
-from core.model import AgentPresence
-from core.monitor import Snapshot, TaskView
+from zombietop.classify import format_progress
+from zombietop.durations import format_age
+from zombietop.heartbeat_line import format_timestamp
+from zombietop.model import AgentPresence, Health
+from zombietop.monitor import Snapshot, TaskView
+
+
+class Level(IntEnum):
+    """How ``status`` exits: the Nagios plugin API, which every monitoring system reads."""
+
+    OK = 0
+    """Nothing needs a human."""
+    WARNING = 1
+    """A task is spinning or over one of its budgets: look soon."""
+    CRITICAL = 2
+    """A task is dead, stalled or reclaimable: act now."""
+    UNKNOWN = 3
+    """The store or the config could not be read: zombietop cannot say."""
+
+
+def level(snapshot: Snapshot) -> Level:
+    """The worst of the snapshot's tasks, as a plugin state."""
+    if snapshot.paging:
+        return Level.CRITICAL
+    if any(_warns(view) for view in snapshot.tasks):
+        return Level.WARNING
+    return Level.OK
+
+
+def _warns(view: TaskView) -> bool:
+    return view.health is Health.SPINNING or bool(view.verdict.flags)
+
+
+def nagios_output(snapshot: Snapshot) -> str:
+    """The plugin output: a summary line with performance data, then one line per task to act on.
+
+    ``ZOMBIETOP CRITICAL - 1 dead, 2 stalled | dead=1 reclaimable=0 stalled=2 ... over_budget=0``
+    """
+    state = level(snapshot)
+    urgent = [view for view in snapshot.tasks if view.health.pages]
+    warned = [view for view in snapshot.tasks if _warns(view) and not view.health.pages]
+    over = sum(1 for view in snapshot.tasks if view.verdict.flags)
+    found = [f"{snapshot.counts[h]} {h}" for h in Health if h.pages and snapshot.counts[h]]
+    if snapshot.counts[Health.SPINNING]:
+        found.append(f"{snapshot.counts[Health.SPINNING]} spinning")
+    if over:
+        found.append(f"{over} over budget")
+    summary = ", ".join(found) or f"{len(snapshot.tasks)} tasks, none stuck"
+    perfdata = " ".join(
+        [*(f"{health}={snapshot.counts[health]}" for health in Health), f"over_budget={over}"]
+    )
+    lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}"]
+    lines.extend(view.verdict.context for view in [*urgent, *warned])
+    return "\n".join(lines)
+
+
+def nagios_unknown(reason: str) -> str:
+    """The plugin output when zombietop cannot look: the reason, and no performance data."""
+    return f"ZOMBIETOP UNKNOWN - {reason}"
 
 
 def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from math import inf
 
-from core.monitor import Snapshot, TaskView
+from zombietop.monitor import Snapshot, TaskView
 
 
 class SortMode(StrEnum):

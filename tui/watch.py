@@ -8,12 +8,13 @@ import signal
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from core.executor import Executor
-from core.monitor import Monitor
-from core.notify import build_notifiers
-from core.procs import PsutilProbe
-from core.store import open_store
-from core.watchdog import Watchdog
+from zombietop.executor import Executor
+from zombietop.monitor import Monitor
+from zombietop.notify import build_notifiers
+from zombietop.procs import PsutilProbe
+from zombietop.sd_notify import SystemdNotifier
+from zombietop.store import open_store
+from zombietop.watchdog import TickReport, Watchdog
 
 
 def _log(line: str) -> None:
@@ -22,7 +23,7 @@ def _log(line: str) -> None:
 
 
 async def cmd_watch(args: argparse.Namespace) -> int:
-    from tui.cli import EXIT_OK, _context
+    from zombietop.tui.cli import EXIT_OK, _context
 
     ctx = _context(args)
     config = ctx.config
@@ -47,8 +48,41 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             f"watching {store.describe()} {mode}"
             + (" (dry run: nothing sent, nothing changed)" if args.dry_run else "")
         )
-        await dog.run(once=args.once, stop=stop)
+        systemd = SystemdNotifier.from_env()
+        try:
+            await dog.run(once=args.once, stop=stop, after_tick=SystemdPing(systemd))
+        finally:
+            systemd.notify(STOPPING="1")
+            systemd.close()
     return EXIT_OK
+
+
+class SystemdPing:
+    """After each look: ``READY=1`` the first time, ``WATCHDOG=1`` always, and the counts.
+
+    ``WATCHDOG=1`` comes only from a look that finished, so a watchdog wedged in a round
+    misses its unit's ``WatchdogSec`` and systemd restarts it.
+    """
+
+    def __init__(self, systemd: SystemdNotifier) -> None:
+        self.systemd = systemd
+        self.ready = False
+
+    def __call__(self, report: TickReport) -> None:
+        fields = {"WATCHDOG": "1", "STATUS": status_line(report)}
+        if not self.ready:
+            fields = {"READY": "1", **fields}
+            self.ready = True
+        self.systemd.notify(**fields)
+
+
+def status_line(report: TickReport) -> str:
+    """What ``systemctl status`` shows: what this look found, or why it found nothing."""
+    if report.withheld is not None:
+        return f"withholding verdicts: {report.withheld}"
+    found = ", ".join(f"{n} {health}" for health, n in report.counts.items() if n)
+    paging = sum(n for health, n in report.counts.items() if health.pages)
+    return f"{paging} needing a human; {found or 'no tasks'}"
 
 
 def add_parser(

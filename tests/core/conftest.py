@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from core.clock import FakeClock
-from core.config import Config, load_config
-from core.sqlite_store import SQLiteStore
-from core.store import Store
 from tests.core.realprocs import FAST_CONFIG, Children
 from tests.stores import open_for_test
+from zombietop.clock import FakeClock
+from zombietop.config import Config, load_config
+from zombietop.sqlite_store import SQLiteStore
+from zombietop.store import Store
 
 
 @pytest.fixture

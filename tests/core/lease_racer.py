@@ -11,8 +11,8 @@ import random
 import sys
 import time
 
-from core.errors import LeaseHeld, LeaseLost
-from core.store import open_store
+from zombietop.errors import LeaseHeld, LeaseLost
+from zombietop.store import open_store
 
 TTL = 0.12
 TASKS = ("race-a", "race-b")

@@ -12,8 +12,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from core.procs import process_start_time, this_host
-from core.store import Store
+from zombietop.procs import process_start_time, this_host
+from zombietop.store import Store
 
 # Short thresholds so that stalled, reclaimable and a kill's grace happen within seconds.
 FAST_CONFIG = """\
@@ -31,7 +31,7 @@ task = "1m"
 kill_grace = "1s"
 """
 
-ZOMBIETOP = (sys.executable, "-m", "tui")
+ZOMBIETOP = (sys.executable, "-m", "zombietop.tui")
 
 
 def zombietop(db: Path | str, fast_config_path: Path, *args: str) -> list[str]:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from core.classify import classify, sort_key
-from core.config import default_limits
-from core.model import BudgetFlag, Health, Heartbeat, Lease, ProcessSample, Task, TaskState
+from zombietop.classify import classify, sort_key
+from zombietop.config import default_limits
+from zombietop.model import BudgetFlag, Health, Heartbeat, Lease, ProcessSample, Task, TaskState
 
 NOW = 1_796_000_000.0
 LIMITS = default_limits()  # heartbeat 2m, lease 5m, progress 30m, grace 1m; 90s < 15m < 6h

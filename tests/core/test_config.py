@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import (
+from zombietop.config import (
     DEFAULT_SOURCE,
     DURATION_KEYS,
     default_limits,
@@ -14,7 +14,7 @@ from core.config import (
     render_defaults,
     write_defaults,
 )
-from core.errors import ConfigError
+from zombietop.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 

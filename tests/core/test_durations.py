@@ -1,6 +1,6 @@
 import pytest
 
-from core.durations import format_age, format_duration, parse_duration
+from zombietop.durations import format_age, format_duration, parse_duration
 
 
 @pytest.mark.parametrize(

@@ -11,20 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from core.actions import Outcome
-from core.agent import Agent
-from core.clock import FakeClock
-from core.config import Config, load_config
-from core.errors import LeaseHeld, LeaseLost, StoreError, StoreMissing
-from core.executor import Executor
-from core.heartbeat_line import BeatLine
-from core.model import EventKind, ProcessSample
-from core.monitor import Monitor
-from core.procs import PsutilProbe, this_host
-from core.store import Store, open_store
 from tests.conftest import PostgresForTests
 from tests.core.realprocs import Children, pid_alive, start_task_process, wait_for, zombietop
 from tests.stores import open_for_test
+from zombietop.actions import Outcome
+from zombietop.agent import Agent
+from zombietop.clock import FakeClock
+from zombietop.config import Config, load_config
+from zombietop.errors import LeaseHeld, LeaseLost, StoreError, StoreMissing
+from zombietop.executor import Executor
+from zombietop.heartbeat_line import BeatLine
+from zombietop.model import EventKind, ProcessSample
+from zombietop.monitor import Monitor
+from zombietop.procs import PsutilProbe, this_host
+from zombietop.store import Store, open_store
 
 RESPECTS_TERM = "sleep 30 & sleep 30 & : > {ready}; wait"
 
@@ -231,7 +231,7 @@ async def test_two_hosts_one_postgres_kill_through_the_cli_and_no_agent_once_sto
         text=True,
         timeout=30,
     )
-    assert status.returncode in (0, 1), status.stderr
+    assert status.returncode in (0, 1, 2), status.stderr  # OK, WARNING, CRITICAL
     report = json.loads(status.stdout)
     task = next(t for t in report["tasks"] if t["task_id"] == "t1")
     assert task["agent_note"].startswith("no agent on host-b: stopped")
@@ -326,7 +326,7 @@ async def test_postgres_errors_say_what_where_and_what_to_do(
 async def test_a_v1_postgres_store_is_migrated_on_open(postgres: PostgresForTests) -> None:
     import asyncpg
 
-    from core.pg_store import MIGRATIONS, SCHEMA_VERSION
+    from zombietop.pg_store import MIGRATIONS, SCHEMA_VERSION
 
     url = postgres.create_database(empty=True)
     conn = await asyncpg.connect(url)
@@ -347,8 +347,8 @@ async def test_a_v1_postgres_store_is_migrated_on_open(postgres: PostgresForTest
 
 def test_a_postgres_url_is_a_location_not_a_path(tmp_path: Path) -> None:
     """--db, ZOMBIETOP_DB and [store] path all keep a URL whole (a Path would fold its //)."""
-    from core.layout import state_dir
-    from tui.cli import resolve_store_path
+    from zombietop.layout import state_dir
+    from zombietop.tui.cli import resolve_store_path
 
     url = "postgresql://zt:secret@db.example:6432/zombietop"
     config_file = tmp_path / "config.toml"

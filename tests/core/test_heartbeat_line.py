@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import HeartbeatParseError
-from core.heartbeat_line import KNOWN_KEYS, BeatLine, format_line, parse_line
+from zombietop.errors import HeartbeatParseError
+from zombietop.heartbeat_line import KNOWN_KEYS, BeatLine, format_line, parse_line
 
 
 def test_the_seed_line() -> None:

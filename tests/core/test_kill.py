@@ -10,12 +10,6 @@ from pathlib import Path
 
 import psutil
 
-from core.actions import Outcome
-from core.clock import FakeClock
-from core.config import Config
-from core.executor import Executor
-from core.model import EventKind
-from core.store import Store
 from tests.core.realprocs import (
     Children,
     pid_alive,
@@ -25,6 +19,12 @@ from tests.core.realprocs import (
     zombietop,
 )
 from tests.stores import open_for_test
+from zombietop.actions import Outcome
+from zombietop.clock import FakeClock
+from zombietop.config import Config
+from zombietop.executor import Executor
+from zombietop.model import EventKind
+from zombietop.store import Store
 
 # Two sleeping grandchildren in the group; the shell itself waits for them.
 RESPECTS_TERM = "sleep 30 & sleep 30 & : > {ready}; wait"
@@ -171,9 +171,9 @@ async def test_pending_kill_is_finished_by_the_next_zombietop_process(
     starter = (
         "import asyncio, sys\n"
         "from pathlib import Path\n"
-        "from core.config import load_config\n"
-        "from core.executor import Executor\n"
-        "from core.store import open_store\n"
+        "from zombietop.config import load_config\n"
+        "from zombietop.executor import Executor\n"
+        "from zombietop.store import open_store\n"
         "async def main():\n"
         f"    async with await open_store({str(store_location)!r}) as live_store:\n"
         f"        fast_config = load_config(Path({str(fast_config_path)!r}))\n"

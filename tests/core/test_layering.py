@@ -9,9 +9,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_importing_core_loads_neither_textual_nor_rich() -> None:
     code = (
-        "import sys, pkgutil, importlib, core\n"
-        "for m in pkgutil.iter_modules(core.__path__):\n"
-        "    importlib.import_module('core.' + m.name)\n"
+        "import sys, pkgutil, importlib, zombietop\n"
+        "for m in pkgutil.iter_modules(zombietop.__path__):\n"
+        "    importlib.import_module('zombietop.' + m.name)\n"
         "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('textual', 'rich'))\n"
         "print(','.join(bad))\n"
     )
@@ -29,7 +29,7 @@ def test_core_sources_do_not_import_the_face() -> None:
             "from textual",
             "import rich",
             "from rich",
-            "from tui",
-            "import tui",
+            "from zombietop.tui",
+            "import zombietop.tui",
         ):
             assert banned not in text, f"{path.relative_to(REPO)} has {banned!r}"

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from core.clock import FakeClock
-from core.errors import LeaseHeld, LeaseLost, ReadOnlyStore
-from core.model import EventKind, TaskState
-from core.store import Store
 from tests.stores import Reopen, open_for_test
+from zombietop.clock import FakeClock
+from zombietop.errors import LeaseHeld, LeaseLost, ReadOnlyStore
+from zombietop.model import EventKind, TaskState
+from zombietop.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.clock import FakeClock
-from core.config import default_config
-from core.heartbeat_line import parse_line
-from core.model import Health
-from core.monitor import Monitor
-from core.store import Store, open_store
+from zombietop.clock import FakeClock
+from zombietop.config import default_config
+from zombietop.heartbeat_line import parse_line
+from zombietop.model import Health
+from zombietop.monitor import Monitor
+from zombietop.store import Store, open_store
 
 
 async def running(store: Store, task_id: str, **kwargs: object) -> int:

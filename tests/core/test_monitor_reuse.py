@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-import core.monitor as monitor_module
-from core.clock import FakeClock
-from core.config import default_config
-from core.errors import ZombietopError
-from core.heartbeat_line import parse_line
-from core.model import ProcessSample, Task, TaskRecord, TaskState
-from core.monitor import Monitor, Snapshot, _Kept, build_snapshot
-from core.store import Store
+import zombietop.monitor as monitor_module
 from tests.core.test_monitor import running
 from tests.stores import open_kill_for_test
+from zombietop.clock import FakeClock
+from zombietop.config import default_config
+from zombietop.errors import ZombietopError
+from zombietop.heartbeat_line import parse_line
+from zombietop.model import ProcessSample, Task, TaskRecord, TaskState
+from zombietop.monitor import Monitor, Snapshot, _Kept, build_snapshot
+from zombietop.store import Store
 
 
 def judged(snapshot: Snapshot) -> list[tuple[object, ...]]:

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from core.clock import FakeClock
-from core.errors import ZombietopError
-from core.heartbeat_line import parse_line
-from core.model import TaskRecord, TaskState
-from core.rows import TASK_COLUMNS, PollCache
-from core.sqlite_store import APPLICATION_ID, MIGRATIONS, SQLiteStore, _statements
 from tests.core.test_rows import by_constructors, row
 from tests.stores import open_kill_for_test
+from zombietop.clock import FakeClock
+from zombietop.errors import ZombietopError
+from zombietop.heartbeat_line import parse_line
+from zombietop.model import TaskRecord, TaskState
+from zombietop.rows import TASK_COLUMNS, PollCache
+from zombietop.sqlite_store import APPLICATION_ID, MIGRATIONS, SQLiteStore, _statements
 
 WINDOW = 600.0
 OWN = len(TASK_COLUMNS)

@@ -8,13 +8,13 @@ import signal
 import subprocess
 from pathlib import Path
 
-from core.clock import FakeClock
-from core.config import Config
-from core.model import Health, Task, TaskState
-from core.monitor import Monitor
-from core.procs import PsutilProbe, process_start_time, same_start, this_host
-from core.sqlite_store import SQLiteStore
 from tests.core.realprocs import Children, start_task_process, wait_for, wait_for_file
+from zombietop.clock import FakeClock
+from zombietop.config import Config
+from zombietop.model import Health, Task, TaskState
+from zombietop.monitor import Monitor
+from zombietop.procs import PsutilProbe, process_start_time, same_start, this_host
+from zombietop.sqlite_store import SQLiteStore
 
 
 def _task(pid: int, start: float | None, *, host: str | None = None, task_id: str = "t") -> Task:

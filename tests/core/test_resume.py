@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from core.actions import Outcome
-from core.config import Config, load_config
-from core.executor import Executor
-from core.heartbeat_line import BeatLine
-from core.model import EventKind, TaskState
-from core.store import Store
 from tests.core.realprocs import FAST_CONFIG, wait_for, zombietop
 from tests.stores import open_for_test
+from zombietop.actions import Outcome
+from zombietop.config import Config, load_config
+from zombietop.executor import Executor
+from zombietop.heartbeat_line import BeatLine
+from zombietop.model import EventKind, TaskState
+from zombietop.store import Store
 
 
 def _config(tmp_path: Path, step_type: str) -> Config:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from core.classify import Verdict, classify
-from core.model import (
+from zombietop.classify import Verdict, classify
+from zombietop.model import (
     Health,
     Heartbeat,
     Lease,
@@ -21,8 +21,8 @@ from core.model import (
     builder,
     from_values,
 )
-from core.monitor import TaskView
-from core.rows import (
+from zombietop.monitor import TaskView
+from zombietop.rows import (
     HEARTBEAT_COLUMNS,
     KILL_COLUMNS,
     LEASE_COLUMNS,
@@ -94,8 +94,8 @@ class Kinds:
 
 def keywords() -> list[tuple[type[Any], dict[str, Any]]]:
     """A class and its constructor's keywords, with and without the defaulted ones."""
-    from core.config import default_limits
     from tests.core.test_classify import NOW, beat, lease, proc, task
+    from zombietop.config import default_limits
 
     limits = default_limits()
     verdict = classify(NOW, task(), lease(), beat(), proc(), limits)

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from core.config import Config
-from core.errors import LeaseLost
-from core.executor import Executor
-from core.model import Health, TaskState
-from core.monitor import Monitor
-from core.procs import PsutilProbe
-from core.sqlite_store import SQLiteStore
 from tests.core.realprocs import Children, pid_alive, wait_for, zombietop
+from zombietop.config import Config
+from zombietop.errors import LeaseLost
+from zombietop.executor import Executor
+from zombietop.model import Health, TaskState
+from zombietop.monitor import Monitor
+from zombietop.procs import PsutilProbe
+from zombietop.sqlite_store import SQLiteStore
 
 BEATS_THEN_HANGS = (
     'echo "stage=load p=10" >> "$ZOMBIETOP_HEARTBEAT_FILE"; '
@@ -36,7 +36,7 @@ def _status(db: Path, fast_config_path: Path) -> dict[str, Any]:
         text=True,
         timeout=30,
     )
-    assert result.returncode in (0, 1), result.stderr
+    assert result.returncode in (0, 1, 2), result.stderr  # OK, WARNING, CRITICAL
     return {task["task_id"]: task for task in json.loads(result.stdout)["tasks"]}
 
 
@@ -305,7 +305,7 @@ async def test_wrapper_stopped_by_sigterm_kills_a_deaf_command_after_the_grace(
 def test_heartbeat_tail_remembers_the_newest_line_for_the_final_beat(tmp_path: Path) -> None:
     """The tail task can be cancelled mid-record when the command exits; the final beat then
     repeats the newest line instead of losing it (found by bench/ingest.py with 8 writers)."""
-    from core.runner import HeartbeatTail
+    from zombietop.runner import HeartbeatTail
 
     beats = tmp_path / "beats"
     tail = HeartbeatTail(beats)

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from core.actions import Outcome
-from core.config import Config
-from core.errors import LeaseLost, RequestTimeout, UpstreamBlocked
-from core.executor import Executor
-from core.model import TaskState
-from core.sdk import Job
-from core.sqlite_store import SQLiteStore
 from tests.core.realprocs import Children, zombietop
+from zombietop.actions import Outcome
+from zombietop.config import Config
+from zombietop.errors import LeaseLost, RequestTimeout, UpstreamBlocked
+from zombietop.executor import Executor
+from zombietop.model import TaskState
+from zombietop.sdk import Job
+from zombietop.sqlite_store import SQLiteStore
 
 KILLS = 60
 
@@ -31,8 +31,8 @@ KILLS = 60
 ZYGOTE = r"""
 import hashlib, os, sys, traceback
 from pathlib import Path
-from core.config import load_config
-from core.sdk import Job
+from zombietop.config import load_config
+from zombietop.sdk import Job
 
 db, fast_config_path, checkpoint = sys.argv[1:4]
 fast_config = load_config(Path(fast_config_path))
@@ -228,7 +228,7 @@ def test_sdk_job_under_zombietop_run_adopts_the_wrapper_lease(
 ) -> None:
     script = tmp_path / "job.py"
     script.write_text(
-        "from core.sdk import Job\n"
+        "from zombietop.sdk import Job\n"
         "with Job('wrapped') as job:\n"
         "    job.beat('inside', 42)\n"
         "    assert job.still_owner()\n"

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from core.clock import FakeClock
-from core.config import default_config
-from core.errors import ReadOnlyStore, StoreError
-from core.heartbeat_line import parse_line
-from core.model import ProcessSample
-from core.monitor import Monitor
-from core.sqlite_store import SQLiteStore
-from core.store import open_store
 from tests.core.test_monitor_reuse import judged, shown
 from tests.core.test_poll_follow import WINDOW, random_change
+from zombietop.clock import FakeClock
+from zombietop.config import default_config
+from zombietop.errors import ReadOnlyStore, StoreError
+from zombietop.heartbeat_line import parse_line
+from zombietop.model import ProcessSample
+from zombietop.monitor import Monitor
+from zombietop.sqlite_store import SQLiteStore
+from zombietop.store import open_store
 
 
 def aiosqlite_threads() -> int:

@@ -9,13 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from core.clock import FakeClock
-from core.errors import LeaseLost, ReadOnlyStore, StoreBusy, StoreError, StoreMissing, TaskNotFound
-from core.heartbeat_line import parse_line
-from core.model import EventKind, TaskState
-from core.sqlite_store import APPLICATION_ID, SCHEMA_VERSION
-from core.store import HISTORY_LIMIT, Store, open_store
 from tests.stores import Reopen, count_rows, open_for_test
+from zombietop.clock import FakeClock
+from zombietop.errors import (
+    LeaseLost,
+    ReadOnlyStore,
+    StoreBusy,
+    StoreError,
+    StoreMissing,
+    TaskNotFound,
+)
+from zombietop.heartbeat_line import parse_line
+from zombietop.model import EventKind, TaskState
+from zombietop.sqlite_store import APPLICATION_ID, SCHEMA_VERSION
+from zombietop.store import HISTORY_LIMIT, Store, open_store
 
 
 async def make_running(store: Store, task_id: str = "t1", owner: str = "w1") -> int:
@@ -235,7 +242,7 @@ async def test_poll_reads_active_and_recently_finished_only(store: Store, clock:
 
 @pytest.mark.backends("sqlite")
 async def test_poll_uses_the_finished_at_index(store: Store) -> None:
-    from core.sqlite_store import POLL_SQL
+    from zombietop.sqlite_store import POLL_SQL
 
     async with store._read() as db:
         plan = await db.execute_fetchall("EXPLAIN QUERY PLAN " + POLL_SQL, {"finished_since": 0})
@@ -302,9 +309,9 @@ async def test_a_locked_store_is_one_clear_error_after_the_busy_timeout(
 ) -> None:
     import time
 
-    import core.sqlite_store
+    import zombietop.sqlite_store
 
-    monkeypatch.setattr(core.sqlite_store, "BUSY_TIMEOUT_MS", 300)
+    monkeypatch.setattr(zombietop.sqlite_store, "BUSY_TIMEOUT_MS", 300)
     async with await open_store(db_path, create=True, clock=clock) as store:
         await store.create_task(task_id="t1", run_id="r", step="s", step_type="d", actor="x")
         holder = sqlite3.connect(db_path, isolation_level=None)
@@ -323,7 +330,7 @@ async def test_a_locked_store_is_one_clear_error_after_the_busy_timeout(
 
 OPEN_AND_CLOSE = """
 import asyncio, sys
-from core.store import open_store
+from zombietop.store import open_store
 
 async def main() -> None:
     async with await open_store(sys.argv[1], create=True):

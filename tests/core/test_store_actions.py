@@ -7,13 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from core.clock import FakeClock
-from core.errors import ActionRefused, LeaseLost
-from core.heartbeat_line import BeatLine
-from core.model import EventKind, TaskState
-from core.sqlite_store import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, SQLiteStore, _statements
-from core.store import Store
 from tests.stores import open_for_test
+from zombietop.clock import FakeClock
+from zombietop.errors import ActionRefused, LeaseLost
+from zombietop.heartbeat_line import BeatLine
+from zombietop.model import EventKind, TaskState
+from zombietop.sqlite_store import (
+    APPLICATION_ID,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SQLiteStore,
+    _statements,
+)
+from zombietop.store import Store
 
 
 async def _leased(live_store: Store, task_id: str = "t1") -> int:

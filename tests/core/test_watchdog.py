@@ -13,16 +13,16 @@ from typing import ClassVar
 
 import pytest
 
-from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
-from core.clock import FakeClock
-from core.config import Config, NotifySettings, WatchSettings, default_config
-from core.heartbeat_line import parse_line
-from core.model import EventKind, Health, TaskState
-from core.monitor import Monitor
-from core.notify import Page, WebhookNotifier
-from core.sqlite_store import SQLiteStore
-from core.store import Store, open_store
-from core.watchdog import Watchdog
+from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from zombietop.clock import FakeClock
+from zombietop.config import Config, NotifySettings, WatchSettings, default_config
+from zombietop.heartbeat_line import parse_line
+from zombietop.model import EventKind, Health, TaskState
+from zombietop.monitor import Monitor
+from zombietop.notify import Page, WebhookNotifier
+from zombietop.sqlite_store import SQLiteStore
+from zombietop.store import Store, open_store
+from zombietop.watchdog import Watchdog
 
 INTERVAL = 30.0
 
@@ -340,7 +340,7 @@ async def test_no_verdicts_on_stale_data_and_one_page_when_the_store_is_unreadab
 async def test_auto_retry_only_for_idempotent_step_types_with_backoff_and_a_limit(
     store: Store, clock: FakeClock, tmp_path: Path
 ) -> None:
-    from core.config import load_config
+    from zombietop.config import load_config
 
     path = tmp_path / "c.toml"
     path.write_text('[step_types.idem]\nauto_retry = true\nmax_retries = 2\nretry_backoff = "1m"\n')
@@ -387,7 +387,7 @@ async def test_apprise_carries_pages_to_the_long_tail_of_services(
     store: SQLiteStore, clock: FakeClock, free_port: int
 ) -> None:
     """apprise's json:// service posts to a local server here, as PagerDuty or Slack would be."""
-    from core.notify import AppriseNotifier
+    from zombietop.notify import AppriseNotifier
 
     received: list[dict[str, object]] = []
     server = start_hook(free_port, received)
@@ -415,8 +415,8 @@ async def test_apprise_carries_pages_to_the_long_tail_of_services(
 
 
 def test_an_unknown_apprise_scheme_is_a_config_error() -> None:
-    from core.errors import ZombietopError
-    from core.notify import AppriseNotifier
+    from zombietop.errors import ZombietopError
+    from zombietop.notify import AppriseNotifier
 
     with pytest.raises(ZombietopError, match="nosuch:// is not a URL apprise knows"):
         AppriseNotifier(["nosuch://x"])

@@ -9,18 +9,18 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from core.actions import ActionKind, Outcome
-from core.clock import FakeClock
-from core.config import Config, WatchSettings
-from core.executor import Executor
-from core.heartbeat_line import parse_line
-from core.model import TaskState
-from core.monitor import Monitor
-from core.notify import Page
-from core.procs import PsutilProbe
-from core.sqlite_store import SQLiteStore
-from core.watchdog import Watchdog
 from tests.core.realprocs import Children, start_task_process, zombietop
+from zombietop.actions import ActionKind, Outcome
+from zombietop.clock import FakeClock
+from zombietop.config import Config, WatchSettings
+from zombietop.executor import Executor
+from zombietop.heartbeat_line import parse_line
+from zombietop.model import TaskState
+from zombietop.monitor import Monitor
+from zombietop.notify import Page
+from zombietop.procs import PsutilProbe
+from zombietop.sqlite_store import SQLiteStore
+from zombietop.watchdog import Watchdog
 
 
 class ListNotifier:

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from core.clock import FakeClock
-from core.config import default_config
-from core.heartbeat_line import parse_line
-from core.model import EventKind, ProcessSample, Task
-from core.monitor import Monitor
-from core.notify import Page
-from core.procs import this_host
-from core.store import Store
-from core.watchdog import Watchdog
+from zombietop.clock import FakeClock
+from zombietop.config import default_config
+from zombietop.heartbeat_line import parse_line
+from zombietop.model import EventKind, ProcessSample, Task
+from zombietop.monitor import Monitor
+from zombietop.notify import Page
+from zombietop.procs import this_host
+from zombietop.store import Store
+from zombietop.watchdog import Watchdog
 
 PID, STARTED = 4121, 1_700_000_000.0
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
-from core.clock import FakeClock
-from tui.app import ZombietopApp
-from tui.sample import NOW, RecordingExecutor, SampleSource
-from tui.widgets.task_table import TaskTable
+from zombietop.clock import FakeClock
+from zombietop.tui.app import ZombietopApp
+from zombietop.tui.sample import NOW, RecordingExecutor, SampleSource
+from zombietop.tui.widgets.task_table import TaskTable
 
 
 def make_app(

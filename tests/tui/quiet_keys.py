@@ -8,7 +8,7 @@ from textual.app import App, ComposeResult
 from textual.driver import Driver
 from textual.widgets import Static
 
-from tui.driver import QuietLinuxDriver
+from zombietop.tui.driver import QuietLinuxDriver
 
 
 class KeysApp(App[None]):

@@ -7,12 +7,12 @@ from dataclasses import replace
 import pytest
 from textual.widgets import Button
 
-from core.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
-from core.model import TaskState
-from core.monitor import build_snapshot
 from tests.tui.helpers import make_app, settle
-from tui.keys import KEYS, display_key
-from tui.sample import (
+from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from zombietop.model import TaskState
+from zombietop.monitor import build_snapshot
+from zombietop.tui.keys import KEYS, display_key
+from zombietop.tui.sample import (
     NOW,
     RecordingExecutor,
     SampleSource,
@@ -21,9 +21,9 @@ from tui.sample import (
     sample_samples,
     sample_snapshot,
 )
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.help import HelpScreen
-from tui.widgets.task_table import TaskTable
+from zombietop.tui.screens.confirm import ConfirmScreen
+from zombietop.tui.screens.help import HelpScreen
+from zombietop.tui.widgets.task_table import TaskTable
 
 KEY_FOR = {ActionKind.RESUME: "r", ActionKind.DISCARD: "d", ActionKind.KILL: "k"}
 
@@ -269,8 +269,8 @@ async def test_sort_cycle_keeps_the_cursor_on_its_task() -> None:
 
 
 def test_kill_row_counts_down_then_shows_the_outcome() -> None:
-    from core.model import PendingKill
-    from tui.cells import BY_KEY
+    from zombietop.model import PendingKill
+    from zombietop.tui.cells import BY_KEY
 
     health = BY_KEY["health"]
     snapshot = sample_snapshot(kill_pending={"thumbs-7781"})

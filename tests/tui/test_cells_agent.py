@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core.model import HostRequest
-from tui.cells import BY_KEY
-from tui.sample import NOW, sample_snapshot
+from zombietop.model import HostRequest
+from zombietop.tui.cells import BY_KEY
+from zombietop.tui.sample import NOW, sample_snapshot
 
 
 def _view(task_id: str = "resize-9001"):  # type: ignore[no-untyped-def]
@@ -50,7 +50,7 @@ def test_no_agent_shows_where_the_pid_would() -> None:
 
 def test_a_kill_finished_elsewhere_replaces_the_term_sent_note() -> None:
     """The watchdog (or another zombietop) may finish a kill this dashboard started."""
-    from core.model import PendingKill
+    from zombietop.model import PendingKill
 
     kill = PendingKill(
         task_id="resize-9001",

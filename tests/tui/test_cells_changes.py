@@ -13,8 +13,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.monitor import build_snapshot
-from tui.cells import (
+from zombietop.monitor import build_snapshot
+from zombietop.tui.cells import (
     COLUMNS,
     glance_age,
     glance_changes,
@@ -22,7 +22,7 @@ from tui.cells import (
     row_changes,
     same_cell,
 )
-from tui.sample import NOW, sample_config, sample_records, sample_samples
+from zombietop.tui.sample import NOW, sample_config, sample_records, sample_samples
 
 RECORDS = sample_records(kill_pending={"thumbs-7781"})
 FAR = 3 * 86400.0

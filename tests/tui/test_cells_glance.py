@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.durations import format_age
-from tui.cells import BY_KEY, glance_age
+from zombietop.durations import format_age
+from zombietop.tui.cells import BY_KEY, glance_age
 
 MINUTE = 60
 HOUR = 60 * MINUTE

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from core.store import open_store
-from tui.cli import main
+from zombietop.store import open_store
+from zombietop.tui.cli import main
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -63,7 +63,9 @@ def test_hangup_exits_cleanly(tmp_path: Path) -> None:
     asyncio.run(create())
     pid, master = pty.fork()
     if pid == 0:  # the child: the dashboard on a fresh terminal
-        os.execv(sys.executable, [sys.executable, "-m", "tui", "--db", str(db), "--read-only"])
+        os.execv(
+            sys.executable, [sys.executable, "-m", "zombietop.tui", "--db", str(db), "--read-only"]
+        )
     try:
         # Wait until it has drawn something, then hang up.
         deadline = time.monotonic() + 30
@@ -97,7 +99,7 @@ def test_terminal_alive_notices_a_lost_terminal_without_sighup() -> None:
     pid, master = pty.fork()
     if pid == 0:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        from tui.dashboard import terminal_alive
+        from zombietop.tui.dashboard import terminal_alive
 
         before = terminal_alive()
         os.write(1, b"ready\n")

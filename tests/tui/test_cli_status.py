@@ -1,4 +1,8 @@
-"""``zombietop status``, ``beat``, ``init`` and ``config``: output, exit codes 0/1/2, one-line errors."""
+"""``zombietop status``, ``beat``, ``init`` and ``config``: output, exit codes, one-line errors.
+
+``status`` exits by the Nagios plugin API (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN); the other
+commands exit 2 on a usage error or a failure.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from core.clock import FakeClock
-from core.heartbeat_line import parse_line
-from core.model import Health, TaskState
-from core.procs import process_start_time, this_host
-from core.sqlite_store import SCHEMA_VERSION
-from core.store import open_store
-from tui.cli import main
+from zombietop.clock import FakeClock
+from zombietop.heartbeat_line import parse_line
+from zombietop.model import Health, TaskState
+from zombietop.procs import process_start_time, this_host
+from zombietop.sqlite_store import SCHEMA_VERSION
+from zombietop.store import open_store
+from zombietop.tui.cli import main
 
 HOUR = 3600.0
 
@@ -61,6 +65,8 @@ def build_store(path: Path, scenarios: list[str]) -> None:
                 token = await start("succeeded-1")
             if "spinning" in scenarios:
                 spin = await start("spinning-1")
+            if "overrun" in scenarios:
+                overrun = await start("overrun-1")
             if "stalled" in scenarios:
                 clock.set(real_now - HOUR)
                 await start("stalled-1")
@@ -118,6 +124,14 @@ def build_store(path: Path, scenarios: list[str]) -> None:
                     owner="w1@box",
                     token=spin,
                 )
+            if "overrun" in scenarios:
+                # Beating and moving, three hours into a stage whose budget is 15 minutes.
+                await store.record_heartbeat(
+                    "overrun-1",
+                    parse_line("stage=transform p=70 rows=20"),
+                    owner="w1@box",
+                    token=overrun,
+                )
             if "healthy" in scenarios:
                 await start("healthy-1")
             if "discarded" in scenarios:
@@ -174,7 +188,7 @@ def test_status_json_reports_each_health(
     healths = {t["task_id"]: t["health"] for t in report["tasks"]}
     assert healths == {f"{name}-1": name for name in ALL}
     assert set(ALL) == {str(health) for health in Health}
-    assert code == 1  # dead, stalled and reclaimable tasks page
+    assert code == 2  # CRITICAL: dead, stalled and reclaimable tasks page
     assert set(report) == {"generated_at", "counts", "host", "agents", "tasks"}
     dead = next(t for t in report["tasks"] if t["task_id"] == "dead-1")
     assert dead["reasons"][0]["code"] in ("process_gone", "pid_reused")
@@ -219,13 +233,77 @@ def test_status_json_reports_each_health(
     assert queued["context"] == "queued-1 queued: waiting on quarantined-1 (quarantined)"
 
 
-def test_status_exit_zero_when_nothing_pages(
+@pytest.mark.parametrize(
+    ("scenario", "expected"),
+    [
+        ("healthy", 0),
+        ("starting", 0),
+        ("queued", 0),
+        ("quarantined", 0),
+        ("interrupted", 0),
+        ("succeeded", 0),
+        ("failed", 0),
+        ("discarded", 0),
+        ("spinning", 1),
+        ("overrun", 1),
+        ("stalled", 2),
+        ("reclaimable", 2),
+        ("dead", 2),
+    ],
+)
+def test_status_exit_code_follows_the_nagios_plugin_api(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], scenario: str, expected: int
+) -> None:
+    """0 OK, 1 WARNING (spinning, over a budget), 2 CRITICAL (dead, stalled, reclaimable)."""
+    db = tmp_path / "z.db"
+    build_store(db, [scenario])
+    for form in ([], ["--json"], ["--nagios"]):
+        code, out, err = run_cli(capsys, "status", "--db", str(db), *form)
+        assert (code, err) == (expected, ""), (form, out)
+    state = ["OK", "WARNING", "CRITICAL"][expected]
+    assert out.startswith(f"ZOMBIETOP {state} - ")
+
+
+def test_nagios_output_names_what_is_wrong_with_performance_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "z.db"
+    build_store(db, ["stalled", "dead", "spinning", "healthy"])
+    code, out, _ = run_cli(capsys, "status", "--nagios", "--db", str(db))
+    summary, *details = out.rstrip("\n").split("\n")
+    assert code == 2
+    text, perfdata = summary.split(" | ")
+    assert text == "ZOMBIETOP CRITICAL - 1 dead, 1 stalled, 1 spinning, 2 over budget"
+    values = dict(pair.split("=") for pair in perfdata.split())
+    assert values == {
+        str(h): "1" if str(h) in ("dead", "stalled", "spinning", "healthy") else "0" for h in Health
+    } | {"over_budget": "2"}
+    assert [line.split(" ")[0] for line in details] == ["dead-1", "stalled-1", "spinning-1"]
+    build_store(tmp_path / "ok.db", ["healthy", "queued"])
+    code, out, _ = run_cli(capsys, "status", "--nagios", "--db", str(tmp_path / "ok.db"))
+    assert (code, out.split(" | ")[0]) == (0, "ZOMBIETOP OK - 2 tasks, none stuck")
+
+
+def test_usage_errors_of_status_are_unknown(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["status", "--bogus"])
+    assert exited.value.code == 3
+    with pytest.raises(SystemExit) as exited:
+        main(["status", "--json", "--nagios"])
+    assert exited.value.code == 3
+    with pytest.raises(SystemExit) as exited:
+        main(["beat", "--bogus"])
+    assert exited.value.code == 2
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_status_table_with_nothing_paging(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "z.db"
     build_store(db, ["healthy", "spinning", "queued", "quarantined", "succeeded"])
     code, out, _ = run_cli(capsys, "status", "--db", str(db))
-    assert code == 0
+    assert code == 1  # WARNING: spinning
     assert out.splitlines()[0].startswith(
         "spinning 1  quarantined 1  queued 1  healthy 1  succeeded 1"
     )
@@ -238,7 +316,7 @@ def test_status_table_lists_what_to_act_on(
     db = tmp_path / "z.db"
     build_store(db, ["stalled", "healthy"])
     code, out, _ = run_cli(capsys, "status", "--db", str(db))
-    assert code == 1
+    assert code == 2
     assert out.rstrip().splitlines()[-1].startswith("stalled-1 stalled: stage=transform p=61%")
 
 
@@ -268,7 +346,7 @@ def test_recent_window_and_all(tmp_path: Path, capsys: pytest.CaptureFixture[str
         ("missing-config", "zombietop: {cfg}: no such config file"),
     ],
 )
-def test_errors_are_one_line_and_exit_2(
+def test_errors_are_one_line_and_unknown(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], setup: str, message: str
 ) -> None:
     db, cfg = tmp_path / "z.db", tmp_path / "c.toml"
@@ -284,10 +362,14 @@ def test_errors_are_one_line_and_exit_2(
     if setup in ("bad-config", "broken-toml", "missing-config"):
         argv += ["--config", str(cfg)]
     code, out, err = run_cli(capsys, *argv)
-    assert code == 2
+    assert code == 3  # UNKNOWN: zombietop cannot say
     assert out == ""
     assert err.startswith(message.format(db=db, cfg=cfg))
     assert err.count("\n") == 1
+    code, out, err = run_cli(capsys, *argv, "--nagios")
+    assert code == 3 and err == ""
+    assert out.startswith("ZOMBIETOP UNKNOWN - ") and out.count("\n") == 1
+    assert message.format(db=db, cfg=cfg).removeprefix("zombietop: ") in out
 
 
 def test_environment_selects_store_and_config(
@@ -298,7 +380,7 @@ def test_environment_selects_store_and_config(
     monkeypatch.setenv("ZOMBIETOP_DB", str(db))
     monkeypatch.setenv("ZOMBIETOP_CONFIG", str(tmp_path / "nope.toml"))
     code, _, err = run_cli(capsys, "status")
-    assert code == 2 and "nope.toml: no such config file" in err
+    assert code == 3 and "nope.toml: no such config file" in err
     monkeypatch.delenv("ZOMBIETOP_CONFIG")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     code, out, _ = run_cli(capsys, "status", "--json")
@@ -391,10 +473,10 @@ def test_config_init_and_check(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_the_installed_command_runs(tmp_path: Path) -> None:
     """The console script itself, as a user runs it: exit codes cross the process boundary."""
     script = Path(sys.executable).with_name("zombietop")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "tui"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "zombietop.tui"]
     env = {**os.environ, "ZOMBIETOP_DB": str(tmp_path / "z.db"), "XDG_CONFIG_HOME": str(tmp_path)}
     missing = subprocess.run([*command, "status"], capture_output=True, text=True, env=env)
-    assert missing.returncode == 2 and missing.stderr.startswith("zombietop: no store at")
+    assert missing.returncode == 3 and missing.stderr.startswith("zombietop: no store at")
     assert subprocess.run([*command, "init"], capture_output=True, env=env).returncode == 0
     ok = subprocess.run([*command, "status"], capture_output=True, text=True, env=env)
     assert (ok.returncode, ok.stdout.strip()) == (0, "no tasks in the store")

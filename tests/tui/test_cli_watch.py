@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.tui.test_cli_status import build_store
-from tui.cli import main
+from zombietop.tui.cli import main
 
 
 def test_watch_once_pages_through_a_command_once_per_incident(
@@ -31,7 +31,7 @@ def test_watch_once_pages_through_a_command_once_per_incident(
     out = capsys.readouterr().out
     assert "quarantined stalled-1" in out
     assert "spinning (not paged): spinning-1 spinning" in out
-    assert main(["status", "--json", "--db", str(db)]) == 1
+    assert main(["status", "--json", "--db", str(db)]) == 2  # CRITICAL
     assert '"quarantined": true' in capsys.readouterr().out
 
 

@@ -10,7 +10,7 @@ from textual.geometry import Region
 from textual.widget import Widget
 
 from tests.tui.helpers import make_app, settle
-from tui.compositor import LeanCompositor
+from zombietop.tui.compositor import LeanCompositor
 
 
 def _regions(rng: random.Random, width: int, height: int) -> set[Region]:

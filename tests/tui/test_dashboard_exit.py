@@ -8,12 +8,12 @@ import os
 import signal
 from pathlib import Path
 
-from core.actions import Outcome
-from core.config import Config
-from core.executor import Executor
-from core.sqlite_store import SQLiteStore
 from tests.core.realprocs import Children, start_task_process
-from tui.dashboard import hand_over_pending_kills
+from zombietop.actions import Outcome
+from zombietop.config import Config
+from zombietop.executor import Executor
+from zombietop.sqlite_store import SQLiteStore
+from zombietop.tui.dashboard import hand_over_pending_kills
 
 
 async def test_a_pending_kill_outlives_the_dashboard(

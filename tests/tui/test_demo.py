@@ -14,12 +14,12 @@ from typing import Any
 import psutil
 import pytest
 
-from core.config import load_config
-from core.model import EventKind
-from core.store import open_store
-from core.sweep import find, stop_all
-from tui.cli import main
-from tui.demo import CHECKPOINTED, JOBS, STUBBORN, DemoPaths, demo_limits, render_config
+from zombietop.config import load_config
+from zombietop.model import EventKind
+from zombietop.store import open_store
+from zombietop.sweep import find, stop_all
+from zombietop.tui.cli import main
+from zombietop.tui.demo import CHECKPOINTED, JOBS, STUBBORN, DemoPaths, demo_limits, render_config
 
 SPEED = "10"
 DEADLINE_S = 60.0
@@ -30,7 +30,10 @@ pytestmark = pytest.mark.slow
 
 def zombietop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "zombietop.tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from core.sweep import stop_all
 from tests.tui.test_demo import assert_all_gone, kill_outcomes, live_pids, status
-from tui.demo import CHECKPOINTED, STUBBORN, DemoPaths
+from zombietop.sweep import stop_all
+from zombietop.tui.demo import CHECKPOINTED, STUBBORN, DemoPaths
 
 SPEED = "10"
 DEADLINE_S = 60.0
@@ -125,7 +125,7 @@ def test_in_the_dashboard_a_kill_escalates_and_a_resume_carries_on_from_the_chec
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     exited = tmp_path / "exited"
-    argv = [sys.executable, "-m", "tui", "demo", "--speed", SPEED, "--db", str(demo.db)]
+    argv = [sys.executable, "-m", "zombietop.tui", "demo", "--speed", SPEED, "--db", str(demo.db)]
     # Stay open after the demo ends, so its last words can be read off the screen.
     terminal.start(f"{shlex.join(argv)}; echo $? > {exited}; sleep 60")
     terminal.wait_for(STUBBORN)

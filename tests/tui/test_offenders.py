@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from core.monitor import build_snapshot
-from tui.healths import ATTENTION_HEALTHS, GLYPHS
-from tui.sample import NOW, sample_config, sample_snapshot, synthetic_records
-from tui.widgets.offenders import ALL_CLEAR, offender_lines
+from zombietop.monitor import build_snapshot
+from zombietop.tui.healths import ATTENTION_HEALTHS, GLYPHS
+from zombietop.tui.sample import NOW, sample_config, sample_snapshot, synthetic_records
+from zombietop.tui.widgets.offenders import ALL_CLEAR, offender_lines
 
 CONSOLE = Console(width=200)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from core.config import default_config
-from core.heartbeat_line import BeatLine
-from core.model import Health
-from core.store import open_store
 from tests.core.test_sqlite_inline import aiosqlite_threads
-from tui.poller import ThreadedMonitor
+from zombietop.config import default_config
+from zombietop.heartbeat_line import BeatLine
+from zombietop.model import Health
+from zombietop.store import open_store
+from zombietop.tui.poller import ThreadedMonitor
 
 
 async def test_threaded_monitor_polls_a_real_store(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ async def test_the_first_snapshot_on_screen_is_announced_once() -> None:
     """The dashboard settles its heap (``gc.freeze``) once the first data is drawn: not before a
     poll has succeeded, and not again on later polls."""
     from tests.tui.helpers import make_app, settle
-    from tui.sample import SampleSource
+    from zombietop.tui.sample import SampleSource
 
     source = SampleSource()
     source.fail_with = "database is locked"
@@ -65,7 +65,7 @@ async def test_the_first_snapshot_on_screen_is_announced_once() -> None:
 def test_settling_the_collector_freezes_the_heap_and_spaces_young_collections() -> None:
     import gc
 
-    from tui.dashboard import YOUNG_COLLECTION, settle_collector
+    from zombietop.tui.dashboard import YOUNG_COLLECTION, settle_collector
 
     threshold = gc.get_threshold()
     try:

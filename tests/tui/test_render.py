@@ -27,10 +27,10 @@ from textual.strip import Strip
 from textual.visual import Visual, visualize
 
 from tests.tui.helpers import make_app, settle
-from tui import render
-from tui.widgets.header import StatusHeader, clock_text
-from tui.widgets.task_table import TaskTable
-from tui.widgets.text_lines import changed_cells, retyped
+from zombietop.tui import render
+from zombietop.tui.widgets.header import StatusHeader, clock_text
+from zombietop.tui.widgets.task_table import TaskTable
+from zombietop.tui.widgets.text_lines import changed_cells, retyped
 
 Span = tuple[int, int, int]
 Cell = tuple[int, int]
@@ -470,6 +470,6 @@ async def test_the_header_draws_a_ticking_clock_as_a_fresh_layout_would() -> Non
     ],
 )
 def test_a_long_store_path_gives_way_in_its_middle(room: int, shown: str) -> None:
-    from tui.widgets.header import shorten_middle
+    from zombietop.tui.widgets.header import shorten_middle
 
     assert shorten_middle("/var/lib/zombietop/zombietop.db (read-only)", room) == shown

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from textual.geometry import Region
 
-from core.monitor import build_snapshot
 from tests.tui.helpers import TableApp, make_app, settle
-from tui.cells import COLUMNS, row_cells
-from tui.sample import NOW, sample_config, synthetic_records
-from tui.widgets.header import StatusHeader
-from tui.widgets.task_table import TaskTable
+from zombietop.monitor import build_snapshot
+from zombietop.tui.cells import COLUMNS, row_cells
+from zombietop.tui.sample import NOW, sample_config, synthetic_records
+from zombietop.tui.widgets.header import StatusHeader
+from zombietop.tui.widgets.task_table import TaskTable
 
 
 def spy_refresh(widget: object) -> list[tuple[tuple[Region, ...], dict[str, object]]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from textual.pilot import Pilot
 
-from core.clock import FakeClock
 from tests.tui.helpers import make_app, settle
-from tui.sample import NOW, SampleSource, sample_snapshot
+from zombietop.clock import FakeClock
+from zombietop.tui.sample import NOW, SampleSource, sample_snapshot
 
 
 def test_main_80x24(snap_compare):

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from rich.text import Text
 
-from core.monitor import TaskView, build_snapshot
 from tests.tui.helpers import TableApp
-from tui.cells import COLUMNS
-from tui.sample import NOW, sample_config, synthetic_records
-from tui.widgets.task_table import TaskTable
+from zombietop.monitor import TaskView, build_snapshot
+from zombietop.tui.cells import COLUMNS
+from zombietop.tui.sample import NOW, sample_config, synthetic_records
+from zombietop.tui.widgets.task_table import TaskTable
 
 N = 10_000
 
@@ -119,7 +119,7 @@ async def test_rows_moved_by_polls_stay_where_the_order_says() -> None:
 def test_row_order_answers_both_ways_and_only_appends() -> None:
     from textual.widgets.data_table import RowKey
 
-    from tui.widgets.row_order import LineOffsets, RowOrder
+    from zombietop.tui.widgets.row_order import LineOffsets, RowOrder
 
     keys = {name: RowKey(name) for name in "abc"}
     order = RowOrder(["b", "a"], keys)
@@ -202,7 +202,7 @@ async def test_polls_of_the_same_tasks_are_followed_by_identity_and_read_as_they
     from textual.coordinate import Coordinate
 
     from tests.tui.test_repaint import spy_refresh
-    from tui.cells import row_cells, same_cell
+    from zombietop.tui.cells import row_cells, same_cell
 
     config = sample_config()
     views = list(build_snapshot(NOW, synthetic_records(300), config, {}).tasks)
@@ -324,7 +324,7 @@ async def test_tasks_that_leave_go_at_once_and_leave_the_table_as_remove_row_wou
     from textual.coordinate import Coordinate
     from textual.widgets import DataTable
 
-    from tui.cells import row_cells
+    from zombietop.tui.cells import row_cells
 
     class Both(App[None]):
         def compose(self) -> ComposeResult:

@@ -12,9 +12,9 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from tests.tui.helpers import TableApp
-from tui.cells import COLUMNS
-from tui.sample import NOW, sample_snapshot
-from tui.widgets.task_table import TaskTable
+from zombietop.tui.cells import COLUMNS
+from zombietop.tui.sample import NOW, sample_snapshot
+from zombietop.tui.widgets.task_table import TaskTable
 
 
 def assert_reads_like_datatable(table: TaskTable) -> None:
@@ -71,8 +71,8 @@ async def test_cells_of_awkward_text_read_like_datatable() -> None:
     way DataTable draws it, by the fast path where it fits and by DataTable's own where not."""
     from dataclasses import replace
 
-    from core.monitor import build_snapshot
-    from tui.sample import sample_config, sample_records, sample_samples
+    from zombietop.monitor import build_snapshot
+    from zombietop.tui.sample import sample_config, sample_records, sample_samples
 
     awkward = ["a-task-id-far-too-long-for-its-column", "任务-東京-0042", "tab\there", "", "x"]
     records = [

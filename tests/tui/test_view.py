@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tui.sample import sample_snapshot
-from tui.view import SortMode, ordered
+from zombietop.tui.sample import sample_snapshot
+from zombietop.tui.view import SortMode, ordered
 
 
 def test_unfiltered_urgency_is_the_snapshots_own_tuple() -> None:

@@ -11,10 +11,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from core.actions import ActionKind, ActionRequest
-from core.classify import format_progress
-from core.durations import format_age, format_duration
-from core.monitor import TaskView
+from zombietop.actions import ActionKind, ActionRequest
+from zombietop.classify import format_progress
+from zombietop.durations import format_age, format_duration
+from zombietop.monitor import TaskView
 
 
 def consequence(kind: ActionKind, view: TaskView) -> str:

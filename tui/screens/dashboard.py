@@ -11,18 +11,18 @@ from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.widgets import DataTable, Footer, Input
 
-from core.actions import ActionKind
-from core.monitor import TaskView
-from tui.cells import columns_for_width
-from tui.compositor import LeanScreen
-from tui.keys import MUTATING_ACTIONS, bindings
-from tui.widgets.banner import Banner
-from tui.widgets.events_pane import EventsPane
-from tui.widgets.header import StatusHeader
-from tui.widgets.task_table import TaskTable
+from zombietop.actions import ActionKind
+from zombietop.monitor import TaskView
+from zombietop.tui.cells import columns_for_width
+from zombietop.tui.compositor import LeanScreen
+from zombietop.tui.keys import MUTATING_ACTIONS, bindings
+from zombietop.tui.widgets.banner import Banner
+from zombietop.tui.widgets.events_pane import EventsPane
+from zombietop.tui.widgets.header import StatusHeader
+from zombietop.tui.widgets.task_table import TaskTable
 
 if TYPE_CHECKING:
-    from tui.app import ZombietopApp
+    from zombietop.tui.app import ZombietopApp
 
 
 class DashboardScreen(LeanScreen):

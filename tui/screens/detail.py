@@ -14,19 +14,19 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Sparkline, Static
 
-from core.actions import ActionKind
-from core.classify import Budget, format_progress
-from core.durations import format_age, format_duration
-from core.model import Event, HistoryPoint
-from core.monitor import TaskView
-from tui.cells import bar
-from tui.compositor import LeanScreen
-from tui.healths import health_label
-from tui.keys import MUTATING_ACTIONS
-from tui.widgets.events_pane import event_line
+from zombietop.actions import ActionKind
+from zombietop.classify import Budget, format_progress
+from zombietop.durations import format_age, format_duration
+from zombietop.model import Event, HistoryPoint
+from zombietop.monitor import TaskView
+from zombietop.tui.cells import bar
+from zombietop.tui.compositor import LeanScreen
+from zombietop.tui.healths import health_label
+from zombietop.tui.keys import MUTATING_ACTIONS
+from zombietop.tui.widgets.events_pane import event_line
 
 if TYPE_CHECKING:
-    from tui.app import ZombietopApp
+    from zombietop.tui.app import ZombietopApp
 
 
 def _stamp(at: float | None) -> str:

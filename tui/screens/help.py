@@ -11,8 +11,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui.healths import GLYPHS, health_label
-from tui.keys import display_key, keys_for
+from zombietop.tui.healths import GLYPHS, health_label
+from zombietop.tui.keys import display_key, keys_for
 
 
 class HelpScreen(ModalScreen[None]):

@@ -9,17 +9,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid
 
-from core.model import Health
-from tui.compositor import LeanScreen
-from tui.healths import ACTIVE_HEALTHS, health_count
-from tui.widgets.banner import Banner
-from tui.widgets.header import StatusHeader
-from tui.widgets.health_card import HealthCard
-from tui.widgets.offenders import Offenders
-from tui.widgets.text_lines import TextLines
+from zombietop.model import Health
+from zombietop.tui.compositor import LeanScreen
+from zombietop.tui.healths import ACTIVE_HEALTHS, health_count
+from zombietop.tui.widgets.banner import Banner
+from zombietop.tui.widgets.header import StatusHeader
+from zombietop.tui.widgets.health_card import HealthCard
+from zombietop.tui.widgets.offenders import Offenders
+from zombietop.tui.widgets.text_lines import TextLines
 
 if TYPE_CHECKING:
-    from tui.app import ZombietopApp
+    from zombietop.tui.app import ZombietopApp
 
 
 class WallScreen(LeanScreen):

@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from core.durations import format_age
-from core.monitor import Snapshot
+from zombietop.durations import format_age
+from zombietop.monitor import Snapshot
 
 
 class Banner(Widget):

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from core.model import Event
+from zombietop.model import Event
 
 
 def event_line(event: Event) -> Text:

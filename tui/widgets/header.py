@@ -9,10 +9,10 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.reactive import reactive
 
-from core.model import Health
-from core.monitor import Snapshot
-from tui.healths import ACTIVE_HEALTHS, health_count
-from tui.widgets.text_lines import TextLines
+from zombietop.model import Health
+from zombietop.monitor import Snapshot
+from zombietop.tui.healths import ACTIVE_HEALTHS, health_count
+from zombietop.tui.widgets.text_lines import TextLines
 
 
 def clock_text(now: float) -> str:

@@ -7,8 +7,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Digits, Label
 
-from core.model import Health
-from tui.healths import ATTENTION_HEALTHS, GLYPHS
+from zombietop.model import Health
+from zombietop.tui.healths import ATTENTION_HEALTHS, GLYPHS
 
 
 class HealthCard(Widget):

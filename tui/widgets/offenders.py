@@ -7,9 +7,9 @@ from itertools import takewhile
 from rich.console import Console
 from rich.text import Text
 
-from core.monitor import Snapshot
-from tui.healths import ATTENTION_HEALTHS, GLYPHS, STYLES
-from tui.widgets.text_lines import TextLines
+from zombietop.monitor import Snapshot
+from zombietop.tui.healths import ATTENTION_HEALTHS, GLYPHS, STYLES
+from zombietop.tui.widgets.text_lines import TextLines
 
 ALL_CLEAR = (
     "✓ nothing stuck: no dead, reclaimable, stalled, spinning, quarantined or interrupted task"

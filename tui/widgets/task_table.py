@@ -35,9 +35,9 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, Row, RowKey
 
-from core.monitor import TaskView
-from tui.cells import CELL_PADDING, Cells, Column, row_cells, row_changes, same_cell
-from tui.widgets.row_order import LineOffsets, OrderedRows, RowOrder
+from zombietop.monitor import TaskView
+from zombietop.tui.cells import CELL_PADDING, Cells, Column, row_cells, row_changes, same_cell
+from zombietop.tui.widgets.row_order import LineOffsets, OrderedRows, RowOrder
 
 SegmentLines = list[list[Segment]]
 

@@ -17,7 +17,7 @@ from textual.style import Style
 from textual.visual import Visual, visualize
 from textual.widget import Widget
 
-from tui.cells import same_cell
+from zombietop.tui.cells import same_cell
 
 
 def changed_cells(before: Text, after: Text) -> tuple[int, int] | None:

@@ -1,0 +1,60 @@
+"""The house rules, run by the suite: ruff (lint and format), mypy strict on the engine, and
+the import contracts in pyproject.toml, all over the code under its installed names."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def run(tool: str, *args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> None:
+    result = subprocess.run(
+        [str(BIN / tool), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, f"{tool} {' '.join(args)}:\n{result.stdout}{result.stderr}"
+
+
+def test_ruff_lint() -> None:
+    run("ruff", "check", "--no-cache", ".")
+
+
+def test_ruff_format() -> None:
+    run("ruff", "format", "--no-cache", "--check", ".")
+
+
+def test_mypy_strict_on_the_engine() -> None:
+    run("mypy", "--no-incremental", "--cache-dir", os.devnull)
+
+
+def staged(tmp_path: Path) -> Path:
+    """The package as a wheel lays it out (``zombietop/`` holding ``tui/``), in links."""
+    package = tmp_path / "zombietop"
+    package.mkdir()
+    for entry in (REPO / "core").iterdir():
+        if entry.name != "__pycache__":
+            (package / entry.name).symlink_to(entry)
+    (package / "tui").symlink_to(REPO / "tui")
+    return tmp_path
+
+
+def test_import_contracts(tmp_path: Path) -> None:
+    # An editable install maps two folders onto one name; import-linter reads a real tree.
+    root = staged(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    run("lint-imports", "--no-cache", str(REPO / "pyproject.toml"), cwd=root, env=env)
+
+
+@pytest.mark.parametrize("name", ["core", "tui"])
+def test_the_folders_names_are_not_importable(tmp_path: Path, name: str) -> None:
+    """Outside the checkout, only ``zombietop`` is installed: no ``core``, no ``tui``."""
+    result = subprocess.run(
+        [sys.executable, "-c", f"import {name}"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert f"No module named '{name}'" in result.stderr
