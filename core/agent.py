@@ -23,6 +23,7 @@ from zombietop.config import Config
 from zombietop.errors import StoreError
 from zombietop.executor import Executor
 from zombietop.monitor import ProcessProbe
+from zombietop.printable import printable
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.store import Store
 
@@ -65,7 +66,7 @@ class Agent:
         self.err = err or sys.stderr
 
     def _say(self, text: str) -> None:
-        print(f"zombietop agent: {text}", file=self.err, flush=True)
+        print(printable(f"zombietop agent: {text}"), file=self.err, flush=True)
 
     async def tick(self) -> TickReport:
         """Do one round of the four duties; store errors propagate to the caller."""

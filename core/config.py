@@ -17,6 +17,7 @@ import tomli_w
 
 from zombietop.durations import format_duration, parse_duration
 from zombietop.errors import ConfigError
+from zombietop.redact import redact_url
 from zombietop.store import store_location
 
 DEFAULT_SOURCE = "default"
@@ -349,7 +350,8 @@ def _notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
         elif key == "webhook":
             if not isinstance(value, str) or not value.startswith(("http://", "https://")):
                 raise ConfigError(
-                    f"{_where(path)} [notify]: webhook must be an http(s) URL, not {value!r}"
+                    f"{_where(path)} [notify]: webhook must be an http(s) URL, not "
+                    + (repr(redact_url(value)) if isinstance(value, str) else repr(value))
                 )
             values[key] = value
         elif key == "apprise":

@@ -27,6 +27,7 @@ from zombietop.errors import HeartbeatParseError, LeaseLost, StoreError, Zombiet
 from zombietop.heartbeat_line import parse_line
 from zombietop.layout import clean_env, safe_name, state_dir
 from zombietop.model import TaskState
+from zombietop.printable import printable
 from zombietop.procs import process_start_time, this_host
 from zombietop.store import Store, location_of, store_location
 
@@ -113,7 +114,7 @@ class Runner:
         self.lost: str | None = None
 
     def _say(self, text: str) -> None:
-        print(f"zombietop: {text}", file=self.err, flush=True)
+        print(printable(f"zombietop: {text}"), file=self.err, flush=True)
 
     async def run(self, spec: RunSpec) -> int:
         """Claim the task, run the command, record how it ended; return its exit status."""
