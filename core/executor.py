@@ -24,8 +24,9 @@ from zombietop.clock import Clock
 from zombietop.config import Config, Limits
 from zombietop.durations import format_age
 from zombietop.errors import ActionRefused, TaskNotFound
-from zombietop.layout import clean_env, safe_name, state_dir
+from zombietop.layout import clean_env, safe_name
 from zombietop.model import EventKind, PendingKill, Task, TaskRecord
+from zombietop.private import state_subdir
 from zombietop.procs import process_start_time, same_start, spawn_detached, this_host
 from zombietop.store import Store, location_of, store_location
 
@@ -363,8 +364,7 @@ class Executor:
         else:
             assert limits.resume_command is not None
             argv = fill_placeholders(limits.resume_command, task)
-        logs = state_dir(self.store_path) / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        logs = state_subdir(self.store_path, "logs")
         log = logs / f"{safe_name(task.task_id)}.{task.attempt}.log"
         env = clean_env()
         env["ZOMBIETOP_DB"] = str(self.store_path)

@@ -161,7 +161,7 @@ class AppriseNotifier:
         for url in urls:
             if not self._apprise.add(url):
                 raise ZombietopError(
-                    f"[notify] apprise: {redact_url(url)} is not a URL apprise knows"
+                    f"[notify] apprise: {url.split('://')[0]}:// is not a URL apprise knows"
                 )
         self.name = "apprise " + ", ".join(redact_url(url) for url in urls)
 

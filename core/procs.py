@@ -19,6 +19,7 @@ import psutil
 
 from zombietop.clock import Clock, SystemClock
 from zombietop.model import ProcessSample, Task
+from zombietop.private import open_append
 
 START_TIME_TOLERANCE = 1.0
 """Seconds two readings of one process's start time may differ by. psutil derives it from the
@@ -29,8 +30,9 @@ def spawn_detached(
     argv: Sequence[str], *, log: Path, env: Mapping[str, str], cwd: str | Path | None
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a session of its own (no terminal signals reach it), its output appended
-    to ``log``, and reap it from a thread when it ends so no zombie of ours lingers."""
-    with open(log, "ab") as out:
+    to ``log`` (0600, never through a link), and reap it from a thread when it ends so no zombie
+    of ours lingers."""
+    with open(open_append(log), "ab") as out:
         proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
