@@ -111,7 +111,7 @@ async def test_userinfo_is_sent_as_basic_auth_and_never_logged_or_stored(
 async def test_a_failed_delivery_names_the_channel_without_its_secrets(
     store: Store, clock: FakeClock, hook: tuple[int, type[_Hook]]
 ) -> None:
-    port, handler = hook
+    port, _ = hook
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         dead = probe.getsockname()[1]
