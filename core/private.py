@@ -12,11 +12,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import pwd
 import stat
 from pathlib import Path
 
 from zombietop.errors import UnsafePath
+from zombietop.identity import user_name
 from zombietop.layout import state_dir
 
 DIR_MODE = 0o700
@@ -24,14 +24,6 @@ FILE_MODE = 0o600
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def user_name(uid: int) -> str:
-    """The name of ``uid`` from the password database (the uid itself when it has none)."""
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
 
 
 def private_dir(path: Path | str) -> Path:
