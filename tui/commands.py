@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import sys
 from dataclasses import replace
 from typing import Any
@@ -16,6 +15,7 @@ from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.durations import format_age
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
+from zombietop.identity import real_user
 from zombietop.printable import printable
 from zombietop.procs import this_host
 from zombietop.runner import Runner, RunSpec
@@ -86,11 +86,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _actor() -> str:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return f"{user}@{this_host()} (cli)"
+    """Who acts from this command: the real uid's name, never ``$USER``."""
+    return f"{real_user()}@{this_host()} (cli)"
 
 
 def _confirm(kind: ActionKind, task_id: str, summary: str) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import getpass
 import os
 import signal
 import socket
@@ -22,6 +21,7 @@ from zombietop.actions import ActionExecutor
 from zombietop.config import Config
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
+from zombietop.identity import real_user
 from zombietop.layout import clean_env, safe_name
 from zombietop.private import open_append, state_subdir
 from zombietop.procs import PsutilProbe
@@ -77,11 +77,8 @@ def settle_collector() -> None:
 
 
 def actor() -> str:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()}"
+    """Who acts from this dashboard: the real uid's name, never ``$USER``."""
+    return f"{real_user()}@{socket.gethostname()}"
 
 
 async def run_dashboard(
