@@ -202,7 +202,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     for name, limits in [("defaults", config.defaults), *config.step_types.items()]:
         changed = sorted(k for k, v in limits.sources.items() if v != "default")
         note = f" ({len(changed)} set in file: {', '.join(changed)})" if changed else ""
-        print(f"  {name}: valid{note}")
+        print(printable(f"  {name}: valid{note}"))
     return EXIT_OK
 
 

@@ -23,6 +23,7 @@ from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.identity import real_user
 from zombietop.layout import clean_env, safe_name
+from zombietop.printable import printable
 from zombietop.private import open_append, state_subdir
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store, open_store
@@ -166,8 +167,10 @@ async def hand_over_pending_kills(
         os.close(out)
         finishers.append(pid)
         print(
-            f"zombietop: the kill of {kill.task_id} is still in its grace; pid {pid} "
-            f"finishes it in the background (log: {log})",
+            printable(
+                f"zombietop: the kill of {kill.task_id} is still in its grace; pid {pid} "
+                f"finishes it in the background (log: {log})"
+            ),
             file=sys.stderr,
         )
     return finishers
