@@ -160,7 +160,11 @@ class Agent:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Tick every ``interval`` until ``stop`` is set; say goodbye in the store when leaving."""
         stop = stop or asyncio.Event()
-        self._say(f"serving {self.host} in {self.store.describe()} every {self.interval:g}s")
+        others = f" and {', '.join(sorted(self.allow))}" if self.allow else ""
+        self._say(
+            f"serving {self.host} in {self.store.describe()} every {self.interval:g}s, "
+            f"acting for {self.user}{others}"
+        )
         try:
             while not stop.is_set():
                 try:
