@@ -23,7 +23,7 @@ from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.clock import Clock
 from zombietop.config import Config, Limits
 from zombietop.durations import format_age
-from zombietop.errors import ActionRefused, TaskNotFound
+from zombietop.errors import ActionRefused, TaskNotFound, UnsafePath
 from zombietop.layout import clean_env, safe_name
 from zombietop.model import EventKind, PendingKill, Task, TaskRecord
 from zombietop.private import state_subdir
@@ -332,7 +332,7 @@ class Executor:
             )
         try:
             launch = await asyncio.to_thread(self._launch, task, limits)
-        except (OSError, ActionRefused) as exc:
+        except (OSError, ActionRefused, UnsafePath) as exc:
             return await self._done(
                 request,
                 Outcome.REQUEUED,

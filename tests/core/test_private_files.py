@@ -215,3 +215,30 @@ def test_a_subdirectory_another_user_owns_is_refused(
     with pytest.raises(UnsafePath, match=f"owned by {other_user.pw_name}"):
         state_subdir(db, "logs")
     assert _mode(state_dir(db)) == 0o700
+
+
+async def test_a_relaunch_never_logs_through_a_planted_link(
+    tmp_path: Path, db: Path, fast_config_path: Path, victim: Path
+) -> None:
+    """Resume relaunches the command with its output in logs/T.2.log: a link planted there is
+    refused (the task stays requeued, and says why), and the victim is untouched."""
+    from zombietop.actions import Outcome
+    from zombietop.config import load_config
+    from zombietop.executor import Executor
+    from zombietop.sqlite_store import SQLiteStore
+
+    store = await SQLiteStore.open(db, create=True)
+    try:
+        await store.create_task(
+            task_id="T", run_id="r", step="s", step_type="d", actor="t", command=("true",)
+        )
+        lease = await store.acquire_lease("T", owner="w", ttl=60)
+        logs = state_subdir(db, "logs")
+        (logs / "T.2.log").symlink_to(victim)
+        executor = Executor(store, load_config(fast_config_path), store_path=db)
+        outcome = await executor.resume("T", expected_token=lease.token, actor="oncall")
+    finally:
+        await store.close()
+    assert outcome.outcome is Outcome.REQUEUED
+    assert "could not be relaunched" in outcome.message and "symbolic link" in outcome.message
+    assert victim.read_bytes() == VICTIM_TEXT
