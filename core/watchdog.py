@@ -21,6 +21,7 @@ from zombietop.errors import StoreError
 from zombietop.model import BudgetFlag, EventKind, Health
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
+from zombietop.printable import printable
 
 RESTORE_EVENTS = 5000
 """How far back in the page log the watchdog looks to remember open incidents."""
@@ -65,7 +66,7 @@ class PrintNotifier:
         self._log = log
 
     async def send(self, page: Page) -> None:
-        self._log(f"PAGE ({page.kind}) {page.line}")
+        self._log(f"PAGE ({page.kind}) {page.shown}")
 
 
 @dataclass(slots=True)
@@ -97,10 +98,11 @@ class Watchdog:
         self.executor = executor
         self.clock = clock or SystemClock()
         self.dry_run = dry_run
-        self.log = log
+        self.log: Callable[[str], None] = lambda line: log(printable(line))
+        """Every line the watchdog says goes out printable, whatever sink it is given."""
         self.actor = f"watchdog@{socket.gethostname()}"
         self.outbox = Outbox(
-            [PrintNotifier(log)] if dry_run else notifiers,
+            [PrintNotifier(self.log)] if dry_run else notifiers,
             config.notify,
             self.clock,
             on_result=self._delivered,
@@ -156,7 +158,7 @@ class Watchdog:
             if result.attempts > 1:
                 self.log(
                     f"delivered via {result.notifier} on attempt {result.attempts}: "
-                    f"{result.page.line}"
+                    f"{result.page.shown}"
                 )
             await self._record(
                 EventKind.DELIVERY,
