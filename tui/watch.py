@@ -67,15 +67,16 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             f"watching {store.describe()} {mode}"
             + (" (dry run: nothing sent, nothing changed)" if args.dry_run else "")
         )
-        systemd = SystemdNotifier.from_env()
-        after_tick: Callable[[TickReport], None] = SystemdPing(systemd)
-        endpoint = None
+        endpoint = metrics = None
         if address is not None:
             from zombietop.metrics import Metrics
 
             metrics = Metrics([notifier.kind for notifier in dog.outbox.notifiers])
             endpoint = MetricsEndpoint.start(metrics, address)
             _log(f"serving Prometheus metrics at {endpoint.url}{endpoint.reach}")
+        systemd = SystemdNotifier.from_env()
+        after_tick: Callable[[TickReport], None] = SystemdPing(systemd)
+        if metrics is not None:
             after_tick = MetricsUpdate(dog, metrics, then=after_tick)
         try:
             await dog.run(once=args.once, stop=stop, after_tick=after_tick)
