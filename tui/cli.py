@@ -313,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="PATH",
         help="with --prometheus: write to PATH atomically (e.g. "
-        "/var/lib/node_exporter/textfile/zombietop.prom) instead of stdout",
+        "/var/lib/prometheus/node-exporter/zombietop.prom) instead of stdout",
     )
     status.add_argument(
         "--all", action="store_true", help="include every finished task, not just recent ones"

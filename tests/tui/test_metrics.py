@@ -421,9 +421,15 @@ def _lines(stream: Any) -> Iterator[str]:
     yield from iter(stream.readline, "")
 
 
-def test_watch_metrics_says_where_it_listens_and_serves_until_stopped(fleet_db: Path) -> None:
+@pytest.mark.parametrize("given", ["flag", "config"])
+def test_watch_metrics_says_where_it_listens_and_serves_until_stopped(
+    fleet_db: Path, tmp_path: Path, given: str
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[watch]\nmetrics = "127.0.0.1:0"\n' if given == "config" else "")
+    where = ["--metrics", "127.0.0.1:0"] if given == "flag" else []
     process = subprocess.Popen(
-        [*WATCH, "--interval", "0.5", "--metrics", "127.0.0.1:0", "--db", str(fleet_db)],
+        [*WATCH, "--interval", "0.5", *where, "--db", str(fleet_db), "--config", str(config)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
