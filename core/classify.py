@@ -535,11 +535,19 @@ def _process_words(process: ProcessSample) -> str:
     return words
 
 
+SILENCE_ORDERED = frozenset({Health.DEAD, Health.RECLAIMABLE, Health.STALLED, Health.SPINNING})
+"""Healths whose rows sort longest without a heartbeat first; the others sort by task id."""
+
+
 def sort_key(task_id: str, verdict: Verdict) -> tuple[int, float, str]:
-    """Most urgent first, then longest without a heartbeat, then by id (stable across polls).
+    """Most urgent first; within a trouble health the longest without a heartbeat first; then
+    by id, so rows of healthy tasks keep their place as they beat.
 
     Ordered by when the heartbeat was written, not by its age, so verdicts reached at different
     moments sort together; a task that never beat comes after those that did.
     """
+    health = verdict.health
+    if health not in SILENCE_ORDERED:
+        return (health.rank, 0.0, task_id)
     written = verdict.heartbeat_at
-    return (verdict.health.rank, written if written is not None else INF, task_id)
+    return (health.rank, written if written is not None else INF, task_id)
