@@ -19,7 +19,6 @@ from zombietop.model import (
     ProcessSample,
     Task,
     TaskState,
-    builder,
 )
 
 INF = float("inf")
@@ -105,10 +104,6 @@ class Verdict:
     def context(self) -> str:
         """The one line a page carries: enough to decide resume or discard in three seconds."""
         return self.describe()
-
-
-_verdict = builder(Verdict)
-"""``Verdict``'s constructor without a frozen one's detour: a verdict per changed task a poll."""
 
 
 def format_progress(progress: float | None) -> str:
@@ -207,7 +202,7 @@ def classify(
         flags,
         reasons,
     )
-    return _verdict(
+    return Verdict(
         health=health,
         reasons=tuple(reasons),
         flags=flags,
