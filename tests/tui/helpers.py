@@ -8,7 +8,7 @@ from textual.pilot import Pilot
 from zombietop.clock import FakeClock
 from zombietop.tui.app import ZombietopApp
 from zombietop.tui.sample import NOW, RecordingExecutor, SampleSource
-from zombietop.tui.widgets.task_table import TaskTable
+from zombietop.tui.widgets.task_list import TaskList
 
 
 def make_app(
@@ -45,4 +45,4 @@ class TableApp(App[None]):
     """The task table alone, for tests of how it updates and draws."""
 
     def compose(self) -> ComposeResult:
-        yield TaskTable()
+        yield TaskList()

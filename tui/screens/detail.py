@@ -12,6 +12,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Footer, Sparkline, Static
 
 from zombietop.actions import ActionKind
@@ -20,7 +21,6 @@ from zombietop.durations import format_age, format_duration
 from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import TaskView
 from zombietop.tui.cells import bar
-from zombietop.tui.compositor import LeanScreen
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import MUTATING_ACTIONS
 from zombietop.tui.widgets.events_pane import event_line
@@ -142,7 +142,7 @@ def describe(view: TaskView, now: float) -> Table:
     return grid
 
 
-class DetailScreen(LeanScreen):
+class DetailScreen(Screen[None]):
     """One task in full; r/d/k act on it, Escape goes back."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
