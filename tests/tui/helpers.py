@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
@@ -46,3 +48,16 @@ class TableApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield TaskList()
+
+
+def notified(app: ZombietopApp) -> list[str]:
+    """Every notification's message the app shows from now on."""
+    messages: list[str] = []
+    original = app.notify
+
+    def spy(message: str, **kwargs: Any) -> None:
+        messages.append(message)
+        original(message, **kwargs)
+
+    app.notify = spy  # type: ignore[method-assign]
+    return messages
