@@ -3,13 +3,16 @@ its task, drawn lines kept by what they read, keys and the mouse."""
 
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 
 import pytest
 from rich.text import Text
 from textual import events
 from textual.geometry import Region
+from textual.pilot import Pilot
 
 from tests.tui.helpers import TableApp
 from zombietop.monitor import TaskView, build_snapshot
@@ -31,6 +34,20 @@ class Recording(TableApp):
 
     def on_task_list_selected(self, message: TaskList.Selected) -> None:
         self.selected.append(message.task_id)
+
+
+@contextlib.asynccontextmanager
+async def showing(
+    views: Sequence[TaskView], size: tuple[int, int], app: TableApp | None = None
+) -> AsyncIterator[tuple[TaskList, Pilot[None]]]:
+    """The table alone at ``size``, every column, showing ``views`` at NOW."""
+    app = app or TableApp()
+    async with app.run_test(size=size) as pilot:
+        table = app.query_one(TaskList)
+        table.set_columns(COLUMNS)
+        table.show(views, NOW, {})
+        await pilot.pause()
+        yield table, pilot
 
 
 def views_of(count: int, now: float = NOW) -> list[TaskView]:
@@ -64,12 +81,7 @@ async def test_ten_changed_of_ten_thousand_compute_and_refresh_only_those_in_vie
     views = views_of(10_000)
     changed = set(range(0, 10_000, 1_000)) | {3, 7}
     after = [rejudged(v, 99.5) if i in changed else v for i, v in enumerate(views)]
-    app = TableApp()
-    async with app.run_test(size=(200, 50)) as pilot:
-        table = app.query_one(TaskList)
-        table.set_columns(COLUMNS)
-        table.show(views, NOW, {})
-        await pilot.pause()
+    async with showing(views, (200, 50)) as (table, pilot):
         assert table.row_count == 10_000
         regions = spy_refresh(table)
         table.show(after, NOW, {})
@@ -124,12 +136,7 @@ async def test_rows_moved_by_polls_are_where_the_order_says() -> None:
 
 async def test_a_row_changed_below_the_fold_is_up_to_date_when_it_scrolls_in() -> None:
     views = views_of(300)
-    app = TableApp()
-    async with app.run_test(size=(160, 30)) as pilot:
-        table = app.query_one(TaskList)
-        table.set_columns(COLUMNS)
-        table.show(views, NOW, {})
-        await pilot.pause()
+    async with showing(views, (160, 30)) as (table, pilot):
         moved = rejudged(views[250], 3.0)
         table.show([*views[:250], moved, *views[251:]], NOW, {})
         assert table.cells_touched == 0  # not in view: not computed
@@ -143,12 +150,7 @@ async def test_a_cell_that_keeps_its_words_but_changes_colour_is_redrawn() -> No
     """A task that stalls keeps its progress words, but the bar turns red and the id bold."""
     config = sample_config()
     records = synthetic_records(3)
-    app = TableApp()
-    async with app.run_test(size=(160, 20)) as pilot:
-        table = app.query_one(TaskList)
-        table.set_columns(COLUMNS)
-        table.show(build_snapshot(NOW, records, config, {}).tasks, NOW, {})
-        await pilot.pause()
+    async with showing(build_snapshot(NOW, records, config, {}).tasks, (160, 20)) as (table, pilot):
         task_id = records[1].task.task_id
         before = table.cells_of(task_id)[2]
         assert before.style == "green"
@@ -170,12 +172,7 @@ async def test_a_cell_that_keeps_its_words_but_changes_colour_is_redrawn() -> No
 
 async def test_a_tick_refreshes_the_changed_cells_and_a_reorder_the_rows_that_moved() -> None:
     views = views_of(200)
-    app = TableApp()
-    async with app.run_test(size=(200, 30)) as pilot:
-        table = app.query_one(TaskList)
-        table.set_columns(COLUMNS)
-        table.show(views, NOW, {})
-        await pilot.pause()
+    async with showing(views, (200, 30)) as (table, pilot):
         regions = spy_refresh(table)
         ticked = views_of(200, NOW + 1)
         table.show(ticked, NOW + 1, {})
@@ -198,12 +195,7 @@ async def test_a_tick_refreshes_the_changed_cells_and_a_reorder_the_rows_that_mo
 async def test_a_line_is_drawn_once_for_what_it_reads_and_width() -> None:
     """A row that moves to another line keeps its drawn strip; a new width draws anew."""
     views = views_of(40)
-    app = TableApp()
-    async with app.run_test(size=(160, 30)) as pilot:
-        table = app.query_one(TaskList)
-        table.set_columns(COLUMNS)
-        table.show(views, NOW, {})
-        await pilot.pause()
+    async with showing(views, (160, 30)) as (table, pilot):
         drawn: list[object] = []
         original = table._draw
 
@@ -227,11 +219,7 @@ async def test_a_line_is_drawn_once_for_what_it_reads_and_width() -> None:
 
 async def test_the_cursor_stays_on_its_task_and_on_the_first_row_when_it_was_there() -> None:
     views = views_of(100)
-    app = TableApp()
-    async with app.run_test(size=(160, 20)) as pilot:
-        table = app.query_one(TaskList)
-        table.set_columns(COLUMNS)
-        table.show(views, NOW, {})
+    async with showing(views, (160, 20)) as (table, pilot):
         table.focus()
         await pilot.pause()
         first = views[0].task_id
@@ -254,10 +242,7 @@ async def test_keys_move_the_cursor_and_keep_it_in_view() -> None:
     views = views_of(100)
     app = Recording()
     highlighted = app.highlighted
-    async with app.run_test(size=(160, 20)) as pilot:
-        table = app.query_one(TaskList)
-        table.set_columns(COLUMNS)
-        table.show(views, NOW, {})
+    async with showing(views, (160, 20), app) as (table, pilot):
         table.focus()
         await pilot.pause()
         highlighted.clear()
@@ -283,11 +268,7 @@ async def test_the_mouse_selects_and_scrolls() -> None:
     views = views_of(100)
     app = Recording()
     selected = app.selected
-    async with app.run_test(size=(160, 20)) as pilot:
-        table = app.query_one(TaskList)
-        table.set_columns(COLUMNS)
-        table.show(views, NOW, {})
-        await pilot.pause()
+    async with showing(views, (160, 20), app) as (table, pilot):
         await pilot.click(TaskList, offset=(20, 4))  # the fourth row under the header
         await pilot.pause()
         assert table.cursor == 3 and selected == []

@@ -110,29 +110,23 @@ class TaskList(ScrollView, can_focus=True):
     cursor: reactive[int] = reactive(0, init=False, repaint=False)
     """The row under the cursor (0 when there are no rows)."""
 
-    class Highlighted(Message):
+    class TaskMessage(Message):
+        """A message about one task of the table."""
+
+        def __init__(self, task_list: TaskList, task_id: str) -> None:
+            super().__init__()
+            self.task_list = task_list
+            self.task_id = task_id
+
+        @property
+        def control(self) -> TaskList:
+            return self.task_list
+
+    class Highlighted(TaskMessage):
         """The cursor moved onto another task."""
 
-        def __init__(self, task_list: TaskList, task_id: str) -> None:
-            super().__init__()
-            self.task_list = task_list
-            self.task_id = task_id
-
-        @property
-        def control(self) -> TaskList:
-            return self.task_list
-
-    class Selected(Message):
+    class Selected(TaskMessage):
         """Enter, or a click on the row under the cursor: open this task."""
-
-        def __init__(self, task_list: TaskList, task_id: str) -> None:
-            super().__init__()
-            self.task_list = task_list
-            self.task_id = task_id
-
-        @property
-        def control(self) -> TaskList:
-            return self.task_list
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
