@@ -4,8 +4,9 @@ Each shim here exists because the at-rest benchmark (bench/dashboard_rest.py, fi
 docs/benchmarks.md) misses its target without it. Each checks the installed Textual version
 (``TESTED``, the minor version pyproject.toml pins) and the shape of what it replaces, and leaves
 Textual's public behaviour in place when either check fails: the dashboard then works as before,
-only costing more. ``ZOMBIETOP_TEXTUAL_SHIMS=off`` in the environment turns them all off (to
-measure without them, or to rule them out when something looks wrong).
+only costing more. ``ZOMBIETOP_TEXTUAL_SHIMS=off`` in the environment turns them all off, and
+a list of their names (``cropped_updates,quiet_driver``) those alone: to measure without them,
+or to rule them out when something looks wrong.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ TESTED = (8, 2)
 """The Textual minor version these shims were written against (``textual>=8.2,<8.3``)."""
 
 
-def enabled() -> bool:
-    """True when the shims may be installed: the tested Textual, and not switched off."""
-    if os.environ.get("ZOMBIETOP_TEXTUAL_SHIMS", "").lower() in ("off", "0", "no"):
+def enabled(shim: str) -> bool:
+    """True when ``shim`` may be installed: the tested Textual, and not switched off."""
+    off = {name.strip() for name in os.environ.get("ZOMBIETOP_TEXTUAL_SHIMS", "").split(",")}
+    if "off" in off or shim in off:
         return False
     return textual_version() == TESTED
 
@@ -129,7 +131,7 @@ def install_cropped_updates() -> bool:
     else replaced the method already.
     """
     global _stock_render_segments
-    if not enabled():
+    if not enabled("cropped_updates"):
         return False
     try:
         from textual._compositor import ChopsUpdate
@@ -180,7 +182,7 @@ AWAKE_AFTER_INPUT = 1.0
 def quiet_driver(driver: type[Driver]) -> type[Driver]:
     """``QuietLinuxDriver`` in place of Textual's own Linux driver; any other driver as it is
     (a ``TEXTUAL_DRIVER`` of the user's, another platform, the shims off, another Textual)."""
-    if driver.__module__ != "textual.drivers.linux_driver" or not enabled():
+    if driver.__module__ != "textual.drivers.linux_driver" or not enabled("quiet_driver"):
         return driver
     quiet = _quiet_linux_driver()
     return driver if quiet is None else quiet

@@ -314,6 +314,9 @@ def test_the_shims_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not install_cropped_updates()
     assert ChopsUpdate.render_segments is stock
     assert textual_compat.quiet_driver(LinuxDriver) is LinuxDriver
+    monkeypatch.setenv("ZOMBIETOP_TEXTUAL_SHIMS", "quiet_driver")
+    assert textual_compat.quiet_driver(LinuxDriver) is LinuxDriver
+    assert install_cropped_updates()
     monkeypatch.delenv("ZOMBIETOP_TEXTUAL_SHIMS")
     assert textual_compat.quiet_driver(LinuxDriver) is not LinuxDriver
 
