@@ -3,7 +3,7 @@
 delay. Target: CPU <= 1%, bytes/s no more than htop's.
 
     python bench/dashboard_rest.py [--rounds 3] [--seconds 20] [--tasks 1000] [--size 80x24]
-                                   [--fleet both|mixed|healthy]
+                                   [--fleet both|mixed|healthy] [--vs PYTHON] [--no-wall]
 
 scripts/fleet_store.py keeps the tasks beating in a fresh store for the whole run, in one of two
 fleets (both by default, one after the other):
@@ -13,6 +13,10 @@ fleets (both by default, one after the other):
   change about once a minute and what ticks is the clock.
 - healthy: every task beats. The rows in view are the tasks that beat longest ago, and about a
   tenth of the fleet beats every second, so every visible row is replaced every second.
+
+``--vs PYTHON`` also runs the dashboard of another checkout (``PYTHON -m zombietop.tui``, the
+interpreter of that checkout's venv) in each round, alternated with this one's, over the same
+fleet: "before" in the table.
 
 Each round runs the dashboard (read-only), then the same in wall mode (``--wall``: counts and
 the worst offenders, whose ages tick), then bench/textual_clock.py (a bare Textual app
@@ -231,6 +235,15 @@ def report(fleet: str, samples: dict[str, list[Sample]]) -> None:
     for name, median in medians.items():
         print(row(f"{name} median", f"{median.cpu_pct:.2f}", f"{median.bytes_per_s:,.0f}"))
     ours, htop = medians["zombietop"], medians.get("htop")
+    before = medians.get("before")
+    if before is not None:
+        print(
+            row(
+                "zombietop/before",
+                f"{ours.cpu_pct / before.cpu_pct:.2f}x" if before.cpu_pct else "-",
+                f"{ours.bytes_per_s / before.bytes_per_s:.2f}x" if before.bytes_per_s else "-",
+            )
+        )
     cpu_met = "met" if ours.cpu_pct <= 1.0 else "NOT met"
     if htop is None:
         print(f"target: CPU <= 1% ({cpu_met}); bytes/s against htop not measured")
@@ -257,6 +270,10 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--size", type=parse_size, default=(80, 24), metavar="WxH")
     parser.add_argument("--fleet", choices=["both", *FLEETS], default="both")
+    parser.add_argument(
+        "--vs", metavar="PYTHON", help="also run the dashboard with this interpreter's zombietop"
+    )
+    parser.add_argument("--no-wall", action="store_true", help="leave out the wall")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is not installed (apt-get install tmux); nothing measured")
@@ -295,7 +312,7 @@ def measure_fleet(
     fleet_name: str, htop: str | None, args: argparse.Namespace
 ) -> dict[str, list[Sample]]:
     """Rounds of the dashboard and htop over one fresh fleet."""
-    samples: dict[str, list[Sample]] = {"zombietop": [], "wall": [], "textual": [], "htop": []}
+    samples: dict[str, list[Sample]] = {"zombietop": []}
     with tempfile.TemporaryDirectory(prefix="zt-bench-") as folder:
         tmp = Path(folder)
         db = tmp / "fleet.db"
@@ -303,13 +320,15 @@ def measure_fleet(
         conf = tmp / "tmux.conf"
         conf.write_text(TMUX_CONF)
         tmux = Tmux(f"zt-bench-{os.getpid()}", conf, env)
-        runs = {
-            "zombietop": [sys.executable, *DASHBOARD, "--db", str(db)],
-            "wall": [sys.executable, *DASHBOARD, "--wall", "--db", str(db)],
-            "textual": [sys.executable, str(REPO / "bench" / "textual_clock.py")],
-        }
+        runs = {"zombietop": [sys.executable, *DASHBOARD, "--db", str(db)]}
+        if args.vs:
+            runs["before"] = [args.vs, *DASHBOARD, "--db", str(db)]
+        if not args.no_wall:
+            runs["wall"] = [sys.executable, *DASHBOARD, "--wall", "--db", str(db)]
+        runs["textual"] = [sys.executable, str(REPO / "bench" / "textual_clock.py")]
         if htop:
             runs["htop"] = [htop, *HTOP]
+        samples.update({name: [] for name in runs})
         with beating_fleet(db, args.tasks, FLEETS[fleet_name], env) as fleet:
             time.sleep(SETTLE_S[fleet_name])
             for _ in range(args.rounds):

@@ -26,12 +26,12 @@ from textual.app import App, ComposeResult
 from zombietop.monitor import build_snapshot
 from zombietop.tui.cells import COLUMNS
 from zombietop.tui.sample import NOW, sample_config, synthetic_records
-from zombietop.tui.widgets.task_table import TaskTable
+from zombietop.tui.widgets.task_list import TaskList
 
 
 class TableApp(App[None]):
     def compose(self) -> ComposeResult:
-        yield TaskTable()
+        yield TaskList()
 
 
 async def measure(size: int, fraction: float, runs: int) -> tuple[float, float, int]:
@@ -41,7 +41,7 @@ async def measure(size: int, fraction: float, runs: int) -> tuple[float, float, 
     same, moved, touched = [], [], 0
     app = TableApp()
     async with app.run_test(size=(160, 48)) as pilot:
-        table = app.query_one(TaskTable)
+        table = app.query_one(TaskList)
         table.set_columns(COLUMNS)
         first = build_snapshot(NOW, records, config, {})
         table.show(first.tasks, NOW, {})

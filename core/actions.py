@@ -22,10 +22,6 @@ class ActionKind(StrEnum):
     KILL = "kill"
     """Verify identity, SIGTERM the process group, SIGKILL after kill_grace if still alive."""
 
-    @property
-    def destructive(self) -> bool:
-        return True
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActionRequest:

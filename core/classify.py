@@ -19,7 +19,6 @@ from zombietop.model import (
     ProcessSample,
     Task,
     TaskState,
-    builder,
 )
 
 INF = float("inf")
@@ -105,10 +104,6 @@ class Verdict:
     def context(self) -> str:
         """The one line a page carries: enough to decide resume or discard in three seconds."""
         return self.describe()
-
-
-_verdict = builder(Verdict)
-"""``Verdict``'s constructor without a frozen one's detour: a verdict per changed task a poll."""
 
 
 def format_progress(progress: float | None) -> str:
@@ -207,7 +202,7 @@ def classify(
         flags,
         reasons,
     )
-    return _verdict(
+    return Verdict(
         health=health,
         reasons=tuple(reasons),
         flags=flags,
@@ -535,11 +530,19 @@ def _process_words(process: ProcessSample) -> str:
     return words
 
 
+SILENCE_ORDERED = frozenset({Health.DEAD, Health.RECLAIMABLE, Health.STALLED, Health.SPINNING})
+"""Healths whose rows sort longest without a heartbeat first; the others sort by task id."""
+
+
 def sort_key(task_id: str, verdict: Verdict) -> tuple[int, float, str]:
-    """Most urgent first, then longest without a heartbeat, then by id (stable across polls).
+    """Most urgent first; within a trouble health the longest without a heartbeat first; then
+    by id, so rows of healthy tasks keep their place as they beat.
 
     Ordered by when the heartbeat was written, not by its age, so verdicts reached at different
     moments sort together; a task that never beat comes after those that did.
     """
+    health = verdict.health
+    if health not in SILENCE_ORDERED:
+        return (health.rank, 0.0, task_id)
     written = verdict.heartbeat_at
-    return (verdict.health.rank, written if written is not None else INF, task_id)
+    return (health.rank, written if written is not None else INF, task_id)

@@ -3,18 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
-from types import MemberDescriptorType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
-    Snap = TypeVar("Snap", bound=DataclassInstance)
-else:
-    Snap = TypeVar("Snap")
+from typing import Any, Protocol
 
 
 class Row(Protocol):
@@ -107,89 +99,6 @@ class BudgetFlag(StrEnum):
     """The current stage has run past the stage timeout."""
     TASK_OVERRUN = "task_overrun"
     """The task has run past the task timeout (logged only, never kills)."""
-
-
-def from_values(cls: type[Snap], names: Sequence[str]) -> Callable[[Iterable[Any]], Snap]:
-    """Return a builder of ``cls`` (a frozen slots dataclass) from one value per field, given
-    in the order of ``names``.
-
-    A frozen ``__init__`` matches keywords, then sets each field through
-    ``object.__setattr__``: several microseconds for a heartbeat, paid for every beat a poll
-    reads. The builder puts the same values in the same slots and skips the rest. It converts
-    nothing, applies no default and runs no ``__post_init__``, so ``names`` must be every field.
-    """
-    declared = [f.name for f in fields(cls)]
-    if sorted(names) != sorted(declared) or hasattr(cls, "__post_init__"):
-        raise TypeError(f"{cls.__name__} is built from all of {declared}, once each")
-    unpack = f"    ({''.join(f'{name}, ' for name in names)}) = __values"
-    return _compile(cls, "__values", [unpack], names, {})
-
-
-def builder(cls: type[Snap]) -> Callable[..., Snap]:
-    """Return a function that builds ``cls`` (a frozen slots dataclass) as its constructor
-    does, from the same keywords with the same defaults, then runs its ``__post_init__``.
-
-    Calling a frozen dataclass packs the keywords into a dict for ``__init__``, which sets each
-    field through ``object.__setattr__``: twice what the builder costs, paid for the verdict
-    and the view of every task that changed, every poll. It refuses a class whose callers may
-    pass a field that has a default factory, or pass init-only variables.
-    """
-    declared = fields(cls)
-    if len(declared) != len(cls.__dataclass_fields__):
-        raise TypeError(f"{cls.__name__} has init-only or class variables: build it as usual")
-    parameters, body, named = [], [], []
-    namespace: dict[str, Any] = {}
-    for f in declared:
-        default = f"__default_{f.name}"
-        if f.default_factory is not MISSING:
-            if f.init:
-                raise TypeError(f"{cls.__name__}.{f.name} takes a default factory from callers")
-            namespace[default] = f.default_factory
-            body.append(f"    {f.name} = {default}()")
-        elif f.init:
-            parameters.append(f.name if f.default is MISSING else f"{f.name}={default}")
-            namespace[default] = f.default
-        elif f.default is not MISSING:
-            namespace[default] = f.default
-            body.append(f"    {f.name} = {default}")
-        else:
-            continue  # left to __post_init__, as the constructor leaves it
-        named.append(f.name)
-    tail = []
-    post_init = getattr(cls, "__post_init__", None)
-    if post_init is not None:
-        namespace["__post_init"] = post_init
-        tail.append("    __post_init(__built)")
-    signature = f"*, {', '.join(parameters)}" if parameters else ""
-    return _compile(cls, signature, body, named, namespace, tail)
-
-
-def _compile(
-    cls: type[Snap],
-    signature: str,
-    body: list[str],
-    names: Sequence[str],
-    namespace: dict[str, Any],
-    tail: Sequence[str] = (),
-) -> Callable[..., Snap]:
-    """Compile ``def build(signature)``: ``body`` gives each of ``names`` its value, which
-    then goes straight into its slot; ``tail`` runs last, on the object built.
-
-    A line per field, as ``dataclasses`` writes ``__init__``: a loop over the fields costs half
-    again as much. The helpers' names start with ``__``, the fields' must not.
-    """
-    lines = [f"def build({signature}):", *body, "    __built = __new(__cls)"]
-    for name in names:
-        slot = vars(cls).get(name)
-        if not isinstance(slot, MemberDescriptorType) or name.startswith("__"):
-            raise TypeError(f"{cls.__name__}.{name} is not a slot this can fill")
-        namespace[f"__set_{name}"] = slot.__set__
-        lines.append(f"    __set_{name}(__built, {name})")
-    lines += [*tail, "    return __built"]
-    namespace.update({"__new": object.__new__, "__cls": cls})
-    exec("\n".join(lines), namespace)
-    build: Callable[..., Snap] = namespace["build"]
-    return build
 
 
 def _json_tuple(text: str | None) -> tuple[str, ...]:

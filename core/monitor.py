@@ -38,7 +38,6 @@ from zombietop.model import (
     Task,
     TaskRecord,
     TaskState,
-    builder,
 )
 from zombietop.procs import this_host
 from zombietop.store import Store
@@ -121,10 +120,6 @@ class TaskView:
     @property
     def token(self) -> int | None:
         return None if self.lease is None else self.lease.token
-
-
-_view = builder(TaskView)
-"""``TaskView``'s constructor without a frozen one's detour: a view per changed task a poll."""
 
 
 def _zero_counts() -> dict[Health, int]:
@@ -308,7 +303,7 @@ class _Judge:
             kept = _with_process(seen, process, now)
             if kept is not None:
                 return kept
-        return _view(
+        return TaskView(
             task=task,
             lease=lease,
             heartbeat=heartbeat,

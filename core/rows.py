@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -14,7 +13,6 @@ from zombietop.model import (
     ProcessSample,
     Task,
     TaskRecord,
-    from_values,
 )
 
 TASK_COLUMNS = (
@@ -36,8 +34,6 @@ _PARTS = (
     + [f"k.{c} AS k_{c}" for c in KILL_COLUMNS]
 )
 _COLUMNS = ", ".join([f"t.{c}" for c in TASK_COLUMNS] + _PARTS)
-_PART_COLUMNS = ", ".join(["t.task_id", *_PARTS])
-"""A task's id and the columns of its parts: a poll row without the task's own columns."""
 _KILL_COLUMNS = ", ".join(f"k.{c}" for c in KILL_COLUMNS)
 REQUEST_COLUMNS = (
     "request_id task_id host kind expected_token actor reason requested_at claimed_by "
@@ -48,13 +44,6 @@ REQUEST_COLUMNS = (
 _T = len(TASK_COLUMNS)
 _L = _T + len(LEASE_COLUMNS)
 _H = _L + len(HEARTBEAT_COLUMNS)
-_COUNTERS = _L + HEARTBEAT_COLUMNS.index("counters")
-
-# Every beat a poll reads builds a lease and a heartbeat: straight from their columns, which
-# name every field (see ``from_values``).
-_lease = from_values(Lease, LEASE_COLUMNS)
-_heartbeat_of = from_values(Heartbeat, HEARTBEAT_COLUMNS)
-_record = from_values(TaskRecord, ("task", "lease", "heartbeat", "pending_kill"))
 
 
 def record_from_row(row: Iterable[Any]) -> TaskRecord:
@@ -70,69 +59,30 @@ def record_from_values(
     """Build a record from one poll row; with the row ``old`` and record ``kept`` read before
     for the same task, the parts whose columns did not change are kept (a beat changes the
     heartbeat and a renewal the lease, not the task), so they stay the same objects."""
-    task = (
-        kept.task
-        if kept is not None and old[:_T] == values[:_T]
-        else Task.from_row(dict(zip(TASK_COLUMNS, values[:_T], strict=True)))
-    )
-    return _with_parts(task, values, old, kept)
 
+    def same(start: int, stop: int | None) -> bool:
+        return old[start:stop] == values[start:stop]
 
-def _with_parts(
-    task: Task, values: tuple[Any, ...], old: tuple[Any, ...], kept: TaskRecord | None
-) -> TaskRecord:
-    """The record of ``task`` with the lease, beat and kill of the poll row ``values``: those
-    of ``kept`` whose columns are the same in the row ``old``."""
-    # Slicing and zipping names run in C; this runs for every changed row of every poll.
+    def named(columns: Sequence[str], start: int) -> dict[str, Any]:
+        return dict(zip(columns, values[start : start + len(columns)], strict=True))
+
+    task = kept.task if kept and same(0, _T) else Task.from_row(named(TASK_COLUMNS, 0))
     lease = beat = kill = None
     if values[_T] is not None:
-        lease = (
-            kept.lease
-            if kept is not None and old[_T:_L] == values[_T:_L]
-            else _lease(values[_T:_L])
-        )
+        lease = kept.lease if kept and same(_T, _L) else Lease.from_row(named(LEASE_COLUMNS, _T))
     if values[_L] is not None:
         beat = (
             kept.heartbeat
-            if kept is not None and old[_L:_H] == values[_L:_H]
-            else _heartbeat(values, old, kept.heartbeat if kept is not None else None)
+            if kept and same(_L, _H)
+            else Heartbeat.from_row(named(HEARTBEAT_COLUMNS, _L))
         )
     if values[_H] is not None:
         kill = (
             kept.pending_kill
-            if kept is not None and old[_H:] == values[_H:]
-            else PendingKill.from_row(dict(zip(KILL_COLUMNS, values[_H:], strict=True)))
+            if kept and same(_H, None)
+            else PendingKill.from_row(named(KILL_COLUMNS, _H))
         )
-    return _record((task, lease, beat, kill))
-
-
-def _heartbeat(values: tuple[Any, ...], old: tuple[Any, ...], kept: Heartbeat | None) -> Heartbeat:
-    """The heartbeat of a poll row; the counters of ``kept`` when their text is the same (most
-    beats move the progress and the time, not the counters, and decoding them is the cost)."""
-    columns = list(values[_L:_H])
-    text = values[_COUNTERS]
-    if kept is not None and old[_COUNTERS] == text:
-        columns[_COUNTERS - _L] = kept.counters
-    else:
-        columns[_COUNTERS - _L] = json_loads(text) if text else {}
-    return _heartbeat_of(columns)
-
-
-_DECODER = json.JSONDecoder()
-
-
-def json_loads(text: str) -> Any:
-    """``json.loads(text)``, at under half the cost for the compact JSON the store writes.
-
-    Most of ``json.loads`` strips whitespace before and after the value, where ``json.dumps``
-    puts none: decode from the first character, and leave any other text (whitespace around
-    it, extra data, not JSON at all) to ``json.loads``, to be read or refused as it would.
-    """
-    try:
-        value, end = _DECODER.raw_decode(text)
-    except (ValueError, TypeError):  # not JSON from its first character, or not a str
-        return json.loads(text)
-    return value if end == len(text) else json.loads(text)
+    return TaskRecord(task=task, lease=lease, heartbeat=beat, pending_kill=kill)
 
 
 class PollCache:
@@ -199,22 +149,16 @@ class PollCache:
     def follow(
         self,
         rows: Iterable[Any],
-        parts: Sequence[Any],
         revision: tuple[int, int] | None,
         finished_since: float,
-    ) -> list[TaskRecord] | None:
-        """Apply what changed since the held revision, then let the window move on: ``rows``
-        whole, and ``parts``, rows of a task's id and parts (``_PART_COLUMNS``) for tasks whose
-        own columns are held. None, and nothing applied, if it holds no row for one of those."""
-        held = self._values
-        if any(part[0] not in held for part in parts):
-            return None  # the store and this cache disagree on what it holds: read it all
+    ) -> list[TaskRecord]:
+        """Apply the rows of the tasks changed since the held revision, whole, then let the
+        window move on."""
         # A follow that fails half-way leaves no changes to trust: the next is against nothing.
         after = None if self.last is None else self.last.poll
         self.last = None
-        records = self._records
+        held, records = self._values, self._records
         read = [self._keep(tuple(row), held, records) for row in rows]
-        read += [self._keep_parts(part) for part in parts]
         dropped = [
             task_id
             for task_id, finished_at in self._finished.items()
@@ -231,18 +175,6 @@ class PollCache:
             dropped=frozenset(dropped),
         )
         return list(records.values())
-
-    def _keep_parts(self, part: Sequence[Any]) -> str:
-        """Take a row of a held task's id and parts (``_PART_COLUMNS``): its own columns are
-        as held, and so are its task and whether it has finished."""
-        task_id: str = part[0]
-        old = self._values[task_id]
-        parts = tuple(part[1:])
-        if parts != old[_T:]:
-            values = self._values[task_id] = old[:_T] + parts
-            kept = self._records[task_id]
-            self._records[task_id] = _with_parts(kept.task, values, old, kept)
-        return task_id
 
     def _keep(
         self,

@@ -40,7 +40,6 @@ from zombietop.model import (
 from zombietop.rows import (
     _COLUMNS,
     _KILL_COLUMNS,
-    _PART_COLUMNS,
     HEARTBEAT_COLUMNS,
     REQUEST_COLUMNS,
     TASK_COLUMNS,
@@ -70,11 +69,9 @@ LEFT JOIN pending_kills k ON k.kill_id =
 
 def fill_columns(sql: str) -> str:
     """Put the shared column lists and joins into a named block's ``{columns}``-style
-    placeholders (``{task_records}`` is the joined read of whole task records,
-    ``{part_records}`` the same read without the task's own columns but its id)."""
+    placeholders (``{task_records}`` is the joined read of whole task records)."""
     return (
         sql.replace("{task_records}", TASK_RECORDS)
-        .replace("{part_records}", TASK_RECORDS.replace("{columns}", _PART_COLUMNS))
         .replace("{columns}", _COLUMNS)
         .replace("{kill_columns}", _KILL_COLUMNS)
         .replace("{task_columns}", ", ".join(TASK_COLUMNS))
@@ -266,13 +263,8 @@ class SQLStore(Store, Generic[Conn]):
             # again next poll (if not already now), never missed.
             revision = await self._revision(db)
             if finished_since is not None and cache.can_follow(revision, finished_since):
-                # Most changed tasks only beat or renewed: their own columns are held already.
-                since = {"rev": cache.changes, "floor": cache.floor}
-                rows = await self._rows(db, "select_tasks_changed", since)
-                parts = await self._rows(db, "select_parts_changed", since)
-                followed = cache.follow(rows, parts, revision, finished_since)
-                if followed is not None:
-                    return followed
+                rows = await self._rows(db, "select_tasks_changed", {"rev": cache.changes})
+                return cache.follow(rows, revision, finished_since)
             if finished_since is None:
                 rows = await self._rows(db, "select_all_tasks", {})
             else:

@@ -44,11 +44,35 @@ def staged(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    # .ci/ holds the contract type for private modules (.ci/private_imports.py).
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(REPO / ".ci")])}
+    return subprocess.run(
+        [str(BIN / "lint-imports"), "--no-cache", str(REPO / "pyproject.toml")],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def test_import_contracts(tmp_path: Path) -> None:
     # An editable install maps two folders onto one name; import-linter reads a real tree.
+    result = lint_imports(staged(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_private_textual_import_outside_the_compat_module_breaks_a_contract(
+    tmp_path: Path,
+) -> None:
     root = staged(tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    run("lint-imports", "--no-cache", str(REPO / "pyproject.toml"), cwd=root, env=env)
+    (root / "zombietop" / "private_probe.py").write_text(
+        "from textual._two_way_dict import TwoWayDict\n"
+    )
+    result = lint_imports(root)
+    assert result.returncode == 1
+    assert "zombietop.private_probe imports textual._two_way_dict" in result.stdout
 
 
 @pytest.mark.parametrize("name", ["core", "tui"])

@@ -22,13 +22,13 @@ from zombietop.monitor import Snapshot, TaskView
 from zombietop.printable import printable
 from zombietop.tui.keys import display_key, keys_for
 from zombietop.tui.messages import SnapshotReady
-from zombietop.tui.render import install as install_cropped_updates
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
 from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
+from zombietop.tui.textual_compat import install_cropped_updates, quiet_driver
 from zombietop.tui.view import SortMode, in_snapshot_order, ordered
 from zombietop.tui.widgets.events_pane import EventsPane
 
@@ -88,12 +88,7 @@ class ZombietopApp(App[None]):
         self.main: DashboardScreen | WallScreen = WallScreen() if wall else DashboardScreen()
 
     def get_driver_class(self) -> type[Driver]:
-        driver = super().get_driver_class()
-        if driver.__module__ == "textual.drivers.linux_driver":  # not TEXTUAL_DRIVER's choice
-            from zombietop.tui.driver import QuietLinuxDriver
-
-            return QuietLinuxDriver
-        return driver
+        return quiet_driver(super().get_driver_class())
 
     def get_default_screen(self) -> Screen[None]:
         return self.main

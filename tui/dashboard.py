@@ -59,19 +59,18 @@ def hang_up(app: App[None], code: int) -> None:
 YOUNG_COLLECTION = 10_000
 """Container objects allocated (net) before the cyclic collector looks at the young ones.
 
-Python's default, 700, made the collector run once a second on a dashboard following 1,000
-tasks (each poll builds records, verdicts and views for the ~90 tasks that beat), at about
-1 ms a run and 5 ms for every tenth: 0.15% of a core, a sixth of the dashboard's own. At
-10,000 it runs every ten seconds or so; nearly everything the dashboard frees is freed by its
-reference count the moment it is dropped, and the cycles left wait a few seconds longer.
+Python's default, 700, makes the collector run about once a second on a dashboard following
+1,000 tasks (each poll builds records, verdicts and views for the tasks that beat); what that
+costs is in docs/benchmarks.md. Nearly everything the dashboard frees is freed by its reference
+count the moment it is dropped, so the cycles left can wait a few seconds longer.
 """
 
 
 def settle_collector() -> None:
     """Once the first screen is drawn: tell the cyclic collector that what exists now
     (Textual, the modules, the fleet as first read) lives as long as the dashboard, so no
-    collection walks it again (tens of ms a walk with 1,000 tasks), and let it wait for more
-    new objects between collections (``YOUNG_COLLECTION``)."""
+    collection walks it again, and let it wait for more new objects between collections
+    (``YOUNG_COLLECTION``)."""
     gc.freeze()
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_COLLECTION, older, oldest)

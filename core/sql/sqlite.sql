@@ -206,10 +206,8 @@ END;
 
 -- schema_v5 --
 -- A task's own row gets a stamp of its own too (task_rev): a beat or a renewal stamps the task
--- (rev) but leaves task_rev, so a poll reads the task's own columns again only when they
--- changed (select_tasks_changed) and otherwise only its lease, beat and kill
--- (select_parts_changed). Tasks from before v5 keep task_rev 0: no poll holds a revision from
--- before the migration (a reader opens only a store of its own version).
+-- (rev) but leaves task_rev. No read uses it any more (a poll reads every changed task whole);
+-- the column and its triggers stay, as a migration already applied does.
 ALTER TABLE tasks ADD COLUMN task_rev INTEGER NOT NULL DEFAULT 0;
 DROP TRIGGER tasks_insert_stamps_task;
 DROP TRIGGER tasks_update_stamps_task;
@@ -248,16 +246,9 @@ WHERE t.finished_at >= :finished_since
 SELECT changes, removals FROM revision WHERE singleton = 1
 
 -- select_tasks_changed --
--- The tasks stamped after :rev, finished or not (the poll cache decides what it keeps), whose
--- own row changed too or that the poll cache does not hold (finished before :floor), whole.
+-- The tasks stamped after :rev, finished or not (the poll cache decides what it keeps).
 {task_records}
-WHERE t.rev > :rev AND (t.task_rev > :rev OR t.finished_at < :floor)
-
--- select_parts_changed --
--- The other tasks stamped after :rev: their id, lease, latest beat and latest kill (the poll
--- cache holds their own columns, unchanged since :rev).
-{part_records}
-WHERE t.rev > :rev AND t.task_rev <= :rev AND (t.finished_at IS NULL OR t.finished_at >= :floor)
+WHERE t.rev > :rev
 
 -- select_all_tasks --
 {task_records}

@@ -484,12 +484,24 @@ def test_a_malformed_heartbeat_line_is_a_visible_reason() -> None:
     assert "30s ago" in verdict.reasons[-1].message
 
 
-def test_sort_key_orders_by_urgency_then_silence() -> None:
+def test_sort_key_orders_by_urgency_then_silence_in_trouble_and_by_id_otherwise() -> None:
+    """DESIGN.md "Order on screen": stalled tasks longest silent first; healthy ones by id,
+    whenever they last beat, so their rows keep their place as they beat."""
     views = {
         "a": classify(NOW, task(task_id="a"), lease(), beat(age=3), None, LIMITS),
         "b": classify(NOW, task(task_id="b"), lease(), beat(age=600), None, LIMITS),
         "c": classify(NOW, task(task_id="c"), lease(), beat(age=300), None, LIMITS),
         "d": classify(NOW, task(task_id="d"), lease(expires_in=-5), beat(), None, LIMITS),
+        "e": classify(NOW, task(task_id="e"), lease(), beat(age=1), None, LIMITS),
+        "f": classify(NOW, task(task_id="f"), lease(), beat(age=40), None, LIMITS),
     }
+    assert [views[k].health for k in "abcdef"] == [
+        Health.HEALTHY,
+        Health.STALLED,
+        Health.STALLED,
+        Health.RECLAIMABLE,
+        Health.HEALTHY,
+        Health.HEALTHY,
+    ]
     ordered = sorted(views, key=lambda k: sort_key(k, views[k]))
-    assert ordered == ["d", "b", "c", "a"]
+    assert ordered == ["d", "b", "c", "a", "e", "f"]

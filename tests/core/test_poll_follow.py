@@ -11,13 +11,12 @@ from typing import Any
 
 import pytest
 
-from tests.core.test_rows import by_constructors, row
 from tests.stores import open_kill_for_test
 from zombietop.clock import FakeClock
 from zombietop.errors import ZombietopError
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import TaskRecord, TaskState
-from zombietop.rows import TASK_COLUMNS, PollCache
+from zombietop.rows import TASK_COLUMNS
 from zombietop.sqlite_store import APPLICATION_ID, MIGRATIONS, SQLiteStore, _statements
 
 WINDOW = 600.0
@@ -173,82 +172,29 @@ async def test_a_beat_is_read_without_the_task_s_own_columns(
         await store.record_heartbeat("a", parse_line("p=5"), owner="w", token=lease.token)
         await store.renew_lease("a", owner="w", token=lease.token, ttl=60)
         second = {r.task.task_id: r for r in await store.poll(clock.now() - WINDOW)}
-        assert read == [("select_tasks_changed", 0), ("select_parts_changed", 1)]
+        assert read == [("select_tasks_changed", 1)]
         assert second == await full_read(db, clock.now() - WINDOW)
         assert second["a"].task is first["a"].task
         assert second["a"].heartbeat is not None and second["a"].heartbeat.progress == 5
         read.clear()
         await store.set_quarantine("a", quarantined=True, actor="t")
         third = {r.task.task_id: r for r in await store.poll(clock.now() - WINDOW)}
-        assert read == [("select_tasks_changed", 1), ("select_parts_changed", 0)]
+        assert read == [("select_tasks_changed", 1)]
         assert third == await full_read(db, clock.now() - WINDOW) and third["a"].task.quarantined
         read.clear()
         await store.create_task(task_id="c", run_id="r", step="s", step_type="d", actor="t")
         fourth = {r.task.task_id: r for r in await store.poll(clock.now() - WINDOW)}
-        assert read == [("select_tasks_changed", 1), ("select_parts_changed", 0)]
+        assert read == [("select_tasks_changed", 1)]
         assert fourth == await full_read(db, clock.now() - WINDOW)
         changes = store.poll_changes()
         assert changes is not None and changes.after is not None  # followed, not read afresh
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_a_task_s_parts_read_alone_give_what_its_whole_row_gives(seed: int) -> None:
-    """A beat, renewal or kill read as a parts row (the task's own columns held) must give the
-    record, the objects kept and the changes that reading the whole row again gives."""
-    rng = random.Random(seed)
-    task_ids = ["a", "b", "c"]
-    held = {task_id: row(rng, task_id) for task_id in task_ids}
-    whole, parts = PollCache(), PollCache()
-    for cache in (whole, parts):
-        cache.reload(list(held.values()), (1, 0), 0.0)
-    before = {task_id: (whole._records[task_id], parts._records[task_id]) for task_id in task_ids}
-    for step in range(300):
-        task_ids_read = rng.sample(task_ids, rng.randrange(1, 4))
-        read: list[tuple[Any, ...]] = []
-        for task_id in task_ids_read:
-            new = row(rng, task_id)
-            # Mostly a change of its parts alone; now and then of the task's own columns too.
-            held[task_id] = new if rng.random() < 0.2 else held[task_id][:OWN] + new[OWN:]
-            read.append(held[task_id])
-        own = [values for values in read if values[:OWN] != whole._values[values[0]][:OWN]]
-        of_parts = [(values[0], *values[OWN:]) for values in read if values not in own]
-        assert whole.follow(read, [], (step + 2, 0), 0.0) is not None
-        assert parts.follow(own, of_parts, (step + 2, 0), 0.0) is not None
-        assert whole.last is not None and parts.last is not None
-        assert parts.last.changed == whole.last.changed, f"seed {seed} step {step}"
-        for task_id in task_ids:
-            record, by_parts = whole._records[task_id], parts._records[task_id]
-            assert by_parts == record == by_constructors(held[task_id])
-            old_record, old_by_parts = before[task_id]
-            for part in ("task", "lease", "heartbeat", "pending_kill"):
-                kept = getattr(record, part) is getattr(old_record, part)
-                assert (getattr(by_parts, part) is getattr(old_by_parts, part)) == kept, part
-            if record.heartbeat is not None and by_parts.heartbeat is not None:
-                counters = old_record.heartbeat is not None and (
-                    record.heartbeat.counters is old_record.heartbeat.counters
-                )
-                assert (
-                    old_by_parts.heartbeat is not None
-                    and by_parts.heartbeat.counters is old_by_parts.heartbeat.counters
-                ) == counters
-            before[task_id] = (record, by_parts)
-
-
-def test_parts_of_a_task_not_held_send_the_poll_back_to_a_full_read() -> None:
-    cache = PollCache()
-    held = row(random.Random(1), "a")
-    cache.reload([held], (1, 0), 0.0)
-    before = cache.last
-    ghost = ("ghost", *held[len(TASK_COLUMNS) :])
-    assert cache.follow([], [ghost], (2, 0), 0.0) is None
-    assert cache.last is before  # nothing applied
-
-
 async def test_a_store_migrated_from_v4_is_followed_from_its_first_poll(
     db: Path, clock: FakeClock
 ) -> None:
-    """A task written before v5 has no stamp of its own row (task_rev 0): its beats are read
-    as parts of the task held, its own changes whole."""
+    """A task written before v5 has no stamp of its own row (task_rev 0): its beats and its own
+    changes are followed all the same."""
     con = sqlite3.connect(db)
     for migration in MIGRATIONS[:4]:
         for statement in _statements(migration):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from zombietop.clock import FakeClock
 from zombietop.tui.app import ZombietopApp
 from zombietop.tui.sample import NOW, RecordingExecutor, SampleSource
-from zombietop.tui.widgets.task_table import TaskTable
+from zombietop.tui.widgets.task_list import TaskList
 
 
 def make_app(
@@ -45,4 +47,17 @@ class TableApp(App[None]):
     """The task table alone, for tests of how it updates and draws."""
 
     def compose(self) -> ComposeResult:
-        yield TaskTable()
+        yield TaskList()
+
+
+def notified(app: ZombietopApp) -> list[str]:
+    """Every notification's message the app shows from now on."""
+    messages: list[str] = []
+    original = app.notify
+
+    def spy(message: str, **kwargs: Any) -> None:
+        messages.append(message)
+        original(message, **kwargs)
+
+    app.notify = spy  # type: ignore[method-assign]
+    return messages

@@ -8,7 +8,7 @@ from textual.app import App, ComposeResult
 from textual.driver import Driver
 from textual.widgets import Static
 
-from zombietop.tui.driver import QuietLinuxDriver
+from zombietop.tui.textual_compat import quiet_driver
 
 
 class KeysApp(App[None]):
@@ -16,7 +16,9 @@ class KeysApp(App[None]):
         yield Static("ready", id="last")
 
     def get_driver_class(self) -> type[Driver]:
-        return QuietLinuxDriver
+        from textual.drivers.linux_driver import LinuxDriver
+
+        return quiet_driver(LinuxDriver)
 
     def on_key(self, event: events.Key) -> None:
         self.query_one("#last", Static).update(f"key: {event.key}")

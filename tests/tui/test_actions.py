@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from textual.widgets import Button
 
-from tests.tui.helpers import make_app, settle
+from tests.tui.helpers import make_app, notified, settle
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.model import TaskState
 from zombietop.monitor import build_snapshot
@@ -23,7 +23,7 @@ from zombietop.tui.sample import (
 )
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.help import HelpScreen
-from zombietop.tui.widgets.task_table import TaskTable
+from zombietop.tui.widgets.task_list import TaskList
 
 KEY_FOR = {ActionKind.RESUME: "r", ActionKind.DISCARD: "d", ActionKind.KILL: "k"}
 
@@ -61,15 +61,15 @@ async def test_cancel_is_the_default_and_sends_nothing() -> None:
 async def test_every_outcome_is_a_notification() -> None:
     executor = RecordingExecutor()
     app = make_app(executor=executor)
+    messages = notified(app)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("k", "y")
         await settle(pilot)
-        messages = [n.message for n in app._notifications]
         assert any("kill etl-0417: SIGTERM sent" in m for m in messages)
         # ... and the row says so until the store shows the pending kill.
-        table = app.main.query_one(TaskTable)
-        assert table.get_cell("etl-0417", "health").plain == "↯ term sent"
+        table = app.main.query_one(TaskList)
+        assert table.cells_of("etl-0417")[0].plain == "↯ term sent"
         # A pending kill completed by a later poll is reported too.
         request = ActionRequest(
             kind=ActionKind.KILL, task_id="etl-0417", expected_token=3, actor="x"
@@ -83,7 +83,6 @@ async def test_every_outcome_is_a_notification() -> None:
         ]
         app.poll()
         await settle(pilot)
-        messages = [n.message for n in app._notifications]
         assert any("SIGKILL sent" in m for m in messages)
         assert executor.completions >= 2
 
@@ -114,16 +113,16 @@ async def test_confirmation_keeps_its_task_after_a_resort() -> None:
     app = make_app(source, executor=executor)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        table = app.screen.query_one(TaskTable)
+        table = app.screen.query_one(TaskList)
         await pilot.press("down")
         assert table.selected_task_id == "export-2031"
-        assert table.cursor_row == 1
+        assert table.cursor == 1
         await pilot.press("d")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
         app.poll()  # the re-sort happens under the open dialog
         await settle(pilot)
-        assert table.get_row_index("export-2031") > 1
+        assert table.index_of("export-2031") > 1
         assert table.selected_task_id == "export-2031"
         await pilot.press("y")
         await settle(pilot)
@@ -149,12 +148,12 @@ async def test_a_cursor_on_the_first_row_stays_on_the_first_row() -> None:
     app = make_app(source)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        table = app.screen.query_one(TaskTable)
+        table = app.screen.query_one(TaskList)
         assert table.selected_task_id == "etl-0417"
         app.poll()
         await settle(pilot)
-        assert table.get_row_index("etl-0417") > 0
-        assert table.cursor_row == 0
+        assert table.index_of("etl-0417") > 0
+        assert table.cursor == 0
         assert table.selected_task_id == recovered.tasks[0].task_id
         assert table.scroll_y == 0
 
@@ -174,6 +173,7 @@ async def test_read_only_refuses_and_hides_every_action(key, how: str) -> None:
     else:
         app = make_app(executor=executor)
     assert app.read_only
+    messages = notified(app)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         screen = app.screen
@@ -202,7 +202,7 @@ async def test_read_only_refuses_and_hides_every_action(key, how: str) -> None:
         app.request_action(key.mutates, "export-2031")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
-        assert any("read-only" in n.message for n in app._notifications)
+        assert any("read-only" in message for message in messages)
     assert executor.requests == []
 
 
@@ -224,7 +224,7 @@ async def test_wall_has_no_actions_no_cursor_no_palette() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         assert not app.use_command_palette
-        assert not app.screen.query(TaskTable)
+        assert not app.screen.query(TaskList)
         await pilot.press("ctrl+p", "r", "d", "k", "enter")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
@@ -253,7 +253,7 @@ async def test_sort_cycle_keeps_the_cursor_on_its_task() -> None:
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        table = app.main.query_one(TaskTable)
+        table = app.main.query_one(TaskList)
         await pilot.press("down", "down")
         assert table.selected_task_id == "thumbs-7781"
         orders = []

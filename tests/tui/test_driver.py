@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from tests.tui.test_demo_dashboard import Terminal
-from zombietop.tui.driver import AWAKE_AFTER_INPUT
+from zombietop.tui.textual_compat import AWAKE_AFTER_INPUT
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux for a terminal")
 

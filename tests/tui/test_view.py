@@ -18,7 +18,7 @@ def test_unfiltered_urgency_is_the_snapshots_own_tuple() -> None:
     ("sort", "filter_text", "first_ids"),
     [
         (SortMode.URGENCY, "export", ["export-2031", "export-2029"]),
-        (SortMode.URGENCY, "HEALTHY", ["resize-9001", "train-0008", "ingest-5119"]),
+        (SortMode.URGENCY, "HEALTHY", ["ingest-5119", "resize-9001", "train-0008"]),
         (SortMode.HEARTBEAT, "", ["export-2031", "export-2029", "billing-0901"]),
         (SortMode.PROGRESS, "", ["backup-0731", "export-2029", "ingest-5119"]),
         (SortMode.TASK, "", ["backup-0730", "backup-0731", "billing-0901"]),

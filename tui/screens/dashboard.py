@@ -9,23 +9,23 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Resize
-from textual.widgets import DataTable, Footer, Input
+from textual.screen import Screen
+from textual.widgets import Footer, Input
 
 from zombietop.actions import ActionKind
 from zombietop.monitor import TaskView
 from zombietop.tui.cells import columns_for_width
-from zombietop.tui.compositor import LeanScreen
 from zombietop.tui.keys import MUTATING_ACTIONS, bindings
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.events_pane import EventsPane
 from zombietop.tui.widgets.header import StatusHeader
-from zombietop.tui.widgets.task_table import TaskTable
+from zombietop.tui.widgets.task_list import TaskList
 
 if TYPE_CHECKING:
     from zombietop.tui.app import ZombietopApp
 
 
-class DashboardScreen(LeanScreen):
+class DashboardScreen(Screen[None]):
     """Most urgent first; one key and ``y`` resume, discard or kill the task under the cursor."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -51,7 +51,7 @@ class DashboardScreen(LeanScreen):
     def compose(self) -> ComposeResult:
         yield StatusHeader()
         yield Banner()
-        yield TaskTable(id="tasks")
+        yield TaskList(id="tasks")
         yield EventsPane()
         yield Input(
             placeholder="filter: task id, stage or health (Enter keeps it, Esc clears)", id="filter"
@@ -60,8 +60,8 @@ class DashboardScreen(LeanScreen):
         yield Footer(compact=True, show_command_palette=False)
 
     @property
-    def table(self) -> TaskTable:
-        return self.query_one(TaskTable)
+    def table(self) -> TaskList:
+        return self.query_one(TaskList)
 
     def on_mount(self) -> None:
         header = self.query_one(StatusHeader)
@@ -139,11 +139,10 @@ class DashboardScreen(LeanScreen):
         if task_id is not None:
             self.zapp.open_detail(task_id)
 
-    @on(DataTable.RowSelected)
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
+    @on(TaskList.Selected)
+    def _row_selected(self, event: TaskList.Selected) -> None:
         event.stop()
-        if event.row_key.value is not None:
-            self.zapp.open_detail(str(event.row_key.value))
+        self.zapp.open_detail(event.task_id)
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)

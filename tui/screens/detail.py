@@ -12,6 +12,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Footer, Sparkline, Static
 
 from zombietop.actions import ActionKind
@@ -21,7 +22,6 @@ from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import TaskView
 from zombietop.printable import printable
 from zombietop.tui.cells import bar
-from zombietop.tui.compositor import LeanScreen
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import MUTATING_ACTIONS
 from zombietop.tui.untrusted import shown
@@ -159,7 +159,7 @@ def describe(view: TaskView, now: float) -> Table:
     return grid
 
 
-class DetailScreen(LeanScreen):
+class DetailScreen(Screen[None]):
     """One task in full; r/d/k act on it, Escape goes back."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -8,9 +8,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid
+from textual.screen import Screen
 
 from zombietop.model import Health
-from zombietop.tui.compositor import LeanScreen
 from zombietop.tui.healths import ACTIVE_HEALTHS, health_count
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.header import StatusHeader
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from zombietop.tui.app import ZombietopApp
 
 
-class WallScreen(LeanScreen):
+class WallScreen(Screen[None]):
     """No cursor, no actions, no palette: something to read across a room."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "app.quit", "Quit", show=False)]

@@ -2,14 +2,12 @@
 
 Textual renders a widget's whole content again after any refresh of it. The header and the
 wall's offenders change every second by a few characters (a clock, an age): here each line is
-rendered once and kept while it reads the same, and a line whose characters changed in place
-has them retyped in the segments it was drawn with.
+rendered once and kept while it reads the same, and only the cells that changed are refreshed.
 """
 
 from __future__ import annotations
 
 from rich.cells import cell_len
-from rich.segment import Segment
 from rich.text import Text
 from textual.geometry import Region
 from textual.strip import Strip
@@ -50,38 +48,6 @@ def _changed_in_place(before: Text, after: Text) -> tuple[int, int] | None:
         i for i, (a, b) in enumerate(zip(reversed(old), reversed(new), strict=True)) if a != b
     )
     return first, last
-
-
-def retyped(strip: Strip, line: Text, drawn: Text) -> Strip | None:
-    """The strip ``drawn`` was rendered to, reading ``line`` instead, when the two differ only
-    in characters changed in place (``changed_cells``): a clock's digits ticking. Those
-    characters are retyped in their segments instead of laying the line out again. None for
-    lines that differ otherwise, or where a changed character is not one cell wide (the line
-    is then rendered afresh).
-    """
-    changed = _changed_in_place(drawn, line)
-    if changed is None:
-        return None
-    new, old = line.plain, drawn.plain
-    first, last = changed
-    if not new[first:last].isascii() or not old[first:last].isascii():
-        return None
-    start = cell_len(new[:first])
-    stop = start + last - first
-    segments: list[Segment] = []
-    x = 0
-    for segment in strip:
-        text = segment.text
-        end = x + segment.cell_length
-        if x < stop and end > start:
-            if segment.cell_length != len(text):
-                return None  # a wide character shares the segment: cells are not characters
-            a, b = max(start - x, 0), min(stop - x, len(text))
-            typed = new[first + x + a - start : first + x + b - start]
-            segment = Segment(text[:a] + typed + text[b:], segment.style)
-        segments.append(segment)
-        x = end
-    return Strip(segments, strip.cell_length)
 
 
 class TextLines(Widget):
@@ -127,18 +93,13 @@ class TextLines(Widget):
 
     def render_line(self, y: int) -> Strip:
         # Widget.render_line renders every line again after any refresh: render a line only
-        # when it reads differently, by retyping what changed in place where it can.
+        # when it reads differently.
         if self._wraps or y >= len(self._lines):
             return super().render_line(y)
         line, width, style = self._lines[y], self.size.width, self.visual_style
         cached = self._strips.get(y)
-        strip: Strip | None = None
-        if cached is not None and cached[1:3] == (width, style):
-            drawn, _, _, strip = cached
-            if same_cell(drawn, line):
-                return strip
-            strip = retyped(strip, line, drawn)
-        if strip is None:
-            strip = Visual.to_strips(self, visualize(self, line), width, 1, style)[0]
+        if cached is not None and cached[1:3] == (width, style) and same_cell(cached[0], line):
+            return cached[3]
+        strip = Visual.to_strips(self, visualize(self, line), width, 1, style)[0]
         self._strips[y] = (line, width, style, strip)
         return strip

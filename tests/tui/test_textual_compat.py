@@ -1,4 +1,5 @@
-"""Partial updates write the dirty spans, not each line from its widget's left edge (tui/render.py).
+"""The shims of tui/textual_compat.py. Partial updates write the dirty spans, not each line from
+its widget's left edge.
 
 Both Textual's own ``ChopsUpdate.render_segments`` and the patched one are played on a small
 virtual terminal: cursor moves and text, SGR ignored, wide characters taking two cells (and
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,10 +29,11 @@ from textual.strip import Strip
 from textual.visual import Visual, visualize
 
 from tests.tui.helpers import make_app, settle
-from zombietop.tui import render
+from zombietop.tui import textual_compat
+from zombietop.tui.textual_compat import install_cropped_updates, stock_render_segments
 from zombietop.tui.widgets.header import StatusHeader, clock_text
-from zombietop.tui.widgets.task_table import TaskTable
-from zombietop.tui.widgets.text_lines import changed_cells, retyped
+from zombietop.tui.widgets.task_list import TaskList
+from zombietop.tui.widgets.text_lines import changed_cells
 
 Span = tuple[int, int, int]
 Cell = tuple[int, int]
@@ -168,7 +171,7 @@ SPANS: list[Span] = [(0, 18, 23), (1, 10, 25), (3, 4, 12)]
 
 
 def play(
-    update: ChopsUpdate, method: render.RenderSegments
+    update: ChopsUpdate, method: textual_compat.RenderSegments
 ) -> tuple[str, VirtualScreen, VirtualScreen]:
     """Return what ``method`` writes, the screen after it, and the screen it should be."""
     expected = VirtualScreen(40, len(LINES))
@@ -182,8 +185,8 @@ def play(
 
 def test_the_patch_writes_the_same_cells_inside_the_spans_and_none_outside() -> None:
     update = chops_update(LINES, CUTS, 40, SPANS)
-    stock_output, stock_screen, expected = play(update, render.stock())
-    ours_output, ours_screen, _ = play(update, render.render_segments)
+    stock_output, stock_screen, expected = play(update, stock_render_segments())
+    ours_output, ours_screen, _ = play(update, textual_compat.render_segments)
 
     assert stock_screen.text() == expected.text()
     assert ours_screen.text() == expected.text()
@@ -198,7 +201,7 @@ def test_the_patch_writes_the_same_cells_inside_the_spans_and_none_outside() -> 
 
 def test_a_span_starting_mid_segment_writes_from_the_span_start() -> None:
     update = chops_update(LINES, CUTS, 40, [(3, 12, 15)])
-    output = render.render_segments(update, CONSOLE)
+    output = textual_compat.render_segments(update, CONSOLE)
     assert output.startswith(Control.move_to(12, 3).segment.text)
     screen = VirtualScreen(40, len(LINES))
     screen.feed(output)
@@ -208,13 +211,13 @@ def test_a_span_starting_mid_segment_writes_from_the_span_start() -> None:
 
 def test_whole_characters_widens_past_a_cut_wide_character() -> None:
     strip = Strip([Segment("ab"), Segment("中cd", BOLD)])  # a b 中中 c d
-    assert render.whole_characters(strip, 3, 5) == (2, 5)
-    assert render.whole_characters(strip, 0, 3) == (0, 4)
-    assert render.whole_characters(strip, 2, 4) == (2, 4)
-    assert render.whole_characters(strip, 1, 6) == (1, 6)
+    assert textual_compat.whole_characters(strip, 3, 5) == (2, 5)
+    assert textual_compat.whole_characters(strip, 0, 3) == (0, 4)
+    assert textual_compat.whole_characters(strip, 2, 4) == (2, 4)
+    assert textual_compat.whole_characters(strip, 1, 6) == (1, 6)
     # Joined emoji are measured as a whole by rich: keep such a segment whole.
     joined = Strip([Segment("ab"), Segment("👩\u200d💻x", RED), Segment("yz")])
-    assert render.whole_characters(joined, 3, 4) == (2, joined.cell_length - 2)
+    assert textual_compat.whole_characters(joined, 3, 4) == (2, joined.cell_length - 2)
 
 
 TEXTS = st.text(alphabet="ab é中文", min_size=0, max_size=12)
@@ -258,48 +261,80 @@ def test_any_update_leaves_the_screen_right_and_writes_only_the_spans(case: Case
     expected.feed(full_render(update, CONSOLE))
     screen = stale(expected, spans)
     screen.written.clear()
-    screen.feed(render.render_segments(update, CONSOLE))
+    screen.feed(textual_compat.render_segments(update, CONSOLE))
     assert screen.text() == expected.text()
     assert screen.written <= span_cover(expected, spans)
 
 
 def test_install_is_idempotent_and_keeps_textuals_method() -> None:
-    assert render.install()
-    assert render.install()
-    assert ChopsUpdate.render_segments is render.render_segments
-    stock = render.stock()
-    assert stock is not render.render_segments
+    assert install_cropped_updates()
+    assert install_cropped_updates()
+    assert ChopsUpdate.render_segments is textual_compat.render_segments
+    stock = stock_render_segments()
+    assert stock is not textual_compat.render_segments
     assert stock.__qualname__ == "ChopsUpdate.render_segments"
 
 
-@pytest.mark.parametrize("version", [(8, 1), (9, 0), None])
+@pytest.mark.parametrize("version", [(8, 1), (8, 3), (9, 0), None])
 def test_install_leaves_other_textual_versions_alone(
     version: tuple[int, int] | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stock = render.stock()
+    stock = stock_render_segments()
     monkeypatch.setattr(ChopsUpdate, "render_segments", stock)
-    monkeypatch.setattr(render, "_textual_version", lambda: version)
-    assert not render.install()
+    monkeypatch.setattr(textual_compat, "textual_version", lambda: version)
+    assert not install_cropped_updates()
     assert ChopsUpdate.render_segments is stock
 
 
 def test_install_leaves_a_changed_chops_update_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    stock = render.stock()
+    stock = stock_render_segments()
     monkeypatch.setattr(ChopsUpdate, "render_segments", stock)
 
     def changed(self: ChopsUpdate, chops: object, spans: object) -> None:
         """A future ChopsUpdate built from other attributes."""
 
     monkeypatch.setattr(ChopsUpdate, "__init__", changed)
-    assert not render.install()
+    assert not install_cropped_updates()
     assert ChopsUpdate.render_segments is stock
 
 
-def test_the_version_range_is_the_one_pyproject_pins() -> None:
+def test_the_tested_version_is_the_one_pyproject_pins() -> None:
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     pin = next(d for d in pyproject["project"]["dependencies"] if d.startswith("textual"))
-    (low_major, low_minor), (high_major, _) = render.TEXTUAL_VERSIONS
-    assert pin.replace(" ", "") == f"textual>={low_major}.{low_minor},<{high_major}"
+    major, minor = textual_compat.TESTED
+    assert pin.replace(" ", "") == f"textual>={major}.{minor},<{major}.{minor + 1}"
+
+
+def test_the_shims_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from textual.drivers.linux_driver import LinuxDriver
+
+    stock = stock_render_segments()
+    monkeypatch.setattr(ChopsUpdate, "render_segments", stock)
+    monkeypatch.setenv("ZOMBIETOP_TEXTUAL_SHIMS", "off")
+    assert not install_cropped_updates()
+    assert ChopsUpdate.render_segments is stock
+    assert textual_compat.quiet_driver(LinuxDriver) is LinuxDriver
+    monkeypatch.setenv("ZOMBIETOP_TEXTUAL_SHIMS", "quiet_driver")
+    assert textual_compat.quiet_driver(LinuxDriver) is LinuxDriver
+    assert install_cropped_updates()
+    monkeypatch.delenv("ZOMBIETOP_TEXTUAL_SHIMS")
+    assert textual_compat.quiet_driver(LinuxDriver) is not LinuxDriver
+
+
+def test_the_quiet_driver_is_only_ever_in_place_of_textuals_linux_driver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from textual.drivers.headless_driver import HeadlessDriver
+    from textual.drivers.linux_driver import LinuxDriver
+
+    assert textual_compat.quiet_driver(HeadlessDriver) is HeadlessDriver
+    quiet = textual_compat.quiet_driver(LinuxDriver)
+    assert issubclass(quiet, LinuxDriver) and quiet is not LinuxDriver
+    monkeypatch.setattr(textual_compat, "textual_version", lambda: (8, 3))
+    assert textual_compat.quiet_driver(LinuxDriver) is LinuxDriver
+    monkeypatch.undo()
+    monkeypatch.delattr(LinuxDriver, "run_input_thread")  # a Textual that reads input otherwise
+    assert textual_compat.quiet_driver(LinuxDriver) is LinuxDriver
 
 
 def partial_updates(app: App[None]) -> list[ChopsUpdate]:
@@ -317,42 +352,66 @@ def partial_updates(app: App[None]) -> list[ChopsUpdate]:
 
 
 async def test_a_one_cell_change_on_the_dashboard_writes_about_that_cell() -> None:
-    """The real app at 80x24: a new lease cell in row 5 is written as that cell, no more."""
+    """The real app at 80x24: a new lease cell in a row is written as that cell, no more."""
+    from zombietop.monitor import TaskView, build_snapshot
+    from zombietop.tui.sample import NOW, sample_config, sample_records, sample_samples
+
     app = make_app(read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         updates = partial_updates(app)
-        table = app.main.query_one(TaskTable)
-        # The first partial update after a full one also repaints what the table marked dirty
-        # while the full one was drawn (Textual keeps those regions): get that out of the way.
-        table.update_cell(table.order[0], "lease", Text("in 8m"))
+        table = app.main.query_one(TaskList)
+
+        def renewed(*task_ids: str) -> tuple[TaskView, ...]:
+            records = [
+                replace(r, lease=replace(r.lease, expires_at=r.lease.expires_at + 300))
+                if r.task.task_id in task_ids and r.lease is not None and r.lease.expires_at
+                else r
+                for r in sample_records()
+            ]
+            return build_snapshot(NOW, records, sample_config(), sample_samples()).tasks
+
+        # The first partial update after a full one also repaints what was marked dirty while
+        # the full one was drawn (Textual keeps those regions): get that out of the way.
+        table.show(renewed("train-0008"), NOW, {})
         await pilot.pause()
         updates.clear()
-        task_id = table.order[5]
-        table.update_cell(task_id, "lease", Text("in 9m"))
+        task_id = "resize-9001"  # healthy, its lease "in 4m"
+        index = table.index_of(task_id)
+        assert index is not None
+        before = table.cells_of(task_id)
+        table.show(renewed("train-0008", task_id), NOW, {})
         await pilot.pause()
+        lease = [c.key for c in table.shown_columns].index("lease")
+        changed = [
+            i
+            for i, (a, b) in enumerate(zip(before, table.cells_of(task_id), strict=True))
+            if a != b
+        ]
+        assert changed == [lease]
 
         assert len(updates) == 1
         (update,) = updates
-        left = table.region.x
-        for column in table.ordered_columns:
-            if column.key.value == "lease":
-                width = column.get_render_width(table)
-                break
-            left += column.get_render_width(table)
-        row = table.region.y + table.header_height + 5
+        left = table.region.x + sum(c.width + 2 for c in table.shown_columns[:lease])
+        width = table.shown_columns[lease].width + 2
+        row = table.region.y + 1 + index  # under the header
         cell = {(row, x) for x in range(left, left + width)}
 
         screens: dict[str, VirtualScreen] = {}
         outputs: dict[str, str] = {}
-        for name, method in (("stock", render.stock()), ("ours", render.render_segments)):
+        for name, method in (
+            ("stock", stock_render_segments()),
+            ("ours", textual_compat.render_segments),
+        ):
             screen = VirtualScreen(80, 24, fill="~")
             outputs[name] = method(update, app.console)
             screen.feed(outputs[name])
             screens[name] = screen
         assert screens["ours"].written == cell
         assert screens["stock"].written > cell, "Textual writes the row from the table's edge"
-        assert "in 9m" in screens["ours"].text()[row][left : left + width]
+        assert (
+            table.cells_of(task_id)[lease].plain in screens["ours"].text()[row][left : left + width]
+        )
         assert [screens["ours"].rows[row][x] for x in range(left, left + width)] == [
             screens["stock"].rows[row][x] for x in range(left, left + width)
         ]
@@ -399,49 +458,16 @@ async def test_a_clock_tick_writes_the_digits_that_changed_at_their_own_place() 
             digits = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
             assert len(digits) == changed
             screen = VirtualScreen(120, 30)
-            screen.feed(render.render_segments(updates[0], app.console))
+            screen.feed(textual_compat.render_segments(updates[0], app.console))
             row = header.region.y
             on_row = {cell for cell in screen.written if cell[0] == row}
             assert on_row == {(row, x0 + i) for i in range(digits[0], digits[-1] + 1)}
             assert all(screen.rows[row][x0 + i] == after[i] for i in digits)
 
 
-def _strip(line: Text) -> Strip:
-    return Strip(line.render(Console(width=200)), line.cell_len)
-
-
-def _header_line(clock: str, store: str = "/var/lib/zombietop/zombietop.db") -> Text:
-    return Text.assemble(
-        ("zombietop", "bold"), f"  {store}", ("  every 1s", "dim"), f"  {clock}", ("  x", "bold")
-    )
-
-
-@pytest.mark.parametrize("store", ["/var/lib/zombietop/zombietop.db", "/var/lib/…/中.db"])
-def test_retyping_the_clock_draws_what_a_fresh_rendering_draws(store: str) -> None:
-    """A tick retypes the changed digits in the segments drawn before, wherever they fall
-    (in one segment or across two) and behind characters of any width."""
-    start = 86400 - 65  # 23:58:55, on to past midnight
-    for before, after in ((start + i, start + i + 1) for i in range(0, 80, 3)):
-        drawn, line = (
-            _header_line(clock_text(before), store),
-            _header_line(clock_text(after), store),
-        )
-        assert changed_cells(drawn, line) is not None
-        assert retyped(_strip(drawn), line, drawn) == _strip(line)
-    # The seconds' last digit, split from the rest of the clock by a style boundary.
-    drawn = Text.assemble("at 12:00:0", ("1", "bold"), " UTC")
-    line = Text.assemble("at 12:00:0", ("2", "bold"), " UTC")
-    assert retyped(_strip(drawn), line, drawn) == _strip(line)
-
-
-def test_a_changed_character_of_another_width_is_not_retyped() -> None:
-    drawn, line = Text("clock 1"), Text("clock é")
-    assert retyped(_strip(drawn), line, drawn) is None
-
-
 async def test_the_header_draws_a_ticking_clock_as_a_fresh_layout_would() -> None:
     """Second after second, across a minute and an hour, the header's first line is what
-    Textual's own layout draws for it (the header retypes the clock's digits instead)."""
+    Textual's own layout draws for it."""
     app = make_app(read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

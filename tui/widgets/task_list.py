@@ -1,0 +1,426 @@
+"""The task table: a ``ScrollView`` drawn line by line, like Textual's ``Log``.
+
+It holds the views in the order the engine sorted them, a cursor, and what each row in view
+last read (``row_cells``), keyed by task id. A poll compares, for the rows in view only, each
+row's view with the one it was drawn from (by identity: the monitor keeps the view of every task
+it did not re-judge) and refreshes the lines that read differently. A line is drawn from its
+cells once per content and width and kept in an LRU cache, so a row that moves keeps its strip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from zombietop.monitor import TaskView
+from zombietop.tui.cells import CELL_PADDING, Cells, Column, row_cells, row_changes
+
+ROWS_KEPT = 4096
+"""Rows (task ids) whose cells are kept: a few screens' worth, and every row in view."""
+STRIPS_KEPT = 1024
+"""Drawn lines kept, keyed by what they read."""
+CELLS_KEPT = 4096
+"""Drawn cells kept, keyed by what they read."""
+
+CellKey = tuple[str, object, tuple[object, ...]]
+
+
+def _cell_key(cell: Text) -> CellKey:
+    """What a cell reads and looks like, hashable: its words, its own style and its spans."""
+    return (cell.plain, cell.style, tuple(cell.spans))
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A row's cells, and what they were computed from: the view and note, at ``at``; they
+    read the same until ``until`` (``row_changes``)."""
+
+    view: TaskView
+    note: str | None
+    at: float
+    until: float
+    cells: Cells
+    key: tuple[CellKey, ...]
+
+
+class TaskList(ScrollView, can_focus=True):
+    """Tasks one a line under a header row, with a cursor; ``show`` puts a poll's views in."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # Enter opens the detail view (the screen handles Selected); say so in the footer.
+        Binding("enter", "select_cursor", "Open"),
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"task-list--header", "task-list--cursor"}
+
+    # DataTable's look, which the table had before it was a line widget.
+    DEFAULT_CSS = """
+    TaskList {
+        height: 1fr;
+        background: $surface;
+        color: $foreground;
+        scrollbar-size-vertical: 1;
+        & > .task-list--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .task-list--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .task-list--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .task-list--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .task-list--header {
+                background-tint: $foreground 5%;
+            }
+        }
+    }
+    """
+
+    cursor: reactive[int] = reactive(0, init=False, repaint=False)
+    """The row under the cursor (0 when there are no rows)."""
+
+    class TaskMessage(Message):
+        """A message about one task of the table."""
+
+        def __init__(self, task_list: TaskList, task_id: str) -> None:
+            super().__init__()
+            self.task_list = task_list
+            self.task_id = task_id
+
+        @property
+        def control(self) -> TaskList:
+            return self.task_list
+
+    class Highlighted(TaskMessage):
+        """The cursor moved onto another task."""
+
+    class Selected(TaskMessage):
+        """Enter, or a click on the row under the cursor: open this task."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._columns: tuple[Column, ...] = ()
+        self._views: tuple[TaskView, ...] = ()
+        self._index: dict[str, int] | None = None
+        """Task id -> row, built when something asks where a task is."""
+        self._now = 0.0
+        self._notes: Mapping[str, str] = {}
+        self._rows: LRUCache[str, _Row] = LRUCache(ROWS_KEPT)
+        self._strips: LRUCache[Hashable, Strip] = LRUCache(STRIPS_KEPT)
+        self._cells: LRUCache[Hashable, list[Segment]] = LRUCache(CELLS_KEPT)
+        self._drawn: dict[int, tuple[tuple[CellKey, ...], bool]] = {}
+        """Row -> the key of the line last drawn there (its content, whether under the cursor)."""
+        self.cells_touched = 0
+        """Cells that read differently since the last ``show`` (a new row counts every cell)."""
+
+    # What the table shows -------------------------------------------------------------------
+
+    @property
+    def shown_columns(self) -> tuple[Column, ...]:
+        return self._columns
+
+    @property
+    def row_count(self) -> int:
+        return len(self._views)
+
+    @property
+    def order(self) -> list[str]:
+        return [view.task_id for view in self._views]
+
+    @property
+    def selected_task_id(self) -> str | None:
+        """The task under the cursor, or None when the table is empty."""
+        if not self._views:
+            return None
+        return self._views[min(self.cursor, len(self._views) - 1)].task_id
+
+    def index_of(self, task_id: str) -> int | None:
+        """The row of ``task_id``, or None when it is not shown."""
+        if self._index is None:
+            self._index = {view.task_id: i for i, view in enumerate(self._views)}
+        return self._index.get(task_id)
+
+    def cells_of(self, task_id: str) -> Cells:
+        """What the row of ``task_id`` reads now (computed if it was not in view)."""
+        index = self.index_of(task_id)
+        if index is None:
+            raise KeyError(f"{task_id!r} is not in the table")
+        return self._row(index).cells
+
+    def visible_rows(self) -> range:
+        """The rows in view, under the header."""
+        top = round(self.scroll_y)
+        return range(top, min(top + max(self.size.height - 1, 0), len(self._views)))
+
+    def visible_task_ids(self) -> list[str]:
+        return [self._views[i].task_id for i in self.visible_rows()]
+
+    def set_columns(self, columns: Sequence[Column]) -> None:
+        """Show these columns (the screen drops some at narrow widths): every line is redrawn."""
+        columns = tuple(columns)
+        if columns == self._columns:
+            return
+        self._columns = columns
+        self._rows.clear()
+        self._strips.clear()
+        self._cells.clear()
+        self._drawn.clear()
+        self._resize()
+        self.refresh()
+
+    def show(
+        self,
+        views: Sequence[TaskView],
+        now: float,
+        notes: Mapping[str, str],
+        *,
+        select: str | None = None,
+    ) -> None:
+        """Show ``views`` in this order, refreshing the lines in view that read differently.
+
+        The cursor stays with its task when rows re-sort, except on the first row: that row
+        means "the most urgent task", whichever it is now, so an untouched dashboard keeps
+        showing the top of the list instead of scrolling after a task. ``select`` puts the
+        cursor on that task wherever it is.
+        """
+        views = tuple(views)  # a snapshot's own tuple is kept as it is, not copied
+        selected = select
+        if selected is None and self.cursor > 0:
+            selected = self.selected_task_id
+        self.cells_touched = 0
+        self._now, self._notes = now, dict(notes)
+        if views is not self._views:
+            count = len(self._views)
+            self._views, self._index = views, None
+            if len(views) != count:
+                self._resize()
+        place = None if selected is None else self.index_of(selected)
+        self.cursor = place if place is not None else min(self.cursor, max(len(views) - 1, 0))
+        self.refresh_changed()
+
+    def refresh_changed(self) -> None:
+        """Bring the rows in view up to date and refresh what reads differently: the span of a
+        line from its first to its last changed cell (a terminal keeps the cells that read
+        alike), a whole line where the cursor came or went."""
+        rows = self.visible_rows()
+        for index in rows:
+            line = (self._row(index).key, index == self.cursor)
+            drawn = self._drawn.get(index)
+            if drawn == line:
+                continue
+            if drawn is None or drawn[1] != line[1] or len(drawn[0]) != len(line[0]):
+                self.refresh_lines(index + 1)  # line 0 is the header
+                continue
+            changed = [i for i, (a, b) in enumerate(zip(drawn[0], line[0], strict=True)) if a != b]
+            self._refresh_cells(index, changed[0], changed[-1])
+        for index in [i for i in self._drawn if i not in rows]:
+            if index >= len(self._views) and index < rows.start + self.size.height:
+                self.refresh_lines(index + 1)  # the rows shrank: blank it
+            del self._drawn[index]
+
+    def _refresh_cells(self, index: int, first: int, last: int) -> None:
+        """Refresh the cells of row ``index`` from column ``first`` to ``last``."""
+        step = 2 * CELL_PADDING
+        x = sum(column.width + step for column in self._columns[:first])
+        width = sum(column.width + step for column in self._columns[first : last + 1])
+        scroll_x, scroll_y = self.scroll_offset
+        self.refresh(Region(x - scroll_x, index + 1 - scroll_y, width, 1))
+
+    def _row(self, index: int) -> _Row:
+        """Row ``index``'s cells, computed again when its view or note changed or its cells
+        may read differently by now."""
+        view = self._views[index]
+        note = self._notes.get(view.task_id)
+        now = self._now
+        kept = self._rows.get(view.task_id)
+        if (
+            kept is not None
+            and kept.view is view
+            and kept.note == note
+            and kept.at <= now < kept.until
+        ):
+            return kept
+        cells = row_cells(view, now, self._columns, self._notes)
+        key = tuple(map(_cell_key, cells))
+        if kept is None or len(kept.key) != len(key):
+            self.cells_touched += len(key)
+        else:
+            self.cells_touched += sum(a != b for a, b in zip(kept.key, key, strict=True))
+        row = _Row(view, note, now, row_changes(view, now, self._columns), cells, key)
+        self._rows.discard(view.task_id)  # set() keeps a key's first value
+        self._rows.set(view.task_id, row)
+        return row
+
+    def _resize(self) -> None:
+        width = sum(column.width + 2 * CELL_PADDING for column in self._columns)
+        self.virtual_size = Size(width, len(self._views) + 1)
+
+    # Cursor ---------------------------------------------------------------------------------
+
+    def validate_cursor(self, cursor: int) -> int:
+        return max(0, min(cursor, len(self._views) - 1))
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        for index in (old, new):
+            if index in self._drawn:
+                self.refresh_lines(index + 1)
+        self._scroll_to_cursor()
+        if self._views:
+            self.post_message(self.Highlighted(self, self._views[new].task_id))
+
+    def _scroll_to_cursor(self) -> None:
+        body = max(self.size.height - 1, 1)
+        top = round(self.scroll_y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + body:
+            self.scroll_to(y=self.cursor - body + 1, animate=False, immediate=True)
+
+    def _page(self) -> int:
+        return max(self.size.height - 2, 1)
+
+    def action_cursor_up(self) -> None:
+        self.cursor -= 1
+
+    def action_cursor_down(self) -> None:
+        self.cursor += 1
+
+    def action_page_up(self) -> None:
+        self.cursor -= self._page()
+
+    def action_page_down(self) -> None:
+        self.cursor += self._page()
+
+    def action_first(self) -> None:
+        self.cursor = 0
+
+    def action_last(self) -> None:
+        self.cursor = len(self._views) - 1
+
+    def action_select_cursor(self) -> None:
+        task_id = self.selected_task_id
+        if task_id is not None:
+            self.post_message(self.Selected(self, task_id))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < 1:
+            return  # the header
+        index = round(self.scroll_y) + offset.y - 1
+        if index >= len(self._views):
+            return
+        if index == self.cursor:
+            self.action_select_cursor()
+        else:
+            self.cursor = index
+
+    # Drawing --------------------------------------------------------------------------------
+
+    def notify_style_update(self) -> None:
+        # A new theme or focus changes the colours under the same words.
+        super().notify_style_update()
+        self._strips.clear()
+        self._cells.clear()
+        self._drawn.clear()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)  # refreshes every line
+        self._drawn.clear()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        base = self.rich_style
+        if y == 0:
+            header = self.get_component_rich_style("task-list--header")
+            strip = self._strip(("header", self._columns), base + header, None, width)
+        else:
+            index = scroll_y + y - 1
+            if index >= len(self._views):
+                return Strip.blank(width, base)
+            row = self._row(index)
+            under_cursor = index == self.cursor
+            cursor = self.get_component_rich_style("task-list--cursor") if under_cursor else None
+            strip = self._strip(row.key, base, cursor, width, row.cells)
+            self._drawn[index] = (row.key, under_cursor)
+        if scroll_x or strip.cell_length != width:
+            strip = strip.crop_extend(scroll_x, scroll_x + width, base)
+        return strip
+
+    def _strip(
+        self,
+        key: Hashable,
+        base: Style,
+        cursor: Style | None,
+        width: int,
+        cells: Cells | None = None,
+    ) -> Strip:
+        """One line, from the cache when it reads the same at this width and in these styles."""
+        cache_key = (key, base, cursor, width)
+        strip = self._strips.get(cache_key)
+        if strip is None:
+            strip = self._draw(cells, base, cursor, width)
+            self._strips.set(cache_key, strip)
+        return strip
+
+    def _draw(self, cells: Cells | None, base: Style, cursor: Style | None, width: int) -> Strip:
+        """The header (no cells) or a row: its cells side by side, then the row's style out to
+        the widget's edge."""
+        segments: list[Segment] = []
+        for index, column in enumerate(self._columns):
+            cell = Text(column.label) if cells is None else cells[index]
+            segments.extend(self._cell(cell, column.width, base, cursor))
+        used = sum(column.width + 2 * CELL_PADDING for column in self._columns)
+        if width > used:
+            segments.append(Segment(" " * (width - used), base + cursor if cursor else base))
+        return Strip(segments, max(width, used))
+
+    def _cell(self, cell: Text, width: int, base: Style, cursor: Style | None) -> list[Segment]:
+        """One cell padded to its column, the cursor's style over its own, over the row's.
+
+        Kept by what the cell reads: where one cell of a row ticks (an age), the line is drawn
+        from the other cells' segments as they were."""
+        cache_key = (_cell_key(cell), width, base, cursor)
+        segments = self._cells.get(cache_key)
+        if segments is None:
+            if cell.cell_len > width:
+                cell = cell.copy()
+                cell.truncate(width, overflow="ellipsis")
+            pad = " " * CELL_PADDING
+            text = Text(pad, end="")
+            text.append_text(cell)
+            text.append(" " * (width - cell.cell_len) + pad)
+            segments = list(Segment.apply_style(text.render(self.app.console), base, cursor))
+            self._cells.set(cache_key, segments)
+        return segments
