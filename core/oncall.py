@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import pwd
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -161,14 +161,95 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def renotify_due(*, now: float, last_notice_at: float, interval: float) -> bool:
-    """True when an open, un-acked, un-silenced incident is due its next notice (0: never)."""
-    return interval > 0 and now - last_notice_at >= interval
-
-
 def notice_line(line: str, *, notice: int, open_for: float) -> str:
     """The same page line, with the notice number and how long the incident has been open."""
     return f"{line} ({ordinal(notice)} notice, open {format_age(open_for)})"
+
+
+class FollowUp(StrEnum):
+    """What an open incident is owed this look."""
+
+    RELEASE = "release"
+    """Its silence ended while it is still open: the page it never got goes out now."""
+    RENOTIFY = "renotify"
+    """Nobody acked or silenced it for ``[watch] renotify``: page again, the next notice."""
+
+
+@dataclass(slots=True, kw_only=True)
+class Notice:
+    """What was sent for one open incident."""
+
+    opened_at: float
+    notices: int = 0
+    """Pages sent so far (0: held by a silence since it opened)."""
+    last_at: float = 0.0
+
+
+class Notices:
+    """Per open incident (a task id, or ``schedule:NAME``): how many pages went out and when.
+
+    The watchdog opens and closes incidents; this decides which open ones are paged again.
+    Its memory is the page events, so ``--once`` runs under cron count notices right.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[str, Notice] = {}
+
+    def get(self, key: str) -> Notice | None:
+        return self._open.get(key)
+
+    def keys(self) -> list[str]:
+        return list(self._open)
+
+    def opened(self, key: str, *, at: float, paged: bool) -> None:
+        self._open[key] = Notice(opened_at=at, notices=1 if paged else 0, last_at=at)
+
+    def closed(self, key: str) -> Notice | None:
+        return self._open.pop(key, None)
+
+    def sent(self, key: str, *, at: float) -> int:
+        """Count one more page for the incident; return its notice number."""
+        notice = self._open[key]
+        notice.notices += 1
+        notice.last_at = at
+        return notice.notices
+
+    def remember(self, key: str, data: Mapping[str, object], at: float) -> None:
+        """Replay one page event of the log (oldest first)."""
+        page = data.get("page")
+        if page == "incident":
+            if data.get("released") and key in self._open:
+                self.sent(key, at=at)
+            else:
+                self.opened(key, at=at, paged=not data.get("held"))
+        elif page == "renotify" and key in self._open:
+            self.sent(key, at=at)
+        elif page == "all_clear":
+            self._open.pop(key, None)
+
+    def due(
+        self,
+        key: str,
+        *,
+        now: float,
+        interval: float,
+        acked: bool,
+        silenced: bool,
+    ) -> FollowUp | None:
+        """What the open incident ``key`` is owed now, if anything.
+
+        Held (or silenced now): nothing until the silence ends, then the page it never got.
+        Acked: nothing until the ack ends or the incident does. Otherwise, every ``interval``
+        (0: never) after the last page, the next notice.
+        """
+        notice = self._open.get(key)
+        if notice is None or silenced:
+            return None
+        if notice.notices == 0:
+            return FollowUp.RELEASE
+        if acked or interval <= 0 or now - notice.last_at < interval:
+            return None
+        return FollowUp.RENOTIFY
 
 
 # The desk: what an operator asks for ---------------------------------------------------------
@@ -240,13 +321,3 @@ async def unsilence(store: Store, silence_id: int, *, by: str) -> Silence:
     """End a silence now."""
     _writable(store, "unsilence")
     return await store.end_silence(silence_id, by=by)
-
-
-def held_by(oncall: OnCall, tasks: Sequence[Task]) -> dict[str, Silence]:
-    """Task id -> the silence holding its pages, for the tasks some silence matches."""
-    held: dict[str, Silence] = {}
-    for task in tasks:
-        found = oncall.silence_for(task)
-        if found is not None:
-            held[task.task_id] = found
-    return held
