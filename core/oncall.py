@@ -321,3 +321,34 @@ async def unsilence(store: Store, silence_id: int, *, by: str) -> Silence:
     """End a silence now."""
     _writable(store, "unsilence")
     return await store.end_silence(silence_id, by=by)
+
+
+class Desk:
+    """The on-call actions as a face calls them: one operator, one store, one config."""
+
+    def __init__(self, store: Store, settings: OnCallSettings, *, by: str | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.by = by or operator_name()
+
+    @property
+    def read_only(self) -> bool:
+        return self.store.read_only
+
+    async def ack(self, task_id: str, *, reason: str | None, duration: float | None) -> Ack:
+        return await ack(
+            self.store, self.settings, task_id, by=self.by, reason=reason, duration=duration
+        )
+
+    async def silence(
+        self, *, matcher: Matcher, pattern: str, reason: str, duration: float
+    ) -> Silence:
+        return await silence(
+            self.store,
+            self.settings,
+            matcher=matcher,
+            pattern=pattern,
+            by=self.by,
+            reason=reason,
+            duration=duration,
+        )

@@ -23,6 +23,7 @@ from zombietop.config import Config
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.layout import clean_env, safe_name, state_dir
+from zombietop.oncall import Desk
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store, open_store
 from zombietop.tui.poller import ThreadedMonitor
@@ -112,6 +113,8 @@ async def run_dashboard(
                 store_label=store.describe(),
                 actor=actor(),
                 terminal_alive=terminal_alive,
+                desk=None if read_only else Desk(store, config.oncall),
+                oncall=config.oncall,
             )
             app.on_terminal_lost = lambda: hang_up(app, 129)
             app.on_first_snapshot = settle_collector

@@ -19,7 +19,9 @@ from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import TaskView
-from zombietop.tui.cells import bar
+from zombietop.oncall import OnCall
+from zombietop.printable import printable
+from zombietop.tui.cells import ACKED, SILENCED, bar, mark_text
 from zombietop.tui.compositor import LeanScreen
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import MUTATING_ACTIONS
@@ -58,7 +60,32 @@ def _budget_row(budget: Budget) -> Text:
     return text
 
 
-def describe(view: TaskView, now: float) -> Table:
+def oncall_rows(grid: Table, view: TaskView, oncall: OnCall, now: float) -> None:
+    """The task's ack and the silence holding its pages, as glyph-and-word rows."""
+    ack = oncall.ack_for(view.task_id)
+    if ack is not None:
+        grid.add_row(
+            "ack",
+            Text.assemble(
+                mark_text([ACKED]),
+                printable(ack.words(now)),
+                (f"  (until {_stamp(ack.until)})", "dim"),
+            ),
+        )
+    silence = oncall.silence_for(view.task) if oncall.silences else None
+    if silence is not None:
+        grid.add_row(
+            "silence",
+            Text.assemble(
+                mark_text([SILENCED]),
+                f"by silence {silence.silence_id} ({silence.matcher} "
+                f"{printable(silence.pattern)}), set by {printable(silence.by)}, ends in "
+                f"{format_age(max(silence.until - now, 0))}: {printable(silence.reason)}",
+            ),
+        )
+
+
+def describe(view: TaskView, now: float, oncall: OnCall | None = None) -> Table:
     """Every fact about the task, as label/value rows."""
     task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
     verdict = view.verdict_at(now)
@@ -70,6 +97,8 @@ def describe(view: TaskView, now: float) -> Table:
         ),
     )
     grid.add_row("state", f"{task.state}, attempt {task.attempt}")
+    if oncall is not None:
+        oncall_rows(grid, view, oncall, now)
     for reason in verdict.reasons:
         grid.add_row("reason", reason.message)
     for flag in verdict.flags:
@@ -150,6 +179,8 @@ class DetailScreen(LeanScreen):
         Binding("r", "resume", "Resume"),
         Binding("d", "discard", "Discard"),
         Binding("k", "kill", "Kill"),
+        Binding("a", "ack", "Ack"),
+        Binding("A", "silence", "Silence"),
     ]
 
     DEFAULT_CSS = """
@@ -225,7 +256,7 @@ class DetailScreen(LeanScreen):
         spark = self.query_one("#spark", Sparkline)
         spark.display = bool(points)
         spark.data = points
-        self.query_one("#facts", Static).update(describe(view, now))
+        self.query_one("#facts", Static).update(describe(view, now, self.zapp.snapshot.oncall))
         self.query_one("#events", Static).update(self._events_text(self.events))
 
     @staticmethod
@@ -250,3 +281,9 @@ class DetailScreen(LeanScreen):
 
     def action_kill(self) -> None:
         self.zapp.request_action(ActionKind.KILL, self.task_id)
+
+    def action_ack(self) -> None:
+        self.zapp.request_ack(self.task_id)
+
+    def action_silence(self) -> None:
+        self.zapp.request_silence(self.task_id)
