@@ -14,7 +14,7 @@ import pwd
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from zombietop.durations import format_age, format_duration
 from zombietop.errors import ActionRefused
@@ -321,6 +321,19 @@ async def unsilence(store: Store, silence_id: int, *, by: str) -> Silence:
     """End a silence now."""
     _writable(store, "unsilence")
     return await store.end_silence(silence_id, by=by)
+
+
+class OnCallDesk(Protocol):
+    """What a face needs to ack and silence; ``Desk`` implements it, tests hand a recorder."""
+
+    @property
+    def read_only(self) -> bool: ...
+
+    async def ack(self, task_id: str, *, reason: str | None, duration: float | None) -> Ack: ...
+
+    async def silence(
+        self, *, matcher: Matcher, pattern: str, reason: str, duration: float
+    ) -> Silence: ...
 
 
 class Desk:

@@ -22,7 +22,7 @@ from zombietop.config import OnCallSettings
 from zombietop.durations import format_duration
 from zombietop.errors import ZombietopError
 from zombietop.monitor import Snapshot, TaskView
-from zombietop.oncall import Desk
+from zombietop.oncall import OnCallDesk
 from zombietop.printable import printable
 from zombietop.tui.cells import marked_notes
 from zombietop.tui.keys import display_key, keys_for
@@ -65,7 +65,7 @@ class ZombietopApp(App[None]):
         store_label: str = "",
         actor: str = "zombietop",
         terminal_alive: Callable[[], bool] | None = None,
-        desk: Desk | None = None,
+        desk: OnCallDesk | None = None,
         oncall: OnCallSettings | None = None,
     ) -> None:
         super().__init__()

@@ -21,7 +21,7 @@ from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall
 from zombietop.printable import printable
-from zombietop.tui.cells import ACKED, SILENCED, bar, mark_text
+from zombietop.tui.cells import ACKED, MARKS, SILENCED, bar
 from zombietop.tui.compositor import LeanScreen
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import MUTATING_ACTIONS
@@ -67,7 +67,7 @@ def oncall_rows(grid: Table, view: TaskView, oncall: OnCall, now: float) -> None
         grid.add_row(
             "ack",
             Text.assemble(
-                mark_text([ACKED]),
+                ("✓ ", MARKS[ACKED][1]),
                 printable(ack.words(now)),
                 (f"  (until {_stamp(ack.until)})", "dim"),
             ),
@@ -77,8 +77,8 @@ def oncall_rows(grid: Table, view: TaskView, oncall: OnCall, now: float) -> None
         grid.add_row(
             "silence",
             Text.assemble(
-                mark_text([SILENCED]),
-                f"by silence {silence.silence_id} ({silence.matcher} "
+                ("⊘ ", MARKS[SILENCED][1]),
+                f"silenced by silence {silence.silence_id} ({silence.matcher} "
                 f"{printable(silence.pattern)}), set by {printable(silence.by)}, ends in "
                 f"{format_age(max(silence.until - now, 0))}: {printable(silence.reason)}",
             ),

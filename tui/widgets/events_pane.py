@@ -18,7 +18,8 @@ from zombietop.printable import printable
 def silence_line(silence: Silence) -> Text:
     """``⊘ silence 3 task export-* until 02:53:20 by ana: maintenance night``."""
     until = time.strftime("%H:%M:%S", time.gmtime(silence.until))
-    line = Text("⊘ silence ", style="bold magenta")
+    line = Text()
+    line.append("⊘ silence ", style="bold magenta")
     line.append(f"{silence.silence_id} {silence.matcher} {printable(silence.pattern)} ", "bold")
     line.append(f"until {until} by {printable(silence.by)}: ", style="dim")
     line.append(printable(silence.reason))

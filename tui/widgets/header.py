@@ -130,7 +130,7 @@ class StatusHeader(TextLines):
 
 
 SCHEDULE_MARKS: dict[ScheduleHealth, tuple[str, str]] = {
-    ScheduleHealth.MISSED: ("⏰", "bold reverse red"),
+    ScheduleHealth.MISSED: ("▲", "bold reverse red"),
     ScheduleHealth.RUNNING_LONG: ("⟳", "bold yellow"),
     ScheduleHealth.LATE: ("◷", "yellow"),
 }

@@ -28,7 +28,7 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
     lines: list[Text] = []
     for schedule in snapshot.schedules:
         if schedule.health.pages:
-            said = Text.assemble(("⏰ ", "bold red"), printable(schedule.line))
+            said = Text.assemble(("▲ ", "bold red"), printable(schedule.line))
             lines.extend(said.wrap(console, width))
     now = snapshot.taken_at or 0.0
     # The snapshot is most urgent first, and these are the most urgent healths: its head.
