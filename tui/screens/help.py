@@ -55,7 +55,7 @@ class HelpScreen(ModalScreen[None]):
         legend.add_row(
             mark_text([ACKED]),
             mark_text([SILENCED]),
-            Text.assemble(("▲ MISSED", "bold reverse red"), " schedule"),
+            Text("▲ missed", style="bold red"),
             Text("◷ late  ⟳ running_long", style="yellow"),
         )
         with Vertical() as box:
