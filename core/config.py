@@ -20,6 +20,7 @@ from cronsim import CronSim, CronSimError
 
 from zombietop.durations import format_duration, parse_duration
 from zombietop.errors import ConfigError
+from zombietop.redact import redact_url
 from zombietop.store import store_location
 
 DEFAULT_SOURCE = "default"
@@ -65,6 +66,7 @@ SECTIONS = (
     "monitor",
     "watch",
     "notify",
+    "agent",
     "oncall",
     "schedules",
     "thresholds",
@@ -156,6 +158,14 @@ class NotifySettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSettings:
+    """``[agent]``: whom the agent on this host acts for besides its own user."""
+
+    allow: tuple[str, ...] = ()
+    """OS user names whose requests the agent carries out; its own user's always are."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """Everything zombietop reads from ``config.toml``."""
 
@@ -168,6 +178,7 @@ class Config:
     finished_window: float = MONITOR_DEFAULTS["finished_window"]
     watch: WatchSettings = field(default_factory=WatchSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
+    agent: AgentSettings = field(default_factory=AgentSettings)
     oncall: OnCallSettings = field(default_factory=OnCallSettings)
     schedules: tuple[Schedule, ...] = ()
 
@@ -363,9 +374,26 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         finished_window=values["finished_window"],
         watch=_watch(path, _table(path, data, "watch")),
         notify=_notify(path, _table(path, data, "notify")),
+        agent=_agent(path, _table(path, data, "agent")),
         oncall=_oncall(path, _table(path, data, "oncall")),
         schedules=_schedules(path, _table(path, data, "schedules")),
     )
+
+
+def _agent(path: Path | None, table: Mapping[str, Any]) -> AgentSettings:
+    for key in table:
+        if key != "allow":
+            raise _unknown(path, "agent", key, ["allow"])
+    allow = table.get("allow", [])
+    if not isinstance(allow, list) or not all(
+        isinstance(name, str) and name and name.strip() == name and ":" not in name
+        for name in allow
+    ):
+        raise ConfigError(
+            f"{_where(path)} [agent]: allow must be a list of OS user names such as "
+            f'["alice", "deploy"], not {allow!r}'
+        )
+    return AgentSettings(allow=tuple(allow))
 
 
 def _watch(path: Path | None, table: Mapping[str, Any]) -> WatchSettings:
@@ -488,7 +516,8 @@ def _notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
         elif key == "webhook":
             if not isinstance(value, str) or not value.startswith(("http://", "https://")):
                 raise ConfigError(
-                    f"{_where(path)} [notify]: webhook must be an http(s) URL, not {value!r}"
+                    f"{_where(path)} [notify]: webhook must be an http(s) URL, not "
+                    + (repr(redact_url(value)) if isinstance(value, str) else repr(value))
                 )
             values[key] = value
         elif key == "apprise":
@@ -599,6 +628,11 @@ def render_defaults() -> str:
             '# command = ["/usr/local/bin/page-oncall"]  # the line on stdin, in $ZOMBIETOP_PAGE',
             '# webhook = "https://hooks.slack.com/services/..."   # JSON POST, {"text": line}',
             '# apprise = ["pagerduty://KEY@ROUTING", "mailto://user:pass@example.com"]',
+            "",
+            "# `zombietop agent` carries out what other hosts ask only for its own OS user and",
+            "# for the users listed here; every request it refuses is an event.",
+            "# [agent]",
+            '# allow = ["deploy"]',
             "",
             "# Detection. heartbeat_interval: how often `zombietop run` and the SDK beat, renew.",
             "# No heartbeat for heartbeat_timeout -> stalled; lease not renewed for lease_ttl ->",

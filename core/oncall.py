@@ -9,8 +9,6 @@ event with who and why; the watchdog reads the rest of its memory from the event
 from __future__ import annotations
 
 import fnmatch
-import os
-import pwd
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -18,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from zombietop.durations import format_age, format_duration
 from zombietop.errors import ActionRefused
+from zombietop.identity import real_user
 from zombietop.model import Row, Task
 
 if TYPE_CHECKING:
@@ -26,15 +25,8 @@ if TYPE_CHECKING:
 
 
 def operator_name() -> str:
-    """The name of the real uid running this process: who acked or silenced.
-
-    Not ``$USER``, which anyone can set to anyone; the uid is what the system vouches for.
-    """
-    uid = os.getuid()
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid{uid}"
+    """Who acks or silences: the real uid's name (``zombietop.identity``), never ``$USER``."""
+    return real_user()
 
 
 class Matcher(StrEnum):

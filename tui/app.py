@@ -35,6 +35,7 @@ from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.oncall import AckAsk, AckScreen, SilenceAsk, SilenceScreen
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
+from zombietop.tui.untrusted import shown_markup
 from zombietop.tui.view import SortMode, in_snapshot_order, ordered
 from zombietop.tui.widgets.events_pane import EventsPane
 
@@ -187,7 +188,12 @@ class ZombietopApp(App[None]):
                 self.main.show_state(self.clock.now())
             self._arm()
         elif worker.group == "action" and event.state is WorkerState.ERROR:
-            self.notify(f"action failed: {worker.error}", severity="error", timeout=15)
+            self.notify(
+                printable(f"action failed: {worker.error}"),
+                severity="error",
+                timeout=15,
+                markup=False,
+            )
 
     def _tick(self) -> None:
         if self.terminal_alive is not None and not self.terminal_alive():
@@ -228,7 +234,9 @@ class ZombietopApp(App[None]):
             return
         view = self.snapshot.by_id().get(task_id)
         if view is None:
-            self.notify(f"{task_id} is no longer on screen", severity="warning")
+            self.notify(
+                printable(f"{task_id} is no longer on screen"), severity="warning", markup=False
+            )
             return
         request = ActionRequest(
             kind=kind, task_id=task_id, expected_token=view.token, actor=self.actor
@@ -238,7 +246,7 @@ class ZombietopApp(App[None]):
             if confirmed:
                 self.run_request(request)
             else:
-                self.notify(f"{kind} {task_id}: cancelled", timeout=3)
+                self.notify(printable(f"{kind} {task_id}: cancelled"), timeout=3, markup=False)
 
         self.push_screen(ConfirmScreen(request, view, self.data_now(self.clock.now())), decided)
 
@@ -254,8 +262,9 @@ class ZombietopApp(App[None]):
         """Every outcome is a notification, and a note in the task's row for a minute."""
         request = outcome.request
         self.notify(
-            f"{request.kind} {request.task_id}: {outcome.message}",
+            printable(f"{request.kind} {request.task_id}: {outcome.message}"),
             title=str(outcome.outcome),
+            markup=False,
             severity="information" if outcome.ok else "error",
             timeout=10,
         )
@@ -268,7 +277,7 @@ class ZombietopApp(App[None]):
             return None
         view = self.snapshot.by_id().get(task_id)
         if view is None:
-            self.notify(f"{printable(task_id)} is no longer on screen", severity="warning")
+            self.notify(f"{shown_markup(task_id)} is no longer on screen", severity="warning")
         return view
 
     def request_ack(self, task_id: str) -> None:
@@ -297,7 +306,7 @@ class ZombietopApp(App[None]):
                 ack = await self.desk.ack(
                     asked.task_id, reason=asked.reason, duration=asked.duration
                 )
-                said = f"{printable(ack.task_id)} acked for {format_duration(asked.duration)}"
+                said = f"{shown_markup(ack.task_id)} acked for {format_duration(asked.duration)}"
             else:
                 made = await self.desk.silence(
                     matcher=asked.matcher,
@@ -306,11 +315,11 @@ class ZombietopApp(App[None]):
                     duration=asked.duration,
                 )
                 said = (
-                    f"silence {made.silence_id} ({made.matcher} {printable(made.pattern)}) "
+                    f"silence {made.silence_id} ({made.matcher} {shown_markup(made.pattern)}) "
                     f"for {format_duration(asked.duration)}"
                 )
         except ZombietopError as exc:
-            self.notify(printable(str(exc)), title="refused", severity="error", timeout=15)
+            self.notify(shown_markup(str(exc)), title="refused", severity="error", timeout=15)
             return
         self.notify(said, title="done", timeout=10)
         if self.paused_at is None:

@@ -18,6 +18,7 @@ from zombietop.durations import format_age, format_duration
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCall
 from zombietop.tui.healths import GLYPHS, STYLES
+from zombietop.tui.untrusted import shown
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 DASH = Text("-", style="dim")
@@ -107,7 +108,7 @@ def _health_changes(view: TaskView, now: float) -> float:
 
 
 def _task(view: TaskView, now: float, note: str | None) -> Text:
-    text = Text(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+    text = shown(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
     marks = note_marks(note)
     if marks:
         # The mark goes first: a long task id is cropped, the mark never is.
@@ -117,7 +118,7 @@ def _task(view: TaskView, now: float, note: str | None) -> Text:
 
 def _stage(view: TaskView, now: float, note: str | None) -> Text:
     beat = view.heartbeat
-    return Text(beat.stage) if beat is not None and beat.stage else DASH
+    return shown(beat.stage) if beat is not None and beat.stage else DASH
 
 
 def _progress(view: TaskView, now: float, note: str | None) -> Text:
@@ -237,8 +238,8 @@ def _owner(view: TaskView, now: float, note: str | None) -> Text:
     if owner is None and host is None:
         return DASH
     if owner is not None and host is not None and owner.endswith(f"@{host}"):
-        return Text(owner)
-    return Text(f"{owner or '-'}@{host or '?'}")
+        return shown(owner)
+    return shown(f"{owner or '-'}@{host or '?'}")
 
 
 COLUMNS: tuple[Column, ...] = (

@@ -19,6 +19,7 @@ from zombietop.durations import parse_duration
 from zombietop.errors import HeartbeatParseError, ZombietopError
 from zombietop.heartbeat_line import BeatLine, format_timestamp, parse_line
 from zombietop.monitor import Monitor
+from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
 from zombietop.sqlite_store import SCHEMA_VERSION
 from zombietop.store import default_store_path, open_store, store_location
@@ -100,7 +101,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         if args.nagios:
             print(nagios_unknown(str(exc)))
         else:
-            print(f"zombietop: {exc}", file=sys.stderr)
+            print(printable(f"zombietop: {exc}"), file=sys.stderr)
         return Level.UNKNOWN
     if args.json:
         print(json.dumps(snapshot_to_json(snapshot), indent=2))
@@ -202,7 +203,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     for name, limits in [("defaults", config.defaults), *config.step_types.items()]:
         changed = sorted(k for k, v in limits.sources.items() if v != "default")
         note = f" ({len(changed)} set in file: {', '.join(changed)})" if changed else ""
-        print(f"  {name}: valid{note}")
+        print(printable(f"  {name}: valid{note}"))
     return EXIT_OK
 
 
@@ -349,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = asyncio.run(result)
         return int(result)
     except ZombietopError as exc:
-        print(f"zombietop: {exc}", file=sys.stderr)
+        print(printable(f"zombietop: {exc}"), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from zombietop.executor import Executor
 from zombietop.monitor import Monitor
 from zombietop.notify import build_notifiers
+from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
 from zombietop.sd_notify import SystemdNotifier
 from zombietop.store import open_store
@@ -19,7 +20,7 @@ from zombietop.watchdog import TickReport, Watchdog
 
 def _log(line: str) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    print(f"{stamp} {line}", flush=True)
+    print(f"{stamp} {printable(line)}", flush=True)
 
 
 async def cmd_watch(args: argparse.Namespace) -> int:
@@ -79,7 +80,7 @@ class SystemdPing:
 def status_line(report: TickReport) -> str:
     """What ``systemctl status`` shows: what this look found, or why it found nothing."""
     if report.withheld is not None:
-        return f"withholding verdicts: {report.withheld}"
+        return printable(f"withholding verdicts: {report.withheld}")
     found = ", ".join(f"{n} {health}" for health, n in report.counts.items() if n)
     paging = sum(n for health, n in report.counts.items() if health.pages)
     return f"{paging} needing a human; {found or 'no tasks'}"

@@ -227,6 +227,12 @@ CREATE TRIGGER tasks_update_stamps_task AFTER UPDATE ON tasks WHEN NEW.rev = OLD
 END;
 
 -- schema_v6 --
+-- Who asked, as the asking process's real uid says (not the actor text, which is free-form):
+-- an agent carries out only its own user's requests and those of users its config allows.
+ALTER TABLE host_requests ADD COLUMN requester_uid INTEGER;
+ALTER TABLE host_requests ADD COLUMN requester TEXT;
+
+-- schema_v7 --
 -- The on-call loop: acks (someone is on a task's incident, until a time) and silences (a rule by
 -- task glob, step type or host that holds pages until it ends; an ended one is kept, with who
 -- ended it). Both are written with the store's clock. Schedules count a step's runs by when they
@@ -498,8 +504,9 @@ FROM process_samples s JOIN tasks t ON t.task_id = s.task_id
 WHERE t.finished_at IS NULL
 
 -- insert_host_request --
-INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at)
-VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now)
+INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at,
+                           requester_uid, requester)
+VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now, :requester_uid, :requester)
 RETURNING request_id
 
 -- select_host_request --

@@ -176,7 +176,19 @@ SHAPE_CASES = [
     pytest.param(
         '[monitor]\nrefresh = "0s"\n', "[monitor]: refresh must be longer than zero", id="refresh"
     ),
+    pytest.param(
+        '[agent]\nallow = "alice"\n', "[agent]: allow must be a list of OS user names", id="allow"
+    ),
+    pytest.param(
+        '[agent]\nallow = ["alice", ""]\n', "[agent]: allow must be a list", id="allow-empty"
+    ),
+    pytest.param('[agent]\ndeny = ["x"]\n', "[agent]: unknown key 'deny'", id="agent-key"),
 ]
+
+
+def test_agent_allow_is_read(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, '[agent]\nallow = ["alice", "deploy"]\n'))
+    assert config.agent.allow == ("alice", "deploy")
 
 
 @pytest.mark.parametrize(("text", "fragment"), SHAPE_CASES)

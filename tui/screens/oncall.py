@@ -19,6 +19,7 @@ from zombietop.durations import format_duration, parse_duration
 from zombietop.monitor import TaskView
 from zombietop.oncall import Matcher
 from zombietop.printable import printable
+from zombietop.tui.untrusted import shown, shown_markup
 
 SILENCE_DEFAULT = 3600.0
 """What the silence dialog offers: an hour; longer is a choice someone makes on purpose."""
@@ -123,7 +124,7 @@ class AckScreen(_OnCallDialog):
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
-            box.border_title = f"ack {printable(self.view.task_id)}"
+            box.border_title = f"ack {shown_markup(self.view.task_id)}"
             yield Static(
                 Text.assemble(
                     ("✓ ", "bold cyan"),
@@ -161,7 +162,7 @@ class SilenceScreen(_OnCallDialog):
     def compose(self) -> ComposeResult:
         task = self.view.task
         with Vertical() as box:
-            box.border_title = f"silence {printable(task.task_id)}"
+            box.border_title = f"silence {shown_markup(task.task_id)}"
             yield Static(
                 Text.assemble(
                     ("⊘ ", "bold magenta"),
@@ -170,9 +171,9 @@ class SilenceScreen(_OnCallDialog):
                 )
             )
             with RadioSet(id="rule"):
-                yield RadioButton(f"this task: {printable(task.task_id)}", value=True, id="task")
+                yield RadioButton(shown(f"this task: {task.task_id}"), value=True, id="task")
                 yield RadioButton(
-                    f"every task of step type {printable(task.step_type)}", id="step_type"
+                    shown(f"every task of step type {task.step_type}"), id="step_type"
                 )
             yield Label("reason (required): whoever is paged next asks why")
             yield Input(placeholder="e.g. maintenance night on the partner API", id="reason")

@@ -11,6 +11,7 @@ from zombietop.monitor import Snapshot
 from zombietop.printable import printable
 from zombietop.tui.cells import mark_text, oncall_marks
 from zombietop.tui.healths import ATTENTION_HEALTHS, GLYPHS, STYLES
+from zombietop.tui.untrusted import shown
 from zombietop.tui.widgets.text_lines import TextLines
 
 ALL_CLEAR = (
@@ -37,7 +38,7 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
         said = Text.assemble(
             (f"{GLYPHS[view.health]} ", STYLES[view.health]),
             mark_text(oncall_marks(snapshot.oncall, view)),
-            view.verdict_at(now).context,
+            shown(view.verdict_at(now).context),
         )
         wrapped = said.wrap(console, width)
         if index and len(lines) + len(wrapped) > height - 1:
