@@ -177,6 +177,11 @@ def test_a_schedule_across_a_real_minute_boundary(tmp_path: Path) -> None:
     assert schedule["last_started"] is None and schedule["tz"] == "UTC"
     due = datetime.fromisoformat(schedule["last_due"].replace("Z", "+00:00"))
     assert due.minute % 5 == 0 and due.second == 0
+    nagios = zt("status", "--nagios")
+    summary, detail = nagios.stdout.splitlines()[:2]
+    assert nagios.returncode == 2
+    assert summary.startswith("ZOMBIETOP CRITICAL - 1 schedule missed | ") and "missed=1" in summary
+    assert detail.startswith("fively missed: ")
     (page,) = zt.watch()
     assert page.startswith("fively missed: no tick run started within 1s of ")
     job = tmp_path / "tick"  # `zombietop run` names the step after the command
