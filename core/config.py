@@ -61,6 +61,8 @@ SCHEDULE_GRACE = 300.0
 STAGE_KILL_FACTOR = 2.0
 NOTIFY_DEFAULTS: dict[str, float] = {"retry_backoff": 10.0, "timeout": 10.0}
 NOTIFY_MAX_ATTEMPTS = 8
+METRICS_EXAMPLE = "127.0.0.1:9464"
+"""Where ``[watch] metrics`` would serve: this host only, on the port Prometheus lists for us."""
 SECTIONS = (
     "store",
     "monitor",
@@ -104,6 +106,38 @@ class Limits:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ListenAddress:
+    """Where an HTTP endpoint listens: a host (or address) and a port (0: any free port)."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+def parse_listen(text: str) -> ListenAddress:
+    """Read ``HOST:PORT``, ``[IPV6]:PORT`` or a bare ``PORT`` (which listens on loopback only).
+
+    Raise ``ValueError`` saying what a good one looks like.
+    """
+    example = f"e.g. {METRICS_EXAMPLE} (this host only) or 0.0.0.0:9464 (every interface)"
+    host, sep, port_text = text.strip().rpartition(":")
+    if not sep:
+        host, port_text = "127.0.0.1", text.strip()
+    elif host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"{text!r}: put an IPv6 address in brackets, e.g. [::1]:9464")
+    if not host or any(c.isspace() or c in "[]/" for c in host):
+        raise ValueError(f"{text!r} is not HOST:PORT; give the host too, {example}")
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"{text!r}: the port must be a number from 0 to 65535, {example}")
+    return ListenAddress(host=host, port=int(port_text))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WatchSettings:
     """``[watch]``: how the headless watchdog runs."""
 
@@ -111,6 +145,8 @@ class WatchSettings:
     digest_every: float = WATCH_DEFAULTS["digest_every"]
     stage_kill_factor: float = STAGE_KILL_FACTOR
     """Kill a task still in one stage after this many stage timeouts; 0 never kills."""
+    metrics: ListenAddress | None = None
+    """Serve Prometheus metrics here while the watchdog runs; None serves none."""
     renotify: float = WATCH_DEFAULTS["renotify"]
     """Page an open incident nobody acked or silenced again after this long; 0 never does."""
 
@@ -397,12 +433,22 @@ def _agent(path: Path | None, table: Mapping[str, Any]) -> AgentSettings:
 
 
 def _watch(path: Path | None, table: Mapping[str, Any]) -> WatchSettings:
-    known = [*WATCH_DEFAULTS, "stage_kill_factor"]
+    known = [*WATCH_DEFAULTS, "stage_kill_factor", "metrics"]
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in known:
             raise _unknown(path, "watch", key, known)
-        if key == "stage_kill_factor":
+        if key == "metrics":
+            if not isinstance(value, str):
+                raise ConfigError(
+                    f"{_where(path)} [watch]: metrics must be a string such as "
+                    f'"{METRICS_EXAMPLE}", not {value!r}'
+                )
+            try:
+                values[key] = parse_listen(value)
+            except ValueError as exc:
+                raise ConfigError(f"{_where(path)} [watch]: metrics: {exc}") from None
+        elif key == "stage_kill_factor":
             if (
                 isinstance(value, bool)
                 or not isinstance(value, (int, float))
@@ -605,10 +651,11 @@ def render_defaults() -> str:
             "# finished tasks stay on screen.",
             tomli_w.dumps({"monitor": monitor}),
             "# The headless watchdog (`zombietop watch`): how often it looks, how often it sends",
-            "# the digest of spinning tasks, after how many stage timeouts in one stage it",
-            "# kills gracefully (the first overrun only pages; 0 never kills), and how often an",
-            '# open incident nobody acked or silenced is paged again ("2nd notice"; "0s": never).',
-            tomli_w.dumps({"watch": watch}),
+            "# the digest of spinning tasks, after how many stage timeouts in one stage it kills",
+            "# gracefully (the first overrun only pages; 0 never kills), how often an open",
+            '# incident nobody acked or silenced is paged again ("2nd notice"; "0s": never), and',
+            "# where it serves Prometheus metrics (HOST:PORT, at /metrics; off unless set).",
+            tomli_w.dumps({"watch": watch}) + f'# metrics = "{METRICS_EXAMPLE}"\n',
             "# The on-call loop: how long an ack lasts unless told (`zombietop ack --for`, the",
             "# dashboard's `a`), and the longest a silence may be set for (every silence ends).",
             tomli_w.dumps({"oncall": oncall}),

@@ -51,6 +51,9 @@ class Page:
 
 class Notifier(Protocol):
     name: str
+    kind: str
+    """The channel's kind (``command``, ``webhook``, ``apprise``): safe to export anywhere, as it
+    never holds a URL, a key or an argument."""
 
     async def send(self, page: Page) -> None:
         """Deliver the page or raise ``DeliveryError``."""
@@ -59,6 +62,8 @@ class Notifier(Protocol):
 
 class CommandNotifier:
     """Run an argument list (never a shell) with the line on stdin and in ``$ZOMBIETOP_PAGE``."""
+
+    kind = "command"
 
     def __init__(self, argv: Sequence[str], timeout: float) -> None:
         self.argv = tuple(argv)
@@ -105,6 +110,8 @@ class WebhookNotifier:
     Userinfo in the URL (``https://user:pass@host/...``) is sent as HTTP basic auth; the name
     this channel goes by in logs and events is only ``scheme://host:port``.
     """
+
+    kind = "webhook"
 
     def __init__(self, url: str, timeout: float) -> None:
         self.url = url
@@ -154,6 +161,8 @@ class WebhookNotifier:
 class AppriseNotifier:
     """PagerDuty, Opsgenie, email, chat and the rest, through the apprise library."""
 
+    kind = "apprise"
+
     def __init__(self, urls: Sequence[str]) -> None:
         import apprise
 
@@ -196,6 +205,8 @@ class _Delivery:
 class DeliveryResult:
     page: Page
     notifier: str
+    channel: str
+    """The notifier's ``kind``: what metrics count deliveries by."""
     ok: bool
     attempts: int
     error: str | None = None
@@ -256,6 +267,7 @@ class Outbox:
             return DeliveryResult(
                 page=delivery.page,
                 notifier=delivery.notifier.name,
+                channel=delivery.notifier.kind,
                 ok=False,
                 attempts=delivery.attempts,
                 error=message,
@@ -263,5 +275,9 @@ class Outbox:
             )
         self._queue.remove(delivery)
         return DeliveryResult(
-            page=delivery.page, notifier=delivery.notifier.name, ok=True, attempts=delivery.attempts
+            page=delivery.page,
+            notifier=delivery.notifier.name,
+            channel=delivery.notifier.kind,
+            ok=True,
+            attempts=delivery.attempts,
         )

@@ -63,7 +63,7 @@ def _ended_by_kill(view: TaskView) -> bool:
 class PrintNotifier:
     """``--dry-run``: show the page instead of sending it."""
 
-    name = "dry-run"
+    name = kind = "dry-run"
 
     def __init__(self, log: Callable[[str], None]) -> None:
         self._log = log
