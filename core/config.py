@@ -8,12 +8,15 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
+import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import tomli_w
+from cronsim import CronSim, CronSimError
 
 from zombietop.durations import format_duration, parse_duration
 from zombietop.errors import ConfigError
@@ -48,13 +51,30 @@ STEP_ONLY_KEYS = (
     "retry_backoff",
 )
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
-WATCH_DEFAULTS: dict[str, float] = {"interval": 30.0, "digest_every": 86400.0}
+WATCH_DEFAULTS: dict[str, float] = {
+    "interval": 30.0,
+    "digest_every": 86400.0,
+    "renotify": 1800.0,
+}
+ONCALL_DEFAULTS: dict[str, float] = {"ack_for": 7200.0, "max_silence": 7 * 86400.0}
+SCHEDULE_GRACE = 300.0
 STAGE_KILL_FACTOR = 2.0
 NOTIFY_DEFAULTS: dict[str, float] = {"retry_backoff": 10.0, "timeout": 10.0}
 NOTIFY_MAX_ATTEMPTS = 8
 METRICS_EXAMPLE = "127.0.0.1:9464"
 """Where ``[watch] metrics`` would serve: this host only, on the port Prometheus lists for us."""
-SECTIONS = ("store", "monitor", "watch", "notify", "agent", "thresholds", "timeouts", "step_types")
+SECTIONS = (
+    "store",
+    "monitor",
+    "watch",
+    "notify",
+    "agent",
+    "oncall",
+    "schedules",
+    "thresholds",
+    "timeouts",
+    "step_types",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,6 +147,34 @@ class WatchSettings:
     """Kill a task still in one stage after this many stage timeouts; 0 never kills."""
     metrics: ListenAddress | None = None
     """Serve Prometheus metrics here while the watchdog runs; None serves none."""
+    renotify: float = WATCH_DEFAULTS["renotify"]
+    """Page an open incident nobody acked or silenced again after this long; 0 never does."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OnCallSettings:
+    """``[oncall]``: acks and silences."""
+
+    ack_for: float = ONCALL_DEFAULTS["ack_for"]
+    """How long an ack lasts when nobody says (the dashboard's and ``zombietop ack``'s default)."""
+    max_silence: float = ONCALL_DEFAULTS["max_silence"]
+    """The longest a silence may last: every silence ends, so none is forgotten for good."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    """``[schedules.NAME]``: a step expected to start at cron times."""
+
+    name: str
+    step: str
+    cron: str
+    """Five fields: minute hour day-of-month month day-of-week."""
+    tz: str = "UTC"
+    """An IANA zone the cron times are read in (so 02:30 stays 02:30 across a DST change)."""
+    grace: float = SCHEDULE_GRACE
+    """How long after a fire time a run may start before the schedule is missed."""
+    max_runtime: float | None = None
+    """A run still going after this long shows ``running_long`` (None: only overlap does)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,6 +215,8 @@ class Config:
     watch: WatchSettings = field(default_factory=WatchSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
     agent: AgentSettings = field(default_factory=AgentSettings)
+    oncall: OnCallSettings = field(default_factory=OnCallSettings)
+    schedules: tuple[Schedule, ...] = ()
 
     def limits_for(self, step_type: str | None) -> Limits:
         """Return the effective limits for a step type (the global set when it has none)."""
@@ -256,7 +306,9 @@ def _table(path: Path | None, data: Mapping[str, Any], section: str) -> Mapping[
     return value
 
 
-def _duration(path: Path | None, section: str, key: str, value: Any) -> float:
+def _duration(
+    path: Path | None, section: str, key: str, value: Any, *, zero: bool = False
+) -> float:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ConfigError(
             f'{_where(path)} [{section}]: {key} must be a duration such as "90s", not {value!r}'
@@ -265,10 +317,9 @@ def _duration(path: Path | None, section: str, key: str, value: Any) -> float:
         seconds = parse_duration(value) if isinstance(value, str) else float(value)
     except ValueError as exc:
         raise ConfigError(f"{_where(path)} [{section}]: {key}: {exc}") from None
-    if seconds <= 0:
-        raise ConfigError(
-            f"{_where(path)} [{section}]: {key} must be longer than zero, not {value!r}"
-        )
+    if seconds < 0 or (seconds == 0 and not zero):
+        allowed = "zero (off) or longer" if zero else "longer than zero"
+        raise ConfigError(f"{_where(path)} [{section}]: {key} must be {allowed}, not {value!r}")
     return seconds
 
 
@@ -360,6 +411,8 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         watch=_watch(path, _table(path, data, "watch")),
         notify=_notify(path, _table(path, data, "notify")),
         agent=_agent(path, _table(path, data, "agent")),
+        oncall=_oncall(path, _table(path, data, "oncall")),
+        schedules=_schedules(path, _table(path, data, "schedules")),
     )
 
 
@@ -406,9 +459,96 @@ def _watch(path: Path | None, table: Mapping[str, Any]) -> WatchSettings:
                     f"above 1 (kill at that many stage timeouts), not {value!r}"
                 )
             values[key] = float(value)
+        elif key == "renotify":
+            values[key] = _duration(path, "watch", key, value, zero=True)
         else:
             values[key] = _duration(path, "watch", key, value)
     return WatchSettings(**values)
+
+
+def _oncall(path: Path | None, table: Mapping[str, Any]) -> OnCallSettings:
+    values: dict[str, float] = {}
+    for key, value in table.items():
+        if key not in ONCALL_DEFAULTS:
+            raise _unknown(path, "oncall", key, list(ONCALL_DEFAULTS))
+        values[key] = _duration(path, "oncall", key, value)
+    settings = OnCallSettings(**values)
+    if settings.ack_for > settings.max_silence:
+        raise ConfigError(
+            f'{_where(path)} [oncall]: ack_for = "{format_duration(settings.ack_for)}" must be '
+            f'at most max_silence = "{format_duration(settings.max_silence)}" '
+            "(an ack is never meant to outlast the longest silence)"
+        )
+    return settings
+
+
+SCHEDULE_KEYS = ["step", "cron", "tz", "grace", "max_runtime"]
+
+
+def _schedules(path: Path | None, table: Mapping[str, Any]) -> tuple[Schedule, ...]:
+    return tuple(_schedule(path, name, entry) for name, entry in table.items())
+
+
+def _schedule(path: Path | None, name: str, table: Any) -> Schedule:
+    section = f"schedules.{name}"
+    label = f"{_where(path)} [{section}]"
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{_where(path)}: [{section}] must be a table with step and cron")
+    for key in table:
+        if key not in SCHEDULE_KEYS:
+            raise _unknown(path, section, key, SCHEDULE_KEYS)
+    for key in ("step", "cron"):
+        if key not in table:
+            raise ConfigError(
+                f'{label}: {key} is missing; a schedule needs step = "..." and cron = "m h dom mon '
+                'dow", e.g. cron = "30 2 * * *"'
+            )
+        if not isinstance(table[key], str) or not table[key].strip():
+            raise ConfigError(f"{label}: {key} must be a non-empty string, not {table[key]!r}")
+    tz = table.get("tz", "UTC")
+    zone = _zone(label, tz)
+    cron = table["cron"].strip()
+    _cron(label, cron, zone)
+    grace = _duration(path, section, "grace", table.get("grace", SCHEDULE_GRACE))
+    max_runtime = table.get("max_runtime")
+    return Schedule(
+        name=name,
+        step=table["step"],
+        cron=cron,
+        tz=tz,
+        grace=grace,
+        max_runtime=None
+        if max_runtime is None
+        else _duration(path, section, "max_runtime", max_runtime),
+    )
+
+
+def _zone(label: str, tz: Any) -> zoneinfo.ZoneInfo:
+    if not isinstance(tz, str) or not tz:
+        raise ConfigError(f'{label}: tz must be an IANA zone name such as "Europe/Berlin"')
+    try:
+        return zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            f'{label}: tz = {tz!r} is not an IANA time zone; use a name such as "UTC", '
+            '"Europe/Berlin" or "America/New_York"'
+        ) from None
+
+
+def _cron(label: str, cron: str, zone: zoneinfo.ZoneInfo) -> None:
+    fields = cron.split()
+    if len(fields) != 5:
+        raise ConfigError(
+            f"{label}: cron = {cron!r} has {len(fields)} fields; give five: minute hour "
+            'day-of-month month day-of-week, e.g. "30 2 * * *"'
+        )
+    try:
+        CronSim(cron, datetime.now(zone))
+    except CronSimError as exc:
+        raise ConfigError(
+            f"{label}: cron = {cron!r} is not a cron expression ({exc}); the five fields are "
+            'minute hour day-of-month month day-of-week, e.g. "30 2 * * *"'
+        ) from None
 
 
 def _notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
@@ -500,6 +640,8 @@ def render_defaults() -> str:
     monitor = {k: format_duration(v) for k, v in MONITOR_DEFAULTS.items()}
     watch: dict[str, Any] = {k: format_duration(v) for k, v in WATCH_DEFAULTS.items()}
     watch["stage_kill_factor"] = STAGE_KILL_FACTOR
+    watch["renotify"] = watch.pop("renotify")
+    oncall = {k: format_duration(v) for k, v in ONCALL_DEFAULTS.items()}
     return "\n".join(
         [
             '# zombietop configuration. Durations: ms, s, m, h, d ("90s", "15m", "1h30m").',
@@ -510,9 +652,24 @@ def render_defaults() -> str:
             tomli_w.dumps({"monitor": monitor}),
             "# The headless watchdog (`zombietop watch`): how often it looks, how often it sends",
             "# the digest of spinning tasks, after how many stage timeouts in one stage it kills",
-            "# gracefully (the first overrun only pages; 0 never kills), and where it serves",
-            "# Prometheus metrics (HOST:PORT, at /metrics; off unless set).",
+            "# gracefully (the first overrun only pages; 0 never kills), how often an open",
+            '# incident nobody acked or silenced is paged again ("2nd notice"; "0s": never), and',
+            "# where it serves Prometheus metrics (HOST:PORT, at /metrics; off unless set).",
             tomli_w.dumps({"watch": watch}) + f'# metrics = "{METRICS_EXAMPLE}"\n',
+            "# The on-call loop: how long an ack lasts unless told (`zombietop ack --for`, the",
+            "# dashboard's `a`), and the longest a silence may be set for (every silence ends).",
+            tomli_w.dumps({"oncall": oncall}),
+            "# Schedules: a step expected to start at cron times (five fields, read in tz, an",
+            "# IANA zone, default UTC). No task of the step started within grace of a fire time:",
+            "# missed (paged like a stall, status exits 2). A run still going at the next fire",
+            "# time, or past max_runtime (optional): running_long.",
+            "# [schedules.nightly-export]",
+            '# step = "export"',
+            '# cron = "30 2 * * *"',
+            '# tz = "Europe/Berlin"',
+            '# grace = "10m"',
+            '# max_runtime = "3h"',
+            "",
             "# Where pages go; every channel configured gets every page, retried with backoff.",
             "# [notify]",
             '# command = ["/usr/local/bin/page-oncall"]  # the line on stdin, in $ZOMBIETOP_PAGE',

@@ -310,6 +310,10 @@ class EventKind(StrEnum):
     DELIVERY = "delivery"
     WATCHDOG = "watchdog"
     NOTE = "note"
+    ACK = "ack"
+    """An ack or unack of a task's incident, with who and why."""
+    SILENCE = "silence"
+    """A silence set or ended, with who and why."""
 
 
 LEASE_EVENTS = frozenset(
@@ -530,3 +534,13 @@ class HostRequest:
             requester_uid=row["requester_uid"],
             requester=row["requester"],
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepRuns:
+    """What a schedule needs to know of its step's tasks."""
+
+    last_started: float | None = None
+    """When a task of the step was last claimed (None: never)."""
+    running_since: float | None = None
+    """When the oldest task of the step still starting or running was claimed (None: none is)."""

@@ -39,7 +39,9 @@ from zombietop.model import (
     TaskRecord,
     TaskState,
 )
+from zombietop.oncall import OnCall, current
 from zombietop.procs import this_host
+from zombietop.schedules import ScheduleHealth, ScheduleView, judge, order
 from zombietop.store import Store
 
 
@@ -142,10 +144,28 @@ class Snapshot:
     """The host this snapshot was taken on (whose processes it probed itself)."""
     agents: tuple[AgentPresence, ...] = ()
     """Every host whose agent ever reported, by host name."""
+    oncall: OnCall = field(default_factory=lambda: OnCall(at=0.0))
+    """The acks and silences in force as of this poll."""
+    schedules: tuple[ScheduleView, ...] = ()
+    """Every configured schedule, most urgent first."""
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def missed(self) -> int:
+        """How many schedules are missed."""
+        return sum(1 for view in self.schedules if view.health is ScheduleHealth.MISSED)
+
+    @property
+    def silenced(self) -> int:
+        """How many tasks that would page are held by a silence."""
+        return sum(
+            1
+            for view in self.tasks
+            if view.health.pages and self.oncall.silence_for(view.task) is not None
+        )
 
     @property
     def paging(self) -> int:
@@ -618,10 +638,16 @@ class Monitor:
                 else:
                     # Classifying thousands of tasks is CPU work: keep it off the caller's loop.
                     snapshot = await asyncio.to_thread(build, previous=previous)
+            oncall, schedules = await self._oncall(now)
         except ZombietopError as exc:
             self.last = replace(self.last, error=str(exc), failed_at=self.clock.now())
             return self.last
-        self.last = replace(snapshot, poll_seconds=time.perf_counter() - started)
+        self.last = replace(
+            snapshot,
+            poll_seconds=time.perf_counter() - started,
+            oncall=oncall,
+            schedules=schedules,
+        )
         if kept is not None:
             self._kept, self._by_id = kept, kept.by_id
         elif self.reuse_verdicts:
@@ -629,6 +655,15 @@ class Monitor:
             if changes is not None and quiet:
                 self._kept = _Kept(snapshot, records, self.config, samples, changes.poll, self.host)
         return self.last
+
+    async def _oncall(self, now: float) -> tuple[OnCall, tuple[ScheduleView, ...]]:
+        """The acks and silences in force, and every schedule judged, as of ``now``."""
+        oncall = current(now, await self.store.acks(), await self.store.silences())
+        views = [
+            judge(now, schedule, await self.store.step_runs(schedule.step))
+            for schedule in self.config.schedules
+        ]
+        return oncall, order(views)
 
     async def _fleet(self) -> Fleet:
         agents = {agent.host: agent for agent in await self.store.agents()}

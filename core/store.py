@@ -26,11 +26,13 @@ from zombietop.model import (
     PendingKill,
     PollChanges,
     ProcessSample,
+    StepRuns,
     StoredSample,
     Task,
     TaskRecord,
     TaskState,
 )
+from zombietop.oncall import Ack, Silence
 
 HISTORY_LIMIT = 120
 """Heartbeats kept per task for sparklines; older ones are trimmed as new ones arrive."""
@@ -270,6 +272,41 @@ class Store(abc.ABC):
         skip_kind: str | None = None,
     ) -> list[Event]:
         """Return events newest first, only of ``kind`` and never of ``skip_kind`` when given."""
+
+    # The on-call loop ----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def ack_task(self, task_id: str, *, by: str, reason: str | None, duration: float) -> Ack:
+        """Ack the task until now + ``duration`` (replacing any ack it has), with an event.
+
+        Raise ``TaskNotFound`` for an unknown task.
+        """
+
+    @abc.abstractmethod
+    async def unack_task(self, task_id: str, *, by: str, reason: str) -> Ack | None:
+        """Remove the task's ack, with an event; None (and no event) when it had none."""
+
+    @abc.abstractmethod
+    async def acks(self) -> list[Ack]:
+        """Every ack still in force, by task id."""
+
+    @abc.abstractmethod
+    async def add_silence(
+        self, *, matcher: str, pattern: str, by: str, reason: str, duration: float
+    ) -> Silence:
+        """Hold the pages of tasks matching the rule until now + ``duration``, with an event."""
+
+    @abc.abstractmethod
+    async def end_silence(self, silence_id: int, *, by: str) -> Silence:
+        """End a silence now, with an event; raise ``ActionRefused`` if it is unknown or over."""
+
+    @abc.abstractmethod
+    async def silences(self) -> list[Silence]:
+        """Every silence in force, soonest to end first."""
+
+    @abc.abstractmethod
+    async def step_runs(self, step: str) -> StepRuns:
+        """When a task of ``step`` last started, and since when the oldest still running has."""
 
     # Fleets --------------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 It pages and holds; it does not heal. Only a step type with ``auto_retry = true`` (idempotent
 work) is retried, within its retry limit and with backoff. Its memory of open incidents is the
-event log itself, so a watchdog run from cron (``--once``) pages once per incident too.
+event log itself, so a watchdog run from cron (``--once``) pages once per incident too. Who is
+paged again, and when, is the on-call loop's (``zombietop.oncall``): acks, silences, renotify.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from zombietop.errors import StoreError
 from zombietop.model import BudgetFlag, EventKind, Health
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
+from zombietop.oncall import FollowUp, Notices, OnCall, notice_line
 from zombietop.printable import printable
+from zombietop.schedules import ScheduleHealth
 
 RESTORE_EVENTS = 5000
 """How far back in the page log the watchdog looks to remember open incidents."""
@@ -76,6 +79,19 @@ class _Tick:
     pages: list[Page] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
     actions: list[ActionOutcome] = field(default_factory=list)
+    oncall: OnCall = field(default_factory=lambda: OnCall(at=0.0))
+    """The acks and silences in force as of this tick's snapshot."""
+
+
+SCHEDULE_KEY = "schedule:"
+"""An open schedule incident's key in ``Notices``: the prefix, then the schedule's name."""
+
+
+def _notice_key(task_id: str | None, data: Mapping[str, Any]) -> str | None:
+    schedule = data.get("schedule")
+    if isinstance(schedule, str):
+        return SCHEDULE_KEY + schedule
+    return task_id
 
 
 class Watchdog:
@@ -108,6 +124,8 @@ class Watchdog:
             on_result=self._delivered,
         )
         self.incidents: dict[str, Incident] = {}
+        self.notices = Notices()
+        """Pages sent per open incident (tasks and schedules), for re-notify and silences."""
         self._once: set[str] = set()
         """Keys of one-shot reactions already taken (overrun pages, kills, logs)."""
         self._last_health: dict[str, Health] = {}
@@ -130,7 +148,12 @@ class Watchdog:
         for event in sorted([*pages, *marks], key=lambda e: e.event_id):
             key = event.data.get("key")
             page = event.data.get("page")
-            if page == "incident" and event.task_id:
+            notice_key = _notice_key(event.task_id, event.data)
+            if notice_key is not None:
+                self.notices.remember(notice_key, event.data, event.at)
+            if page == "incident" and event.data.get("released"):
+                pass  # the page a silence held went out: the incident was open already
+            elif page == "incident" and event.task_id:
                 self.incidents[event.task_id] = Incident(
                     task_id=event.task_id, health=Health(event.data["health"]), opened_at=event.at
                 )
@@ -192,9 +215,11 @@ class Watchdog:
         withheld = await self._check_detector(snapshot, tick)
         if withheld is None:
             tick.now = snapshot.taken_at if snapshot.taken_at is not None else self.clock.now()
+            tick.oncall = snapshot.oncall
             for view in snapshot.tasks:
                 await self._judge(view, tick)
             await self._close_vanished(snapshot, tick)
+            await self._schedules(snapshot, tick)
             await self._digest(tick)
             if self.executor is not None and not self.dry_run:
                 for outcome in await self.executor.complete_pending_kills():
@@ -293,6 +318,8 @@ class Watchdog:
         elif health.pages:
             if task_id not in self.incidents:
                 await self._open_incident(view, tick)
+            else:
+                await self._follow_up(view, tick)
             await self._auto_retry(view, tick)
         elif task_id in self.incidents:
             await self._close_incident(view, tick)
@@ -340,6 +367,27 @@ class Watchdog:
                 except StoreError as exc:
                     tick.logs.append(f"could not quarantine {task_id}: {exc}")
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
+        silence = tick.oncall.silence_for(view.task)
+        self.notices.opened(task_id, at=self.incidents[task_id].opened_at, paged=silence is None)
+        if silence is not None:
+            # Detected, shown and counted, never paged: the page goes out if the silence ends
+            # while the incident is still open (``_follow_up``).
+            tick.logs.append(
+                f"silenced (not paged: silence {silence.silence_id}, {silence.rule}): "
+                f"{verdict.context}"
+            )
+            await self._record(
+                EventKind.WATCHDOG,
+                f"held by silence {silence.silence_id}: {verdict.context}",
+                task_id,
+                {
+                    "page": "incident",
+                    "key": page_key,
+                    "health": str(view.health),
+                    "held": silence.silence_id,
+                },
+            )
+            return
         self._page(tick, "incident", verdict.context, key=page_key, view=view)
         await self._record(
             EventKind.PAGE,
@@ -347,6 +395,105 @@ class Watchdog:
             task_id,
             {"page": "incident", "key": page_key, "health": str(view.health)},
         )
+
+    async def _follow_up(self, view: TaskView, tick: _Tick) -> None:
+        """Page an open incident again when the on-call loop says it is owed a page."""
+        oncall = tick.oncall
+        due = self.notices.due(
+            view.task_id,
+            now=self.clock.now(),
+            interval=self.config.watch.renotify,
+            acked=oncall.ack_for(view.task_id) is not None,
+            silenced=oncall.silence_for(view.task) is not None,
+        )
+        if due is not None:
+            line = view.verdict_at(tick.now).context
+            await self._notice(tick, view.task_id, due, line, view=view)
+
+    async def _notice(
+        self,
+        tick: _Tick,
+        key: str,
+        due: FollowUp,
+        line: str,
+        *,
+        view: TaskView | None = None,
+        schedule: str | None = None,
+    ) -> None:
+        """Send the next notice of an open incident: the same line, its number, how long open."""
+        now = self.clock.now()
+        notice = self.notices.get(key)
+        assert notice is not None
+        number = self.notices.sent(key, at=now)
+        text = notice_line(line, notice=number, open_for=now - notice.opened_at)
+        kind = "incident" if due is FollowUp.RELEASE else "renotify"
+        data: dict[str, Any] = {"page": kind, "notice": number}
+        if due is FollowUp.RELEASE:
+            data["released"] = True
+        if schedule is not None:
+            data.update(schedule=schedule, health=str(ScheduleHealth.MISSED))
+            self._page_schedule(tick, kind, text)
+        else:
+            assert view is not None
+            data["health"] = str(view.health)
+            self._page(tick, kind, text, key=None, view=view)
+        await self._record(EventKind.PAGE, text, None if view is None else view.task_id, data)
+
+    def _page_schedule(self, tick: _Tick, kind: str, line: str) -> None:
+        page = Page(kind=kind, line=line, health=str(ScheduleHealth.MISSED), at=self.clock.now())
+        tick.pages.append(page)
+        self.outbox.put(page)
+
+    async def _schedules(self, snapshot: Snapshot, tick: _Tick) -> None:
+        """Page a missed schedule like a stall (then re-notify), all-clear once a run starts."""
+        configured = set()
+        for view in snapshot.schedules:
+            key = SCHEDULE_KEY + view.name
+            configured.add(key)
+            open_ = self.notices.get(key)
+            if view.health.pages and open_ is None:
+                self.notices.opened(key, at=self.clock.now(), paged=True)
+                self._page_schedule(tick, "incident", view.line)
+                await self._record(
+                    EventKind.PAGE,
+                    view.line,
+                    None,
+                    {"page": "incident", "schedule": view.name, "health": str(view.health)},
+                )
+            elif view.health.pages:
+                due = self.notices.due(
+                    key,
+                    now=self.clock.now(),
+                    interval=self.config.watch.renotify,
+                    acked=False,
+                    silenced=False,
+                )
+                if due is not None:
+                    await self._notice(tick, key, due, view.line, schedule=view.name)
+            elif open_ is not None and view.health is not ScheduleHealth.LATE:
+                # Late is a new fire time still inside its grace: the miss is not over yet.
+                took = format_age(self.clock.now() - open_.opened_at)
+                await self._schedule_clear(
+                    tick, view.name, f"now {view.health} (was missed for {took})"
+                )
+        for key in [k for k in self.notices.keys() if k.startswith(SCHEDULE_KEY)]:
+            if key not in configured:
+                await self._schedule_clear(tick, key[len(SCHEDULE_KEY) :], "no longer configured")
+
+    async def _schedule_clear(self, tick: _Tick, name: str, how: str) -> None:
+        self.notices.closed(SCHEDULE_KEY + name)
+        line = f"schedule {name} all clear: {how}"
+        self._page_schedule(tick, "all_clear", line)
+        await self._record(EventKind.PAGE, line, None, {"page": "all_clear", "schedule": name})
+
+    async def _end_ack(self, task_id: str, tick: _Tick) -> None:
+        """An ack lasts until it expires or its incident ends: this one ended."""
+        if self.dry_run or tick.oncall.ack_for(task_id) is None:
+            return
+        try:
+            await self.store.unack_task(task_id, by=self.actor, reason="the incident ended")
+        except StoreError as exc:
+            tick.logs.append(f"could not end the ack of {task_id}: {exc}")
 
     async def _close_incident(self, view: TaskView, tick: _Tick) -> None:
         task_id, health = view.task_id, view.health
@@ -368,16 +515,31 @@ class Watchdog:
             health = Health.HEALTHY
         took = format_age(self.clock.now() - incident.opened_at)
         line = f"{task_id} all clear: now {health} (was {incident.health} for {took})"
+        await self._end_ack(task_id, tick)
+        if await self._closed_unpaged(task_id, line, tick):
+            return
         self._page(tick, "all_clear", line, key=None, view=view)
         await self._record(
             EventKind.PAGE, line, task_id, {"page": "all_clear", "health": str(health)}
         )
+
+    async def _closed_unpaged(self, task_id: str, line: str, tick: _Tick) -> bool:
+        """Close the incident's notices; True (and no page) when a silence held every page."""
+        notice = self.notices.closed(task_id)
+        if notice is None or notice.notices > 0:
+            return False
+        tick.logs.append(f"silenced (not paged): {line}")
+        await self._record(EventKind.WATCHDOG, line, task_id, {"page": "all_clear", "held": True})
+        return True
 
     async def _close_vanished(self, snapshot: Snapshot, tick: _Tick) -> None:
         present = {view.task_id for view in snapshot.tasks}
         for task_id in [t for t in self.incidents if t not in present]:
             incident = self.incidents.pop(task_id)
             line = f"{task_id} all clear: no longer active (was {incident.health})"
+            await self._end_ack(task_id, tick)
+            if await self._closed_unpaged(task_id, line, tick):
+                continue
             self._page(tick, "all_clear", line, key=None)
             await self._record(EventKind.PAGE, line, task_id, {"page": "all_clear"})
         for task_id in [t for t in self._last_health if t not in present]:

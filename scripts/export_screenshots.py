@@ -14,13 +14,21 @@ from textual.pilot import Pilot
 
 from zombietop.clock import FakeClock
 from zombietop.tui.app import ZombietopApp
-from zombietop.tui.sample import NOW, RecordingExecutor, SampleSource, sample_snapshot
+from zombietop.tui.sample import (
+    NOW,
+    RecordingDesk,
+    RecordingExecutor,
+    SampleSource,
+    sample_snapshot,
+)
 
 Steps = Callable[[Pilot[None]], Awaitable[None]]
 
 
-def app(*, wall: bool = False, read_only: bool = False, kill: bool = False) -> ZombietopApp:
-    snapshots = [sample_snapshot(kill_pending={"thumbs-7781"} if kill else ())]
+def app(
+    *, wall: bool = False, read_only: bool = False, kill: bool = False, oncall: bool = False
+) -> ZombietopApp:
+    snapshots = [sample_snapshot(kill_pending={"thumbs-7781"} if kill else (), oncall=oncall)]
     return ZombietopApp(
         SampleSource(snapshots, read_only=read_only),
         executor=None if read_only else RecordingExecutor(),
@@ -29,6 +37,7 @@ def app(*, wall: bool = False, read_only: bool = False, kill: bool = False) -> Z
         wall=wall,
         store_label="~/.local/state/zombietop/zombietop.db",
         actor="you@laptop",
+        desk=None if read_only else RecordingDesk(),
     )
 
 
@@ -59,6 +68,9 @@ SHOTS: list[tuple[str, Callable[[], ZombietopApp], tuple[int, int], Steps]] = [
     ("read-only", lambda: app(read_only=True), (100, 24), settle),
     ("wall", lambda: app(wall=True), (120, 40), settle),
     ("wall-80x24", lambda: app(wall=True), (80, 24), settle),
+    ("oncall", lambda: app(oncall=True), (120, 30), keys("e")),
+    ("oncall-wall", lambda: app(wall=True, oncall=True), (120, 40), settle),
+    ("ack", app, (100, 30), keys("down", "down", "a")),
 ]
 
 

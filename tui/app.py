@@ -18,17 +18,24 @@ from textual.worker import Worker, WorkerState
 
 from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
 from zombietop.clock import Clock, SystemClock
+from zombietop.config import OnCallSettings
+from zombietop.durations import format_duration
+from zombietop.errors import ZombietopError
 from zombietop.monitor import Snapshot, TaskView
+from zombietop.oncall import OnCallDesk
 from zombietop.printable import printable
+from zombietop.tui.cells import marked_notes
 from zombietop.tui.keys import display_key, keys_for
 from zombietop.tui.messages import SnapshotReady
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
 from zombietop.tui.screens.help import HelpScreen
+from zombietop.tui.screens.oncall import AckAsk, AckScreen, SilenceAsk, SilenceScreen
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
 from zombietop.tui.textual_compat import install_cropped_updates, quiet_driver
+from zombietop.tui.untrusted import shown_markup
 from zombietop.tui.view import SortMode, in_snapshot_order, ordered
 from zombietop.tui.widgets.events_pane import EventsPane
 
@@ -59,6 +66,8 @@ class ZombietopApp(App[None]):
         store_label: str = "",
         actor: str = "zombietop",
         terminal_alive: Callable[[], bool] | None = None,
+        desk: OnCallDesk | None = None,
+        oncall: OnCallSettings | None = None,
     ) -> None:
         super().__init__()
         # Partial updates then write the changed cells, not every line from its left edge.
@@ -66,6 +75,9 @@ class ZombietopApp(App[None]):
         self.source = source
         # The wall never acts, whatever it was handed.
         self.executor = None if wall else executor
+        self.desk = None if wall else desk
+        """Acks and silences go here (None: the keys say they cannot)."""
+        self.oncall = oncall or OnCallSettings()
         self.clock = clock or SystemClock()
         self.refresh_interval = refresh
         self.wall = wall
@@ -104,8 +116,10 @@ class ZombietopApp(App[None]):
         return self.snapshot.taken_at if self.snapshot.taken_at is not None else now
 
     def current_notes(self, now: float) -> dict[str, str]:
+        """Each row's note: its last action's outcome, and its ack or silence mark."""
         self.notes = {k: v for k, v in self.notes.items() if v[1] > now}
-        return {task_id: word for task_id, (word, _) in self.notes.items()}
+        words = {task_id: word for task_id, (word, _) in self.notes.items()}
+        return marked_notes(words, self.snapshot)
 
     def ordered_views(self, snapshot: Snapshot) -> tuple[TaskView, ...]:
         return ordered(snapshot, self.sort_mode, self.filter_text)
@@ -146,8 +160,10 @@ class ZombietopApp(App[None]):
             if message.order_key != self._order_key():
                 views = self.ordered_views(message.snapshot)
             self.main.show_views(views, message.now)
+            pane = self.main.query_one(EventsPane)
+            pane.silences = message.snapshot.oncall.silences
             if message.events is not None:
-                self.main.query_one(EventsPane).set_events(message.events)
+                pane.set_events(message.events)
         self.main.show_state(message.now)
         if isinstance(self.screen, DetailScreen):
             self.screen.show()
@@ -249,6 +265,60 @@ class ZombietopApp(App[None]):
         )
         word = str(outcome.outcome).replace("_", " ")
         self.notes[request.task_id] = (word, self.clock.now() + NOTE_SECONDS)
+
+    def _oncall_view(self, verb: str, task_id: str) -> TaskView | None:
+        if self.read_only or self.desk is None or self.desk.read_only:
+            self.notify(f"{verb} refused: zombietop is read-only", severity="error")
+            return None
+        view = self.snapshot.by_id().get(task_id)
+        if view is None:
+            self.notify(f"{shown_markup(task_id)} is no longer on screen", severity="warning")
+        return view
+
+    def request_ack(self, task_id: str) -> None:
+        """Ask for a reason and a duration (default ``[oncall] ack_for``), then ack."""
+        view = self._oncall_view("ack", task_id)
+        if view is not None:
+            self.push_screen(AckScreen(view, self.oncall.ack_for), self._oncall_decided)
+
+    def request_silence(self, task_id: str) -> None:
+        """Ask for the rule (this task or its step type), a reason and a duration; silence."""
+        view = self._oncall_view("silence", task_id)
+        if view is not None:
+            self.push_screen(SilenceScreen(view), self._oncall_decided)
+
+    def _oncall_decided(self, asked: AckAsk | SilenceAsk | None) -> None:
+        if asked is None:
+            self.notify("nothing done", timeout=3)
+        else:
+            self.run_oncall(asked)
+
+    @work(group="action", exit_on_error=False)
+    async def run_oncall(self, asked: AckAsk | SilenceAsk) -> None:
+        assert self.desk is not None
+        try:
+            if isinstance(asked, AckAsk):
+                ack = await self.desk.ack(
+                    asked.task_id, reason=asked.reason, duration=asked.duration
+                )
+                said = f"{shown_markup(ack.task_id)} acked for {format_duration(asked.duration)}"
+            else:
+                made = await self.desk.silence(
+                    matcher=asked.matcher,
+                    pattern=asked.pattern,
+                    reason=asked.reason,
+                    duration=asked.duration,
+                )
+                said = (
+                    f"silence {made.silence_id} ({made.matcher} {shown_markup(made.pattern)}) "
+                    f"for {format_duration(asked.duration)}"
+                )
+        except ZombietopError as exc:
+            self.notify(shown_markup(str(exc)), title="refused", severity="error", timeout=15)
+            return
+        self.notify(said, title="done", timeout=10)
+        if self.paused_at is None:
+            self.poll()
 
     def open_detail(self, task_id: str) -> None:
         self.push_screen(DetailScreen(task_id))

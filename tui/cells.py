@@ -15,7 +15,8 @@ from rich.text import Text
 
 from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
-from zombietop.monitor import TaskView
+from zombietop.monitor import Snapshot, TaskView
+from zombietop.oncall import OnCall
 from zombietop.tui.healths import GLYPHS, STYLES
 from zombietop.tui.untrusted import shown
 
@@ -78,6 +79,7 @@ def row_changes(view: TaskView, now: float, columns: Sequence[Column]) -> float:
 
 
 def _health(view: TaskView, now: float, note: str | None) -> Text:
+    note = note_outcome(note)
     kill = view.pending_kill
     if kill is not None and kill.pending:
         return Text(f"↯ TERM {format_age(max(kill.deadline - now, 0.0))}", style="bold reverse red")
@@ -106,7 +108,12 @@ def _health_changes(view: TaskView, now: float) -> float:
 
 
 def _task(view: TaskView, now: float, note: str | None) -> Text:
-    return shown(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+    text = shown(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+    marks = note_marks(note)
+    if marks:
+        # The mark goes first: a long task id is cropped, the mark never is.
+        text = Text.assemble(mark_text(marks), text, no_wrap=True)
+    return text
 
 
 def _stage(view: TaskView, now: float, note: str | None) -> Text:
@@ -304,3 +311,61 @@ def row_cells(
     """The text of every cell in ``columns`` for one task at ``now``."""
     note = notes.get(view.task_id)
     return tuple(column.render(view, now, note) for column in columns)
+
+
+# The on-call mark ---------------------------------------------------------------------------
+# A row's note carries the last action's outcome and, after a newline, the row's on-call mark
+# ("acked", "silenced" or both): the table recomputes a row whose note changed, so an ack shows
+# at the next poll without the table knowing what an ack is.
+
+MARK_SEPARATOR = "\n"
+ACKED, SILENCED = "acked", "silenced"
+MARKS: dict[str, tuple[str, str]] = {ACKED: ("✓", "bold cyan"), SILENCED: ("⊘", "bold magenta")}
+"""Mark word -> (glyph, style): a glyph and a word, never a colour alone."""
+
+
+def oncall_marks(oncall: OnCall, view: TaskView) -> tuple[str, ...]:
+    """The task's on-call words: ``acked``, ``silenced``, both or none."""
+    marks = []
+    if oncall.ack_for(view.task_id) is not None:
+        marks.append(ACKED)
+    if oncall.silences and oncall.silence_for(view.task) is not None:
+        marks.append(SILENCED)
+    return tuple(marks)
+
+
+def marked_notes(notes: Mapping[str, str], snapshot: Snapshot) -> dict[str, str]:
+    """The rows' notes with each task's on-call mark added."""
+    oncall = snapshot.oncall
+    merged = dict(notes)
+    if not oncall.acks and not oncall.silences:
+        return merged
+    for view in snapshot.tasks:
+        marks = oncall_marks(oncall, view)
+        if marks:
+            merged[view.task_id] = notes.get(view.task_id, "") + MARK_SEPARATOR + " ".join(marks)
+    return merged
+
+
+def note_outcome(note: str | None) -> str | None:
+    """The action outcome part of a row's note."""
+    if note is None:
+        return None
+    outcome = note.partition(MARK_SEPARATOR)[0]
+    return outcome or None
+
+
+def note_marks(note: str | None) -> tuple[str, ...]:
+    """The on-call mark words of a row's note."""
+    if note is None or MARK_SEPARATOR not in note:
+        return ()
+    return tuple(note.partition(MARK_SEPARATOR)[2].split())
+
+
+def mark_text(marks: Sequence[str]) -> Text:
+    """``✓acked `` / ``⊘silenced ``: what goes before a task id on a row and on the wall."""
+    text = Text()
+    for word in marks:
+        glyph, style = MARKS[word]
+        text.append(f"{glyph}{word} ", style=style)
+    return text

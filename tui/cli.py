@@ -31,9 +31,10 @@ EXIT_UNKNOWN = 3
 """``status`` speaks the Nagios plugin API: a usage error there is UNKNOWN, not 2."""
 
 STATUS_EPILOG = """\
-exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a budget);
-2 CRITICAL (a task dead, stalled or reclaimable); 3 UNKNOWN (the store or config cannot be
-read, or a usage error). Every other command exits 2 on a usage error or a failure."""
+exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a budget, a
+schedule running long); 2 CRITICAL (a task dead, stalled or reclaimable, a schedule missed);
+3 UNKNOWN (the store or config cannot be read, or a usage error). Every other command exits 2
+on a usage error or a failure."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -359,6 +360,10 @@ def build_parser() -> argparse.ArgumentParser:
     from zombietop.tui.commands import add_commands  # run, resume, discard, kill
 
     add_commands(sub, common)
+
+    from zombietop.tui.oncall_cli import add_parser as oncall_parser  # ack, silence, ...
+
+    oncall_parser(sub, common)
 
     from zombietop.tui.demo import add_parser as demo_parser
 

@@ -23,6 +23,7 @@ from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.identity import real_user
 from zombietop.layout import clean_env, safe_name
+from zombietop.oncall import Desk
 from zombietop.printable import printable
 from zombietop.private import open_append, state_subdir
 from zombietop.procs import PsutilProbe
@@ -110,6 +111,8 @@ async def run_dashboard(
                 store_label=store.describe(),
                 actor=actor(),
                 terminal_alive=terminal_alive,
+                desk=None if read_only else Desk(store, config.oncall),
+                oncall=config.oncall,
             )
             app.on_terminal_lost = lambda: hang_up(app, 129)
             app.on_first_snapshot = settle_collector

@@ -20,6 +20,12 @@ class Key:
     mutates: ActionKind | None = None
     """The action this key asks the executor for; such keys vanish in read-only mode."""
     show: bool = True
+    writes: bool = False
+    """Writes the store without the executor (an ack, a silence): vanishes in read-only too."""
+
+    @property
+    def read_only_hides(self) -> bool:
+        return self.mutates is not None or self.writes
 
 
 KEYS: tuple[Key, ...] = (
@@ -44,6 +50,22 @@ KEYS: tuple[Key, ...] = (
         "Kill the selected task gracefully: SIGTERM, SIGKILL after the grace",
         ActionKind.KILL,
     ),
+    Key(
+        "a",
+        "ack",
+        "Ack",
+        "Ack the selected task: say you are on it; no re-notify until it ends",
+        show=False,
+        writes=True,
+    ),
+    Key(
+        "A",
+        "silence",
+        "Silence",
+        "Silence the selected task or its step type: shown, never paged",
+        show=False,
+        writes=True,
+    ),
     Key("enter", "detail", "Detail", "Show everything about the selected task"),
     Key("slash", "filter", "Filter", "Filter rows by task id, stage or health"),
     Key(
@@ -57,7 +79,7 @@ KEYS: tuple[Key, ...] = (
     Key("question_mark", "help", "Help", "Show the keys"),
     Key("q", "quit", "Quit", "Quit zombietop"),
 )
-MUTATING_ACTIONS = frozenset(key.action for key in KEYS if key.mutates is not None)
+MUTATING_ACTIONS = frozenset(key.action for key in KEYS if key.read_only_hides)
 
 
 def display_key(key: str) -> str:
@@ -66,7 +88,7 @@ def display_key(key: str) -> str:
 
 def keys_for(read_only: bool) -> tuple[Key, ...]:
     """The keys that exist in this mode: no action keys when read-only."""
-    return tuple(key for key in KEYS if not (read_only and key.mutates is not None))
+    return tuple(key for key in KEYS if not (read_only and key.read_only_hides))
 
 
 def bindings() -> list[Binding]:

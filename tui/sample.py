@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
-from zombietop.config import Config, default_config
+from zombietop.config import Config, Schedule, default_config
 from zombietop.model import (
     Event,
     EventKind,
@@ -20,11 +20,14 @@ from zombietop.model import (
     Lease,
     PendingKill,
     ProcessSample,
+    StepRuns,
     Task,
     TaskRecord,
     TaskState,
 )
 from zombietop.monitor import Snapshot, build_snapshot
+from zombietop.oncall import Ack, Matcher, OnCall, Silence
+from zombietop.schedules import ScheduleView, judge, order
 
 NOW = 1_796_000_000.0
 """2026-11-30 00:53:20 UTC: the frozen moment every sample screen shows."""
@@ -346,10 +349,58 @@ def sample_samples() -> dict[str, ProcessSample]:
     return samples
 
 
-def sample_snapshot(now: float = NOW, *, kill_pending: Iterable[str] = ()) -> Snapshot:
-    return build_snapshot(
+def sample_snapshot(
+    now: float = NOW, *, kill_pending: Iterable[str] = (), oncall: bool = False
+) -> Snapshot:
+    """The sample fleet; with ``oncall``, also an ack, a silence and schedules (one missed)."""
+    snapshot = build_snapshot(
         now, sample_records(kill_pending=kill_pending), sample_config(), sample_samples()
     )
+    if not oncall:
+        return snapshot
+    return replace(snapshot, oncall=sample_oncall(now), schedules=sample_schedules(now))
+
+
+def sample_oncall(now: float = NOW) -> OnCall:
+    """ana acked export-2031 12 minutes ago; bob silenced thumbs-* for a maintenance night."""
+    return OnCall(
+        at=now,
+        acks={
+            "export-2031": Ack(
+                task_id="export-2031",
+                by="ana",
+                reason="restarting the partner API",
+                acked_at=now - 12 * M,
+                until=now + 108 * M,
+            )
+        },
+        silences=(
+            Silence(
+                silence_id=3,
+                matcher=Matcher.TASK,
+                pattern="thumbs-*",
+                by="bob",
+                reason="resize cluster maintenance night",
+                created_at=now - H,
+                until=now + 5 * H,
+            ),
+        ),
+    )
+
+
+SAMPLE_SCHEDULES = (
+    Schedule(name="nightly-ledger", step="ledger", cron="30 0 * * *", grace=10 * M),
+    Schedule(name="hourly-crawl", step="crawl", cron="50 * * * *", grace=15 * M),
+)
+
+
+def sample_schedules(now: float = NOW) -> tuple[ScheduleView, ...]:
+    """nightly-ledger missed its 00:30 UTC run; hourly-crawl is inside its grace (late)."""
+    runs = {
+        "ledger": StepRuns(last_started=now - 24 * H - 22 * M),
+        "crawl": StepRuns(last_started=now - 2 * H),
+    }
+    return order([judge(now, s, runs[s.step]) for s in SAMPLE_SCHEDULES])
 
 
 def sample_history(task_id: str) -> list[HistoryPoint]:
@@ -516,6 +567,46 @@ class SampleSource:
         return sample_events(task_id)[:limit]
 
 
+class RecordingDesk:
+    """An ``OnCallDesk`` that records what was asked and answers as the store would."""
+
+    def __init__(self, *, read_only: bool = False, now: float = NOW) -> None:
+        self._read_only = read_only
+        self.now = now
+        self.acks: list[Ack] = []
+        self.silences: list[Silence] = []
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    async def ack(self, task_id: str, *, reason: str | None, duration: float | None) -> Ack:
+        ack = Ack(
+            task_id=task_id,
+            by="you",
+            reason=reason,
+            acked_at=self.now,
+            until=self.now + (duration or 2 * H),
+        )
+        self.acks.append(ack)
+        return ack
+
+    async def silence(
+        self, *, matcher: Matcher, pattern: str, reason: str, duration: float
+    ) -> Silence:
+        made = Silence(
+            silence_id=len(self.silences) + 1,
+            matcher=matcher,
+            pattern=pattern,
+            by="you",
+            reason=reason,
+            created_at=self.now,
+            until=self.now + duration,
+        )
+        self.silences.append(made)
+        return made
+
+
 class RecordingExecutor:
     """An ``ActionExecutor`` that records requests and answers with a fixed outcome per kind."""
 
@@ -567,8 +658,9 @@ def main() -> None:
     wall = "--wall" in sys.argv
     read_only = "--read-only" in sys.argv
     ZombietopApp(
-        SampleSource(read_only=read_only),
+        SampleSource([sample_snapshot(oncall=True)], read_only=read_only),
         executor=None if read_only else RecordingExecutor(),
+        desk=None if read_only else RecordingDesk(),
         clock=FakeClock(NOW),
         wall=wall,
         store_label="sample fleet",

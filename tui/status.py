@@ -12,7 +12,9 @@ from zombietop.durations import format_age
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.model import AgentPresence, Health
 from zombietop.monitor import Snapshot, TaskView
+from zombietop.oncall import Ack, Silence
 from zombietop.printable import printable
+from zombietop.schedules import ScheduleHealth, ScheduleView
 
 
 class Level(IntEnum):
@@ -21,18 +23,24 @@ class Level(IntEnum):
     OK = 0
     """Nothing needs a human."""
     WARNING = 1
-    """A task is spinning or over one of its budgets: look soon."""
+    """A task is spinning or over one of its budgets, or a schedule runs long: look soon."""
     CRITICAL = 2
-    """A task is dead, stalled or reclaimable: act now."""
+    """A task is dead, stalled or reclaimable, or a schedule missed: act now."""
     UNKNOWN = 3
     """The store or the config could not be read: zombietop cannot say."""
 
 
 def level(snapshot: Snapshot) -> Level:
-    """The worst of the snapshot's tasks, as a plugin state."""
-    if snapshot.paging:
+    """The worst of the snapshot's tasks and schedules, as a plugin state.
+
+    Acks and silences change who is paged, never the state: a silenced stall is still CRITICAL,
+    as a Nagios downtime leaves a host DOWN.
+    """
+    if snapshot.paging or snapshot.missed:
         return Level.CRITICAL
-    if any(_warns(view) for view in snapshot.tasks):
+    if any(_warns(view) for view in snapshot.tasks) or any(
+        view.health is ScheduleHealth.RUNNING_LONG for view in snapshot.schedules
+    ):
         return Level.WARNING
     return Level.OK
 
@@ -51,15 +59,26 @@ def nagios_output(snapshot: Snapshot) -> str:
     warned = [view for view in snapshot.tasks if _warns(view) and not view.health.pages]
     over = sum(1 for view in snapshot.tasks if view.verdict.flags)
     found = [f"{snapshot.counts[h]} {h}" for h in Health if h.pages and snapshot.counts[h]]
+    if snapshot.missed:
+        found.append(f"{snapshot.missed} schedule{'s' if snapshot.missed > 1 else ''} missed")
+    if snapshot.silenced:
+        found.append(f"{snapshot.silenced} silenced")
     if snapshot.counts[Health.SPINNING]:
         found.append(f"{snapshot.counts[Health.SPINNING]} spinning")
     if over:
         found.append(f"{over} over budget")
     summary = ", ".join(found) or f"{len(snapshot.tasks)} tasks, none stuck"
     perfdata = " ".join(
-        [*(f"{health}={snapshot.counts[health]}" for health in Health), f"over_budget={over}"]
+        [
+            *(f"{health}={snapshot.counts[health]}" for health in Health),
+            f"over_budget={over}",
+            f"missed={snapshot.missed}",
+            f"silenced={snapshot.silenced}",
+            f"acked={len(snapshot.oncall.acks)}",
+        ]
     )
     lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}"]
+    lines.extend(printable(view.line) for view in snapshot.schedules if view.health.pages)
     lines.extend(view.verdict.context for view in [*urgent, *warned])
     return shown(lines)
 
@@ -76,7 +95,43 @@ def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
         "counts": {str(health): n for health, n in snapshot.counts.items()},
         "host": snapshot.host,
         "agents": [_agent_json(agent, snapshot.taken_at) for agent in snapshot.agents],
-        "tasks": [_task_json(view) for view in snapshot.tasks],
+        "tasks": [_task_json(view, snapshot) for view in snapshot.tasks],
+        "schedules": [_schedule_json(view) for view in snapshot.schedules],
+        "silences": [_silence_json(silence) for silence in snapshot.oncall.silences],
+    }
+
+
+def _schedule_json(view: ScheduleView) -> dict[str, Any]:
+    schedule = view.schedule
+    return {
+        "name": schedule.name,
+        "step": schedule.step,
+        "cron": schedule.cron,
+        "tz": schedule.tz,
+        "next_due": format_timestamp(view.next_due),
+        "last_due": format_timestamp(view.last_due),
+        "last_started": None if view.last_started is None else format_timestamp(view.last_started),
+        "health": str(view.health),
+        "line": view.line,
+    }
+
+
+def _ack_json(ack: Ack | None) -> dict[str, Any] | None:
+    if ack is None:
+        return None
+    return {"by": ack.by, "reason": ack.reason, "until": format_timestamp(ack.until)}
+
+
+def _silence_json(silence: Silence | None) -> dict[str, Any] | None:
+    if silence is None:
+        return None
+    return {
+        "id": silence.silence_id,
+        "matcher": str(silence.matcher),
+        "pattern": silence.pattern,
+        "by": silence.by,
+        "reason": silence.reason,
+        "until": format_timestamp(silence.until),
     }
 
 
@@ -92,7 +147,7 @@ def _agent_json(agent: AgentPresence, now: float | None) -> dict[str, Any]:
     }
 
 
-def _task_json(view: TaskView) -> dict[str, Any]:
+def _task_json(view: TaskView, snapshot: Snapshot) -> dict[str, Any]:
     task, verdict, beat = view.task, view.verdict, view.heartbeat
     budgets = verdict.budgets
     return {
@@ -133,6 +188,8 @@ def _task_json(view: TaskView) -> dict[str, Any]:
             )
         },
         "context": verdict.context,
+        "ack": _ack_json(snapshot.oncall.ack_for(task.task_id)),
+        "silence": _silence_json(snapshot.oncall.silence_for(task)),
     }
 
 
@@ -180,8 +237,18 @@ def render_table(snapshot: Snapshot, width: int | None = None) -> str:
     counts = "  ".join(f"{health} {n}" for health, n in snapshot.counts.items() if n)
     lines = [counts or "no tasks in the store"]
     if not snapshot.tasks:
-        return shown(lines)
-    header = ("HEALTH", "TASK", "STAGE", "PROGRESS", "HEARTBEAT", "LEASE", "ATTEMPT", "FLAGS")
+        return shown([*lines, *_oncall_lines(snapshot)])
+    header = (
+        "HEALTH",
+        "TASK",
+        "STAGE",
+        "PROGRESS",
+        "HEARTBEAT",
+        "LEASE",
+        "ATTEMPT",
+        "FLAGS",
+        "ON-CALL",
+    )
     rows = [
         tuple(
             printable(cell)
@@ -196,6 +263,7 @@ def render_table(snapshot: Snapshot, width: int | None = None) -> str:
                 _lease_words(view),
                 str(view.task.attempt),
                 ",".join(str(f) for f in view.verdict.flags) or "-",
+                _oncall_words(view, snapshot),
             )
         )
         for view in snapshot.tasks
@@ -210,6 +278,7 @@ def render_table(snapshot: Snapshot, width: int | None = None) -> str:
     if urgent:
         lines.append("")
         lines.extend(view.verdict.context for view in urgent)
+    lines.extend(_oncall_lines(snapshot))
     notes = [f"{view.task_id}: {view.agent_note}" for view in snapshot.tasks if view.agent_note]
     if notes:
         lines.append("")
@@ -224,6 +293,40 @@ def render_table(snapshot: Snapshot, width: int | None = None) -> str:
 def shown(lines: list[str]) -> str:
     """Join ``lines`` for a terminal, each made printable: the text comes from the store."""
     return "\n".join(printable(line) for line in lines)
+
+
+def _oncall_words(view: TaskView, snapshot: Snapshot) -> str:
+    """``acked:ana``, ``silenced:#3``, both, or ``-``: a word, so it reads without colour."""
+    words = []
+    ack = snapshot.oncall.ack_for(view.task_id)
+    if ack is not None:
+        words.append(f"acked:{printable(ack.by)}")
+    silence = snapshot.oncall.silence_for(view.task)
+    if silence is not None:
+        words.append(f"silenced:#{silence.silence_id}")
+    return ",".join(words) or "-"
+
+
+def _oncall_lines(snapshot: Snapshot) -> list[str]:
+    """The schedules, acks and silences under the table, one line each."""
+    lines: list[str] = []
+    now = snapshot.taken_at or 0.0
+    if snapshot.schedules:
+        lines.append("")
+        lines.extend(f"schedule {printable(view.line)}" for view in snapshot.schedules)
+    acked = [
+        f"{printable(ack.task_id)} {printable(ack.words(now))}"
+        for ack in snapshot.oncall.acks.values()
+    ]
+    silences = [
+        f"silence {s.silence_id} ({s.matcher} {printable(s.pattern)}) by {printable(s.by)}, "
+        f"ends in {format_age(max(s.until - now, 0))}: {printable(s.reason)}"
+        for s in snapshot.oncall.silences
+    ]
+    if acked or silences:
+        lines.append("")
+        lines.extend([*acked, *silences])
+    return lines
 
 
 def _agent_words(agent: AgentPresence, now: float) -> str:

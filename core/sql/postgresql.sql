@@ -151,6 +151,32 @@ CREATE UNIQUE INDEX host_requests_one_open ON host_requests (task_id, kind) WHER
 ALTER TABLE host_requests ADD COLUMN requester_uid bigint;
 ALTER TABLE host_requests ADD COLUMN requester text;
 
+-- schema_v5 --
+-- The on-call loop: acks (someone is on a task's incident, until a time) and silences (a rule by
+-- task glob, step type or host that holds pages until it ends; an ended one is kept, with who
+-- ended it). Both are written with the store's clock. Schedules count a step's runs by when they
+-- were claimed: the index keeps that one lookup per schedule a poll cheap.
+CREATE TABLE acks (
+    task_id   text PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+    actor     text NOT NULL,
+    reason    text,
+    acked_at  double precision NOT NULL,
+    until_at  double precision NOT NULL
+);
+CREATE TABLE silences (
+    silence_id  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    matcher     text NOT NULL CHECK (matcher IN ('task', 'step_type', 'host')),
+    pattern     text NOT NULL,
+    actor       text NOT NULL,
+    reason      text NOT NULL,
+    created_at  double precision NOT NULL,
+    until_at    double precision NOT NULL,
+    ended_at    double precision,
+    ended_by    text
+);
+CREATE INDEX silences_open ON silences (until_at) WHERE ended_at IS NULL;
+CREATE INDEX tasks_step_claimed ON tasks (step, claimed_at);
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 
@@ -428,3 +454,47 @@ WHERE request_id = :request_id AND finished_at IS NULL
 -- finish_host_request --
 UPDATE host_requests SET outcome = :outcome, message = :message, finished_at = :now
 WHERE request_id = :request_id AND finished_at IS NULL
+
+-- upsert_ack --
+INSERT INTO acks (task_id, actor, reason, acked_at, until_at)
+VALUES (:task_id, :actor, :reason, :now, :until_at)
+ON CONFLICT (task_id) DO UPDATE SET
+    actor = excluded.actor, reason = excluded.reason, acked_at = excluded.acked_at,
+    until_at = excluded.until_at
+
+-- select_ack --
+SELECT task_id, actor, reason, acked_at, until_at FROM acks WHERE task_id = :task_id
+
+-- delete_ack --
+DELETE FROM acks WHERE task_id = :task_id
+
+-- select_acks --
+-- Acks still in force; expired ones stay until the task's next ack or unack replaces them.
+SELECT task_id, actor, reason, acked_at, until_at FROM acks WHERE until_at > :now
+ORDER BY task_id
+
+-- insert_silence --
+INSERT INTO silences (matcher, pattern, actor, reason, created_at, until_at)
+VALUES (:matcher, :pattern, :actor, :reason, :now, :until_at)
+RETURNING silence_id
+
+-- select_silence --
+SELECT silence_id, matcher, pattern, actor, reason, created_at, until_at, ended_at, ended_by
+FROM silences WHERE silence_id = :silence_id
+
+-- select_active_silences --
+SELECT silence_id, matcher, pattern, actor, reason, created_at, until_at, ended_at, ended_by
+FROM silences WHERE ended_at IS NULL AND until_at > :now
+ORDER BY until_at, silence_id
+
+-- end_silence --
+UPDATE silences SET ended_at = :now, ended_by = :actor
+WHERE silence_id = :silence_id AND ended_at IS NULL AND until_at > :now
+
+-- select_step_runs --
+-- A schedule's view of its step: when a run last started (was claimed), and since when the
+-- oldest still executing has been going.
+SELECT max(COALESCE(claimed_at, started_at)) AS last_started,
+       min(CASE WHEN finished_at IS NULL AND state IN ('starting', 'running')
+                THEN COALESCE(claimed_at, started_at) END) AS running_since
+FROM tasks WHERE step = :step

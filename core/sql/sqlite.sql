@@ -230,6 +230,32 @@ END;
 ALTER TABLE host_requests ADD COLUMN requester_uid INTEGER;
 ALTER TABLE host_requests ADD COLUMN requester TEXT;
 
+-- schema_v7 --
+-- The on-call loop: acks (someone is on a task's incident, until a time) and silences (a rule by
+-- task glob, step type or host that holds pages until it ends; an ended one is kept, with who
+-- ended it). Both are written with the store's clock. Schedules count a step's runs by when they
+-- were claimed: the index keeps that one lookup per schedule a poll cheap.
+CREATE TABLE acks (
+    task_id   TEXT PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+    actor     TEXT NOT NULL,
+    reason    TEXT,
+    acked_at  REAL NOT NULL,
+    until_at  REAL NOT NULL
+);
+CREATE TABLE silences (
+    silence_id  INTEGER PRIMARY KEY AUTOINCREMENT,
+    matcher     TEXT NOT NULL CHECK (matcher IN ('task', 'step_type', 'host')),
+    pattern     TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    until_at    REAL NOT NULL,
+    ended_at    REAL,
+    ended_by    TEXT
+);
+CREATE INDEX silences_open ON silences (until_at) WHERE ended_at IS NULL;
+CREATE INDEX tasks_step_claimed ON tasks (step, claimed_at);
+
 -- select_task --
 SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 
@@ -492,3 +518,47 @@ WHERE request_id = :request_id AND finished_at IS NULL AND claimed_by IS NOT :ag
 -- finish_host_request --
 UPDATE host_requests SET outcome = :outcome, message = :message, finished_at = :now
 WHERE request_id = :request_id AND finished_at IS NULL
+
+-- upsert_ack --
+INSERT INTO acks (task_id, actor, reason, acked_at, until_at)
+VALUES (:task_id, :actor, :reason, :now, :until_at)
+ON CONFLICT (task_id) DO UPDATE SET
+    actor = excluded.actor, reason = excluded.reason, acked_at = excluded.acked_at,
+    until_at = excluded.until_at
+
+-- select_ack --
+SELECT task_id, actor, reason, acked_at, until_at FROM acks WHERE task_id = :task_id
+
+-- delete_ack --
+DELETE FROM acks WHERE task_id = :task_id
+
+-- select_acks --
+-- Acks still in force; expired ones stay until the task's next ack or unack replaces them.
+SELECT task_id, actor, reason, acked_at, until_at FROM acks WHERE until_at > :now
+ORDER BY task_id
+
+-- insert_silence --
+INSERT INTO silences (matcher, pattern, actor, reason, created_at, until_at)
+VALUES (:matcher, :pattern, :actor, :reason, :now, :until_at)
+RETURNING silence_id
+
+-- select_silence --
+SELECT silence_id, matcher, pattern, actor, reason, created_at, until_at, ended_at, ended_by
+FROM silences WHERE silence_id = :silence_id
+
+-- select_active_silences --
+SELECT silence_id, matcher, pattern, actor, reason, created_at, until_at, ended_at, ended_by
+FROM silences WHERE ended_at IS NULL AND until_at > :now
+ORDER BY until_at, silence_id
+
+-- end_silence --
+UPDATE silences SET ended_at = :now, ended_by = :actor
+WHERE silence_id = :silence_id AND ended_at IS NULL AND until_at > :now
+
+-- select_step_runs --
+-- A schedule's view of its step: when a run last started (was claimed), and since when the
+-- oldest still executing has been going.
+SELECT max(COALESCE(claimed_at, started_at)) AS last_started,
+       min(CASE WHEN finished_at IS NULL AND state IN ('starting', 'running')
+                THEN COALESCE(claimed_at, started_at) END) AS running_since
+FROM tasks WHERE step = :step

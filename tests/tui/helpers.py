@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 
 from zombietop.clock import FakeClock
 from zombietop.tui.app import ZombietopApp
-from zombietop.tui.sample import NOW, RecordingExecutor, SampleSource
+from zombietop.tui.sample import NOW, RecordingDesk, RecordingExecutor, SampleSource
 from zombietop.tui.widgets.task_list import TaskList
 
 
@@ -20,10 +20,13 @@ def make_app(
     read_only: bool = False,
     wall: bool = False,
     clock: FakeClock | None = None,
+    desk: RecordingDesk | None = None,
 ) -> ZombietopApp:
     source = source or SampleSource(read_only=read_only)
     if executor is None and not read_only:
         executor = RecordingExecutor()
+    if desk is None and not read_only:
+        desk = RecordingDesk()
     return ZombietopApp(
         source,
         executor=executor,
@@ -32,6 +35,7 @@ def make_app(
         wall=wall,
         store_label="/var/lib/zombietop/zombietop.db",
         actor="alice@laptop",
+        desk=desk,
     )
 
 

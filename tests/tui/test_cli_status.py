@@ -189,7 +189,15 @@ def test_status_json_reports_each_health(
     assert healths == {f"{name}-1": name for name in ALL}
     assert set(ALL) == {str(health) for health in Health}
     assert code == 2  # CRITICAL: dead, stalled and reclaimable tasks page
-    assert set(report) == {"generated_at", "counts", "host", "agents", "tasks"}
+    assert set(report) == {
+        "generated_at",
+        "counts",
+        "host",
+        "agents",
+        "tasks",
+        "schedules",
+        "silences",
+    }
     dead = next(t for t in report["tasks"] if t["task_id"] == "dead-1")
     assert dead["reasons"][0]["code"] in ("process_gone", "pid_reused")
     assert " gone" in dead["context"] or "reused" in dead["context"]
@@ -277,7 +285,7 @@ def test_nagios_output_names_what_is_wrong_with_performance_data(
     values = dict(pair.split("=") for pair in perfdata.split())
     assert values == {
         str(h): "1" if str(h) in ("dead", "stalled", "spinning", "healthy") else "0" for h in Health
-    } | {"over_budget": "2"}
+    } | {"over_budget": "2", "missed": "0", "silenced": "0", "acked": "0"}
     assert [line.split(" ")[0] for line in details] == ["dead-1", "stalled-1", "spinning-1"]
     build_store(tmp_path / "ok.db", ["healthy", "queued"])
     code, out, _ = run_cli(capsys, "status", "--nagios", "--db", str(tmp_path / "ok.db"))

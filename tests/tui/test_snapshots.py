@@ -145,3 +145,59 @@ def test_hostile_task_kill_dialog_shown_escaped(snap_compare):
         await settle(pilot)
 
     assert snap_compare(_hostile_app(), terminal_size=(100, 30), run_before=run_before)
+
+
+def _oncall_app(**kwargs: object) -> object:
+    return make_app(SampleSource([sample_snapshot(oncall=True)]), **kwargs)  # type: ignore[arg-type]
+
+
+def test_oncall_main_100x30(snap_compare):
+    """The on-call loop on the dashboard: under the first header line, a reverse-red
+    '⏰ MISSED nightly-ledger missed: no ledger run started within 10m of 2026-11-30 00:30 UTC
+    ...', then '◷ late hourly-crawl  ⊘ 1 silence  ✓ 1 acked'; in the table export-2031 reads
+    '✓acked export-2031' and thumbs-7781 '⊘silenced thumbs-…' (glyph and word, not colour)."""
+    assert snap_compare(_oncall_app(), terminal_size=(100, 30), run_before=settle)
+
+
+def test_oncall_detail(snap_compare):
+    """Enter on export-2031: an 'ack' row '✓acked acked by ana 12m00s ago: restarting the
+    partner API (until 2026-11-30 02:41:20 UTC)'; the footer offers a Ack and A Silence."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+
+    assert snap_compare(_oncall_app(), terminal_size=(110, 40), run_before=run_before)
+
+
+def test_oncall_wall_120x40(snap_compare):
+    """The wall with the on-call loop: the header's MISSED line and its summary line; the
+    offenders start with '⏰ nightly-ledger missed: ...', export-2031's line carries '✓acked'
+    and thumbs-7781's '⊘silenced'."""
+    assert snap_compare(_oncall_app(wall=True), terminal_size=(120, 40), run_before=settle)
+
+
+def test_oncall_events_pane(snap_compare):
+    """e opens the events pane: the silence in force on top ('⊘ silence 3 task thumbs-* until
+    05:53:20 by bob: resize cluster maintenance night'), then the events, newest first."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+
+    assert snap_compare(_oncall_app(), terminal_size=(120, 30), run_before=run_before)
+
+
+def test_ack_dialog(snap_compare):
+    """a on thumbs-7781: an 'ack thumbs-7781' dialog saying it is stalled and no re-notify
+    until the ack or the incident ends, a reason box (focused, with a placeholder) and a
+    duration box holding the default '2h'."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("down", "down", "a")
+        await settle(pilot)
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)

@@ -134,6 +134,20 @@ class DashboardScreen(Screen[None]):
     def action_kill(self) -> None:
         self._act(ActionKind.KILL)
 
+    def action_ack(self) -> None:
+        task_id = self.table.selected_task_id
+        if task_id is None:
+            self.notify("no task selected", severity="warning")
+            return
+        self.zapp.request_ack(task_id)
+
+    def action_silence(self) -> None:
+        task_id = self.table.selected_task_id
+        if task_id is None:
+            self.notify("no task selected", severity="warning")
+            return
+        self.zapp.request_silence(task_id)
+
     def action_detail(self) -> None:
         task_id = self.table.selected_task_id
         if task_id is not None:

@@ -20,8 +20,9 @@ from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import TaskView
+from zombietop.oncall import OnCall
 from zombietop.printable import printable
-from zombietop.tui.cells import bar
+from zombietop.tui.cells import ACKED, MARKS, SILENCED, bar
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import MUTATING_ACTIONS
 from zombietop.tui.untrusted import shown
@@ -65,7 +66,32 @@ def _row(grid: Table, label: str, value: str | Text) -> None:
     grid.add_row(label, shown(value) if isinstance(value, str) else value)
 
 
-def describe(view: TaskView, now: float) -> Table:
+def oncall_rows(grid: Table, view: TaskView, oncall: OnCall, now: float) -> None:
+    """The task's ack and the silence holding its pages, as glyph-and-word rows."""
+    ack = oncall.ack_for(view.task_id)
+    if ack is not None:
+        grid.add_row(
+            "ack",
+            Text.assemble(
+                ("✓ ", MARKS[ACKED][1]),
+                printable(ack.words(now)),
+                (f"  (until {_stamp(ack.until)})", "dim"),
+            ),
+        )
+    silence = oncall.silence_for(view.task) if oncall.silences else None
+    if silence is not None:
+        grid.add_row(
+            "silence",
+            Text.assemble(
+                ("⊘ ", MARKS[SILENCED][1]),
+                f"silenced by silence {silence.silence_id} ({silence.matcher} "
+                f"{printable(silence.pattern)}), set by {printable(silence.by)}, ends in "
+                f"{format_age(max(silence.until - now, 0))}: {printable(silence.reason)}",
+            ),
+        )
+
+
+def describe(view: TaskView, now: float, oncall: OnCall | None = None) -> Table:
     """Every fact about the task, as label/value rows."""
     task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
     verdict = view.verdict_at(now)
@@ -79,6 +105,8 @@ def describe(view: TaskView, now: float) -> Table:
         ),
     )
     _row(grid, "state", f"{task.state}, attempt {task.attempt}")
+    if oncall is not None:
+        oncall_rows(grid, view, oncall, now)
     for reason in verdict.reasons:
         _row(grid, "reason", reason.message)
     for flag in verdict.flags:
@@ -167,6 +195,8 @@ class DetailScreen(Screen[None]):
         Binding("r", "resume", "Resume"),
         Binding("d", "discard", "Discard"),
         Binding("k", "kill", "Kill"),
+        Binding("a", "ack", "Ack"),
+        Binding("A", "silence", "Silence"),
     ]
 
     DEFAULT_CSS = """
@@ -242,7 +272,7 @@ class DetailScreen(Screen[None]):
         spark = self.query_one("#spark", Sparkline)
         spark.display = bool(points)
         spark.data = points
-        self.query_one("#facts", Static).update(describe(view, now))
+        self.query_one("#facts", Static).update(describe(view, now, self.zapp.snapshot.oncall))
         self.query_one("#events", Static).update(self._events_text(self.events))
 
     @staticmethod
@@ -267,3 +297,9 @@ class DetailScreen(Screen[None]):
 
     def action_kill(self) -> None:
         self.zapp.request_action(ActionKind.KILL, self.task_id)
+
+    def action_ack(self) -> None:
+        self.zapp.request_ack(self.task_id)
+
+    def action_silence(self) -> None:
+        self.zapp.request_silence(self.task_id)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from zombietop.tui.cells import ACKED, SILENCED, mark_text
 from zombietop.tui.healths import GLYPHS, health_label
 from zombietop.tui.keys import display_key, keys_for
 
@@ -50,6 +52,12 @@ class HelpScreen(ModalScreen[None]):
         legend = Table.grid(padding=(0, 2))
         for index in range(0, len(GLYPHS), 4):
             legend.add_row(*(health_label(h) for h in list(GLYPHS)[index : index + 4]))
+        legend.add_row(
+            mark_text([ACKED]),
+            mark_text([SILENCED]),
+            Text("▲ missed", style="bold red"),
+            Text("◷ late  ⟳ running_long", style="yellow"),
+        )
         with Vertical() as box:
             box.border_title = "zombietop keys" + (
                 " (read-only: no actions)" if self.read_only else ""

@@ -1,4 +1,5 @@
-"""The events pane: the latest transitions and actions, newest first."""
+"""The events pane: the silences in force, then the latest transitions and actions, newest
+first."""
 
 from __future__ import annotations
 
@@ -10,7 +11,20 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from zombietop.model import Event
+from zombietop.oncall import Silence
+from zombietop.printable import printable
 from zombietop.tui.untrusted import shown
+
+
+def silence_line(silence: Silence) -> Text:
+    """``⊘ silence 3 task export-* until 02:53:20 by ana: maintenance night``."""
+    until = time.strftime("%H:%M:%S", time.gmtime(silence.until))
+    line = Text()
+    line.append("⊘ silence ", style="bold magenta")
+    line.append(f"{silence.silence_id} {silence.matcher} {printable(silence.pattern)} ", "bold")
+    line.append(f"until {until} by {printable(silence.by)}: ", style="dim")
+    line.append(printable(silence.reason))
+    return line
 
 
 def event_line(event: Event) -> Text:
@@ -39,6 +53,8 @@ class EventsPane(Widget):
     """
 
     events: reactive[tuple[Event, ...]] = reactive(())
+    silences: reactive[tuple[Silence, ...]] = reactive(())
+    """The silences in force, listed above the events (each one ends)."""
 
     def on_mount(self) -> None:
         self.border_title = "events, newest first"
@@ -47,13 +63,15 @@ class EventsPane(Widget):
         self.events = tuple(events)
 
     def render(self) -> Text:
-        if not self.events:
+        rows = [silence_line(silence) for silence in self.silences]
+        rows += [event_line(event) for event in self.events]
+        if not rows:
             return Text("no events yet", style="dim")
         lines = Text()
-        for index, event in enumerate(self.events[: max(self.size.height, 1)]):
+        for index, row in enumerate(rows[: max(self.size.height, 1)]):
             if index:
                 lines.append("\n")
-            lines.append_text(event_line(event))
+            lines.append_text(row)
         lines.no_wrap = True
         lines.overflow = "ellipsis"
         return lines

@@ -1,4 +1,5 @@
-"""The header: store, refresh interval, clock, counts per health, READ-ONLY badge."""
+"""The header: store, refresh interval, clock, counts per health, READ-ONLY badge, and the
+on-call line (missed schedules first, then late and long-running ones, silences and acks)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from textual.reactive import reactive
 from zombietop.model import Health
 from zombietop.monitor import Snapshot
 from zombietop.printable import printable
+from zombietop.schedules import ScheduleHealth
 from zombietop.tui.healths import ACTIVE_HEALTHS, health_count
 from zombietop.tui.untrusted import shown
 from zombietop.tui.widgets.text_lines import TextLines
@@ -80,7 +82,7 @@ class StatusHeader(TextLines):
     def _build(self) -> list[Text]:
         """The header's lines: where and when, then the counts (laid out again only when a
         count or the width changed)."""
-        lines = [self._first_line()]
+        lines = [self._first_line(), *oncall_lines(self.snapshot, self.size.width - 2)]
         if self.show_counts:
             counts = self.snapshot.counts
             key = (self.size.width, *(counts.get(health, 0) for health in Health))
@@ -126,3 +128,44 @@ class StatusHeader(TextLines):
                 line.append("  ")
             line.append_text(item)
         return lines
+
+
+SCHEDULE_MARKS: dict[ScheduleHealth, tuple[str, str]] = {
+    ScheduleHealth.MISSED: ("▲", "bold reverse red"),
+    ScheduleHealth.RUNNING_LONG: ("⟳", "bold yellow"),
+    ScheduleHealth.LATE: ("◷", "yellow"),
+}
+
+
+def oncall_lines(snapshot: Snapshot, width: int) -> list[Text]:
+    """One line per missed schedule (its page line), then one line of late and long-running
+    schedules, silences in force and acks; nothing when all is quiet."""
+    lines: list[Text] = []
+    summary = Text()
+    for view in snapshot.schedules:
+        mark = SCHEDULE_MARKS.get(view.health)
+        if mark is None:
+            continue
+        glyph, style = mark
+        if view.health is ScheduleHealth.MISSED:
+            line = Text.assemble((f"{glyph} MISSED ", style), printable(view.line))
+            line.truncate(max(width, 1), overflow="ellipsis")
+            lines.append(line)
+        else:
+            if summary:
+                summary.append("  ")
+            summary.append(f"{glyph} {view.health} {printable(view.name)}", style=style)
+    oncall = snapshot.oncall
+    if oncall.silences:
+        if summary:
+            summary.append("  ")
+        count = len(oncall.silences)
+        summary.append(f"⊘ {count} silence{'s' if count > 1 else ''}", style="bold magenta")
+    if oncall.acks:
+        if summary:
+            summary.append("  ")
+        summary.append(f"✓ {len(oncall.acks)} acked", style="bold cyan")
+    if summary:
+        summary.truncate(max(width, 1), overflow="ellipsis")
+        lines.append(summary)
+    return lines

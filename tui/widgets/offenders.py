@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.text import Text
 
 from zombietop.monitor import Snapshot
+from zombietop.printable import printable
+from zombietop.tui.cells import mark_text, oncall_marks
 from zombietop.tui.healths import ATTENTION_HEALTHS, GLYPHS, STYLES
 from zombietop.tui.untrusted import shown
 from zombietop.tui.widgets.text_lines import TextLines
@@ -22,15 +24,21 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
     ``height`` lines; the last line then says how many more there are."""
     width = max(width, 1)
     offending = sum(snapshot.counts.get(health, 0) for health in ATTENTION_HEALTHS)
-    if not offending:
+    if not offending and not snapshot.missed:
         return list(Text(ALL_CLEAR, style="green").wrap(console, width))
     lines: list[Text] = []
+    for schedule in snapshot.schedules:
+        if schedule.health.pages:
+            said = Text.assemble(("▲ ", "bold red"), printable(schedule.line))
+            lines.extend(said.wrap(console, width))
     now = snapshot.taken_at or 0.0
     # The snapshot is most urgent first, and these are the most urgent healths: its head.
     worst = takewhile(lambda view: view.health in ATTENTION_HEALTHS, snapshot.tasks)
     for index, view in enumerate(worst):
         said = Text.assemble(
-            (f"{GLYPHS[view.health]} ", STYLES[view.health]), shown(view.verdict_at(now).context)
+            (f"{GLYPHS[view.health]} ", STYLES[view.health]),
+            mark_text(oncall_marks(snapshot.oncall, view)),
+            shown(view.verdict_at(now).context),
         )
         wrapped = said.wrap(console, width)
         if index and len(lines) + len(wrapped) > height - 1:

@@ -1,0 +1,359 @@
+"""The on-call loop: acks ("I'm on it"), silences (expiring rules: shown, never paged), and when
+an open incident is paged again.
+
+Acks and silences live in the store, so every dashboard, watchdog and host sees the same ones.
+They change who is paged, never a task's health. Every ack, unack, silence and unsilence is an
+event with who and why; the watchdog reads the rest of its memory from the event log.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
+
+from zombietop.durations import format_age, format_duration
+from zombietop.errors import ActionRefused
+from zombietop.identity import real_user
+from zombietop.model import Row, Task
+
+if TYPE_CHECKING:
+    from zombietop.config import OnCallSettings
+    from zombietop.store import Store
+
+
+def operator_name() -> str:
+    """Who acks or silences: the real uid's name (``zombietop.identity``), never ``$USER``."""
+    return real_user()
+
+
+class Matcher(StrEnum):
+    """What a silence matches a task by."""
+
+    TASK = "task"
+    """A glob over task ids (``export-*``)."""
+    STEP_TYPE = "step_type"
+    """One step type, exactly."""
+    HOST = "host"
+    """One host, exactly."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ack:
+    """Someone is on a task's incident: no re-notify until ``until`` or the incident ends."""
+
+    task_id: str
+    by: str
+    reason: str | None
+    acked_at: float
+    until: float
+
+    @classmethod
+    def from_row(cls, row: Row) -> Ack:
+        return cls(
+            task_id=row["task_id"],
+            by=row["actor"],
+            reason=row["reason"],
+            acked_at=row["acked_at"],
+            until=row["until_at"],
+        )
+
+    def active(self, now: float) -> bool:
+        return now < self.until
+
+    def words(self, now: float) -> str:
+        """``acked by ana 12m ago: restarting the partner API`` (untrusted parts unescaped)."""
+        why = f": {self.reason}" if self.reason else ""
+        return f"acked by {self.by} {format_age(max(now - self.acked_at, 0))} ago{why}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Silence:
+    """A rule that holds the pages of every task it matches until it ends."""
+
+    silence_id: int
+    matcher: Matcher
+    pattern: str
+    by: str
+    reason: str
+    created_at: float
+    until: float
+    ended_at: float | None = None
+    ended_by: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Row) -> Silence:
+        return cls(
+            silence_id=row["silence_id"],
+            matcher=Matcher(row["matcher"]),
+            pattern=row["pattern"],
+            by=row["actor"],
+            reason=row["reason"],
+            created_at=row["created_at"],
+            until=row["until_at"],
+            ended_at=row["ended_at"],
+            ended_by=row["ended_by"],
+        )
+
+    def active(self, now: float) -> bool:
+        return self.ended_at is None and now < self.until
+
+    def matches(self, task: Task) -> bool:
+        if self.matcher is Matcher.TASK:
+            return fnmatch.fnmatchcase(task.task_id, self.pattern)
+        if self.matcher is Matcher.STEP_TYPE:
+            return task.step_type == self.pattern
+        return task.host == self.pattern
+
+    @property
+    def rule(self) -> str:
+        """``task export-*``, ``step_type export``, ``host web-3``."""
+        return f"{self.matcher} {self.pattern}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OnCall:
+    """The acks and active silences as of one poll, for the faces and the watchdog."""
+
+    at: float
+    acks: Mapping[str, Ack] = field(default_factory=dict)
+    """Active acks by task id."""
+    silences: tuple[Silence, ...] = ()
+    """Active silences, soonest to end first."""
+
+    def ack_for(self, task_id: str) -> Ack | None:
+        return self.acks.get(task_id)
+
+    def silence_for(self, task: Task) -> Silence | None:
+        """The silence that holds this task's pages (the one that ends last), if any."""
+        found = [s for s in self.silences if s.matches(task)]
+        return max(found, key=lambda s: s.until) if found else None
+
+
+def current(now: float, acks: Iterable[Ack], silences: Iterable[Silence]) -> OnCall:
+    """Keep what is in force at ``now``."""
+    return OnCall(
+        at=now,
+        acks={ack.task_id: ack for ack in acks if ack.active(now)},
+        silences=tuple(sorted((s for s in silences if s.active(now)), key=lambda s: s.until)),
+    )
+
+
+# Re-notify -------------------------------------------------------------------------------
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th ... 11th, 12th, 13th, 21st."""
+    if 10 <= n % 100 <= 20:
+        suffix = "th"
+    else:
+        suffix = {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def notice_line(line: str, *, notice: int, open_for: float) -> str:
+    """The same page line, with the notice number and how long the incident has been open."""
+    return f"{line} ({ordinal(notice)} notice, open {format_age(open_for)})"
+
+
+class FollowUp(StrEnum):
+    """What an open incident is owed this look."""
+
+    RELEASE = "release"
+    """Its silence ended while it is still open: the page it never got goes out now."""
+    RENOTIFY = "renotify"
+    """Nobody acked or silenced it for ``[watch] renotify``: page again, the next notice."""
+
+
+@dataclass(slots=True, kw_only=True)
+class Notice:
+    """What was sent for one open incident."""
+
+    opened_at: float
+    notices: int = 0
+    """Pages sent so far (0: held by a silence since it opened)."""
+    last_at: float = 0.0
+
+
+class Notices:
+    """Per open incident (a task id, or ``schedule:NAME``): how many pages went out and when.
+
+    The watchdog opens and closes incidents; this decides which open ones are paged again.
+    Its memory is the page events, so ``--once`` runs under cron count notices right.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[str, Notice] = {}
+
+    def get(self, key: str) -> Notice | None:
+        return self._open.get(key)
+
+    def keys(self) -> list[str]:
+        return list(self._open)
+
+    def opened(self, key: str, *, at: float, paged: bool) -> None:
+        self._open[key] = Notice(opened_at=at, notices=1 if paged else 0, last_at=at)
+
+    def closed(self, key: str) -> Notice | None:
+        return self._open.pop(key, None)
+
+    def sent(self, key: str, *, at: float) -> int:
+        """Count one more page for the incident; return its notice number."""
+        notice = self._open[key]
+        notice.notices += 1
+        notice.last_at = at
+        return notice.notices
+
+    def remember(self, key: str, data: Mapping[str, object], at: float) -> None:
+        """Replay one page event of the log (oldest first)."""
+        page = data.get("page")
+        if page == "incident":
+            if data.get("released") and key in self._open:
+                self.sent(key, at=at)
+            else:
+                self.opened(key, at=at, paged=not data.get("held"))
+        elif page == "renotify" and key in self._open:
+            self.sent(key, at=at)
+        elif page == "all_clear":
+            self._open.pop(key, None)
+
+    def due(
+        self,
+        key: str,
+        *,
+        now: float,
+        interval: float,
+        acked: bool,
+        silenced: bool,
+    ) -> FollowUp | None:
+        """What the open incident ``key`` is owed now, if anything.
+
+        Held (or silenced now): nothing until the silence ends, then the page it never got.
+        Acked: nothing until the ack ends or the incident does. Otherwise, every ``interval``
+        (0: never) after the last page, the next notice.
+        """
+        notice = self._open.get(key)
+        if notice is None or silenced:
+            return None
+        if notice.notices == 0:
+            return FollowUp.RELEASE
+        if acked or interval <= 0 or now - notice.last_at < interval:
+            return None
+        return FollowUp.RENOTIFY
+
+
+# The desk: what an operator asks for ---------------------------------------------------------
+
+
+def _writable(store: Store, what: str) -> None:
+    if store.read_only:
+        raise ActionRefused(
+            f"store {store.describe()} is open read-only; {what} is disabled (like every action)"
+        )
+
+
+def _bounded(seconds: float, settings: OnCallSettings, what: str) -> None:
+    if seconds <= 0:
+        raise ActionRefused(f"{what} must last longer than zero")
+    if seconds > settings.max_silence:
+        raise ActionRefused(
+            f"{what} for {format_duration(seconds)} is longer than [oncall] max_silence = "
+            f'"{format_duration(settings.max_silence)}"; give a shorter --for, or raise '
+            "max_silence in the config"
+        )
+
+
+async def ack(
+    store: Store,
+    settings: OnCallSettings,
+    task_id: str,
+    *,
+    by: str,
+    reason: str | None = None,
+    duration: float | None = None,
+) -> Ack:
+    """Ack a task's incident for ``duration`` (default ``[oncall] ack_for``)."""
+    _writable(store, "ack")
+    seconds = settings.ack_for if duration is None else duration
+    _bounded(seconds, settings, "an ack")
+    return await store.ack_task(task_id, by=by, reason=reason or None, duration=seconds)
+
+
+async def unack(store: Store, task_id: str, *, by: str) -> Ack | None:
+    """End a task's ack; None when it had none."""
+    _writable(store, "unack")
+    return await store.unack_task(task_id, by=by, reason="unacked")
+
+
+async def silence(
+    store: Store,
+    settings: OnCallSettings,
+    *,
+    matcher: Matcher,
+    pattern: str,
+    by: str,
+    reason: str,
+    duration: float,
+) -> Silence:
+    """Hold the pages of every task the rule matches for ``duration``; a reason is required."""
+    _writable(store, "silence")
+    if not reason.strip():
+        raise ActionRefused("a silence needs a reason (--reason): whoever is paged next asks why")
+    if not pattern:
+        raise ActionRefused(f"a silence by {matcher} needs a value")
+    _bounded(duration, settings, "a silence")
+    return await store.add_silence(
+        matcher=str(matcher), pattern=pattern, by=by, reason=reason, duration=duration
+    )
+
+
+async def unsilence(store: Store, silence_id: int, *, by: str) -> Silence:
+    """End a silence now."""
+    _writable(store, "unsilence")
+    return await store.end_silence(silence_id, by=by)
+
+
+class OnCallDesk(Protocol):
+    """What a face needs to ack and silence; ``Desk`` implements it, tests hand a recorder."""
+
+    @property
+    def read_only(self) -> bool: ...
+
+    async def ack(self, task_id: str, *, reason: str | None, duration: float | None) -> Ack: ...
+
+    async def silence(
+        self, *, matcher: Matcher, pattern: str, reason: str, duration: float
+    ) -> Silence: ...
+
+
+class Desk:
+    """The on-call actions as a face calls them: one operator, one store, one config."""
+
+    def __init__(self, store: Store, settings: OnCallSettings, *, by: str | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.by = by or operator_name()
+
+    @property
+    def read_only(self) -> bool:
+        return self.store.read_only
+
+    async def ack(self, task_id: str, *, reason: str | None, duration: float | None) -> Ack:
+        return await ack(
+            self.store, self.settings, task_id, by=self.by, reason=reason, duration=duration
+        )
+
+    async def silence(
+        self, *, matcher: Matcher, pattern: str, reason: str, duration: float
+    ) -> Silence:
+        return await silence(
+            self.store,
+            self.settings,
+            matcher=matcher,
+            pattern=pattern,
+            by=self.by,
+            reason=reason,
+            duration=duration,
+        )

@@ -1,0 +1,285 @@
+"""Schedules judged with a fake clock: cron expressions, time zones (DST changes included),
+graces, overlaps; and the config that names the file, section and value of a bad one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from zombietop.config import Schedule, load_config
+from zombietop.errors import ConfigError
+from zombietop.model import StepRuns
+from zombietop.schedules import ScheduleHealth, judge, last_fire, next_fire
+
+
+def utc(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+def local(text: str, tz: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=ZoneInfo(tz)).timestamp()
+
+
+def schedule(
+    cron: str = "30 2 * * *", tz: str = "UTC", grace: float = 600.0, **kw: float
+) -> Schedule:
+    return Schedule(name="nightly", step="export", cron=cron, tz=tz, grace=grace, **kw)
+
+
+@pytest.mark.parametrize(
+    ("cron", "tz", "now", "last", "following"),
+    [
+        ("30 2 * * *", "UTC", "2026-06-01T02:30:00", "2026-06-01T02:30:00", "2026-06-02T02:30:00"),
+        ("30 2 * * *", "UTC", "2026-06-01T02:29:59", "2026-05-31T02:30:00", "2026-06-01T02:30:00"),
+        (
+            "*/15 * * * *",
+            "UTC",
+            "2026-06-01T10:07:00",
+            "2026-06-01T10:00:00",
+            "2026-06-01T10:15:00",
+        ),
+        ("0 9 * * 1-5", "UTC", "2026-06-06T10:00:00", "2026-06-05T09:00:00", "2026-06-08T09:00:00"),
+        # 02:30 Berlin on the night clocks spring forward (02:00 -> 03:00) fires at 03:00 CEST.
+        (
+            "30 2 * * *",
+            "Europe/Berlin",
+            "2026-03-29T01:05:00",
+            "2026-03-29T01:00:00",
+            "2026-03-30T00:30:00",
+        ),
+        # The day before, 02:30 CET is 01:30 UTC; the day after, 02:30 CEST is 00:30 UTC.
+        (
+            "30 2 * * *",
+            "Europe/Berlin",
+            "2026-03-28T12:00:00",
+            "2026-03-28T01:30:00",
+            "2026-03-29T01:00:00",
+        ),
+        # 01:30 New York happens twice when clocks fall back: it fires once, at the first.
+        (
+            "30 1 * * *",
+            "America/New_York",
+            "2026-11-01T06:45:00",
+            "2026-11-01T05:30:00",
+            "2026-11-02T06:30:00",
+        ),
+    ],
+)
+def test_fire_times(cron: str, tz: str, now: str, last: str, following: str) -> None:
+    s = schedule(cron, tz)
+    assert last_fire(s, utc(now)) == utc(last)
+    assert next_fire(s, utc(now)) == utc(following)
+
+
+NEVER = StepRuns()
+
+
+@pytest.mark.parametrize(
+    ("sched", "now", "runs", "health"),
+    [
+        pytest.param(
+            schedule(), "2026-06-01T02:35:00", NEVER, ScheduleHealth.LATE, id="inside-grace"
+        ),
+        pytest.param(
+            schedule(), "2026-06-01T02:40:00", NEVER, ScheduleHealth.MISSED, id="grace-over"
+        ),
+        pytest.param(
+            schedule(grace=3600), "2026-06-01T02:40:00", NEVER, ScheduleHealth.LATE, id="long-grace"
+        ),
+        pytest.param(
+            schedule(),
+            "2026-06-01T02:41:00",
+            StepRuns(last_started=utc("2026-06-01T02:31:00")),
+            ScheduleHealth.OK,
+            id="ran-on-time",
+        ),
+        pytest.param(
+            schedule(),
+            "2026-06-01T02:41:00",
+            StepRuns(last_started=utc("2026-06-01T02:29:30")),
+            ScheduleHealth.OK,
+            id="a-little-early",
+        ),
+        pytest.param(
+            schedule(),
+            "2026-06-01T02:41:00",
+            StepRuns(last_started=utc("2026-05-31T02:31:00")),
+            ScheduleHealth.MISSED,
+            id="only-yesterdays-run",
+        ),
+        pytest.param(
+            schedule(),
+            "2026-06-01T12:00:00",
+            StepRuns(last_started=utc("2026-06-01T02:55:00")),
+            ScheduleHealth.OK,
+            id="ran-late-then-ok",
+        ),
+        pytest.param(
+            schedule("*/5 * * * *", grace=60),
+            "2026-06-01T10:05:30",
+            StepRuns(last_started=utc("2026-06-01T10:01:00")),
+            ScheduleHealth.LATE,
+            id="every-5m-previous-run-does-not-count",
+        ),
+        pytest.param(
+            schedule("*/5 * * * *", grace=60),
+            "2026-06-01T10:06:00",
+            StepRuns(last_started=utc("2026-06-01T10:01:00")),
+            ScheduleHealth.MISSED,
+            id="every-5m-missed",
+        ),
+        pytest.param(
+            schedule("30 2 * * *", "Europe/Berlin"),
+            "2026-03-29T01:05:00",
+            StepRuns(last_started=utc("2026-03-28T01:31:00")),
+            ScheduleHealth.LATE,
+            id="dst-spring-forward-waits-for-03:00",
+        ),
+        pytest.param(
+            schedule("30 2 * * *", "Europe/Berlin"),
+            "2026-03-29T01:11:00",
+            StepRuns(last_started=utc("2026-03-28T01:31:00")),
+            ScheduleHealth.MISSED,
+            id="dst-spring-forward-missed",
+        ),
+        pytest.param(
+            schedule("30 1 * * *", "America/New_York"),
+            "2026-11-01T06:45:00",
+            StepRuns(last_started=utc("2026-11-01T05:31:00")),
+            ScheduleHealth.OK,
+            id="dst-fall-back-fires-once",
+        ),
+        pytest.param(
+            schedule("0 * * * *"),
+            "2026-06-01T11:00:30",
+            StepRuns(
+                last_started=utc("2026-06-01T10:00:05"), running_since=utc("2026-06-01T10:00:05")
+            ),
+            ScheduleHealth.RUNNING_LONG,
+            id="overlap",
+        ),
+        pytest.param(
+            schedule("0 * * * *"),
+            "2026-06-01T10:59:00",
+            StepRuns(
+                last_started=utc("2026-06-01T10:00:05"), running_since=utc("2026-06-01T10:00:05")
+            ),
+            ScheduleHealth.OK,
+            id="running-within-its-hour",
+        ),
+        pytest.param(
+            schedule("0 * * * *", max_runtime=1800),
+            "2026-06-01T10:31:00",
+            StepRuns(
+                last_started=utc("2026-06-01T10:00:05"), running_since=utc("2026-06-01T10:00:05")
+            ),
+            ScheduleHealth.RUNNING_LONG,
+            id="past-max-runtime",
+        ),
+    ],
+)
+def test_judge(sched: Schedule, now: str, runs: StepRuns, health: ScheduleHealth) -> None:
+    view = judge(utc(now), sched, runs)
+    assert view.health is health, view.line
+    assert view.line.startswith(f"nightly {health}")
+
+
+def test_missed_line_names_the_fire_time_in_its_zone() -> None:
+    view = judge(utc("2026-03-29T01:11:00"), schedule("30 2 * * *", "Europe/Berlin"), NEVER)
+    assert view.line == (
+        "nightly missed: no export run started within 10m of 2026-03-29 03:00 Europe/Berlin "
+        "(cron 30 2 * * *), last started never - check the job's scheduler"
+    )
+    assert view.next_due == utc("2026-03-30T00:30:00")
+
+
+def _load(tmp_path: Path, text: str) -> Schedule:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    (only,) = load_config(path).schedules
+    return only
+
+
+def test_a_schedule_loads_with_its_defaults(tmp_path: Path) -> None:
+    s = _load(tmp_path, '[schedules.nightly]\nstep = "export"\ncron = "30 2 * * *"\n')
+    assert (s.name, s.step, s.cron, s.tz, s.grace, s.max_runtime) == (
+        "nightly",
+        "export",
+        "30 2 * * *",
+        "UTC",
+        300.0,
+        None,
+    )
+    s = _load(
+        tmp_path,
+        '[schedules.n]\nstep = "e"\ncron = "0 9 * * 1-5"\ntz = "Europe/Berlin"\n'
+        'grace = "10m"\nmax_runtime = "3h"\n',
+    )
+    assert (s.tz, s.grace, s.max_runtime) == ("Europe/Berlin", 600.0, 10800.0)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param(
+            'step = "e"\ncron = "61 2 * * *"',
+            r"\[schedules.n\]: cron = '61 2 \* \* \*' is not a cron expression \(Bad minute\)",
+            id="bad-minute",
+        ),
+        pytest.param(
+            'step = "e"\ncron = "* * * *"',
+            r"cron = '\* \* \* \*' has 4 fields; give five",
+            id="four-fields",
+        ),
+        pytest.param(
+            'step = "e"\ncron = "0 * * * * *"', "has 6 fields; give five", id="six-fields"
+        ),
+        pytest.param(
+            'step = "e"\ncron = "0 2 * * *"\ntz = "Mars/Olympus"',
+            r"\[schedules.n\]: tz = 'Mars/Olympus' is not an IANA time zone",
+            id="bad-zone",
+        ),
+        pytest.param('cron = "0 2 * * *"', r"\[schedules.n\]: step is missing", id="no-step"),
+        pytest.param('step = "e"', r"\[schedules.n\]: cron is missing", id="no-cron"),
+        pytest.param(
+            'step = "e"\ncron = "0 2 * * *"\ngrace = "0s"',
+            r"\[schedules.n\]: grace must be longer than zero",
+            id="zero-grace",
+        ),
+        pytest.param(
+            'step = "e"\ncron = "0 2 * * *"\ngrase = "1m"',
+            r"\[schedules.n\]: unknown key 'grase'; did you mean 'grace'",
+            id="typo",
+        ),
+    ],
+)
+def test_bad_schedules_name_file_section_and_value(tmp_path: Path, body: str, message: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f"[schedules.n]\n{body}\n")
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(str(path))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[watch]\nrenotify = "-1s"\n', "is not a duration"),
+        ('[oncall]\nack_for = "8d"\n', 'ack_for = "8d" must be at most max_silence = "7d"'),
+        ('[oncall]\nmax_silence = "0s"\n', "max_silence must be longer than zero"),
+    ],
+)
+def test_oncall_keys_are_validated(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+def test_renotify_zero_turns_it_off(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[watch]\nrenotify = "0s"\n')
+    assert load_config(path).watch.renotify == 0.0

@@ -1,0 +1,196 @@
+"""The on-call loop through the real command: ``zombietop ack``, ``silence``, ``silences``,
+``unsilence``, and real ``zombietop watch --once`` passes (each its own process, as cron runs
+them) paging through a real notifier command; and a schedule across a real minute boundary."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pwd
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from zombietop.clock import FakeClock
+from zombietop.heartbeat_line import parse_line
+from zombietop.store import open_store
+
+HOUR = 3600.0
+SCRIPT = Path(sys.executable).with_name("zombietop")
+COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "zombietop.tui"]
+ME = pwd.getpwuid(os.getuid()).pw_name
+
+
+def stalled_store(path: Path, *task_ids: str) -> None:
+    """Tasks whose last beat was an hour ago (stalled, lease good for hours: nothing flips)."""
+
+    async def build() -> None:
+        clock = FakeClock(time.time() - HOUR)
+        async with await open_store(path, create=True, clock=clock) as store:
+            for task_id in task_ids:
+                await store.create_task(
+                    task_id=task_id, run_id="r", step="export", step_type="export", actor="t"
+                )
+                lease = await store.acquire_lease(task_id, owner="w1@box", ttl=6 * HOUR)
+                await store.record_heartbeat(
+                    task_id, parse_line("stage=transform p=61"), owner="w1@box", token=lease.token
+                )
+
+    asyncio.run(build())
+
+
+class Zombietop:
+    """The installed command on one store and config, with pages appended to a file."""
+
+    def __init__(self, tmp_path: Path, config: str = "") -> None:
+        self.db = tmp_path / "z.db"
+        self.pages = tmp_path / "pages.txt"
+        self.config = tmp_path / "config.toml"
+        self.config.write_text(
+            f'[timeouts]\nstage = "5h"\n[notify]\ncommand = ["sh", "-c", "cat >> {self.pages}"]\n'
+            + config
+        )
+        # $USER says someone else: the actor is who the uid is, not who the environment claims.
+        self.env = {**os.environ, "USER": "mallory", "LOGNAME": "mallory"}
+
+    def __call__(self, command: str, *argv: str) -> subprocess.CompletedProcess[str]:
+        options = ["--db", str(self.db), "--config", str(self.config)]
+        return subprocess.run(
+            [*COMMAND, command, *options, *argv],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=60,
+        )
+
+    def watch(self) -> list[str]:
+        """One real ``watch --once`` pass; the pages it sent."""
+        before = self.read_pages()
+        done = self("watch", "--once")
+        assert done.returncode == 0, done.stderr
+        return self.read_pages()[len(before) :]
+
+    def read_pages(self) -> list[str]:
+        return self.pages.read_text().splitlines() if self.pages.exists() else []
+
+
+RENOTIFY = 1.0
+
+
+def test_an_acked_incident_is_not_repaged_and_a_loud_one_is(tmp_path: Path) -> None:
+    stalled_store(tmp_path / "z.db", "loud-1", "acked-1")
+    zt = Zombietop(tmp_path, f'[watch]\nrenotify = "{RENOTIFY:g}s"\n')
+    first = zt.watch()
+    assert sorted(line.split(" ")[0] for line in first) == ["acked-1", "loud-1"]
+    done = zt("ack", "acked-1", "--for", "1h", "--reason", "restarting the partner API")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"acked-1: acked by {ME} until ")
+    assert done.stdout.rstrip().endswith("(1h00m): restarting the partner API")
+    for notice in ("2nd", "3rd"):
+        time.sleep(RENOTIFY)  # real passes, real time: each pass is at least RENOTIFY apart
+        (page,) = zt.watch()
+        assert page.startswith("loud-1 stalled: stage=transform p=61% heartbeat 1h00m old")
+        assert f"- resume or discard ({notice} notice, open " in page
+    status = zt("status", "--json")
+    assert status.returncode == 2
+    tasks = {t["task_id"]: t for t in json.loads(status.stdout)["tasks"]}
+    assert tasks["loud-1"]["ack"] is None
+    ack = tasks["acked-1"]["ack"]
+    assert (ack["by"], ack["reason"]) == (ME, "restarting the partner API")
+    assert ack["until"].endswith("Z")
+    table = zt("status").stdout
+    assert f"acked:{ME}" in table
+    assert f"acked-1 acked by {ME} " in table
+    assert zt("unack", "acked-1").stdout == f"acked-1: ack by {ME} ended\n"
+    assert zt("unack", "acked-1").returncode == 1
+
+
+def test_a_silence_holds_pages_until_it_ends_then_the_page_goes_out(tmp_path: Path) -> None:
+    stalled_store(tmp_path / "z.db", "export-1")
+    zt = Zombietop(tmp_path, '[watch]\nrenotify = "0s"\n')
+    made = zt(
+        "silence", "--task", "export-*", "--for", "1h", "--reason", "maintenance\x1b[2J night"
+    )
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.startswith(f"silence 1 (task export-*) by {ME}, ends ")
+    assert "maintenance\\x1b[2J night" in made.stdout  # shown escaped, never raw
+    assert zt.watch() == []
+    assert zt.watch() == []
+    listed = zt("silences").stdout
+    assert listed.startswith(f"silence 1 (task export-*) by {ME}, ends ") and "(in 59m" in listed
+    as_json = json.loads(zt("silences", "--json").stdout)
+    assert [(s["id"], s["pattern"], s["reason"]) for s in as_json] == [
+        (1, "export-*", "maintenance\x1b[2J night")
+    ]
+    table = zt("status").stdout
+    assert "silenced:#1" in table
+    assert zt("unsilence", "1").stdout == "silence 1 (task export-*) ended\n"
+    (page,) = zt.watch()
+    assert page.startswith("export-1 stalled: ") and "(1st notice, open " in page
+    assert zt("silences").stdout == "no silences in force\n"
+    again = zt("unsilence", "1")
+    assert again.returncode == 2 and "has already ended" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["silence", "--host", "h", "--for", "8d", "--reason", "r"],
+            "longer than [oncall] max_silence",
+        ),
+        (["silence", "--host", "h", "--for", "1h"], "--reason"),
+        (
+            ["silence", "--for", "1h", "--reason", "r"],
+            "one of the arguments --task --step-type --host is required",
+        ),
+        (["ack", "nope-1"], "no task 'nope-1'"),
+        (["ack", "export-1", "--for", "soon"], "is not a duration"),
+    ],
+)
+def test_bad_requests_say_what_to_do(tmp_path: Path, argv: list[str], message: str) -> None:
+    stalled_store(tmp_path / "z.db", "export-1")
+    done = Zombietop(tmp_path)(*argv)
+    assert done.returncode == 2 and message in done.stderr
+
+
+def test_a_schedule_across_a_real_minute_boundary(tmp_path: Path) -> None:
+    """Every five minutes, with a second of grace: once a real boundary is two seconds behind
+    and no run started, it is missed (paged, status CRITICAL); a run makes it ok again. The
+    passes start at least a minute before the next boundary, so they all judge the same one."""
+    zt = Zombietop(
+        tmp_path, '[schedules.fively]\nstep = "tick"\ncron = "*/5 * * * *"\ngrace = "1s"\n'
+    )
+    assert zt("init").returncode == 0
+    past = time.time() % 300
+    if not 2 <= past <= 240:
+        time.sleep((302 - past) % 300)
+    status = zt("status", "--json")
+    assert status.returncode == 2, status.stdout
+    (schedule,) = json.loads(status.stdout)["schedules"]
+    assert (schedule["name"], schedule["step"], schedule["health"]) == ("fively", "tick", "missed")
+    assert schedule["last_started"] is None and schedule["tz"] == "UTC"
+    due = datetime.fromisoformat(schedule["last_due"].replace("Z", "+00:00"))
+    assert due.minute % 5 == 0 and due.second == 0
+    nagios = zt("status", "--nagios")
+    summary, detail = nagios.stdout.splitlines()[:2]
+    assert nagios.returncode == 2
+    assert summary.startswith("ZOMBIETOP CRITICAL - 1 schedule missed | ") and "missed=1" in summary
+    assert detail.startswith("fively missed: ")
+    (page,) = zt.watch()
+    assert page.startswith("fively missed: no tick run started within 1s of ")
+    job = tmp_path / "tick"  # `zombietop run` names the step after the command
+    job.write_text("#!/bin/sh\nexit 0\n")
+    job.chmod(0o755)
+    ran = zt("run", "--task", "tick-1", "--", str(job))
+    assert ran.returncode == 0, ran.stderr
+    status = zt("status", "--json")
+    assert status.returncode == 0, status.stdout
+    assert json.loads(status.stdout)["schedules"][0]["health"] == "ok"
+    (clear,) = zt.watch()
+    assert clear.startswith("schedule fively all clear: now ok (was missed for ")

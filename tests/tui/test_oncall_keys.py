@@ -1,0 +1,106 @@
+"""The on-call keys with Pilot: a acks (reason, duration from config), A silences the task or
+its step type (a reason required), from the table and from the detail view; read-only has
+neither."""
+
+from __future__ import annotations
+
+from textual.widgets import Input, RadioButton, Static
+
+from tests.tui.helpers import make_app, settle
+from zombietop.oncall import Matcher
+from zombietop.tui.sample import RecordingDesk
+from zombietop.tui.screens.oncall import AckScreen, SilenceScreen
+
+
+async def test_a_acks_the_row_with_a_reason_and_the_default_duration() -> None:
+    desk = RecordingDesk()
+    app = make_app(desk=desk)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "down", "a")
+        await settle(pilot)
+        assert isinstance(app.screen, AckScreen)
+        assert app.screen.query_one("#duration", Input).value == "2h"
+        await pilot.press(*"on it", "enter")
+        await settle(pilot)
+    (ack,) = desk.acks
+    assert (ack.task_id, ack.reason, ack.until - ack.acked_at) == ("thumbs-7781", "on it", 7200)
+
+
+async def test_the_ack_duration_can_be_changed_and_a_bad_one_is_explained() -> None:
+    desk = RecordingDesk()
+    app = make_app(desk=desk)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        duration = app.screen.query_one("#duration", Input)
+        duration.value = "soon"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, AckScreen)
+        assert "is not a duration" in str(app.screen.query_one("#problem", Static).render())
+        duration.value = "30m"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, AckScreen)
+    (ack,) = desk.acks
+    assert (ack.task_id, ack.reason, ack.until - ack.acked_at) == ("etl-0417", None, 1800)
+
+
+async def test_shift_a_silences_the_step_type_and_needs_a_reason() -> None:
+    desk = RecordingDesk()
+    app = make_app(desk=desk)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("A")
+        await settle(pilot)
+        assert isinstance(app.screen, SilenceScreen)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "needs a reason" in str(app.screen.query_one("#problem", Static).render())
+        app.screen.query_one("#step_type", RadioButton).value = True
+        app.screen.query_one("#reason", Input).focus()
+        await pilot.press(*"db failover", "enter")
+        await settle(pilot)
+    (made,) = desk.silences
+    assert (made.matcher, made.pattern, made.reason, made.until - made.created_at) == (
+        Matcher.STEP_TYPE,
+        "batch",
+        "db failover",
+        3600,
+    )
+
+
+async def test_escape_cancels_and_the_detail_view_acks_its_task() -> None:
+    desk = RecordingDesk()
+    app = make_app(desk=desk)
+    async with app.run_test(size=(110, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("A", "escape")
+        await settle(pilot)
+        assert desk.silences == []
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        await pilot.press("a", "enter")
+        await settle(pilot)
+    assert [a.task_id for a in desk.acks] == ["export-2031"]
+
+
+async def test_read_only_has_no_ack_or_silence() -> None:
+    app = make_app(read_only=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("a", "A")
+        await settle(pilot)
+        assert not isinstance(app.screen, AckScreen | SilenceScreen)
+        titles = app.palette_titles()
+    assert "Ack" not in titles and "Silence" not in titles
+
+
+async def test_the_palette_offers_ack_and_silence() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        titles = app.palette_titles()
+    assert "Ack" in titles and "Silence" in titles

@@ -1,0 +1,186 @@
+"""``zombietop ack``, ``unack``, ``silence``, ``silences`` and ``unsilence``: the on-call loop
+from a shell. Every name, reason and glob printed here is untrusted text: it goes through
+``printable``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from zombietop import oncall
+from zombietop.durations import format_age, format_duration, parse_duration
+from zombietop.heartbeat_line import format_timestamp
+from zombietop.oncall import Ack, Matcher, Silence, operator_name
+from zombietop.printable import printable
+from zombietop.store import open_store
+
+EXIT_OK, EXIT_NOT_DONE = 0, 1
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Register the on-call commands on the ``zombietop`` subparsers."""
+    ack = sub.add_parser(
+        "ack",
+        parents=[common],
+        help="say you are on a task's incident: no re-notify until the ack ends",
+    )
+    ack.add_argument("task", metavar="TASK")
+    ack.add_argument(
+        "--for",
+        dest="duration",
+        type=_duration,
+        metavar="DURATION",
+        help="how long, e.g. 2h (default: [oncall] ack_for)",
+    )
+    ack.add_argument("--reason", help="what you are doing about it, for the event log")
+    ack.set_defaults(handler=cmd_ack)
+
+    unack = sub.add_parser("unack", parents=[common], help="end a task's ack")
+    unack.add_argument("task", metavar="TASK")
+    unack.set_defaults(handler=cmd_unack)
+
+    silence = sub.add_parser(
+        "silence",
+        parents=[common],
+        help="hold the pages of matching tasks until the silence ends (shown, never paged)",
+    )
+    rule = silence.add_mutually_exclusive_group(required=True)
+    rule.add_argument("--task", metavar="GLOB", help="task ids matching a glob, e.g. 'export-*'")
+    rule.add_argument("--step-type", metavar="TYPE", help="every task of one step type")
+    rule.add_argument("--host", metavar="HOST", help="every task on one host")
+    silence.add_argument(
+        "--for",
+        dest="duration",
+        type=_duration,
+        required=True,
+        metavar="DURATION",
+        help="how long, e.g. 8h (at most [oncall] max_silence)",
+    )
+    silence.add_argument("--reason", required=True, help="why: whoever is paged next asks")
+    silence.set_defaults(handler=cmd_silence)
+
+    silences = sub.add_parser("silences", parents=[common], help="list the silences in force")
+    silences.add_argument("--json", action="store_true", help="one JSON list, for scripts")
+    silences.set_defaults(handler=cmd_silences)
+
+    unsilence = sub.add_parser("unsilence", parents=[common], help="end a silence now")
+    unsilence.add_argument("silence_id", metavar="ID", type=int)
+    unsilence.set_defaults(handler=cmd_unsilence)
+
+
+def ack_words(ack: Ack) -> str:
+    """``acked by ana until 2026-12-01T11:00:00Z (2h): restarting the partner API``."""
+    why = f": {printable(ack.reason)}" if ack.reason else ""
+    span = format_age(ack.until - ack.acked_at)
+    return f"acked by {printable(ack.by)} until {format_timestamp(ack.until)} ({span}){why}"
+
+
+def silence_words(silence: Silence, now: float | None = None) -> str:
+    """``silence 3 (task export-*) by ana, ends ...: maintenance night``."""
+    left = "" if now is None else f" (in {format_age(max(silence.until - now, 0))})"
+    return (
+        f"silence {silence.silence_id} ({silence.matcher} {printable(silence.pattern)}) by "
+        f"{printable(silence.by)}, ends {format_timestamp(silence.until)}{left}: "
+        f"{printable(silence.reason)}"
+    )
+
+
+async def cmd_ack(args: argparse.Namespace) -> int:
+    from zombietop.tui.cli import _context
+
+    ctx = _context(args)
+    async with await open_store(ctx.db) as store:
+        done = await oncall.ack(
+            store,
+            ctx.config.oncall,
+            args.task,
+            by=operator_name(),
+            reason=args.reason,
+            duration=args.duration,
+        )
+    print(f"{printable(done.task_id)}: {ack_words(done)}")
+    return EXIT_OK
+
+
+async def cmd_unack(args: argparse.Namespace) -> int:
+    from zombietop.tui.cli import _context
+
+    ctx = _context(args)
+    async with await open_store(ctx.db) as store:
+        ended = await oncall.unack(store, args.task, by=operator_name())
+    if ended is None:
+        print(f"{printable(args.task)} has no ack; nothing done")
+        return EXIT_NOT_DONE
+    print(f"{printable(args.task)}: ack by {printable(ended.by)} ended")
+    return EXIT_OK
+
+
+async def cmd_silence(args: argparse.Namespace) -> int:
+    from zombietop.tui.cli import _context
+
+    ctx = _context(args)
+    if args.task is not None:
+        matcher, pattern = Matcher.TASK, args.task
+    elif args.step_type is not None:
+        matcher, pattern = Matcher.STEP_TYPE, args.step_type
+    else:
+        matcher, pattern = Matcher.HOST, args.host
+    async with await open_store(ctx.db) as store:
+        made = await oncall.silence(
+            store,
+            ctx.config.oncall,
+            matcher=matcher,
+            pattern=pattern,
+            by=operator_name(),
+            reason=args.reason,
+            duration=args.duration,
+        )
+    print(f"{silence_words(made)} ({format_duration(args.duration)})")
+    return EXIT_OK
+
+
+async def cmd_silences(args: argparse.Namespace) -> int:
+    from zombietop.tui.cli import _context
+
+    ctx = _context(args)
+    async with await open_store(ctx.db, read_only=True) as store:
+        now = await store.now()
+        found = await store.silences()
+    if args.json:
+        print(json.dumps([silence_json(s) for s in found], indent=2))
+    elif not found:
+        print("no silences in force")
+    else:
+        for silence in found:
+            print(silence_words(silence, now))
+    return EXIT_OK
+
+
+async def cmd_unsilence(args: argparse.Namespace) -> int:
+    from zombietop.tui.cli import _context
+
+    ctx = _context(args)
+    async with await open_store(ctx.db) as store:
+        ended = await oncall.unsilence(store, args.silence_id, by=operator_name())
+    print(f"silence {ended.silence_id} ({ended.matcher} {printable(ended.pattern)}) ended")
+    return EXIT_OK
+
+
+def silence_json(silence: Silence) -> dict[str, Any]:
+    return {
+        "id": silence.silence_id,
+        "matcher": str(silence.matcher),
+        "pattern": silence.pattern,
+        "by": silence.by,
+        "reason": silence.reason,
+        "created_at": format_timestamp(silence.created_at),
+        "until": format_timestamp(silence.until),
+    }
