@@ -16,7 +16,8 @@ from typing import Any
 import tomli_w
 
 from zombietop.durations import format_duration, parse_duration
-from zombietop.errors import ConfigError
+from zombietop.errors import ConfigError, SourceError
+from zombietop.sources import check_source_url
 from zombietop.store import store_location
 
 DEFAULT_SOURCE = "default"
@@ -51,7 +52,17 @@ WATCH_DEFAULTS: dict[str, float] = {"interval": 30.0, "digest_every": 86400.0}
 STAGE_KILL_FACTOR = 2.0
 NOTIFY_DEFAULTS: dict[str, float] = {"retry_backoff": 10.0, "timeout": 10.0}
 NOTIFY_MAX_ATTEMPTS = 8
-SECTIONS = ("store", "monitor", "watch", "notify", "thresholds", "timeouts", "step_types")
+SECTIONS = (
+    "store",
+    "monitor",
+    "watch",
+    "notify",
+    "thresholds",
+    "timeouts",
+    "step_types",
+    "sources",
+)
+SOURCE_KEYS = ("url", "heartbeat_timeout")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,6 +120,15 @@ class NotifySettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSettings:
+    """One ``[[sources]]`` entry (or ``--source URL``): an engine's database to watch read-only."""
+
+    url: str
+    heartbeat_timeout: float | None = None
+    """None: the engine's own default (Airflow's task_instance_heartbeat_timeout, 300 s)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """Everything zombietop reads from ``config.toml``."""
 
@@ -121,6 +141,7 @@ class Config:
     finished_window: float = MONITOR_DEFAULTS["finished_window"]
     watch: WatchSettings = field(default_factory=WatchSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
+    sources: tuple[SourceSettings, ...] = ()
 
     def limits_for(self, step_type: str | None) -> Limits:
         """Return the effective limits for a step type (the global set when it has none)."""
@@ -313,7 +334,39 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         finished_window=values["finished_window"],
         watch=_watch(path, _table(path, data, "watch")),
         notify=_notify(path, _table(path, data, "notify")),
+        sources=_sources(path, data.get("sources", [])),
     )
+
+
+def _sources(path: Path | None, entries: Any) -> tuple[SourceSettings, ...]:
+    example = '[[sources]]\nurl = "airflow+postgresql://zombietop@db/airflow"'
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+        raise ConfigError(
+            f"{_where(path)}: sources must be an array of tables, one per source:\n{example}"
+        )
+    found = []
+    for n, entry in enumerate(entries, 1):
+        section = f"sources #{n}"
+        for key in entry:
+            if key not in SOURCE_KEYS:
+                raise _unknown(path, section, key, list(SOURCE_KEYS))
+        url = entry.get("url")
+        if not isinstance(url, str) or not url:
+            raise ConfigError(f"{_where(path)} [{section}]: url is required, e.g.\n{example}")
+        try:
+            check_source_url(url)
+        except SourceError as exc:
+            raise ConfigError(f"{_where(path)} [{section}]: {exc}") from None
+        timeout = entry.get("heartbeat_timeout")
+        found.append(
+            SourceSettings(
+                url=url,
+                heartbeat_timeout=None
+                if timeout is None
+                else _duration(path, section, "heartbeat_timeout", timeout),
+            )
+        )
+    return tuple(found)
 
 
 def _watch(path: Path | None, table: Mapping[str, Any]) -> WatchSettings:

@@ -63,3 +63,7 @@ class UpstreamBlocked(ZombietopError):
 
 class RequestTimeout(ZombietopError):
     """An SDK ``job.request(name)`` ran past the request timeout and was failed fast."""
+
+
+class SourceError(ZombietopError):
+    """An engine's database (a read-only source) cannot be opened or read."""

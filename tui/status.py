@@ -12,6 +12,7 @@ from zombietop.durations import format_age
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.model import AgentPresence, Health
 from zombietop.monitor import Snapshot, TaskView
+from zombietop.sources import Origin
 
 
 class Level(IntEnum):
@@ -75,7 +76,7 @@ def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
         "counts": {str(health): n for health, n in snapshot.counts.items()},
         "host": snapshot.host,
         "agents": [_agent_json(agent, snapshot.taken_at) for agent in snapshot.agents],
-        "tasks": [_task_json(view) for view in snapshot.tasks],
+        "tasks": [_task_json(view, snapshot.origins.get(view.task_id)) for view in snapshot.tasks],
     }
 
 
@@ -91,7 +92,19 @@ def _agent_json(agent: AgentPresence, now: float | None) -> dict[str, Any]:
     }
 
 
-def _task_json(view: TaskView) -> dict[str, Any]:
+def _origin_json(origin: Origin | None) -> dict[str, Any] | None:
+    """Where a task came from when not the store: the engine and its own identifiers."""
+    if origin is None:
+        return None
+    return {
+        "kind": origin.kind,
+        "name": origin.source,
+        "capability": str(origin.capability),
+        origin.kind: dict(origin.ids),
+    }
+
+
+def _task_json(view: TaskView, origin: Origin | None = None) -> dict[str, Any]:
     task, verdict, beat = view.task, view.verdict, view.heartbeat
     budgets = verdict.budgets
     return {
@@ -132,6 +145,7 @@ def _task_json(view: TaskView) -> dict[str, Any]:
             )
         },
         "context": verdict.context,
+        "source": _origin_json(origin),
     }
 
 
