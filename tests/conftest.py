@@ -17,10 +17,14 @@ from typing import Any
 
 import pytest
 
+from tests.airflow_env import AirflowDatabase, PostgresTemplate, SqliteTemplates
 from tests.pg_server import TEMPLATE, ThrowawayServer, external_url, find_binaries
 from tests.stores import open_for_test
 from zombietop.clock import FakeClock
 from zombietop.store import Store
+
+# The Airflow fixtures (airflow_sqlite, airflow3_sqlite) live beside the helpers they use.
+pytest_plugins = ["tests.airflow_env"]
 
 BACKENDS = ("sqlite", "postgresql")
 NO_POSTGRES = (
@@ -153,3 +157,16 @@ def reopen(store_location: Path | str, clock: FakeClock) -> Callable[..., Awaita
         return open_for_test(store_location, **kwargs)
 
     return opener
+
+
+@pytest.fixture(scope="session")
+def airflow_pg_template(
+    postgres: PostgresForTests, airflow_templates: SqliteTemplates
+) -> PostgresTemplate:
+    return PostgresTemplate(postgres.url, airflow_templates.root / "home-pg")
+
+
+@pytest.fixture
+def airflow_postgres(airflow_pg_template: PostgresTemplate) -> AirflowDatabase:
+    """A freshly migrated Airflow 3 database on the throwaway PostgreSQL."""
+    return airflow_pg_template.fresh()
