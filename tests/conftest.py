@@ -13,15 +13,17 @@ import concurrent.futures
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.airflow_env import AirflowDatabase, PostgresTemplate, SqliteTemplates
 from tests.pg_server import TEMPLATE, ThrowawayServer, external_url, find_binaries
 from tests.stores import open_for_test
 from zombietop.clock import FakeClock
 from zombietop.store import Store
+
+if TYPE_CHECKING:
+    from tests.airflow_env import AirflowDatabase, PostgresTemplate, SqliteTemplates
 
 # The Airflow fixtures (airflow_sqlite, airflow3_sqlite) live beside the helpers they use.
 pytest_plugins = ["tests.airflow_env"]
@@ -163,6 +165,8 @@ def reopen(store_location: Path | str, clock: FakeClock) -> Callable[..., Awaita
 def airflow_pg_template(
     postgres: PostgresForTests, airflow_templates: SqliteTemplates
 ) -> PostgresTemplate:
+    from tests.airflow_env import PostgresTemplate
+
     return PostgresTemplate(postgres.url, airflow_templates.root / "home-pg")
 
 
