@@ -41,7 +41,7 @@ from zombietop.model import (
     builder,
 )
 from zombietop.procs import this_host
-from zombietop.sources import JudgingConfig, Origin, Source, read_sources
+from zombietop.sources import JudgingConfig, Origin, Source, read_holds, read_sources
 from zombietop.store import Store
 
 
@@ -612,7 +612,7 @@ class Monitor:
             if self.sources:
                 # Sources have no change feed: their records join the store's, judged afresh.
                 extra, origins, self.source_of = await read_sources(
-                    self.sources, now, since, self.host
+                    self.sources, now, since, self.host, await read_holds(self.store)
                 )
                 records, changes = [*records, *extra], None
                 config = self._judging(self.config, [r.task for r in extra], self.source_of)

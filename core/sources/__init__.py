@@ -17,11 +17,12 @@ from urllib.parse import urlsplit
 
 from zombietop.actions import ActionKind
 from zombietop.errors import SourceError
-from zombietop.model import Heartbeat, Lease, Task, TaskRecord
+from zombietop.model import EventKind, Heartbeat, Lease, Task, TaskRecord
 
 if TYPE_CHECKING:
     # Only for annotations: the config validates source URLs with this module.
     from zombietop.config import Config, Limits, SourceSettings
+    from zombietop.store import Store
 
 
 class Capability(StrEnum):
@@ -163,11 +164,51 @@ CLOCK_TOLERANCE = 0.5
 (the same host's clock read twice)."""
 
 
+HOLD_EVENTS = 1000
+"""How many of the latest hold and release events a poll reads to know what is held."""
+
+Hold = tuple[float, str, str]
+"""A zombietop-side hold on a source's task: when, by whom, why."""
+
+
+async def read_holds(store: Store) -> dict[str, Hold]:
+    """The holds on source tasks, from zombietop's event log (the engine never hears of them):
+    a task is held while its latest hold or release event is a hold."""
+    held: dict[str, Hold] = {}
+    seen: set[str] = set()
+    events = [
+        *await store.events(kind=EventKind.QUARANTINED, limit=HOLD_EVENTS),
+        *await store.events(kind=EventKind.UNQUARANTINED, limit=HOLD_EVENTS),
+    ]
+    for event in sorted(events, key=lambda e: e.event_id, reverse=True):
+        task_id = event.task_id
+        if task_id is None or "source" not in event.data or task_id in seen:
+            continue
+        seen.add(task_id)
+        if event.kind == EventKind.QUARANTINED:
+            held[task_id] = (event.at, event.actor, str(event.data.get("reason") or ""))
+    return held
+
+
+def with_hold(record: TaskRecord, hold: Hold | None) -> TaskRecord:
+    """``record`` with its zombietop-side hold, if any."""
+    if hold is None:
+        return record
+    at, actor, reason = hold
+    task = replace(record.task, quarantined_at=at, quarantined_by=actor, quarantine_reason=reason)
+    return replace(record, task=task)
+
+
 async def read_sources(
-    sources: Sequence[Source], store_now: float, since: float | None, host: str
+    sources: Sequence[Source],
+    store_now: float,
+    since: float | None,
+    host: str,
+    holds: Mapping[str, Hold] | None = None,
 ) -> tuple[list[TaskRecord], dict[str, Origin], dict[str, Source]]:
-    """Read every source at ``store_now``: the records on the store's clock, each task's
-    origin, and which source each task came from."""
+    """Read every source at ``store_now``: the records on the store's clock (with their
+    zombietop-side ``holds``), each task's origin, and which source each task came from."""
+    holds = holds or {}
     records: list[TaskRecord] = []
     origins: dict[str, Origin] = {}
     owners: dict[str, Source] = {}
@@ -177,6 +218,7 @@ async def read_sources(
             offset = 0.0
         for found in await source.poll(None if since is None else since - offset, host):
             record = found.record if offset == 0.0 else shifted(found.record, offset)
+            record = with_hold(record, holds.get(record.task.task_id))
             records.append(record)
             origins[record.task.task_id] = found.origin
             owners[record.task.task_id] = source

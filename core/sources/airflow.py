@@ -20,6 +20,9 @@ a hung task still reads "alive, cpu 0%" beside its fresh heartbeat.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
+import shlex
 import socket
 import sqlite3
 from collections.abc import Sequence
@@ -203,13 +206,16 @@ def _identity(pid: int, start: float | None) -> float | None:
     return actual if actual <= start + IDENTITY_SLACK else start
 
 
-def clear_command(origin: Origin) -> str:
-    """The ``airflow tasks clear`` that re-runs this one task instance."""
+def clear_command(origin: Origin) -> str | None:
+    """The ``airflow tasks clear`` that re-runs this one task instance, or None when its run
+    has no logical date (``tasks clear`` picks runs by logical date, so it cannot name it)."""
     ids = origin.ids
-    task = f"^{ids['task_id']}$"
     when = ids.get("logical_date")
-    dates = f" -s {when} -e {when}" if when else ""
-    return f"airflow tasks clear {ids['dag_id']} -t '{task}'{dates} -y"
+    if not when:
+        return None
+    task = shlex.quote(f"^{re.escape(str(ids['task_id']))}$")
+    dag, at = shlex.quote(str(ids["dag_id"])), shlex.quote(str(when))
+    return f"airflow tasks clear {dag} -t {task} -s {at} -e {at} -y"
 
 
 def task_instance_path(origin: Origin) -> str:
@@ -437,11 +443,14 @@ class AirflowSource:
         )
         where = f"{what} is Airflow's (read-only source {self.name}); zombietop never writes to it"
         if kind is ActionKind.RESUME:
-            return (
-                f"{where}. Re-run it in Airflow: {clear_command(origin)}, or POST "
-                f"/api/v2/dags/{ids['dag_id']}/clearTaskInstances with "
-                f'{{"dag_run_id": "{ids["run_id"]}", "task_ids": ["{ids["task_id"]}"]}}'
+            body = json.dumps({"dag_run_id": ids["run_id"], "task_ids": [ids["task_id"]]})
+            api = (
+                f"POST /api/v2/dags/{quote(str(ids['dag_id']), safe='')}/clearTaskInstances {body}"
             )
+            command = clear_command(origin)
+            if command is None:
+                return f"{where}. Re-run it in Airflow (its run has no logical date): {api}"
+            return f"{where}. Re-run it in Airflow: {command} (or {api})"
         if kind is ActionKind.DISCARD:
             return (
                 f"{where}. Mark it failed in Airflow: PATCH {task_instance_path(origin)} "

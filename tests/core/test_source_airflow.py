@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,12 @@ def scheduler_rows(now: float, sleeper: int, gone: int, other: int) -> list[dict
     the hung task's process, ``gone`` a pid that exited, ``other`` someone else's process."""
     host = this_host()
     born = psutil.Process(sleeper).create_time()
-    etl = {"dag_id": "etl", "run_id": "manual__2026-12-01", "operator": "PythonOperator"}
+    etl = {
+        "dag_id": "etl",
+        "run_id": "manual__2026-12-01",
+        "operator": "PythonOperator",
+        "logical_date": 1_796_083_200.0,
+    }  # 2026-12-01T00:00:00Z
     rep = {"dag_id": "report", "run_id": "scheduled__2026-12-01", "operator": "BashOperator"}
     return [
         # A local task whose supervisor beats while its code hangs (apache/airflow#13747).
@@ -259,7 +265,13 @@ def test_refusals_name_the_airflow_command() -> None:
     )
     resume = source.refusal(ActionKind.RESUME, origin)
     assert resume is not None
-    assert "airflow tasks clear etl -t '^transform$' -s 2026-12-01T00:00:00+00:00" in resume
+    assert (
+        "airflow tasks clear etl -t '^transform$' -s 2026-12-01T00:00:00+00:00 "
+        "-e 2026-12-01T00:00:00+00:00 -y"
+    ) in resume
+    assert 'POST /api/v2/dags/etl/clearTaskInstances {"dag_run_id": "manual__1"' in resume
+    no_date = replace(origin, ids={**origin.ids, "logical_date": None})
+    assert "airflow tasks clear" not in (source.refusal(ActionKind.RESUME, no_date) or "x")
     assert "zombietop never writes to it" in resume
     discard = source.refusal(ActionKind.DISCARD, origin)
     assert discard is not None
