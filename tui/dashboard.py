@@ -25,6 +25,7 @@ from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.layout import clean_env, safe_name, state_dir
 from zombietop.procs import PsutilProbe
+from zombietop.sources.actions import SourceActions
 from zombietop.store import Store, open_store
 from zombietop.tui.poller import ThreadedMonitor
 
@@ -112,6 +113,9 @@ async def run_dashboard(
         source = await ThreadedMonitor.open(
             db, config, read_only=read_only, probe=PsutilProbe(), sources=sources
         )
+        if sources and executor is not None:
+            # Tasks of a read-only source: their actions never reach the store's executor.
+            executor = SourceActions(source.monitor, executor, actor_store=store)
         try:
             app = ZombietopApp(
                 source,

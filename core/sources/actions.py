@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 
 import psutil
 
@@ -26,6 +27,9 @@ from zombietop.monitor import Monitor
 from zombietop.procs import process_start_time, same_start
 from zombietop.sources import Origin, Source
 from zombietop.store import Store
+
+EXIT_POLL_S = 0.05
+"""How often a kill looks whether the process exited after SIGTERM (on a thread of its own)."""
 
 
 class SourceActions:
@@ -151,10 +155,15 @@ async def kill_local(task: Task, grace: float, *, here: str) -> tuple[Outcome, s
 
 
 def _exits_within(pid: int, grace: float) -> bool:
-    try:
-        psutil.Process(pid).wait(timeout=grace)
-    except psutil.TimeoutExpired:
-        return False
-    except psutil.NoSuchProcess:
-        return True
-    return True
+    """Wait up to ``grace`` for ``pid`` to exit; a zombie has (its parent reaps it, not us)."""
+    deadline = time.monotonic() + grace
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(EXIT_POLL_S, left))

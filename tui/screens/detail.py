@@ -19,6 +19,8 @@ from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import TaskView
+from zombietop.printable import printable
+from zombietop.sources import Origin
 from zombietop.tui.cells import bar
 from zombietop.tui.compositor import LeanScreen
 from zombietop.tui.healths import health_label
@@ -58,8 +60,8 @@ def _budget_row(budget: Budget) -> Text:
     return text
 
 
-def describe(view: TaskView, now: float) -> Table:
-    """Every fact about the task, as label/value rows."""
+def describe(view: TaskView, now: float, origin: Origin | None = None) -> Table:
+    """Every fact about the task, as label/value rows (``origin``: the engine it came from)."""
     task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
     verdict = view.verdict_at(now)
     grid = _grid()
@@ -69,6 +71,23 @@ def describe(view: TaskView, now: float) -> Table:
             (task.task_id, "bold"), f"  run {task.run_id}  step {task.step}  type {task.step_type}"
         ),
     )
+    if origin is not None:
+        grid.add_row("source", Text(printable(f"{origin.source} ({origin.capability})")))
+        ids = "  ".join(
+            f"{key} {value}" for key, value in origin.ids.items() if value not in (None, "", -1)
+        )
+        grid.add_row(origin.kind, Text(printable(ids)))
+        if task.quarantined:
+            grid.add_row(
+                "hold",
+                Text(
+                    printable(
+                        f"held in zombietop only by {task.quarantined_by}: "
+                        f"{task.quarantine_reason or '-'} (never written into {origin.kind})"
+                    ),
+                    style="bold yellow",
+                ),
+            )
     grid.add_row("state", f"{task.state}, attempt {task.attempt}")
     for reason in verdict.reasons:
         grid.add_row("reason", reason.message)
@@ -225,7 +244,8 @@ class DetailScreen(LeanScreen):
         spark = self.query_one("#spark", Sparkline)
         spark.display = bool(points)
         spark.data = points
-        self.query_one("#facts", Static).update(describe(view, now))
+        origin = self.zapp.snapshot.origins.get(self.task_id)
+        self.query_one("#facts", Static).update(describe(view, now, origin))
         self.query_one("#events", Static).update(self._events_text(self.events))
 
     @staticmethod
