@@ -202,3 +202,21 @@ def test_kill_a_local_airflow_task_checks_its_identity(
     )
     assert not psutil.pid_exists(sleeper) or psutil.Process(sleeper).status() == "zombie"
     assert _sha(airflow3_sqlite.path) == before
+
+
+def test_the_watchdogs_hold_stays_in_zombietop(
+    airflow3_sqlite: AirflowDatabase, tmp_path: Path, sleeper: int
+) -> None:
+    airflow3_sqlite.write(rows(time.time(), sleeper))
+    before = _sha(airflow3_sqlite.path)
+    watched = zombietop(tmp_path, airflow3_sqlite, "watch", "--once")
+    assert watched.returncode == 0, watched.stderr
+    assert f"held etl/transform/{RUN} in zombietop only" in watched.stdout
+    status = zombietop(tmp_path, airflow3_sqlite, "status", "--json")
+    tasks = {t["task_id"]: t for t in json.loads(status.stdout)["tasks"]}
+    assert tasks[f"etl/transform/{RUN}"]["quarantined"] is True
+    assert tasks[f"etl/load/{RUN}"]["quarantined"] is True
+    assert tasks[f"etl/extract/{RUN}"]["quarantined"] is False
+    # Shown and paged, and never written into Airflow.
+    assert tasks[f"etl/transform/{RUN}"]["health"] == "stalled"
+    assert _sha(airflow3_sqlite.path) == before
