@@ -28,8 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 VENVS = {"3": ROOT / ".airflow-venv", "2": ROOT / ".airflow2-venv"}
 ENV_OVERRIDES = {"3": "ZOMBIETOP_AIRFLOW_VENV", "2": "ZOMBIETOP_AIRFLOW2_VENV"}
 INSTALL = {
-    "3": "python3 -m venv .airflow-venv && .airflow-venv/bin/pip install -e '.[airflow]'",
-    "2": "python3 -m venv .airflow2-venv && .airflow2-venv/bin/pip install -e '.[airflow2]'",
+    "3": "python3 -m venv .airflow-venv && .airflow-venv/bin/pip install "
+    "'apache-airflow>=3,<4' psycopg2-binary asyncpg (pyproject's [airflow] group)",
+    "2": "python3 -m venv .airflow2-venv && .airflow2-venv/bin/pip install "
+    "'apache-airflow>=2.10,<2.11' (pyproject's [airflow2] group)",
 }
 ROWS_SCRIPT = Path(__file__).with_name("airflow_rows.py")
 
