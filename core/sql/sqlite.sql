@@ -226,6 +226,12 @@ CREATE TRIGGER tasks_update_stamps_task AFTER UPDATE ON tasks WHEN NEW.rev = OLD
     WHERE task_id = NEW.task_id;
 END;
 
+-- schema_v6 --
+-- Who asked, as the asking process's real uid says (not the actor text, which is free-form):
+-- an agent carries out only its own user's requests and those of users its config allows.
+ALTER TABLE host_requests ADD COLUMN requester_uid INTEGER;
+ALTER TABLE host_requests ADD COLUMN requester TEXT;
+
 -- select_task --
 SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 
@@ -472,8 +478,9 @@ FROM process_samples s JOIN tasks t ON t.task_id = s.task_id
 WHERE t.finished_at IS NULL
 
 -- insert_host_request --
-INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at)
-VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now)
+INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at,
+                           requester_uid, requester)
+VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now, :requester_uid, :requester)
 RETURNING request_id
 
 -- select_host_request --
