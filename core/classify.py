@@ -278,10 +278,14 @@ def _executing_rules(
             code, what = "process_zombie", f"pid {process.pid} exited and is a zombie (not reaped)"
         reasons.append(Reason(code=code, message=what, health=Health.DEAD))
 
-    if lease is None or not lease.held or lease.expires_at is None:
+    if lease is None or not lease.held:
         reasons.append(
             Reason(code="no_lease", message="no lease is held", health=Health.RECLAIMABLE)
         )
+    elif lease.expires_at is None:
+        # Held without an expiry: an engine without leases (Airflow's worker holds its task
+        # instance until the scheduler fails it). It can go stale, never be reclaimed.
+        pass
     elif now > lease.expires_at:
         ago = now - lease.expires_at
         reasons.append(
@@ -482,7 +486,8 @@ def _context(
         parts.append(f"heartbeat {format_age(heartbeat_age)} old")
     elif task.state.executing:
         parts.append(f"no heartbeat yet ({format_age(now - _start_of(task))} since claim)")
-    if task.state.executing:
+    # A lease held without an expiry (an engine's) says nothing worth a page's words.
+    if task.state.executing and not (lease is not None and lease.held and lease_in is None):
         if lease_in is None:
             parts.append("no lease")
         elif lease_in < 0:

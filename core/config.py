@@ -19,8 +19,9 @@ import tomli_w
 from cronsim import CronSim, CronSimError
 
 from zombietop.durations import format_duration, parse_duration
-from zombietop.errors import ConfigError
+from zombietop.errors import ConfigError, SourceError
 from zombietop.redact import redact_url
+from zombietop.sources import check_source_url
 from zombietop.store import store_location
 
 DEFAULT_SOURCE = "default"
@@ -74,7 +75,9 @@ SECTIONS = (
     "thresholds",
     "timeouts",
     "step_types",
+    "sources",
 )
+SOURCE_KEYS = ("url", "heartbeat_timeout")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,6 +205,15 @@ class AgentSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSettings:
+    """One ``[[sources]]`` entry (or ``--source URL``): an engine's database to watch read-only."""
+
+    url: str
+    heartbeat_timeout: float | None = None
+    """None: the engine's own default (Airflow's task_instance_heartbeat_timeout, 300 s)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """Everything zombietop reads from ``config.toml``."""
 
@@ -217,6 +229,7 @@ class Config:
     agent: AgentSettings = field(default_factory=AgentSettings)
     oncall: OnCallSettings = field(default_factory=OnCallSettings)
     schedules: tuple[Schedule, ...] = ()
+    sources: tuple[SourceSettings, ...] = ()
 
     def limits_for(self, step_type: str | None) -> Limits:
         """Return the effective limits for a step type (the global set when it has none)."""
@@ -413,6 +426,7 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         agent=_agent(path, _table(path, data, "agent")),
         oncall=_oncall(path, _table(path, data, "oncall")),
         schedules=_schedules(path, _table(path, data, "schedules")),
+        sources=_sources(path, data.get("sources", [])),
     )
 
 
@@ -430,6 +444,37 @@ def _agent(path: Path | None, table: Mapping[str, Any]) -> AgentSettings:
             f'["alice", "deploy"], not {allow!r}'
         )
     return AgentSettings(allow=tuple(allow))
+
+
+def _sources(path: Path | None, entries: Any) -> tuple[SourceSettings, ...]:
+    example = '[[sources]]\nurl = "airflow+postgresql://zombietop@db/airflow"'
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+        raise ConfigError(
+            f"{_where(path)}: sources must be an array of tables, one per source:\n{example}"
+        )
+    found = []
+    for n, entry in enumerate(entries, 1):
+        section = f"sources #{n}"
+        for key in entry:
+            if key not in SOURCE_KEYS:
+                raise _unknown(path, section, key, list(SOURCE_KEYS))
+        url = entry.get("url")
+        if not isinstance(url, str) or not url:
+            raise ConfigError(f"{_where(path)} [{section}]: url is required, e.g.\n{example}")
+        try:
+            check_source_url(url)
+        except SourceError as exc:
+            raise ConfigError(f"{_where(path)} [{section}]: {exc}") from None
+        timeout = entry.get("heartbeat_timeout")
+        found.append(
+            SourceSettings(
+                url=url,
+                heartbeat_timeout=None
+                if timeout is None
+                else _duration(path, section, "heartbeat_timeout", timeout),
+            )
+        )
+    return tuple(found)
 
 
 def _watch(path: Path | None, table: Mapping[str, Any]) -> WatchSettings:

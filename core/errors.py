@@ -68,3 +68,7 @@ class RequestTimeout(ZombietopError):
 class UnsafePath(ZombietopError):
     """A state directory or file zombietop would write is not safely its own (another user's
     directory, a link, a file with other names); the message says which and what to do."""
+
+
+class SourceError(ZombietopError):
+    """An engine's database (a read-only source) cannot be opened or read."""

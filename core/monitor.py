@@ -42,6 +42,7 @@ from zombietop.model import (
 from zombietop.oncall import OnCall, current
 from zombietop.procs import this_host
 from zombietop.schedules import ScheduleHealth, ScheduleView, judge, order
+from zombietop.sources import JudgingConfig, Origin, Source, read_holds, read_sources
 from zombietop.store import Store
 
 
@@ -148,6 +149,8 @@ class Snapshot:
     """The acks and silences in force as of this poll."""
     schedules: tuple[ScheduleView, ...] = ()
     """Every configured schedule, most urgent first."""
+    origins: Mapping[str, Origin] = field(default_factory=dict)
+    """By task id, the tasks read from a source other than the store (an engine's database)."""
 
     @property
     def ok(self) -> bool:
@@ -581,9 +584,15 @@ class Monitor:
         host: str | None = None,
         reuse_verdicts: bool = False,
         own_thread: bool = False,
+        sources: Sequence[Source] = (),
     ) -> None:
         self.store = store
         self.config = config
+        self.sources = tuple(sources)
+        """Read-only engine databases whose tasks join the store's every poll."""
+        self.source_of: dict[str, Source] = {}
+        """By task id, the source each task of the last poll came from (the store's: absent)."""
+        self._judging = JudgingConfig()
         self.probe = probe
         self.host = host or getattr(probe, "host", None) or this_host()
         self.clock = clock or SystemClock()
@@ -613,7 +622,16 @@ class Monitor:
             since = None if self.include_finished else now - self.config.finished_window
             records = await self.store.poll(since)
             changes = self.store.poll_changes()
-            if kept is not None and not kept.follows(changes, self.config):
+            config = self.config
+            origins: dict[str, Origin] = {}
+            if self.sources:
+                # Sources have no change feed: their records join the store's, judged afresh.
+                extra, origins, self.source_of = await read_sources(
+                    self.sources, now, since, self.host, await read_holds(self.store)
+                )
+                records, changes = [*records, *extra], None
+                config = self._judging(self.config, [r.task for r in extra], self.source_of)
+            if kept is not None and not kept.follows(changes, config):
                 kept = None
             samples: Mapping[str, ProcessSample] = {}
             if self.probe is not None:
@@ -632,7 +650,7 @@ class Monitor:
             else:
                 kept = None
                 previous = self._by_id if self.reuse_verdicts else None
-                build = partial(build_snapshot, now, records, self.config, samples, fleet)
+                build = partial(build_snapshot, now, records, config, samples, fleet)
                 if self.own_thread:
                     snapshot = build(previous=previous)
                 else:
@@ -647,6 +665,7 @@ class Monitor:
             poll_seconds=time.perf_counter() - started,
             oncall=oncall,
             schedules=schedules,
+            origins=origins,
         )
         if kept is not None:
             self._kept, self._by_id = kept, kept.by_id

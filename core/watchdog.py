@@ -25,6 +25,7 @@ from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
 from zombietop.oncall import FollowUp, Notices, OnCall, notice_line
 from zombietop.printable import printable
 from zombietop.schedules import ScheduleHealth
+from zombietop.sources import Origin
 
 RESTORE_EVENTS = 5000
 """How far back in the page log the watchdog looks to remember open incidents."""
@@ -348,12 +349,15 @@ class Watchdog:
             task_id=task_id, health=view.health, opened_at=self.clock.now()
         )
         verdict = view.verdict_at(tick.now)
+        origin = self.monitor.last.origins.get(task_id)
         if not view.task.quarantined:
             first = next(
                 (r.message for r in verdict.reasons if r.health is view.health),
                 str(view.health),
             )
-            if self.dry_run:
+            if origin is not None:
+                await self._hold(view, origin, f"{view.health}: {first}", tick)
+            elif self.dry_run:
                 tick.logs.append(f"would quarantine {task_id}: {first}")
             else:
                 try:
@@ -495,11 +499,34 @@ class Watchdog:
         except StoreError as exc:
             tick.logs.append(f"could not end the ack of {task_id}: {exc}")
 
+    async def _hold(self, view: TaskView, origin: Origin, reason: str, tick: _Tick) -> None:
+        """Quarantine a read-only source's task on zombietop's side only: an event in the store
+        that the monitor shows as the hold, never a write into the engine's database."""
+        where = f"in zombietop only ({origin.kind} is read-only: nothing written there)"
+        if self.dry_run:
+            tick.logs.append(f"would hold {view.task_id} {where}: {reason}")
+            return
+        await self._record(
+            EventKind.QUARANTINED,
+            f"held {where}: {reason}",
+            view.task_id,
+            {"source": origin.source, "reason": reason},
+        )
+        tick.logs.append(f"held {view.task_id} {where}: {reason}")
+
     async def _close_incident(self, view: TaskView, tick: _Tick) -> None:
         task_id, health = view.task_id, view.health
         incident = self.incidents.pop(task_id)
         task = view.task
-        if (
+        origin = self.monitor.last.origins.get(task_id)
+        if origin is not None and task.quarantined_by == self.actor and not self.dry_run:
+            await self._record(
+                EventKind.UNQUARANTINED,
+                f"hold released: now {health}",
+                task_id,
+                {"source": origin.source, "reason": "recovered"},
+            )
+        elif (
             health is Health.QUARANTINED
             and task.quarantined_by == self.actor
             and task.state.executing
@@ -581,6 +608,11 @@ class Watchdog:
     ) -> ActionOutcome | None:
         if self.dry_run or self.executor is None:
             tick.logs.append(f"would {kind} {view.task_id}: {reason}")
+            return None
+        origin = self.monitor.last.origins.get(view.task_id)
+        if origin is not None:
+            # The engine runs its own tasks: on them, zombietop acts only when a human asks.
+            tick.logs.append(f"not {kind}: {view.task_id} is {origin.kind}'s ({reason})")
             return None
         request = ActionRequest(
             kind=kind,

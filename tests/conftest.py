@@ -13,7 +13,7 @@ import concurrent.futures
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,6 +21,12 @@ from tests.pg_server import TEMPLATE, ThrowawayServer, external_url, find_binari
 from tests.stores import open_for_test
 from zombietop.clock import FakeClock
 from zombietop.store import Store
+
+if TYPE_CHECKING:
+    from tests.airflow_env import AirflowDatabase, PostgresTemplate, SqliteTemplates
+
+# The Airflow fixtures (airflow_sqlite, airflow3_sqlite) live beside the helpers they use.
+pytest_plugins = ["tests.airflow_env"]
 
 BACKENDS = ("sqlite", "postgresql")
 NO_POSTGRES = (
@@ -153,3 +159,18 @@ def reopen(store_location: Path | str, clock: FakeClock) -> Callable[..., Awaita
         return open_for_test(store_location, **kwargs)
 
     return opener
+
+
+@pytest.fixture(scope="session")
+def airflow_pg_template(
+    postgres: PostgresForTests, airflow_templates: SqliteTemplates
+) -> PostgresTemplate:
+    from tests.airflow_env import PostgresTemplate
+
+    return PostgresTemplate(postgres.url, airflow_templates.root / "home-pg")
+
+
+@pytest.fixture
+def airflow_postgres(airflow_pg_template: PostgresTemplate) -> AirflowDatabase:
+    """A freshly migrated Airflow 3 database on the throwaway PostgreSQL."""
+    return airflow_pg_template.fresh()

@@ -14,13 +14,20 @@ from pathlib import Path
 from typing import NoReturn
 
 from zombietop import __version__
-from zombietop.config import Config, load_config, resolve_config_path, write_defaults
+from zombietop.config import (
+    Config,
+    SourceSettings,
+    load_config,
+    resolve_config_path,
+    write_defaults,
+)
 from zombietop.durations import parse_duration
 from zombietop.errors import HeartbeatParseError, ZombietopError
 from zombietop.heartbeat_line import BeatLine, format_timestamp, parse_line
 from zombietop.monitor import Monitor, Snapshot
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
+from zombietop.sources import check_source_url, open_sources
 from zombietop.sqlite_store import SCHEMA_VERSION
 from zombietop.store import default_store_path, open_store, store_location
 from zombietop.tui.agent import add_parser as agent_parser
@@ -56,6 +63,8 @@ class Context:
     config: Config
     db: Path | str
     """A SQLite file or a ``postgresql://`` URL."""
+    sources: tuple[SourceSettings, ...] = ()
+    """``[[sources]]`` and every ``--source``: engines' databases watched read-only."""
 
 
 def resolve_store_path(flag: str | None, config: Config) -> Path | str:
@@ -72,7 +81,12 @@ def resolve_store_path(flag: str | None, config: Config) -> Path | str:
 
 def _context(args: argparse.Namespace) -> Context:
     config = load_config(resolve_config_path(getattr(args, "config", None)))
-    return Context(config=config, db=resolve_store_path(getattr(args, "db", None), config))
+    flags = tuple(SourceSettings(url=check_source_url(url)) for url in getattr(args, "source", []))
+    return Context(
+        config=config,
+        db=resolve_store_path(getattr(args, "db", None), config),
+        sources=(*config.sources, *flags),
+    )
 
 
 # Commands --------------------------------------------------------------------------------
@@ -94,9 +108,14 @@ async def cmd_status(args: argparse.Namespace) -> int:
         return Level.UNKNOWN
     try:
         ctx = _context(args)
-        async with await open_store(ctx.db, read_only=True) as store:
+        async with (
+            await open_store(ctx.db, read_only=True) as store,
+            open_sources(ctx.sources) as sources,
+        ):
             probe = PsutilProbe()  # so a task whose process died shows as dead
-            monitor = Monitor(store, ctx.config, probe=probe, include_finished=args.all)
+            monitor = Monitor(
+                store, ctx.config, probe=probe, include_finished=args.all, sources=sources
+            )
             snapshot = await monitor.poll()
         if snapshot.error:
             raise ZombietopError(snapshot.error)
@@ -217,7 +236,12 @@ async def cmd_dashboard(args: argparse.Namespace) -> int:
 
     ctx = _context(args)
     return await run_dashboard(
-        ctx.config, ctx.db, read_only=args.read_only, wall=args.wall, refresh=args.refresh
+        ctx.config,
+        ctx.db,
+        read_only=args.read_only,
+        wall=args.wall,
+        refresh=args.refresh,
+        sources=ctx.sources,
     )
 
 
@@ -257,6 +281,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH|URL",
         help="the store: a SQLite file or a postgresql:// URL "
         "(default: $ZOMBIETOP_DB, [store] path, or the XDG state dir)",
+    )
+    common.add_argument(
+        "--source",
+        action="append",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="also watch an engine's database, read-only (repeatable): "
+        "airflow+sqlite:///PATH or airflow+postgresql://USER@HOST/DB",
     )
     common.add_argument(
         "--config",

@@ -16,9 +16,12 @@ from zombietop.durations import format_age
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.identity import real_user
+from zombietop.monitor import Monitor
 from zombietop.printable import printable
-from zombietop.procs import this_host
+from zombietop.procs import PsutilProbe, this_host
 from zombietop.runner import Runner, RunSpec
+from zombietop.sources import open_sources
+from zombietop.sources.actions import SourceActions
 from zombietop.store import open_store
 
 EXIT_OK, EXIT_NOT_DONE = 0, 1
@@ -105,6 +108,11 @@ async def cmd_action(args: argparse.Namespace) -> int:
 
     ctx = _context(args)
     kind: ActionKind = args.kind
+    if ctx.sources:
+        outcome = await _source_action(args, ctx)
+        if outcome is not None:
+            _print(outcome)
+            return EXIT_OK if outcome.ok else EXIT_NOT_DONE
     async with await open_store(ctx.db) as store:
         executor = Executor(store, ctx.config, store_path=ctx.db)
         record = await store.get_record(args.task)
@@ -130,6 +138,42 @@ async def cmd_action(args: argparse.Namespace) -> int:
             _print(outcome)
     done = outcome.ok and outcome.outcome is not Outcome.REQUESTED
     return EXIT_OK if done else EXIT_NOT_DONE
+
+
+async def _source_action(args: argparse.Namespace, ctx: Any) -> ActionOutcome | None:
+    """Act on a task of a read-only source (``--source``); None when the task is the store's."""
+    async with await open_store(ctx.db) as store, open_sources(ctx.sources) as sources:
+        monitor = Monitor(
+            store, ctx.config, probe=PsutilProbe(), include_finished=True, sources=sources
+        )
+        snapshot = await monitor.poll()
+        if snapshot.error:
+            raise ZombietopError(snapshot.error)
+        view = snapshot.by_id().get(args.task)
+        origin = snapshot.origins.get(args.task)
+        if view is None or origin is None:
+            return None
+        if not args.yes:
+            pid = f", pid {view.task.pid} on {view.task.host}" if view.task.pid else ""
+            summary = f"{origin.kind} task, {view.health}{pid}"
+            if not _confirm(args.kind, args.task, summary):
+                print("nothing done")
+                return ActionOutcome(
+                    request=ActionRequest(
+                        kind=args.kind, task_id=args.task, expected_token=None, actor=_actor()
+                    ),
+                    outcome=Outcome.REFUSED,
+                    message="not confirmed",
+                )
+        executor = Executor(store, ctx.config, store_path=ctx.db)
+        request = ActionRequest(
+            kind=args.kind,
+            task_id=args.task,
+            expected_token=view.token,
+            actor=_actor(),
+            reason=args.reason,
+        )
+        return await SourceActions(monitor, executor).run(request)
 
 
 def _print(outcome: ActionOutcome) -> None:

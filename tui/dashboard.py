@@ -14,11 +14,12 @@ import socket
 import sys
 import termios
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zombietop.actions import ActionExecutor
-from zombietop.config import Config
+from zombietop.config import Config, SourceSettings
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.identity import real_user
@@ -27,6 +28,7 @@ from zombietop.oncall import Desk
 from zombietop.printable import printable
 from zombietop.private import open_append, state_subdir
 from zombietop.procs import PsutilProbe
+from zombietop.sources.actions import SourceActions
 from zombietop.store import Store, open_store
 from zombietop.tui.poller import ThreadedMonitor
 
@@ -83,7 +85,13 @@ def actor() -> str:
 
 
 async def run_dashboard(
-    config: Config, db: Path, *, read_only: bool, wall: bool, refresh: float | None
+    config: Config,
+    db: Path,
+    *,
+    read_only: bool,
+    wall: bool,
+    refresh: float | None,
+    sources: Sequence[SourceSettings] = (),
 ) -> int:
     """Run the dashboard on ``db``; return the exit status."""
     from zombietop.tui.app import ZombietopApp
@@ -101,7 +109,12 @@ async def run_dashboard(
         executor: ActionExecutor | None = None if read_only else Executor(store, config)
         # The monitor reads through its own connection on its own thread; ``store`` here is
         # the executor's (and proves the path before the screen opens).
-        source = await ThreadedMonitor.open(db, config, read_only=read_only, probe=PsutilProbe())
+        source = await ThreadedMonitor.open(
+            db, config, read_only=read_only, probe=PsutilProbe(), sources=sources
+        )
+        if sources and executor is not None:
+            # Tasks of a read-only source: their actions never reach the store's executor.
+            executor = SourceActions(source.monitor, executor, actor_store=store)
         try:
             app = ZombietopApp(
                 source,

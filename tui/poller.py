@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from zombietop.config import Config
+from zombietop.config import Config, SourceSettings
 from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import Monitor, ProcessProbe, Snapshot
+from zombietop.sources import Source, open_source
 from zombietop.store import open_store
 
 T = TypeVar("T")
@@ -33,11 +34,18 @@ class ThreadedMonitor:
 
     @classmethod
     async def open(
-        cls, db: Path, config: Config, *, read_only: bool, probe: ProcessProbe | None = None
+        cls,
+        db: Path,
+        config: Config,
+        *,
+        read_only: bool,
+        probe: ProcessProbe | None = None,
+        sources: Sequence[SourceSettings] = (),
     ) -> ThreadedMonitor:
         """Start the thread and open a read-only connection to ``db`` on it.
 
-        ``probe`` (the process probe) then samples on that thread too.
+        ``probe`` (the process probe) then samples on that thread too, and ``sources`` (engines'
+        databases) are opened and read there.
         """
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="zombietop-monitor", daemon=True)
@@ -47,8 +55,26 @@ class ThreadedMonitor:
 
         async def start() -> Monitor:
             store = await open_store(db, read_only=True, inline=True)
+            opened: list[Source] = []
+            try:
+                for entry in sources:
+                    source = open_source(entry.url, heartbeat_timeout=entry.heartbeat_timeout)
+                    await source.open()
+                    opened.append(source)
+            except BaseException:
+                for source in opened:
+                    await source.close()
+                await store.close()
+                raise
             # Ages are read through TaskView.verdict_at: a fleet at rest costs what changed.
-            return Monitor(store, config, probe=probe, reuse_verdicts=True, own_thread=True)
+            return Monitor(
+                store,
+                config,
+                probe=probe,
+                reuse_verdicts=True,
+                own_thread=True,
+                sources=opened,
+            )
 
         try:
             poller._monitor = await poller._call(start())
@@ -81,6 +107,8 @@ class ThreadedMonitor:
 
     async def close(self) -> None:
         if self._monitor is not None:
+            for source in self._monitor.sources:
+                await self._call(source.close())
             await self._call(self._monitor.store.close())
         self._stop()
 

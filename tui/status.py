@@ -15,6 +15,7 @@ from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import Ack, Silence
 from zombietop.printable import printable
 from zombietop.schedules import ScheduleHealth, ScheduleView
+from zombietop.sources import Origin
 
 
 class Level(IntEnum):
@@ -147,6 +148,18 @@ def _agent_json(agent: AgentPresence, now: float | None) -> dict[str, Any]:
     }
 
 
+def _origin_json(origin: Origin | None) -> dict[str, Any] | None:
+    """Where a task came from when not the store: the engine and its own identifiers."""
+    if origin is None:
+        return None
+    return {
+        "kind": origin.kind,
+        "name": origin.source,
+        "capability": str(origin.capability),
+        origin.kind: dict(origin.ids),
+    }
+
+
 def _task_json(view: TaskView, snapshot: Snapshot) -> dict[str, Any]:
     task, verdict, beat = view.task, view.verdict, view.heartbeat
     budgets = verdict.budgets
@@ -190,6 +203,7 @@ def _task_json(view: TaskView, snapshot: Snapshot) -> dict[str, Any]:
         "context": verdict.context,
         "ack": _ack_json(snapshot.oncall.ack_for(task.task_id)),
         "silence": _silence_json(snapshot.oncall.silence_for(task)),
+        "source": _origin_json(snapshot.origins.get(task.task_id)),
     }
 
 

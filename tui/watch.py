@@ -20,6 +20,7 @@ from zombietop.notify import build_notifiers
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
 from zombietop.sd_notify import SystemdNotifier
+from zombietop.sources import open_sources
 from zombietop.store import open_store
 from zombietop.watchdog import TickReport, Watchdog
 
@@ -52,10 +53,13 @@ async def cmd_watch(args: argparse.Namespace) -> int:
     notifiers = [] if args.dry_run else build_notifiers(config.notify)
     if not notifiers and not args.dry_run:
         _log("no [notify] channel configured: pages are only logged here and recorded as events")
-    async with await open_store(ctx.db, read_only=args.dry_run) as store:
+    async with (
+        await open_store(ctx.db, read_only=args.dry_run) as store,
+        open_sources(ctx.sources) as sources,
+    ):
         executor = None if args.dry_run else Executor(store, config)
         # Verdicts are reused until they can change; the watchdog reads ages as of each tick.
-        monitor = Monitor(store, config, probe=PsutilProbe(), reuse_verdicts=True)
+        monitor = Monitor(store, config, probe=PsutilProbe(), reuse_verdicts=True, sources=sources)
         dog = Watchdog(
             monitor, config, executor=executor, notifiers=notifiers, dry_run=args.dry_run, log=_log
         )
@@ -65,7 +69,9 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             loop.add_signal_handler(signum, stop.set)
         mode = "once" if args.once else f"every {config.watch.interval:g}s"
         _log(
-            f"watching {store.describe()} {mode}"
+            f"watching {store.describe()}"
+            + "".join(f" and {s.name} (read-only)" for s in sources)
+            + f" {mode}"
             + (" (dry run: nothing sent, nothing changed)" if args.dry_run else "")
         )
         endpoint = metrics = None

@@ -22,6 +22,7 @@ from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall
 from zombietop.printable import printable
+from zombietop.sources import Origin
 from zombietop.tui.cells import ACKED, MARKS, SILENCED, bar
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import MUTATING_ACTIONS
@@ -91,8 +92,10 @@ def oncall_rows(grid: Table, view: TaskView, oncall: OnCall, now: float) -> None
         )
 
 
-def describe(view: TaskView, now: float, oncall: OnCall | None = None) -> Table:
-    """Every fact about the task, as label/value rows."""
+def describe(
+    view: TaskView, now: float, oncall: OnCall | None = None, origin: Origin | None = None
+) -> Table:
+    """Every fact about the task, as label/value rows (``origin``: the engine it came from)."""
     task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
     verdict = view.verdict_at(now)
     grid = _grid()
@@ -104,6 +107,23 @@ def describe(view: TaskView, now: float, oncall: OnCall | None = None) -> Table:
             shown(f"  run {task.run_id}  step {task.step}  type {task.step_type}"),
         ),
     )
+    if origin is not None:
+        grid.add_row("source", Text(printable(f"{origin.source} ({origin.capability})")))
+        ids = "  ".join(
+            f"{key} {value}" for key, value in origin.ids.items() if value not in (None, "", -1)
+        )
+        grid.add_row(origin.kind, Text(printable(ids)))
+        if task.quarantined:
+            grid.add_row(
+                "hold",
+                Text(
+                    printable(
+                        f"held in zombietop only by {task.quarantined_by}: "
+                        f"{task.quarantine_reason or '-'} (never written into {origin.kind})"
+                    ),
+                    style="bold yellow",
+                ),
+            )
     _row(grid, "state", f"{task.state}, attempt {task.attempt}")
     if oncall is not None:
         oncall_rows(grid, view, oncall, now)
@@ -272,7 +292,10 @@ class DetailScreen(Screen[None]):
         spark = self.query_one("#spark", Sparkline)
         spark.display = bool(points)
         spark.data = points
-        self.query_one("#facts", Static).update(describe(view, now, self.zapp.snapshot.oncall))
+        origin = self.zapp.snapshot.origins.get(self.task_id)
+        self.query_one("#facts", Static).update(
+            describe(view, now, self.zapp.snapshot.oncall, origin)
+        )
         self.query_one("#events", Static).update(self._events_text(self.events))
 
     @staticmethod

@@ -1,0 +1,268 @@
+"""Sources: where task records come from besides zombietop's own store.
+
+zombietop's store is read and written. An engine's database (Airflow's metadata database first)
+is a read-only source: the monitor reads its task records every poll and judges them with the
+same vocabulary, and no action ever writes to it. A source says what it can do, which clock its
+times are on, and how its records map onto zombietop's tasks, leases and heartbeats.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
+
+from zombietop.actions import ActionKind
+from zombietop.errors import SourceError
+from zombietop.model import EventKind, Heartbeat, Lease, Task, TaskRecord
+
+if TYPE_CHECKING:
+    # Only for annotations: the config validates source URLs with this module.
+    from zombietop.config import Config, Limits, SourceSettings
+    from zombietop.store import Store
+
+
+class Capability(StrEnum):
+    """What zombietop may do to a source's tasks."""
+
+    READ_ONLY = "read-only"
+    """Records are read, never written: resume and discard are refused with the engine's own
+    command, kill goes to the local process (identity-checked), holds stay on zombietop's side."""
+    READ_AND_ACT = "read-and-act"
+    """zombietop's own store: every action is carried out there."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Origin:
+    """Where one task came from, with the engine's own names for it."""
+
+    source: str
+    """The source's printable name (its URL without a password)."""
+    kind: str
+    """The engine: ``airflow``."""
+    capability: Capability
+    ids: Mapping[str, str | int | None] = field(default_factory=dict)
+    """The engine's identifiers, e.g. dag_id, task_id, run_id, map_index, try_number, operator."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceRecord:
+    """A task record read from a source, with where it came from."""
+
+    record: TaskRecord
+    origin: Origin
+
+
+class Source(Protocol):
+    """A read-only engine database the monitor polls beside its store."""
+
+    name: str
+    kind: str
+    capability: Capability
+    clock: str
+    """Which clock the source's times are on, in words (e.g. ``the PostgreSQL server's now()``);
+    ``now()`` reads it, so the monitor can put every record on the store's clock."""
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def now(self) -> float:
+        """The source's clock, epoch seconds."""
+        ...
+
+    async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
+        """Every unfinished task, and those finished at or after ``since`` (its own clock).
+
+        ``host`` is the monitor's: a task running there is given the pid start time that the
+        process probe checks its identity against.
+        """
+        ...
+
+    def limits(self, base: Limits) -> Limits:
+        """The limits for one of its step types, from the effective ``base`` (engine defaults
+        fill what the config leaves at zombietop's built-in defaults)."""
+        ...
+
+    def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
+        """Why ``kind`` cannot be done to this task here, naming the engine's own command; None
+        when zombietop can do it (a kill of a local process)."""
+        ...
+
+
+SCHEMES = ("airflow+sqlite", "airflow+postgresql", "airflow+postgres")
+
+
+def printable_url(url: str) -> str:
+    """``url`` without its password, for screens and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return parts._replace(netloc=netloc).geturl()
+
+
+def check_source_url(url: str) -> str:
+    """Return ``url`` if zombietop can read it as a source, else raise naming the forms it can."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme not in SCHEMES:
+        raise SourceError(
+            f"source {printable_url(url)!r}: unknown kind; use airflow+sqlite:///PATH "
+            "or airflow+postgresql://USER@HOST/DB"
+        )
+    if scheme == "airflow+sqlite" and not url.partition(":///")[2]:
+        raise SourceError(
+            f"source {url!r}: no database file; use airflow+sqlite:///PATH "
+            "(airflow+sqlite:////abs/path for an absolute one, as in Airflow's own URL)"
+        )
+    return url
+
+
+def open_source(url: str, *, heartbeat_timeout: float | None = None) -> Source:
+    """A source for ``url`` (not yet opened)."""
+    from zombietop.sources.airflow import AirflowSource
+
+    return AirflowSource(check_source_url(url), heartbeat_timeout=heartbeat_timeout)
+
+
+def shifted(record: TaskRecord, offset: float) -> TaskRecord:
+    """``record`` with every time moved by ``offset`` seconds (from a source's clock to the
+    store's)."""
+
+    def move(value: float | None) -> float | None:
+        return None if value is None else value + offset
+
+    task = record.task
+    moved_task = replace(
+        task,
+        created_at=task.created_at + offset,
+        updated_at=task.updated_at + offset,
+        claimed_at=move(task.claimed_at),
+        started_at=move(task.started_at),
+        finished_at=move(task.finished_at),
+    )
+    beat = record.heartbeat
+    moved_beat: Heartbeat | None = None
+    if beat is not None:
+        moved_beat = replace(
+            beat,
+            written_at=beat.written_at + offset,
+            progress_changed_at=beat.progress_changed_at + offset,
+            stage_started_at=beat.stage_started_at + offset,
+        )
+    lease: Lease | None = record.lease
+    if lease is not None:
+        lease = replace(lease, acquired_at=move(lease.acquired_at))
+    return TaskRecord(task=moved_task, lease=lease, heartbeat=moved_beat)
+
+
+CLOCK_TOLERANCE = 0.5
+"""Seconds between a source's clock and the store's below which records are taken as they are
+(the same host's clock read twice)."""
+
+
+HOLD_EVENTS = 1000
+"""How many of the latest hold and release events a poll reads to know what is held."""
+
+Hold = tuple[float, str, str]
+"""A zombietop-side hold on a source's task: when, by whom, why."""
+
+
+async def read_holds(store: Store) -> dict[str, Hold]:
+    """The holds on source tasks, from zombietop's event log (the engine never hears of them):
+    a task is held while its latest hold or release event is a hold."""
+    held: dict[str, Hold] = {}
+    seen: set[str] = set()
+    events = [
+        *await store.events(kind=EventKind.QUARANTINED, limit=HOLD_EVENTS),
+        *await store.events(kind=EventKind.UNQUARANTINED, limit=HOLD_EVENTS),
+    ]
+    for event in sorted(events, key=lambda e: e.event_id, reverse=True):
+        task_id = event.task_id
+        if task_id is None or "source" not in event.data or task_id in seen:
+            continue
+        seen.add(task_id)
+        if event.kind == EventKind.QUARANTINED:
+            held[task_id] = (event.at, event.actor, str(event.data.get("reason") or ""))
+    return held
+
+
+def with_hold(record: TaskRecord, hold: Hold | None) -> TaskRecord:
+    """``record`` with its zombietop-side hold, if any."""
+    if hold is None:
+        return record
+    at, actor, reason = hold
+    task = replace(record.task, quarantined_at=at, quarantined_by=actor, quarantine_reason=reason)
+    return replace(record, task=task)
+
+
+async def read_sources(
+    sources: Sequence[Source],
+    store_now: float,
+    since: float | None,
+    host: str,
+    holds: Mapping[str, Hold] | None = None,
+) -> tuple[list[TaskRecord], dict[str, Origin], dict[str, Source]]:
+    """Read every source at ``store_now``: the records on the store's clock (with their
+    zombietop-side ``holds``), each task's origin, and which source each task came from."""
+    holds = holds or {}
+    records: list[TaskRecord] = []
+    origins: dict[str, Origin] = {}
+    owners: dict[str, Source] = {}
+    for source in sources:
+        offset = store_now - await source.now()
+        if abs(offset) < CLOCK_TOLERANCE:
+            offset = 0.0
+        for found in await source.poll(None if since is None else since - offset, host):
+            record = found.record if offset == 0.0 else shifted(found.record, offset)
+            record = with_hold(record, holds.get(record.task.task_id))
+            records.append(record)
+            origins[record.task.task_id] = found.origin
+            owners[record.task.task_id] = source
+    return records, origins, owners
+
+
+class JudgingConfig:
+    """The config the monitor judges with: the user's, plus each source step type's limits.
+
+    A source's step type (Airflow's DAG id) takes ``[step_types.NAME]`` like any other; what
+    the file leaves at zombietop's built-in defaults, the engine's own defaults fill.
+    """
+
+    def __init__(self) -> None:
+        self._base: Config | None = None
+        self._made: Config | None = None
+        self._types: frozenset[tuple[str, str]] = frozenset()
+
+    def __call__(
+        self, config: Config, tasks: Sequence[Task], owners: Mapping[str, Source]
+    ) -> Config:
+        types = frozenset((owners[t.task_id].name, t.step_type) for t in tasks)
+        if self._made is not None and config is self._base and types == self._types:
+            return self._made  # the same objects, so verdicts can be kept between polls
+        by_name = {source.name: source for source in owners.values()}
+        step_types = dict(config.step_types)
+        for name, step_type in sorted(types):
+            base = replace(config.limits_for(step_type), step_type=step_type)
+            step_types[step_type] = by_name[name].limits(base)
+        self._base, self._types = config, types
+        self._made = replace(config, step_types=step_types)
+        return self._made
+
+
+@contextlib.asynccontextmanager
+async def open_sources(settings: Sequence[SourceSettings]) -> AsyncIterator[list[Source]]:
+    """Open every source in ``settings`` (read-only), and close them all after."""
+    opened: list[Source] = []
+    try:
+        for entry in settings:
+            source = open_source(entry.url, heartbeat_timeout=entry.heartbeat_timeout)
+            await source.open()
+            opened.append(source)
+        yield opened
+    finally:
+        for source in opened:
+            await source.close()

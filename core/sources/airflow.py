@@ -1,0 +1,460 @@
+"""Airflow's metadata database (2.x and 3.x) as a read-only source.
+
+The database is opened read-only (SQLite with ``mode=ro``, PostgreSQL in read-only
+transactions) and never written. Each task instance becomes one zombietop task:
+
+- its id reads ``DAG/TASK/RUN`` (``[MAP_INDEX]`` after it when the task is mapped) and its step
+  type is the DAG id, so ``[step_types.DAG]`` sets per-DAG thresholds;
+- running with a heartbeat is running (fresh: healthy; stale: stalled); running with a NULL
+  heartbeat is starting, stalled past the start grace; queued, scheduled and the other waiting
+  states are queued; success and skipped are succeeded, failed and upstream_failed failed;
+- Airflow 3 keeps the heartbeat on the task instance (``last_heartbeat_at``); Airflow 2 on the
+  LocalTaskJob the task instance points at (``job.latest_heartbeat`` through ``job_id``). The
+  schema says which: the columns ``task_instance`` has, and ``alembic_version``.
+
+A heartbeat from Airflow proves its supervisor lives, not that the task's code moves
+(apache/airflow#13747): for a task on this host the process probe reads the task's own pid, so
+a hung task still reads "alive, cpu 0%" beside its fresh heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shlex
+import socket
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from zombietop.actions import ActionKind
+from zombietop.clock import Clock, SystemClock
+from zombietop.config import Limits
+from zombietop.errors import SourceError
+from zombietop.model import Heartbeat, Lease, Row, Task, TaskRecord, TaskState
+from zombietop.procs import process_start_time, this_host
+from zombietop.queries import load
+from zombietop.sources import Capability, Origin, SourceRecord, printable_url
+
+AIRFLOW_HEARTBEAT_TIMEOUT = 300.0
+"""Airflow's own ``[scheduler] task_instance_heartbeat_timeout`` default, in seconds: past it,
+Airflow's scheduler itself calls a running task instance a zombie."""
+
+IDENTITY_SLACK = 5.0
+"""Seconds a task's process may have started after its recorded ``start_date`` and still be
+the same process. Airflow forks the task process first and records the start a moment later,
+so the process is older than ``start_date``; one born well after it got the pid by reuse."""
+
+_STATES: dict[str | None, TaskState] = {
+    "running": TaskState.RUNNING,
+    None: TaskState.QUEUED,
+    "scheduled": TaskState.QUEUED,
+    "queued": TaskState.QUEUED,
+    "up_for_retry": TaskState.QUEUED,
+    "up_for_reschedule": TaskState.QUEUED,
+    "deferred": TaskState.QUEUED,
+    "restarting": TaskState.QUEUED,
+    "awaiting_input": TaskState.QUEUED,
+    "success": TaskState.SUCCEEDED,
+    "skipped": TaskState.SUCCEEDED,
+    "failed": TaskState.FAILED,
+    "upstream_failed": TaskState.FAILED,
+    "removed": TaskState.DISCARDED,
+}
+_SAID_AS_IS = frozenset({"running", "queued", "success", "failed"})
+"""Airflow states that zombietop's word says whole; every other one is kept as the reason."""
+
+
+def airflow_task_id(dag_id: str, task_id: str, run_id: str, map_index: int | None) -> str:
+    """zombietop's id for a task instance: ``DAG/TASK/RUN``, ``[MAP_INDEX]`` when mapped."""
+    mapped = f"[{map_index}]" if map_index is not None and map_index >= 0 else ""
+    return f"{dag_id}/{task_id}/{run_id}{mapped}"
+
+
+def _epoch(value: Any) -> float | None:
+    """An Airflow time as epoch seconds: a datetime (PostgreSQL) or SQLAlchemy's UTC text."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        raise SourceError(f"unexpected time {value!r} in Airflow's task_instance")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)  # UtcDateTime columns hold UTC
+    seconds: float = value.timestamp()
+    return seconds
+
+
+def local_hostnames(host: str) -> frozenset[str]:
+    """Names Airflow may have recorded for this host (its default ``hostname_callable`` is
+    ``socket.getfqdn``; zombietop's own name can be set by ``ZOMBIETOP_HOST``)."""
+    return frozenset({host, socket.gethostname(), socket.getfqdn()})
+
+
+def record_from_row(
+    row: Row,
+    *,
+    source: str,
+    host: str,
+    local: frozenset[str],
+    now: float,
+) -> SourceRecord:
+    """Map one task instance row onto zombietop's task, lease and heartbeat (reads the start
+    time of a local pid, nothing else)."""
+    dag_id, ti_task_id, run_id = row["dag_id"], row["task_id"], row["run_id"]
+    map_index = row["map_index"]
+    task_id = airflow_task_id(dag_id, ti_task_id, run_id, map_index)
+    airflow_state: str | None = row["state"]
+    state = _STATES.get(airflow_state, TaskState.QUEUED)
+    start = _epoch(row["start_date"])
+    end = _epoch(row["end_date"])
+    queued = _epoch(row["queued_dttm"])
+    updated = _epoch(row["updated_at"])
+    beat_at = _epoch(row["heartbeat_at"])
+    hostname: str | None = row["hostname"] or None
+    on_this_host = hostname is not None and hostname in local
+    try_number = int(row["try_number"] or 0)
+    running = state is TaskState.RUNNING
+    if running and beat_at is None:
+        # Claimed but never beat: zombietop's start grace covers it (Airflow never did).
+        state = TaskState.STARTING
+    pid: int | None = row["pid"] if state.executing else None
+    pid_start: float | None = None
+    if pid is not None and on_this_host:
+        pid_start = _identity(pid, start)
+    reason = None
+    if airflow_state not in _SAID_AS_IS:
+        reason = f"airflow state {airflow_state or 'none'}"
+    created = queued or start or updated or now
+    task = Task(
+        task_id=task_id,
+        run_id=run_id,
+        step=ti_task_id,
+        step_type=dag_id,
+        state=state,
+        attempt=max(try_number, 1),
+        host=host if on_this_host else hostname,
+        pid=pid,
+        pid_start_time=pid_start,
+        state_reason=reason,
+        created_at=created,
+        claimed_at=start if state.executing else None,
+        started_at=start,
+        finished_at=end if state.finished else None,
+        updated_at=updated or created,
+    )
+    lease = None
+    if state.executing:
+        # Airflow has no leases: its worker holds the task instance until the scheduler fails
+        # it, so zombietop sees a lease held without an expiry (never reclaimable).
+        lease = Lease(
+            task_id=task_id,
+            owner=f"airflow@{hostname or '?'}",
+            token=try_number,
+            acquired_at=start,
+        )
+    heartbeat = None
+    if beat_at is not None and state.executing:
+        # A heartbeat of life, not of progress: progress "moves" with every beat, so Airflow's
+        # tasks are never called spinning from it.
+        heartbeat = Heartbeat(
+            task_id=task_id,
+            written_at=beat_at,
+            progress_changed_at=beat_at,
+            stage_started_at=start if start is not None else beat_at,
+        )
+    operator = row["custom_operator_name"] or row["operator"]
+    logical = row["logical_date"]
+    origin = Origin(
+        source=source,
+        kind="airflow",
+        capability=Capability.READ_ONLY,
+        ids={
+            "dag_id": dag_id,
+            "task_id": ti_task_id,
+            "run_id": run_id,
+            "map_index": map_index,
+            "try_number": try_number,
+            "operator": operator,
+            "state": airflow_state,
+            "hostname": hostname,
+            "logical_date": None if logical is None else _iso(_epoch(logical)),
+        },
+    )
+    return SourceRecord(
+        record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat), origin=origin
+    )
+
+
+def _iso(when: float | None) -> str | None:
+    if when is None:
+        return None
+    return datetime.fromtimestamp(when, tz=UTC).isoformat()
+
+
+def _identity(pid: int, start: float | None) -> float | None:
+    """The start time the probe checks ``pid`` against: its own when it can be Airflow's task
+    process, ``start`` itself (which no live process matches) when it was born after it."""
+    actual = process_start_time(pid)
+    if actual is None or start is None:
+        return start
+    return actual if actual <= start + IDENTITY_SLACK else start
+
+
+def clear_command(origin: Origin) -> str | None:
+    """The ``airflow tasks clear`` that re-runs this one task instance, or None when its run
+    has no logical date (``tasks clear`` picks runs by logical date, so it cannot name it)."""
+    ids = origin.ids
+    when = ids.get("logical_date")
+    if not when:
+        return None
+    task = shlex.quote(f"^{re.escape(str(ids['task_id']))}$")
+    dag, at = shlex.quote(str(ids["dag_id"])), shlex.quote(str(when))
+    return f"airflow tasks clear {dag} -t {task} -s {at} -e {at} -y"
+
+
+def task_instance_path(origin: Origin) -> str:
+    """The REST API path of this task instance (Airflow 3's /api/v2; 2.x serves /api/v1)."""
+    ids = origin.ids
+    mapped = ids.get("map_index")
+    tail = f"/{mapped}" if isinstance(mapped, int) and mapped >= 0 else ""
+    return (
+        f"/api/v2/dags/{quote(str(ids['dag_id']), safe='')}/dagRuns/"
+        f"{quote(str(ids['run_id']), safe='')}/taskInstances/"
+        f"{quote(str(ids['task_id']), safe='')}{tail}"
+    )
+
+
+class AirflowSource:
+    """One Airflow metadata database, read-only; implements ``zombietop.sources.Source``."""
+
+    kind = "airflow"
+    capability = Capability.READ_ONLY
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        heartbeat_timeout: float | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.url = url
+        self.name = printable_url(url)
+        self.heartbeat_timeout = (
+            AIRFLOW_HEARTBEAT_TIMEOUT if heartbeat_timeout is None else heartbeat_timeout
+        )
+        scheme, _, rest = url.partition("://")
+        self.backend = "sqlite" if scheme == "airflow+sqlite" else "postgresql"
+        self.clock = (
+            "this host's clock (Airflow's workers write UTC times into the SQLite file)"
+            if self.backend == "sqlite"
+            else "the PostgreSQL server's clock_timestamp()"
+        )
+        self._clock = clock or SystemClock()
+        # As SQLAlchemy reads sqlite:/// URLs: three slashes, then the path (a fourth: absolute).
+        self.path = (
+            Path(unquote(url.split(":///", 1)[1])).resolve() if self.backend == "sqlite" else None
+        )
+        self.dsn = "postgresql://" + rest
+        self.schema: str | None = None
+        """``3`` or ``2``: which Airflow wrote the database (from its columns)."""
+        self.revision: str | None = None
+        """Airflow's alembic revision."""
+        self._sql = load(f"airflow_{self.backend}")
+        self._sqlite: sqlite3.Connection | None = None
+        self._pg: Any = None
+        self._lock = asyncio.Lock()
+        self._last: dict[str, SourceRecord] = {}
+
+    def __repr__(self) -> str:
+        return f"AirflowSource({self.name!r})"
+
+    # Opening -------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect read-only and find out which Airflow wrote the schema."""
+        columns, revision = await self._read_schema()
+        if "last_heartbeat_at" in columns:
+            self.schema = "3"
+        elif "job_id" in columns:
+            self.schema = "2"
+        else:
+            raise SourceError(
+                f"source {self.name}: no task_instance table with Airflow 2 or 3 columns; "
+                "is this Airflow's metadata database, migrated with `airflow db migrate`?"
+            )
+        self.revision = revision
+
+    async def _read_schema(self) -> tuple[set[str], str | None]:
+        if self.backend == "sqlite":
+            return await asyncio.to_thread(self._sqlite_schema)
+        conn = await self._pg_connection()
+        try:
+            async with conn.transaction(readonly=True):
+                cols = await conn.fetch(self._sql["airflow_task_instance_columns"])
+                revision = await conn.fetchval(self._sql["airflow_schema_version"])
+        except Exception as exc:
+            raise self._pg_error(exc) from None
+        return {r["name"] for r in cols}, revision
+
+    def _sqlite_connection(self) -> sqlite3.Connection:
+        if self._sqlite is not None:
+            return self._sqlite
+        assert self.path is not None
+        if not self.path.is_file():
+            raise SourceError(
+                f"source {self.name}: no such Airflow database file; give the path of "
+                "Airflow's [database] sql_alchemy_conn"
+            )
+        uri = f"file:{quote(str(self.path))}?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+            # Belt and braces: mode=ro refuses writes at the file, query_only at the statement.
+            conn.execute("PRAGMA query_only = ON")
+        except sqlite3.Error as exc:
+            raise SourceError(f"source {self.name}: cannot open read-only ({exc})") from None
+        conn.row_factory = sqlite3.Row
+        self._sqlite = conn
+        return conn
+
+    def _sqlite_schema(self) -> tuple[set[str], str | None]:
+        conn = self._sqlite_connection()
+        try:
+            cols = {r["name"] for r in conn.execute(self._sql["airflow_task_instance_columns"])}
+            row = conn.execute(self._sql["airflow_schema_version"]).fetchone()
+        except sqlite3.Error as exc:
+            raise SourceError(f"source {self.name}: cannot read its schema ({exc})") from None
+        return cols, None if row is None else row[0]
+
+    async def _pg_connection(self) -> Any:
+        if self._pg is not None and not self._pg.is_closed():
+            return self._pg
+        import asyncpg
+
+        try:
+            self._pg = await asyncpg.connect(
+                self.dsn,
+                server_settings={
+                    "default_transaction_read_only": "on",
+                    "application_name": "zombietop (read-only)",
+                },
+            )
+        except (OSError, asyncpg.PostgresError) as exc:
+            raise SourceError(f"source {self.name}: cannot connect ({exc})") from None
+        return self._pg
+
+    def _pg_error(self, exc: Exception) -> SourceError:
+        return SourceError(f"source {self.name}: cannot read ({exc})")
+
+    async def close(self) -> None:
+        if self._sqlite is not None:
+            self._sqlite.close()
+            self._sqlite = None
+        if self._pg is not None:
+            await self._pg.close()
+            self._pg = None
+
+    # Reading -------------------------------------------------------------------------------
+
+    async def now(self) -> float:
+        if self.backend == "sqlite":
+            return self._clock.now()
+        conn = await self._pg_connection()
+        try:
+            value: float = await conn.fetchval(self._sql["airflow_now"])
+        except Exception as exc:
+            raise self._pg_error(exc) from None
+        return value
+
+    async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
+        if self.schema is None:
+            await self.open()
+        async with self._lock:
+            rows = await self._rows(since)
+            now = await self.now()
+            found = await asyncio.to_thread(self._records, rows, host, now)
+        return found
+
+    async def _rows(self, since: float | None) -> list[Row]:
+        query = self._sql[f"airflow_task_instances_v{self.schema}"]
+        when = None if since is None else datetime.fromtimestamp(since, tz=UTC)
+        if self.backend == "sqlite":
+            # SQLAlchemy's text for UtcDateTime, so the comparison is the column's own order.
+            text = None if when is None else when.strftime("%Y-%m-%d %H:%M:%S.%f")
+            return await asyncio.to_thread(self._sqlite_rows, query, text)
+        conn = await self._pg_connection()
+        try:
+            async with conn.transaction(readonly=True, isolation="repeatable_read"):
+                return list(await conn.fetch(query, when))
+        except Exception as exc:
+            raise self._pg_error(exc) from None
+
+    def _sqlite_rows(self, query: str, since: str | None) -> list[Row]:
+        conn = self._sqlite_connection()
+        try:
+            return list(conn.execute(query, (since,)).fetchall())
+        except sqlite3.Error as exc:
+            raise SourceError(f"source {self.name}: cannot read ({exc})") from None
+
+    def _records(self, rows: Sequence[Row], host: str, now: float) -> list[SourceRecord]:
+        local = local_hostnames(host) if host == this_host() else frozenset({host})
+        out: list[SourceRecord] = []
+        last, kept = self._last, {}
+        for row in rows:
+            found = record_from_row(row, source=self.name, host=host, local=local, now=now)
+            task_id = found.record.task.task_id
+            before = last.get(task_id)
+            # The same objects for what did not change, so the monitor can keep its verdicts.
+            if before is not None and before == found:
+                found = before
+            kept[task_id] = found
+            out.append(found)
+        self._last = kept
+        return out
+
+    # What zombietop may do -----------------------------------------------------------------
+
+    def limits(self, base: Limits) -> Limits:
+        own = f"[step_types.{base.step_type}]"
+        sources = dict(base.sources)
+        changes: dict[str, Any] = {}
+        if not base.source("heartbeat_timeout").endswith(own):
+            changes["heartbeat_timeout"] = self.heartbeat_timeout
+            sources["heartbeat_timeout"] = "Airflow's [scheduler] task_instance_heartbeat_timeout"
+        if not base.source("stage").endswith(own):
+            # Airflow reports no stages: the task instance is one stage, budgeted as the task
+            # (Airflow enforces its own execution_timeout), unless the DAG's section says.
+            changes["stage"] = base.task
+            sources["stage"] = "Airflow: one stage per task instance (the task budget)"
+        return replace(base, **changes, sources=sources) if changes else base
+
+    def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
+        ids = origin.ids
+        what = airflow_task_id(
+            str(ids["dag_id"]),
+            str(ids["task_id"]),
+            str(ids["run_id"]),
+            ids["map_index"] if isinstance(ids["map_index"], int) else None,
+        )
+        where = f"{what} is Airflow's (read-only source {self.name}); zombietop never writes to it"
+        if kind is ActionKind.RESUME:
+            body = json.dumps({"dag_run_id": ids["run_id"], "task_ids": [ids["task_id"]]})
+            api = (
+                f"POST /api/v2/dags/{quote(str(ids['dag_id']), safe='')}/clearTaskInstances {body}"
+            )
+            command = clear_command(origin)
+            if command is None:
+                return f"{where}. Re-run it in Airflow (its run has no logical date): {api}"
+            return f"{where}. Re-run it in Airflow: {command} (or {api})"
+        if kind is ActionKind.DISCARD:
+            return (
+                f"{where}. Mark it failed in Airflow: PATCH {task_instance_path(origin)} "
+                '{"new_state": "failed"} (Airflow 2: /api/v1/...), or in the UI: '
+                "Mark as failed"
+            )
+        return None

@@ -1,0 +1,150 @@
+"""The source interface without an engine: clocks, holds, limits and the no-expiry lease."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from zombietop.actions import ActionKind
+from zombietop.classify import classify
+from zombietop.clock import FakeClock
+from zombietop.config import Limits, default_config, default_limits, load_config
+from zombietop.model import EventKind, Health, Heartbeat, Lease, Task, TaskRecord, TaskState
+from zombietop.sources import (
+    Capability,
+    JudgingConfig,
+    Origin,
+    SourceRecord,
+    read_holds,
+    read_sources,
+    shifted,
+)
+from zombietop.sources.airflow import AirflowSource
+from zombietop.sqlite_store import SQLiteStore
+
+NOW = 1_796_000_000.0
+
+
+def _record(task_id: str = "dag/t/run", *, beat_age: float = 10.0) -> TaskRecord:
+    task = Task(
+        task_id=task_id,
+        run_id="run",
+        step="t",
+        step_type="dag",
+        state=TaskState.RUNNING,
+        created_at=NOW - 100,
+        claimed_at=NOW - 90,
+        started_at=NOW - 90,
+        updated_at=NOW - 5,
+    )
+    lease = Lease(task_id=task_id, owner="airflow@w", token=1, acquired_at=NOW - 90)
+    beat = Heartbeat(
+        task_id=task_id,
+        written_at=NOW - beat_age,
+        progress_changed_at=NOW - beat_age,
+        stage_started_at=NOW - 90,
+    )
+    return TaskRecord(task=task, lease=lease, heartbeat=beat)
+
+
+class FakeSource:
+    """A source whose clock runs ``skew`` seconds ahead of the store's."""
+
+    kind = "fake"
+    capability = Capability.READ_ONLY
+    clock = "a clock ahead of the store's"
+
+    def __init__(self, skew: float, records: Sequence[TaskRecord]) -> None:
+        self.name = "fake://one"
+        self.skew = skew
+        self.records = records
+        self.asked_since: float | None = None
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def now(self) -> float:
+        return NOW + self.skew
+
+    async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
+        self.asked_since = since
+        origin = Origin(source=self.name, kind="fake", capability=Capability.READ_ONLY)
+        return [SourceRecord(record=r, origin=origin) for r in self.records]
+
+    def limits(self, base: Limits) -> Limits:
+        return replace(base, heartbeat_timeout=300.0)
+
+    def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
+        return None
+
+
+def test_shifted_moves_every_time() -> None:
+    moved = shifted(_record(), -60)
+    assert moved.task.started_at == NOW - 150 and moved.task.updated_at == NOW - 65
+    assert moved.heartbeat is not None and moved.heartbeat.written_at == NOW - 70
+    assert moved.lease is not None and moved.lease.acquired_at == NOW - 150
+
+
+async def test_records_come_onto_the_stores_clock() -> None:
+    # The source's clock is a minute ahead: its heartbeat "10 s ago" is 10 s old on the store's.
+    base = _record()
+    assert base.heartbeat is not None
+    ahead = replace(base, heartbeat=replace(base.heartbeat, written_at=NOW + 50))
+    source = FakeSource(60.0, [ahead])
+    records, origins, owners = await read_sources([source], NOW, NOW - 3600, "here")
+    beat = records[0].heartbeat
+    assert beat is not None and beat.written_at == NOW - 10
+    assert source.asked_since == NOW - 3600 + 60  # ``since`` on the source's own clock
+    assert origins["dag/t/run"].kind == "fake" and owners["dag/t/run"] is source
+    # Within the tolerance, records are taken as they are (the very same objects).
+    same = FakeSource(0.2, [ahead])
+    records, _, _ = await read_sources([same], NOW, None, "here")
+    assert records[0] is ahead
+
+
+def test_a_lease_without_expiry_is_never_reclaimable() -> None:
+    record = _record(beat_age=500)
+    verdict = classify(NOW, record.task, record.lease, record.heartbeat, None, default_limits())
+    assert verdict.health is Health.STALLED
+    assert [r.code for r in verdict.reasons] == ["heartbeat_stale"]
+    assert "lease" not in verdict.context
+
+
+def test_judging_config_fills_engine_defaults_and_keeps_its_objects(tmp_path) -> None:
+    config = default_config()
+    source = AirflowSource("airflow+sqlite:///airflow.db")
+    tasks = [_record().task]
+    judge = JudgingConfig()
+    first = judge(config, tasks, {"dag/t/run": source})
+    assert first.limits_for("dag").heartbeat_timeout == 300.0
+    assert first.limits_for("dag").stage == config.defaults.task
+    assert judge(config, tasks, {"dag/t/run": source}) is first
+    path = tmp_path / "config.toml"
+    path.write_text('[step_types.dag]\nheartbeat_timeout = "3m"\nstage = "1h"\n')
+    own = JudgingConfig()(load_config(path), tasks, {"dag/t/run": source})
+    assert own.limits_for("dag").heartbeat_timeout == 180.0
+    assert own.limits_for("dag").stage == 3600.0
+
+
+async def test_holds_are_read_from_zombietops_events(tmp_path) -> None:
+    store = await SQLiteStore.open(tmp_path / "z.db", create=True, clock=FakeClock(NOW))
+    try:
+        for kind, task_id in [
+            (EventKind.QUARANTINED, "a/b/c"),
+            (EventKind.QUARANTINED, "d/e/f"),
+            (EventKind.UNQUARANTINED, "d/e/f"),
+        ]:
+            await store.record_event(
+                kind=kind,
+                actor="watchdog@h",
+                message="m",
+                task_id=task_id,
+                data={"source": "airflow+sqlite:///x", "reason": "stalled: late"},
+            )
+        # A store task's quarantine (no source) is the store's business, not a hold.
+        await store.record_event(kind=EventKind.QUARANTINED, actor="x", message="m", task_id="g")
+        holds = await read_holds(store)
+    finally:
+        await store.close()
+    assert holds == {"a/b/c": (NOW, "watchdog@h", "stalled: late")}
