@@ -399,7 +399,7 @@ def _interrupted_reason(task: Task, heartbeat: Heartbeat | None) -> Reason:
     checkpoint = f", checkpoint {task.checkpoint}" if task.checkpoint else ", no checkpoint"
     return Reason(
         code="interrupted",
-        message=f"stopped by SIGTERM{where}{checkpoint}",
+        message=f"{task.state_reason or 'stopped by SIGTERM'}{where}{checkpoint}",
         health=Health.INTERRUPTED,
     )
 
@@ -528,6 +528,13 @@ def _process_words(process: ProcessSample) -> str:
     words = f"pid {process.pid} alive"
     if process.status in ("stopped", "tracing-stop"):
         words = f"pid {process.pid} stopped"
+    if process.children:
+        # The work is often a grandchild (sh -c 'python job.py'): say the numbers are the tree's.
+        plural = "child" if process.children == 1 else "children"
+        words = f"pid {process.pid} + {process.children} {plural}"
+        if process.status in ("stopped", "tracing-stop"):
+            words += " (stopped)"
+        words += ","
     if process.cpu_percent is not None:
         words += f" cpu {process.cpu_percent:.0f}%"
     if process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:

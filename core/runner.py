@@ -26,7 +26,7 @@ from zombietop.config import Config, Limits
 from zombietop.errors import HeartbeatParseError, LeaseLost, StoreError, ZombietopError
 from zombietop.heartbeat_line import parse_line
 from zombietop.layout import clean_env, safe_name, state_dir
-from zombietop.model import TaskState
+from zombietop.model import EventKind, PendingKill, TaskState
 from zombietop.procs import process_start_time, this_host
 from zombietop.store import Store, location_of, store_location
 
@@ -230,6 +230,8 @@ class Runner:
             if tail.latest is not None:
                 await self._record_line(claim, tail.latest)
             await self._record_exit(claim, proc.pid, returncode, started)
+        else:
+            await self._record_lost(claim, returncode)
         return exit_status(returncode)
 
     def _forward(self, proc: asyncio.subprocess.Process, sig: int, grace: float) -> None:
@@ -311,16 +313,12 @@ class Runner:
         task_id = claim.task.task_id
         code = exit_status(returncode)
         record = await self.store.get_record(task_id)
-        kill = record.pending_kill
-        killed_by_operator = kill is not None and kill.pid == pid and kill.term_sent_at >= started
-        signalled = self.forwarded or killed_by_operator
-        if returncode == 0:
+        stopped_by = self._stopped_by(record.pending_kill, pid, returncode, started)
+        if stopped_by is not None:
+            # Killed is killed: a polite TERM handler that exits 0 has not finished the work.
+            state, reason = TaskState.INTERRUPTED, f"stopped by {stopped_by} (exit {code})"
+        elif returncode == 0:
             state, reason = TaskState.SUCCEEDED, None
-        elif returncode in (-signal.SIGTERM, 128 + signal.SIGTERM) or signalled:
-            who = f"operator kill by {kill.requested_by}" if killed_by_operator and kill else None
-            names = self._forwarded_names()
-            why = who or (f"{names} forwarded" if names else "SIGTERM")
-            state, reason = TaskState.INTERRUPTED, f"stopped after {why} (exit {code})"
         elif returncode < 0:
             state, reason = TaskState.FAILED, f"killed by {signal.Signals(-returncode).name}"
         else:
@@ -333,6 +331,51 @@ class Runner:
                 state=state,
                 exit_code=code,
                 reason=reason,
+                stopped_by=stopped_by,
             )
         except LeaseLost as exc:
             self._say(f"not recording the exit of {task_id}: {exc}")
+
+    def _stopped_by(
+        self, kill: PendingKill | None, pid: int, returncode: int, started: float
+    ) -> str | None:
+        """Who stopped the command, or None when it reached its exit on its own."""
+        if kill is not None and kill.pid == pid and kill.term_sent_at >= started:
+            return f"a kill by {kill.requested_by}"
+        if self.forwarded:
+            return f"{self._forwarded_names()} (forwarded by zombietop run)"
+        if -returncode in FORWARDED:
+            # Signalled straight at the command by someone outside zombietop.
+            return f"{signal.Signals(-returncode).name} from outside zombietop"
+        return None
+
+    async def _record_lost(self, claim: Claim, returncode: int) -> None:
+        """Record that the command was stopped because its lease was lost.
+
+        Interrupted if the lease is still ours to end (it expired and nobody took it over);
+        otherwise the state belongs to the new owner, and the task's events say what happened.
+        """
+        code = exit_status(returncode)
+        stopped_by = "zombietop run, on losing the lease"
+        try:
+            await self.store.finish_task(
+                claim.task.task_id,
+                owner=claim.owner,
+                token=claim.token,
+                state=TaskState.INTERRUPTED,
+                exit_code=code,
+                reason=f"stopped by {stopped_by} (exit {code}): {self.lost}",
+                stopped_by=stopped_by,
+            )
+            return
+        except (LeaseLost, StoreError):
+            pass
+        with contextlib.suppress(StoreError):
+            await self.store.record_event(
+                kind=EventKind.NOTE,
+                actor=claim.owner,
+                task_id=claim.task.task_id,
+                message=f"the command of token {claim.token} was stopped after its lease was "
+                f"lost (exit {code}): {self.lost}",
+                data={"exit_code": code, "stopped_by": stopped_by, "token": claim.token},
+            )

@@ -310,6 +310,7 @@ class SQLStore(Store, Generic[Conn]):
         state: TaskState,
         exit_code: int | None = None,
         reason: str | None = None,
+        stopped_by: str | None = None,
     ) -> Task:
         if state not in (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.INTERRUPTED):
             raise ValueError(f"finish_task ends in succeeded, failed or interrupted, not {state}")
@@ -353,6 +354,7 @@ class SQLStore(Store, Generic[Conn]):
                     "from": before.state.value,
                     "to": state.value,
                     "exit_code": exit_code,
+                    "stopped_by": stopped_by,
                     "token": token,
                 },
             )

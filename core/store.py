@@ -123,8 +123,13 @@ class Store(abc.ABC):
         state: TaskState,
         exit_code: int | None = None,
         reason: str | None = None,
+        stopped_by: str | None = None,
     ) -> Task:
-        """End the owner's execution (succeeded, failed or interrupted) and release the lease."""
+        """End the owner's execution (succeeded, failed or interrupted) and release the lease.
+
+        ``stopped_by`` names who stopped an interrupted task (a kill's requester, a forwarded
+        signal); the state-change event carries it with the exit code.
+        """
 
     @abc.abstractmethod
     async def set_quarantine(
