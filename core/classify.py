@@ -303,7 +303,9 @@ def _executing_rules(
     if heartbeat is None:
         if task.state is TaskState.STARTING:
             since = now - (task.claimed_at if task.claimed_at is not None else task.created_at)
-            if since > limits.start_grace:
+            if since > limits.start_grace and task.command:
+                reasons.append(_no_activity(since, "start grace", limits.start_grace))
+            elif since > limits.start_grace:
                 what = f"no first heartbeat {format_age(since)} after claim"
                 reasons.append(
                     _late(
@@ -317,7 +319,9 @@ def _executing_rules(
                 )
         else:
             since = now - _start_of(task)
-            if since > limits.heartbeat_timeout:
+            if since > limits.heartbeat_timeout and task.command:
+                reasons.append(_no_activity(since, "timeout", limits.heartbeat_timeout))
+            elif since > limits.heartbeat_timeout:
                 what = f"no heartbeat {format_age(since)} after start"
                 reasons.append(
                     _late(
@@ -332,7 +336,9 @@ def _executing_rules(
     else:
         age = now - heartbeat.written_at
         stuck = now - heartbeat.progress_changed_at
-        if age > limits.heartbeat_timeout:
+        if age > limits.heartbeat_timeout and heartbeat.observed:
+            reasons.append(_no_activity(age, "timeout", limits.heartbeat_timeout))
+        elif age > limits.heartbeat_timeout:
             what = f"heartbeat {format_age(age)} old"
             reasons.append(
                 _late(
@@ -344,7 +350,8 @@ def _executing_rules(
                     limits.heartbeat_timeout,
                 )
             )
-        elif stuck > limits.progress_timeout:
+        elif stuck > limits.progress_timeout and heartbeat.reports_progress:
+            # Spinning is a judgement on reported progress: observed beats only prove activity.
             progress = format_progress(heartbeat.progress)
             what = f"beating but progress unchanged at {progress} for {format_age(stuck)}"
             reasons.append(
@@ -360,6 +367,12 @@ def _executing_rules(
 
     if task.quarantined:
         reasons.append(_quarantine_reason(now, task))
+
+
+def _no_activity(since: float, limit_name: str, limit: float) -> Reason:
+    """Stalled under ``zombietop run``, which saw the command's tree do nothing since."""
+    what = f"no activity for {format_age(since)}: cpu, I/O and output flat"
+    return _late("no_activity", Health.STALLED, what, limit_name, since, limit)
 
 
 def _late(
@@ -473,7 +486,7 @@ def _context(
 ) -> str:
     """Compose the one line a page carries: enough to decide resume or discard."""
     head = f"{task.task_id} {health}:"
-    if heartbeat is not None:
+    if heartbeat is not None and heartbeat.reports_progress:
         where = f" stage={heartbeat.stage}" if heartbeat.stage else ""
         head += f"{where} p={format_progress(heartbeat.progress)}"
     parts: list[str] = []
@@ -484,7 +497,8 @@ def _context(
         return f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
 
     if heartbeat_age is not None:
-        parts.append(f"heartbeat {format_age(heartbeat_age)} old")
+        observed = "observed " if heartbeat is not None and heartbeat.observed else ""
+        parts.append(f"{observed}heartbeat {format_age(heartbeat_age)} old")
     elif task.state.executing:
         parts.append(f"no heartbeat yet ({format_age(now - _start_of(task))} since claim)")
     if task.state.executing:

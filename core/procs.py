@@ -381,3 +381,36 @@ class PsutilProbe:
                 if known is None or known.create_time != member.create_time:
                     used += member.cpu_seconds  # born since the last sample: all its CPU is new
         return max(0.0, 100.0 * used / elapsed)
+
+
+class TreeActivity:
+    """Running totals of the CPU time and I/O of one process tree, for observed heartbeats.
+
+    Summed per process across readings, so a child that exits (its time then moves into its
+    parent's children's time, which no total here counts) does not make the totals go back.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.cpu_seconds = 0.0
+        self.io_bytes = 0
+        self._last: dict[tuple[int, float], tuple[float, int]] = {}
+
+    def read(self) -> tuple[float, int]:
+        """Read the tree now; return the totals (CPU seconds, bytes read and written)."""
+        table = ProcessTable.read()
+        leader = table.entries.get(self.pid)
+        if leader is None:
+            return self.cpu_seconds, self.io_bytes
+        members = (leader, *(table.entries[pid] for pid in table.descendants(self.pid)))
+        current: dict[tuple[int, float], tuple[float, int]] = {}
+        for member in members:
+            io = io_bytes(member.pid)
+            key = (member.pid, member.create_time)
+            moved = sum(io) if io is not None else 0
+            current[key] = (member.cpu_seconds, moved)
+            cpu_before, io_before = self._last.get(key, (0.0, 0))
+            self.cpu_seconds += max(0.0, member.cpu_seconds - cpu_before)
+            self.io_bytes += max(0, moved - io_before)
+        self._last = current
+        return self.cpu_seconds, self.io_bytes

@@ -8,6 +8,7 @@ from typing import Any
 
 from zombietop.model import (
     Heartbeat,
+    HeartbeatSource,
     Lease,
     PendingKill,
     PollChanges,
@@ -25,7 +26,7 @@ TASK_COLUMNS = (
 LEASE_COLUMNS = "task_id owner token acquired_at renewed_at expires_at".split()
 HEARTBEAT_COLUMNS = (
     "task_id stage progress counters checkpoint eta_s request_name request_started_at trace_id "
-    "reported_at written_at progress_changed_at stage_started_at seq"
+    "reported_at written_at progress_changed_at stage_started_at seq source"
 ).split()
 KILL_COLUMNS = (
     "task_id pid pid_start_time pgid host requested_by term_sent_at deadline outcome finished_at"
@@ -49,6 +50,7 @@ _T = len(TASK_COLUMNS)
 _L = _T + len(LEASE_COLUMNS)
 _H = _L + len(HEARTBEAT_COLUMNS)
 _COUNTERS = _L + HEARTBEAT_COLUMNS.index("counters")
+_SOURCE = _L + HEARTBEAT_COLUMNS.index("source")
 
 # Every beat a poll reads builds a lease and a heartbeat: straight from their columns, which
 # name every field (see ``from_values``).
@@ -115,6 +117,7 @@ def _heartbeat(values: tuple[Any, ...], old: tuple[Any, ...], kept: Heartbeat | 
         columns[_COUNTERS - _L] = kept.counters
     else:
         columns[_COUNTERS - _L] = json_loads(text) if text else {}
+    columns[_SOURCE - _L] = HeartbeatSource(columns[_SOURCE - _L])
     return _heartbeat_of(columns)
 
 

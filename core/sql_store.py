@@ -802,6 +802,38 @@ class SQLStore(Store, Generic[Conn]):
             assert stored is not None
             return Heartbeat.from_row(stored)
 
+    async def record_observed_heartbeat(
+        self, task_id: str, counters: Mapping[str, float], *, owner: str, token: int
+    ) -> Heartbeat:
+        async with self._write() as db:
+            task, now = await self._locked(db, task_id)
+            if task.state.finished:
+                raise LeaseLost(f"{task_id} is {task.state}; its heartbeats are no longer recorded")
+            await self._fence(db, now, task_id, owner, token)
+            params = {
+                "task_id": task_id,
+                "counters": json.dumps(dict(counters), sort_keys=True),
+                "now": now,
+            }
+            row = await self._row(db, "observe_heartbeat", params)
+            assert row is not None
+            seq = int(row[0])
+            await self._run(
+                db,
+                "insert_heartbeat_history",
+                {"task_id": task_id, "seq": seq, "now": now, "stage": row[1], "progress": row[2]},
+            )
+            if seq > HISTORY_LIMIT:
+                await self._run(
+                    db,
+                    "trim_heartbeat_history",
+                    {"task_id": task_id, "oldest_dropped": seq - HISTORY_LIMIT},
+                )
+            await self._run(db, "mark_running_observed", {"task_id": task_id, "now": now})
+            stored = await self._row(db, "select_heartbeat", {"task_id": task_id})
+            assert stored is not None
+            return Heartbeat.from_row(stored)
+
     async def record_heartbeat_error(self, task_id: str, message: str) -> None:
         async with self._write() as db:
             _, now = await self._locked(db, task_id)

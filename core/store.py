@@ -242,6 +242,13 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
+    async def record_observed_heartbeat(
+        self, task_id: str, counters: Mapping[str, float], *, owner: str, token: int
+    ) -> Heartbeat:
+        """Record an observed heartbeat (fenced on the lease): ``counters`` added to the latest
+        beat, its time moved, its stage and progress (and when progress last moved) kept."""
+
+    @abc.abstractmethod
     async def record_heartbeat_error(self, task_id: str, message: str) -> None:
         """Note a malformed heartbeat line so the dashboard can show it as a reason."""
 

@@ -21,6 +21,7 @@ from zombietop.errors import StoreError
 from zombietop.model import BudgetFlag, EventKind, Health
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
+from zombietop.output import last_output_of, with_last_output
 
 RESTORE_EVENTS = 5000
 """How far back in the page log the watchdog looks to remember open incidents."""
@@ -338,10 +339,13 @@ class Watchdog:
                 except StoreError as exc:
                     tick.logs.append(f"could not quarantine {task_id}: {exc}")
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
-        self._page(tick, "incident", verdict.context, key=page_key, view=view)
+        # The job's last words, and how old they are: "the last log line was at 03:42".
+        last = await asyncio.to_thread(last_output_of, self.store, view.task, self.monitor.host)
+        line = with_last_output(verdict.context, last, tick.now)
+        self._page(tick, "incident", line, key=page_key, view=view)
         await self._record(
             EventKind.PAGE,
-            verdict.context,
+            line,
             task_id,
             {"page": "incident", "key": page_key, "health": str(view.health)},
         )

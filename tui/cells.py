@@ -16,6 +16,7 @@ from rich.text import Text
 from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.monitor import TaskView
+from zombietop.printable import printable
 from zombietop.tui.healths import GLYPHS, STYLES
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -24,6 +25,10 @@ KILL_OUTCOME_SHOWN_S = 60.0
 """How long a finished kill's outcome stays in its row (the store keeps it longer)."""
 EPSILON_S = 1e-6
 """Taken off every computed moment of change, so float rounding never puts one too late."""
+
+
+OBSERVED_MARK = "~"
+"""Leads the heartbeat cell of a task whose latest beat was observed (``~41s``), not reported."""
 
 
 def bar(fraction: float | None, width: int) -> str:
@@ -105,12 +110,12 @@ def _health_changes(view: TaskView, now: float) -> float:
 
 
 def _task(view: TaskView, now: float, note: str | None) -> Text:
-    return Text(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+    return Text(printable(view.task_id), style="bold" if view.health.pages else "", no_wrap=True)
 
 
 def _stage(view: TaskView, now: float, note: str | None) -> Text:
     beat = view.heartbeat
-    return Text(beat.stage) if beat is not None and beat.stage else DASH
+    return Text(printable(beat.stage)) if beat is not None and beat.stage else DASH
 
 
 def _progress(view: TaskView, now: float, note: str | None) -> Text:
@@ -128,7 +133,12 @@ def _heartbeat(view: TaskView, now: float, note: str | None) -> Text:
     if age is None:
         return DASH
     late = view.task.state.executing and age > view.limits.heartbeat_timeout
-    return Text(glance_age(age) + ("!" if late else ""), style="bold red" if late else "")
+    beat = view.heartbeat
+    # An observed beat proves activity, not progress: marked in the text, not only by style.
+    observed = OBSERVED_MARK if beat is not None and beat.observed else ""
+    return Text(
+        observed + glance_age(age) + ("!" if late else ""), style="bold red" if late else ""
+    )
 
 
 def _heartbeat_changes(view: TaskView, now: float) -> float:

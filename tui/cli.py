@@ -18,7 +18,9 @@ from zombietop.config import Config, load_config, resolve_config_path, write_def
 from zombietop.durations import parse_duration
 from zombietop.errors import HeartbeatParseError, ZombietopError
 from zombietop.heartbeat_line import BeatLine, format_timestamp, parse_line
+from zombietop.model import ProcessSample
 from zombietop.monitor import Monitor
+from zombietop.output import last_outputs
 from zombietop.procs import PsutilProbe
 from zombietop.sqlite_store import SCHEMA_VERSION
 from zombietop.store import default_store_path, open_store, store_location
@@ -28,6 +30,8 @@ from zombietop.tui.watch import add_parser as watch_parser
 EXIT_OK, EXIT_ERROR = 0, 2
 EXIT_UNKNOWN = 3
 """``status`` speaks the Nagios plugin API: a usage error there is UNKNOWN, not 2."""
+STATUS_SAMPLE_GAP = 0.5
+"""Seconds between the two process samples ``status`` takes, so CPU% is never unknown."""
 
 STATUS_EPILOG = """\
 exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a budget);
@@ -93,6 +97,11 @@ async def cmd_status(args: argparse.Namespace) -> int:
             probe = PsutilProbe()  # so a task whose process died shows as dead
             monitor = Monitor(store, ctx.config, probe=probe, include_finished=args.all)
             snapshot = await monitor.poll()
+            if any(_first_sight(view.process) for view in snapshot.tasks):
+                # CPU% is a delta: as top -n 1 does, sample twice a moment apart.
+                await asyncio.sleep(STATUS_SAMPLE_GAP)
+                snapshot = await monitor.poll()
+            outputs = last_outputs(store, (view.task for view in snapshot.tasks), monitor.host)
         if snapshot.error:
             raise ZombietopError(snapshot.error)
     except ZombietopError as exc:
@@ -102,12 +111,17 @@ async def cmd_status(args: argparse.Namespace) -> int:
             print(f"zombietop: {exc}", file=sys.stderr)
         return Level.UNKNOWN
     if args.json:
-        print(json.dumps(snapshot_to_json(snapshot), indent=2))
+        print(json.dumps(snapshot_to_json(snapshot, outputs), indent=2))
     elif args.nagios:
-        print(nagios_output(snapshot))
+        print(nagios_output(snapshot, outputs))
     else:
-        print(render_table(snapshot))
+        print(render_table(snapshot, outputs=outputs))
     return level(snapshot)
+
+
+def _first_sight(process: ProcessSample | None) -> bool:
+    """True for a live process sampled once: its CPU% needs a second look."""
+    return process is not None and not process.gone and process.cpu_percent is None
 
 
 async def cmd_init(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ Built through core's real types and ``zombietop.monitor.build_snapshot``; the sn
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import ClassVar
 
@@ -25,6 +25,7 @@ from zombietop.model import (
     TaskState,
 )
 from zombietop.monitor import Snapshot, build_snapshot
+from zombietop.output import LastOutput
 
 NOW = 1_796_000_000.0
 """2026-11-30 00:53:20 UTC: the frozen moment every sample screen shows."""
@@ -423,10 +424,15 @@ class SampleSource:
     """A ``SnapshotSource`` over fixed snapshots; ``fail_with`` makes the next polls fail."""
 
     def __init__(
-        self, snapshots: Sequence[Snapshot] | None = None, *, read_only: bool = False
+        self,
+        snapshots: Sequence[Snapshot] | None = None,
+        *,
+        read_only: bool = False,
+        outputs: Mapping[str, LastOutput] | None = None,
     ) -> None:
         self.snapshots = list(snapshots or [sample_snapshot()])
         self._read_only = read_only
+        self.outputs: dict[str, LastOutput] = dict(outputs or {})
         self.polls = 0
         self.fail_with: str | None = None
         self.failed_at = NOW + 14
@@ -450,6 +456,9 @@ class SampleSource:
 
     async def events(self, task_id: str | None = None, limit: int = 100) -> list[Event]:
         return sample_events(task_id)[:limit]
+
+    async def last_output(self, task: Task) -> LastOutput | None:
+        return self.outputs.get(task.task_id)
 
 
 class RecordingExecutor:

@@ -22,9 +22,7 @@ POLITE = (
 
 
 def _cli(db: Path, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        zombietop(db, config, *args), capture_output=True, text=True, timeout=60
-    )
+    return subprocess.run(zombietop(db, config, *args), capture_output=True, text=True, timeout=60)
 
 
 async def _beating(store: SQLiteStore, task_id: str) -> bool:
@@ -61,7 +59,9 @@ async def test_a_kill_of_a_job_that_exits_0_is_interrupted_and_blocks_its_depend
     change = await _state_change(real_store, "up")
     assert change["exit_code"] == 0 and "kill by" in str(change["stopped_by"])
 
-    status = json.loads((await asyncio.to_thread(_cli, db, fast_config_path, "status", "--json", "--all")).stdout)
+    status = json.loads(
+        (await asyncio.to_thread(_cli, db, fast_config_path, "status", "--json", "--all")).stdout
+    )
     (up,) = [t for t in status["tasks"] if t["task_id"] == "up"]
     assert up["health"] == "interrupted"
 

@@ -147,8 +147,7 @@ async def test_one_read_of_the_process_table_per_sample(
 
     monkeypatch.setattr(ProcessTable, "read", classmethod(counted))
     tasks = [
-        _task(p.pid, process_start_time(p.pid), task_id=f"t{i}")
-        for i, p in enumerate(procs * 40)
+        _task(p.pid, process_start_time(p.pid), task_id=f"t{i}") for i, p in enumerate(procs * 40)
     ]
     samples = await PsutilProbe().sample(tasks)
     assert reads == 1 and len(samples) == 200 and all(s.alive for s in samples.values())
@@ -157,9 +156,7 @@ async def test_one_read_of_the_process_table_per_sample(
 async def test_cpu_is_summed_over_the_tree(children: Children, tmp_path: Path) -> None:
     """sh -c over a CPU-bound grandchild: the shell idles, the tree's CPU is the child's."""
     ready = tmp_path / "ready"
-    proc = children.start(
-        ["sh", "-c", f"sh -c ': > {ready}; while :; do :; done' & wait"]
-    )
+    proc = children.start(["sh", "-c", f"sh -c ': > {ready}; while :; do :; done' & wait"])
     wait_for_file(ready)
     probe = PsutilProbe()
     task = _task(proc.pid, process_start_time(proc.pid))

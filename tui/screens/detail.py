@@ -15,14 +15,16 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Sparkline, Static
 
 from zombietop.actions import ActionKind
-from zombietop.classify import Budget, format_progress
+from zombietop.classify import ASK_A_HUMAN, Budget, format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import TaskView
+from zombietop.output import LastOutput, with_last_output
+from zombietop.printable import printable
 from zombietop.tui.cells import bar
 from zombietop.tui.compositor import LeanScreen
 from zombietop.tui.healths import health_label
-from zombietop.tui.keys import MUTATING_ACTIONS
+from zombietop.tui.keys import DETAIL_KEYS, MUTATING_ACTIONS, display_key
 from zombietop.tui.widgets.events_pane import event_line
 
 if TYPE_CHECKING:
@@ -58,7 +60,7 @@ def _budget_row(budget: Budget) -> Text:
     return text
 
 
-def describe(view: TaskView, now: float) -> Table:
+def describe(view: TaskView, now: float, last_output: LastOutput | None = None) -> Table:
     """Every fact about the task, as label/value rows."""
     task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
     verdict = view.verdict_at(now)
@@ -66,26 +68,31 @@ def describe(view: TaskView, now: float) -> Table:
     grid.add_row(
         "task",
         Text.assemble(
-            (task.task_id, "bold"), f"  run {task.run_id}  step {task.step}  type {task.step_type}"
+            (printable(task.task_id), "bold"),
+            printable(f"  run {task.run_id}  step {task.step}  type {task.step_type}"),
         ),
     )
     grid.add_row("state", f"{task.state}, attempt {task.attempt}")
     for reason in verdict.reasons:
-        grid.add_row("reason", reason.message)
+        grid.add_row("reason", printable(reason.message))
     for flag in verdict.flags:
         grid.add_row("flag", Text(str(flag), style="bold red"))
     if beat is not None:
         grid.add_row(
             "stage",
-            f"{beat.stage or '-'} at {format_progress(beat.progress)}"
+            f"{printable(beat.stage or '-')} at {format_progress(beat.progress)}"
             + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
         )
         counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
-        grid.add_row("counters", counters)
+        grid.add_row("counters", printable(counters))
         age = now - beat.written_at
-        grid.add_row(
-            "heartbeat", f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})"
-        )
+        heartbeat = Text(f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})")
+        if beat.observed:
+            heartbeat.append(
+                "  observed: the command's CPU, I/O or output moved; it reports no progress",
+                style="bold yellow",
+            )
+        grid.add_row("heartbeat", heartbeat)
         if beat.request_name:
             grid.add_row(
                 "request",
@@ -135,6 +142,15 @@ def describe(view: TaskView, now: float) -> Table:
         grid.add_row(
             "clock skew", f"the worker's clock is {format_age(abs(skew))} {side} the store's"
         )
+    if last_output is not None:
+        grid.add_row(
+            "last output",
+            Text.assemble(
+                f"{format_age(last_output.age(now))} ago: ",
+                (printable(last_output.line), "bold"),
+                (f"  ({display_key(DETAIL_KEYS[0].key)}: the last lines)", "dim"),
+            ),
+        )
     budgets = verdict.budgets
     grid.add_row("request", _budget_row(budgets.request))
     grid.add_row("stage budget", _budget_row(budgets.stage))
@@ -150,6 +166,7 @@ class DetailScreen(LeanScreen):
         Binding("r", "resume", "Resume"),
         Binding("d", "discard", "Discard"),
         Binding("k", "kill", "Kill"),
+        *(Binding(key.key, key.action, key.label) for key in DETAIL_KEYS),
     ]
 
     DEFAULT_CSS = """
@@ -165,6 +182,15 @@ class DetailScreen(LeanScreen):
         height: 3;
         margin: 0 1;
     }
+    DetailScreen #output-pane {
+        display: none;
+        height: 12;
+        margin: 0 1;
+        border: round $primary;
+    }
+    DetailScreen.show-output #output-pane {
+        display: block;
+    }
     """
 
     def __init__(self, task_id: str) -> None:
@@ -172,6 +198,7 @@ class DetailScreen(LeanScreen):
         self.task_id = task_id
         self.history: list[HistoryPoint] = []
         self.events: list[Event] = []
+        self.last_output: LastOutput | None = None
 
     @property
     def zapp(self) -> ZombietopApp:
@@ -184,6 +211,8 @@ class DetailScreen(LeanScreen):
             yield Sparkline([], id="spark")
             yield Static(id="facts")
             yield Static(id="events")
+        with VerticalScroll(id="output-pane"):
+            yield Static(id="output")
         yield Footer()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -200,7 +229,13 @@ class DetailScreen(LeanScreen):
         """Fetch this task's heartbeat history and events (store reads, off the UI's thread)."""
         self.history = await self.zapp.source.history(self.task_id)
         self.events = await self.zapp.source.events(self.task_id, limit=50)
+        await self._load_output()
         self.show()
+
+    async def _load_output(self) -> None:
+        view = self.zapp.snapshot.by_id().get(self.task_id)
+        if view is not None:
+            self.last_output = await self.zapp.source.last_output(view.task)
 
     def show(self) -> None:
         view = self.zapp.snapshot.by_id().get(self.task_id)
@@ -210,9 +245,12 @@ class DetailScreen(LeanScreen):
             context.update(f"{self.task_id} is no longer in the store's recent tasks")
             return
         title = health_label(view.health)
-        title.append(f"  {view.task_id}")
-        self.title = str(view.task_id)
-        context.update(Text.assemble(title, "\n", view.verdict_at(now).context))
+        title.append(f"  {printable(view.task_id)}")
+        self.title = printable(view.task_id)
+        context_line = view.verdict_at(now).context
+        if view.health in ASK_A_HUMAN:
+            context_line = with_last_output(context_line, self.last_output, now)
+        context.update(Text.assemble(title, "\n", printable(context_line)))
         points = [p.progress for p in self.history if p.progress is not None]
         label = (
             f"progress over the last {len(points)} heartbeats"
@@ -225,8 +263,37 @@ class DetailScreen(LeanScreen):
         spark = self.query_one("#spark", Sparkline)
         spark.display = bool(points)
         spark.data = points
-        self.query_one("#facts", Static).update(describe(view, now))
+        self.query_one("#facts", Static).update(describe(view, now, self.last_output))
         self.query_one("#events", Static).update(self._events_text(self.events))
+        self._show_output(now)
+
+    def _show_output(self, now: float) -> None:
+        pane = self.query_one("#output-pane", VerticalScroll)
+        last = self.last_output
+        if last is None:
+            pane.border_title = "last output"
+            self.query_one("#output", Static).update(
+                Text("no output kept (only `zombietop run` keeps it, on its own host)", style="dim")
+            )
+            return
+        pane.border_title = (
+            f"last {len(last.lines)} lines of attempt {last.attempt}, "
+            f"written {format_age(last.age(now))} ago"
+        )
+        # Untrusted text: every line escaped, none able to move the cursor or retitle the pane.
+        self.query_one("#output", Static).update(
+            Text("\n".join(printable(line) for line in last.lines))
+        )
+
+    @work(exclusive=True, group="detail-output", exit_on_error=False)
+    async def action_toggle_output(self) -> None:
+        """Show or hide the last lines the task wrote; read afresh each time they are shown."""
+        self.toggle_class("show-output")
+        if self.has_class("show-output"):
+            await self._load_output()
+            self.show()
+            pane = self.query_one("#output-pane", VerticalScroll)
+            pane.scroll_end(animate=False)
 
     @staticmethod
     def _events_text(events: Sequence[Event]) -> Text:
