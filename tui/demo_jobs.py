@@ -33,7 +33,7 @@ def say(text: str) -> None:
     except BrokenPipeError:
         # Our wrapper is gone (the orphaned job killed it): its pipe with it. Carry on unheard,
         # as a job that outlives its wrapper does, so the demo shows the lease expiring.
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the rest of the process
+        sys.stdout = open(os.devnull, "w")
 
 
 def idle() -> None:

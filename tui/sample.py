@@ -16,6 +16,7 @@ from zombietop.model import (
     Event,
     EventKind,
     Heartbeat,
+    HeartbeatSource,
     HistoryPoint,
     Lease,
     PendingKill,
@@ -351,6 +352,59 @@ def sample_snapshot(now: float = NOW, *, kill_pending: Iterable[str] = ()) -> Sn
     return build_snapshot(
         now, sample_records(kill_pending=kill_pending), sample_config(), sample_samples()
     )
+
+
+HOSTILE_ID = "evil-\x1b[2J\x1b]0;pwned\x07-01"
+"""A task id with a screen wipe and a retitle in it: shown escaped, never obeyed."""
+
+
+def hostile_snapshot(now: float = NOW) -> Snapshot:
+    """Untrusted text everywhere it can be, and commands that report nothing.
+
+    ``HOSTILE_ID`` (escape sequences in its id and stage) is stalled; ``tar-0099``, a legacy
+    command under ``zombietop run``, is healthy on observed heartbeats (CPU, I/O, output).
+    """
+    hostile = TaskRecord(
+        task=_task(
+            HOSTILE_ID, TaskState.RUNNING, started_ago=3 * H, pid=4242, command=("sh", "job.sh")
+        ),
+        lease=_lease(HOSTILE_ID, 4242, expires_in=2 * M, token=4),
+        heartbeat=_beat(
+            HOSTILE_ID, "load\x1b[31m\u202eRED", 12, age=3 * H + 12 * M, counters={"rows": 120}
+        ),
+    )
+    observed = TaskRecord(
+        task=_task("tar-0099", TaskState.RUNNING, started_ago=40 * M, pid=5120, command=("tar",)),
+        lease=_lease("tar-0099", 5120, expires_in=4 * M, token=1),
+        heartbeat=Heartbeat(
+            task_id="tar-0099",
+            counters={"cpu_s": 2310.5, "io_bytes": 48_000_000_000, "out_lines": 0},
+            written_at=now - 9,
+            progress_changed_at=now - 40 * M,
+            stage_started_at=now - 40 * M,
+            seq=240,
+            source=HeartbeatSource.OBSERVED,
+        ),
+    )
+    samples = {
+        HOSTILE_ID: _alive(4242, 0.0, started_ago=3 * H),
+        "tar-0099": replace(_alive(5120, 97.0, started_ago=40 * M), children=3),
+    }
+    return build_snapshot(now, [hostile, observed], sample_config(), samples)
+
+
+def hostile_outputs(now: float = NOW) -> dict[str, LastOutput]:
+    """The last output of the hostile task: a retitle, a bell, a bidi override, a wipe."""
+    lines = (
+        "connecting to orders-db",
+        "\x1b[2Jwiped?",
+        "retrying POST /orders (attempt 37) \x1b]0;pwned\x07\u202egnirts",
+    )
+    return {
+        HOSTILE_ID: LastOutput(
+            line=lines[-1], written_at=now - 3 * H - 12 * M, lines=lines, attempt=1
+        )
+    }
 
 
 def sample_history(task_id: str) -> list[HistoryPoint]:

@@ -78,11 +78,14 @@ def describe(view: TaskView, now: float, last_output: LastOutput | None = None) 
     for flag in verdict.flags:
         grid.add_row("flag", Text(str(flag), style="bold red"))
     if beat is not None:
-        grid.add_row(
-            "stage",
-            f"{printable(beat.stage or '-')} at {format_progress(beat.progress)}"
-            + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
-        )
+        if beat.reports_progress:
+            grid.add_row(
+                "stage",
+                f"{printable(beat.stage or '-')} at {format_progress(beat.progress)}"
+                + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
+            )
+        else:
+            grid.add_row("stage", Text("not reported: the command writes no heartbeat lines"))
         counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
         grid.add_row("counters", printable(counters))
         age = now - beat.written_at
@@ -129,9 +132,14 @@ def describe(view: TaskView, now: float, last_output: LastOutput | None = None) 
             alive = "pid reused by another process"
         cpu = "-" if process.cpu_percent is None else f"{process.cpu_percent:.0f}%"
         rss = "-" if process.rss_bytes is None else f"{process.rss_bytes / 2**20:.0f} MiB"
+        tree = ""
+        if process.children:
+            plural = "child" if process.children == 1 else "children"
+            tree = f" + {process.children} {plural} (cpu, rss summed over the tree)"
         grid.add_row(
             "process",
-            f"pid {process.pid} {alive}, status {process.status or '-'}, cpu {cpu}, rss {rss}, "
+            f"pid {process.pid}{tree} {alive}, status {process.status or '-'}, cpu {cpu}, "
+            f"rss {rss}, "
             f"started {_stamp(process.create_time or task.pid_start_time)}",
         )
     if view.agent_note is not None:
