@@ -225,6 +225,14 @@ def io_bytes(pid: int) -> tuple[int, int] | None:
     Counted at the system-call level (``rchar``/``wchar``): a job that streams from a socket
     or a pipe, or hits the page cache, moves these while the storage-level counts stand still.
     """
+    if _PROC_STAT:
+        # One small file; psutil would first build a Process, reading /proc/<pid>/stat again.
+        try:
+            with open(f"/proc/{pid}/io", "rb") as handle:
+                fields = dict(line.split(b": ", 1) for line in handle.read().splitlines())
+        except (OSError, ValueError):
+            return None  # another user's process, or gone
+        return int(fields[b"rchar"]), int(fields[b"wchar"])
     try:
         counters = psutil.Process(pid).io_counters()  # type: ignore[attr-defined,unused-ignore]
     except (AttributeError, psutil.Error, NotImplementedError):
