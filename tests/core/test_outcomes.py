@@ -6,11 +6,15 @@ import asyncio
 import json
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 from tests.core.realprocs import Children, wait_for, zombietop
-from zombietop.errors import TaskNotFound
+from zombietop.errors import TaskNotFound, UpstreamBlocked
 from zombietop.model import EventKind, TaskState
+from zombietop.sdk import Job
 from zombietop.sqlite_store import SQLiteStore
 
 POLITE = (
@@ -131,3 +135,47 @@ async def test_resume_from_interrupted_relaunches(
     second_pid = (await real_store.get_task("again")).pid
     assert second_pid is not None
     children.track_group(second_pid)  # stopped at the end of the test whatever happens
+
+
+SDK_POLITE = """\
+import signal, sys, time
+from zombietop import Job
+
+stop = False
+def polite(signum, frame):
+    global stop
+    stop = True
+
+signal.signal(signal.SIGTERM, polite)
+with Job("sdk-polite", db=sys.argv[1], config=sys.argv[2], handle_sigterm=False) as job:
+    job.beat("load", 7)
+    while not stop:
+        time.sleep(0.05)
+"""
+
+
+async def test_an_sdk_job_that_handles_term_itself_and_exits_0_after_a_kill_is_interrupted(
+    real_store: SQLiteStore, db: Path, fast_config_path: Path, children: Children, tmp_path: Path
+) -> None:
+    script = tmp_path / "polite.py"
+    script.write_text(SDK_POLITE)
+    job = children.start([sys.executable, str(script), str(db), str(fast_config_path)])
+    await wait_for(lambda: _beating(real_store, "sdk-polite"), what="the SDK job's first beat")
+    killed = await asyncio.to_thread(_cli, db, fast_config_path, "kill", "sdk-polite", "--yes")
+    assert killed.returncode == 0, killed.stderr
+    assert await asyncio.to_thread(job.wait, 20) == 0
+    task = await real_store.get_task("sdk-polite")
+    assert task.state is TaskState.INTERRUPTED and "stopped by a kill by" in (
+        task.state_reason or ""
+    )
+    after = await asyncio.to_thread(
+        _cli, db, fast_config_path, "run", "--task", "next", "--after", "sdk-polite", "--", "true"
+    )
+    assert after.returncode != 0 and "was interrupted" in after.stderr
+
+    def sdk_dependent() -> None:
+        with Job("next-sdk", db=db, config=fast_config_path, after=["sdk-polite"]):
+            raise AssertionError("the SDK started a dependent of an interrupted task")
+
+    with pytest.raises(UpstreamBlocked, match="upstream sdk-polite was interrupted"):
+        await asyncio.to_thread(sdk_dependent)
