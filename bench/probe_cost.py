@@ -9,7 +9,8 @@ until the host has about as many as asked, points the tasks at the shells (round
 there are more tasks than shells), and times ``PsutilProbe.sample_now`` over ``--polls`` polls
 (CPU time of this process, medians of three batches). The old way is the probe as it was: per
 task, psutil's oneshot reads plus ``children(recursive=True)``, which reads all of /proc each
-time. Also prints what a poll costs as a share of one core at the dashboard's 2 s refresh.
+time; it is timed over ten tasks and scaled, as every task costs it the same scan. Also prints
+what a poll costs as a share of one core at the dashboard's 2 s refresh.
 Not a test: the machine is shared and noisy, so only figures measured in the same run compare.
 """
 
@@ -31,6 +32,8 @@ import psutil
 from zombietop.model import Task, TaskState
 from zombietop.procs import PsutilProbe, process_start_time, this_host
 
+OLD_TASKS_TIMED = 10
+"""The old probe's cost is linear in tasks (one scan of /proc each): timed over this many."""
 REFRESH_S = 2.0
 """The dashboard's default refresh: one probe sample per poll."""
 
@@ -142,7 +145,10 @@ def main() -> int:
                 tasks = tasks_on(shells, count)
                 probe = PsutilProbe()
                 new = cpu_per_call(partial(probe.sample_now, tasks), args.polls)
-                old = cpu_per_call(partial(old_sample, tasks), max(1, args.polls // 4))
+                # The old way costs the same scan per task: timed over ten, scaled to all.
+                sample = tasks[: min(count, OLD_TASKS_TIMED)]
+                old = cpu_per_call(partial(old_sample, sample), max(1, args.polls // 4))
+                old *= count / len(sample)
                 print(
                     f"{present:>6} {count:>6} {1000 * new:>12.2f} {1000 * old:>12.2f} "
                     f"{new / old:>7.3f}x {100 * new / REFRESH_S:>9.2f}% {100 * old / REFRESH_S:>9.2f}%"

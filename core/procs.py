@@ -141,26 +141,60 @@ def _read_proc() -> dict[int, ProcEntry]:
     boot = psutil.boot_time()
     entries: dict[int, ProcEntry] = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue  # exited between the listing and the read
-        # The command name is in parentheses and may itself hold spaces or parentheses.
-        fields = data[data.rindex(b")") + 2 :].split()
-        pid = int(name)
-        entries[pid] = ProcEntry(
-            pid=pid,
-            ppid=int(fields[1]),
-            create_time=boot + int(fields[19]) / _TICKS,
-            status=_STATES.get(fields[0].decode(), "unknown"),
-            cpu_seconds=(int(fields[11]) + int(fields[12])) / _TICKS,
-            rss_bytes=int(fields[21]) * _PAGE,
-            threads=int(fields[17]),
-        )
+        if name.isdigit():
+            entry = _read_stat(int(name), boot)
+            if entry is not None:
+                entries[entry.pid] = entry
     return entries
+
+
+def _read_stat(pid: int, boot: float) -> ProcEntry | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None  # exited between the listing and the read
+    # The command name is in parentheses and may itself hold spaces or parentheses.
+    fields = data[data.rindex(b")") + 2 :].split()
+    return ProcEntry(
+        pid=pid,
+        ppid=int(fields[1]),
+        create_time=boot + int(fields[19]) / _TICKS,
+        status=_STATES.get(fields[0].decode(), "unknown"),
+        cpu_seconds=(int(fields[11]) + int(fields[12])) / _TICKS,
+        rss_bytes=int(fields[21]) * _PAGE,
+        threads=int(fields[17]),
+    )
+
+
+def _tree_by_children(pid: int) -> list[ProcEntry] | None:
+    """``pid`` and its descendants through /proc/<pid>/task/<tid>/children, reading only the
+    tree; None where the kernel keeps no such files (CONFIG_PROC_CHILDREN) or ``pid`` is gone.
+
+    For one tree, as the wrapper watches its own command: the whole table would cost every
+    wrapper on the host a read of every process, each interval.
+    """
+    boot = psutil.boot_time()
+    members: list[ProcEntry] = []
+    below = [pid]
+    while below:
+        entry = _read_stat(below.pop(), boot)
+        if entry is None:
+            if not members:
+                return None
+            continue
+        members.append(entry)
+        try:
+            threads = os.listdir(f"/proc/{entry.pid}/task")
+            for tid in threads:
+                with open(f"/proc/{entry.pid}/task/{tid}/children", "rb") as handle:
+                    below.extend(int(child) for child in handle.read().split())
+        except FileNotFoundError:
+            if entry.pid == pid and not os.path.exists(f"/proc/{pid}/task/{pid}/children"):
+                return None  # no children files on this kernel
+        except OSError:
+            continue
+    return members
 
 
 def _read_psutil() -> dict[int, ProcEntry]:
@@ -406,11 +440,13 @@ class TreeActivity:
 
     def read(self) -> tuple[float, int]:
         """Read the tree now; return the totals (CPU seconds, bytes read and written)."""
-        table = ProcessTable.read()
-        leader = table.entries.get(self.pid)
-        if leader is None:
-            return self.cpu_seconds, self.io_bytes
-        members = (leader, *(table.entries[pid] for pid in table.descendants(self.pid)))
+        members = _tree_by_children(self.pid) if _PROC_STAT else None
+        if members is None:
+            table = ProcessTable.read()
+            leader = table.entries.get(self.pid)
+            if leader is None:
+                return self.cpu_seconds, self.io_bytes
+            members = [leader, *(table.entries[pid] for pid in table.descendants(self.pid))]
         current: dict[tuple[int, float], tuple[float, int]] = {}
         for member in members:
             io = io_bytes(member.pid)
