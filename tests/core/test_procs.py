@@ -10,6 +10,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.core.realprocs import Children, start_task_process, wait_for, wait_for_file
@@ -164,7 +165,10 @@ async def test_cpu_is_summed_over_the_tree(children: Children, tmp_path: Path) -
     assert first.cpu_percent is None and first.children == 1
     await asyncio.sleep(0.5)
     second = (await probe.sample([task]))["t"]
-    assert second.cpu_percent is not None and second.cpu_percent > 30
+    # A shared machine gives the loop what it can; the shell alone uses none of it.
+    assert second.cpu_percent is not None and second.cpu_percent > 5
+    leader = psutil.Process(proc.pid).cpu_times()
+    assert leader.user + leader.system < 0.5
     assert "pid " + str(proc.pid) + " + 1 child, cpu" in _words(second)
 
 
