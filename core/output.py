@@ -21,6 +21,7 @@ from zombietop.durations import format_age
 from zombietop.layout import safe_name, state_dir
 from zombietop.model import Task
 from zombietop.printable import printable
+from zombietop.private import create_new, open_append, open_read, state_subdir
 from zombietop.store import Store, location_of
 
 KEEP = 64 * 1024
@@ -33,6 +34,12 @@ SHOWN_LINES = 200
 
 def output_folder(store_path: Path | str) -> Path:
     return state_dir(store_path) / "output"
+
+
+def private_output_path(store_path: Path | str, task_id: str, attempt: int) -> Path:
+    """``output_path``, its folder made private (0700, this user's) first."""
+    state_subdir(store_path, "output")
+    return output_path(store_path, task_id, attempt)
 
 
 def output_path(store_path: Path | str, task_id: str, attempt: int) -> Path:
@@ -56,8 +63,8 @@ class OutputLog:
         self.lines = 0
         """Newlines written so far: the ``out_lines`` of observed heartbeats."""
         self._lock = threading.Lock()
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        # Never through a planted link, always 0600: see zombietop.private.
+        self._fd = create_new(path)
         self._size = 0
 
     def write(self, data: bytes) -> None:
@@ -71,21 +78,21 @@ class OutputLog:
                 self._compact()
 
     def _compact(self) -> None:
-        with open(self.path, "rb") as handle:
+        with open(open_read(self.path), "rb") as handle:
             handle.seek(-self.keep, os.SEEK_END)
             tail = handle.read()
         start = tail.find(b"\n")
         if 0 <= start < len(tail) - 1:
             tail = tail[start + 1 :]  # from a line start: no half line at the top
         fresh = self.path.with_name(self.path.name + ".new")
-        fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = create_new(fresh)
         try:
             os.write(fd, tail)
         finally:
             os.close(fd)
         os.replace(fresh, self.path)
         os.close(self._fd)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self._fd = open_append(self.path)
         self._size = len(tail)
 
     def close(self) -> None:
@@ -129,7 +136,7 @@ def read_last_output(store_path: Path | str, task_id: str, attempt: int) -> Last
             break
         path = output_path(store_path, task_id, tried)
         try:
-            with open(path, "rb") as handle:
+            with open(open_read(path), "rb") as handle:
                 written_at = os.fstat(handle.fileno()).st_mtime
                 size = os.fstat(handle.fileno()).st_size
                 handle.seek(max(0, size - 2 * KEEP))

@@ -34,11 +34,19 @@ from typing import TextIO
 
 from zombietop.claim import Claim, claim_task, owner_name
 from zombietop.config import Config, Limits
-from zombietop.errors import HeartbeatParseError, LeaseLost, StoreError, ZombietopError
+from zombietop.errors import (
+    HeartbeatParseError,
+    LeaseLost,
+    StoreError,
+    UnsafePath,
+    ZombietopError,
+)
 from zombietop.heartbeat_line import parse_line
-from zombietop.layout import clean_env, safe_name, state_dir
+from zombietop.layout import clean_env, safe_name
 from zombietop.model import EventKind, PendingKill, TaskState
-from zombietop.output import OutputLog, output_path, prune_attempts
+from zombietop.output import OutputLog, private_output_path, prune_attempts
+from zombietop.printable import printable
+from zombietop.private import open_read, state_subdir, write_new
 from zombietop.procs import TreeActivity, process_start_time, this_host
 from zombietop.store import Store, location_of, store_location
 
@@ -85,14 +93,14 @@ class HeartbeatTail:
     def last_line(self) -> str | None:
         """Return the last complete line written since the previous call (None: nothing new)."""
         try:
-            with open(self.path, "rb") as handle:
+            with open(open_read(self.path), "rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
                 if size < self._offset:
                     # Truncated or replaced by the job: start again from the top.
                     self._offset, self._partial = 0, b""
                 handle.seek(self._offset)
                 data = handle.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, UnsafePath):
             return None
         self._offset += len(data)
         lines = (self._partial + data).split(b"\n")
@@ -184,7 +192,7 @@ class Runner:
         """When the command's latest heartbeat line was read (monotonic), None before one."""
 
     def _say(self, text: str) -> None:
-        print(f"zombietop: {text}", file=self.err, flush=True)
+        print(printable(f"zombietop: {text}"), file=self.err, flush=True)
 
     async def run(self, spec: RunSpec) -> int:
         """Claim the task, run the command, record how it ended; return its exit status."""
@@ -196,6 +204,8 @@ class Runner:
         cwd = spec.cwd or os.getcwd()
         owner = owner_name("run", self.host)
         type_limits = self.config.limits_for(spec.step_type)
+        # Before the claim: a state directory that is not safely ours must not leave it claimed.
+        folder = self._heartbeat_folder()
         claim = await claim_task(
             self.store,
             task_id=task_id,
@@ -212,22 +222,20 @@ class Runner:
         limits = self.config.limits_for(claim.task.step_type)
         if not spec.task_id:
             self._say(f"task {task_id}")
-        beat_file = self._heartbeat_file(claim)
+        beat_file = write_new(folder / f"{safe_name(task_id)}.{claim.token}.hb")
         try:
             return await self._supervise(claim, limits, spec, beat_file)
         finally:
             with contextlib.suppress(OSError):
                 beat_file.unlink()
+            if self.store_path is None:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
-    def _heartbeat_file(self, claim: Claim) -> Path:
+    def _heartbeat_folder(self) -> Path:
         if self.store_path is not None:
-            folder = state_dir(self.store_path) / "heartbeats"
-            folder.mkdir(parents=True, exist_ok=True)
-        else:
-            folder = Path(tempfile.gettempdir())
-        path = folder / f"{safe_name(claim.task.task_id)}.{claim.token}.hb"
-        path.write_bytes(b"")
-        return path
+            return state_subdir(self.store_path, "heartbeats")
+        return Path(tempfile.mkdtemp(prefix="zombietop-"))  # 0700, made for this run alone
 
     def _env(self, claim: Claim, beat_file: Path) -> dict[str, str]:
         env = clean_env()
@@ -287,8 +295,8 @@ class Runner:
             return None
         task = claim.task
         try:
-            log = OutputLog(output_path(self.store_path, task.task_id, task.attempt))
-        except OSError as exc:
+            log = OutputLog(private_output_path(self.store_path, task.task_id, task.attempt))
+        except (OSError, UnsafePath) as exc:
             self._say(f"not keeping the output of {task.task_id}: {exc}")
             return None
         prune_attempts(self.store_path, task.task_id, task.attempt)

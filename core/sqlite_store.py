@@ -28,13 +28,22 @@ from zombietop.sqlite_inline import InlineConnection
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
-MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5, 6))
+MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5, 6, 7))
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 5000
 BEGIN_RETRIES = 4
 
 QUERIES = {name: fill_columns(sql) for name, sql in SQL.items() if not name.startswith("schema_v")}
 POLL_SQL = QUERIES["select_tasks_for_poll"]
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode ``path`` names now (None once nothing is there)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -98,6 +107,9 @@ class SQLiteStore(SQLStore[Connection]):
         self.path = path
         self._clock = clock
         self.read_only = read_only
+        self._file = _identity(path)
+        """The file opened: a store deleted or replaced under an open connection still reads
+        (the old inode), so each statement first checks the path still names it."""
         # One connection, one transaction at a time: coroutines sharing this store queue here.
         self._lock = asyncio.Lock()
 
@@ -234,9 +246,20 @@ class SQLiteStore(SQLStore[Connection]):
                 raise StoreError(f"store {self.path} is closed") from None
             raise
 
+    def _check_file(self) -> None:
+        now = _identity(self.path)
+        if now == self._file:
+            return
+        what = "deleted or moved" if now is None else "replaced by another file"
+        raise StoreMissing(
+            f"store {self.path} was {what} while open; restore it, or restart zombietop "
+            "on the store the jobs now use"
+        )
+
     @contextlib.asynccontextmanager
     async def _read(self) -> AsyncIterator[Connection]:
         async with self._lock:
+            self._check_file()
             with self._translate():
                 yield self._db
 
@@ -249,6 +272,7 @@ class SQLiteStore(SQLStore[Connection]):
                 f"store {self.describe()} is open read-only; this needs a writable store"
             )
         async with self._lock:
+            self._check_file()
             with self._translate():
                 for attempt in range(BEGIN_RETRIES):
                     asked = time.monotonic()

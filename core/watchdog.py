@@ -22,6 +22,7 @@ from zombietop.model import BudgetFlag, EventKind, Health
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
 from zombietop.output import last_output_of, with_last_output
+from zombietop.printable import printable
 
 RESTORE_EVENTS = 5000
 """How far back in the page log the watchdog looks to remember open incidents."""
@@ -60,13 +61,13 @@ def _ended_by_kill(view: TaskView) -> bool:
 class PrintNotifier:
     """``--dry-run``: show the page instead of sending it."""
 
-    name = "dry-run"
+    name = kind = "dry-run"
 
     def __init__(self, log: Callable[[str], None]) -> None:
         self._log = log
 
     async def send(self, page: Page) -> None:
-        self._log(f"PAGE ({page.kind}) {page.line}")
+        self._log(f"PAGE ({page.kind}) {page.shown}")
 
 
 @dataclass(slots=True)
@@ -98,10 +99,11 @@ class Watchdog:
         self.executor = executor
         self.clock = clock or SystemClock()
         self.dry_run = dry_run
-        self.log = log
+        self.log: Callable[[str], None] = lambda line: log(printable(line))
+        """Every line the watchdog says goes out printable, whatever sink it is given."""
         self.actor = f"watchdog@{socket.gethostname()}"
         self.outbox = Outbox(
-            [PrintNotifier(log)] if dry_run else notifiers,
+            [PrintNotifier(self.log)] if dry_run else notifiers,
             config.notify,
             self.clock,
             on_result=self._delivered,
@@ -157,7 +159,7 @@ class Watchdog:
             if result.attempts > 1:
                 self.log(
                     f"delivered via {result.notifier} on attempt {result.attempts}: "
-                    f"{result.page.line}"
+                    f"{result.page.shown}"
                 )
             await self._record(
                 EventKind.DELIVERY,

@@ -354,23 +354,23 @@ def sample_snapshot(now: float = NOW, *, kill_pending: Iterable[str] = ()) -> Sn
     )
 
 
-HOSTILE_ID = "evil-\x1b[2J\x1b]0;pwned\x07-01"
+UNTRUSTED_ID = "evil-\x1b[2J\x1b]0;pwned\x07-01"
 """A task id with a screen wipe and a retitle in it: shown escaped, never obeyed."""
 
 
-def hostile_snapshot(now: float = NOW) -> Snapshot:
+def untrusted_snapshot(now: float = NOW) -> Snapshot:
     """Untrusted text everywhere it can be, and commands that report nothing.
 
-    ``HOSTILE_ID`` (escape sequences in its id and stage) is stalled; ``tar-0099``, a legacy
+    ``UNTRUSTED_ID`` (escape sequences in its id and stage) is stalled; ``tar-0099``, a legacy
     command under ``zombietop run``, is healthy on observed heartbeats (CPU, I/O, output).
     """
     hostile = TaskRecord(
         task=_task(
-            HOSTILE_ID, TaskState.RUNNING, started_ago=3 * H, pid=4242, command=("sh", "job.sh")
+            UNTRUSTED_ID, TaskState.RUNNING, started_ago=3 * H, pid=4242, command=("sh", "job.sh")
         ),
-        lease=_lease(HOSTILE_ID, 4242, expires_in=2 * M, token=4),
+        lease=_lease(UNTRUSTED_ID, 4242, expires_in=2 * M, token=4),
         heartbeat=_beat(
-            HOSTILE_ID, "load\x1b[31m\u202eRED", 12, age=3 * H + 12 * M, counters={"rows": 120}
+            UNTRUSTED_ID, "load\x1b[31m\u202eRED", 12, age=3 * H + 12 * M, counters={"rows": 120}
         ),
     )
     observed = TaskRecord(
@@ -387,13 +387,13 @@ def hostile_snapshot(now: float = NOW) -> Snapshot:
         ),
     )
     samples = {
-        HOSTILE_ID: _alive(4242, 0.0, started_ago=3 * H),
+        UNTRUSTED_ID: _alive(4242, 0.0, started_ago=3 * H),
         "tar-0099": replace(_alive(5120, 97.0, started_ago=40 * M), children=3),
     }
     return build_snapshot(now, [hostile, observed], sample_config(), samples)
 
 
-def hostile_outputs(now: float = NOW) -> dict[str, LastOutput]:
+def untrusted_outputs(now: float = NOW) -> dict[str, LastOutput]:
     """The last output of the hostile task: a retitle, a bell, a bidi override, a wipe."""
     lines = (
         "connecting to orders-db",
@@ -401,7 +401,7 @@ def hostile_outputs(now: float = NOW) -> dict[str, LastOutput]:
         "retrying POST /orders (attempt 37) \x1b]0;pwned\x07\u202egnirts",
     )
     return {
-        HOSTILE_ID: LastOutput(
+        UNTRUSTED_ID: LastOutput(
             line=lines[-1], written_at=now - 3 * H - 12 * M, lines=lines, attempt=1
         )
     }
@@ -474,6 +474,63 @@ def sample_events(task_id: str | None = None) -> list[Event]:
     return [e for e in events if task_id is None or e.task_id == task_id]
 
 
+# A hostile fleet: what someone who can write the store, or a job, can put in each field -------
+
+OSC = "\x1b]2;owned\x07"
+"""Retitles the terminal (or the tmux pane)."""
+CSI_CLEAR = "\x1b[2J"
+"""Wipes the screen."""
+HOSTILE_ID = f"evil{OSC}{CSI_CLEAR}-1"
+
+
+def hostile_records() -> list[TaskRecord]:
+    """One stalled task whose every text field holds terminal controls, C1 and a bidi override;
+    the dashboard must show each escaped (``\\x1b]2;owned\\x07``), never obey it."""
+    task = _task(
+        "evil-1",
+        TaskState.RUNNING,
+        started_ago=40 * M,
+        pid=6666,
+        checkpoint="s3://x/\u202egpj.exe",
+    )
+    task = replace(
+        task,
+        task_id=HOSTILE_ID,
+        run_id=f"run{CSI_CLEAR}",
+        step="st\x1b[5mep",
+        host="batch\x9b2J-01",
+    )
+    lease = replace(_lease(HOSTILE_ID, 6666, expires_in=3 * M), owner=f"run{OSC}@batch-01")
+    beat = _beat(
+        HOSTILE_ID,
+        f"load{CSI_CLEAR}",
+        40,
+        age=6 * M,
+        counters={"rows\x1b[31m": 5},
+        request_name="GET\x1b[1m /x",
+        trace_id="t\x7f1",
+    )
+    return [TaskRecord(task=task, lease=lease, heartbeat=beat)]
+
+
+def hostile_snapshot(now: float = NOW) -> Snapshot:
+    samples = {HOSTILE_ID: _alive(6666, 0.0, started_ago=40 * M)}
+    return build_snapshot(now, hostile_records(), sample_config(), samples)
+
+
+def hostile_events() -> list[Event]:
+    return [
+        Event(
+            event_id=1,
+            at=NOW - 60,
+            task_id=HOSTILE_ID,
+            kind=EventKind.ACTION,
+            actor=f"mallory{OSC}@laptop",
+            message=f"kill refused: {CSI_CLEAR}(reason: because{OSC})",
+        )
+    ]
+
+
 class SampleSource:
     """A ``SnapshotSource`` over fixed snapshots; ``fail_with`` makes the next polls fail."""
 
@@ -483,8 +540,10 @@ class SampleSource:
         *,
         read_only: bool = False,
         outputs: Mapping[str, LastOutput] | None = None,
+        events: Sequence[Event] | None = None,
     ) -> None:
         self.snapshots = list(snapshots or [sample_snapshot()])
+        self._events = None if events is None else list(events)
         self._read_only = read_only
         self.outputs: dict[str, LastOutput] = dict(outputs or {})
         self.polls = 0
@@ -509,6 +568,8 @@ class SampleSource:
         return sample_history(task_id)
 
     async def events(self, task_id: str | None = None, limit: int = 100) -> list[Event]:
+        if self._events is not None:
+            return [e for e in self._events if task_id is None or e.task_id == task_id][:limit]
         return sample_events(task_id)[:limit]
 
     async def last_output(self, task: Task) -> LastOutput | None:

@@ -14,6 +14,7 @@ from zombietop.heartbeat_line import format_timestamp
 from zombietop.model import AgentPresence, Health
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.output import LastOutput, with_last_output
+from zombietop.printable import printable
 
 
 class Level(IntEnum):
@@ -75,12 +76,12 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
     )
     lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}"]
     lines.extend(_human_lines([*urgent, *warned], outputs or {}, snapshot.taken_at))
-    return "\n".join(lines)
+    return shown(lines)
 
 
 def nagios_unknown(reason: str) -> str:
     """The plugin output when zombietop cannot look: the reason, and no performance data."""
-    return f"ZOMBIETOP UNKNOWN - {reason}"
+    return printable(f"ZOMBIETOP UNKNOWN - {reason}")
 
 
 def snapshot_to_json(
@@ -214,18 +215,21 @@ def render_table(
     counts = "  ".join(f"{health} {n}" for health, n in snapshot.counts.items() if n)
     lines = [counts or "no tasks in the store"]
     if not snapshot.tasks:
-        return "\n".join(lines)
+        return shown(lines)
     header = ("HEALTH", "TASK", "STAGE", "PROGRESS", "HEARTBEAT", "LEASE", "ATTEMPT", "FLAGS")
     rows = [
-        (
-            str(view.health),
-            view.task_id,
-            (view.heartbeat.stage if view.heartbeat and view.heartbeat.stage else "-"),
-            format_progress(view.heartbeat.progress) if view.heartbeat else "-",
-            _heartbeat_words(view),
-            _lease_words(view),
-            str(view.task.attempt),
-            ",".join(str(f) for f in view.verdict.flags) or "-",
+        tuple(
+            printable(cell)
+            for cell in (
+                str(view.health),
+                view.task_id,
+                (view.heartbeat.stage if view.heartbeat and view.heartbeat.stage else "-"),
+                format_progress(view.heartbeat.progress) if view.heartbeat else "-",
+                _heartbeat_words(view),
+                _lease_words(view),
+                str(view.task.attempt),
+                ",".join(str(f) for f in view.verdict.flags) or "-",
+            )
         )
         for view in snapshot.tasks
     ]
@@ -247,7 +251,12 @@ def render_table(
         lines.append("")
         now = snapshot.taken_at
         lines.append("agents: " + ", ".join(_agent_words(a, now) for a in snapshot.agents))
-    return "\n".join(lines)
+    return shown(lines)
+
+
+def shown(lines: list[str]) -> str:
+    """Join ``lines`` for a terminal, each made printable: the text comes from the store."""
+    return "\n".join(printable(line) for line in lines)
 
 
 def _agent_words(agent: AgentPresence, now: float) -> str:

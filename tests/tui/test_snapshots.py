@@ -9,9 +9,9 @@ from zombietop.clock import FakeClock
 from zombietop.tui.sample import (
     NOW,
     SampleSource,
-    hostile_outputs,
-    hostile_snapshot,
     sample_snapshot,
+    untrusted_outputs,
+    untrusted_snapshot,
 )
 
 
@@ -111,15 +111,57 @@ def test_error_banner(snap_compare):
     )
 
 
-def _hostile() -> SampleSource:
-    return SampleSource([hostile_snapshot()], outputs=hostile_outputs())
+def _hostile_app():  # type: ignore[no-untyped-def]
+    from zombietop.tui.sample import hostile_events, hostile_snapshot
+
+    return make_app(SampleSource([hostile_snapshot()], events=hostile_events()))
+
+
+def test_hostile_task_main_and_events_shown_escaped(snap_compare):
+    """A task whose id, stage, owner, host and events hold OSC/CSI/C1 controls: every one reads
+    escaped ('evil\\x1b]2;owned\\x07\\x1b[2J-1', 'load\\x1b[2J', 'run\\x1b]2;owned\\x07@...'),
+    the screen is not wiped, and the events pane (e) shows the actor and message escaped."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+
+    assert snap_compare(_hostile_app(), terminal_size=(160, 24), run_before=run_before)
+
+
+def test_hostile_task_detail_shown_escaped(snap_compare):
+    """Enter on the hostile task: its page line, run, step, stage, counters ('rows\\x1b[31m'),
+    request, checkpoint ('\\u202e' shown, not obeyed), owner and host, all escaped."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+
+    assert snap_compare(_hostile_app(), terminal_size=(120, 40), run_before=run_before)
+
+
+def test_hostile_task_kill_dialog_shown_escaped(snap_compare):
+    """k on the hostile task: the dialog's title, sentence and facts read escaped."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("k")
+        await settle(pilot)
+
+    assert snap_compare(_hostile_app(), terminal_size=(100, 30), run_before=run_before)
+
+
+def _untrusted() -> SampleSource:
+    return SampleSource([untrusted_snapshot()], outputs=untrusted_outputs())
 
 
 def test_untrusted_text_main(snap_compare):
     """The stalled task's id reads evil-\\x1b[2J\\x1b]0;pwned\\x07-01, escaped: no wiped
     screen, no retitle; tar-0099, which reports nothing, is healthy with an observed heartbeat
     (its BEAT cell reads '~9s')."""
-    assert snap_compare(make_app(_hostile()), terminal_size=(80, 24), run_before=settle)
+    assert snap_compare(make_app(_untrusted()), terminal_size=(80, 24), run_before=settle)
 
 
 def test_untrusted_text_detail_with_last_output(snap_compare):
@@ -134,7 +176,7 @@ def test_untrusted_text_detail_with_last_output(snap_compare):
         await pilot.press("o")
         await settle(pilot)
 
-    assert snap_compare(make_app(_hostile()), terminal_size=(110, 40), run_before=run_before)
+    assert snap_compare(make_app(_untrusted()), terminal_size=(110, 40), run_before=run_before)
 
 
 def test_observed_detail(snap_compare):
@@ -146,4 +188,4 @@ def test_observed_detail(snap_compare):
         await pilot.press("down", "enter")
         await settle(pilot)
 
-    assert snap_compare(make_app(_hostile()), terminal_size=(110, 40), run_before=run_before)
+    assert snap_compare(make_app(_untrusted()), terminal_size=(110, 40), run_before=run_before)
