@@ -18,7 +18,14 @@ from zombietop.config import Config
 from zombietop.errors import TaskNotFound
 from zombietop.model import Health, HeartbeatSource
 from zombietop.monitor import Monitor
-from zombietop.output import KEEP, OutputLog, output_path, prune_attempts, read_last_output
+from zombietop.output import (
+    KEEP,
+    OutputLog,
+    output_path,
+    private_output_path,
+    prune_attempts,
+    read_last_output,
+)
 from zombietop.procs import PsutilProbe
 from zombietop.sqlite_store import SQLiteStore
 from zombietop.watchdog import PrintNotifier, Watchdog
@@ -232,7 +239,7 @@ async def test_the_kept_output_is_bounded(
 def test_older_attempts_are_pruned(tmp_path: Path) -> None:
     store = tmp_path / "zombietop.db"
     for attempt in (1, 2, 3):
-        OutputLog(output_path(store, "t", attempt)).close()
+        OutputLog(private_output_path(store, "t", attempt)).close()
     prune_attempts(store, "t", 4)
     left = sorted(os.listdir(output_path(store, "t", 1).parent))
     assert left == [output_path(store, "t", 3).name]  # attempt 4 keeps the one before it
@@ -240,7 +247,7 @@ def test_older_attempts_are_pruned(tmp_path: Path) -> None:
 
 def test_a_progress_bar_shows_as_a_terminal_leaves_it(tmp_path: Path) -> None:
     store = tmp_path / "zombietop.db"
-    log = OutputLog(output_path(store, "bar", 1))
+    log = OutputLog(private_output_path(store, "bar", 1))
     log.write(b"copying\n 10%\r 50%\r 90%\r")
     log.close()
     last = read_last_output(store, "bar", 1)
