@@ -159,7 +159,10 @@ async def test_an_sdk_job_that_handles_term_itself_and_exits_0_after_a_kill_is_i
 ) -> None:
     script = tmp_path / "polite.py"
     script.write_text(SDK_POLITE)
-    job = children.start([sys.executable, str(script), str(db), str(fast_config_path)])
+    # --task on its command line ties the process to the task, so the kill may signal it.
+    job = children.start(
+        [sys.executable, str(script), str(db), str(fast_config_path), "--task", "sdk-polite"]
+    )
     await wait_for(lambda: _beating(real_store, "sdk-polite"), what="the SDK job's first beat")
     killed = await asyncio.to_thread(_cli, db, fast_config_path, "kill", "sdk-polite", "--yes")
     assert killed.returncode == 0, killed.stderr
