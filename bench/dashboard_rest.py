@@ -3,7 +3,13 @@
 delay. Target: CPU <= 1%, bytes/s no more than htop's.
 
     python bench/dashboard_rest.py [--rounds 3] [--seconds 20] [--tasks 1000] [--size 80x24]
-                                   [--fleet both|mixed|healthy] [--vs PYTHON] [--no-wall]
+                                   [--fleet both|mixed|healthy|local] [--jobs 40,200]
+                                   [--vs PYTHON] [--no-wall]
+
+``--fleet local`` instead runs real `zombietop run` jobs on this host (``--jobs`` of them, in
+turn: one that beats, one that only prints, one idle, one `sh -c` over a child), so the
+dashboard's process probe reads their trees every poll, and measures the dashboard and htop
+only. Targets: at 40 jobs CPU no more than htop's and under 1%; at 200, no more than twice htop's.
 
 scripts/fleet_store.py keeps the tasks beating in a fresh store for the whole run, in one of two
 fleets (both by default, one after the other):
@@ -70,6 +76,23 @@ set -g remain-on-exit on
 """
 # tmux sets a pane's TERM from default-terminal (tmux-256color), not from its own environment;
 # remain-on-exit keeps a crashed program's last screen for the error message.
+
+
+LOCAL_JOBS = (
+    # Beats every 10 s through its heartbeat file, like a job that reports.
+    'i=0; while :; do echo "stage=work p=$((i % 100))" >> "$ZOMBIETOP_HEARTBEAT_FILE"; '
+    "i=$((i+1)); sleep 10; done",
+    # Reports nothing, prints a line every 5 s: judged by its output (observed heartbeats).
+    "while :; do echo tick; sleep 5; done",
+    # Reports nothing, does nothing: stalled for no activity.
+    "exec sleep 3600",
+    # Reports nothing, a grandchild does the waiting: sh -c over a child.
+    "sh -c 'sleep 3600'; true",
+)
+"""The local fleet's jobs, in turn: real `zombietop run` wrappers over real commands."""
+
+LOCAL_SETTLE_S = 20.0
+"""After the last job started: every job has its lease, a first beat or observation."""
 
 
 class BenchError(Exception):
@@ -192,6 +215,97 @@ def beating_fleet(
                 fleet.wait()
 
 
+@contextlib.contextmanager
+def local_fleet(
+    db: Path, jobs: int, env: dict[str, str]
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Run ``jobs`` real `zombietop run` jobs on this host until the block ends."""
+    wrappers: list[subprocess.Popen[bytes]] = []
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "zombietop.tui", "--db", str(db), "init"],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        for number in range(jobs):
+            script = LOCAL_JOBS[number % len(LOCAL_JOBS)]
+            wrappers.append(
+                subprocess.Popen(
+                    [
+                        *(sys.executable, "-m", "zombietop.tui", "--db", str(db), "run"),
+                        *("--task", f"local-{number:03d}", "--", "sh", "-c", script),
+                    ],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
+            if number % 10 == 9:
+                time.sleep(1.0)  # a Python start-up each: do not swamp a small machine
+        yield wrappers
+    finally:
+        for wrapper in wrappers:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(wrapper.pid, signal.SIGTERM)  # the wrapper forwards it to its job
+        for wrapper in wrappers:
+            try:
+                wrapper.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(wrapper.pid, signal.SIGKILL)
+                wrapper.wait()
+
+
+def measure_local(jobs: int, htop: str | None, args: argparse.Namespace) -> dict[str, list[Sample]]:
+    """Rounds of the dashboard and htop with ``jobs`` real wrapped jobs on this host."""
+    samples: dict[str, list[Sample]] = {"zombietop": [], "htop": []}
+    with tempfile.TemporaryDirectory(prefix="zt-bench-") as folder:
+        tmp = Path(folder)
+        db = tmp / "local.db"
+        env = child_env(tmp)
+        conf = tmp / "tmux.conf"
+        conf.write_text(TMUX_CONF)
+        tmux = Tmux(f"zt-bench-{os.getpid()}", conf, env)
+        runs = {"zombietop": [sys.executable, *DASHBOARD, "--db", str(db)]}
+        if htop:
+            runs["htop"] = [htop, *HTOP]
+        with local_fleet(db, jobs, env) as wrappers:
+            time.sleep(LOCAL_SETTLE_S)
+            for _ in range(args.rounds):
+                for name, argv in runs.items():
+                    samples[name].append(measure(name, argv, tmux, tmp / f"{name}.bytes", args))
+            gone = sum(1 for wrapper in wrappers if wrapper.poll() is not None)
+            if gone:
+                raise BenchError(f"{gone} of {jobs} wrapped jobs exited during the run")
+            print(f"\n{jobs} local jobs: {len(psutil.pids())} processes on the host")
+    return samples
+
+
+def report_local(jobs: int, samples: dict[str, list[Sample]]) -> None:
+    """Every round, the medians, and the target for this many local jobs."""
+    print(row("", "CPU %", "bytes/s"))
+    for name, runs in samples.items():
+        for number, sample in enumerate(runs, 1):
+            print(row(f"{name} #{number}", f"{sample.cpu_pct:.2f}", f"{sample.bytes_per_s:,.0f}"))
+    ours = statistics.median(s.cpu_pct for s in samples["zombietop"])
+    print(row("zombietop median", f"{ours:.2f}", ""))
+    if not samples.get("htop"):
+        print(f"target: CPU <= 1% ({'met' if ours <= 1 else 'NOT met'}); htop not measured")
+        return
+    htop = statistics.median(s.cpu_pct for s in samples["htop"])
+    print(row("htop median", f"{htop:.2f}", ""))
+    ratio = ours / htop if htop else float("inf")
+    print(row("zombietop/htop", f"{ratio:.2f}x", ""))
+    if jobs <= 40:
+        met = ours <= htop and ours < 1.0
+        print(f"target at {jobs} jobs: CPU <= htop's and < 1% ({'met' if met else 'NOT met'})")
+    else:
+        met = ours <= 2 * htop
+        print(f"target at {jobs} jobs: CPU <= 2x htop's ({'met' if met else 'NOT met'})")
+
+
 def child_env(tmp: Path) -> dict[str, str]:
     """This checkout's code, built-in defaults for zombietop and htop, no store from the caller."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZOMBIETOP_")}
@@ -269,11 +383,14 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before measuring")
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--size", type=parse_size, default=(80, 24), metavar="WxH")
-    parser.add_argument("--fleet", choices=["both", *FLEETS], default="both")
+    parser.add_argument("--fleet", choices=["both", *FLEETS, "local"], default="both")
     parser.add_argument(
         "--vs", metavar="PYTHON", help="also run the dashboard with this interpreter's zombietop"
     )
     parser.add_argument("--no-wall", action="store_true", help="leave out the wall")
+    parser.add_argument(
+        "--jobs", default="40,200", help="local fleet: real wrapped jobs, comma-separated"
+    )
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is not installed (apt-get install tmux); nothing measured")
@@ -294,6 +411,17 @@ def main() -> int:
         f"refresh 1 s (htop -d 10); {args.warmup:g} s warm-up, median of {args.rounds} rounds "
         f"of {args.seconds:g} s"
     )
+    if args.fleet == "local":
+        for jobs in (int(n) for n in args.jobs.split(",")):
+            try:
+                report_local(jobs, measure_local(jobs, htop, args))
+            except BenchError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            except KeyboardInterrupt:
+                print("interrupted; cleaned up", file=sys.stderr)
+                return 130
+        return 0
     fleets = list(FLEETS) if args.fleet == "both" else [args.fleet]
     for fleet in fleets:
         try:

@@ -51,6 +51,12 @@ async def check_upstream(store: Store, task_id: str, upstream: Sequence[str]) ->
                 f"not starting {task_id}: upstream {name} is quarantined{why}; "
                 f"resume or discard {name} first"
             )
+        if up.state is TaskState.INTERRUPTED:
+            why = f" ({up.state_reason})" if up.state_reason else ""
+            raise UpstreamBlocked(
+                f"not starting {task_id}: upstream {name} was interrupted{why}, its work is "
+                f"unfinished; resume {name} (or discard it) first"
+            )
         if up.state is not TaskState.SUCCEEDED:
             raise UpstreamBlocked(
                 f"not starting {task_id}: upstream {name} is {up.state}, not succeeded; "

@@ -302,7 +302,9 @@ def _executing_rules(
     if heartbeat is None:
         if task.state is TaskState.STARTING:
             since = now - (task.claimed_at if task.claimed_at is not None else task.created_at)
-            if since > limits.start_grace:
+            if since > limits.start_grace and task.command:
+                reasons.append(_no_activity(since, "start grace", limits.start_grace))
+            elif since > limits.start_grace:
                 what = f"no first heartbeat {format_age(since)} after claim"
                 reasons.append(
                     _late(
@@ -316,7 +318,9 @@ def _executing_rules(
                 )
         else:
             since = now - _start_of(task)
-            if since > limits.heartbeat_timeout:
+            if since > limits.heartbeat_timeout and task.command:
+                reasons.append(_no_activity(since, "timeout", limits.heartbeat_timeout))
+            elif since > limits.heartbeat_timeout:
                 what = f"no heartbeat {format_age(since)} after start"
                 reasons.append(
                     _late(
@@ -331,7 +335,9 @@ def _executing_rules(
     else:
         age = now - heartbeat.written_at
         stuck = now - heartbeat.progress_changed_at
-        if age > limits.heartbeat_timeout:
+        if age > limits.heartbeat_timeout and heartbeat.observed:
+            reasons.append(_no_activity(age, "timeout", limits.heartbeat_timeout))
+        elif age > limits.heartbeat_timeout:
             what = f"heartbeat {format_age(age)} old"
             reasons.append(
                 _late(
@@ -343,7 +349,8 @@ def _executing_rules(
                     limits.heartbeat_timeout,
                 )
             )
-        elif stuck > limits.progress_timeout:
+        elif stuck > limits.progress_timeout and heartbeat.reports_progress:
+            # Spinning is a judgement on reported progress: observed beats only prove activity.
             progress = format_progress(heartbeat.progress)
             what = f"beating but progress unchanged at {progress} for {format_age(stuck)}"
             reasons.append(
@@ -359,6 +366,12 @@ def _executing_rules(
 
     if task.quarantined:
         reasons.append(_quarantine_reason(now, task))
+
+
+def _no_activity(since: float, limit_name: str, limit: float) -> Reason:
+    """Stalled under ``zombietop run``, which saw the command's tree do nothing since."""
+    what = f"no activity for {format_age(since)}: cpu, I/O and output flat"
+    return _late("no_activity", Health.STALLED, what, limit_name, since, limit)
 
 
 def _late(
@@ -398,7 +411,7 @@ def _interrupted_reason(task: Task, heartbeat: Heartbeat | None) -> Reason:
     checkpoint = f", checkpoint {task.checkpoint}" if task.checkpoint else ", no checkpoint"
     return Reason(
         code="interrupted",
-        message=f"stopped by SIGTERM{where}{checkpoint}",
+        message=f"{task.state_reason or 'stopped by SIGTERM'}{where}{checkpoint}",
         health=Health.INTERRUPTED,
     )
 
@@ -472,7 +485,7 @@ def _context(
 ) -> str:
     """Compose the one line a page carries: enough to decide resume or discard."""
     head = f"{task.task_id} {health}:"
-    if heartbeat is not None:
+    if heartbeat is not None and heartbeat.reports_progress:
         where = f" stage={heartbeat.stage}" if heartbeat.stage else ""
         head += f"{where} p={format_progress(heartbeat.progress)}"
     parts: list[str] = []
@@ -483,7 +496,8 @@ def _context(
         return f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
 
     if heartbeat_age is not None:
-        parts.append(f"heartbeat {format_age(heartbeat_age)} old")
+        observed = "observed " if heartbeat is not None and heartbeat.observed else ""
+        parts.append(f"{observed}heartbeat {format_age(heartbeat_age)} old")
     elif task.state.executing:
         parts.append(f"no heartbeat yet ({format_age(now - _start_of(task))} since claim)")
     # A lease held without an expiry (an engine's) says nothing worth a page's words.
@@ -528,6 +542,13 @@ def _process_words(process: ProcessSample) -> str:
     words = f"pid {process.pid} alive"
     if process.status in ("stopped", "tracing-stop"):
         words = f"pid {process.pid} stopped"
+    if process.children:
+        # The work is often a grandchild (sh -c 'python job.py'): say the numbers are the tree's.
+        plural = "child" if process.children == 1 else "children"
+        words = f"pid {process.pid} + {process.children} {plural}"
+        if process.status in ("stopped", "tracing-stop"):
+            words += " (stopped)"
+        words += ","
     if process.cpu_percent is not None:
         words += f" cpu {process.cpu_percent:.0f}%"
     if process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:

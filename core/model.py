@@ -25,9 +25,10 @@ class TaskState(StrEnum):
     RUNNING = "running"
     """Executing; heartbeats and lease renewals expected."""
     INTERRUPTED = "interrupted"
-    """Stopped by SIGTERM after recording where it was; waits for resume or discard."""
+    """Stopped by a kill or a forwarded SIGTERM, SIGINT or SIGHUP, whatever its exit status;
+    waits for resume or discard."""
     SUCCEEDED = "succeeded"
-    """Finished with exit code 0."""
+    """Finished with exit code 0, reached on its own (never after a kill)."""
     FAILED = "failed"
     """Finished with a non-zero exit code or an error."""
     DISCARDED = "discarded"
@@ -61,7 +62,7 @@ class Health(StrEnum):
     QUARANTINED = "quarantined"
     """Held by the watchdog or an operator; dependents blocked until a human resolves it."""
     INTERRUPTED = "interrupted"
-    """Stopped by SIGTERM; its handler recorded where it was."""
+    """Stopped by a kill (operator, watchdog, lost lease) or SIGTERM, whatever its exit status."""
     STARTING = "starting"
     """Claimed, not yet beating, within its start grace."""
     QUEUED = "queued"
@@ -203,6 +204,21 @@ class Lease:
         )
 
 
+class HeartbeatSource(StrEnum):
+    """Where a heartbeat came from."""
+
+    REPORTED = "reported"
+    """Written by the job: a heartbeat line, ``zombietop beat``, the SDK. Proof of progress."""
+    OBSERVED = "observed"
+    """Written by ``zombietop run`` when the command's process tree used CPU, did I/O or wrote
+    output while reporting nothing. Proof of activity, never of progress."""
+
+
+OBSERVED_COUNTERS = ("cpu_s", "io_bytes", "out_lines")
+"""The counters an observed heartbeat carries: CPU seconds, I/O bytes and output lines of the
+command's process tree since it started."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Heartbeat:
     """The latest proof of progress for a task, as the store last recorded it."""
@@ -225,6 +241,22 @@ class Heartbeat:
     stage_started_at: float
     """When the current stage was first reported."""
     seq: int = 1
+    source: HeartbeatSource = HeartbeatSource.REPORTED
+
+    @property
+    def observed(self) -> bool:
+        """True when ``zombietop run`` wrote this beat from what the command did."""
+        return self.source is HeartbeatSource.OBSERVED
+
+    @property
+    def reports_progress(self) -> bool:
+        """True once the job itself said where it is (a stage, a percent or a checkpoint)."""
+        return (
+            self.source is HeartbeatSource.REPORTED
+            or self.stage is not None
+            or self.progress is not None
+            or self.checkpoint is not None
+        )
 
     @property
     def clock_skew_s(self) -> float | None:
@@ -252,6 +284,7 @@ class Heartbeat:
             progress_changed_at=row["progress_changed_at"],
             stage_started_at=row["stage_started_at"],
             seq=row["seq"],
+            source=HeartbeatSource(row["source"]),
         )
 
 

@@ -40,6 +40,7 @@ from zombietop.model import (
     TaskState,
 )
 from zombietop.oncall import OnCall, current
+from zombietop.output import LastOutput, last_output_of
 from zombietop.procs import this_host
 from zombietop.schedules import ScheduleHealth, ScheduleView, judge, order
 from zombietop.sources import JudgingConfig, Origin, Source, read_holds, read_sources
@@ -704,6 +705,10 @@ class Monitor:
 
     async def history(self, task_id: str) -> list[HistoryPoint]:
         return await self.store.heartbeat_history(task_id)
+
+    async def last_output(self, task: Task) -> LastOutput | None:
+        """The kept output of a task run by ``zombietop run`` on this host (a file read)."""
+        return await asyncio.to_thread(last_output_of, self.store, task, self.host)
 
     async def events(
         self, task_id: str | None = None, limit: int = 100, *, renewals: bool = False

@@ -115,123 +115,389 @@ def same_start(recorded: float | None, actual: float | None) -> bool:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ProcEntry:
+    """One process as one pass over the process table read it."""
+
+    pid: int
+    ppid: int
+    create_time: float
+    status: str
+    cpu_seconds: float
+    rss_bytes: int
+    threads: int
+
+
+class ProcessTable:
+    """Every process on the host, read in one pass, with the tree built from parent PIDs.
+
+    Reading the table once serves every task of a sample: the cost is one small read per
+    process plus one per member of a task's tree, not one scan of /proc per task.
+    """
+
+    def __init__(self, entries: Mapping[int, ProcEntry]) -> None:
+        self.entries = entries
+        self._children: dict[int, list[int]] = {}
+        for entry in entries.values():
+            self._children.setdefault(entry.ppid, []).append(entry.pid)
+
+    @classmethod
+    def read(cls) -> ProcessTable:
+        """Read the table: /proc/<pid>/stat on Linux, psutil's one pass elsewhere."""
+        return cls(_read_proc() if _PROC_STAT else _read_psutil())
+
+    def descendants(self, pid: int) -> list[int]:
+        """Every process below ``pid`` in the tree (children, grandchildren...)."""
+        found: list[int] = []
+        below = list(self._children.get(pid, ()))
+        while below:
+            child = below.pop()
+            if child == pid or child in found:
+                continue  # PID 0's own entry lists itself as its parent on some systems
+            found.append(child)
+            below.extend(self._children.get(child, ()))
+        return found
+
+
+_PROC_STAT = Path("/proc/self/stat").exists()
+_TICKS = os.sysconf("SC_CLK_TCK") if _PROC_STAT else 100
+_PAGE = os.sysconf("SC_PAGE_SIZE") if _PROC_STAT else 4096
+_STATES = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "disk-sleep",
+    "T": "stopped",
+    "t": "tracing-stop",
+    "Z": "zombie",
+    "X": "dead",
+    "I": "idle",
+    "P": "parked",
+    "W": "waking",
+}
+
+
+def _read_proc() -> dict[int, ProcEntry]:
+    """Read every /proc/<pid>/stat: one file per process holds all the table needs.
+
+    psutil reads the same file but builds a Process per PID and reads it twice (once more to
+    check the PID is still the same process): three times the cost, paid every poll.
+    """
+    boot = psutil.boot_time()
+    entries: dict[int, ProcEntry] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            entry = _read_stat(int(name), boot)
+            if entry is not None:
+                entries[entry.pid] = entry
+    return entries
+
+
+def _read_stat(pid: int, boot: float) -> ProcEntry | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None  # exited between the listing and the read
+    # The command name is in parentheses and may itself hold spaces or parentheses.
+    fields = data[data.rindex(b")") + 2 :].split()
+    return ProcEntry(
+        pid=pid,
+        ppid=int(fields[1]),
+        create_time=boot + int(fields[19]) / _TICKS,
+        status=_STATES.get(fields[0].decode(), "unknown"),
+        cpu_seconds=(int(fields[11]) + int(fields[12])) / _TICKS,
+        rss_bytes=int(fields[21]) * _PAGE,
+        threads=int(fields[17]),
+    )
+
+
+def _tree_by_children(pid: int) -> list[ProcEntry] | None:
+    """``pid`` and its descendants through /proc/<pid>/task/<tid>/children, reading only the
+    tree; None where the kernel keeps no such files (CONFIG_PROC_CHILDREN) or ``pid`` is gone.
+
+    For one tree, as the wrapper watches its own command: the whole table would cost every
+    wrapper on the host a read of every process, each interval.
+    """
+    boot = psutil.boot_time()
+    members: list[ProcEntry] = []
+    below = [pid]
+    while below:
+        entry = _read_stat(below.pop(), boot)
+        if entry is None:
+            if not members:
+                return None
+            continue
+        members.append(entry)
+        try:
+            threads = os.listdir(f"/proc/{entry.pid}/task")
+            for tid in threads:
+                with open(f"/proc/{entry.pid}/task/{tid}/children", "rb") as handle:
+                    below.extend(int(child) for child in handle.read().split())
+        except FileNotFoundError:
+            if entry.pid == pid and not os.path.exists(f"/proc/{pid}/task/{pid}/children"):
+                return None  # no children files on this kernel
+        except OSError:
+            continue
+    return members
+
+
+def _read_psutil() -> dict[int, ProcEntry]:
+    attrs = ["ppid", "create_time", "status", "cpu_times", "memory_info", "num_threads"]
+    entries: dict[int, ProcEntry] = {}
+    for proc in psutil.process_iter(attrs):
+        info = proc.info
+        if info["create_time"] is None or info["ppid"] is None:
+            continue  # hidden from us
+        times, memory = info["cpu_times"], info["memory_info"]
+        entries[proc.pid] = ProcEntry(
+            pid=proc.pid,
+            ppid=info["ppid"],
+            create_time=info["create_time"],
+            status=str(info["status"] or "unknown"),
+            cpu_seconds=0.0 if times is None else times.user + times.system,
+            rss_bytes=0 if memory is None else memory.rss,
+            threads=info["num_threads"] or 0,
+        )
+    return entries
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TreeTotals:
+    """A task's process tree (the leader and its descendants) summed up at one moment."""
+
+    leader: ProcEntry
+    members: tuple[ProcEntry, ...]
+    """The leader first, then its descendants."""
+    cpu_seconds: float
+    rss_bytes: int
+    threads: int
+    io_bytes: tuple[int, int] | None
+    """Read and write byte totals; None when any member's are hidden from us."""
+
+
+def tree_totals(table: ProcessTable, leader: ProcEntry) -> TreeTotals:
+    """Sum CPU time, memory, threads and I/O over ``leader`` and its descendants."""
+    members = (leader, *(table.entries[pid] for pid in table.descendants(leader.pid)))
+    read = written = 0
+    hidden = False
+    for member in members:
+        io = io_bytes(member.pid)
+        if io is None:
+            hidden = True
+        else:
+            read, written = read + io[0], written + io[1]
+    return TreeTotals(
+        leader=leader,
+        members=members,
+        cpu_seconds=sum(m.cpu_seconds for m in members),
+        rss_bytes=sum(m.rss_bytes for m in members),
+        threads=sum(m.threads for m in members),
+        io_bytes=None if hidden else (read, written),
+    )
+
+
+def io_bytes(pid: int) -> tuple[int, int] | None:
+    """Read and write byte totals of ``pid``, or None where the platform or permissions hide
+    them (or it just exited).
+
+    Counted at the system-call level (``rchar``/``wchar``): a job that streams from a socket
+    or a pipe, or hits the page cache, moves these while the storage-level counts stand still.
+    """
+    if _PROC_STAT:
+        # One small file; psutil would first build a Process, reading /proc/<pid>/stat again.
+        try:
+            with open(f"/proc/{pid}/io", "rb") as handle:
+                fields = dict(line.split(b": ", 1) for line in handle.read().splitlines())
+        except (OSError, ValueError):
+            return None  # another user's process, or gone
+        return int(fields[b"rchar"]), int(fields[b"wchar"])
+    try:
+        counters = psutil.Process(pid).io_counters()  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, psutil.Error, NotImplementedError):
+        return None
+    read = getattr(counters, "read_chars", counters.read_bytes)
+    written = getattr(counters, "write_chars", counters.write_bytes)
+    return int(read), int(written)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Seen:
-    """What the previous sample of one process saw, to turn totals into deltas."""
+    """What the previous sample saw of one process, to turn totals into deltas."""
+
+    create_time: float
+    cpu_seconds: float
+    at: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _SeenTree:
+    """What the previous sample saw of one task's tree."""
 
     create_time: float
     at: float
-    cpu_seconds: float
     io_bytes: tuple[int, int] | None
     io_moved_at: float
 
 
 class PsutilProbe:
-    """Sample the processes behind tasks on this host; implements ``monitor.ProcessProbe``.
+    """Sample the process trees behind tasks on this host; implements ``monitor.ProcessProbe``.
 
-    Keeps the previous reading per process, so CPU% and I/O are deltas since the last sample.
+    Reads the process table once per sample, whatever the number of tasks. Keeps the previous
+    reading per process, so CPU% and I/O are deltas since the last sample, summed over each
+    task's tree; a process is forgotten once it leaves the table.
     """
 
     def __init__(self, *, host: str | None = None, clock: Clock | None = None) -> None:
         self.host = host if host is not None else this_host()
         self._clock = clock or SystemClock()
         self._seen: dict[int, _Seen] = {}
+        self._trees: dict[int, _SeenTree] = {}
+        self._previous: Mapping[int, ProcEntry] | None = None
+        """The previous sample's table, to tell a process born since from one that moved in."""
 
     async def sample(self, tasks: Sequence[Task]) -> Mapping[str, ProcessSample]:
         """Return a sample per task id for the tasks with a PID on this host."""
         mine = [t for t in tasks if t.pid is not None and t.host == self.host]
         if not mine:
             return {}
-        # psutil reads /proc synchronously: keep it off the caller's event loop.
+        # Reading /proc is blocking work: keep it off the caller's event loop.
         return await asyncio.to_thread(self.sample_now, mine)
 
     def sample_now(self, tasks: Sequence[Task]) -> dict[str, ProcessSample]:
         """Sample synchronously (the blocking half of ``sample``)."""
         now = self._clock.now()
+        table = ProcessTable.read()
         samples: dict[str, ProcessSample] = {}
-        live: set[int] = set()
+        seen: dict[int, _Seen] = {}
         for task in tasks:
-            if task.pid is None:
-                continue
-            samples[task.task_id] = self._one(task.pid, task.pid_start_time, now)
-            live.add(task.pid)
-        # Forget processes no task points at any more, so the state cannot grow without bound.
-        for pid in set(self._seen) - live:
-            del self._seen[pid]
+            if task.pid is not None:
+                samples[task.task_id] = self._one(table, task.pid, task.pid_start_time, now, seen)
+        # Keep what this sample did not look at while its process lives: a task left out of
+        # one sample (the dashboard samples only what changed) still gets a delta next time.
+        for pid, before in self._seen.items():
+            entry = table.entries.get(pid)
+            if pid not in seen and entry is not None and entry.create_time == before.create_time:
+                seen[pid] = before
+        self._seen = seen
+        self._trees = {
+            pid: tree
+            for pid, tree in self._trees.items()
+            if pid in table.entries and table.entries[pid].create_time == tree.create_time
+        }
+        self._previous = table.entries
         return samples
 
-    def _one(self, pid: int, recorded_start: float | None, now: float) -> ProcessSample:
-        try:
-            proc = psutil.Process(pid)
-            with proc.oneshot():
-                create_time = proc.create_time()
-                if not same_start(recorded_start, create_time):
-                    self._seen.pop(pid, None)
-                    return ProcessSample(
-                        pid=pid,
-                        alive=True,
-                        identity_ok=False,
-                        create_time=create_time,
-                        sampled_at=now,
-                    )
-                status = proc.status()
-                times = proc.cpu_times()
-                cpu_seconds = times.user + times.system
-                rss = proc.memory_info().rss
-                threads = proc.num_threads()
-                io = _io_bytes(proc)
-            children = len(proc.children(recursive=True))
-        except psutil.ZombieProcess:
-            # Exited but not reaped (its parent is stuck or frozen): the task's work is over.
-            self._seen.pop(pid, None)
-            return ProcessSample(pid=pid, alive=True, status="zombie", sampled_at=now)
-        except psutil.NoSuchProcess:
-            self._seen.pop(pid, None)
+    def _one(
+        self,
+        table: ProcessTable,
+        pid: int,
+        recorded_start: float | None,
+        now: float,
+        seen: dict[int, _Seen],
+    ) -> ProcessSample:
+        leader = table.entries.get(pid)
+        if leader is None:
             return ProcessSample(pid=pid, alive=False, sampled_at=now)
-        except psutil.AccessDenied:
-            # Another user's process: we know it exists, not what it does.
-            return ProcessSample(pid=pid, alive=True, sampled_at=now)
+        if not same_start(recorded_start, leader.create_time):
+            return ProcessSample(
+                pid=pid,
+                alive=True,
+                identity_ok=False,
+                create_time=leader.create_time,
+                sampled_at=now,
+            )
+        if leader.status == "zombie":
+            # Exited but not reaped (its parent is stuck or frozen): the task's work is over.
+            return ProcessSample(pid=pid, alive=True, status="zombie", sampled_at=now)
+        tree = tree_totals(table, leader)
+        cpu_percent = self._cpu_percent(tree, now)
+        for member in tree.members:
+            seen[member.pid] = _Seen(
+                create_time=member.create_time, cpu_seconds=member.cpu_seconds, at=now
+            )
 
-        previous = self._seen.get(pid)
-        if previous is not None and previous.create_time != create_time:
+        previous = self._trees.get(pid)
+        if previous is not None and previous.create_time != leader.create_time:
             previous = None
-        cpu_percent = read_delta = write_delta = None
+        read_delta = write_delta = None
         io_moved_at = now
-        if previous is not None:
-            elapsed = now - previous.at
-            if elapsed > 0:
-                cpu_percent = max(0.0, 100.0 * (cpu_seconds - previous.cpu_seconds) / elapsed)
-            if io is not None and previous.io_bytes is not None:
-                read_delta = io[0] - previous.io_bytes[0]
-                write_delta = io[1] - previous.io_bytes[1]
-                io_moved_at = now if (read_delta or write_delta) else previous.io_moved_at
-        self._seen[pid] = _Seen(
-            create_time=create_time,
+        if previous is not None and tree.io_bytes is not None and previous.io_bytes is not None:
+            # Summed over a tree that changes, a total can shrink when a member exits.
+            read_delta = max(0, tree.io_bytes[0] - previous.io_bytes[0])
+            write_delta = max(0, tree.io_bytes[1] - previous.io_bytes[1])
+            io_moved_at = now if (read_delta or write_delta) else previous.io_moved_at
+        self._trees[pid] = _SeenTree(
+            create_time=leader.create_time,
             at=now,
-            cpu_seconds=cpu_seconds,
-            io_bytes=io,
+            io_bytes=tree.io_bytes,
             io_moved_at=io_moved_at,
         )
         return ProcessSample(
             pid=pid,
             alive=True,
             identity_ok=True,
-            status=str(status),
+            status=leader.status,
             cpu_percent=cpu_percent,
-            rss_bytes=rss,
-            threads=threads,
+            rss_bytes=tree.rss_bytes,
+            threads=tree.threads,
             read_bytes_delta=read_delta,
             write_bytes_delta=write_delta,
-            io_idle_s=None if io is None else now - io_moved_at,
-            children=children,
-            create_time=create_time,
+            io_idle_s=None if tree.io_bytes is None else now - io_moved_at,
+            children=len(tree.members) - 1,
+            create_time=leader.create_time,
             sampled_at=now,
         )
 
+    def _cpu_percent(self, tree: TreeTotals, now: float) -> float | None:
+        """CPU% of the tree since the leader's previous sample; None the first time it is seen."""
+        leader = self._seen.get(tree.leader.pid)
+        if leader is None or leader.create_time != tree.leader.create_time:
+            return None
+        elapsed = now - leader.at
+        if elapsed <= 0:
+            return None
+        before_table = self._previous or {}
+        used = 0.0
+        for member in tree.members:
+            before = self._seen.get(member.pid)
+            if before is not None and before.create_time == member.create_time:
+                used += member.cpu_seconds - before.cpu_seconds
+            else:
+                known = before_table.get(member.pid)
+                if known is None or known.create_time != member.create_time:
+                    used += member.cpu_seconds  # born since the last sample: all its CPU is new
+        return max(0.0, 100.0 * used / elapsed)
 
-def _io_bytes(proc: psutil.Process) -> tuple[int, int] | None:
-    """Read and write byte totals, or None where the platform or permissions hide them."""
-    try:
-        counters = proc.io_counters()  # type: ignore[attr-defined,unused-ignore]
-    except (AttributeError, psutil.AccessDenied, NotImplementedError):
-        return None
-    return int(counters.read_bytes), int(counters.write_bytes)
+
+class TreeActivity:
+    """Running totals of the CPU time and I/O of one process tree, for observed heartbeats.
+
+    Summed per process across readings, so a child that exits (its time then moves into its
+    parent's children's time, which no total here counts) does not make the totals go back.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.cpu_seconds = 0.0
+        self.io_bytes = 0
+        self._last: dict[tuple[int, float], tuple[float, int]] = {}
+
+    def read(self) -> tuple[float, int]:
+        """Read the tree now; return the totals (CPU seconds, bytes read and written)."""
+        members = _tree_by_children(self.pid) if _PROC_STAT else None
+        if members is None:
+            table = ProcessTable.read()
+            leader = table.entries.get(self.pid)
+            if leader is None:
+                return self.cpu_seconds, self.io_bytes
+            members = [leader, *(table.entries[pid] for pid in table.descendants(self.pid))]
+        current: dict[tuple[int, float], tuple[float, int]] = {}
+        for member in members:
+            io = io_bytes(member.pid)
+            key = (member.pid, member.create_time)
+            moved = sum(io) if io is not None else 0
+            current[key] = (member.cpu_seconds, moved)
+            cpu_before, io_before = self._last.get(key, (0.0, 0))
+            self.cpu_seconds += max(0.0, member.cpu_seconds - cpu_before)
+            self.io_bytes += max(0, moved - io_before)
+        self._last = current
+        return self.cpu_seconds, self.io_bytes

@@ -23,7 +23,7 @@ TASK_COLUMNS = (
 LEASE_COLUMNS = "task_id owner token acquired_at renewed_at expires_at".split()
 HEARTBEAT_COLUMNS = (
     "task_id stage progress counters checkpoint eta_s request_name request_started_at trace_id "
-    "reported_at written_at progress_changed_at stage_started_at seq"
+    "reported_at written_at progress_changed_at stage_started_at seq source"
 ).split()
 KILL_COLUMNS = (
     "task_id pid pid_start_time pgid host requested_by term_sent_at deadline outcome finished_at"

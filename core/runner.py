@@ -6,6 +6,15 @@ then does three things until the command exits: renews the lease every heartbeat
 ``$ZOMBIETOP_HEARTBEAT_FILE`` into a heartbeat, and forwards SIGTERM, SIGINT and SIGHUP to the
 command's group. If the lease is lost it stops the command (TERM, grace, KILL) rather than keep
 a second owner running.
+
+The command's stdout and stderr reach ours through pipes, byte for byte, and their last 64 KiB
+are kept beside the store (``zombietop.output``). Should the wrapper die, the command's next
+write finds no reader (EPIPE; SIGPIPE kills most commands): like a lost lease, that stops it
+rather than leave it running unsupervised.
+
+While the command writes no heartbeat lines (or none for heartbeat_timeout), the wrapper looks
+at its process tree every heartbeat_interval and records an observed heartbeat when its CPU
+time, I/O or output moved: proof of activity, never of progress.
 """
 
 from __future__ import annotations
@@ -16,6 +25,8 @@ import os
 import signal
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,14 +43,18 @@ from zombietop.errors import (
 )
 from zombietop.heartbeat_line import parse_line
 from zombietop.layout import clean_env, safe_name
-from zombietop.model import TaskState
+from zombietop.model import EventKind, PendingKill, TaskState
+from zombietop.output import OutputLog, private_output_path, prune_attempts
 from zombietop.printable import printable
 from zombietop.private import open_read, state_subdir, write_new
-from zombietop.procs import process_start_time, this_host
+from zombietop.procs import TreeActivity, process_start_time, this_host
 from zombietop.store import Store, location_of, store_location
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 EXIT_CANNOT_START = 127
+PUMP_DRAIN = 2.0
+"""Seconds to wait, once the command exits, for the rest of its output: a background child
+that inherited its stdout may hold the pipe open long after."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,6 +112,60 @@ class HeartbeatTail:
         return self.latest
 
 
+class Passthrough:
+    """Copy the command's stdout and stderr to ours, unchanged, and keep their tail.
+
+    One thread per pipe: a slow reader of our stdout (a pager, a full pipe) blocks only the
+    copy, never the renewals and heartbeats on the event loop.
+    """
+
+    def __init__(self, log: OutputLog) -> None:
+        self.log = log
+        out_read, self.stdout = os.pipe()
+        err_read, self.stderr = os.pipe()
+        self._threads = [
+            threading.Thread(target=self._pump, args=(out_read, 1), daemon=True, name="stdout"),
+            threading.Thread(target=self._pump, args=(err_read, 2), daemon=True, name="stderr"),
+        ]
+        self._reads = (out_read, err_read)
+
+    def start(self) -> None:
+        """Start copying; the child holds the write ends now, so ours are closed."""
+        os.close(self.stdout)
+        os.close(self.stderr)
+        for thread in self._threads:
+            thread.start()
+
+    def _pump(self, source: int, target: int) -> None:
+        try:
+            while data := os.read(source, 65536):
+                with contextlib.suppress(OSError):
+                    _write_all(target, data)  # our stdout gone: keep the tail regardless
+                self.log.write(data)
+        finally:
+            os.close(source)
+
+    def finish(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the pipes to drain, then close the log."""
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self.log.close()
+
+    def close(self) -> None:
+        """Undo a pass-through whose command never started."""
+        for fd in (self.stdout, self.stderr, *self._reads):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.log.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 class Runner:
     """Run one command under a lease until it exits; ``run`` returns its exit status."""
 
@@ -119,6 +188,8 @@ class Runner:
         self.err = err or sys.stderr
         self.forwarded: set[int] = set()
         self.lost: str | None = None
+        self.line_at: float | None = None
+        """When the command's latest heartbeat line was read (monotonic), None before one."""
 
     def _say(self, text: str) -> None:
         print(printable(f"zombietop: {text}"), file=self.err, flush=True)
@@ -186,11 +257,20 @@ class Runner:
     async def _supervise(self, claim: Claim, limits: Limits, spec: RunSpec, beat_file: Path) -> int:
         task_id, owner, token = claim.task.task_id, claim.owner, claim.token
         cwd = spec.cwd or claim.task.cwd or os.getcwd()
+        output = self._output_log(claim)
+        pipes = Passthrough(output) if output is not None else None
         try:
             proc = await asyncio.create_subprocess_exec(
-                *spec.command, cwd=cwd, env=self._env(claim, beat_file), process_group=0
+                *spec.command,
+                cwd=cwd,
+                env=self._env(claim, beat_file),
+                process_group=0,
+                stdout=None if pipes is None else pipes.stdout,
+                stderr=None if pipes is None else pipes.stderr,
             )
         except OSError as exc:
+            if pipes is not None:
+                pipes.close()
             reason = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
             self._say(reason)
             await self.store.finish_task(
@@ -202,6 +282,35 @@ class Runner:
                 reason=reason,
             )
             return EXIT_CANNOT_START
+        if pipes is not None:
+            pipes.start()
+        try:
+            return await self._watch(claim, limits, proc, beat_file, pipes)
+        finally:
+            if pipes is not None:
+                await asyncio.to_thread(pipes.finish, PUMP_DRAIN)
+
+    def _output_log(self, claim: Claim) -> OutputLog | None:
+        if self.store_path is None:
+            return None
+        task = claim.task
+        try:
+            log = OutputLog(private_output_path(self.store_path, task.task_id, task.attempt))
+        except (OSError, UnsafePath) as exc:
+            self._say(f"not keeping the output of {task.task_id}: {exc}")
+            return None
+        prune_attempts(self.store_path, task.task_id, task.attempt)
+        return log
+
+    async def _watch(
+        self,
+        claim: Claim,
+        limits: Limits,
+        proc: asyncio.subprocess.Process,
+        beat_file: Path,
+        pipes: Passthrough | None,
+    ) -> int:
+        task_id, owner, token = claim.task.task_id, claim.owner, claim.token
         started = await self.store.now()
         start_time = await asyncio.to_thread(process_start_time, proc.pid)
         loop = asyncio.get_running_loop()
@@ -221,6 +330,7 @@ class Runner:
             helpers = [
                 asyncio.create_task(self._renew(claim, limits, proc)),
                 asyncio.create_task(self._tail(claim, limits, tail)),
+                asyncio.create_task(self._observe(claim, limits, proc, pipes)),
             ]
             try:
                 returncode = await proc.wait()
@@ -238,6 +348,8 @@ class Runner:
             if tail.latest is not None:
                 await self._record_line(claim, tail.latest)
             await self._record_exit(claim, proc.pid, returncode, started)
+        else:
+            await self._record_lost(claim, returncode)
         return exit_status(returncode)
 
     def _forward(self, proc: asyncio.subprocess.Process, sig: int, grace: float) -> None:
@@ -297,7 +409,44 @@ class Runner:
     async def _beat(self, claim: Claim, tail: HeartbeatTail) -> None:
         line = tail.last_line()
         if line is not None:
+            self.line_at = time.monotonic()
             await self._record_line(claim, line)
+
+    async def _observe(
+        self,
+        claim: Claim,
+        limits: Limits,
+        proc: asyncio.subprocess.Process,
+        pipes: Passthrough | None,
+    ) -> None:
+        """Record an observed heartbeat each interval the command's tree did something while
+        the command wrote no heartbeat line (or none for the heartbeat timeout)."""
+        activity = TreeActivity(proc.pid)
+        last: tuple[float, int, int] | None = None
+        while True:
+            await asyncio.sleep(limits.heartbeat_interval)
+            if proc.returncode is not None:
+                return
+            lines = 0 if pipes is None else pipes.log.lines
+            cpu_s, io = await asyncio.to_thread(activity.read)
+            now = (round(cpu_s, 2), io, lines)
+            moved = last is not None and now != last
+            quiet = (
+                self.line_at is None or time.monotonic() - self.line_at > limits.heartbeat_timeout
+            )
+            # The first look is the baseline: starting a process costs CPU and I/O of its own.
+            last = now
+            if not (moved and quiet):
+                continue
+            counters = {"cpu_s": now[0], "io_bytes": float(now[1]), "out_lines": float(now[2])}
+            try:
+                await self.store.record_observed_heartbeat(
+                    claim.task.task_id, counters, owner=claim.owner, token=claim.token
+                )
+            except LeaseLost:
+                return  # the renew loop notices and stops the command
+            except StoreError as exc:
+                self._say(f"could not record activity of {claim.task.task_id}: {exc}")
 
     async def _record_line(self, claim: Claim, line: str) -> None:
         task_id = claim.task.task_id
@@ -319,16 +468,12 @@ class Runner:
         task_id = claim.task.task_id
         code = exit_status(returncode)
         record = await self.store.get_record(task_id)
-        kill = record.pending_kill
-        killed_by_operator = kill is not None and kill.pid == pid and kill.term_sent_at >= started
-        signalled = self.forwarded or killed_by_operator
-        if returncode == 0:
+        stopped_by = self._stopped_by(record.pending_kill, pid, returncode, started)
+        if stopped_by is not None:
+            # Killed is killed: a polite TERM handler that exits 0 has not finished the work.
+            state, reason = TaskState.INTERRUPTED, f"stopped by {stopped_by} (exit {code})"
+        elif returncode == 0:
             state, reason = TaskState.SUCCEEDED, None
-        elif returncode in (-signal.SIGTERM, 128 + signal.SIGTERM) or signalled:
-            who = f"operator kill by {kill.requested_by}" if killed_by_operator and kill else None
-            names = self._forwarded_names()
-            why = who or (f"{names} forwarded" if names else "SIGTERM")
-            state, reason = TaskState.INTERRUPTED, f"stopped after {why} (exit {code})"
         elif returncode < 0:
             state, reason = TaskState.FAILED, f"killed by {signal.Signals(-returncode).name}"
         else:
@@ -341,6 +486,51 @@ class Runner:
                 state=state,
                 exit_code=code,
                 reason=reason,
+                stopped_by=stopped_by,
             )
         except LeaseLost as exc:
             self._say(f"not recording the exit of {task_id}: {exc}")
+
+    def _stopped_by(
+        self, kill: PendingKill | None, pid: int, returncode: int, started: float
+    ) -> str | None:
+        """Who stopped the command, or None when it reached its exit on its own."""
+        if kill is not None and kill.pid == pid and kill.term_sent_at >= started:
+            return f"a kill by {kill.requested_by}"
+        if self.forwarded:
+            return f"{self._forwarded_names()} (forwarded by zombietop run)"
+        if -returncode in FORWARDED:
+            # Signalled straight at the command by someone outside zombietop.
+            return f"{signal.Signals(-returncode).name} from outside zombietop"
+        return None
+
+    async def _record_lost(self, claim: Claim, returncode: int) -> None:
+        """Record that the command was stopped because its lease was lost.
+
+        Interrupted if the lease is still ours to end (it expired and nobody took it over);
+        otherwise the state belongs to the new owner, and the task's events say what happened.
+        """
+        code = exit_status(returncode)
+        stopped_by = "zombietop run, on losing the lease"
+        try:
+            await self.store.finish_task(
+                claim.task.task_id,
+                owner=claim.owner,
+                token=claim.token,
+                state=TaskState.INTERRUPTED,
+                exit_code=code,
+                reason=f"stopped by {stopped_by} (exit {code}): {self.lost}",
+                stopped_by=stopped_by,
+            )
+            return
+        except (LeaseLost, StoreError):
+            pass
+        with contextlib.suppress(StoreError):
+            await self.store.record_event(
+                kind=EventKind.NOTE,
+                actor=claim.owner,
+                task_id=claim.task.task_id,
+                message=f"the command of token {claim.token} was stopped after its lease was "
+                f"lost (exit {code}): {self.lost}",
+                data={"exit_code": code, "stopped_by": stopped_by, "token": claim.token},
+            )

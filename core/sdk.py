@@ -217,7 +217,15 @@ class Job:
     def _finish(self, state: TaskState, code: int, reason: str | None) -> None:
         self._done = True
         assert self._loop is not None and self._store is not None and self._claim is not None
+        stopped_by = None
         with contextlib.suppress(LeaseLost, StoreError):
+            stopped_by = self._loop.call(self._killed_by())
+            if stopped_by is None and state is TaskState.INTERRUPTED:
+                stopped_by = "a signal from outside zombietop"
+            elif stopped_by is not None and state is not TaskState.INTERRUPTED:
+                # A job that handles TERM itself and ends cleanly was still stopped: killed is
+                # killed, whatever the exit, so nothing downstream runs on half-done work.
+                state, reason = TaskState.INTERRUPTED, f"stopped by {stopped_by} (exit {code})"
             self._loop.call(
                 self._store.finish_task(
                     self.task_id,
@@ -226,8 +234,18 @@ class Job:
                     state=state,
                     exit_code=code,
                     reason=reason,
+                    stopped_by=stopped_by,
                 )
             )
+
+    async def _killed_by(self) -> str | None:
+        """Who killed this process, if a kill recorded in the store targeted it this attempt."""
+        assert self._store is not None and self._claim is not None
+        kill = (await self._store.get_record(self.task_id)).pending_kill
+        started = self._claim.lease.acquired_at or self._claim.task.claimed_at or 0.0
+        if kill is not None and kill.pid == os.getpid() and kill.term_sent_at >= started:
+            return f"a kill by {kill.requested_by}"
+        return None
 
     def _shutdown(self) -> None:
         if self._previous_handler is not None:

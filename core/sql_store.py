@@ -306,6 +306,7 @@ class SQLStore(Store, Generic[Conn]):
         state: TaskState,
         exit_code: int | None = None,
         reason: str | None = None,
+        stopped_by: str | None = None,
     ) -> Task:
         if state not in (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.INTERRUPTED):
             raise ValueError(f"finish_task ends in succeeded, failed or interrupted, not {state}")
@@ -349,6 +350,7 @@ class SQLStore(Store, Generic[Conn]):
                     "from": before.state.value,
                     "to": state.value,
                     "exit_code": exit_code,
+                    "stopped_by": stopped_by,
                     "token": token,
                 },
             )
@@ -792,6 +794,38 @@ class SQLStore(Store, Generic[Conn]):
             await self._run(
                 db, "mark_running", {"task_id": task_id, "checkpoint": beat.checkpoint, "now": now}
             )
+            stored = await self._row(db, "select_heartbeat", {"task_id": task_id})
+            assert stored is not None
+            return Heartbeat.from_row(stored)
+
+    async def record_observed_heartbeat(
+        self, task_id: str, counters: Mapping[str, float], *, owner: str, token: int
+    ) -> Heartbeat:
+        async with self._write() as db:
+            task, now = await self._locked(db, task_id)
+            if task.state.finished:
+                raise LeaseLost(f"{task_id} is {task.state}; its heartbeats are no longer recorded")
+            await self._fence(db, now, task_id, owner, token)
+            params = {
+                "task_id": task_id,
+                "counters": json.dumps(dict(counters), sort_keys=True),
+                "now": now,
+            }
+            row = await self._row(db, "observe_heartbeat", params)
+            assert row is not None
+            seq = int(row[0])
+            await self._run(
+                db,
+                "insert_heartbeat_history",
+                {"task_id": task_id, "seq": seq, "now": now, "stage": row[1], "progress": row[2]},
+            )
+            if seq > HISTORY_LIMIT:
+                await self._run(
+                    db,
+                    "trim_heartbeat_history",
+                    {"task_id": task_id, "oldest_dropped": seq - HISTORY_LIMIT},
+                )
+            await self._run(db, "mark_running_observed", {"task_id": task_id, "now": now})
             stored = await self._row(db, "select_heartbeat", {"task_id": task_id})
             assert stored is not None
             return Heartbeat.from_row(stored)

@@ -125,8 +125,13 @@ class Store(abc.ABC):
         state: TaskState,
         exit_code: int | None = None,
         reason: str | None = None,
+        stopped_by: str | None = None,
     ) -> Task:
-        """End the owner's execution (succeeded, failed or interrupted) and release the lease."""
+        """End the owner's execution (succeeded, failed or interrupted) and release the lease.
+
+        ``stopped_by`` names who stopped an interrupted task (a kill's requester, a forwarded
+        signal); the state-change event carries it with the exit code.
+        """
 
     @abc.abstractmethod
     async def set_quarantine(
@@ -237,6 +242,13 @@ class Store(abc.ABC):
 
         With ``owner`` and ``token`` the beat is fenced: a stale owner gets ``LeaseLost``.
         """
+
+    @abc.abstractmethod
+    async def record_observed_heartbeat(
+        self, task_id: str, counters: Mapping[str, float], *, owner: str, token: int
+    ) -> Heartbeat:
+        """Record an observed heartbeat (fenced on the lease): ``counters`` added to the latest
+        beat, its time moved, its stage and progress (and when progress last moved) kept."""
 
     @abc.abstractmethod
     async def record_heartbeat_error(self, task_id: str, message: str) -> None:

@@ -23,6 +23,7 @@ from zombietop.model import BudgetFlag, EventKind, Health
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
 from zombietop.oncall import FollowUp, Notices, OnCall, notice_line
+from zombietop.output import last_output_of, with_last_output
 from zombietop.printable import printable
 from zombietop.schedules import ScheduleHealth
 from zombietop.sources import Origin
@@ -371,6 +372,9 @@ class Watchdog:
                 except StoreError as exc:
                     tick.logs.append(f"could not quarantine {task_id}: {exc}")
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
+        # The job's last words, and how old they are: "the last log line was at 03:42".
+        last = await asyncio.to_thread(last_output_of, self.store, view.task, self.monitor.host)
+        line = with_last_output(verdict.context, last, tick.now)
         silence = tick.oncall.silence_for(view.task)
         self.notices.opened(task_id, at=self.incidents[task_id].opened_at, paged=silence is None)
         if silence is not None:
@@ -392,10 +396,10 @@ class Watchdog:
                 },
             )
             return
-        self._page(tick, "incident", verdict.context, key=page_key, view=view)
+        self._page(tick, "incident", line, key=page_key, view=view)
         await self._record(
             EventKind.PAGE,
-            verdict.context,
+            line,
             task_id,
             {"page": "incident", "key": page_key, "health": str(view.health)},
         )

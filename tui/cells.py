@@ -28,6 +28,10 @@ EPSILON_S = 1e-6
 """Taken off every computed moment of change, so float rounding never puts one too late."""
 
 
+OBSERVED_MARK = "~"
+"""Leads the heartbeat cell of a task whose latest beat was observed (``~41s``), not reported."""
+
+
 def bar(fraction: float | None, width: int) -> str:
     """A horizontal bar ``width`` cells wide, in eighths of a cell; empty cells are ``·``."""
     if fraction is None:
@@ -136,7 +140,12 @@ def _heartbeat(view: TaskView, now: float, note: str | None) -> Text:
     if age is None:
         return DASH
     late = view.task.state.executing and age > view.limits.heartbeat_timeout
-    return Text(glance_age(age) + ("!" if late else ""), style="bold red" if late else "")
+    beat = view.heartbeat
+    # An observed beat proves activity, not progress: marked in the text, not only by style.
+    observed = OBSERVED_MARK if beat is not None and beat.observed else ""
+    return Text(
+        observed + glance_age(age) + ("!" if late else ""), style="bold red" if late else ""
+    )
 
 
 def _heartbeat_changes(view: TaskView, now: float) -> float:

@@ -24,7 +24,9 @@ from zombietop.config import (
 from zombietop.durations import parse_duration
 from zombietop.errors import HeartbeatParseError, ZombietopError
 from zombietop.heartbeat_line import BeatLine, format_timestamp, parse_line
+from zombietop.model import ProcessSample
 from zombietop.monitor import Monitor, Snapshot
+from zombietop.output import last_outputs
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
 from zombietop.sources import check_source_url, open_sources
@@ -36,6 +38,8 @@ from zombietop.tui.watch import add_parser as watch_parser
 EXIT_OK, EXIT_ERROR = 0, 2
 EXIT_UNKNOWN = 3
 """``status`` speaks the Nagios plugin API: a usage error there is UNKNOWN, not 2."""
+STATUS_SAMPLE_GAP = 0.5
+"""Seconds between the two process samples ``status`` takes, so CPU% is never unknown."""
 
 STATUS_EPILOG = """\
 exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a budget, a
@@ -117,6 +121,11 @@ async def cmd_status(args: argparse.Namespace) -> int:
                 store, ctx.config, probe=probe, include_finished=args.all, sources=sources
             )
             snapshot = await monitor.poll()
+            if any(_first_sight(view.process) for view in snapshot.tasks):
+                # CPU% is a delta: as top -n 1 does, sample twice a moment apart.
+                await asyncio.sleep(STATUS_SAMPLE_GAP)
+                snapshot = await monitor.poll()
+            outputs = last_outputs(store, (view.task for view in snapshot.tasks), monitor.host)
         if snapshot.error:
             raise ZombietopError(snapshot.error)
     except ZombietopError as exc:
@@ -132,12 +141,17 @@ async def cmd_status(args: argparse.Namespace) -> int:
         if not _print_prometheus(snapshot, args.output):
             return Level.UNKNOWN
     elif args.json:
-        print(json.dumps(snapshot_to_json(snapshot), indent=2))
+        print(json.dumps(snapshot_to_json(snapshot, outputs), indent=2))
     elif args.nagios:
-        print(nagios_output(snapshot))
+        print(nagios_output(snapshot, outputs))
     else:
-        print(render_table(snapshot))
+        print(render_table(snapshot, outputs=outputs))
     return level(snapshot)
+
+
+def _first_sight(process: ProcessSample | None) -> bool:
+    """True for a live process sampled once: its CPU% needs a second look."""
+    return process is not None and not process.gone and process.cpu_percent is None
 
 
 def _print_prometheus(snapshot: Snapshot, output: Path | None) -> bool:

@@ -79,6 +79,10 @@ KEYS: tuple[Key, ...] = (
     Key("question_mark", "help", "Help", "Show the keys"),
     Key("q", "quit", "Quit", "Quit zombietop"),
 )
+DETAIL_KEYS: tuple[Key, ...] = (
+    Key("o", "toggle_output", "Output", "Show or hide the task's last output (scrollable)"),
+)
+"""Keys of the detail view beyond the actions and Escape; the help screen lists them too."""
 MUTATING_ACTIONS = frozenset(key.action for key in KEYS if key.read_only_hides)
 
 

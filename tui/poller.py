@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from zombietop.config import Config, SourceSettings
-from zombietop.model import Event, HistoryPoint
+from zombietop.model import Event, HistoryPoint, Task
 from zombietop.monitor import Monitor, ProcessProbe, Snapshot
+from zombietop.output import LastOutput
 from zombietop.sources import Source, open_source
 from zombietop.store import open_store
 
@@ -104,6 +105,9 @@ class ThreadedMonitor:
 
     async def events(self, task_id: str | None = None, limit: int = 100) -> list[Event]:
         return await self._call(self.monitor.events(task_id, limit))
+
+    async def last_output(self, task: Task) -> LastOutput | None:
+        return await self._call(self.monitor.last_output(task))
 
     async def close(self) -> None:
         if self._monitor is not None:

@@ -6,7 +6,7 @@ Built through core's real types and ``zombietop.monitor.build_snapshot``; the sn
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import ClassVar
 
@@ -16,6 +16,7 @@ from zombietop.model import (
     Event,
     EventKind,
     Heartbeat,
+    HeartbeatSource,
     HistoryPoint,
     Lease,
     PendingKill,
@@ -27,6 +28,7 @@ from zombietop.model import (
 )
 from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.oncall import Ack, Matcher, OnCall, Silence
+from zombietop.output import LastOutput
 from zombietop.schedules import ScheduleView, judge, order
 
 NOW = 1_796_000_000.0
@@ -403,6 +405,59 @@ def sample_schedules(now: float = NOW) -> tuple[ScheduleView, ...]:
     return order([judge(now, s, runs[s.step]) for s in SAMPLE_SCHEDULES])
 
 
+UNTRUSTED_ID = "evil-\x1b[2J\x1b]0;pwned\x07-01"
+"""A task id with a screen wipe and a retitle in it: shown escaped, never obeyed."""
+
+
+def untrusted_snapshot(now: float = NOW) -> Snapshot:
+    """Untrusted text everywhere it can be, and commands that report nothing.
+
+    ``UNTRUSTED_ID`` (escape sequences in its id and stage) is stalled; ``tar-0099``, a legacy
+    command under ``zombietop run``, is healthy on observed heartbeats (CPU, I/O, output).
+    """
+    hostile = TaskRecord(
+        task=_task(
+            UNTRUSTED_ID, TaskState.RUNNING, started_ago=3 * H, pid=4242, command=("sh", "job.sh")
+        ),
+        lease=_lease(UNTRUSTED_ID, 4242, expires_in=2 * M, token=4),
+        heartbeat=_beat(
+            UNTRUSTED_ID, "load\x1b[31m\u202eRED", 12, age=3 * H + 12 * M, counters={"rows": 120}
+        ),
+    )
+    observed = TaskRecord(
+        task=_task("tar-0099", TaskState.RUNNING, started_ago=40 * M, pid=5120, command=("tar",)),
+        lease=_lease("tar-0099", 5120, expires_in=4 * M, token=1),
+        heartbeat=Heartbeat(
+            task_id="tar-0099",
+            counters={"cpu_s": 2310.5, "io_bytes": 48_000_000_000, "out_lines": 0},
+            written_at=now - 9,
+            progress_changed_at=now - 40 * M,
+            stage_started_at=now - 40 * M,
+            seq=240,
+            source=HeartbeatSource.OBSERVED,
+        ),
+    )
+    samples = {
+        UNTRUSTED_ID: _alive(4242, 0.0, started_ago=3 * H),
+        "tar-0099": replace(_alive(5120, 97.0, started_ago=40 * M), children=3),
+    }
+    return build_snapshot(now, [hostile, observed], sample_config(), samples)
+
+
+def untrusted_outputs(now: float = NOW) -> dict[str, LastOutput]:
+    """The last output of the hostile task: a retitle, a bell, a bidi override, a wipe."""
+    lines = (
+        "connecting to orders-db",
+        "\x1b[2Jwiped?",
+        "retrying POST /orders (attempt 37) \x1b]0;pwned\x07\u202egnirts",
+    )
+    return {
+        UNTRUSTED_ID: LastOutput(
+            line=lines[-1], written_at=now - 3 * H - 12 * M, lines=lines, attempt=1
+        )
+    }
+
+
 def sample_history(task_id: str) -> list[HistoryPoint]:
     """A made-up climb that flattens out, for the sparkline."""
     points = [0, 4, 9, 15, 22, 28, 33, 40, 46, 51, 55, 58, 60, 61, 61, 61, 61, 61]
@@ -535,11 +590,13 @@ class SampleSource:
         snapshots: Sequence[Snapshot] | None = None,
         *,
         read_only: bool = False,
+        outputs: Mapping[str, LastOutput] | None = None,
         events: Sequence[Event] | None = None,
     ) -> None:
         self.snapshots = list(snapshots or [sample_snapshot()])
         self._events = None if events is None else list(events)
         self._read_only = read_only
+        self.outputs: dict[str, LastOutput] = dict(outputs or {})
         self.polls = 0
         self.fail_with: str | None = None
         self.failed_at = NOW + 14
@@ -565,6 +622,9 @@ class SampleSource:
         if self._events is not None:
             return [e for e in self._events if task_id is None or e.task_id == task_id][:limit]
         return sample_events(task_id)[:limit]
+
+    async def last_output(self, task: Task) -> LastOutput | None:
+        return self.outputs.get(task.task_id)
 
 
 class RecordingDesk:

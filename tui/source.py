@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from zombietop.model import Event, HistoryPoint
+from zombietop.model import Event, HistoryPoint, Task
 from zombietop.monitor import Snapshot
+from zombietop.output import LastOutput
 
 
 class SnapshotSource(Protocol):
@@ -21,3 +22,7 @@ class SnapshotSource(Protocol):
     async def history(self, task_id: str) -> list[HistoryPoint]: ...
 
     async def events(self, task_id: str | None = None, limit: int = 100) -> list[Event]: ...
+
+    async def last_output(self, task: Task) -> LastOutput | None:
+        """The task's kept output (``zombietop run`` on this host), or None."""
+        ...

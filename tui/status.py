@@ -4,15 +4,17 @@ line, with the plugin API's exit status."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable, Mapping
 from enum import IntEnum
 from typing import Any
 
-from zombietop.classify import format_progress
+from zombietop.classify import ASK_A_HUMAN, format_progress
 from zombietop.durations import format_age
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.model import AgentPresence, Health
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import Ack, Silence
+from zombietop.output import LastOutput, with_last_output
 from zombietop.printable import printable
 from zombietop.schedules import ScheduleHealth, ScheduleView
 from zombietop.sources import Origin
@@ -50,7 +52,20 @@ def _warns(view: TaskView) -> bool:
     return view.health is Health.SPINNING or bool(view.verdict.flags)
 
 
-def nagios_output(snapshot: Snapshot) -> str:
+def _human_lines(
+    views: Iterable[TaskView], outputs: Mapping[str, LastOutput], now: float | None
+) -> list[str]:
+    """The page lines of ``views``; those that need a human end with their last output."""
+    lines = []
+    for view in views:
+        line = view.verdict.context
+        if view.health in ASK_A_HUMAN and now is not None:
+            line = with_last_output(line, outputs.get(view.task_id), now)
+        lines.append(line)
+    return lines
+
+
+def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None = None) -> str:
     """The plugin output: a summary line with performance data, then one line per task to act on.
 
     ``ZOMBIETOP CRITICAL - 1 dead, 2 stalled | dead=1 reclaimable=0 stalled=2 ... over_budget=0``
@@ -80,7 +95,7 @@ def nagios_output(snapshot: Snapshot) -> str:
     )
     lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}"]
     lines.extend(printable(view.line) for view in snapshot.schedules if view.health.pages)
-    lines.extend(view.verdict.context for view in [*urgent, *warned])
+    lines.extend(_human_lines([*urgent, *warned], outputs or {}, snapshot.taken_at))
     return shown(lines)
 
 
@@ -89,14 +104,20 @@ def nagios_unknown(reason: str) -> str:
     return printable(f"ZOMBIETOP UNKNOWN - {reason}")
 
 
-def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
-    """The documented ``status --json`` object."""
+def snapshot_to_json(
+    snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None = None
+) -> dict[str, Any]:
+    """The documented ``status --json`` object; ``outputs`` are the tasks' kept output."""
+    outputs = outputs or {}
+    now = snapshot.taken_at
     return {
         "generated_at": None if snapshot.taken_at is None else format_timestamp(snapshot.taken_at),
         "counts": {str(health): n for health, n in snapshot.counts.items()},
         "host": snapshot.host,
         "agents": [_agent_json(agent, snapshot.taken_at) for agent in snapshot.agents],
-        "tasks": [_task_json(view, snapshot) for view in snapshot.tasks],
+        "tasks": [
+            _task_json(view, snapshot, outputs.get(view.task_id), now) for view in snapshot.tasks
+        ],
         "schedules": [_schedule_json(view) for view in snapshot.schedules],
         "silences": [_silence_json(silence) for silence in snapshot.oncall.silences],
     }
@@ -160,7 +181,9 @@ def _origin_json(origin: Origin | None) -> dict[str, Any] | None:
     }
 
 
-def _task_json(view: TaskView, snapshot: Snapshot) -> dict[str, Any]:
+def _task_json(
+    view: TaskView, snapshot: Snapshot, last: LastOutput | None, now: float | None
+) -> dict[str, Any]:
     task, verdict, beat = view.task, view.verdict, view.heartbeat
     budgets = verdict.budgets
     return {
@@ -178,6 +201,10 @@ def _task_json(view: TaskView, snapshot: Snapshot) -> dict[str, Any]:
         "stage": beat.stage if beat else None,
         "progress": beat.progress if beat else None,
         "counters": dict(beat.counters) if beat else {},
+        "heartbeat_source": str(beat.source) if beat else None,
+        "last_output": None
+        if last is None or now is None
+        else {"line": last.line, "age_s": _round(last.age(now))},
         "checkpoint": task.checkpoint,
         "heartbeat_age_s": _round(verdict.heartbeat_age_s),
         "lease_expires_in_s": _round(verdict.lease_expires_in_s),
@@ -238,6 +265,14 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
+def _heartbeat_words(view: TaskView) -> str:
+    age = view.verdict.heartbeat_age_s
+    if age is None:
+        return "-"
+    observed = " (observed)" if view.heartbeat is not None and view.heartbeat.observed else ""
+    return f"{format_age(age)}{observed}"
+
+
 def _lease_words(view: TaskView) -> str:
     left = view.verdict.lease_expires_in_s
     if left is None:
@@ -245,7 +280,11 @@ def _lease_words(view: TaskView) -> str:
     return f"in {format_age(left)}" if left >= 0 else f"{format_age(left)} ago"
 
 
-def render_table(snapshot: Snapshot, width: int | None = None) -> str:
+def render_table(
+    snapshot: Snapshot,
+    width: int | None = None,
+    outputs: Mapping[str, LastOutput] | None = None,
+) -> str:
     """Render the snapshot as plain text: counts, one row per task, then what to act on."""
     width = width or shutil.get_terminal_size((100, 24)).columns
     counts = "  ".join(f"{health} {n}" for health, n in snapshot.counts.items() if n)
@@ -271,9 +310,7 @@ def render_table(snapshot: Snapshot, width: int | None = None) -> str:
                 view.task_id,
                 (view.heartbeat.stage if view.heartbeat and view.heartbeat.stage else "-"),
                 format_progress(view.heartbeat.progress) if view.heartbeat else "-",
-                format_age(view.verdict.heartbeat_age_s)
-                if view.verdict.heartbeat_age_s is not None
-                else "-",
+                _heartbeat_words(view),
                 _lease_words(view),
                 str(view.task.attempt),
                 ",".join(str(f) for f in view.verdict.flags) or "-",
@@ -291,7 +328,7 @@ def render_table(snapshot: Snapshot, width: int | None = None) -> str:
     urgent = [view for view in snapshot.tasks if view.health.pages]
     if urgent:
         lines.append("")
-        lines.extend(view.verdict.context for view in urgent)
+        lines.extend(_human_lines(urgent, outputs or {}, snapshot.taken_at))
     lines.extend(_oncall_lines(snapshot))
     notes = [f"{view.task_id}: {view.agent_note}" for view in snapshot.tasks if view.agent_note]
     if notes:

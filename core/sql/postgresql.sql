@@ -177,6 +177,10 @@ CREATE TABLE silences (
 CREATE INDEX silences_open ON silences (until_at) WHERE ended_at IS NULL;
 CREATE INDEX tasks_step_claimed ON tasks (step, claimed_at);
 
+-- schema_v6 --
+-- Where a beat came from (see sqlite.sql schema_v8): 'reported' or 'observed'.
+ALTER TABLE heartbeats ADD COLUMN source text NOT NULL DEFAULT 'reported';
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 
@@ -274,7 +278,9 @@ ON CONFLICT (task_id) DO UPDATE SET
     progress_changed_at = CASE
         WHEN hb.stage IS NOT DISTINCT FROM excluded.stage
              AND hb.progress IS NOT DISTINCT FROM excluded.progress
-             AND hb.counters = excluded.counters
+             -- An observation's counters ride along; they are activity, not progress.
+             AND (hb.counters::jsonb - 'cpu_s' - 'io_bytes' - 'out_lines')
+                 = (excluded.counters::jsonb - 'cpu_s' - 'io_bytes' - 'out_lines')
              AND hb.checkpoint IS NOT DISTINCT FROM excluded.checkpoint
         THEN hb.progress_changed_at ELSE excluded.written_at END,
     stage_started_at = CASE
@@ -290,8 +296,24 @@ ON CONFLICT (task_id) DO UPDATE SET
         ELSE excluded.written_at END,
     request_name = excluded.request_name,
     trace_id = excluded.trace_id, reported_at = excluded.reported_at,
-    written_at = excluded.written_at, seq = hb.seq + 1
+    written_at = excluded.written_at, seq = hb.seq + 1, source = 'reported'
 RETURNING seq
+
+-- observe_heartbeat --
+-- As in sqlite.sql: counters added, time moved, stage and progress kept.
+INSERT INTO heartbeats AS hb (task_id, counters, written_at, progress_changed_at,
+                              stage_started_at, seq, source)
+VALUES (:task_id, :counters, :now, :now, :now,
+        (SELECT COALESCE(max(seq), 0) + 1 FROM heartbeat_history WHERE task_id = :task_id),
+        'observed')
+ON CONFLICT (task_id) DO UPDATE SET
+    counters = (hb.counters::jsonb || excluded.counters::jsonb)::text,
+    written_at = excluded.written_at, seq = hb.seq + 1, source = 'observed'
+RETURNING seq, stage, progress
+
+-- mark_running_observed --
+UPDATE tasks SET state = 'running', started_at = COALESCE(started_at, :now), updated_at = :now
+WHERE task_id = :task_id AND (state = 'starting' OR started_at IS NULL)
 
 -- select_heartbeat --
 SELECT {heartbeat_columns} FROM heartbeats WHERE task_id = :task_id

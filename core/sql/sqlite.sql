@@ -256,6 +256,12 @@ CREATE TABLE silences (
 CREATE INDEX silences_open ON silences (until_at) WHERE ended_at IS NULL;
 CREATE INDEX tasks_step_claimed ON tasks (step, claimed_at);
 
+-- schema_v8 --
+-- Where a beat came from: 'reported' by the job (a heartbeat line, `zombietop beat`, the SDK)
+-- or 'observed' by `zombietop run` when the command's process tree moved (CPU, I/O, output)
+-- while it reported nothing: proof of activity, never of progress.
+ALTER TABLE heartbeats ADD COLUMN source TEXT NOT NULL DEFAULT 'reported';
+
 -- select_task --
 SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 
@@ -331,7 +337,9 @@ VALUES (:task_id, :stage, :progress, :counters, :checkpoint, :eta_s, :request_na
 ON CONFLICT (task_id) DO UPDATE SET
     progress_changed_at = CASE
         WHEN heartbeats.stage IS excluded.stage AND heartbeats.progress IS excluded.progress
-             AND heartbeats.counters = excluded.counters
+             -- An observation's counters ride along; they are activity, not progress.
+             AND json_remove(heartbeats.counters, '$.cpu_s', '$.io_bytes', '$.out_lines')
+                 = json_remove(excluded.counters, '$.cpu_s', '$.io_bytes', '$.out_lines')
              AND heartbeats.checkpoint IS excluded.checkpoint
         THEN heartbeats.progress_changed_at ELSE excluded.written_at END,
     stage_started_at = CASE
@@ -348,8 +356,27 @@ ON CONFLICT (task_id) DO UPDATE SET
         ELSE excluded.written_at END,
     request_name = excluded.request_name,
     trace_id = excluded.trace_id, reported_at = excluded.reported_at,
-    written_at = excluded.written_at, seq = heartbeats.seq + 1
+    written_at = excluded.written_at, seq = heartbeats.seq + 1, source = 'reported'
 RETURNING seq
+
+-- observe_heartbeat --
+-- An observed beat adds its counters (cpu_s, io_bytes, out_lines) to the latest beat and moves
+-- its time; the stage, progress and progress_changed_at stay as the job last reported them.
+INSERT INTO heartbeats (task_id, counters, written_at, progress_changed_at, stage_started_at,
+                        seq, source)
+VALUES (:task_id, :counters, :now, :now, :now,
+        (SELECT COALESCE(max(seq), 0) + 1 FROM heartbeat_history WHERE task_id = :task_id),
+        'observed')
+ON CONFLICT (task_id) DO UPDATE SET
+    counters = json_patch(heartbeats.counters, excluded.counters),
+    written_at = excluded.written_at, seq = heartbeats.seq + 1, source = 'observed'
+RETURNING seq, stage, progress
+
+-- mark_running_observed --
+-- The first sign of activity starts a task, as a first beat does; an observation clears no
+-- heartbeat error (a malformed line is still the job's last word).
+UPDATE tasks SET state = 'running', started_at = COALESCE(started_at, :now), updated_at = :now
+WHERE task_id = :task_id AND (state = 'starting' OR started_at IS NULL)
 
 -- select_heartbeat --
 SELECT {heartbeat_columns} FROM heartbeats WHERE task_id = :task_id

@@ -6,14 +6,19 @@ import asyncio
 import os
 import signal
 import subprocess
+import threading
+from collections.abc import Sequence
 from pathlib import Path
+
+import psutil
+import pytest
 
 from tests.core.realprocs import Children, start_task_process, wait_for, wait_for_file
 from zombietop.clock import FakeClock
 from zombietop.config import Config
-from zombietop.model import Health, Task, TaskState
+from zombietop.model import Health, ProcessSample, Task, TaskState
 from zombietop.monitor import Monitor
-from zombietop.procs import PsutilProbe, process_start_time, same_start, this_host
+from zombietop.procs import ProcessTable, PsutilProbe, process_start_time, same_start, this_host
 from zombietop.sqlite_store import SQLiteStore
 
 
@@ -43,7 +48,7 @@ async def test_live_process_is_sampled_with_deltas(children: Children, tmp_path:
     first = (await probe.sample([task]))["t"]
     assert first.alive and first.identity_ok and not first.gone
     assert first.status in ("sleeping", "running")
-    assert first.children == 2 and first.threads == 1 and (first.rss_bytes or 0) > 0
+    assert first.children == 2 and first.threads == 3 and (first.rss_bytes or 0) > 0
     assert first.cpu_percent is None  # a delta needs a previous sample
 
     fake_clock.advance(120)
@@ -104,19 +109,81 @@ async def test_monitor_with_probe_calls_a_dead_process_dead(
 
 
 async def test_probe_runs_off_the_event_loop(children: Children) -> None:
-    """The sample is taken in a worker thread: the loop keeps ticking while psutil reads /proc."""
+    """The sample is taken in a worker thread: the loop runs while the sample is in progress.
+
+    The sample waits, in its thread, for a gate only the loop opens: were it run on the loop,
+    nothing would open the gate and the sample would fail after its wait.
+    """
     proc = children.start(["sleep", "30"], stdout=subprocess.DEVNULL)
+    loop = asyncio.get_running_loop()
+    entered = asyncio.Event()
+    gate = threading.Event()
+
+    class GatedProbe(PsutilProbe):
+        def sample_now(self, tasks: Sequence[Task]) -> dict[str, ProcessSample]:
+            loop.call_soon_threadsafe(entered.set)
+            if not gate.wait(10):
+                raise AssertionError("the loop never opened the gate: the sample blocked it")
+            return super().sample_now(tasks)
+
+    sampling = asyncio.create_task(GatedProbe().sample([_task(proc.pid, None)]))
+    await asyncio.wait_for(entered.wait(), 10)
+    gate.set()
+    assert (await sampling)["t"].alive
+
+
+async def test_one_read_of_the_process_table_per_sample(
+    children: Children, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However many tasks a sample covers, the process table is read once."""
+    procs = [children.start(["sleep", "30"]) for _ in range(5)]
+    reads = 0
+    read = ProcessTable.read.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[ProcessTable]) -> ProcessTable:
+        nonlocal reads
+        reads += 1
+        table: ProcessTable = read(cls)
+        return table
+
+    monkeypatch.setattr(ProcessTable, "read", classmethod(counted))
+    tasks = [
+        _task(p.pid, process_start_time(p.pid), task_id=f"t{i}") for i, p in enumerate(procs * 40)
+    ]
+    samples = await PsutilProbe().sample(tasks)
+    assert reads == 1 and len(samples) == 200 and all(s.alive for s in samples.values())
+
+
+async def test_cpu_is_summed_over_the_tree(children: Children, tmp_path: Path) -> None:
+    """sh -c over a CPU-bound grandchild: the shell idles, the tree's CPU is the child's."""
+    ready = tmp_path / "ready"
+    proc = children.start(["sh", "-c", f"sh -c ': > {ready}; while :; do :; done' & wait"])
+    wait_for_file(ready)
     probe = PsutilProbe()
-    ticks = 0
+    task = _task(proc.pid, process_start_time(proc.pid))
+    first = (await probe.sample([task]))["t"]
+    assert first.cpu_percent is None and first.children == 1
+    await asyncio.sleep(0.5)
+    second = (await probe.sample([task]))["t"]
+    # A loaded machine gives the loop what it can, maybe little; the shell alone uses none:
+    assert second.cpu_percent is not None and second.cpu_percent > 0
+    leader = psutil.Process(proc.pid).cpu_times()
+    assert leader.user + leader.system < 0.5
+    assert "pid " + str(proc.pid) + " + 1 child, cpu" in _words(second)
 
-    async def tick() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
 
-    ticker = asyncio.create_task(tick())
-    tasks = [_task(proc.pid, None, task_id=f"t{i}") for i in range(200)]
-    await probe.sample(tasks)
-    ticker.cancel()
-    assert ticks > 1
+def _words(sample: ProcessSample) -> str:
+    from zombietop.classify import _process_words
+
+    return _process_words(sample)
+
+
+async def test_a_task_left_out_of_a_sample_keeps_its_delta(children: Children) -> None:
+    """The dashboard samples only the tasks that changed: the others never fall back to cpu ?."""
+    a, b = children.start(["sleep", "30"]), children.start(["sleep", "30"])
+    probe = PsutilProbe()
+    ta = _task(a.pid, process_start_time(a.pid), task_id="a")
+    tb = _task(b.pid, process_start_time(b.pid), task_id="b")
+    await probe.sample([ta, tb])
+    await probe.sample([ta])
+    assert (await probe.sample([tb]))["b"].cpu_percent is not None

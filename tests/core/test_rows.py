@@ -61,6 +61,7 @@ def row(rng: random.Random, task_id: str) -> tuple[Any, ...]:
             progress_changed_at=float(rng.randrange(2)),
             stage_started_at=0.0,
             seq=rng.randrange(1, 3),
+            source=rng.choice(["reported", "observed"]),
         )
     kill: dict[str, Any] = dict.fromkeys(KILL_COLUMNS)
     if rng.random() < 0.3:

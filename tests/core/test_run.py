@@ -299,7 +299,7 @@ async def test_wrapper_stopped_by_sigterm_kills_a_deaf_command_after_the_grace(
     assert time.monotonic() - started >= 1.0  # kill_grace, and not before
     task = await real_store.get_task("deaf")
     assert task.state is TaskState.INTERRUPTED
-    assert task.state_reason == "stopped after SIGTERM forwarded (exit 137)"
+    assert task.state_reason == "stopped by SIGTERM (forwarded by zombietop run) (exit 137)"
 
 
 def test_heartbeat_tail_remembers_the_newest_line_for_the_final_beat(tmp_path: Path) -> None:

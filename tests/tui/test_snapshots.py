@@ -6,7 +6,13 @@ from textual.pilot import Pilot
 
 from tests.tui.helpers import make_app, settle
 from zombietop.clock import FakeClock
-from zombietop.tui.sample import NOW, SampleSource, sample_snapshot
+from zombietop.tui.sample import (
+    NOW,
+    SampleSource,
+    sample_snapshot,
+    untrusted_outputs,
+    untrusted_snapshot,
+)
 
 
 def test_main_80x24(snap_compare):
@@ -201,3 +207,41 @@ def test_ack_dialog(snap_compare):
         await settle(pilot)
 
     assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+def _untrusted() -> SampleSource:
+    return SampleSource([untrusted_snapshot()], outputs=untrusted_outputs())
+
+
+def test_untrusted_text_main(snap_compare):
+    """The stalled task's id reads evil-\\x1b[2J\\x1b]0;pwned\\x07-01, escaped: no wiped
+    screen, no retitle; tar-0099, which reports nothing, is healthy with an observed heartbeat
+    (its BEAT cell reads '~9s')."""
+    assert snap_compare(make_app(_untrusted()), terminal_size=(80, 24), run_before=settle)
+
+
+def test_untrusted_text_detail_with_last_output(snap_compare):
+    """Enter then o on the hostile task: its id, stage (load\\x1b[31m\\u202eRED) and reasons
+    escaped; the context line ends 'last output 3h12m ago: retrying POST /orders (attempt 37)
+    \\x1b]0;pwned\\x07\\u202egnirts'; the output pane, open, shows its three lines escaped."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("o")
+        await settle(pilot)
+
+    assert snap_compare(make_app(_untrusted()), terminal_size=(110, 40), run_before=run_before)
+
+
+def test_observed_detail(snap_compare):
+    """Enter on tar-0099: no stage or progress, counters cpu_s, io_bytes, out_lines, and the
+    heartbeat row says it was observed (activity, not progress); pid 5120 + 3 children."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+
+    assert snap_compare(make_app(_untrusted()), terminal_size=(110, 40), run_before=run_before)

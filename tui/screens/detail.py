@@ -16,16 +16,17 @@ from textual.screen import Screen
 from textual.widgets import Footer, Sparkline, Static
 
 from zombietop.actions import ActionKind
-from zombietop.classify import Budget, format_progress
+from zombietop.classify import ASK_A_HUMAN, Budget, format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall
+from zombietop.output import LastOutput, with_last_output
 from zombietop.printable import printable
 from zombietop.sources import Origin
 from zombietop.tui.cells import ACKED, MARKS, SILENCED, bar
 from zombietop.tui.healths import health_label
-from zombietop.tui.keys import MUTATING_ACTIONS
+from zombietop.tui.keys import DETAIL_KEYS, MUTATING_ACTIONS, display_key
 from zombietop.tui.untrusted import shown
 from zombietop.tui.widgets.events_pane import event_line
 
@@ -93,7 +94,11 @@ def oncall_rows(grid: Table, view: TaskView, oncall: OnCall, now: float) -> None
 
 
 def describe(
-    view: TaskView, now: float, oncall: OnCall | None = None, origin: Origin | None = None
+    view: TaskView,
+    now: float,
+    oncall: OnCall | None = None,
+    origin: Origin | None = None,
+    last_output: LastOutput | None = None,
 ) -> Table:
     """Every fact about the task, as label/value rows (``origin``: the engine it came from)."""
     task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
@@ -132,20 +137,25 @@ def describe(
     for flag in verdict.flags:
         _row(grid, "flag", Text(str(flag), style="bold red"))
     if beat is not None:
-        _row(
-            grid,
-            "stage",
-            f"{beat.stage or '-'} at {format_progress(beat.progress)}"
-            + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
-        )
+        if beat.reports_progress:
+            _row(
+                grid,
+                "stage",
+                f"{beat.stage or '-'} at {format_progress(beat.progress)}"
+                + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
+            )
+        else:
+            _row(grid, "stage", "not reported: the command writes no heartbeat lines")
         counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
         _row(grid, "counters", counters)
         age = now - beat.written_at
-        _row(
-            grid,
-            "heartbeat",
-            f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})",
-        )
+        heartbeat = Text(f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})")
+        if beat.observed:
+            heartbeat.append(
+                "  observed: the command's CPU, I/O or output moved; it reports no progress",
+                style="bold yellow",
+            )
+        grid.add_row("heartbeat", heartbeat)
         if beat.request_name:
             _row(
                 grid,
@@ -186,10 +196,15 @@ def describe(
             alive = "pid reused by another process"
         cpu = "-" if process.cpu_percent is None else f"{process.cpu_percent:.0f}%"
         rss = "-" if process.rss_bytes is None else f"{process.rss_bytes / 2**20:.0f} MiB"
+        tree = ""
+        if process.children:
+            plural = "child" if process.children == 1 else "children"
+            tree = f" + {process.children} {plural} (cpu, rss summed over the tree)"
         _row(
             grid,
             "process",
-            f"pid {process.pid} {alive}, status {process.status or '-'}, cpu {cpu}, rss {rss}, "
+            f"pid {process.pid}{tree} {alive}, status {process.status or '-'}, cpu {cpu}, "
+            f"rss {rss}, "
             f"started {_stamp(process.create_time or task.pid_start_time)}",
         )
     if view.agent_note is not None:
@@ -199,6 +214,15 @@ def describe(
         side = "ahead of" if skew > 0 else "behind"
         _row(
             grid, "clock skew", f"the worker's clock is {format_age(abs(skew))} {side} the store's"
+        )
+    if last_output is not None:
+        grid.add_row(
+            "last output",
+            Text.assemble(
+                f"{format_age(last_output.age(now))} ago: ",
+                (printable(last_output.line), "bold"),
+                (f"  ({display_key(DETAIL_KEYS[0].key)}: the last lines)", "dim"),
+            ),
         )
     budgets = verdict.budgets
     _row(grid, "request", _budget_row(budgets.request))
@@ -217,6 +241,7 @@ class DetailScreen(Screen[None]):
         Binding("k", "kill", "Kill"),
         Binding("a", "ack", "Ack"),
         Binding("A", "silence", "Silence"),
+        *(Binding(key.key, key.action, key.label) for key in DETAIL_KEYS),
     ]
 
     DEFAULT_CSS = """
@@ -232,6 +257,15 @@ class DetailScreen(Screen[None]):
         height: 3;
         margin: 0 1;
     }
+    DetailScreen #output-pane {
+        display: none;
+        height: 12;
+        margin: 0 1;
+        border: round $primary;
+    }
+    DetailScreen.show-output #output-pane {
+        display: block;
+    }
     """
 
     def __init__(self, task_id: str) -> None:
@@ -239,6 +273,7 @@ class DetailScreen(Screen[None]):
         self.task_id = task_id
         self.history: list[HistoryPoint] = []
         self.events: list[Event] = []
+        self.last_output: LastOutput | None = None
 
     @property
     def zapp(self) -> ZombietopApp:
@@ -251,6 +286,8 @@ class DetailScreen(Screen[None]):
             yield Sparkline([], id="spark")
             yield Static(id="facts")
             yield Static(id="events")
+        with VerticalScroll(id="output-pane"):
+            yield Static(id="output")
         yield Footer()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -267,7 +304,13 @@ class DetailScreen(Screen[None]):
         """Fetch this task's heartbeat history and events (store reads, off the UI's thread)."""
         self.history = await self.zapp.source.history(self.task_id)
         self.events = await self.zapp.source.events(self.task_id, limit=50)
+        await self._load_output()
         self.show()
+
+    async def _load_output(self) -> None:
+        view = self.zapp.snapshot.by_id().get(self.task_id)
+        if view is not None:
+            self.last_output = await self.zapp.source.last_output(view.task)
 
     def show(self) -> None:
         view = self.zapp.snapshot.by_id().get(self.task_id)
@@ -279,7 +322,10 @@ class DetailScreen(Screen[None]):
         title = health_label(view.health)
         title.append_text(shown(f"  {view.task_id}"))
         self.title = printable(view.task_id)
-        context.update(Text.assemble(title, "\n", shown(view.verdict_at(now).context)))
+        context_line = view.verdict_at(now).context
+        if view.health in ASK_A_HUMAN:
+            context_line = with_last_output(context_line, self.last_output, now)
+        context.update(Text.assemble(title, "\n", shown(context_line)))
         points = [p.progress for p in self.history if p.progress is not None]
         label = (
             f"progress over the last {len(points)} heartbeats"
@@ -294,9 +340,38 @@ class DetailScreen(Screen[None]):
         spark.data = points
         origin = self.zapp.snapshot.origins.get(self.task_id)
         self.query_one("#facts", Static).update(
-            describe(view, now, self.zapp.snapshot.oncall, origin)
+            describe(view, now, self.zapp.snapshot.oncall, origin, self.last_output)
         )
         self.query_one("#events", Static).update(self._events_text(self.events))
+        self._show_output(now)
+
+    def _show_output(self, now: float) -> None:
+        pane = self.query_one("#output-pane", VerticalScroll)
+        last = self.last_output
+        if last is None:
+            pane.border_title = "last output"
+            self.query_one("#output", Static).update(
+                Text("no output kept (only `zombietop run` keeps it, on its own host)", style="dim")
+            )
+            return
+        pane.border_title = (
+            f"last {len(last.lines)} lines of attempt {last.attempt}, "
+            f"written {format_age(last.age(now))} ago"
+        )
+        # Untrusted text: every line escaped, none able to move the cursor or retitle the pane.
+        self.query_one("#output", Static).update(
+            Text("\n".join(printable(line) for line in last.lines))
+        )
+
+    @work(exclusive=True, group="detail-output", exit_on_error=False)
+    async def action_toggle_output(self) -> None:
+        """Show or hide the last lines the task wrote; read afresh each time they are shown."""
+        self.toggle_class("show-output")
+        if self.has_class("show-output"):
+            await self._load_output()
+            self.show()
+            pane = self.query_one("#output-pane", VerticalScroll)
+            pane.scroll_end(animate=False)
 
     @staticmethod
     def _events_text(events: Sequence[Event]) -> Text:

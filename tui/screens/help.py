@@ -12,9 +12,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from zombietop.tui.cells import ACKED, SILENCED, mark_text
+from zombietop.tui.cells import ACKED, OBSERVED_MARK, SILENCED, mark_text
 from zombietop.tui.healths import GLYPHS, health_label
-from zombietop.tui.keys import display_key, keys_for
+from zombietop.tui.keys import DETAIL_KEYS, display_key, keys_for
 
 
 class HelpScreen(ModalScreen[None]):
@@ -49,6 +49,9 @@ class HelpScreen(ModalScreen[None]):
         for key in keys_for(self.read_only):
             keys.add_row(display_key(key.key), key.description)
         keys.add_row("ctrl+p", "Command palette: every key above, by name")
+        for key in DETAIL_KEYS:
+            keys.add_row(display_key(key.key), f"In a task's detail view: {key.description}")
+        keys.add_row(f"{OBSERVED_MARK}41s", "Observed heartbeat: activity seen, not progress")
         legend = Table.grid(padding=(0, 2))
         for index in range(0, len(GLYPHS), 4):
             legend.add_row(*(health_label(h) for h in list(GLYPHS)[index : index + 4]))

@@ -1,0 +1,160 @@
+"""The process probe's CPU per poll: one read of the process table for every task, against the
+per-task scans it replaced, with 10, 100 and 1,000 local tasks and about 300 and 3,000
+processes on the host.
+
+    python bench/probe_cost.py [--polls 20] [--hosts 300,3000] [--tasks 10,100,1000]
+
+Starts real processes (``sleep``, in groups of one shell and two children, so a task has a tree)
+until the host has about as many as asked, points the tasks at the shells (round robin when
+there are more tasks than shells), and times ``PsutilProbe.sample_now`` over ``--polls`` polls
+(CPU time of this process, medians of three batches). The old way is the probe as it was: per
+task, psutil's oneshot reads plus ``children(recursive=True)``, which reads all of /proc each
+time; it is timed over ten tasks and scaled, as every task costs it the same scan. Also prints
+what a poll costs as a share of one core at the dashboard's 2 s refresh.
+Not a test: the machine is shared and noisy, so only figures measured in the same run compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+
+import psutil
+
+from zombietop.model import Task, TaskState
+from zombietop.procs import PsutilProbe, process_start_time, this_host
+
+OLD_TASKS_TIMED = 10
+"""The old probe's cost is linear in tasks (one scan of /proc each): timed over this many."""
+REFRESH_S = 2.0
+"""The dashboard's default refresh: one probe sample per poll."""
+
+
+def host_processes() -> int:
+    return sum(1 for name in os.listdir("/proc") if name.isdigit())
+
+
+@contextlib.contextmanager
+def processes_until(total: int) -> Iterator[list[int]]:
+    """Start shells with two sleeping children each until the host has about ``total``
+    processes; yield the shells' pids; kill every group at the end."""
+    shells: list[subprocess.Popen[bytes]] = []
+    try:
+        while host_processes() + 3 <= total:
+            shells.append(
+                subprocess.Popen(
+                    ["sh", "-c", "sleep 3600 & sleep 3600 & wait"],
+                    process_group=0,
+                    stdin=subprocess.DEVNULL,
+                )
+            )
+        deadline = time.monotonic() + 60
+        while any(len(psutil.Process(s.pid).children()) < 2 for s in shells[-5:]):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        yield [shell.pid for shell in shells]
+    finally:
+        for shell in shells:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(shell.pid, signal.SIGKILL)
+        for shell in shells:
+            shell.wait()
+
+
+def tasks_on(pids: Sequence[int], count: int) -> list[Task]:
+    host = this_host()
+    tasks = []
+    for number in range(count):
+        pid = pids[number % len(pids)]
+        tasks.append(
+            Task(
+                task_id=f"t{number}",
+                run_id="bench",
+                step="s",
+                step_type="default",
+                state=TaskState.RUNNING,
+                pid=pid,
+                pid_start_time=process_start_time(pid),
+                host=host,
+                created_at=0.0,
+                updated_at=0.0,
+            )
+        )
+    return tasks
+
+
+def old_sample(tasks: Sequence[Task]) -> None:
+    """The probe before this round: oneshot reads and a recursive scan of /proc per task."""
+    for task in tasks:
+        assert task.pid is not None
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(task.pid)
+            with proc.oneshot():
+                proc.create_time()
+                proc.status()
+                proc.cpu_times()
+                proc.memory_info()
+                proc.num_threads()
+                proc.io_counters()
+            len(proc.children(recursive=True))
+
+
+def cpu_per_call(call: Callable[[], object], polls: int) -> float:
+    """Median CPU seconds one call takes, over three batches of ``polls`` calls."""
+    call()  # warm: imports, caches, the probe's first look
+    batches = []
+    for _ in range(3):
+        started = time.process_time()
+        for _ in range(polls):
+            call()
+        batches.append((time.process_time() - started) / polls)
+    return statistics.median(batches)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--polls", type=int, default=20)
+    parser.add_argument(
+        "--hosts", default="300,3000", help="processes on the host, comma-separated"
+    )
+    parser.add_argument("--tasks", default="10,100,1000", help="local tasks, comma-separated")
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.hosts.split(",")]
+    counts = [int(n) for n in args.tasks.split(",")]
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    print(
+        f"{'procs':>6} {'tasks':>6} {'new ms/poll':>12} {'old ms/poll':>12} {'new/old':>8} "
+        f"{'new %core':>10} {'old %core':>10}"
+    )
+    for size in sizes:
+        with processes_until(size) as shells:
+            present = host_processes()
+            if not shells:
+                print(f"the host already has {present} processes (more than {size}): skipped")
+                continue
+            for count in counts:
+                tasks = tasks_on(shells, count)
+                probe = PsutilProbe()
+                new = cpu_per_call(partial(probe.sample_now, tasks), args.polls)
+                # The old way costs the same scan per task: timed over ten, scaled to all.
+                sample = tasks[: min(count, OLD_TASKS_TIMED)]
+                old = cpu_per_call(partial(old_sample, sample), max(1, args.polls // 4))
+                old *= count / len(sample)
+                print(
+                    f"{present:>6} {count:>6} {1000 * new:>12.2f} {1000 * old:>12.2f} "
+                    f"{new / old:>7.3f}x {100 * new / REFRESH_S:>9.2f}% {100 * old / REFRESH_S:>9.2f}%"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

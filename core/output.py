@@ -1,0 +1,197 @@
+"""The last output of a command under ``zombietop run``: passed through, and its tail kept.
+
+The wrapper copies the command's stdout and stderr to its own, byte for byte (cron still mails
+them), and keeps the last ``KEEP`` bytes of both, interleaved, in a file per attempt beside the
+store: ``<store>.d/output/<task>.<attempt>.out``, mode 0600 in a folder only its owner reads.
+Older attempts' files are pruned as a new one starts. What a job wrote is untrusted: whoever
+shows it passes it through ``zombietop.printable.printable``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from zombietop.durations import format_age
+from zombietop.layout import safe_name, state_dir
+from zombietop.model import Task
+from zombietop.printable import printable
+from zombietop.private import create_new, open_append, open_read, state_subdir
+from zombietop.store import Store, location_of
+
+KEEP = 64 * 1024
+"""Bytes of output kept per attempt."""
+ATTEMPTS_KEPT = 2
+"""Attempts of one task whose output stays on disk: this one and the one before."""
+SHOWN_LINES = 200
+"""Lines of output the detail view is given (the file holds a few hundred more at most)."""
+
+
+def output_folder(store_path: Path | str) -> Path:
+    return state_dir(store_path) / "output"
+
+
+def private_output_path(store_path: Path | str, task_id: str, attempt: int) -> Path:
+    """``output_path``, its folder made private (0700, this user's) first."""
+    state_subdir(store_path, "output")
+    return output_path(store_path, task_id, attempt)
+
+
+def output_path(store_path: Path | str, task_id: str, attempt: int) -> Path:
+    """Where the output of one attempt of ``task_id`` is kept."""
+    # The digest keeps two ids that make the same safe name ("a/b", "a_b") apart.
+    digest = hashlib.sha256(task_id.encode()).hexdigest()[:8]
+    return output_folder(store_path) / f"{safe_name(task_id)[:80]}-{digest}.{attempt}.out"
+
+
+class OutputLog:
+    """Append a command's output to its attempt's file, keeping the last ``KEEP`` bytes.
+
+    The file grows to twice ``KEEP``, then is rewritten with its last ``KEEP`` bytes (from a
+    line start): bounded on disk, and one rewrite per ``KEEP`` bytes written, not per write.
+    Written from the threads that pump the command's two pipes, hence the lock.
+    """
+
+    def __init__(self, path: Path, *, keep: int = KEEP) -> None:
+        self.path = path
+        self.keep = keep
+        self.lines = 0
+        """Newlines written so far: the ``out_lines`` of observed heartbeats."""
+        self._lock = threading.Lock()
+        # Never through a planted link, always 0600: see zombietop.private.
+        self._fd = create_new(path)
+        self._size = 0
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            if self._fd < 0:
+                return
+            os.write(self._fd, data)
+            self._size += len(data)
+            self.lines += data.count(b"\n")
+            if self._size > 2 * self.keep:
+                self._compact()
+
+    def _compact(self) -> None:
+        with open(open_read(self.path), "rb") as handle:
+            handle.seek(-self.keep, os.SEEK_END)
+            tail = handle.read()
+        start = tail.find(b"\n")
+        if 0 <= start < len(tail) - 1:
+            tail = tail[start + 1 :]  # from a line start: no half line at the top
+        fresh = self.path.with_name(self.path.name + ".new")
+        fd = create_new(fresh)
+        try:
+            os.write(fd, tail)
+        finally:
+            os.close(fd)
+        os.replace(fresh, self.path)
+        os.close(self._fd)
+        self._fd = open_append(self.path)
+        self._size = len(tail)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+
+def prune_attempts(store_path: Path | str, task_id: str, attempt: int) -> None:
+    """Delete the output of attempts of ``task_id`` older than the ones kept."""
+    for older in range(max(attempt - ATTEMPTS_KEPT, 0), 0, -1):
+        path = output_path(store_path, task_id, older)
+        if not path.exists():
+            break
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LastOutput:
+    """The end of what one attempt wrote: its last line, when it was written, the lines before."""
+
+    line: str
+    """The last non-blank line, as a terminal would leave it after carriage returns (raw:
+    show it through ``printable``)."""
+    written_at: float
+    """When the file was last written (this host's clock)."""
+    lines: tuple[str, ...]
+    """Up to ``SHOWN_LINES`` last lines, oldest first (raw, as ``line``)."""
+    attempt: int
+
+    def age(self, now: float) -> float:
+        return max(0.0, now - self.written_at)
+
+
+def read_last_output(store_path: Path | str, task_id: str, attempt: int) -> LastOutput | None:
+    """Read the kept output of the task's latest attempt that has one (this or the one before)."""
+    for tried in (attempt, attempt - 1):
+        if tried < 1:
+            break
+        path = output_path(store_path, task_id, tried)
+        try:
+            with open(open_read(path), "rb") as handle:
+                written_at = os.fstat(handle.fileno()).st_mtime
+                size = os.fstat(handle.fileno()).st_size
+                handle.seek(max(0, size - 2 * KEEP))
+                data = handle.read()
+        except OSError:
+            continue
+        lines = [_as_shown(raw) for raw in data.decode("utf-8", errors="replace").split("\n")]
+        lines = [line for line in lines if line.strip()]
+        if not lines:
+            continue
+        return LastOutput(
+            line=lines[-1],
+            written_at=written_at,
+            lines=tuple(lines[-SHOWN_LINES:]),
+            attempt=tried,
+        )
+    return None
+
+
+def _as_shown(line: str) -> str:
+    """What a terminal shows of a line rewritten with carriage returns (a progress bar)."""
+    line = line.removesuffix("\r")
+    if "\r" in line:
+        segments = [segment for segment in line.split("\r") if segment.strip()]
+        return segments[-1] if segments else ""
+    return line
+
+
+PAGE_LINE_CHARS = 160
+"""How much of the last output line a page carries: enough to recognise, short on a phone."""
+
+
+def last_output_of(store: Store, task: Task, host: str) -> LastOutput | None:
+    """The kept output of ``task``, when it ran under ``zombietop run`` on ``host``."""
+    where = location_of(store)
+    if where is None or task.host != host or not task.command:
+        return None
+    return read_last_output(where, task.task_id, task.attempt)
+
+
+def last_outputs(store: Store, tasks: Iterable[Task], host: str) -> dict[str, LastOutput]:
+    """The kept output of each task that has some on ``host``, by task id."""
+    found = {}
+    for task in tasks:
+        last = last_output_of(store, task, host)
+        if last is not None:
+            found[task.task_id] = last
+    return found
+
+
+def with_last_output(line: str, last: LastOutput | None, now: float) -> str:
+    """End a page or status line with the task's last output and its age, escaped."""
+    if last is None:
+        return line
+    said = printable(last.line.strip())
+    if len(said) > PAGE_LINE_CHARS:
+        said = said[: PAGE_LINE_CHARS - 1] + "…"
+    return f"{line}; last output {format_age(last.age(now))} ago: {said}"
