@@ -30,10 +30,12 @@ from zombietop.model import (
     PendingKill,
     PollChanges,
     ProcessSample,
+    StoredPage,
     StoredSample,
     Task,
     TaskRecord,
     TaskState,
+    WatchdogLease,
 )
 from zombietop.rows import (
     _COLUMNS,
@@ -79,6 +81,17 @@ def fill_columns(sql: str) -> str:
         .replace("{heartbeat_columns}", ", ".join(HEARTBEAT_COLUMNS))
         .replace("{request_columns}", ", ".join(REQUEST_COLUMNS))
     )
+
+
+def _on_store_clock(moment: float | None, reported_at: float | None, now: float) -> float | None:
+    """A moment the worker read off its own clock (``req_at``), moved onto the store's by the
+    skew its beat shows (``at`` against ``now``), and never after ``now``: a worker whose
+    clock is an hour behind must not look an hour into a request, nor one ahead not at all."""
+    if moment is None:
+        return None
+    if reported_at is not None:
+        moment -= reported_at - now
+    return min(moment, now)
 
 
 class SQLStore(Store, Generic[Conn]):
@@ -769,7 +782,7 @@ class SQLStore(Store, Generic[Conn]):
                 "checkpoint": beat.checkpoint,
                 "eta_s": beat.eta_s,
                 "request_name": beat.request,
-                "request_at": beat.request_at,
+                "request_at": _on_store_clock(beat.request_at, beat.at, now),
                 "trace_id": beat.trace,
                 "reported_at": beat.at,
                 "now": now,
@@ -1026,3 +1039,87 @@ class SQLStore(Store, Generic[Conn]):
                 },
             )
         return done
+
+    # The watchdog's own lease and its undelivered pages ------------------------------------
+
+    async def hold_watchdog_lease(
+        self, *, owner: str, host: str, pid: int, ttl: float
+    ) -> WatchdogLease:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            params = {
+                "owner": owner,
+                "host": host,
+                "pid": pid,
+                "now": now,
+                "expires_at": now + ttl,
+            }
+            await self._run(db, "insert_watchdog_lease", params)
+            row = await self._row(db, "select_watchdog_lease", {})
+            assert row is not None
+            held = WatchdogLease.from_row(row)
+            if held.owner == owner:
+                await self._run(db, "renew_watchdog_lease", params)
+            elif held.owner != owner and held.expires_at < now:
+                await self._run(db, "take_watchdog_lease", params)
+            else:
+                return held
+            row = await self._row(db, "select_watchdog_lease", {})
+            assert row is not None
+            return WatchdogLease.from_row(row)
+
+    async def release_watchdog_lease(self, *, owner: str) -> None:
+        async with self._write() as db:
+            await self._run(db, "release_watchdog_lease", {"owner": owner})
+
+    async def watchdog_lease(self) -> WatchdogLease | None:
+        async with self._read() as db:
+            row = await self._row(db, "select_watchdog_lease", {})
+        return None if row is None else WatchdogLease.from_row(row)
+
+    async def keep_page(
+        self,
+        *,
+        notifier: str,
+        kind: str,
+        line: str,
+        task_id: str | None,
+        health: str | None,
+        page_at: float,
+        attempts: int,
+        next_at: float,
+    ) -> int:
+        async with self._write() as db:
+            row = await self._row(
+                db,
+                "insert_pending_page",
+                {
+                    "notifier": notifier,
+                    "kind": kind,
+                    "line": line,
+                    "task_id": task_id,
+                    "health": health,
+                    "page_at": page_at,
+                    "attempts": attempts,
+                    "next_at": next_at,
+                },
+            )
+        assert row is not None
+        return int(row[0])
+
+    async def pending_pages(self) -> list[StoredPage]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_pending_pages", {})
+        return [StoredPage.from_row(row) for row in rows]
+
+    async def retry_page(self, page_id: int, *, attempts: int, next_at: float) -> None:
+        async with self._write() as db:
+            await self._run(
+                db,
+                "update_pending_page",
+                {"page_id": page_id, "attempts": attempts, "next_at": next_at},
+            )
+
+    async def drop_page(self, page_id: int) -> None:
+        async with self._write() as db:
+            await self._run(db, "delete_pending_page", {"page_id": page_id})

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import aiosqlite
 
 from zombietop import queries
-from zombietop.clock import Clock, SystemClock
+from zombietop.clock import AnchoredClock, Clock, SystemClock, boot_identity
 from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
 from zombietop.model import Task
 from zombietop.sql_store import Duplicate, SQLStore, fill_columns
@@ -28,7 +28,7 @@ from zombietop.sqlite_inline import InlineConnection
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
-MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5))
+MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5, 6))
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 5000
 BEGIN_RETRIES = 4
@@ -139,6 +139,8 @@ class SQLiteStore(SQLStore[Connection]):
         store = cls(db, path, clock or SystemClock(), read_only)
         try:
             await store._prepare()
+            if clock is None:
+                store._clock = await store._anchored_clock()
         except BaseException:
             await db.close()
             raise
@@ -192,6 +194,27 @@ class SQLiteStore(SQLStore[Connection]):
                     await db.execute(statement)
             await db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    async def _anchored_clock(self) -> Clock:
+        """The store's clock: this boot's anchor (made now if this boot has none yet).
+
+        Without a boot clock, or read-only before any writer of this boot anchored the store,
+        it is the wall clock.
+        """
+        boot = boot_identity()
+        if boot is None:
+            return SystemClock()
+        boot_id, since_boot = boot
+        params = {"boot_id": boot_id, "wall": time.time(), "boot": since_boot}
+        if not self.read_only:
+            async with self._write() as db:
+                await self._run(db, "insert_clock_anchor", params)
+                await self._run(db, "prune_clock_anchors", params)
+        async with self._read() as db:
+            row = await self._row(db, "select_clock_anchor", params)
+        if row is None:
+            return SystemClock()
+        return AnchoredClock(wall=float(row["wall"]), boot=float(row["boot"]))
 
     def describe(self) -> str:
         return str(self.path) + (" (read-only)" if self.read_only else "")

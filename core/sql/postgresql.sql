@@ -145,6 +145,32 @@ CREATE TABLE host_requests (
 CREATE INDEX host_requests_open ON host_requests (host, request_id) WHERE finished_at IS NULL;
 CREATE UNIQUE INDEX host_requests_one_open ON host_requests (task_id, kind) WHERE finished_at IS NULL;
 
+-- schema_v4 --
+-- One watchdog acts on a store at a time: it holds this lease; the others wait as standbys.
+CREATE TABLE watchdog_lease (
+    singleton    boolean PRIMARY KEY CHECK (singleton),
+    owner        text NOT NULL,
+    host         text NOT NULL,
+    pid          integer NOT NULL,
+    token        bigint NOT NULL,
+    acquired_at  double precision NOT NULL,
+    renewed_at   double precision NOT NULL,
+    expires_at   double precision NOT NULL
+);
+-- Pages not yet delivered, one row per channel: a watchdog that stops or fails leaves them
+-- here and the next one delivers them.
+CREATE TABLE pending_pages (
+    page_id    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    notifier   text NOT NULL,
+    kind       text NOT NULL,
+    line       text NOT NULL,
+    task_id    text,
+    health     text,
+    page_at    double precision NOT NULL,
+    attempts   integer NOT NULL,
+    next_at    double precision NOT NULL
+);
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 
@@ -421,3 +447,40 @@ WHERE request_id = :request_id AND finished_at IS NULL
 -- finish_host_request --
 UPDATE host_requests SET outcome = :outcome, message = :message, finished_at = :now
 WHERE request_id = :request_id AND finished_at IS NULL
+
+-- insert_watchdog_lease --
+-- The first watchdog of a store: nobody held the lease before.
+INSERT INTO watchdog_lease (singleton, owner, host, pid, token, acquired_at, renewed_at, expires_at)
+VALUES (true, :owner, :host, :pid, 1, :now, :now, :expires_at)
+ON CONFLICT (singleton) DO NOTHING
+
+-- select_watchdog_lease --
+SELECT owner, host, pid, token, acquired_at, renewed_at, expires_at FROM watchdog_lease FOR UPDATE
+
+-- renew_watchdog_lease --
+UPDATE watchdog_lease SET renewed_at = :now, expires_at = :expires_at, host = :host, pid = :pid
+WHERE owner = :owner
+
+-- take_watchdog_lease --
+-- A standby takes over an expired lease: a new token, so the old holder knows it lost it.
+UPDATE watchdog_lease SET owner = :owner, host = :host, pid = :pid, token = token + 1,
+    acquired_at = :now, renewed_at = :now, expires_at = :expires_at
+WHERE expires_at < :now
+
+-- release_watchdog_lease --
+DELETE FROM watchdog_lease WHERE owner = :owner
+
+-- insert_pending_page --
+INSERT INTO pending_pages (notifier, kind, line, task_id, health, page_at, attempts, next_at)
+VALUES (:notifier, :kind, :line, :task_id, :health, :page_at, :attempts, :next_at)
+RETURNING page_id
+
+-- select_pending_pages --
+SELECT page_id, notifier, kind, line, task_id, health, page_at, attempts, next_at
+FROM pending_pages ORDER BY page_id
+
+-- update_pending_page --
+UPDATE pending_pages SET attempts = :attempts, next_at = :next_at WHERE page_id = :page_id
+
+-- delete_pending_page --
+DELETE FROM pending_pages WHERE page_id = :page_id
