@@ -333,7 +333,6 @@ class Store(abc.ABC):
     ) -> HostRequest | None:
         """Record what became of a request, with an event; None if it was already finished."""
 
-
     # The watchdog's own lease and its undelivered pages ------------------------------------
 
     @abc.abstractmethod

@@ -37,7 +37,8 @@ JUMPS_KEPT = 16
 
 
 def _signed(seconds: float) -> str:
-    return ("+" if seconds >= 0 else "-") + format_age(abs(seconds))
+    """``+1h00m``: a jump to the second (the two clocks are read a moment apart)."""
+    return ("+" if seconds >= 0 else "-") + format_age(abs(round(seconds)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -641,7 +642,12 @@ class Watchdog:
         beat = view.heartbeat
         stage = beat.stage if beat and beat.stage else "-"
         stage_start = beat.stage_started_at if beat else task.started_at
+        # A jump of the store's clock since the stage began is no time the stage ran.
+        used = None
         if BudgetFlag.STAGE_OVERRUN in flags and budgets.stage.used_s is not None:
+            jumped = 0.0 if stage_start is None else self._jumped_since(stage_start)
+            used = budgets.stage.used_s - jumped
+        if used is not None and used > budgets.stage.limit_s:
             key = f"stage:{task.task_id}:{task.attempt}:{stage}:{stage_start}"
             factor = self.config.watch.stage_kill_factor
             kill_at = factor * budgets.stage.limit_s
@@ -653,8 +659,6 @@ class Watchdog:
                 )
                 await self._overrun(tick, "stage_overrun", verdict.context + then, key, view)
             kill_key = "kill:" + key
-            # The kill's age discounts any jump of the store's clock since the stage began.
-            used = budgets.stage.used_s - self._jumped_since(stage_start)
             if factor and used >= kill_at and kill_key not in self._once and task.pid is not None:
                 self._once.add(kill_key)
                 reason = (
