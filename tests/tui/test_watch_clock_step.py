@@ -64,7 +64,7 @@ def test_a_step_of_the_watch_hosts_clock_kills_and_pages_nobody(
     log = tmp_path / "watch.log"
     with log.open("wb") as out:
         watch = children.start(
-            zombietop(db, config, "watch", "--interval", "0.5"),
+            zombietop(db, config, "watch", "--interval", "1"),
             env={
                 **_env(),
                 "NOTIFY_SOCKET": str(tmp_path / "notify"),
@@ -80,8 +80,12 @@ def test_a_step_of_the_watch_hosts_clock_kills_and_pages_nobody(
     while fields(notify_socket).get("STATUS") != "0 needing a human; 2 healthy":
         assert time.monotonic() < deadline, log.read_text()
     stamp.write_text("+3600\n")  # the watch's wall clock is now an hour ahead
-    statuses = [fields(notify_socket).get("STATUS") for _ in range(8)]
-    assert statuses == ["0 needing a human; 2 healthy"] * 8, log.read_text()
+    for _ in range(8):
+        status = fields(notify_socket).get("STATUS") or ""
+        # A look slower than the interval on a loaded machine withholds too; nothing else may.
+        assert status == "0 needing a human; 2 healthy" or status.startswith(
+            "withholding verdicts: store lags"
+        ), log.read_text()
     watch.send_signal(signal.SIGTERM)
     assert watch.wait(timeout=30) == 0
     text = log.read_text()
@@ -89,8 +93,8 @@ def test_a_step_of_the_watch_hosts_clock_kills_and_pages_nobody(
     for word in ("quarantined", "kill", "stalled", "reclaimable", "PAGE"):
         assert word not in text, text
     assert all(job.poll() is None for job in jobs)
-    status = subprocess.run(
+    listed = subprocess.run(
         zombietop(db, config, "status", "--json"), env=_env(), capture_output=True, text=True
     )
-    assert '"quarantined": true' not in status.stdout
-    assert status.stdout.count('"health": "healthy"') == 2, status.stdout
+    assert '"quarantined": true' not in listed.stdout
+    assert listed.stdout.count('"health": "healthy"') == 2, listed.stdout
