@@ -159,6 +159,7 @@ class Watchdog:
         self._unheld: set[str] = set()
         """Tasks whose quarantine could not be written: retried each look, paged once held."""
         self._write_down = False
+        self._lease_stuck = False
 
     # Memory --------------------------------------------------------------------------------
 
@@ -382,9 +383,19 @@ class Watchdog:
                 owner=self.lease_owner, host=self.host, pid=self.pid, ttl=ttl
             )
         except StoreError as exc:
+            if self._active:
+                # A full disk must not blind the watchdog: nobody can take the lease over
+                # while nobody can write, and the next renewal that lands says who holds it.
+                if not self._lease_stuck:
+                    self._lease_stuck = True
+                    tick.logs.append(
+                        f"cannot renew the watchdog lease ({exc}); still acting as the active one"
+                    )
+                return None, None
             reason = f"cannot hold the watchdog lease in {self.store.describe()}: {exc}"
             tick.logs.append(f"verdicts withheld: {reason}")
             return None, reason
+        self._lease_stuck = False
         active = lease.owner == self.lease_owner
         was, self._active = self._active, active
         if active and was is not True:
