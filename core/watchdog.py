@@ -66,6 +66,8 @@ class TickReport:
     logs: tuple[str, ...] = ()
     actions: tuple[ActionOutcome, ...] = ()
     deliveries: tuple[DeliveryResult, ...] = ()
+    blind: bool = False
+    """True when this look could not read the store (its tasks, if any, are an older look's)."""
 
 
 def _ended_by_kill(view: TaskView) -> bool:
@@ -78,6 +80,18 @@ class PrintNotifier:
     """``--dry-run``: show the page instead of sending it."""
 
     name = "dry-run"
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self._log = log
+
+    async def send(self, page: Page) -> None:
+        self._log(f"PAGE ({page.kind}) {page.line}")
+
+
+class LogNotifier:
+    """No ``[notify]`` channel: the page goes to the watch's log, as its first line says."""
+
+    name = "watch log"
 
     def __init__(self, log: Callable[[str], None]) -> None:
         self._log = log
@@ -261,6 +275,7 @@ class Watchdog:
             withheld=withheld,
             active=self._active is not False,
             watchdog=lease,
+            blind=snapshot.error is not None,
             counts=snapshot.counts if snapshot.ok else {},
             pages=tuple(tick.pages),
             logs=tuple(tick.logs),

@@ -85,6 +85,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         nagios_unknown,
         render_table,
         snapshot_to_json,
+        watchdog_words,
     )
 
     try:
@@ -93,8 +94,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
             probe = PsutilProbe()  # so a task whose process died shows as dead
             monitor = Monitor(store, ctx.config, probe=probe, include_finished=args.all)
             snapshot = await monitor.poll()
-        if snapshot.error:
-            raise ZombietopError(snapshot.error)
+            if snapshot.error:
+                raise ZombietopError(snapshot.error)
+            watchdog = await store.watchdog_lease()
     except ZombietopError as exc:
         if args.nagios:
             print(nagios_unknown(str(exc)))
@@ -102,11 +104,13 @@ async def cmd_status(args: argparse.Namespace) -> int:
             print(f"zombietop: {exc}", file=sys.stderr)
         return Level.UNKNOWN
     if args.json:
-        print(json.dumps(snapshot_to_json(snapshot), indent=2))
+        print(json.dumps(snapshot_to_json(snapshot, watchdog), indent=2))
     elif args.nagios:
         print(nagios_output(snapshot))
     else:
-        print(render_table(snapshot))
+        # Said once a watchdog has held the store; a store never watched stays as it was.
+        words = None if watchdog is None else watchdog_words(watchdog, snapshot.taken_at)
+        print(render_table(snapshot, watchdog=words))
     return level(snapshot)
 
 

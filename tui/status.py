@@ -10,7 +10,7 @@ from typing import Any
 from zombietop.classify import format_progress
 from zombietop.durations import format_age
 from zombietop.heartbeat_line import format_timestamp
-from zombietop.model import AgentPresence, Health
+from zombietop.model import AgentPresence, Health, WatchdogLease
 from zombietop.monitor import Snapshot, TaskView
 
 
@@ -68,15 +68,40 @@ def nagios_unknown(reason: str) -> str:
     return f"ZOMBIETOP UNKNOWN - {reason}"
 
 
-def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
+def snapshot_to_json(snapshot: Snapshot, watchdog: WatchdogLease | None = None) -> dict[str, Any]:
     """The documented ``status --json`` object."""
     return {
         "generated_at": None if snapshot.taken_at is None else format_timestamp(snapshot.taken_at),
         "counts": {str(health): n for health, n in snapshot.counts.items()},
         "host": snapshot.host,
+        "watchdog": _watchdog_json(watchdog, snapshot.taken_at),
         "agents": [_agent_json(agent, snapshot.taken_at) for agent in snapshot.agents],
         "tasks": [_task_json(view) for view in snapshot.tasks],
     }
+
+
+def _watchdog_json(lease: WatchdogLease | None, now: float | None) -> dict[str, Any] | None:
+    """The watchdog holding the store's watchdog lease (``active`` false once it lapsed)."""
+    if lease is None:
+        return None
+    return {
+        "owner": lease.owner,
+        "host": lease.host,
+        "pid": lease.pid,
+        "token": lease.token,
+        "active": now is not None and lease.active(now),
+        "renewed_s_ago": None if now is None else _round(now - lease.renewed_at),
+    }
+
+
+def watchdog_words(lease: WatchdogLease | None, now: float | None) -> str:
+    """``watchdog: watchdog@db1 pid 4121 active (renewed 3s ago)``, or that none is."""
+    if lease is None or now is None:
+        return "watchdog: none has run on this store"
+    ago = format_age(max(now - lease.renewed_at, 0.0))
+    if lease.active(now):
+        return f"watchdog: {lease.owner} active (renewed {ago} ago)"
+    return f"watchdog: none active; {lease.owner} last renewed its lease {ago} ago"
 
 
 def _agent_json(agent: AgentPresence, now: float | None) -> dict[str, Any]:
@@ -122,6 +147,7 @@ def _task_json(view: TaskView) -> dict[str, Any]:
         "agent_note": view.agent_note,
         "host_request": _request_json(view),
         "attempt": task.attempt,
+        "exit_code": task.exit_code,
         "quarantined": task.quarantined,
         "budgets": {
             name: {"used_s": _round(b.used_s), "limit_s": b.limit_s, "source": b.source}
@@ -173,13 +199,23 @@ def _lease_words(view: TaskView) -> str:
     return f"in {format_age(left)}" if left >= 0 else f"{format_age(left)} ago"
 
 
-def render_table(snapshot: Snapshot, width: int | None = None) -> str:
-    """Render the snapshot as plain text: counts, one row per task, then what to act on."""
+def render_table(
+    snapshot: Snapshot, width: int | None = None, *, watchdog: str | None = None
+) -> str:
+    """Render the snapshot as plain text: counts (and the ``watchdog`` line when given, from
+    ``watchdog_words``), one row per task, then what to act on."""
+    lines = _table_lines(snapshot, width)
+    if watchdog is not None:
+        lines.insert(1, watchdog)
+    return "\n".join(lines)
+
+
+def _table_lines(snapshot: Snapshot, width: int | None) -> list[str]:
     width = width or shutil.get_terminal_size((100, 24)).columns
     counts = "  ".join(f"{health} {n}" for health, n in snapshot.counts.items() if n)
     lines = [counts or "no tasks in the store"]
     if not snapshot.tasks:
-        return "\n".join(lines)
+        return lines
     header = ("HEALTH", "TASK", "STAGE", "PROGRESS", "HEARTBEAT", "LEASE", "ATTEMPT", "FLAGS")
     rows = [
         (
@@ -214,7 +250,7 @@ def render_table(snapshot: Snapshot, width: int | None = None) -> str:
         lines.append("")
         now = snapshot.taken_at
         lines.append("agents: " + ", ".join(_agent_words(a, now) for a in snapshot.agents))
-    return "\n".join(lines)
+    return lines
 
 
 def _agent_words(agent: AgentPresence, now: float) -> str:

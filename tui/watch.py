@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 
 from zombietop.executor import Executor
 from zombietop.monitor import Monitor
-from zombietop.notify import build_notifiers
+from zombietop.notify import Notifier, build_notifiers
 from zombietop.procs import PsutilProbe
 from zombietop.sd_notify import SystemdNotifier
 from zombietop.store import open_store
-from zombietop.watchdog import TickReport, Watchdog
+from zombietop.watchdog import LogNotifier, TickReport, Watchdog
 
 
 def _log(line: str) -> None:
@@ -23,15 +23,16 @@ def _log(line: str) -> None:
 
 
 async def cmd_watch(args: argparse.Namespace) -> int:
-    from zombietop.tui.cli import EXIT_OK, _context
+    from zombietop.tui.cli import EXIT_ERROR, EXIT_OK, _context
 
     ctx = _context(args)
     config = ctx.config
     if args.interval is not None:
         config = replace(config, watch=replace(config.watch, interval=args.interval))
-    notifiers = [] if args.dry_run else build_notifiers(config.notify)
+    notifiers: list[Notifier] = [] if args.dry_run else build_notifiers(config.notify)
     if not notifiers and not args.dry_run:
         _log("no [notify] channel configured: pages are only logged here and recorded as events")
+        notifiers = [LogNotifier(_log)]
     async with await open_store(ctx.db, read_only=args.dry_run) as store:
         executor = None if args.dry_run else Executor(store, config)
         # Verdicts are reused until they can change; the watchdog reads ages as of each tick.
@@ -49,11 +50,15 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             + (" (dry run: nothing sent, nothing changed)" if args.dry_run else "")
         )
         systemd = SystemdNotifier.from_env()
+        ping = SystemdPing(systemd)
         try:
-            await dog.run(once=args.once, stop=stop, after_tick=SystemdPing(systemd))
+            await dog.run(once=args.once, stop=stop, after_tick=ping)
         finally:
             systemd.notify(STOPPING="1")
             systemd.close()
+    if args.once and ping.last is not None and ping.last.blind:
+        # Cron must hear that this look saw nothing: the store could not be read.
+        return EXIT_ERROR
     return EXIT_OK
 
 
@@ -67,8 +72,10 @@ class SystemdPing:
     def __init__(self, systemd: SystemdNotifier) -> None:
         self.systemd = systemd
         self.ready = False
+        self.last: TickReport | None = None
 
     def __call__(self, report: TickReport) -> None:
+        self.last = report
         fields = {"WATCHDOG": "1", "STATUS": status_line(report)}
         if not self.ready:
             fields = {"READY": "1", **fields}
@@ -78,6 +85,8 @@ class SystemdPing:
 
 def status_line(report: TickReport) -> str:
     """What ``systemctl status`` shows: what this look found, or why it found nothing."""
+    if not report.active:
+        return report.withheld or "standby"
     if report.withheld is not None:
         return f"withholding verdicts: {report.withheld}"
     found = ", ".join(f"{n} {health}" for health, n in report.counts.items() if n)

@@ -189,7 +189,7 @@ def test_status_json_reports_each_health(
     assert healths == {f"{name}-1": name for name in ALL}
     assert set(ALL) == {str(health) for health in Health}
     assert code == 2  # CRITICAL: dead, stalled and reclaimable tasks page
-    assert set(report) == {"generated_at", "counts", "host", "agents", "tasks"}
+    assert set(report) == {"generated_at", "counts", "host", "watchdog", "agents", "tasks"}
     dead = next(t for t in report["tasks"] if t["task_id"] == "dead-1")
     assert dead["reasons"][0]["code"] in ("process_gone", "pid_reused")
     assert " gone" in dead["context"] or "reused" in dead["context"]
