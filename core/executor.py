@@ -8,6 +8,7 @@ event in the store with the actor, the reason and what happened.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -468,6 +469,13 @@ class Executor:
                 os.killpg(pgid, signal.SIGTERM)
             else:
                 os.kill(pid, signal.SIGTERM)
+            # A stopped job (SIGSTOP, ^Z) holds the TERM until it runs again: wake it so its
+            # handler can run within the grace instead of meeting the SIGKILL stopped.
+            with contextlib.suppress(ProcessLookupError):
+                if pgid is not None:
+                    os.killpg(pgid, signal.SIGCONT)
+                else:
+                    os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:
             return await self._close(
                 kill, request, Outcome.GONE, f"{target} exited before SIGTERM; nothing signalled"
