@@ -24,7 +24,7 @@ from typing import TextIO
 from zombietop.claim import Claim, claim_task, owner_name
 from zombietop.config import Config, Limits
 from zombietop.errors import HeartbeatParseError, LeaseLost, StoreError, ZombietopError
-from zombietop.heartbeat_line import parse_line
+from zombietop.heartbeat_line import MAX_LINE, parse_line
 from zombietop.layout import clean_env, safe_name, state_dir
 from zombietop.model import TaskState
 from zombietop.procs import process_start_time, this_host
@@ -57,7 +57,14 @@ def exit_status(returncode: int) -> int:
 
 
 class HeartbeatTail:
-    """Read complete new lines from the heartbeat file; the last one wins."""
+    """Read complete new lines from the heartbeat file; the last one wins.
+
+    Memory stays bounded whatever the job writes: the file is read a chunk at a time, and a
+    line past ``MAX_LINE`` keeps only its first ``MAX_LINE + 1`` bytes (so it is still
+    rejected as too long, with its start shown) while the rest is dropped up to its newline.
+    """
+
+    CHUNK = 1 << 16
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -76,17 +83,28 @@ class HeartbeatTail:
                     # Truncated or replaced by the job: start again from the top.
                     self._offset, self._partial = 0, b""
                 handle.seek(self._offset)
-                data = handle.read()
+                newest = None
+                while data := handle.read(self.CHUNK):
+                    self._offset += len(data)
+                    newest = self._take(data) or newest
         except FileNotFoundError:
             return None
-        self._offset += len(data)
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
-        complete = [line for line in lines if line.strip()]
-        if not complete:
+        if newest is None:
             return None
-        self.latest = complete[-1].decode("utf-8", errors="replace")
+        self.latest = newest.decode("utf-8", errors="replace")
         return self.latest
+
+    def _take(self, data: bytes) -> bytes | None:
+        """Add a chunk; return its last complete non-blank line, if it ended one."""
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        newest = None
+        for piece in lines:
+            line, self._partial = (self._partial + piece)[: MAX_LINE + 1], b""
+            if line.strip():
+                newest = line
+        self._partial = (self._partial + tail)[: MAX_LINE + 1]
+        return newest
 
 
 class Runner:
