@@ -120,6 +120,7 @@ class Agent:
         self._say(f"serving {self.host} in {self.store.describe()} every {self.interval:g}s")
         try:
             while not stop.is_set():
+                self.store.check_path()  # deleted or replaced: stop, and say why
                 try:
                     await self.tick()
                 except StoreError as exc:

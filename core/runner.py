@@ -23,7 +23,13 @@ from typing import TextIO
 
 from zombietop.claim import Claim, claim_task, owner_name
 from zombietop.config import Config, Limits
-from zombietop.errors import HeartbeatParseError, LeaseLost, StoreError, ZombietopError
+from zombietop.errors import (
+    HeartbeatParseError,
+    LeaseLost,
+    StoreError,
+    StoreReplaced,
+    ZombietopError,
+)
 from zombietop.heartbeat_line import MAX_LINE, parse_line
 from zombietop.layout import clean_env, safe_name, state_dir
 from zombietop.model import TaskState
@@ -129,6 +135,7 @@ class Runner:
         self.err = err or sys.stderr
         self.forwarded: set[int] = set()
         self.lost: str | None = None
+        self.store_gone = False
 
     def _say(self, text: str) -> None:
         print(f"zombietop: {text}", file=self.err, flush=True)
@@ -276,6 +283,7 @@ class Runner:
             if proc.returncode is not None:
                 return
             try:
+                self.store.check_path()
                 await self.store.renew_lease(
                     claim.task.task_id, owner=claim.owner, token=claim.token, ttl=limits.lease_ttl
                 )
@@ -284,6 +292,12 @@ class Runner:
                 self._say(f"{exc}; stopping the command so two owners never run")
                 await self._stop(proc, limits.kill_grace)
                 return
+            except StoreReplaced as exc:
+                # The command is not at fault: let it finish, but say once that nothing of
+                # this run reaches the store at that path any more.
+                if not self.store_gone:
+                    self.store_gone = True
+                    self._say(f"{exc}; {claim.task.task_id} keeps running unrecorded")
             except StoreError as exc:
                 # A busy store is not a lost lease: try again next interval, the TTL has room.
                 self._say(f"could not renew the lease on {claim.task.task_id}: {exc}")

@@ -21,7 +21,7 @@ import aiosqlite
 
 from zombietop import queries
 from zombietop.clock import AnchoredClock, Clock, SystemClock, boot_identity
-from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
+from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing, StoreReplaced
 from zombietop.model import Task
 from zombietop.sql_store import Duplicate, SQLStore, fill_columns
 from zombietop.sqlite_inline import InlineConnection
@@ -35,6 +35,14 @@ BEGIN_RETRIES = 4
 
 QUERIES = {name: fill_columns(sql) for name, sql in SQL.items() if not name.startswith("schema_v")}
 POLL_SQL = QUERIES["select_tasks_for_poll"]
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -98,6 +106,8 @@ class SQLiteStore(SQLStore[Connection]):
         self.path = path
         self._clock = clock
         self.read_only = read_only
+        self._identity = _file_identity(path)
+        """(device, inode) of the file opened: what the path must still name."""
         # One connection, one transaction at a time: coroutines sharing this store queue here.
         self._lock = asyncio.Lock()
 
@@ -194,6 +204,16 @@ class SQLiteStore(SQLStore[Connection]):
                     await db.execute(statement)
             await db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def check_path(self) -> None:
+        now = _file_identity(self.path)
+        if now == self._identity:
+            return
+        what = "deleted" if now is None else "replaced by another file"
+        raise StoreReplaced(
+            f"store {self.path} was {what} while this process held it open: what it records "
+            "now is lost; restart it to use the store at that path (`zombietop init` makes one)"
+        )
 
     async def _anchored_clock(self) -> Clock:
         """The store's clock: this boot's anchor (made now if this boot has none yet).

@@ -56,6 +56,12 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None: ...
 
+    @abc.abstractmethod
+    def check_path(self) -> None:
+        """Raise ``StoreReplaced`` when the store's path no longer names what this process
+        holds open (a file store deleted or replaced under it); long-running commands call it
+        every round."""
+
     async def __aenter__(self) -> Self:
         return self
 

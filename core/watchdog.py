@@ -19,7 +19,7 @@ from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionR
 from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.durations import format_age, format_duration
-from zombietop.errors import StoreError
+from zombietop.errors import StoreError, StoreReplaced
 from zombietop.model import BudgetFlag, EventKind, Health, WatchdogLease
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
@@ -738,6 +738,15 @@ class Watchdog:
             await asyncio.sleep(min(self.config.notify.retry_backoff, left, 5.0))
             await self.outbox.flush()
 
+    async def _stop_if_replaced(self, stop: asyncio.Event) -> None:
+        """A store deleted or replaced under us is never read again by this process: deliver
+        the page about it, then stop (a supervisor restarting us opens what the path holds)."""
+        try:
+            self.store.check_path()
+        except StoreReplaced:
+            await self._drain(stop)
+            raise
+
     async def run(
         self,
         *,
@@ -755,6 +764,8 @@ class Watchdog:
                 report = await self.tick()
                 if after_tick is not None:
                     after_tick(report)
+                if report.blind:
+                    await self._stop_if_replaced(stop)
                 if once:
                     await self._drain(stop)
                     return
