@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -289,6 +290,9 @@ class Executor:
     async def _resume(self, request: ActionRequest, record: TaskRecord) -> ActionOutcome:
         task = record.task
         limits = self.config.limits_for(task.step_type)
+        stopped, refusal = await self._stop_old_copy(task, limits)
+        if refusal is not None:
+            return await self._done(request, Outcome.REFUSED, refusal)
         if limits.compensate_command:
             failure = await self._compensate(task, limits)
             if failure is not None:
@@ -312,7 +316,8 @@ class Executor:
             return await self._done(
                 request,
                 Outcome.REQUEUED,
-                f"{task.task_id} requeued for its engine as attempt {task.attempt} ({where})",
+                f"{task.task_id} requeued for its engine as attempt {task.attempt} ({where})"
+                + stopped,
                 token=lease.token,
             )
         try:
@@ -326,21 +331,61 @@ class Executor:
                 token=lease.token,
             )
         how = "relaunched" if task.command else "ran resume_command for"
-        old = record.task
-        still = ""
-        if old.pid is not None and old.host == self.host:
-            if await asyncio.to_thread(alive_as, old.pid, old.pid_start_time):
-                # Fencing keeps it from committing, but an operator should know two copies run
-                # until its wrapper's next renewal fails and stops it.
-                still = f"; the old process (pid {old.pid}) is still alive until it is fenced out"
         return await self._done(
             request,
             Outcome.RELAUNCHED,
             f"{how} {task.task_id} as attempt {task.attempt} from {where} "
-            f"(pid {launch.pid}, log {launch.log}){still}",
+            f"(pid {launch.pid}, log {launch.log}){stopped}",
             token=lease.token,
             data={"pid": launch.pid, "log": str(launch.log), "argv": list(launch.argv)},
         )
+
+    async def _stop_old_copy(self, task: Task, limits: Limits) -> tuple[str, str | None]:
+        """Before a resume, stop the task's recorded process if it still lives on this host:
+        SIGTERM (and SIGCONT) to its group, ``kill_grace``, SIGKILL only if the same process is
+        still alive. Nothing can fence out an orphan whose wrapper died, so two copies would
+        run for ever. Return what was done (for the outcome) and why to refuse, if it must."""
+        pid = task.pid
+        if pid is None or task.host != self.host:
+            return "", None
+        if not await asyncio.to_thread(alive_as, pid, task.pid_start_time):
+            return "", None
+        pgid = await asyncio.to_thread(signal_target, pid)
+        target = f"process group {pgid}" if pgid is not None else f"pid {pid}"
+        how = "SIGTERM"
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                for each in (sig, signal.SIGCONT) if sig is signal.SIGTERM else (sig,):
+                    if pgid is not None:
+                        os.killpg(pgid, each)
+                    else:
+                        os.kill(pid, each)
+            except ProcessLookupError:
+                break
+            except PermissionError:
+                return "", (
+                    f"not resuming {task.task_id}: its old process (pid {pid}) is still alive "
+                    f"and not ours to signal; stop it as its owner (kill {pid}), then resume"
+                )
+            how = sig.name
+            if await self._gone_within(pid, task.pid_start_time, limits.kill_grace):
+                break
+        else:
+            return "", (
+                f"not resuming {task.task_id}: its old process (pid {pid}) outlived SIGKILL; "
+                "find out what holds it (uninterruptible I/O?) and resume once it is gone"
+            )
+        return f"; stopped the old copy first ({target} exited after {how})", None
+
+    @staticmethod
+    async def _gone_within(pid: int, start_time: float | None, seconds: float) -> bool:
+        """Wait up to ``seconds`` of real time for ``pid`` to exit (a real process's grace)."""
+        deadline = time.monotonic() + seconds
+        while await asyncio.to_thread(alive_as, pid, start_time):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
 
     def _launch(self, task: Task, limits: Limits) -> Launch:
         """Start the relaunch detached (own session), logging beside the store."""
