@@ -26,7 +26,7 @@ from zombietop.clock import Clock
 from zombietop.config import Config, Limits
 from zombietop.durations import format_age
 from zombietop.errors import ActionRefused, TaskNotFound
-from zombietop.layout import clean_env, safe_name, state_dir
+from zombietop.layout import clean_env, state_dir, task_file_name
 from zombietop.model import EventKind, PendingKill, Task, TaskRecord
 from zombietop.procs import process_start_time, same_start, spawn_detached, this_host
 from zombietop.store import Store, location_of, store_location
@@ -411,7 +411,7 @@ class Executor:
             argv = fill_placeholders(limits.resume_command, task)
         logs = state_dir(self.store_path) / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        log = logs / f"{safe_name(task.task_id)}.{task.attempt}.log"
+        log = logs / f"{task_file_name(task.task_id)}.{task.attempt}.log"
         env = clean_env()
         env["ZOMBIETOP_DB"] = str(self.store_path)
         cwd = task.cwd if task.cwd and Path(task.cwd).is_dir() else None

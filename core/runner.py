@@ -31,7 +31,7 @@ from zombietop.errors import (
     ZombietopError,
 )
 from zombietop.heartbeat_line import MAX_LINE, parse_line
-from zombietop.layout import clean_env, safe_name, state_dir
+from zombietop.layout import clean_env, safe_name, state_dir, task_file_name
 from zombietop.model import TaskState
 from zombietop.procs import process_start_time, this_host
 from zombietop.store import Store, location_of, store_location
@@ -179,7 +179,7 @@ class Runner:
             folder.mkdir(parents=True, exist_ok=True)
         else:
             folder = Path(tempfile.gettempdir())
-        path = folder / f"{safe_name(claim.task.task_id)}.{claim.token}.hb"
+        path = folder / f"{task_file_name(claim.task.task_id)}.{claim.token}.hb"
         path.write_bytes(b"")
         return path
 

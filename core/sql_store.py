@@ -1055,7 +1055,7 @@ class SQLStore(Store, Generic[Conn]):
                 "expires_at": now + ttl,
             }
             await self._run(db, "insert_watchdog_lease", params)
-            row = await self._row(db, "select_watchdog_lease", {})
+            row = await self._row(db, "hold_watchdog_lease_row", {})
             assert row is not None
             held = WatchdogLease.from_row(row)
             if held.owner == owner:

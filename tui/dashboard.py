@@ -22,7 +22,7 @@ from zombietop.actions import ActionExecutor
 from zombietop.config import Config
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
-from zombietop.layout import clean_env, safe_name, state_dir
+from zombietop.layout import clean_env, state_dir, task_file_name
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store, open_store
 from zombietop.tui.poller import ThreadedMonitor
@@ -143,7 +143,7 @@ async def hand_over_pending_kills(
     for kill in await store.open_kills(executor.host):
         logs = state_dir(db) / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        log = logs / f"kill-{safe_name(kill.task_id)}.log"
+        log = logs / f"kill-{task_file_name(kill.task_id)}.log"
         argv = [sys.executable, "-m", "zombietop.tui", "--db", str(db)]
         if config.path is not None:
             argv += ["--config", str(config.path)]

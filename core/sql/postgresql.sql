@@ -455,6 +455,9 @@ VALUES (true, :owner, :host, :pid, 1, :now, :now, :expires_at)
 ON CONFLICT (singleton) DO NOTHING
 
 -- select_watchdog_lease --
+SELECT owner, host, pid, token, acquired_at, renewed_at, expires_at FROM watchdog_lease
+
+-- hold_watchdog_lease_row --
 SELECT owner, host, pid, token, acquired_at, renewed_at, expires_at FROM watchdog_lease FOR UPDATE
 
 -- renew_watchdog_lease --

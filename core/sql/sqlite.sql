@@ -549,6 +549,10 @@ ON CONFLICT (singleton) DO NOTHING
 -- select_watchdog_lease --
 SELECT owner, host, pid, token, acquired_at, renewed_at, expires_at FROM watchdog_lease
 
+-- hold_watchdog_lease_row --
+-- SQLite: BEGIN IMMEDIATE already holds the whole file.
+SELECT owner, host, pid, token, acquired_at, renewed_at, expires_at FROM watchdog_lease
+
 -- renew_watchdog_lease --
 UPDATE watchdog_lease SET renewed_at = :now, expires_at = :expires_at, host = :host, pid = :pid
 WHERE owner = :owner

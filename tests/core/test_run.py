@@ -17,6 +17,7 @@ from tests.core.realprocs import Children, pid_alive, wait_for, wait_for_file, z
 from zombietop.config import Config
 from zombietop.errors import LeaseLost
 from zombietop.executor import Executor
+from zombietop.layout import task_file_name
 from zombietop.model import Health, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
@@ -268,7 +269,7 @@ async def test_resume_after_kill_relaunches_from_the_checkpoint(
 
     await wait_for(done, timeout=20, what="the relaunched attempt to succeed")
     assert seen.read_text().splitlines() == ["attempt=1 checkpoint=", "attempt=2 checkpoint=part-7"]
-    log = db.with_name(db.name + ".d") / "logs" / "t1.2.log"
+    log = db.with_name(db.name + ".d") / "logs" / f"{task_file_name('t1')}.2.log"
     assert log.exists()
 
 

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from zombietop.config import load_config
+from zombietop.layout import task_file_name
 from zombietop.model import EventKind
 from zombietop.store import open_store
 from zombietop.sweep import find, stop_all
@@ -207,7 +208,7 @@ def test_demo_kill_escalates_and_resume_continues_from_the_checkpoint(
     # Escalated by this command, or by the watchdog if it looked first: either says so.
     assert f"{STUBBORN}: escalated:" in killed.stdout, killed.stdout + killed.stderr
     assert kill_outcomes(demo, STUBBORN) == ["term_sent", "escalated"]
-    assert "ignored" in (demo.logs / f"{STUBBORN}.1.log").read_text()
+    assert "ignored" in (demo.logs / f"{task_file_name(STUBBORN)}.1.log").read_text()
 
     killed = zombietop("kill", CHECKPOINTED, "--yes", *store)
     assert f"{CHECKPOINTED}: exited:" in killed.stdout, killed.stdout + killed.stderr
@@ -231,7 +232,7 @@ def test_demo_kill_escalates_and_resume_continues_from_the_checkpoint(
             ),
         },
     )
-    log = (demo.logs / f"{CHECKPOINTED}.2.log").read_text()
+    log = (demo.logs / f"{task_file_name(CHECKPOINTED)}.2.log").read_text()
     assert f"attempt 2: starting at item {checkpoint} of" in log
 
     pids = live_pids(demo, status(demo, capsys))
