@@ -163,8 +163,23 @@ class SQLStore(Store, Generic[Conn]):
     async def _task_in(self, db: Conn, task_id: str) -> Task:
         row = await self._row(db, "select_task", {"task_id": task_id})
         if row is None:
-            raise self._missing(task_id)
+            raise await self._missing_in(db, task_id)
         return Task.from_row(row)
+
+    async def _missing_in(self, db: Conn, task_id: str) -> StoreError:
+        """``TaskNotFound``, unless the store is corrupt: then a missing row proves nothing,
+        and saying "no task" would send the operator looking in the wrong place."""
+        damage = await self._damage(db, task_id)
+        if damage is None:
+            return self._missing(task_id)
+        return StoreError(
+            f"store {self._where()} is corrupt ({damage}), so it cannot say whether task "
+            f"{task_id!r} exists; restore it from a backup, or move it aside and start afresh"
+        )
+
+    async def _damage(self, db: Conn, task_id: str) -> str | None:
+        """What is found wrong with the store when ``task_id`` was not found; None if nothing."""
+        return None
 
     async def _lease_in(self, db: Conn, task_id: str) -> Lease | None:
         row = await self._row(db, "select_lease", {"task_id": task_id})
@@ -266,8 +281,8 @@ class SQLStore(Store, Generic[Conn]):
     async def get_record(self, task_id: str) -> TaskRecord:
         async with self._read() as db:
             row = await self._row(db, "select_task_record", {"task_id": task_id})
-        if row is None:
-            raise self._missing(task_id)
+            if row is None:
+                raise await self._missing_in(db, task_id)
         return record_from_row(row)
 
     async def poll(self, finished_since: float | None) -> list[TaskRecord]:

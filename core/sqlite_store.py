@@ -323,6 +323,16 @@ class SQLiteStore(SQLStore[Connection]):
     async def _now_in(self, db: Connection) -> float:
         return self._clock.now()
 
+    async def _damage(self, db: Connection, task_id: str) -> str | None:
+        # The lookup went through the tasks' index; the table itself, read past the index (a
+        # scan of the tasks alone, paid only when a task is missing), tells a damaged index.
+        rows = await db.execute_fetchall(
+            "SELECT count(*) FROM tasks NOT INDEXED WHERE task_id = ?", (task_id,)
+        )
+        if next(iter(rows))[0]:
+            return "its index of tasks lacks a task its table holds"
+        return None
+
     async def _revision(self, db: Connection) -> tuple[int, int] | None:
         row = await self._row(db, "select_revision", {})
         return None if row is None else (row[0], row[1])
