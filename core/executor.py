@@ -346,7 +346,8 @@ class Executor:
         still alive. Nothing can fence out an orphan whose wrapper died, so two copies would
         run for ever. Return what was done (for the outcome) and why to refuse, if it must."""
         pid = task.pid
-        if pid is None or task.host != self.host:
+        if pid is None or task.host != self.host or pid == os.getpid():
+            # Our own process is an SDK job resuming itself: the new token fences it.
             return "", None
         if not await asyncio.to_thread(alive_as, pid, task.pid_start_time):
             return "", None

@@ -208,7 +208,7 @@ def test_demo_kill_escalates_and_resume_continues_from_the_checkpoint(
     # Escalated by this command, or by the watchdog if it looked first: either says so.
     assert f"{STUBBORN}: escalated:" in killed.stdout, killed.stdout + killed.stderr
     assert kill_outcomes(demo, STUBBORN) == ["term_sent", "escalated"]
-    assert "ignored" in (demo.logs / f"{task_file_name(STUBBORN)}.1.log").read_text()
+    assert "ignored" in (demo.logs / f"{STUBBORN}.1.log").read_text()
 
     killed = zombietop("kill", CHECKPOINTED, "--yes", *store)
     assert f"{CHECKPOINTED}: exited:" in killed.stdout, killed.stdout + killed.stderr

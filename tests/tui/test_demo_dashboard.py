@@ -157,7 +157,7 @@ def test_in_the_dashboard_a_kill_escalates_and_a_resume_carries_on_from_the_chec
     terminal.wait_for("kill escalated: process group")
     terminal.keys("Escape")
     time.sleep(0.5)
-    assert "ignored" in (demo.logs / f"{task_file_name(STUBBORN)}.1.log").read_text()
+    assert "ignored" in (demo.logs / f"{STUBBORN}.1.log").read_text()
 
     # The job that checkpoints: killed, it stops cleanly; resumed, it carries on from there.
     select(terminal, CHECKPOINTED)
