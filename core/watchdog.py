@@ -160,8 +160,9 @@ class Watchdog:
         self._restored = False
         self._active: bool | None = None
         """Whether this watchdog held the lease at the last look (None before the first)."""
-        self._last_look: tuple[float, float, float] | None = None
-        """(store time, monotonic, wall) of the last look that read the store."""
+        self._last_look: tuple[float, float, float, float] | None = None
+        """(store time, monotonic before and after the poll, wall) of the last look that read
+        the store."""
         self._beat_seqs: dict[str, int] = {}
         """Each executing task's heartbeat seq at the last look: a beat written since then
         cannot be older than the time between the looks."""
@@ -254,7 +255,8 @@ class Watchdog:
         withheld = await self._check_detector(snapshot, tick)
         lease = None
         if withheld is None:
-            untrusted = await self._check_clocks(snapshot, looked_at, walled_at, tick)
+            looked = (looked_at, self.monotonic())
+            untrusted = await self._check_clocks(snapshot, looked, walled_at, tick)
             lease, standby = await self._hold_lease(tick)
             withheld = standby or untrusted
         if withheld is None:
@@ -320,14 +322,14 @@ class Watchdog:
         return None
 
     async def _check_clocks(
-        self, snapshot: Snapshot, looked_at: float, walled_at: float, tick: _Tick
+        self, snapshot: Snapshot, looked: tuple[float, float], walled_at: float, tick: _Tick
     ) -> str | None:
         """Withhold verdicts for a look whose ages cannot be trusted: the store's clock jumped
         against this host's monotonic clock since the last look, or tasks that beat since then
         look older than that (this host's reading of the store's clock is off)."""
         assert snapshot.taken_at is not None
         now = snapshot.taken_at
-        last, self._last_look = self._last_look, (now, looked_at, walled_at)
+        last, self._last_look = self._last_look, (now, *looked, walled_at)
         seqs, self._beat_seqs = (
             self._beat_seqs,
             {
@@ -338,9 +340,14 @@ class Watchdog:
         )
         if last is None:
             return None
-        elapsed = looked_at - last[1]
-        store_jump = (now - last[0]) - elapsed
-        wall_jump = (walled_at - last[2]) - elapsed
+        # The store's time was read somewhere within each poll: between the two looks, at
+        # least ``shortest`` and at most ``longest`` passed (a slow poll widens it, never
+        # makes a jump).
+        shortest, longest = looked[0] - last[2], looked[1] - last[1]
+        moved = now - last[0]
+        store_jump = moved - min(max(moved, shortest), longest)
+        elapsed = looked[0] - last[1]
+        wall_jump = (walled_at - last[3]) - elapsed
         if abs(wall_jump) > JUMP_TOLERANCE and abs(store_jump) <= JUMP_TOLERANCE:
             tick.logs.append(
                 f"this host's wall clock stepped {_signed(wall_jump)}; ages are measured on the "
@@ -359,7 +366,7 @@ class Watchdog:
             for view in snapshot.tasks
             if view.heartbeat is not None
             and seqs.get(view.task_id, view.heartbeat.seq) != view.heartbeat.seq
-            and now - view.heartbeat.written_at > elapsed + JUMP_TOLERANCE
+            and now - view.heartbeat.written_at > longest + JUMP_TOLERANCE
         ]
         if stale:
             first = stale[0]
