@@ -30,7 +30,7 @@ from zombietop.watchdog import Watchdog
 class Stopwatch:
     """A notifier that notes when each page arrives."""
 
-    name = "stopwatch"
+    name = kind = "stopwatch"
 
     def __init__(self) -> None:
         self.arrived: dict[str, float] = {}

@@ -17,12 +17,15 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
-from zombietop.actions import ActionKind, ActionOutcome, ActionRequest
+from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.errors import StoreError
 from zombietop.executor import Executor
+from zombietop.identity import real_user
+from zombietop.model import EventKind, HostRequest
 from zombietop.monitor import ProcessProbe
+from zombietop.printable import printable
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.store import Store
 
@@ -63,9 +66,33 @@ class Agent:
         self.executor = executor or Executor(store, config, host=self.host)
         self.agent_id = f"agent@{self.host}:{os.getpid()}:{os.urandom(2).hex()}"
         self.err = err or sys.stderr
+        self.user = real_user()
+        self.allow = frozenset(config.agent.allow)
+
+    def refusal(self, asked: HostRequest) -> str | None:
+        """Why this agent will not act for the user who asked; None when it will.
+
+        The requester is what the asking process recorded of its own real uid. Whoever can
+        write the store can forge that too: the tie of a process to its task, checked against
+        /proc before any signal, is what keeps a forged request off unrelated processes.
+        """
+        if asked.requester is None or asked.requester_uid is None:
+            return (
+                f"the request names no requesting OS user (written by a zombietop older than "
+                f"schema v6, or by hand); ask again from `zombietop {asked.kind}`"
+            )
+        if asked.requester_uid == os.getuid() and asked.requester == self.user:
+            return None
+        if asked.requester in self.allow:
+            return None
+        return (
+            f"{asked.requester} (uid {asked.requester_uid}) is not {self.user}, the user this "
+            f"agent runs as, nor listed in its config's [agent] allow; add "
+            f'allow = ["{asked.requester}"] there to let them act on {self.host}'
+        )
 
     def _say(self, text: str) -> None:
-        print(f"zombietop agent: {text}", file=self.err, flush=True)
+        print(printable(f"zombietop agent: {text}"), file=self.err, flush=True)
 
     async def tick(self) -> TickReport:
         """Do one round of the four duties; store errors propagate to the caller."""
@@ -90,15 +117,31 @@ class Agent:
             )
             if claimed is None:
                 continue
-            outcome = await self.executor.run(
-                ActionRequest(
-                    kind=ActionKind(claimed.kind),
-                    task_id=claimed.task_id,
-                    expected_token=claimed.expected_token,
-                    actor=claimed.actor,
-                    reason=claimed.reason,
-                )
+            request = ActionRequest(
+                kind=ActionKind(claimed.kind),
+                task_id=claimed.task_id,
+                expected_token=claimed.expected_token,
+                actor=claimed.actor,
+                reason=claimed.reason,
             )
+            refusal = self.refusal(claimed)
+            if refusal is None:
+                outcome = await self.executor.run(request)
+            else:
+                outcome = ActionOutcome(request=request, outcome=Outcome.REFUSED, message=refusal)
+                await self.store.record_event(
+                    kind=EventKind.ACTION,
+                    actor=self.agent_id,
+                    task_id=claimed.task_id,
+                    message=f"{claimed.kind} refused: {refusal}",
+                    data={
+                        "action": claimed.kind,
+                        "outcome": str(Outcome.REFUSED),
+                        "request_id": claimed.request_id,
+                        "requester": claimed.requester,
+                        "requester_uid": claimed.requester_uid,
+                    },
+                )
             await self.store.finish_host_request(
                 claimed.request_id,
                 outcome=str(outcome.outcome),
@@ -117,7 +160,11 @@ class Agent:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Tick every ``interval`` until ``stop`` is set; say goodbye in the store when leaving."""
         stop = stop or asyncio.Event()
-        self._say(f"serving {self.host} in {self.store.describe()} every {self.interval:g}s")
+        others = f" and {', '.join(sorted(self.allow))}" if self.allow else ""
+        self._say(
+            f"serving {self.host} in {self.store.describe()} every {self.interval:g}s, "
+            f"acting for {self.user}{others}"
+        )
         try:
             while not stop.is_set():
                 self.store.check_path()  # deleted or replaced: stop, and say why

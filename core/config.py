@@ -17,6 +17,7 @@ import tomli_w
 
 from zombietop.durations import format_duration, parse_duration
 from zombietop.errors import ConfigError
+from zombietop.redact import redact_url
 from zombietop.store import store_location
 
 DEFAULT_SOURCE = "default"
@@ -51,7 +52,9 @@ WATCH_DEFAULTS: dict[str, float] = {"interval": 30.0, "digest_every": 86400.0}
 STAGE_KILL_FACTOR = 2.0
 NOTIFY_DEFAULTS: dict[str, float] = {"retry_backoff": 10.0, "timeout": 10.0}
 NOTIFY_MAX_ATTEMPTS = 8
-SECTIONS = ("store", "monitor", "watch", "notify", "thresholds", "timeouts", "step_types")
+METRICS_EXAMPLE = "127.0.0.1:9464"
+"""Where ``[watch] metrics`` would serve: this host only, on the port Prometheus lists for us."""
+SECTIONS = ("store", "monitor", "watch", "notify", "agent", "thresholds", "timeouts", "step_types")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +86,38 @@ class Limits:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ListenAddress:
+    """Where an HTTP endpoint listens: a host (or address) and a port (0: any free port)."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+def parse_listen(text: str) -> ListenAddress:
+    """Read ``HOST:PORT``, ``[IPV6]:PORT`` or a bare ``PORT`` (which listens on loopback only).
+
+    Raise ``ValueError`` saying what a good one looks like.
+    """
+    example = f"e.g. {METRICS_EXAMPLE} (this host only) or 0.0.0.0:9464 (every interface)"
+    host, sep, port_text = text.strip().rpartition(":")
+    if not sep:
+        host, port_text = "127.0.0.1", text.strip()
+    elif host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"{text!r}: put an IPv6 address in brackets, e.g. [::1]:9464")
+    if not host or any(c.isspace() or c in "[]/" for c in host):
+        raise ValueError(f"{text!r} is not HOST:PORT; give the host too, {example}")
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"{text!r}: the port must be a number from 0 to 65535, {example}")
+    return ListenAddress(host=host, port=int(port_text))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WatchSettings:
     """``[watch]``: how the headless watchdog runs."""
 
@@ -90,6 +125,8 @@ class WatchSettings:
     digest_every: float = WATCH_DEFAULTS["digest_every"]
     stage_kill_factor: float = STAGE_KILL_FACTOR
     """Kill a task still in one stage after this many stage timeouts; 0 never kills."""
+    metrics: ListenAddress | None = None
+    """Serve Prometheus metrics here while the watchdog runs; None serves none."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,6 +146,14 @@ class NotifySettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSettings:
+    """``[agent]``: whom the agent on this host acts for besides its own user."""
+
+    allow: tuple[str, ...] = ()
+    """OS user names whose requests the agent carries out; its own user's always are."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """Everything zombietop reads from ``config.toml``."""
 
@@ -121,6 +166,7 @@ class Config:
     finished_window: float = MONITOR_DEFAULTS["finished_window"]
     watch: WatchSettings = field(default_factory=WatchSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
+    agent: AgentSettings = field(default_factory=AgentSettings)
 
     def limits_for(self, step_type: str | None) -> Limits:
         """Return the effective limits for a step type (the global set when it has none)."""
@@ -320,16 +366,43 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         finished_window=values["finished_window"],
         watch=_watch(path, _table(path, data, "watch")),
         notify=_notify(path, _table(path, data, "notify")),
+        agent=_agent(path, _table(path, data, "agent")),
     )
 
 
+def _agent(path: Path | None, table: Mapping[str, Any]) -> AgentSettings:
+    for key in table:
+        if key != "allow":
+            raise _unknown(path, "agent", key, ["allow"])
+    allow = table.get("allow", [])
+    if not isinstance(allow, list) or not all(
+        isinstance(name, str) and name and name.strip() == name and ":" not in name
+        for name in allow
+    ):
+        raise ConfigError(
+            f"{_where(path)} [agent]: allow must be a list of OS user names such as "
+            f'["alice", "deploy"], not {allow!r}'
+        )
+    return AgentSettings(allow=tuple(allow))
+
+
 def _watch(path: Path | None, table: Mapping[str, Any]) -> WatchSettings:
-    known = [*WATCH_DEFAULTS, "stage_kill_factor"]
+    known = [*WATCH_DEFAULTS, "stage_kill_factor", "metrics"]
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in known:
             raise _unknown(path, "watch", key, known)
-        if key == "stage_kill_factor":
+        if key == "metrics":
+            if not isinstance(value, str):
+                raise ConfigError(
+                    f"{_where(path)} [watch]: metrics must be a string such as "
+                    f'"{METRICS_EXAMPLE}", not {value!r}'
+                )
+            try:
+                values[key] = parse_listen(value)
+            except ValueError as exc:
+                raise ConfigError(f"{_where(path)} [watch]: metrics: {exc}") from None
+        elif key == "stage_kill_factor":
             if (
                 isinstance(value, bool)
                 or not isinstance(value, (int, float))
@@ -356,7 +429,8 @@ def _notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
         elif key == "webhook":
             if not isinstance(value, str) or not value.startswith(("http://", "https://")):
                 raise ConfigError(
-                    f"{_where(path)} [notify]: webhook must be an http(s) URL, not {value!r}"
+                    f"{_where(path)} [notify]: webhook must be an http(s) URL, not "
+                    + (repr(redact_url(value)) if isinstance(value, str) else repr(value))
                 )
             values[key] = value
         elif key == "apprise":
@@ -442,14 +516,20 @@ def render_defaults() -> str:
             "# finished tasks stay on screen.",
             tomli_w.dumps({"monitor": monitor}),
             "# The headless watchdog (`zombietop watch`): how often it looks, how often it sends",
-            "# the digest of spinning tasks, and after how many stage timeouts in one stage it",
-            "# kills gracefully (the first overrun only pages; 0 never kills).",
-            tomli_w.dumps({"watch": watch}),
+            "# the digest of spinning tasks, after how many stage timeouts in one stage it kills",
+            "# gracefully (the first overrun only pages; 0 never kills), and where it serves",
+            "# Prometheus metrics (HOST:PORT, at /metrics; off unless set).",
+            tomli_w.dumps({"watch": watch}) + f'# metrics = "{METRICS_EXAMPLE}"\n',
             "# Where pages go; every channel configured gets every page, retried with backoff.",
             "# [notify]",
             '# command = ["/usr/local/bin/page-oncall"]  # the line on stdin, in $ZOMBIETOP_PAGE',
             '# webhook = "https://hooks.slack.com/services/..."   # JSON POST, {"text": line}',
             '# apprise = ["pagerduty://KEY@ROUTING", "mailto://user:pass@example.com"]',
+            "",
+            "# `zombietop agent` carries out what other hosts ask only for its own OS user and",
+            "# for the users listed here; every request it refuses is an event.",
+            "# [agent]",
+            '# allow = ["deploy"]',
             "",
             "# Detection. heartbeat_interval: how often `zombietop run` and the SDK beat, renew.",
             "# No heartbeat for heartbeat_timeout -> stalled; lease not renewed for lease_ttl ->",

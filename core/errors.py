@@ -27,7 +27,7 @@ class ReadOnlyStore(StoreError):
     """A write was attempted through a store opened read-only."""
 
 
-class StoreReplaced(StoreError):
+class StoreReplaced(StoreMissing):
     """The store's path no longer names the file this process holds: deleted or replaced."""
 
 
@@ -67,3 +67,8 @@ class UpstreamBlocked(ZombietopError):
 
 class RequestTimeout(ZombietopError):
     """An SDK ``job.request(name)`` ran past the request timeout and was failed fast."""
+
+
+class UnsafePath(ZombietopError):
+    """A state directory or file zombietop would write is not safely its own (another user's
+    directory, a link, a file with other names); the message says which and what to do."""

@@ -25,10 +25,18 @@ from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.clock import Clock
 from zombietop.config import Config, Limits
 from zombietop.durations import format_age
-from zombietop.errors import ActionRefused, TaskNotFound
-from zombietop.layout import clean_env, state_dir, task_file_name
+from zombietop.errors import ActionRefused, TaskNotFound, UnsafePath
+from zombietop.layout import clean_env, task_file_name
 from zombietop.model import EventKind, PendingKill, Task, TaskRecord
-from zombietop.procs import process_start_time, same_start, spawn_detached, this_host
+from zombietop.private import state_subdir
+from zombietop.procs import (
+    process_start_time,
+    same_start,
+    spawn_detached,
+    this_host,
+    tie,
+    untied,
+)
 from zombietop.store import Store, location_of, store_location
 
 
@@ -82,6 +90,14 @@ def group_members(pgid: int) -> list[int]:
         except (ProcessLookupError, PermissionError):
             continue
     return members
+
+
+def _kill_is_tied(kill: PendingKill, leader: bool, members: Sequence[int]) -> bool:
+    """True when a pending kill (a store row too) may SIGKILL: its group is led by its pid, and
+    the pid, or once that exited a member of its group, carries the task's tag."""
+    if kill.pgid not in (None, kill.pid):
+        return False
+    return any(tie(pid, kill.task_id) for pid in ([kill.pid] if leader else members))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -322,7 +338,7 @@ class Executor:
             )
         try:
             launch = await asyncio.to_thread(self._launch, task, limits)
-        except (OSError, ActionRefused) as exc:
+        except (OSError, ActionRefused, UnsafePath) as exc:
             return await self._done(
                 request,
                 Outcome.REQUEUED,
@@ -351,6 +367,9 @@ class Executor:
             return "", None
         if not await asyncio.to_thread(alive_as, pid, task.pid_start_time):
             return "", None
+        if await asyncio.to_thread(tie, pid, task.task_id) is None:
+            # The store's pid alone is not trusted (see ``tie``): resume, signal nothing.
+            return f"; pid {pid} is alive but carries no tag of {task.task_id}: not signalled", None
         pgid = await asyncio.to_thread(signal_target, pid)
         target = f"process group {pgid}" if pgid is not None else f"pid {pid}"
         how = "SIGTERM"
@@ -410,8 +429,7 @@ class Executor:
         else:
             assert limits.resume_command is not None
             argv = fill_placeholders(limits.resume_command, task)
-        logs = state_dir(self.store_path) / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        logs = state_subdir(self.store_path, "logs")
         log = logs / f"{task_file_name(task.task_id)}.{task.attempt}.log"
         env = clean_env()
         env["ZOMBIETOP_DB"] = str(self.store_path)
@@ -490,6 +508,10 @@ class Executor:
                 f"the task's started "
                 f"{task.pid_start_time}); nothing signalled",
                 token=token,
+            )
+        if await asyncio.to_thread(tie, pid, task.task_id) is None:
+            return await self._done(
+                request, Outcome.IDENTITY_MISMATCH, untied(pid, task.task_id), token=token
             )
         grace = self.config.limits_for(task.step_type).kill_grace
         pgid = signal_target(pid)
@@ -583,6 +605,8 @@ class Executor:
             )
         elif now < kill.deadline:
             return None
+        elif not await asyncio.to_thread(_kill_is_tied, kill, leader, members):
+            outcome, message = Outcome.IDENTITY_MISMATCH, untied(kill.pid, kill.task_id)
         else:
             target = f"process group {kill.pgid}" if members else f"pid {kill.pid}"
             outcome = Outcome.ESCALATED

@@ -29,6 +29,8 @@ from zombietop.errors import HeartbeatParseError
 MAX_LINE = 8192
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*\Z")
 _BARE = re.compile(r'[^\s"=\\]+\Z')
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+"""C0 controls but tab (a separator), DEL and C1: a terminal command, never a value."""
 STRING_KEYS = ("stage", "checkpoint", "req", "trace")
 KNOWN_KEYS = frozenset({"stage", "p", "eta", "at", "checkpoint", "req", "req_at", "trace"})
 
@@ -120,7 +122,7 @@ def parse_line(line: str) -> BeatLine:
     line = line.rstrip("\r\n")
     if len(line) > MAX_LINE:
         raise HeartbeatParseError(line, f"longer than {MAX_LINE} characters")
-    if any(ord(ch) < 32 and ch != "\t" for ch in line):
+    if _CONTROL.search(line):
         raise HeartbeatParseError(line, "control characters in the line")
     pairs = _tokens(line)
     if not pairs:

@@ -652,6 +652,10 @@ class HostRequest:
     outcome: str | None = None
     message: str | None = None
     finished_at: float | None = None
+    requester_uid: int | None = None
+    """The real uid of the process that asked, as it recorded itself (None: from before v6)."""
+    requester: str | None = None
+    """That uid's user name on the asking host."""
 
     @property
     def pending(self) -> bool:
@@ -673,4 +677,6 @@ class HostRequest:
             outcome=row["outcome"],
             message=row["message"],
             finished_at=row["finished_at"],
+            requester_uid=row["requester_uid"],
+            requester=row["requester"],
         )

@@ -7,6 +7,8 @@ meanwhile. Every attempt's outcome is handed back so the watchdog can record it 
 from __future__ import annotations
 
 import asyncio
+import base64
+import http.client
 import json
 import os
 import urllib.error
@@ -14,11 +16,14 @@ import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from zombietop.clock import Clock
 from zombietop.config import NotifySettings
 from zombietop.errors import ZombietopError
 from zombietop.model import StoredPage
+from zombietop.printable import printable
+from zombietop.redact import redact_url, scrub
 
 
 class DeliveryError(ZombietopError):
@@ -36,9 +41,20 @@ class Page:
     health: str | None = None
     at: float
 
+    @property
+    def shown(self) -> str:
+        """The line as a person receives it: printable, whatever the task's fields held.
+
+        ``line`` stays exact for the event the store keeps; every channel sends ``shown``.
+        """
+        return printable(self.line)
+
 
 class Notifier(Protocol):
     name: str
+    kind: str
+    """The channel's kind (``command``, ``webhook``, ``apprise``): safe to export anywhere, as it
+    never holds a URL, a key or an argument."""
 
     async def send(self, page: Page) -> None:
         """Deliver the page or raise ``DeliveryError``."""
@@ -48,6 +64,8 @@ class Notifier(Protocol):
 class CommandNotifier:
     """Run an argument list (never a shell) with the line on stdin and in ``$ZOMBIETOP_PAGE``."""
 
+    kind = "command"
+
     def __init__(self, argv: Sequence[str], timeout: float) -> None:
         self.argv = tuple(argv)
         self.timeout = timeout
@@ -56,7 +74,7 @@ class CommandNotifier:
     async def send(self, page: Page) -> None:
         env = {
             **os.environ,
-            "ZOMBIETOP_PAGE": page.line,
+            "ZOMBIETOP_PAGE": page.shown,
             "ZOMBIETOP_PAGE_KIND": page.kind,
             "ZOMBIETOP_TASK": page.task_id or "",
             "ZOMBIETOP_HEALTH": page.health or "",
@@ -74,7 +92,7 @@ class CommandNotifier:
             raise DeliveryError(f"{self.name}: cannot start ({exc.strerror})") from None
         try:
             _, stderr = await asyncio.wait_for(
-                process.communicate((page.line + "\n").encode()), self.timeout
+                process.communicate((page.shown + "\n").encode()), self.timeout
             )
         except TimeoutError:
             process.kill()
@@ -88,22 +106,45 @@ class CommandNotifier:
 
 
 class WebhookNotifier:
-    """POST a Slack-compatible JSON body (``{"text": line, ...}``) to a URL."""
+    """POST a Slack-compatible JSON body (``{"text": line, ...}``) to a URL.
+
+    Userinfo in the URL (``https://user:pass@host/...``) is sent as HTTP basic auth; the name
+    this channel goes by in logs and events is only ``scheme://host:port``.
+    """
+
+    kind = "webhook"
 
     def __init__(self, url: str, timeout: float) -> None:
         self.url = url
         self.timeout = timeout
-        self.name = f"webhook {url.split('?')[0]}"
+        self.name = f"webhook {redact_url(url)}"
+        parts = urlsplit(url)
+        self._headers = {"Content-Type": "application/json"}
+        if parts.username is not None or parts.password is not None:
+            pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+            self._headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+            host = parts.hostname or ""
+            netloc = f"[{host}]" if ":" in host else host
+            if parts.port is not None:
+                netloc += f":{parts.port}"
+            self._target = urlunsplit(parts._replace(netloc=netloc))
+        else:
+            self._target = url
 
     async def send(self, page: Page) -> None:
         body = json.dumps(
-            {"text": page.line, "kind": page.kind, "task_id": page.task_id, "health": page.health}
+            {
+                "text": page.shown,
+                "kind": page.kind,
+                "task_id": page.task_id,
+                "health": page.health,
+            }
         ).encode()
         await asyncio.to_thread(self._post, body)
 
     def _post(self, body: bytes) -> None:
         request = urllib.request.Request(
-            self.url, data=body, method="POST", headers={"Content-Type": "application/json"}
+            self._target, data=body, method="POST", headers=self._headers
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
@@ -113,11 +154,15 @@ class WebhookNotifier:
             raise DeliveryError(f"{self.name}: HTTP {exc.code} {exc.reason}") from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise DeliveryError(f"{self.name}: {reason}") from None
+            raise DeliveryError(f"{self.name}: {scrub(str(reason), self.url)}") from None
+        except (ValueError, http.client.HTTPException) as exc:
+            raise DeliveryError(f"{self.name}: {scrub(str(exc), self.url)}") from None
 
 
 class AppriseNotifier:
     """PagerDuty, Opsgenie, email, chat and the rest, through the apprise library."""
+
+    kind = "apprise"
 
     def __init__(self, urls: Sequence[str]) -> None:
         import apprise
@@ -128,11 +173,11 @@ class AppriseNotifier:
                 raise ZombietopError(
                     f"[notify] apprise: {url.split('://')[0]}:// is not a URL apprise knows"
                 )
-        self.name = "apprise " + ", ".join(url.split("://")[0] for url in urls)
+        self.name = "apprise " + ", ".join(redact_url(url) for url in urls)
 
     async def send(self, page: Page) -> None:
         title = f"zombietop: {page.task_id or 'watchdog'} {page.health or page.kind}"
-        ok = await asyncio.to_thread(self._apprise.notify, body=page.line, title=title)
+        ok = await asyncio.to_thread(self._apprise.notify, body=page.shown, title=printable(title))
         if not ok:
             raise DeliveryError(f"{self.name}: apprise reported a failed delivery")
 
@@ -186,6 +231,8 @@ class _Delivery:
 class DeliveryResult:
     page: Page
     notifier: str
+    channel: str
+    """The notifier's ``kind``: what metrics count deliveries by."""
     ok: bool
     attempts: int
     error: str | None = None
@@ -349,6 +396,7 @@ class Outbox:
             return DeliveryResult(
                 page=delivery.page,
                 notifier=delivery.notifier.name,
+                channel=delivery.notifier.kind,
                 ok=False,
                 attempts=delivery.attempts,
                 error=message,
@@ -356,5 +404,9 @@ class Outbox:
             )
         self._queue.remove(delivery)
         return DeliveryResult(
-            page=delivery.page, notifier=delivery.notifier.name, ok=True, attempts=delivery.attempts
+            page=delivery.page,
+            notifier=delivery.notifier.name,
+            channel=delivery.notifier.kind,
+            ok=True,
+            attempts=delivery.attempts,
         )

@@ -29,7 +29,7 @@ from zombietop.sql_store import Duplicate, SQLStore, fill_columns
 APPLICATION = "zombietop"
 CONNECT_TIMEOUT_S = 10.0
 _SQL = queries.load("postgresql")
-MIGRATIONS = (_SQL["schema_v1"], _SQL["schema_v2"], _SQL["schema_v3"], _SQL["schema_v4"])
+MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5))
 SCHEMA_VERSION = len(MIGRATIONS)
 """The same numbering as the SQLite store: v3 on either backend holds the same tables."""
 

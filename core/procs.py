@@ -7,6 +7,7 @@ time differs from the one recorded when the task started belongs to someone else
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import psutil
 
 from zombietop.clock import Clock, SystemClock
 from zombietop.model import ProcessSample, Task
+from zombietop.private import open_append
 
 START_TIME_TOLERANCE = 1.0
 """Seconds two readings of one process's start time may differ by. psutil derives it from the
@@ -29,8 +31,9 @@ def spawn_detached(
     argv: Sequence[str], *, log: Path, env: Mapping[str, str], cwd: str | Path | None
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a session of its own (no terminal signals reach it), its output appended
-    to ``log``, and reap it from a thread when it ends so no zombie of ours lingers."""
-    with open(log, "ab") as out:
+    to ``log`` (0600, never through a link), and reap it from a thread when it ends so no zombie
+    of ours lingers."""
+    with open(open_append(log), "ab") as out:
         proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
@@ -42,6 +45,46 @@ def spawn_detached(
         )
     threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
     return proc
+
+
+TASK_ENV = "ZOMBIETOP_TASK"
+"""What ``zombietop run`` (and a relaunch through it) puts in its command's environment."""
+
+
+def tie(pid: int, task_id: str) -> str | None:
+    """Say how ``pid`` is tied to ``task_id`` as /proc shows it now; None when it is not.
+
+    The store's pid and start time can be forged by whoever writes the store, so before a
+    signal the process itself must say it runs the task: ``ZOMBIETOP_TASK=<task>`` in its
+    environment (every command ``zombietop run`` starts, and what they start), or a Python
+    process (an SDK job) whose command line passes ``--task <task>``.
+    """
+    try:
+        proc = psutil.Process(pid)
+        try:
+            if proc.environ().get(TASK_ENV) == task_id:
+                return f"{TASK_ENV} in its environment"
+        except psutil.AccessDenied:
+            pass
+        cmdline = proc.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return None
+    if cmdline and Path(cmdline[0]).name.startswith(("python", "pypy", "zombietop")):
+        for arg, value in itertools.pairwise(cmdline):
+            if arg == "--task" and value == task_id:
+                return "--task in its command line"
+        if f"--task={task_id}" in cmdline:
+            return "--task in its command line"
+    return None
+
+
+def untied(pid: int, task_id: str) -> str:
+    """Why a process is not acted on for ``task_id``: what it would have needed."""
+    return (
+        f"pid {pid} carries no tag of {task_id} ({TASK_ENV}={task_id} in its environment, as "
+        "`zombietop run` gives its command, or --task in an SDK job's command line); the "
+        "store's pid and start time alone are not trusted, so nothing was signalled"
+    )
 
 
 def this_host() -> str:

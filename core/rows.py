@@ -41,7 +41,7 @@ _PART_COLUMNS = ", ".join(["t.task_id", *_PARTS])
 _KILL_COLUMNS = ", ".join(f"k.{c}" for c in KILL_COLUMNS)
 REQUEST_COLUMNS = (
     "request_id task_id host kind expected_token actor reason requested_at claimed_by "
-    "claimed_at outcome message finished_at"
+    "claimed_at outcome message finished_at requester_uid requester"
 ).split()
 
 

@@ -28,11 +28,14 @@ from zombietop.errors import (
     LeaseLost,
     StoreError,
     StoreReplaced,
+    UnsafePath,
     ZombietopError,
 )
 from zombietop.heartbeat_line import MAX_LINE, parse_line
-from zombietop.layout import clean_env, safe_name, state_dir, task_file_name
+from zombietop.layout import clean_env, safe_name, task_file_name
 from zombietop.model import TaskState
+from zombietop.printable import printable
+from zombietop.private import open_read, state_subdir, write_new
 from zombietop.procs import process_start_time, this_host
 from zombietop.store import Store, location_of, store_location
 
@@ -83,7 +86,7 @@ class HeartbeatTail:
     def last_line(self) -> str | None:
         """Return the last complete line written since the previous call (None: nothing new)."""
         try:
-            with open(self.path, "rb") as handle:
+            with open(open_read(self.path), "rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
                 if size < self._offset:
                     # Truncated or replaced by the job: start again from the top.
@@ -93,7 +96,7 @@ class HeartbeatTail:
                 while data := handle.read(self.CHUNK):
                     self._offset += len(data)
                     newest = self._take(data) or newest
-        except FileNotFoundError:
+        except (FileNotFoundError, UnsafePath):
             return None
         if newest is None:
             return None
@@ -138,7 +141,7 @@ class Runner:
         self.store_gone = False
 
     def _say(self, text: str) -> None:
-        print(f"zombietop: {text}", file=self.err, flush=True)
+        print(printable(f"zombietop: {text}"), file=self.err, flush=True)
 
     async def run(self, spec: RunSpec) -> int:
         """Claim the task, run the command, record how it ended; return its exit status."""
@@ -150,6 +153,8 @@ class Runner:
         cwd = spec.cwd or os.getcwd()
         owner = owner_name("run", self.host)
         type_limits = self.config.limits_for(spec.step_type)
+        # Before the claim: a state directory that is not safely ours must not leave it claimed.
+        folder = self._heartbeat_folder()
         claim = await claim_task(
             self.store,
             task_id=task_id,
@@ -166,22 +171,20 @@ class Runner:
         limits = self.config.limits_for(claim.task.step_type)
         if not spec.task_id:
             self._say(f"task {task_id}")
-        beat_file = self._heartbeat_file(claim)
+        beat_file = write_new(folder / f"{task_file_name(task_id)}.{claim.token}.hb")
         try:
             return await self._supervise(claim, limits, spec, beat_file)
         finally:
             with contextlib.suppress(OSError):
                 beat_file.unlink()
+            if self.store_path is None:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
-    def _heartbeat_file(self, claim: Claim) -> Path:
+    def _heartbeat_folder(self) -> Path:
         if self.store_path is not None:
-            folder = state_dir(self.store_path) / "heartbeats"
-            folder.mkdir(parents=True, exist_ok=True)
-        else:
-            folder = Path(tempfile.gettempdir())
-        path = folder / f"{task_file_name(claim.task.task_id)}.{claim.token}.hb"
-        path.write_bytes(b"")
-        return path
+            return state_subdir(self.store_path, "heartbeats")
+        return Path(tempfile.mkdtemp(prefix="zombietop-"))  # 0700, made for this run alone
 
     def _env(self, claim: Claim, beat_file: Path) -> dict[str, str]:
         env = clean_env()

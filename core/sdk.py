@@ -40,6 +40,7 @@ from zombietop.errors import LeaseLost, RequestTimeout, StoreError
 from zombietop.heartbeat_line import BeatLine
 from zombietop.layout import adopt_legacy_file, safe_name, state_dir, task_file_name
 from zombietop.model import Lease, TaskState
+from zombietop.private import create_new, open_read, private_dir
 from zombietop.procs import process_start_time, this_host
 from zombietop.store import Store, default_store_path, open_store, store_location
 
@@ -122,6 +123,8 @@ class Job:
         if checkpoint_path is None:
             adopt_legacy_file(folder / f"{safe_name(task_id)}.json", default)
         self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else default
+        self._own_checkpoint_dir = not checkpoint_path
+        """The default folder is zombietop's, so it must be private; a path given is the job's."""
         self._handle_sigterm = handle_sigterm
         self._loop: _LoopThread | None = None
         self._store: Store | None = None
@@ -330,9 +333,14 @@ class Job:
         """Write ``data`` (JSON) as the checkpoint, atomically: temp file, fsync, rename."""
         blob = json.dumps(data, sort_keys=True).encode()
         path = self.checkpoint_path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if self._own_checkpoint_dir:
+            private_dir(state_dir(self.db))
+            private_dir(path.parent)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         partial = path.with_name(path.name + PARTIAL_SUFFIX)
-        with open(partial, "wb") as handle:
+        # 0600 and never through a link; the rename replaces a link at ``path``, never follows it.
+        with open(create_new(partial), "wb") as handle:
             handle.write(blob)
             handle.flush()
             os.fsync(handle.fileno())
@@ -347,7 +355,8 @@ class Job:
     def load_checkpoint(self) -> Any:
         """Return the last complete checkpoint, or None when there is none yet."""
         try:
-            return json.loads(self.checkpoint_path.read_bytes())
+            with open(open_read(self.checkpoint_path), "rb") as handle:
+                return json.loads(handle.read())
         except FileNotFoundError:
             return None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Generic, TypeVar
@@ -19,6 +20,7 @@ from typing import Any, Generic, TypeVar
 from zombietop.durations import format_age
 from zombietop.errors import ActionRefused, LeaseHeld, LeaseLost, StoreError, TaskNotFound
 from zombietop.heartbeat_line import BeatLine
+from zombietop.identity import real_user
 from zombietop.model import (
     AgentPresence,
     Event,
@@ -972,6 +974,9 @@ class SQLStore(Store, Generic[Conn]):
                         "actor": actor,
                         "reason": reason,
                         "now": now,
+                        # This process's own real uid: the agent decides on it, not on actor.
+                        "requester_uid": os.getuid(),
+                        "requester": real_user(),
                     },
                 )
             except Duplicate:

@@ -28,7 +28,7 @@ from zombietop.sqlite_inline import InlineConnection
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
-MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5, 6))
+MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5, 6, 7))
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 5000
 BEGIN_RETRIES = 4
@@ -37,10 +37,11 @@ QUERIES = {name: fill_columns(sql) for name, sql in SQL.items() if not name.star
 POLL_SQL = QUERIES["select_tasks_for_poll"]
 
 
-def _file_identity(path: Path) -> tuple[int, int] | None:
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode ``path`` names now (None once nothing is there)."""
     try:
-        stat = os.stat(path)
-    except FileNotFoundError:
+        stat = path.stat()
+    except OSError:
         return None
     return stat.st_dev, stat.st_ino
 
@@ -106,8 +107,9 @@ class SQLiteStore(SQLStore[Connection]):
         self.path = path
         self._clock = clock
         self.read_only = read_only
-        self._identity = _file_identity(path)
-        """(device, inode) of the file opened: what the path must still name."""
+        self._file = _identity(path)
+        """The file opened: a store deleted or replaced under an open connection still reads
+        (the old inode), so each statement first checks the path still names it."""
         # One connection, one transaction at a time: coroutines sharing this store queue here.
         self._lock = asyncio.Lock()
 
@@ -206,14 +208,7 @@ class SQLiteStore(SQLStore[Connection]):
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def check_path(self) -> None:
-        now = _file_identity(self.path)
-        if now == self._identity:
-            return
-        what = "deleted" if now is None else "replaced by another file"
-        raise StoreReplaced(
-            f"store {self.path} was {what} while this process held it open: what it records "
-            "now is lost; restart it to use the store at that path (`zombietop init` makes one)"
-        )
+        self._check_file()
 
     async def _anchored_clock(self) -> Clock:
         """The store's clock: this boot's anchor (made now if this boot has none yet).
@@ -277,9 +272,20 @@ class SQLiteStore(SQLStore[Connection]):
                 raise StoreError(f"store {self.path} is closed") from None
             raise
 
+    def _check_file(self) -> None:
+        now = _identity(self.path)
+        if now == self._file:
+            return
+        what = "deleted or moved" if now is None else "replaced by another file"
+        raise StoreReplaced(
+            f"store {self.path} was {what} while open; restore it, or restart zombietop "
+            "on the store the jobs now use"
+        )
+
     @contextlib.asynccontextmanager
     async def _read(self) -> AsyncIterator[Connection]:
         async with self._lock:
+            self._check_file()
             with self._translate():
                 yield self._db
 
@@ -292,6 +298,7 @@ class SQLiteStore(SQLStore[Connection]):
                 f"store {self.describe()} is open read-only; this needs a writable store"
             )
         async with self._lock:
+            self._check_file()
             with self._translate():
                 for attempt in range(BEGIN_RETRIES):
                     asked = time.monotonic()

@@ -23,6 +23,7 @@ from zombietop.errors import StoreError, StoreReplaced
 from zombietop.model import BudgetFlag, EventKind, Health, WatchdogLease
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
+from zombietop.printable import printable
 
 RESTORE_EVENTS = 5000
 """How far back in the page log the watchdog looks to remember open incidents."""
@@ -79,13 +80,13 @@ def _ended_by_kill(view: TaskView) -> bool:
 class PrintNotifier:
     """``--dry-run``: show the page instead of sending it."""
 
-    name = "dry-run"
+    name = kind = "dry-run"
 
     def __init__(self, log: Callable[[str], None]) -> None:
         self._log = log
 
     async def send(self, page: Page) -> None:
-        self._log(f"PAGE ({page.kind}) {page.line}")
+        self._log(f"PAGE ({page.kind}) {page.shown}")
 
 
 class LogNotifier:
@@ -97,7 +98,7 @@ class LogNotifier:
         self._log = log
 
     async def send(self, page: Page) -> None:
-        self._log(f"PAGE ({page.kind}) {page.line}")
+        self._log(f"PAGE ({page.kind}) {page.shown}")
 
 
 @dataclass(slots=True)
@@ -132,7 +133,8 @@ class Watchdog:
         self.executor = executor
         self.clock = clock or SystemClock()
         self.dry_run = dry_run
-        self.log = log
+        self.log: Callable[[str], None] = lambda line: log(printable(line))
+        """Every line the watchdog says goes out printable, whatever sink it is given."""
         self.host = socket.gethostname()
         self.actor = f"watchdog@{self.host}"
         self.pid = os.getpid() if pid is None else pid
@@ -143,12 +145,12 @@ class Watchdog:
         self.monotonic = monotonic or (self.clock.now if clock else time.monotonic)
         self.wall = wall or (self.clock.now if clock else time.time)
         self.outbox = Outbox(
-            [PrintNotifier(log)] if dry_run else notifiers,
+            [PrintNotifier(self.log)] if dry_run else notifiers,
             config.notify,
             self.clock,
             on_result=self._delivered,
             keeper=None if dry_run else self.store,
-            log=log,
+            log=self.log,
         )
         self.incidents: dict[str, Incident] = {}
         self._once: set[str] = set()
@@ -220,7 +222,7 @@ class Watchdog:
             if result.attempts > 1:
                 self.log(
                     f"delivered via {result.notifier} on attempt {result.attempts}: "
-                    f"{result.page.line}"
+                    f"{result.page.shown}"
                 )
             await self._record(
                 EventKind.DELIVERY,

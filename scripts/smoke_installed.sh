@@ -58,6 +58,10 @@ set -e
 # The demo's stalled, dead and reclaimable tasks make it CRITICAL within seconds at speed 10.
 [[ $code -le 2 ]] || fail "status exited $code"
 "$bin/zombietop" status --nagios --db "$db" --config "$config" | head -1 || true
+# prometheus-client came along as a dependency: the metrics print, store up.
+metrics="$("$bin/zombietop" status --prometheus --db "$db" --config "$config" || true)"
+grep -qx 'zombietop_store_up 1.0' <<<"$metrics" || fail "status --prometheus: $metrics"
+say "status --prometheus: $(grep -c '^zombietop_task_info{' <<<"$metrics") live tasks exported"
 
 say "the dashboard's first frame in tmux"
 tmux -L "$tmux_socket" -f /dev/null new-session -d -s smoke -x 80 -y 24 \

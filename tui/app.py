@@ -19,6 +19,7 @@ from textual.worker import Worker, WorkerState
 from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
 from zombietop.clock import Clock, SystemClock
 from zombietop.monitor import Snapshot, TaskView
+from zombietop.printable import printable
 from zombietop.tui.keys import display_key, keys_for
 from zombietop.tui.messages import SnapshotReady
 from zombietop.tui.render import install as install_cropped_updates
@@ -171,7 +172,12 @@ class ZombietopApp(App[None]):
                 self.main.show_state(self.clock.now())
             self._arm()
         elif worker.group == "action" and event.state is WorkerState.ERROR:
-            self.notify(f"action failed: {worker.error}", severity="error", timeout=15)
+            self.notify(
+                printable(f"action failed: {worker.error}"),
+                severity="error",
+                timeout=15,
+                markup=False,
+            )
 
     def _tick(self) -> None:
         if self.terminal_alive is not None and not self.terminal_alive():
@@ -212,7 +218,9 @@ class ZombietopApp(App[None]):
             return
         view = self.snapshot.by_id().get(task_id)
         if view is None:
-            self.notify(f"{task_id} is no longer on screen", severity="warning")
+            self.notify(
+                printable(f"{task_id} is no longer on screen"), severity="warning", markup=False
+            )
             return
         request = ActionRequest(
             kind=kind, task_id=task_id, expected_token=view.token, actor=self.actor
@@ -222,7 +230,7 @@ class ZombietopApp(App[None]):
             if confirmed:
                 self.run_request(request)
             else:
-                self.notify(f"{kind} {task_id}: cancelled", timeout=3)
+                self.notify(printable(f"{kind} {task_id}: cancelled"), timeout=3, markup=False)
 
         self.push_screen(ConfirmScreen(request, view, self.data_now(self.clock.now())), decided)
 
@@ -238,8 +246,9 @@ class ZombietopApp(App[None]):
         """Every outcome is a notification, and a note in the task's row for a minute."""
         request = outcome.request
         self.notify(
-            f"{request.kind} {request.task_id}: {outcome.message}",
+            printable(f"{request.kind} {request.task_id}: {outcome.message}"),
             title=str(outcome.outcome),
+            markup=False,
             severity="information" if outcome.ok else "error",
             timeout=10,
         )

@@ -17,6 +17,7 @@ from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.monitor import TaskView
 from zombietop.tui.healths import GLYPHS, STYLES
+from zombietop.tui.untrusted import shown
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 DASH = Text("-", style="dim")
@@ -105,12 +106,12 @@ def _health_changes(view: TaskView, now: float) -> float:
 
 
 def _task(view: TaskView, now: float, note: str | None) -> Text:
-    return Text(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+    return shown(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
 
 
 def _stage(view: TaskView, now: float, note: str | None) -> Text:
     beat = view.heartbeat
-    return Text(beat.stage) if beat is not None and beat.stage else DASH
+    return shown(beat.stage) if beat is not None and beat.stage else DASH
 
 
 def _progress(view: TaskView, now: float, note: str | None) -> Text:
@@ -230,8 +231,8 @@ def _owner(view: TaskView, now: float, note: str | None) -> Text:
     if owner is None and host is None:
         return DASH
     if owner is not None and host is not None and owner.endswith(f"@{host}"):
-        return Text(owner)
-    return Text(f"{owner or '-'}@{host or '?'}")
+        return shown(owner)
+    return shown(f"{owner or '-'}@{host or '?'}")
 
 
 COLUMNS: tuple[Column, ...] = (

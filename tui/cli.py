@@ -18,7 +18,8 @@ from zombietop.config import Config, load_config, resolve_config_path, write_def
 from zombietop.durations import parse_duration
 from zombietop.errors import HeartbeatParseError, ZombietopError
 from zombietop.heartbeat_line import BeatLine, format_timestamp, parse_line
-from zombietop.monitor import Monitor
+from zombietop.monitor import Monitor, Snapshot
+from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
 from zombietop.sqlite_store import SCHEMA_VERSION
 from zombietop.store import default_store_path, open_store, store_location
@@ -88,6 +89,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
         watchdog_words,
     )
 
+    if args.output is not None and not args.prometheus:
+        print("zombietop: status: --output PATH writes --prometheus only", file=sys.stderr)
+        return Level.UNKNOWN
     try:
         ctx = _context(args)
         async with await open_store(ctx.db, read_only=True) as store:
@@ -101,9 +105,15 @@ async def cmd_status(args: argparse.Namespace) -> int:
         if args.nagios:
             print(nagios_unknown(str(exc)))
         else:
-            print(f"zombietop: {exc}", file=sys.stderr)
+            print(printable(f"zombietop: {exc}"), file=sys.stderr)
+        if args.prometheus:
+            # node_exporter still learns something: zombietop_store_up 0.
+            _print_prometheus(Snapshot(taken_at=None, error=str(exc)), args.output)
         return Level.UNKNOWN
-    if args.json:
+    if args.prometheus:
+        if not _print_prometheus(snapshot, args.output):
+            return Level.UNKNOWN
+    elif args.json:
         print(json.dumps(snapshot_to_json(snapshot, watchdog), indent=2))
     elif args.nagios:
         print(nagios_output(snapshot))
@@ -112,6 +122,30 @@ async def cmd_status(args: argparse.Namespace) -> int:
         words = None if watchdog is None else watchdog_words(watchdog, snapshot.taken_at)
         print(render_table(snapshot, watchdog=words))
     return level(snapshot)
+
+
+def _print_prometheus(snapshot: Snapshot, output: Path | None) -> bool:
+    """The watchdog's metrics, once: to ``output`` atomically, or to stdout. False (and the
+    reason on stderr) when ``output`` cannot be written."""
+    from zombietop.metrics import Metrics
+
+    metrics = Metrics()
+    # No watchdog here: every task that pages has (or is about to have) an incident.
+    metrics.update(snapshot, incidents_open=snapshot.paging)
+    if output is not None:
+        try:
+            metrics.write_textfile(output)
+        except ZombietopError as exc:
+            print(printable(f"zombietop: {exc}"), file=sys.stderr)
+            return False
+        return True
+    text = metrics.render().decode()
+    if sys.stdout.isatty():
+        # Label values hold untrusted text verbatim (the format escapes only \\, " and
+        # newlines): a person reading it on a terminal gets its control characters escaped.
+        text = "\n".join(printable(line) for line in text.splitlines()) + "\n"
+    sys.stdout.write(text)
+    return True
 
 
 async def cmd_init(args: argparse.Namespace) -> int:
@@ -205,7 +239,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     for name, limits in [("defaults", config.defaults), *config.step_types.items()]:
         changed = sorted(k for k, v in limits.sources.items() if v != "default")
         note = f" ({len(changed)} set in file: {', '.join(changed)})" if changed else ""
-        print(f"  {name}: valid{note}")
+        print(printable(f"  {name}: valid{note}"))
     return EXIT_OK
 
 
@@ -271,6 +305,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--nagios",
         action="store_true",
         help="the Nagios plugin output: a summary line with performance data",
+    )
+    form.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="the Prometheus text format, as `watch --metrics` serves it "
+        "(for node_exporter's textfile collector)",
+    )
+    status.add_argument(
+        "--output",
+        type=Path,
+        metavar="PATH",
+        help="with --prometheus: write to PATH atomically (e.g. "
+        "/var/lib/prometheus/node-exporter/zombietop.prom) instead of stdout",
     )
     status.add_argument(
         "--all", action="store_true", help="include every finished task, not just recent ones"
@@ -348,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = asyncio.run(result)
         return int(result)
     except ZombietopError as exc:
-        print(f"zombietop: {exc}", file=sys.stderr)
+        print(printable(f"zombietop: {exc}"), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

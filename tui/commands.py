@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import sys
 from dataclasses import replace
 from typing import Any
@@ -16,6 +15,8 @@ from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.durations import format_age
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
+from zombietop.identity import real_user
+from zombietop.printable import printable
 from zombietop.procs import this_host
 from zombietop.runner import Runner, RunSpec
 from zombietop.store import open_store
@@ -85,11 +86,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _actor() -> str:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return f"{user}@{this_host()} (cli)"
+    """Who acts from this command: the real uid's name, never ``$USER``."""
+    return f"{real_user()}@{this_host()} (cli)"
 
 
 def _confirm(kind: ActionKind, task_id: str, summary: str) -> bool:
@@ -98,7 +96,7 @@ def _confirm(kind: ActionKind, task_id: str, summary: str) -> bool:
             f"refusing to {kind} {task_id} without confirmation: stdin is not a terminal; "
             "pass --yes to confirm"
         )
-    answer = input(f"{kind} {task_id} ({summary})? [y/N] ")
+    answer = input(printable(f"{kind} {task_id} ({summary})? [y/N] "))
     return answer.strip().lower() in ("y", "yes")
 
 
@@ -135,7 +133,7 @@ async def cmd_action(args: argparse.Namespace) -> int:
 
 
 def _print(outcome: ActionOutcome) -> None:
-    print(f"{outcome.request.task_id}: {outcome.outcome}: {outcome.message}", flush=True)
+    print(printable(f"{outcome.request.task_id}: {outcome.outcome}: {outcome.message}"), flush=True)
 
 
 async def _wait_for_agent(executor: Executor, asked: ActionOutcome) -> ActionOutcome:
@@ -156,7 +154,7 @@ async def _wait_for_agent(executor: Executor, asked: ActionOutcome) -> ActionOut
                 message=f"no agent on {request.host}: the {request.kind} stays queued until "
                 f"`zombietop agent` runs there",
             )
-        text = f"waiting for agent on {request.host} to {request.kind} {request.task_id}"
+        text = printable(f"waiting for agent on {request.host} to {request.kind} {request.task_id}")
         if text != shown:
             print(text, file=sys.stderr, flush=True)
             shown = text
@@ -191,7 +189,9 @@ async def _wait_for_kill(executor: Executor, task_id: str) -> ActionOutcome:
                 ),
             )
         left = max(0.0, kill.deadline - await executor.store.now())
-        text = f"waiting for {task_id} (pid {kill.pid}) to exit: SIGKILL in {format_age(left)}"
+        text = printable(
+            f"waiting for {task_id} (pid {kill.pid}) to exit: SIGKILL in {format_age(left)}"
+        )
         if tty:
             print(f"\r{text}   ", end="", file=sys.stderr, flush=True)
         elif text != shown:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import getpass
 import os
 import signal
 import socket
@@ -22,7 +21,10 @@ from zombietop.actions import ActionExecutor
 from zombietop.config import Config
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
-from zombietop.layout import clean_env, state_dir, task_file_name
+from zombietop.identity import real_user
+from zombietop.layout import clean_env, task_file_name
+from zombietop.printable import printable
+from zombietop.private import open_append, state_subdir
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store, open_store
 from zombietop.tui.poller import ThreadedMonitor
@@ -76,11 +78,8 @@ def settle_collector() -> None:
 
 
 def actor() -> str:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()}"
+    """Who acts from this dashboard: the real uid's name, never ``$USER``."""
+    return f"{real_user()}@{socket.gethostname()}"
 
 
 async def run_dashboard(
@@ -141,9 +140,8 @@ async def hand_over_pending_kills(
     """
     finishers = []
     for kill in await store.open_kills(executor.host):
-        logs = state_dir(db) / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        log = logs / f"kill-{task_file_name(kill.task_id)}.log"
+        log = state_subdir(db, "logs") / f"kill-{task_file_name(kill.task_id)}.log"
+        out = open_append(log)
         argv = [sys.executable, "-m", "zombietop.tui", "--db", str(db)]
         if config.path is not None:
             argv += ["--config", str(config.path)]
@@ -161,15 +159,18 @@ async def hand_over_pending_kills(
             clean_env(),
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, str(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
-                (os.POSIX_SPAWN_DUP2, 1, 2),
+                (os.POSIX_SPAWN_DUP2, out, 1),
+                (os.POSIX_SPAWN_DUP2, out, 2),
             ],
             setsid=True,
         )
+        os.close(out)
         finishers.append(pid)
         print(
-            f"zombietop: the kill of {kill.task_id} is still in its grace; pid {pid} "
-            f"finishes it in the background (log: {log})",
+            printable(
+                f"zombietop: the kill of {kill.task_id} is still in its grace; pid {pid} "
+                f"finishes it in the background (log: {log})"
+            ),
             file=sys.stderr,
         )
     return finishers

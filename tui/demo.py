@@ -34,6 +34,7 @@ from zombietop.config import load_config
 from zombietop.durations import format_duration
 from zombietop.errors import ZombietopError
 from zombietop.layout import clean_env, state_dir
+from zombietop.private import private_dir, write_new
 from zombietop.procs import spawn_detached, this_host
 from zombietop.store import default_store_path, open_store
 from zombietop.sweep import Found, SweepReport, stop_all, store_key, tag_env
@@ -287,13 +288,14 @@ def wipe(paths: DemoPaths, log: Callable[[str], None]) -> None:
 
 def write_files(paths: DemoPaths, speed: float) -> None:
     # The marker first: a demo cut short here must still be one the next demo may wipe.
-    paths.folder.mkdir(parents=True, exist_ok=True)
+    # Private like every state directory: 0700, each file 0600 and never written through a link.
+    private_dir(paths.folder)
     marker = {"format": MARKER_FORMAT, "speed": speed, "created_at": time.time()}
-    paths.marker.write_text(json.dumps(marker, indent=2) + "\n")
-    paths.logs.mkdir(exist_ok=True)
-    paths.config.write_text(render_config(speed, paths.pages))
+    write_new(paths.marker, (json.dumps(marker, indent=2) + "\n").encode())
+    private_dir(paths.logs)
+    write_new(paths.config, render_config(speed, paths.pages).encode())
     load_config(paths.config)  # a demo that writes an invalid config should say so now
-    paths.pages.touch()
+    write_new(paths.pages)
 
 
 async def create_tasks(paths: DemoPaths, jobs: Sequence[DemoJob]) -> None:

@@ -419,13 +419,75 @@ def sample_events(task_id: str | None = None) -> list[Event]:
     return [e for e in events if task_id is None or e.task_id == task_id]
 
 
+# A hostile fleet: what someone who can write the store, or a job, can put in each field -------
+
+OSC = "\x1b]2;owned\x07"
+"""Retitles the terminal (or the tmux pane)."""
+CSI_CLEAR = "\x1b[2J"
+"""Wipes the screen."""
+HOSTILE_ID = f"evil{OSC}{CSI_CLEAR}-1"
+
+
+def hostile_records() -> list[TaskRecord]:
+    """One stalled task whose every text field holds terminal controls, C1 and a bidi override;
+    the dashboard must show each escaped (``\\x1b]2;owned\\x07``), never obey it."""
+    task = _task(
+        "evil-1",
+        TaskState.RUNNING,
+        started_ago=40 * M,
+        pid=6666,
+        checkpoint="s3://x/\u202egpj.exe",
+    )
+    task = replace(
+        task,
+        task_id=HOSTILE_ID,
+        run_id=f"run{CSI_CLEAR}",
+        step="st\x1b[5mep",
+        host="batch\x9b2J-01",
+    )
+    lease = replace(_lease(HOSTILE_ID, 6666, expires_in=3 * M), owner=f"run{OSC}@batch-01")
+    beat = _beat(
+        HOSTILE_ID,
+        f"load{CSI_CLEAR}",
+        40,
+        age=6 * M,
+        counters={"rows\x1b[31m": 5},
+        request_name="GET\x1b[1m /x",
+        trace_id="t\x7f1",
+    )
+    return [TaskRecord(task=task, lease=lease, heartbeat=beat)]
+
+
+def hostile_snapshot(now: float = NOW) -> Snapshot:
+    samples = {HOSTILE_ID: _alive(6666, 0.0, started_ago=40 * M)}
+    return build_snapshot(now, hostile_records(), sample_config(), samples)
+
+
+def hostile_events() -> list[Event]:
+    return [
+        Event(
+            event_id=1,
+            at=NOW - 60,
+            task_id=HOSTILE_ID,
+            kind=EventKind.ACTION,
+            actor=f"mallory{OSC}@laptop",
+            message=f"kill refused: {CSI_CLEAR}(reason: because{OSC})",
+        )
+    ]
+
+
 class SampleSource:
     """A ``SnapshotSource`` over fixed snapshots; ``fail_with`` makes the next polls fail."""
 
     def __init__(
-        self, snapshots: Sequence[Snapshot] | None = None, *, read_only: bool = False
+        self,
+        snapshots: Sequence[Snapshot] | None = None,
+        *,
+        read_only: bool = False,
+        events: Sequence[Event] | None = None,
     ) -> None:
         self.snapshots = list(snapshots or [sample_snapshot()])
+        self._events = None if events is None else list(events)
         self._read_only = read_only
         self.polls = 0
         self.fail_with: str | None = None
@@ -449,6 +511,8 @@ class SampleSource:
         return sample_history(task_id)
 
     async def events(self, task_id: str | None = None, limit: int = 100) -> list[Event]:
+        if self._events is not None:
+            return [e for e in self._events if task_id is None or e.task_id == task_id][:limit]
         return sample_events(task_id)[:limit]
 
 

@@ -12,6 +12,7 @@ from zombietop.durations import format_age
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.model import AgentPresence, Health, WatchdogLease
 from zombietop.monitor import Snapshot, TaskView
+from zombietop.printable import printable
 
 
 class Level(IntEnum):
@@ -60,12 +61,12 @@ def nagios_output(snapshot: Snapshot) -> str:
     )
     lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}"]
     lines.extend(view.verdict.context for view in [*urgent, *warned])
-    return "\n".join(lines)
+    return shown(lines)
 
 
 def nagios_unknown(reason: str) -> str:
     """The plugin output when zombietop cannot look: the reason, and no performance data."""
-    return f"ZOMBIETOP UNKNOWN - {reason}"
+    return printable(f"ZOMBIETOP UNKNOWN - {reason}")
 
 
 def snapshot_to_json(snapshot: Snapshot, watchdog: WatchdogLease | None = None) -> dict[str, Any]:
@@ -207,7 +208,7 @@ def render_table(
     lines = _table_lines(snapshot, width)
     if watchdog is not None:
         lines.insert(1, watchdog)
-    return "\n".join(lines)
+    return shown(lines)
 
 
 def _table_lines(snapshot: Snapshot, width: int | None) -> list[str]:
@@ -218,17 +219,20 @@ def _table_lines(snapshot: Snapshot, width: int | None) -> list[str]:
         return lines
     header = ("HEALTH", "TASK", "STAGE", "PROGRESS", "HEARTBEAT", "LEASE", "ATTEMPT", "FLAGS")
     rows = [
-        (
-            str(view.health),
-            view.task_id,
-            (view.heartbeat.stage if view.heartbeat and view.heartbeat.stage else "-"),
-            format_progress(view.heartbeat.progress) if view.heartbeat else "-",
-            format_age(view.verdict.heartbeat_age_s)
-            if view.verdict.heartbeat_age_s is not None
-            else "-",
-            _lease_words(view),
-            str(view.task.attempt),
-            ",".join(str(f) for f in view.verdict.flags) or "-",
+        tuple(
+            printable(cell)
+            for cell in (
+                str(view.health),
+                view.task_id,
+                (view.heartbeat.stage if view.heartbeat and view.heartbeat.stage else "-"),
+                format_progress(view.heartbeat.progress) if view.heartbeat else "-",
+                format_age(view.verdict.heartbeat_age_s)
+                if view.verdict.heartbeat_age_s is not None
+                else "-",
+                _lease_words(view),
+                str(view.task.attempt),
+                ",".join(str(f) for f in view.verdict.flags) or "-",
+            )
         )
         for view in snapshot.tasks
     ]
@@ -251,6 +255,11 @@ def _table_lines(snapshot: Snapshot, width: int | None) -> list[str]:
         now = snapshot.taken_at
         lines.append("agents: " + ", ".join(_agent_words(a, now) for a in snapshot.agents))
     return lines
+
+
+def shown(lines: list[str]) -> str:
+    """Join ``lines`` for a terminal, each made printable: the text comes from the store."""
+    return "\n".join(printable(line) for line in lines)
 
 
 def _agent_words(agent: AgentPresence, now: float) -> str:

@@ -4,22 +4,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import signal
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
+from zombietop.config import ListenAddress, parse_listen
+from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.monitor import Monitor
 from zombietop.notify import Notifier, build_notifiers
+from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
 from zombietop.sd_notify import SystemdNotifier
 from zombietop.store import open_store
 from zombietop.watchdog import LogNotifier, TickReport, Watchdog
 
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    # prometheus-client takes a twentieth of a second to import: only `--metrics` pays for it.
+    from zombietop.metrics import Metrics
+
 
 def _log(line: str) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    print(f"{stamp} {line}", flush=True)
+    print(f"{stamp} {printable(line)}", flush=True)
 
 
 async def cmd_watch(args: argparse.Namespace) -> int:
@@ -29,6 +42,13 @@ async def cmd_watch(args: argparse.Namespace) -> int:
     config = ctx.config
     if args.interval is not None:
         config = replace(config, watch=replace(config.watch, interval=args.interval))
+    if args.metrics is not None and args.once:
+        raise ZombietopError(
+            "watch: --metrics serves while the watchdog runs, and --once exits at once; "
+            "from cron, write the metrics with `zombietop status --prometheus --output PATH`"
+        )
+    # [watch] metrics is for the long-running watchdog; a --once run from cron leaves it be.
+    address = None if args.once else args.metrics or config.watch.metrics
     notifiers: list[Notifier] = [] if args.dry_run else build_notifiers(config.notify)
     if not notifiers and not args.dry_run:
         _log("no [notify] channel configured: pages are only logged here and recorded as events")
@@ -49,17 +69,95 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             f"watching {store.describe()} {mode}"
             + (" (dry run: nothing sent, nothing changed)" if args.dry_run else "")
         )
+        endpoint = metrics = None
+        if address is not None:
+            from zombietop.metrics import Metrics
+
+            metrics = Metrics([notifier.kind for notifier in dog.outbox.notifiers])
+            endpoint = MetricsEndpoint.start(metrics, address)
+            _log(f"serving Prometheus metrics at {endpoint.url}{endpoint.reach}")
         systemd = SystemdNotifier.from_env()
         ping = SystemdPing(systemd)
+        after_tick: Callable[[TickReport], None] = ping
+        if metrics is not None:
+            after_tick = MetricsUpdate(dog, metrics, then=after_tick)
         try:
-            await dog.run(once=args.once, stop=stop, after_tick=ping)
+            await dog.run(once=args.once, stop=stop, after_tick=after_tick)
         finally:
             systemd.notify(STOPPING="1")
             systemd.close()
+            if endpoint is not None:
+                endpoint.close()
     if args.once and ping.last is not None and ping.last.blind:
         # Cron must hear that this look saw nothing: the store could not be read.
         return EXIT_ERROR
     return EXIT_OK
+
+
+class MetricsEndpoint:
+    """``/metrics`` over HTTP, served by prometheus-client on a thread of its own.
+
+    A scrape reads the latest snapshot the watchdog handed over and never waits on the
+    watchdog's loop, so a slow store or a slow scraper holds up neither the other.
+    """
+
+    def __init__(self, server: WSGIServer, thread: threading.Thread) -> None:
+        self.server = server
+        self.thread = thread
+        host, port = server.server_address[:2]
+        self.address = ListenAddress(host=str(host), port=int(port))
+
+    @classmethod
+    def start(cls, metrics: Metrics, address: ListenAddress) -> MetricsEndpoint:
+        from prometheus_client import start_http_server
+
+        try:
+            server, thread = start_http_server(
+                address.port, addr=address.host, registry=metrics.registry
+            )
+        except OSError as exc:
+            raise ZombietopError(
+                f"cannot serve metrics on {address}: {exc.strerror or exc}; "
+                "pick another with --metrics HOST:PORT or [watch] metrics"
+            ) from None
+        return cls(server, thread)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}/metrics"
+
+    @property
+    def reach(self) -> str:
+        """Say so when more than this host can scrape it."""
+        try:
+            loopback = ipaddress.ip_address(self.address.host).is_loopback
+        except ValueError:
+            loopback = False
+        return "" if loopback else " (reachable from other hosts)"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+class MetricsUpdate:
+    """After each look: hand the metrics its snapshot, open incidents and deliveries."""
+
+    def __init__(
+        self, dog: Watchdog, metrics: Metrics, *, then: Callable[[TickReport], None]
+    ) -> None:
+        self.dog = dog
+        self.metrics = metrics
+        self.then = then
+
+    def __call__(self, report: TickReport) -> None:
+        self.metrics.update(
+            self.dog.monitor.last,
+            incidents_open=len(self.dog.incidents),
+            deliveries=report.deliveries,
+        )
+        self.then(report)
 
 
 class SystemdPing:
@@ -88,7 +186,7 @@ def status_line(report: TickReport) -> str:
     if not report.active:
         return report.withheld or "standby"
     if report.withheld is not None:
-        return f"withholding verdicts: {report.withheld}"
+        return printable(f"withholding verdicts: {report.withheld}")
     found = ", ".join(f"{n} {health}" for health, n in report.counts.items() if n)
     paging = sum(n for health, n in report.counts.items() if health.pages)
     return f"{paging} needing a human; {found or 'no tasks'}"
@@ -107,4 +205,18 @@ def add_parser(
     watch.add_argument(
         "--interval", type=float, metavar="SECONDS", help="override [watch] interval"
     )
+    watch.add_argument(
+        "--metrics",
+        type=_listen,
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (a bare PORT listens on "
+        "127.0.0.1 only); overrides [watch] metrics",
+    )
     watch.set_defaults(handler=cmd_watch)
+
+
+def _listen(text: str) -> ListenAddress:
+    try:
+        return parse_listen(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

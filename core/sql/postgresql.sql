@@ -146,6 +146,12 @@ CREATE INDEX host_requests_open ON host_requests (host, request_id) WHERE finish
 CREATE UNIQUE INDEX host_requests_one_open ON host_requests (task_id, kind) WHERE finished_at IS NULL;
 
 -- schema_v4 --
+-- Who asked, as the asking process's real uid says (not the actor text, which is free-form):
+-- an agent carries out only its own user's requests and those of users its config allows.
+ALTER TABLE host_requests ADD COLUMN requester_uid bigint;
+ALTER TABLE host_requests ADD COLUMN requester text;
+
+-- schema_v5 --
 -- One watchdog acts on a store at a time: it holds this lease; the others wait as standbys.
 CREATE TABLE watchdog_lease (
     singleton    boolean PRIMARY KEY CHECK (singleton),
@@ -424,8 +430,9 @@ FROM process_samples s JOIN tasks t ON t.task_id = s.task_id
 WHERE t.finished_at IS NULL
 
 -- insert_host_request --
-INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at)
-VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now)
+INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at,
+                           requester_uid, requester)
+VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now, :requester_uid, :requester)
 RETURNING request_id
 
 -- select_host_request --

@@ -227,6 +227,12 @@ CREATE TRIGGER tasks_update_stamps_task AFTER UPDATE ON tasks WHEN NEW.rev = OLD
 END;
 
 -- schema_v6 --
+-- Who asked, as the asking process's real uid says (not the actor text, which is free-form):
+-- an agent carries out only its own user's requests and those of users its config allows.
+ALTER TABLE host_requests ADD COLUMN requester_uid INTEGER;
+ALTER TABLE host_requests ADD COLUMN requester TEXT;
+
+-- schema_v7 --
 -- The store's clock: the wall time when the first zombietop of a boot opened the store, with
 -- the boot clock (CLOCK_BOOTTIME) then. Every process of that boot reads anchor + boot clock
 -- since, so a step of the wall clock does not age every task at once (AnchoredClock).
@@ -506,8 +512,9 @@ FROM process_samples s JOIN tasks t ON t.task_id = s.task_id
 WHERE t.finished_at IS NULL
 
 -- insert_host_request --
-INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at)
-VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now)
+INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at,
+                           requester_uid, requester)
+VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now, :requester_uid, :requester)
 RETURNING request_id
 
 -- select_host_request --

@@ -110,6 +110,7 @@ async def start_task_process(
     step_type: str = "default",
     start_time_offset: float = 0.0,
     host: str | None = None,
+    tagged: bool = True,
 ) -> subprocess.Popen[bytes]:
     """Create a leased task whose process is ``sh -c script`` leading its own group.
 
@@ -119,7 +120,10 @@ async def start_task_process(
         task_id=task_id, run_id="r1", step="s", step_type=step_type, actor="test"
     )
     lease = await real_store.acquire_lease(task_id, owner="test-owner", ttl=60)
-    proc = children.start(["sh", "-c", script])
+    # Tagged as `zombietop run` tags its command: the executor signals only a process tied to
+    # its task in /proc, never one the store's pid and start time alone point at.
+    env = {**os.environ, "ZOMBIETOP_TASK": task_id} if tagged else None
+    proc = children.start(["sh", "-c", script], env=env)
     wait_for_file(ready)
     start = process_start_time(proc.pid)
     assert start is not None

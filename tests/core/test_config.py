@@ -9,8 +9,10 @@ import pytest
 from zombietop.config import (
     DEFAULT_SOURCE,
     DURATION_KEYS,
+    ListenAddress,
     default_limits,
     load_config,
+    parse_listen,
     render_defaults,
     write_defaults,
 )
@@ -176,7 +178,65 @@ SHAPE_CASES = [
     pytest.param(
         '[monitor]\nrefresh = "0s"\n', "[monitor]: refresh must be longer than zero", id="refresh"
     ),
+    pytest.param(
+        '[agent]\nallow = "alice"\n', "[agent]: allow must be a list of OS user names", id="allow"
+    ),
+    pytest.param(
+        '[agent]\nallow = ["alice", ""]\n', "[agent]: allow must be a list", id="allow-empty"
+    ),
+    pytest.param('[agent]\ndeny = ["x"]\n', "[agent]: unknown key 'deny'", id="agent-key"),
+    pytest.param(
+        "[watch]\nmetrics = 9464\n",
+        '[watch]: metrics must be a string such as "127.0.0.1:9464", not 9464',
+        id="metrics-number",
+    ),
+    pytest.param(
+        '[watch]\nmetrics = ":9464"\n',
+        "[watch]: metrics: ':9464' is not HOST:PORT; give the host too, e.g. 127.0.0.1:9464",
+        id="metrics-no-host",
+    ),
+    pytest.param(
+        '[watch]\nmetrics = "127.0.0.1:http"\n',
+        "[watch]: metrics: '127.0.0.1:http': the port must be a number from 0 to 65535",
+        id="metrics-port-name",
+    ),
+    pytest.param(
+        '[watch]\nmetrics = "::1:9464"\n',
+        "[watch]: metrics: '::1:9464': put an IPv6 address in brackets, e.g. [::1]:9464",
+        id="metrics-bare-ipv6",
+    ),
+    pytest.param(
+        '[watch]\nmetric = "127.0.0.1:9464"\n',
+        "[watch]: unknown key 'metric'; did you mean 'metrics'?",
+        id="metrics-typo",
+    ),
 ]
+
+
+def test_agent_allow_is_read(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, '[agent]\nallow = ["alice", "deploy"]\n'))
+    assert config.agent.allow == ("alice", "deploy")
+
+
+@pytest.mark.parametrize(
+    ("text", "host", "port"),
+    [
+        ("9464", "127.0.0.1", 9464),  # a bare port: this host only
+        ("127.0.0.1:9464", "127.0.0.1", 9464),
+        ("0.0.0.0:9464", "0.0.0.0", 9464),
+        ("[::1]:0", "::1", 0),
+        ("metrics.internal:9100", "metrics.internal", 9100),
+    ],
+)
+def test_watch_metrics_address(tmp_path: Path, text: str, host: str, port: int) -> None:
+    config = load_config(write(tmp_path, f'[watch]\nmetrics = "{text}"\n'))
+    assert config.watch.metrics == ListenAddress(host=host, port=port)
+    assert parse_listen(str(config.watch.metrics)) == config.watch.metrics
+
+
+def test_watch_metrics_is_off_by_default() -> None:
+    assert load_config(REPO / "config.toml").watch.metrics is None
+    assert '# metrics = "127.0.0.1:9464"' in render_defaults()
 
 
 @pytest.mark.parametrize(("text", "fragment"), SHAPE_CASES)

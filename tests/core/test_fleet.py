@@ -341,7 +341,7 @@ async def test_a_v1_postgres_store_is_migrated_on_open(postgres: PostgresForTest
         assert (await store.get_record("old")).pending_kill is None
         assert await store.agents() == []
     conn = await asyncpg.connect(url)
-    assert await conn.fetchval("SELECT schema_version FROM zombietop_store") == SCHEMA_VERSION == 4
+    assert await conn.fetchval("SELECT schema_version FROM zombietop_store") == SCHEMA_VERSION == 5
     await conn.close()
 
 

@@ -57,6 +57,10 @@ def test_known_keys_and_quoting() -> None:
         ('stage=a"b', "stray quote"),
         ("stage=", "stage is empty"),
         ("stage=x\x00", "control characters"),
+        ("stage=\x1b]2;owned\x07", "control characters"),
+        ("stage=del\x7f", "control characters"),
+        ("stage=c1\x9b2J", "control characters"),
+        ("stage=c1\x85next", "control characters"),
         ("p=1 " + "x" * 9000, "longer than 8192"),
     ],
 )

@@ -261,6 +261,26 @@ async def test_quarantine_round_trip_is_evented(store: Store) -> None:
     assert kinds == [EventKind.UNQUARANTINED, EventKind.QUARANTINED]
 
 
+@pytest.mark.parametrize("fate", ["deleted", "replaced"])
+async def test_a_store_file_deleted_or_replaced_while_open_is_missing(
+    tmp_path: Path, fate: str
+) -> None:
+    """An open connection would go on reading the old inode: a watchdog watching a ghost."""
+    path = tmp_path / "z.db"
+    async with await open_store(path, create=True) as store:
+        await store.poll(None)
+        for part in tmp_path.glob("z.db*"):
+            part.unlink()
+        if fate == "replaced":
+            async with await open_store(path, create=True):
+                pass
+        what = "deleted or moved" if fate == "deleted" else "replaced by another file"
+        with pytest.raises(StoreMissing, match=f"store {path} was {what} while open"):
+            await store.poll(None)
+        with pytest.raises(StoreMissing):
+            await store.create_task(task_id="t", run_id="r", step="s", step_type="d", actor="a")
+
+
 async def test_closed_store_is_a_store_error(store_location: Path | str) -> None:
     opened = await open_for_test(store_location, create=True)
     await opened.close()

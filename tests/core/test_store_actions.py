@@ -56,7 +56,7 @@ async def test_a_v1_store_file_is_migrated_on_open(tmp_path: Path) -> None:
         assert record.pending_kill is None
         assert await live_store.open_kills(None) == []
     con = sqlite3.connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     con.close()
     assert {"pending_kills", "agents", "process_samples", "host_requests"} <= tables

@@ -45,7 +45,7 @@ class RecordingExecutor:
 
 
 class ListNotifier:
-    name = "list"
+    name = kind = "list"
 
     def __init__(self) -> None:
         self.pages: list[Page] = []

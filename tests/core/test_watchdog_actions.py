@@ -24,7 +24,7 @@ from zombietop.watchdog import Watchdog
 
 
 class ListNotifier:
-    name = "list"
+    name = kind = "list"
 
     def __init__(self) -> None:
         self.pages: list[Page] = []

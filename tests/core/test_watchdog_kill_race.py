@@ -31,7 +31,7 @@ class GoneProbe:
 
 
 class Pages:
-    name = "list"
+    name = kind = "list"
 
     def __init__(self) -> None:
         self.pages: list[Page] = []

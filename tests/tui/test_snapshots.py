@@ -103,3 +103,45 @@ def test_error_banner(snap_compare):
     assert snap_compare(
         make_app(source, clock=clock), terminal_size=(80, 24), run_before=run_before
     )
+
+
+def _hostile_app():  # type: ignore[no-untyped-def]
+    from zombietop.tui.sample import hostile_events, hostile_snapshot
+
+    return make_app(SampleSource([hostile_snapshot()], events=hostile_events()))
+
+
+def test_hostile_task_main_and_events_shown_escaped(snap_compare):
+    """A task whose id, stage, owner, host and events hold OSC/CSI/C1 controls: every one reads
+    escaped ('evil\\x1b]2;owned\\x07\\x1b[2J-1', 'load\\x1b[2J', 'run\\x1b]2;owned\\x07@...'),
+    the screen is not wiped, and the events pane (e) shows the actor and message escaped."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+
+    assert snap_compare(_hostile_app(), terminal_size=(160, 24), run_before=run_before)
+
+
+def test_hostile_task_detail_shown_escaped(snap_compare):
+    """Enter on the hostile task: its page line, run, step, stage, counters ('rows\\x1b[31m'),
+    request, checkpoint ('\\u202e' shown, not obeyed), owner and host, all escaped."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+
+    assert snap_compare(_hostile_app(), terminal_size=(120, 40), run_before=run_before)
+
+
+def test_hostile_task_kill_dialog_shown_escaped(snap_compare):
+    """k on the hostile task: the dialog's title, sentence and facts read escaped."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("k")
+        await settle(pilot)
+
+    assert snap_compare(_hostile_app(), terminal_size=(100, 30), run_before=run_before)

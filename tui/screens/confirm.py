@@ -15,9 +15,15 @@ from zombietop.actions import ActionKind, ActionRequest
 from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.monitor import TaskView
+from zombietop.tui.untrusted import shown, shown_markup
 
 
-def consequence(kind: ActionKind, view: TaskView) -> str:
+def consequence(kind: ActionKind, view: TaskView) -> Text:
+    """One sentence: what the action will do to this task, printable."""
+    return shown(_consequence(kind, view))
+
+
+def _consequence(kind: ActionKind, view: TaskView) -> str:
     """One sentence: what the action will do to this task."""
     task = view.task
     if kind is ActionKind.RESUME:
@@ -59,7 +65,7 @@ def facts(view: TaskView, now: float) -> Text:
         if index:
             text.append("\n")
         text.append(f"{label:>10}  ", style="dim")
-        text.append(value, style="bold")
+        text.append_text(shown(value, style="bold"))
     return text
 
 
@@ -107,7 +113,7 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         kind = self.request.kind
         with Vertical() as box:
-            box.border_title = f"{kind} {self.request.task_id}?"
+            box.border_title = shown_markup(f"{kind} {self.request.task_id}?")
             yield Static(consequence(kind, self.view), id="consequence")
             yield Static(facts(self.view, self.now), id="facts")
             with Horizontal():

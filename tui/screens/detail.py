@@ -19,10 +19,12 @@ from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import TaskView
+from zombietop.printable import printable
 from zombietop.tui.cells import bar
 from zombietop.tui.compositor import LeanScreen
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import MUTATING_ACTIONS
+from zombietop.tui.untrusted import shown
 from zombietop.tui.widgets.events_pane import event_line
 
 if TYPE_CHECKING:
@@ -58,43 +60,56 @@ def _budget_row(budget: Budget) -> Text:
     return text
 
 
+def _row(grid: Table, label: str, value: str | Text) -> None:
+    """Add a row whose value is untrusted text: shown printable, never read as markup."""
+    grid.add_row(label, shown(value) if isinstance(value, str) else value)
+
+
 def describe(view: TaskView, now: float) -> Table:
     """Every fact about the task, as label/value rows."""
     task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
     verdict = view.verdict_at(now)
     grid = _grid()
-    grid.add_row(
+    _row(
+        grid,
         "task",
         Text.assemble(
-            (task.task_id, "bold"), f"  run {task.run_id}  step {task.step}  type {task.step_type}"
+            shown(task.task_id, "bold"),
+            shown(f"  run {task.run_id}  step {task.step}  type {task.step_type}"),
         ),
     )
-    grid.add_row("state", f"{task.state}, attempt {task.attempt}")
+    _row(grid, "state", f"{task.state}, attempt {task.attempt}")
     for reason in verdict.reasons:
-        grid.add_row("reason", reason.message)
+        _row(grid, "reason", reason.message)
     for flag in verdict.flags:
-        grid.add_row("flag", Text(str(flag), style="bold red"))
+        _row(grid, "flag", Text(str(flag), style="bold red"))
     if beat is not None:
-        grid.add_row(
+        _row(
+            grid,
             "stage",
             f"{beat.stage or '-'} at {format_progress(beat.progress)}"
             + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
         )
         counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
-        grid.add_row("counters", counters)
+        _row(grid, "counters", counters)
         age = now - beat.written_at
-        grid.add_row(
-            "heartbeat", f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})"
+        _row(
+            grid,
+            "heartbeat",
+            f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})",
         )
         if beat.request_name:
-            grid.add_row(
+            _row(
+                grid,
                 "request",
                 f"{beat.request_name}" + (f" trace {beat.trace_id}" if beat.trace_id else ""),
             )
     else:
-        grid.add_row("heartbeat", "none yet")
-    grid.add_row(
-        "checkpoint", task.checkpoint or (beat.checkpoint if beat and beat.checkpoint else "-")
+        _row(grid, "heartbeat", "none yet")
+    _row(
+        grid,
+        "checkpoint",
+        task.checkpoint or (beat.checkpoint if beat and beat.checkpoint else "-"),
     )
     if lease is not None:
         left = verdict.lease_expires_in_s
@@ -105,40 +120,42 @@ def describe(view: TaskView, now: float) -> Table:
                 f"expires in {format_age(left)}" if left >= 0 else f"expired {format_age(left)} ago"
             )
         )
-        grid.add_row(
+        _row(
+            grid,
             "lease",
             f"owner {lease.owner or '(released)'}, token {lease.token}, {expiry} "
             f"({_stamp(lease.expires_at)})",
         )
     else:
-        grid.add_row("lease", "none")
+        _row(grid, "lease", "none")
     if task.pid is None:
-        grid.add_row("process", "no pid recorded")
+        _row(grid, "process", "no pid recorded")
     elif process is None:
-        grid.add_row("process", f"pid {task.pid} on {task.host or '?'}: not probed from this host")
+        _row(grid, "process", f"pid {task.pid} on {task.host or '?'}: not probed from this host")
     else:
         alive = "alive" if not process.gone else "GONE"
         if process.alive and not process.identity_ok:
             alive = "pid reused by another process"
         cpu = "-" if process.cpu_percent is None else f"{process.cpu_percent:.0f}%"
         rss = "-" if process.rss_bytes is None else f"{process.rss_bytes / 2**20:.0f} MiB"
-        grid.add_row(
+        _row(
+            grid,
             "process",
             f"pid {process.pid} {alive}, status {process.status or '-'}, cpu {cpu}, rss {rss}, "
             f"started {_stamp(process.create_time or task.pid_start_time)}",
         )
     if view.agent_note is not None:
-        grid.add_row("agent", Text(view.agent_note, style="bold yellow"))
+        _row(grid, "agent", shown(view.agent_note, style="bold yellow"))
     skew = view.clock_skew_s
     if skew is not None and abs(skew) >= 1:
         side = "ahead of" if skew > 0 else "behind"
-        grid.add_row(
-            "clock skew", f"the worker's clock is {format_age(abs(skew))} {side} the store's"
+        _row(
+            grid, "clock skew", f"the worker's clock is {format_age(abs(skew))} {side} the store's"
         )
     budgets = verdict.budgets
-    grid.add_row("request", _budget_row(budgets.request))
-    grid.add_row("stage budget", _budget_row(budgets.stage))
-    grid.add_row("task budget", _budget_row(budgets.task))
+    _row(grid, "request", _budget_row(budgets.request))
+    _row(grid, "stage budget", _budget_row(budgets.stage))
+    _row(grid, "task budget", _budget_row(budgets.task))
     return grid
 
 
@@ -207,12 +224,12 @@ class DetailScreen(LeanScreen):
         now = self.zapp.data_now(self.zapp.clock.now())
         context = self.query_one("#context", Static)
         if view is None:
-            context.update(f"{self.task_id} is no longer in the store's recent tasks")
+            context.update(shown(f"{self.task_id} is no longer in the store's recent tasks"))
             return
         title = health_label(view.health)
-        title.append(f"  {view.task_id}")
-        self.title = str(view.task_id)
-        context.update(Text.assemble(title, "\n", view.verdict_at(now).context))
+        title.append_text(shown(f"  {view.task_id}"))
+        self.title = printable(view.task_id)
+        context.update(Text.assemble(title, "\n", shown(view.verdict_at(now).context)))
         points = [p.progress for p in self.history if p.progress is not None]
         label = (
             f"progress over the last {len(points)} heartbeats"

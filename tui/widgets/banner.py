@@ -8,6 +8,7 @@ from textual.widget import Widget
 
 from zombietop.durations import format_age
 from zombietop.monitor import Snapshot
+from zombietop.printable import printable
 
 
 class Banner(Widget):
@@ -62,4 +63,4 @@ class Banner(Widget):
     watch_snapshot = watch_now = watch_paused_at = _watch_any
 
     def render(self) -> Text:
-        return Text("\n".join(self._lines))
+        return Text("\n".join(printable(line) for line in self._lines))

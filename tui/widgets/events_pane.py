@@ -10,15 +10,16 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from zombietop.model import Event
+from zombietop.tui.untrusted import shown
 
 
 def event_line(event: Event) -> Text:
     stamp = time.strftime("%H:%M:%S", time.gmtime(event.at))
     line = Text(f"{stamp} ", style="dim")
-    line.append(f"{event.task_id or '-':<16} ", style="bold")
-    line.append(f"{event.kind:<12} ", style="cyan")
-    line.append(f"{event.actor}: ", style="dim")
-    line.append(event.message)
+    line.append_text(shown(f"{event.task_id or '-':<16} ", style="bold"))
+    line.append_text(shown(f"{event.kind:<12} ", style="cyan"))
+    line.append_text(shown(f"{event.actor}: ", style="dim"))
+    line.append_text(shown(event.message))
     return line
 
 

@@ -11,7 +11,9 @@ from textual.reactive import reactive
 
 from zombietop.model import Health
 from zombietop.monitor import Snapshot
+from zombietop.printable import printable
 from zombietop.tui.healths import ACTIVE_HEALTHS, health_count
+from zombietop.tui.untrusted import shown
 from zombietop.tui.widgets.text_lines import TextLines
 
 
@@ -103,7 +105,7 @@ class StatusHeader(TextLines):
         # The first line never wraps (a wrapped line moves every row below it, and the clock
         # could no longer tick in place): a long store path gives way in its middle.
         room = self.size.width - 2 - line.cell_len - rest.cell_len
-        line.append(f"  {shorten_middle(self.store, room - 2)}")
+        line.append_text(shown(f"  {shorten_middle(printable(self.store), room - 2)}"))
         line.append_text(rest)
         return line
 

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from zombietop.monitor import Snapshot
 from zombietop.tui.healths import ATTENTION_HEALTHS, GLYPHS, STYLES
+from zombietop.tui.untrusted import shown
 from zombietop.tui.widgets.text_lines import TextLines
 
 ALL_CLEAR = (
@@ -29,7 +30,7 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
     worst = takewhile(lambda view: view.health in ATTENTION_HEALTHS, snapshot.tasks)
     for index, view in enumerate(worst):
         said = Text.assemble(
-            (f"{GLYPHS[view.health]} ", STYLES[view.health]), view.verdict_at(now).context
+            (f"{GLYPHS[view.health]} ", STYLES[view.health]), shown(view.verdict_at(now).context)
         )
         wrapped = said.wrap(console, width)
         if index and len(lines) + len(wrapped) > height - 1:

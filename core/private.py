@@ -1,0 +1,138 @@
+"""Files only this user can reach: the state directories, heartbeat files, checkpoints, logs.
+
+A heartbeat file or a log opened by name in a directory another user can write is theirs to
+aim: ``heartbeats/T.1.hb -> /victim`` made root's ``zombietop run`` truncate /victim. So every
+directory zombietop keeps files in is made mode 0700 by zombietop (or, when it is already
+there, must be owned by this user and is tightened to 0700), and every file in it is opened
+with ``O_NOFOLLOW``, created with ``O_EXCL`` where it is new, and kept at 0600.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from pathlib import Path
+
+from zombietop.errors import UnsafePath
+from zombietop.identity import user_name
+from zombietop.layout import state_dir
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def private_dir(path: Path | str) -> Path:
+    """Make ``path`` (and any missing parent) mode 0700, or check the directory already there.
+
+    Raise ``UnsafePath`` when it is a link, not a directory, or owned by another user.
+    """
+    path = Path(path)
+    missing = []
+    probe = path
+    while not os.path.lexists(probe) and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, DIR_MODE)
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafePath(
+            f"{path} is a symbolic link: zombietop keeps its files only in a directory it made; "
+            "remove the link and run again"
+        )
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafePath(f"{path} is not a directory: move it away and run again")
+    me = os.geteuid()
+    if info.st_uid != me:
+        owner = user_name(info.st_uid)
+        raise UnsafePath(
+            f"{path} is owned by {owner} (uid {info.st_uid}), not by {user_name(me)}: another "
+            f"user could plant links in it. Remove it, or run zombietop as {owner}"
+        )
+    if stat.S_IMODE(info.st_mode) != DIR_MODE:
+        os.chmod(path, DIR_MODE)
+    return path
+
+
+def state_subdir(store_path: Path | str, name: str) -> Path:
+    """``<store>.d/<name>``, both private (made 0700 here, or checked to be this user's)."""
+    private_dir(state_dir(store_path))
+    return private_dir(state_dir(store_path) / name)
+
+
+def _check_file(fd: int, path: Path) -> None:
+    """Refuse a file that is not a plain file of ours with one name (a planted hard link)."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafePath(f"{path} is not a regular file: move it away and run again")
+    if info.st_uid != os.geteuid():
+        raise UnsafePath(
+            f"{path} is owned by {user_name(info.st_uid)}, not by {user_name(os.geteuid())}: "
+            "move it away and run again"
+        )
+    if info.st_nlink != 1:
+        raise UnsafePath(
+            f"{path} has {info.st_nlink} names (a hard link to another file?): "
+            "move it away and run again"
+        )
+    if stat.S_IMODE(info.st_mode) != FILE_MODE:
+        os.fchmod(fd, FILE_MODE)
+
+
+def _open(path: Path, flags: int) -> int:
+    try:
+        return os.open(path, flags, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link as the last component
+            raise UnsafePath(
+                f"{path} is a symbolic link: zombietop never follows one; remove it and run again"
+            ) from None
+        raise
+
+
+def create_new(path: Path | str) -> int:
+    """Create ``path`` afresh (0600) and return a write descriptor; never through a link.
+
+    A file or link already at that name (left by a crash, or planted) is removed first:
+    removing a link never touches what it points to.
+    """
+    path = Path(path)
+    try:
+        fd = _open(path, _NEW)
+    except FileExistsError:
+        path.unlink()
+        fd = _open(path, _NEW)
+    _check_file(fd, path)
+    return fd
+
+
+def open_append(path: Path | str) -> int:
+    """Open ``path`` to append (created 0600 when missing); never through a link."""
+    path = Path(path)
+    fd = _open(path, _APPEND)
+    try:
+        _check_file(fd, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_read(path: Path | str) -> int:
+    """Open ``path`` to read, refusing a link; ``FileNotFoundError`` when there is none."""
+    path = Path(path)
+    return _open(path, _READ)
+
+
+def write_new(path: Path | str, data: bytes = b"") -> Path:
+    """Create ``path`` afresh (0600, never through a link) holding ``data``."""
+    fd = create_new(path)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return Path(path)
