@@ -167,6 +167,7 @@ class Agent:
         )
         try:
             while not stop.is_set():
+                self.store.check_path()  # deleted or replaced: stop, and say why
                 try:
                     await self.tick()
                 except StoreError as exc:

@@ -35,3 +35,32 @@ class FakeClock:
 
     def set(self, when: float) -> None:
         self._now = when
+
+
+BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+
+
+def boot_identity() -> tuple[str, float] | None:
+    """This boot's id and the seconds since it (``CLOCK_BOOTTIME``); None where there is none."""
+    try:
+        with open(BOOT_ID_PATH, encoding="ascii") as file:
+            boot_id = file.read().strip()
+        return boot_id, time.clock_gettime(time.CLOCK_BOOTTIME)
+    except (OSError, AttributeError):
+        return None
+
+
+class AnchoredClock:
+    """Wall time at an anchor plus the kernel's boot clock since.
+
+    Every process on the host that reads the same anchor reads the same time, and a step of
+    the wall clock (``date -s``, an NTP correction, a VM resumed) does not move it: the
+    boot clock only runs forward, at the rate NTP keeps.
+    """
+
+    def __init__(self, *, wall: float, boot: float) -> None:
+        self.wall = wall
+        self.boot = boot
+
+    def now(self) -> float:
+        return self.wall + (time.clock_gettime(time.CLOCK_BOOTTIME) - self.boot)

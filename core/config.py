@@ -292,6 +292,13 @@ def load_config(path: Path | None) -> Config:
             f"{path}: not valid TOML ({exc}); fix it, or write fresh defaults with "
             f"`zombietop config init --force {path}`"
         ) from None
+    except RecursionError:
+        # tomllib recurses once per level of nesting: thousands of levels exhaust the stack.
+        raise ConfigError(
+            f"{path}: nested too deeply to be a zombietop config (arrays or tables within "
+            "each other thousands of levels down); fix it, or write fresh defaults with "
+            f"`zombietop config init --force {path}`"
+        ) from None
     return _build(data, path)
 
 

@@ -6,6 +6,8 @@ import re
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+MAX_DURATION = 36500 * 86400.0
+"""A hundred years: every duration is added to a date somewhere, and dates end at 9999."""
 
 
 def parse_duration(text: str) -> float:
@@ -26,6 +28,8 @@ def parse_duration(text: str) -> float:
             f"{text!r} is not a duration: use a number and a unit (ms, s, m, h, d), "
             'e.g. "90s", "15m", "1h30m"'
         )
+    if not total <= MAX_DURATION:
+        raise ValueError(f"{text!r} is longer than zombietop can add to a date; use at most 36500d")
     return total
 
 

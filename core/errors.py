@@ -27,6 +27,10 @@ class ReadOnlyStore(StoreError):
     """A write was attempted through a store opened read-only."""
 
 
+class StoreReplaced(StoreMissing):
+    """The store's path no longer names the file this process holds: deleted or replaced."""
+
+
 class TaskNotFound(StoreError):
     """The named task is not in the store."""
 

@@ -8,10 +8,12 @@ event in the store with the actor, the reason and what happened.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +26,7 @@ from zombietop.clock import Clock
 from zombietop.config import Config, Limits
 from zombietop.durations import format_age
 from zombietop.errors import ActionRefused, TaskNotFound, UnsafePath
-from zombietop.layout import clean_env, safe_name
+from zombietop.layout import clean_env, task_file_name
 from zombietop.model import EventKind, PendingKill, Task, TaskRecord
 from zombietop.private import state_subdir
 from zombietop.procs import (
@@ -304,6 +306,9 @@ class Executor:
     async def _resume(self, request: ActionRequest, record: TaskRecord) -> ActionOutcome:
         task = record.task
         limits = self.config.limits_for(task.step_type)
+        stopped, refusal = await self._stop_old_copy(task, limits)
+        if refusal is not None:
+            return await self._done(request, Outcome.REFUSED, refusal)
         if limits.compensate_command:
             failure = await self._compensate(task, limits)
             if failure is not None:
@@ -327,7 +332,8 @@ class Executor:
             return await self._done(
                 request,
                 Outcome.REQUEUED,
-                f"{task.task_id} requeued for its engine as attempt {task.attempt} ({where})",
+                f"{task.task_id} requeued for its engine as attempt {task.attempt} ({where})"
+                + stopped,
                 token=lease.token,
             )
         try:
@@ -341,21 +347,65 @@ class Executor:
                 token=lease.token,
             )
         how = "relaunched" if task.command else "ran resume_command for"
-        old = record.task
-        still = ""
-        if old.pid is not None and old.host == self.host:
-            if await asyncio.to_thread(alive_as, old.pid, old.pid_start_time):
-                # Fencing keeps it from committing, but an operator should know two copies run
-                # until its wrapper's next renewal fails and stops it.
-                still = f"; the old process (pid {old.pid}) is still alive until it is fenced out"
         return await self._done(
             request,
             Outcome.RELAUNCHED,
             f"{how} {task.task_id} as attempt {task.attempt} from {where} "
-            f"(pid {launch.pid}, log {launch.log}){still}",
+            f"(pid {launch.pid}, log {launch.log}){stopped}",
             token=lease.token,
             data={"pid": launch.pid, "log": str(launch.log), "argv": list(launch.argv)},
         )
+
+    async def _stop_old_copy(self, task: Task, limits: Limits) -> tuple[str, str | None]:
+        """Before a resume, stop the task's recorded process if it still lives on this host:
+        SIGTERM (and SIGCONT) to its group, ``kill_grace``, SIGKILL only if the same process is
+        still alive. Nothing can fence out an orphan whose wrapper died, so two copies would
+        run for ever. Return what was done (for the outcome) and why to refuse, if it must."""
+        pid = task.pid
+        if pid is None or task.host != self.host or pid == os.getpid():
+            # Our own process is an SDK job resuming itself: the new token fences it.
+            return "", None
+        if not await asyncio.to_thread(alive_as, pid, task.pid_start_time):
+            return "", None
+        if await asyncio.to_thread(tie, pid, task.task_id) is None:
+            # The store's pid alone is not trusted (see ``tie``): resume, signal nothing.
+            return f"; pid {pid} is alive but carries no tag of {task.task_id}: not signalled", None
+        pgid = await asyncio.to_thread(signal_target, pid)
+        target = f"process group {pgid}" if pgid is not None else f"pid {pid}"
+        how = "SIGTERM"
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                for each in (sig, signal.SIGCONT) if sig is signal.SIGTERM else (sig,):
+                    if pgid is not None:
+                        os.killpg(pgid, each)
+                    else:
+                        os.kill(pid, each)
+            except ProcessLookupError:
+                break
+            except PermissionError:
+                return "", (
+                    f"not resuming {task.task_id}: its old process (pid {pid}) is still alive "
+                    f"and not ours to signal; stop it as its owner (kill {pid}), then resume"
+                )
+            how = sig.name
+            if await self._gone_within(pid, task.pid_start_time, limits.kill_grace):
+                break
+        else:
+            return "", (
+                f"not resuming {task.task_id}: its old process (pid {pid}) outlived SIGKILL; "
+                "find out what holds it (uninterruptible I/O?) and resume once it is gone"
+            )
+        return f"; stopped the old copy first ({target} exited after {how})", None
+
+    @staticmethod
+    async def _gone_within(pid: int, start_time: float | None, seconds: float) -> bool:
+        """Wait up to ``seconds`` of real time for ``pid`` to exit (a real process's grace)."""
+        deadline = time.monotonic() + seconds
+        while await asyncio.to_thread(alive_as, pid, start_time):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
 
     def _launch(self, task: Task, limits: Limits) -> Launch:
         """Start the relaunch detached (own session), logging beside the store."""
@@ -380,7 +430,7 @@ class Executor:
             assert limits.resume_command is not None
             argv = fill_placeholders(limits.resume_command, task)
         logs = state_subdir(self.store_path, "logs")
-        log = logs / f"{safe_name(task.task_id)}.{task.attempt}.log"
+        log = logs / f"{task_file_name(task.task_id)}.{task.attempt}.log"
         env = clean_env()
         env["ZOMBIETOP_DB"] = str(self.store_path)
         cwd = task.cwd if task.cwd and Path(task.cwd).is_dir() else None
@@ -487,6 +537,13 @@ class Executor:
                 os.killpg(pgid, signal.SIGTERM)
             else:
                 os.kill(pid, signal.SIGTERM)
+            # A stopped job (SIGSTOP, ^Z) holds the TERM until it runs again: wake it so its
+            # handler can run within the grace instead of meeting the SIGKILL stopped.
+            with contextlib.suppress(ProcessLookupError):
+                if pgid is not None:
+                    os.killpg(pgid, signal.SIGCONT)
+                else:
+                    os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:
             return await self._close(
                 kill, request, Outcome.GONE, f"{target} exited before SIGTERM; nothing signalled"

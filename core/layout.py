@@ -6,6 +6,8 @@ Beside a store ``zombietop.db`` lives ``zombietop.db.d/`` with ``logs/`` (relaun
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -24,6 +26,8 @@ LEASE_ENV = (
 """Variables that tie a process to one task's lease."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+TASK_NAME_PREFIX = 48
+"""How much of a task id its file names keep readable; the hash after it tells ids apart."""
 
 
 def state_dir(store_path: Path | str) -> Path:
@@ -43,6 +47,25 @@ def state_dir(store_path: Path | str) -> Path:
 def safe_name(task_id: str) -> str:
     """Make a task id safe to be part of a file name."""
     return _UNSAFE.sub("_", task_id)
+
+
+def task_file_name(task_id: str) -> str:
+    """The stem of a task's own files (heartbeat file, checkpoint, logs): its id made safe and
+    cut short, then a short hash of the exact id. Ids that differ only in what is made safe
+    (``col/x``, ``col_x``, ``col x``) never share a file, and no id is too long for one."""
+    digest = hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{safe_name(task_id)[:TASK_NAME_PREFIX]}-{digest}"
+
+
+def adopt_legacy_file(legacy: Path, path: Path) -> None:
+    """Move a file kept under a name from before ``task_file_name`` to its new name, once.
+
+    Old names could be shared by ids that differ only in ``/``, a space or ``_``: the first
+    of them to look takes the file, as it would have read it before.
+    """
+    if legacy != path and not path.exists() and legacy.exists():
+        with contextlib.suppress(FileNotFoundError):  # another process moved it first
+            os.replace(legacy, path)
 
 
 def clean_env() -> dict[str, str]:

@@ -495,6 +495,65 @@ class AgentPresence:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WatchdogLease:
+    """Which ``zombietop watch`` acts on the store; the others wait as standbys."""
+
+    owner: str
+    host: str
+    pid: int
+    token: int
+    """Grows each time the lease changes hands."""
+    acquired_at: float
+    renewed_at: float
+    expires_at: float
+    """Store time after which a standby may take over."""
+
+    def active(self, now: float) -> bool:
+        return now <= self.expires_at
+
+    @classmethod
+    def from_row(cls, row: Row) -> WatchdogLease:
+        return cls(
+            owner=row["owner"],
+            host=row["host"],
+            pid=row["pid"],
+            token=row["token"],
+            acquired_at=row["acquired_at"],
+            renewed_at=row["renewed_at"],
+            expires_at=row["expires_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredPage:
+    """A page still owed to one channel, kept in the store until it is delivered."""
+
+    page_id: int
+    notifier: str
+    kind: str
+    line: str
+    task_id: str | None
+    health: str | None
+    page_at: float
+    attempts: int
+    next_at: float
+
+    @classmethod
+    def from_row(cls, row: Row) -> StoredPage:
+        return cls(
+            page_id=row["page_id"],
+            notifier=row["notifier"],
+            kind=row["kind"],
+            line=row["line"],
+            task_id=row["task_id"],
+            health=row["health"],
+            page_at=row["page_at"],
+            attempts=row["attempts"],
+            next_at=row["next_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StoredSample:
     """A process sample an agent wrote to the store, for dashboards on other hosts."""
 

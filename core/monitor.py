@@ -619,6 +619,7 @@ class Monitor:
         started = time.perf_counter()
         kept, self._kept = self._kept, None
         try:
+            self.store.check_path()
             now = await self.store.now()
             since = None if self.include_finished else now - self.config.finished_window
             records = await self.store.poll(since)

@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from zombietop.clock import Clock
 from zombietop.config import NotifySettings
 from zombietop.errors import ZombietopError
+from zombietop.model import StoredPage
 from zombietop.printable import printable
 from zombietop.redact import redact_url, scrub
 
@@ -192,6 +193,29 @@ def build_notifiers(settings: NotifySettings) -> list[Notifier]:
     return notifiers
 
 
+class PageKeeper(Protocol):
+    """Where undelivered pages wait across restarts (the store)."""
+
+    async def keep_page(
+        self,
+        *,
+        notifier: str,
+        kind: str,
+        line: str,
+        task_id: str | None,
+        health: str | None,
+        page_at: float,
+        attempts: int,
+        next_at: float,
+    ) -> int: ...
+
+    async def pending_pages(self) -> list[StoredPage]: ...
+
+    async def retry_page(self, page_id: int, *, attempts: int, next_at: float) -> None: ...
+
+    async def drop_page(self, page_id: int) -> None: ...
+
+
 @dataclass(slots=True, kw_only=True)
 class _Delivery:
     page: Page
@@ -199,6 +223,8 @@ class _Delivery:
     attempts: int = 0
     next_at: float = 0.0
     errors: list[str] = field(default_factory=list)
+    page_id: int | None = None
+    """Its row in the keeper, once written there."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -215,7 +241,13 @@ class DeliveryResult:
 
 
 class Outbox:
-    """Pending deliveries, each retried with doubling backoff until it lands or runs out."""
+    """Pending deliveries, each retried with doubling backoff until it lands or runs out.
+
+    With a ``keeper``, every delivery is written there before its first attempt and removed
+    once it lands or runs out of attempts: a watchdog that stops (or a ``--once`` run that
+    ends) with pages still failing leaves them to the next one. While the keeper cannot be
+    written (a full disk), deliveries wait in memory and the write is tried again each flush.
+    """
 
     def __init__(
         self,
@@ -223,12 +255,17 @@ class Outbox:
         settings: NotifySettings,
         clock: Clock,
         on_result: Callable[[DeliveryResult], Awaitable[None]] | None = None,
+        keeper: PageKeeper | None = None,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         self.notifiers = list(notifiers)
         self.settings = settings
         self.clock = clock
         self.on_result = on_result
+        self.keeper = keeper
+        self.log = log or (lambda line: None)
         self._queue: list[_Delivery] = []
+        self._keeper_down = False
 
     @property
     def pending(self) -> int:
@@ -238,15 +275,107 @@ class Outbox:
         for notifier in self.notifiers:
             self._queue.append(_Delivery(page=page, notifier=notifier, next_at=self.clock.now()))
 
+    async def load(self) -> int:
+        """Take over the pages the keeper holds (left by an earlier watchdog); return how many.
+
+        A page owed to a channel no longer configured is dropped, and said so.
+        """
+        if self.keeper is None:
+            return 0
+        try:
+            kept = await self.keeper.pending_pages()
+        except ZombietopError as exc:
+            self.log(f"cannot read undelivered pages ({exc}); they wait in the store")
+            return 0
+        by_name = {notifier.name: notifier for notifier in self.notifiers}
+        queued = {d.page_id for d in self._queue if d.page_id is not None}
+        loaded = 0
+        for row in kept:
+            if row.page_id in queued:
+                continue
+            page = Page(
+                kind=row.kind, line=row.line, task_id=row.task_id, health=row.health, at=row.page_at
+            )
+            notifier = by_name.get(row.notifier)
+            if notifier is None:
+                self.log(f"dropping a page owed to {row.notifier} (not configured): {page.line}")
+                await self._drop(row.page_id)
+                continue
+            self._queue.append(
+                _Delivery(
+                    page=page,
+                    notifier=notifier,
+                    attempts=row.attempts,
+                    next_at=row.next_at,
+                    page_id=row.page_id,
+                )
+            )
+            loaded += 1
+        return loaded
+
+    def forget_kept(self) -> None:
+        """Leave the kept deliveries to the watchdog that took over; deliver only the rest."""
+        self._queue = [d for d in self._queue if d.page_id is None]
+
     async def flush(self) -> list[DeliveryResult]:
         """Attempt every delivery that is due; never raises."""
+        await self._keep_new()
         now = self.clock.now()
         due = [d for d in self._queue if d.next_at <= now]
         results = await asyncio.gather(*(self._attempt(d) for d in due))
-        for result in results:
+        for delivery, result in zip(due, results, strict=True):
+            await self._settle(delivery, result)
             if self.on_result is not None:
                 await self.on_result(result)
         return list(results)
+
+    async def _keep_new(self) -> None:
+        if self.keeper is None:
+            return
+        for delivery in self._queue:
+            if delivery.page_id is not None:
+                continue
+            page = delivery.page
+            try:
+                delivery.page_id = await self.keeper.keep_page(
+                    notifier=delivery.notifier.name,
+                    kind=page.kind,
+                    line=page.line,
+                    task_id=page.task_id,
+                    health=page.health,
+                    page_at=page.at,
+                    attempts=delivery.attempts,
+                    next_at=delivery.next_at,
+                )
+            except ZombietopError as exc:
+                if not self._keeper_down:
+                    self.log(f"cannot keep pages in the store ({exc}); they wait in memory")
+                self._keeper_down = True
+                return
+            self._keeper_down = False
+
+    async def _settle(self, delivery: _Delivery, result: DeliveryResult) -> None:
+        """Bring the keeper's row in line with the attempt just made."""
+        if delivery.page_id is None or self.keeper is None:
+            return
+        try:
+            if result.final:
+                await self.keeper.drop_page(delivery.page_id)
+            else:
+                await self.keeper.retry_page(
+                    delivery.page_id, attempts=delivery.attempts, next_at=delivery.next_at
+                )
+        except ZombietopError as exc:
+            # A delivered page whose row stays may be sent once more by the next watchdog:
+            # a page twice beats a page never.
+            self.log(f"cannot update the kept page ({exc}): {delivery.page.line}")
+
+    async def _drop(self, page_id: int) -> None:
+        assert self.keeper is not None
+        try:
+            await self.keeper.drop_page(page_id)
+        except ZombietopError as exc:
+            self.log(f"cannot drop the kept page {page_id} ({exc})")
 
     async def _attempt(self, delivery: _Delivery) -> DeliveryResult:
         delivery.attempts += 1

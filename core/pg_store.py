@@ -29,7 +29,7 @@ from zombietop.sql_store import Duplicate, SQLStore, fill_columns
 APPLICATION = "zombietop"
 CONNECT_TIMEOUT_S = 10.0
 _SQL = queries.load("postgresql")
-MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5, 6))
+MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5, 6, 7))
 SCHEMA_VERSION = len(MIGRATIONS)
 """The same numbering as the SQLite store: v3 on either backend holds the same tables."""
 
@@ -279,6 +279,9 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
                     raise
                 else:
                     await transaction.commit()
+
+    def check_path(self) -> None:
+        """A server's store has no file to be deleted under us: its errors say the rest."""
 
     async def _now_in(self, db: asyncpg.Connection) -> float:
         pinned = None if self._pinned is None else float(self._pinned.now())

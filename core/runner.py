@@ -38,11 +38,12 @@ from zombietop.errors import (
     HeartbeatParseError,
     LeaseLost,
     StoreError,
+    StoreReplaced,
     UnsafePath,
     ZombietopError,
 )
-from zombietop.heartbeat_line import parse_line
-from zombietop.layout import clean_env, safe_name
+from zombietop.heartbeat_line import MAX_LINE, parse_line
+from zombietop.layout import clean_env, safe_name, task_file_name
 from zombietop.model import EventKind, PendingKill, TaskState
 from zombietop.output import OutputLog, private_output_path, prune_attempts
 from zombietop.printable import printable
@@ -80,7 +81,14 @@ def exit_status(returncode: int) -> int:
 
 
 class HeartbeatTail:
-    """Read complete new lines from the heartbeat file; the last one wins."""
+    """Read complete new lines from the heartbeat file; the last one wins.
+
+    Memory stays bounded whatever the job writes: the file is read a chunk at a time, and a
+    line past ``MAX_LINE`` keeps only its first ``MAX_LINE + 1`` bytes (so it is still
+    rejected as too long, with its start shown) while the rest is dropped up to its newline.
+    """
+
+    CHUNK = 1 << 16
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -99,17 +107,28 @@ class HeartbeatTail:
                     # Truncated or replaced by the job: start again from the top.
                     self._offset, self._partial = 0, b""
                 handle.seek(self._offset)
-                data = handle.read()
+                newest = None
+                while data := handle.read(self.CHUNK):
+                    self._offset += len(data)
+                    newest = self._take(data) or newest
         except (FileNotFoundError, UnsafePath):
             return None
-        self._offset += len(data)
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
-        complete = [line for line in lines if line.strip()]
-        if not complete:
+        if newest is None:
             return None
-        self.latest = complete[-1].decode("utf-8", errors="replace")
+        self.latest = newest.decode("utf-8", errors="replace")
         return self.latest
+
+    def _take(self, data: bytes) -> bytes | None:
+        """Add a chunk; return its last complete non-blank line, if it ended one."""
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        newest = None
+        for piece in lines:
+            line, self._partial = (self._partial + piece)[: MAX_LINE + 1], b""
+            if line.strip():
+                newest = line
+        self._partial = (self._partial + tail)[: MAX_LINE + 1]
+        return newest
 
 
 class Passthrough:
@@ -190,6 +209,7 @@ class Runner:
         self.lost: str | None = None
         self.line_at: float | None = None
         """When the command's latest heartbeat line was read (monotonic), None before one."""
+        self.store_gone = False
 
     def _say(self, text: str) -> None:
         print(printable(f"zombietop: {text}"), file=self.err, flush=True)
@@ -222,7 +242,7 @@ class Runner:
         limits = self.config.limits_for(claim.task.step_type)
         if not spec.task_id:
             self._say(f"task {task_id}")
-        beat_file = write_new(folder / f"{safe_name(task_id)}.{claim.token}.hb")
+        beat_file = write_new(folder / f"{task_file_name(task_id)}.{claim.token}.hb")
         try:
             return await self._supervise(claim, limits, spec, beat_file)
         finally:
@@ -341,16 +361,28 @@ class Runner:
         finally:
             for sig in FORWARDED:
                 loop.remove_signal_handler(sig)
-        if self.lost is None:
-            # The command's last words count: read what it wrote just before it exited, or
-            # repeat the newest line in case the cancelled tail was recording it just then.
-            tail.last_line()
-            if tail.latest is not None:
-                await self._record_line(claim, tail.latest)
-            await self._record_exit(claim, proc.pid, returncode, started)
-        else:
-            await self._record_lost(claim, returncode)
+        if self.store_gone:
+            return exit_status(returncode)
+        try:
+            if self.lost is None:
+                # The command's last words count: read what it wrote just before it exited, or
+                # repeat the newest line in case the cancelled tail was recording it just then.
+                tail.last_line()
+                if tail.latest is not None:
+                    await self._record_line(claim, tail.latest)
+                await self._record_exit(claim, proc.pid, returncode, started)
+            else:
+                await self._record_lost(claim, returncode)
+        except StoreReplaced as exc:
+            self._lose_store(exc, claim)
         return exit_status(returncode)
+
+    def _lose_store(self, exc: StoreReplaced, claim: Claim) -> None:
+        """The store's path names another file now (or none): the command is not at fault, so
+        let it finish, and say once that nothing more of this run is recorded there."""
+        if not self.store_gone:
+            self.store_gone = True
+            self._say(f"{exc}; {claim.task.task_id} keeps running unrecorded")
 
     def _forward(self, proc: asyncio.subprocess.Process, sig: int, grace: float) -> None:
         first = not self.forwarded
@@ -378,6 +410,7 @@ class Runner:
             if proc.returncode is not None:
                 return
             try:
+                self.store.check_path()
                 await self.store.renew_lease(
                     claim.task.task_id, owner=claim.owner, token=claim.token, ttl=limits.lease_ttl
                 )
@@ -386,6 +419,8 @@ class Runner:
                 self._say(f"{exc}; stopping the command so two owners never run")
                 await self._stop(proc, limits.kill_grace)
                 return
+            except StoreReplaced as exc:
+                self._lose_store(exc, claim)
             except StoreError as exc:
                 # A busy store is not a lost lease: try again next interval, the TTL has room.
                 self._say(f"could not renew the lease on {claim.task.task_id}: {exc}")

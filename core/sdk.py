@@ -38,7 +38,7 @@ from zombietop.claim import Claim, claim_task, owner_name
 from zombietop.config import Config, Limits, load_config, resolve_config_path
 from zombietop.errors import LeaseLost, RequestTimeout, StoreError
 from zombietop.heartbeat_line import BeatLine
-from zombietop.layout import safe_name, state_dir
+from zombietop.layout import adopt_legacy_file, safe_name, state_dir, task_file_name
 from zombietop.model import Lease, TaskState
 from zombietop.private import create_new, open_read, private_dir
 from zombietop.procs import process_start_time, this_host
@@ -118,7 +118,10 @@ class Job:
             tuple(after),
         )
         self.host = host if host is not None else this_host()
-        default = state_dir(self.db) / "checkpoints" / f"{safe_name(task_id)}.json"
+        folder = state_dir(self.db) / "checkpoints"
+        default = folder / f"{task_file_name(task_id)}.json"
+        if checkpoint_path is None:
+            adopt_legacy_file(folder / f"{safe_name(task_id)}.json", default)
         self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else default
         self._own_checkpoint_dir = not checkpoint_path
         """The default folder is zombietop's, so it must be private; a path given is the job's."""

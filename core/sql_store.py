@@ -33,10 +33,12 @@ from zombietop.model import (
     PollChanges,
     ProcessSample,
     StepRuns,
+    StoredPage,
     StoredSample,
     Task,
     TaskRecord,
     TaskState,
+    WatchdogLease,
 )
 from zombietop.oncall import Ack, Silence
 from zombietop.rows import (
@@ -80,6 +82,17 @@ def fill_columns(sql: str) -> str:
         .replace("{heartbeat_columns}", ", ".join(HEARTBEAT_COLUMNS))
         .replace("{request_columns}", ", ".join(REQUEST_COLUMNS))
     )
+
+
+def _on_store_clock(moment: float | None, reported_at: float | None, now: float) -> float | None:
+    """A moment the worker read off its own clock (``req_at``), moved onto the store's by the
+    skew its beat shows (``at`` against ``now``), and never after ``now``: a worker whose
+    clock is an hour behind must not look an hour into a request, nor one ahead not at all."""
+    if moment is None:
+        return None
+    if reported_at is not None:
+        moment -= reported_at - now
+    return min(moment, now)
 
 
 class SQLStore(Store, Generic[Conn]):
@@ -151,8 +164,23 @@ class SQLStore(Store, Generic[Conn]):
     async def _task_in(self, db: Conn, task_id: str) -> Task:
         row = await self._row(db, "select_task", {"task_id": task_id})
         if row is None:
-            raise self._missing(task_id)
+            raise await self._missing_in(db, task_id)
         return Task.from_row(row)
+
+    async def _missing_in(self, db: Conn, task_id: str) -> StoreError:
+        """``TaskNotFound``, unless the store is corrupt: then a missing row proves nothing,
+        and saying "no task" would send the operator looking in the wrong place."""
+        damage = await self._damage(db, task_id)
+        if damage is None:
+            return self._missing(task_id)
+        return StoreError(
+            f"store {self._where()} is corrupt ({damage}), so it cannot say whether task "
+            f"{task_id!r} exists; restore it from a backup, or move it aside and start afresh"
+        )
+
+    async def _damage(self, db: Conn, task_id: str) -> str | None:
+        """What is found wrong with the store when ``task_id`` was not found; None if nothing."""
+        return None
 
     async def _lease_in(self, db: Conn, task_id: str) -> Lease | None:
         row = await self._row(db, "select_lease", {"task_id": task_id})
@@ -254,8 +282,8 @@ class SQLStore(Store, Generic[Conn]):
     async def get_record(self, task_id: str) -> TaskRecord:
         async with self._read() as db:
             row = await self._row(db, "select_task_record", {"task_id": task_id})
-        if row is None:
-            raise self._missing(task_id)
+            if row is None:
+                raise await self._missing_in(db, task_id)
         return record_from_row(row)
 
     async def poll(self, finished_since: float | None) -> list[TaskRecord]:
@@ -767,7 +795,7 @@ class SQLStore(Store, Generic[Conn]):
                 "checkpoint": beat.checkpoint,
                 "eta_s": beat.eta_s,
                 "request_name": beat.request,
-                "request_at": beat.request_at,
+                "request_at": _on_store_clock(beat.request_at, beat.at, now),
                 "trace_id": beat.trace,
                 "reported_at": beat.at,
                 "now": now,
@@ -1193,3 +1221,87 @@ class SQLStore(Store, Generic[Conn]):
                 },
             )
         return done
+
+    # The watchdog's own lease and its undelivered pages ------------------------------------
+
+    async def hold_watchdog_lease(
+        self, *, owner: str, host: str, pid: int, ttl: float
+    ) -> WatchdogLease:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            params = {
+                "owner": owner,
+                "host": host,
+                "pid": pid,
+                "now": now,
+                "expires_at": now + ttl,
+            }
+            await self._run(db, "insert_watchdog_lease", params)
+            row = await self._row(db, "hold_watchdog_lease_row", {})
+            assert row is not None
+            held = WatchdogLease.from_row(row)
+            if held.owner == owner:
+                await self._run(db, "renew_watchdog_lease", params)
+            elif held.owner != owner and held.expires_at < now:
+                await self._run(db, "take_watchdog_lease", params)
+            else:
+                return held
+            row = await self._row(db, "select_watchdog_lease", {})
+            assert row is not None
+            return WatchdogLease.from_row(row)
+
+    async def release_watchdog_lease(self, *, owner: str) -> None:
+        async with self._write() as db:
+            await self._run(db, "release_watchdog_lease", {"owner": owner})
+
+    async def watchdog_lease(self) -> WatchdogLease | None:
+        async with self._read() as db:
+            row = await self._row(db, "select_watchdog_lease", {})
+        return None if row is None else WatchdogLease.from_row(row)
+
+    async def keep_page(
+        self,
+        *,
+        notifier: str,
+        kind: str,
+        line: str,
+        task_id: str | None,
+        health: str | None,
+        page_at: float,
+        attempts: int,
+        next_at: float,
+    ) -> int:
+        async with self._write() as db:
+            row = await self._row(
+                db,
+                "insert_pending_page",
+                {
+                    "notifier": notifier,
+                    "kind": kind,
+                    "line": line,
+                    "task_id": task_id,
+                    "health": health,
+                    "page_at": page_at,
+                    "attempts": attempts,
+                    "next_at": next_at,
+                },
+            )
+        assert row is not None
+        return int(row[0])
+
+    async def pending_pages(self) -> list[StoredPage]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_pending_pages", {})
+        return [StoredPage.from_row(row) for row in rows]
+
+    async def retry_page(self, page_id: int, *, attempts: int, next_at: float) -> None:
+        async with self._write() as db:
+            await self._run(
+                db,
+                "update_pending_page",
+                {"page_id": page_id, "attempts": attempts, "next_at": next_at},
+            )
+
+    async def drop_page(self, page_id: int) -> None:
+        async with self._write() as db:
+            await self._run(db, "delete_pending_page", {"page_id": page_id})

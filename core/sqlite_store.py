@@ -20,15 +20,15 @@ from urllib.parse import quote
 import aiosqlite
 
 from zombietop import queries
-from zombietop.clock import Clock, SystemClock
-from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
+from zombietop.clock import AnchoredClock, Clock, SystemClock, boot_identity
+from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing, StoreReplaced
 from zombietop.model import Task
 from zombietop.sql_store import Duplicate, SQLStore, fill_columns
 from zombietop.sqlite_inline import InlineConnection
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
-MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5, 6, 7, 8))
+MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5, 6, 7, 8, 9))
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 5000
 BEGIN_RETRIES = 4
@@ -151,6 +151,8 @@ class SQLiteStore(SQLStore[Connection]):
         store = cls(db, path, clock or SystemClock(), read_only)
         try:
             await store._prepare()
+            if clock is None:
+                store._clock = await store._anchored_clock()
         except BaseException:
             await db.close()
             raise
@@ -205,6 +207,30 @@ class SQLiteStore(SQLStore[Connection]):
             await db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    def check_path(self) -> None:
+        self._check_file()
+
+    async def _anchored_clock(self) -> Clock:
+        """The store's clock: this boot's anchor (made now if this boot has none yet).
+
+        Without a boot clock, or read-only before any writer of this boot anchored the store,
+        it is the wall clock.
+        """
+        boot = boot_identity()
+        if boot is None:
+            return SystemClock()
+        boot_id, since_boot = boot
+        params = {"boot_id": boot_id, "wall": time.time(), "boot": since_boot}
+        if not self.read_only:
+            async with self._write() as db:
+                await self._run(db, "insert_clock_anchor", params)
+                await self._run(db, "prune_clock_anchors", params)
+        async with self._read() as db:
+            row = await self._row(db, "select_clock_anchor", params)
+        if row is None:
+            return SystemClock()
+        return AnchoredClock(wall=float(row["wall"]), boot=float(row["boot"]))
+
     def describe(self) -> str:
         return str(self.path) + (" (read-only)" if self.read_only else "")
 
@@ -251,7 +277,7 @@ class SQLiteStore(SQLStore[Connection]):
         if now == self._file:
             return
         what = "deleted or moved" if now is None else "replaced by another file"
-        raise StoreMissing(
+        raise StoreReplaced(
             f"store {self.path} was {what} while open; restore it, or restart zombietop "
             "on the store the jobs now use"
         )
@@ -303,6 +329,16 @@ class SQLiteStore(SQLStore[Connection]):
 
     async def _now_in(self, db: Connection) -> float:
         return self._clock.now()
+
+    async def _damage(self, db: Connection, task_id: str) -> str | None:
+        # The lookup went through the tasks' index; the table itself, read past the index (a
+        # scan of the tasks alone, paid only when a task is missing), tells a damaged index.
+        rows = await db.execute_fetchall(
+            "SELECT count(*) FROM tasks NOT INDEXED WHERE task_id = ?", (task_id,)
+        )
+        if next(iter(rows))[0]:
+            return "its index of tasks lacks a task its table holds"
+        return None
 
     async def _revision(self, db: Connection) -> tuple[int, int] | None:
         row = await self._row(db, "select_revision", {})

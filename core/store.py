@@ -27,10 +27,12 @@ from zombietop.model import (
     PollChanges,
     ProcessSample,
     StepRuns,
+    StoredPage,
     StoredSample,
     Task,
     TaskRecord,
     TaskState,
+    WatchdogLease,
 )
 from zombietop.oncall import Ack, Silence
 
@@ -55,6 +57,12 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def check_path(self) -> None:
+        """Raise ``StoreReplaced`` when the store's path no longer names what this process
+        holds open (a file store deleted or replaced under it); long-running commands call it
+        every round."""
 
     async def __aenter__(self) -> Self:
         return self
@@ -379,6 +387,50 @@ class Store(abc.ABC):
         self, request_id: int, *, outcome: str, message: str, actor: str
     ) -> HostRequest | None:
         """Record what became of a request, with an event; None if it was already finished."""
+
+    # The watchdog's own lease and its undelivered pages ------------------------------------
+
+    @abc.abstractmethod
+    async def hold_watchdog_lease(
+        self, *, owner: str, host: str, pid: int, ttl: float
+    ) -> WatchdogLease:
+        """Take or renew the one watchdog lease of the store, for ``ttl`` seconds of store
+        time; return who holds it now (``owner`` or, while theirs is live, someone else)."""
+
+    @abc.abstractmethod
+    async def release_watchdog_lease(self, *, owner: str) -> None:
+        """Give the lease up (a clean stop), so a standby takes over at once."""
+
+    @abc.abstractmethod
+    async def watchdog_lease(self) -> WatchdogLease | None:
+        """Who holds the watchdog lease, live or expired; None if no watchdog ever did."""
+
+    @abc.abstractmethod
+    async def keep_page(
+        self,
+        *,
+        notifier: str,
+        kind: str,
+        line: str,
+        task_id: str | None,
+        health: str | None,
+        page_at: float,
+        attempts: int,
+        next_at: float,
+    ) -> int:
+        """Keep a page owed to one channel until it is delivered; return its id."""
+
+    @abc.abstractmethod
+    async def pending_pages(self) -> list[StoredPage]:
+        """Every page still owed, oldest first."""
+
+    @abc.abstractmethod
+    async def retry_page(self, page_id: int, *, attempts: int, next_at: float) -> None:
+        """Record a failed attempt at a kept page and when to try it next."""
+
+    @abc.abstractmethod
+    async def drop_page(self, page_id: int) -> None:
+        """Forget a kept page: delivered, or out of attempts."""
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")

@@ -9,7 +9,9 @@ paged again, and when, is the on-call loop's (``zombietop.oncall``): acks, silen
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,8 +20,8 @@ from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionR
 from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.durations import format_age, format_duration
-from zombietop.errors import StoreError
-from zombietop.model import BudgetFlag, EventKind, Health
+from zombietop.errors import StoreError, StoreReplaced
+from zombietop.model import BudgetFlag, EventKind, Health, WatchdogLease
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
 from zombietop.oncall import FollowUp, Notices, OnCall, notice_line
@@ -32,6 +34,17 @@ RESTORE_EVENTS = 5000
 """How far back in the page log the watchdog looks to remember open incidents."""
 ONCE_DELIVERY_WINDOW = 60.0
 """Seconds a ``--once`` run keeps retrying failed deliveries before it exits."""
+JUMP_TOLERANCE = 5.0
+"""Seconds by which a clock may disagree with this host's monotonic clock between two looks
+before the watchdog calls it a jump (a loaded host delays a look's reads by a second or so)."""
+LEASE_INTERVALS = 3
+"""The watchdog lease lasts this many ``[watch] interval``s: a standby takes over after it."""
+JUMPS_KEPT = 16
+
+
+def _signed(seconds: float) -> str:
+    """``+1h00m``: a jump to the second (the two clocks are read a moment apart)."""
+    return ("+" if seconds >= 0 else "-") + format_age(abs(round(seconds)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,13 +60,20 @@ class TickReport:
 
     taken_at: float | None
     withheld: str | None = None
-    """Why no verdicts were acted on this tick (the store could not be read, or lags)."""
+    """Why no verdicts were acted on this tick (the store could not be read, or lags, a clock
+    jumped, or another watchdog is the active one)."""
+    active: bool = True
+    """False for a standby: another watchdog holds the store's watchdog lease."""
+    watchdog: WatchdogLease | None = None
+    """Who held the watchdog lease as of this look (None in a dry run or when unreadable)."""
     counts: Mapping[Health, int] = field(default_factory=dict)
     """Tasks per health as of this look (empty when the store could not be read)."""
     pages: tuple[Page, ...] = ()
     logs: tuple[str, ...] = ()
     actions: tuple[ActionOutcome, ...] = ()
     deliveries: tuple[DeliveryResult, ...] = ()
+    blind: bool = False
+    """True when this look could not read the store (its tasks, if any, are an older look's)."""
 
 
 def _ended_by_kill(view: TaskView) -> bool:
@@ -66,6 +86,19 @@ class PrintNotifier:
     """``--dry-run``: show the page instead of sending it."""
 
     name = kind = "dry-run"
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self._log = log
+
+    async def send(self, page: Page) -> None:
+        self._log(f"PAGE ({page.kind}) {page.shown}")
+
+
+class LogNotifier:
+    """No ``[notify]`` channel: the page goes to the watch's log, as its first line says."""
+
+    name = "watch log"
+    kind = "log"
 
     def __init__(self, log: Callable[[str], None]) -> None:
         self._log = log
@@ -109,6 +142,9 @@ class Watchdog:
         clock: Clock | None = None,
         dry_run: bool = False,
         log: Callable[[str], None] = print,
+        monotonic: Callable[[], float] | None = None,
+        wall: Callable[[], float] | None = None,
+        pid: int | None = None,
     ) -> None:
         self.monitor = monitor
         self.store = monitor.store
@@ -118,12 +154,22 @@ class Watchdog:
         self.dry_run = dry_run
         self.log: Callable[[str], None] = lambda line: log(printable(line))
         """Every line the watchdog says goes out printable, whatever sink it is given."""
-        self.actor = f"watchdog@{socket.gethostname()}"
+        self.host = socket.gethostname()
+        self.actor = f"watchdog@{self.host}"
+        self.pid = os.getpid() if pid is None else pid
+        self.lease_owner = f"{self.actor} pid {self.pid}"
+        """Who this watchdog is in the watchdog lease (the actor is shared by a host's)."""
+        # An injected clock is the watchdog's whole sense of time unless told otherwise: a
+        # test that steps it has not made the store's clock jump.
+        self.monotonic = monotonic or (self.clock.now if clock else time.monotonic)
+        self.wall = wall or (self.clock.now if clock else time.time)
         self.outbox = Outbox(
             [PrintNotifier(self.log)] if dry_run else notifiers,
             config.notify,
             self.clock,
             on_result=self._delivered,
+            keeper=None if dry_run else self.store,
+            log=self.log,
         )
         self.incidents: dict[str, Incident] = {}
         self.notices = Notices()
@@ -135,12 +181,31 @@ class Watchdog:
         self._last_digest_at: float | None = None
         self._store_down = False
         self._restored = False
+        self._active: bool | None = None
+        """Whether this watchdog held the lease at the last look (None before the first)."""
+        self._last_look: tuple[float, float, float, float] | None = None
+        """(store time, monotonic before and after the poll, wall) of the last look that read
+        the store."""
+        self._beat_seqs: dict[str, int] = {}
+        """Each executing task's heartbeat seq at the last look: a beat written since then
+        cannot be older than the time between the looks."""
+        self._jumps: list[tuple[float, float]] = []
+        """(store time after, size) of each jump of the store's clock noticed: a stage timer
+        started before a jump is that much younger than the store's clock says."""
+        self._clocks_disagree = False
+        self._wall_stepped = False
+        self._unheld: set[str] = set()
+        """Tasks whose quarantine could not be written: retried each look, paged once held."""
+        self._write_down = False
+        self._lease_stuck = False
 
     # Memory --------------------------------------------------------------------------------
 
     async def restore(self) -> None:
         """Rebuild open incidents and one-shot keys from the event log."""
         self._restored = True
+        self.incidents.clear()
+        self._once.clear()
         try:
             pages = await self.store.events(kind=EventKind.PAGE, limit=RESTORE_EVENTS)
             marks = await self.store.events(kind=EventKind.WATCHDOG, limit=RESTORE_EVENTS)
@@ -213,8 +278,15 @@ class Watchdog:
         if not self._restored:
             await self.restore()
         tick = _Tick()
+        looked_at, walled_at = self.monotonic(), self.wall()
         snapshot = await self.monitor.poll()
         withheld = await self._check_detector(snapshot, tick)
+        lease = None
+        if withheld is None:
+            looked = (looked_at, self.monotonic())
+            untrusted = await self._check_clocks(snapshot, looked, walled_at, tick)
+            lease, standby = await self._hold_lease(tick)
+            withheld = standby or untrusted
         if withheld is None:
             tick.now = snapshot.taken_at if snapshot.taken_at is not None else self.clock.now()
             tick.oncall = snapshot.oncall
@@ -227,12 +299,15 @@ class Watchdog:
                 for outcome in await self.executor.complete_pending_kills():
                     tick.actions.append(outcome)
                     tick.logs.append(f"kill {outcome.request.task_id}: {outcome.message}")
-        deliveries = await self.outbox.flush()
+        deliveries = await self.outbox.flush() if self._active is not False else []
         for line in tick.logs:
             self.log(line)
         return TickReport(
             taken_at=snapshot.taken_at,
             withheld=withheld,
+            active=self._active is not False,
+            watchdog=lease,
+            blind=snapshot.error is not None,
             counts=snapshot.counts if snapshot.ok else {},
             pages=tuple(tick.pages),
             logs=tuple(tick.logs),
@@ -246,6 +321,10 @@ class Watchdog:
             reason = f"cannot read store {self.store.describe()}: {snapshot.error}"
             if not self._store_down:
                 self._store_down = True
+                if self._active is False:
+                    # The active watchdog pages it, if it too cannot read the store.
+                    tick.logs.append(f"standby: {reason}")
+                    return reason
                 self._page(
                     tick,
                     "watchdog",
@@ -271,6 +350,132 @@ class Watchdog:
             tick.logs.append(f"verdicts withheld: {reason}")
             return reason
         return None
+
+    async def _check_clocks(
+        self, snapshot: Snapshot, looked: tuple[float, float], walled_at: float, tick: _Tick
+    ) -> str | None:
+        """Withhold verdicts for a look whose ages cannot be trusted: the store's clock jumped
+        against this host's monotonic clock since the last look, or tasks that beat since then
+        look older than that (this host's reading of the store's clock is off)."""
+        assert snapshot.taken_at is not None
+        now = snapshot.taken_at
+        last, self._last_look = self._last_look, (now, *looked, walled_at)
+        seqs, self._beat_seqs = (
+            self._beat_seqs,
+            {
+                view.task_id: view.heartbeat.seq
+                for view in snapshot.tasks
+                if view.heartbeat is not None and view.task.state.executing
+            },
+        )
+        if last is None:
+            return None
+        # The store's time was read somewhere within each poll: between the two looks, at
+        # least ``shortest`` and at most ``longest`` passed (a slow poll widens it, never
+        # makes a jump).
+        shortest, longest = looked[0] - last[2], looked[1] - last[1]
+        moved = now - last[0]
+        store_jump = moved - min(max(moved, shortest), longest)
+        elapsed = looked[0] - last[1]
+        wall_jump = (walled_at - last[3]) - elapsed
+        if abs(wall_jump) > JUMP_TOLERANCE and abs(store_jump) <= JUMP_TOLERANCE:
+            tick.logs.append(
+                f"this host's wall clock stepped {_signed(wall_jump)}; ages are measured on the "
+                "store's clock, which did not move: nothing withheld"
+            )
+        if abs(store_jump) > JUMP_TOLERANCE:
+            self._jumps = [*self._jumps[-JUMPS_KEPT + 1 :], (now, store_jump)]
+            reason = (
+                f"the store's clock jumped {_signed(store_jump)} between two looks "
+                f"{elapsed:.0f}s apart: kills, quarantines and pages withheld for this round"
+            )
+            await self._say_once(tick, reason)
+            return reason
+        stale = [
+            view
+            for view in snapshot.tasks
+            if view.heartbeat is not None
+            and seqs.get(view.task_id, view.heartbeat.seq) != view.heartbeat.seq
+            and now - view.heartbeat.written_at > longest + JUMP_TOLERANCE
+        ]
+        if stale:
+            first = stale[0]
+            assert first.heartbeat is not None
+            age = now - first.heartbeat.written_at
+            reason = (
+                f"{len(stale)} task(s) beat since the last look {elapsed:.0f}s ago yet look "
+                f"{format_age(age)} old ({first.task_id}): this host reads the store's clock "
+                "wrong; kills, quarantines and pages withheld until it agrees"
+            )
+            if not self._clocks_disagree:
+                self._clocks_disagree = True
+                await self._say_once(tick, reason)
+            return reason
+        if self._clocks_disagree:
+            self._clocks_disagree = False
+            tick.logs.append("the store's clock and the tasks' beats agree again")
+        return None
+
+    async def _say_once(self, tick: _Tick, reason: str) -> None:
+        tick.logs.append(f"verdicts withheld: {reason}")
+        await self._record(EventKind.WATCHDOG, f"verdicts withheld: {reason}", None, {})
+
+    def _jumped_since(self, moment: float) -> float:
+        """How far the store's clock jumped after ``moment`` (its own reading)."""
+        return sum(size for at, size in self._jumps if at > moment)
+
+    async def _hold_lease(self, tick: _Tick) -> tuple[WatchdogLease | None, str | None]:
+        """Take or renew the store's watchdog lease; say why not (a standby), once per change."""
+        if self.dry_run:
+            self._active = True
+            return None, None
+        ttl = LEASE_INTERVALS * self.config.watch.interval
+        try:
+            lease = await self.store.hold_watchdog_lease(
+                owner=self.lease_owner, host=self.host, pid=self.pid, ttl=ttl
+            )
+        except StoreError as exc:
+            if self._active:
+                # A full disk must not blind the watchdog: nobody can take the lease over
+                # while nobody can write, and the next renewal that lands says who holds it.
+                if not self._lease_stuck:
+                    self._lease_stuck = True
+                    tick.logs.append(
+                        f"cannot renew the watchdog lease ({exc}); still acting as the active one"
+                    )
+                return None, None
+            reason = f"cannot hold the watchdog lease in {self.store.describe()}: {exc}"
+            tick.logs.append(f"verdicts withheld: {reason}")
+            return None, reason
+        self._lease_stuck = False
+        active = lease.owner == self.lease_owner
+        was, self._active = self._active, active
+        if active and was is not True:
+            if was is False:
+                tick.logs.append(f"active: took over the watchdog lease (token {lease.token})")
+                await self.restore()  # what the other watchdog opened and closed meanwhile
+            loaded = await self.outbox.load()
+            if loaded:
+                tick.logs.append(f"{loaded} undelivered page(s) from the store: delivering them")
+        if active:
+            return lease, None
+        reason = (
+            f"standby: {lease.owner} is the active watchdog (token {lease.token}); "
+            f"taking over if its lease lapses for {format_duration(ttl)}"
+        )
+        if was is not False:
+            self.outbox.forget_kept()
+            tick.logs.append(reason)
+        return lease, reason
+
+    async def release(self) -> None:
+        """Give up the watchdog lease on a clean stop, so a standby takes over at once."""
+        if self._active and not self.dry_run:
+            try:
+                await self.store.release_watchdog_lease(owner=self.lease_owner)
+            except StoreError as exc:
+                self.log(f"could not release the watchdog lease ({exc}); it lapses by itself")
+            self._active = None
 
     def _page(
         self, tick: _Tick, kind: str, line: str, *, key: str | None, view: TaskView | None = None
@@ -345,10 +550,9 @@ class Watchdog:
         await self._budgets(view, tick)
 
     async def _open_incident(self, view: TaskView, tick: _Tick) -> None:
+        """Quarantine the task, then page: an incident is open only once its hold is written,
+        so a hold that fails (a full disk) is tried again at every look."""
         task_id = view.task_id
-        self.incidents[task_id] = Incident(
-            task_id=task_id, health=view.health, opened_at=self.clock.now()
-        )
         verdict = view.verdict_at(tick.now)
         origin = self.monitor.last.origins.get(task_id)
         if not view.task.quarantined:
@@ -368,9 +572,21 @@ class Watchdog:
                         actor=self.actor,
                         reason=f"{view.health}: {first}",
                     )
-                    tick.logs.append(f"quarantined {task_id}: {first}")
                 except StoreError as exc:
-                    tick.logs.append(f"could not quarantine {task_id}: {exc}")
+                    self._quarantine_failed(view, tick, exc)
+                    return
+                tick.logs.append(f"quarantined {task_id}: {first}")
+        if task_id in self._unheld:
+            self._unheld.discard(task_id)
+            if not self._unheld and self._write_down:
+                self._write_down = False
+                self._page(
+                    tick,
+                    "all_clear",
+                    f"zombietop watchdog writes {self.store.describe()} again",
+                    key=None,
+                )
+        self.incidents[task_id] = Incident(task_id=task_id, health=view.health, opened_at=tick.now)
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
         # The job's last words, and how old they are: "the last log line was at 03:42".
         last = await asyncio.to_thread(last_output_of, self.store, view.task, self.monitor.host)
@@ -518,6 +734,25 @@ class Watchdog:
         )
         tick.logs.append(f"held {view.task_id} {where}: {reason}")
 
+    def _quarantine_failed(self, view: TaskView, tick: _Tick, exc: StoreError) -> None:
+        task_id = view.task_id
+        if task_id not in self._unheld:
+            self._unheld.add(task_id)
+            tick.logs.append(
+                f"could not quarantine {task_id} ({exc}); trying again every look, "
+                "its incident opens once the hold is written"
+            )
+        if not self._write_down:
+            # The human hears of it now, from the watchdog itself, not once space is freed.
+            self._write_down = True
+            self._page(
+                tick,
+                "watchdog",
+                f"zombietop watchdog cannot write {self.store.describe()}: could not "
+                f"quarantine {task_id} ({view.health}): {exc} - free the store's disk",
+                key=None,
+            )
+
     async def _close_incident(self, view: TaskView, tick: _Tick) -> None:
         task_id, health = view.task_id, view.health
         incident = self.incidents.pop(task_id)
@@ -544,7 +779,7 @@ class Watchdog:
                 except StoreError as exc:
                     tick.logs.append(f"could not release quarantine on {task_id}: {exc}")
             health = Health.HEALTHY
-        took = format_age(self.clock.now() - incident.opened_at)
+        took = format_age(max(tick.now - incident.opened_at, 0.0))
         line = f"{task_id} all clear: now {health} (was {incident.health} for {took})"
         await self._end_ack(task_id, tick)
         if await self._closed_unpaged(task_id, line, tick):
@@ -593,7 +828,7 @@ class Watchdog:
                 await self._record(EventKind.WATCHDOG, message, task.task_id, {"key": key})
             return
         due = incident.opened_at + limits.retry_backoff * 2 ** (task.attempt - 1)
-        if self.clock.now() < due:
+        if tick.now < due:
             return
         reason = (
             f"auto_retry: attempt {task.attempt + 1} of {limits.max_retries} after {view.health}"
@@ -641,7 +876,12 @@ class Watchdog:
         beat = view.heartbeat
         stage = beat.stage if beat and beat.stage else "-"
         stage_start = beat.stage_started_at if beat else task.started_at
+        # A jump of the store's clock since the stage began is no time the stage ran.
+        used = None
         if BudgetFlag.STAGE_OVERRUN in flags and budgets.stage.used_s is not None:
+            jumped = 0.0 if stage_start is None else self._jumped_since(stage_start)
+            used = budgets.stage.used_s - jumped
+        if used is not None and used > budgets.stage.limit_s:
             key = f"stage:{task.task_id}:{task.attempt}:{stage}:{stage_start}"
             factor = self.config.watch.stage_kill_factor
             kill_at = factor * budgets.stage.limit_s
@@ -653,15 +893,10 @@ class Watchdog:
                 )
                 await self._overrun(tick, "stage_overrun", verdict.context + then, key, view)
             kill_key = "kill:" + key
-            if (
-                factor
-                and budgets.stage.used_s >= kill_at
-                and kill_key not in self._once
-                and task.pid is not None
-            ):
+            if factor and used >= kill_at and kill_key not in self._once and task.pid is not None:
                 self._once.add(kill_key)
                 reason = (
-                    f"stage {stage} ran {format_age(budgets.stage.used_s)}, "
+                    f"stage {stage} ran {format_age(used)}, "
                     f"{factor:g} x its {format_duration(budgets.stage.limit_s)} budget"
                 )
                 await self._record(
@@ -711,6 +946,15 @@ class Watchdog:
             await asyncio.sleep(min(self.config.notify.retry_backoff, left, 5.0))
             await self.outbox.flush()
 
+    async def _stop_if_replaced(self, stop: asyncio.Event) -> None:
+        """A store deleted or replaced under us is never read again by this process: deliver
+        the page about it, then stop (a supervisor restarting us opens what the path holds)."""
+        try:
+            self.store.check_path()
+        except StoreReplaced:
+            await self._drain(stop)
+            raise
+
     async def run(
         self,
         *,
@@ -723,15 +967,20 @@ class Watchdog:
         ``after_tick`` hears of every look as it ends (the systemd watchdog ping, for one).
         """
         stop = stop or asyncio.Event()
-        while True:
-            report = await self.tick()
-            if after_tick is not None:
-                after_tick(report)
-            if once:
-                await self._drain(stop)
-                return
-            try:
-                await asyncio.wait_for(stop.wait(), self.config.watch.interval)
-                return
-            except TimeoutError:
-                continue
+        try:
+            while True:
+                report = await self.tick()
+                if after_tick is not None:
+                    after_tick(report)
+                if report.blind:
+                    await self._stop_if_replaced(stop)
+                if once:
+                    await self._drain(stop)
+                    return
+                try:
+                    await asyncio.wait_for(stop.wait(), self.config.watch.interval)
+                    return
+                except TimeoutError:
+                    continue
+        finally:
+            await self.release()

@@ -105,6 +105,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         nagios_unknown,
         render_table,
         snapshot_to_json,
+        watchdog_words,
     )
 
     if args.output is not None and not args.prometheus:
@@ -125,9 +126,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
                 # CPU% is a delta: as top -n 1 does, sample twice a moment apart.
                 await asyncio.sleep(STATUS_SAMPLE_GAP)
                 snapshot = await monitor.poll()
+            if snapshot.error:
+                raise ZombietopError(snapshot.error)
             outputs = last_outputs(store, (view.task for view in snapshot.tasks), monitor.host)
-        if snapshot.error:
-            raise ZombietopError(snapshot.error)
+            watchdog = await store.watchdog_lease()
     except ZombietopError as exc:
         if args.nagios:
             print(nagios_unknown(str(exc)))
@@ -141,11 +143,13 @@ async def cmd_status(args: argparse.Namespace) -> int:
         if not _print_prometheus(snapshot, args.output):
             return Level.UNKNOWN
     elif args.json:
-        print(json.dumps(snapshot_to_json(snapshot, outputs), indent=2))
+        print(json.dumps(snapshot_to_json(snapshot, outputs, watchdog), indent=2))
     elif args.nagios:
         print(nagios_output(snapshot, outputs))
     else:
-        print(render_table(snapshot, outputs=outputs))
+        # Said once a watchdog has held the store; a store never watched stays as it was.
+        words = None if watchdog is None else watchdog_words(watchdog, snapshot.taken_at)
+        print(render_table(snapshot, outputs=outputs, watchdog=words))
     return level(snapshot)
 
 

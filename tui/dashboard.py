@@ -23,7 +23,7 @@ from zombietop.config import Config, SourceSettings
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.identity import real_user
-from zombietop.layout import clean_env, safe_name
+from zombietop.layout import clean_env, task_file_name
 from zombietop.oncall import Desk
 from zombietop.printable import printable
 from zombietop.private import open_append, state_subdir
@@ -155,7 +155,7 @@ async def hand_over_pending_kills(
     """
     finishers = []
     for kill in await store.open_kills(executor.host):
-        log = state_subdir(db, "logs") / f"kill-{safe_name(kill.task_id)}.log"
+        log = state_subdir(db, "logs") / f"kill-{task_file_name(kill.task_id)}.log"
         out = open_append(log)
         argv = [sys.executable, "-m", "zombietop.tui", "--db", str(db)]
         if config.path is not None:

@@ -11,7 +11,7 @@ from typing import Any
 from zombietop.classify import ASK_A_HUMAN, format_progress
 from zombietop.durations import format_age
 from zombietop.heartbeat_line import format_timestamp
-from zombietop.model import AgentPresence, Health
+from zombietop.model import AgentPresence, Health, WatchdogLease
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import Ack, Silence
 from zombietop.output import LastOutput, with_last_output
@@ -105,7 +105,9 @@ def nagios_unknown(reason: str) -> str:
 
 
 def snapshot_to_json(
-    snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None = None
+    snapshot: Snapshot,
+    outputs: Mapping[str, LastOutput] | None = None,
+    watchdog: WatchdogLease | None = None,
 ) -> dict[str, Any]:
     """The documented ``status --json`` object; ``outputs`` are the tasks' kept output."""
     outputs = outputs or {}
@@ -114,6 +116,7 @@ def snapshot_to_json(
         "generated_at": None if snapshot.taken_at is None else format_timestamp(snapshot.taken_at),
         "counts": {str(health): n for health, n in snapshot.counts.items()},
         "host": snapshot.host,
+        "watchdog": _watchdog_json(watchdog, snapshot.taken_at),
         "agents": [_agent_json(agent, snapshot.taken_at) for agent in snapshot.agents],
         "tasks": [
             _task_json(view, snapshot, outputs.get(view.task_id), now) for view in snapshot.tasks
@@ -155,6 +158,30 @@ def _silence_json(silence: Silence | None) -> dict[str, Any] | None:
         "reason": silence.reason,
         "until": format_timestamp(silence.until),
     }
+
+
+def _watchdog_json(lease: WatchdogLease | None, now: float | None) -> dict[str, Any] | None:
+    """The watchdog holding the store's watchdog lease (``active`` false once it lapsed)."""
+    if lease is None:
+        return None
+    return {
+        "owner": lease.owner,
+        "host": lease.host,
+        "pid": lease.pid,
+        "token": lease.token,
+        "active": now is not None and lease.active(now),
+        "renewed_s_ago": None if now is None else _round(now - lease.renewed_at),
+    }
+
+
+def watchdog_words(lease: WatchdogLease | None, now: float | None) -> str:
+    """``watchdog: watchdog@db1 pid 4121 active (renewed 3s ago)``, or that none is."""
+    if lease is None or now is None:
+        return "watchdog: none has run on this store"
+    ago = format_age(max(now - lease.renewed_at, 0.0))
+    if lease.active(now):
+        return f"watchdog: {lease.owner} active (renewed {ago} ago)"
+    return f"watchdog: none active; {lease.owner} last renewed its lease {ago} ago"
 
 
 def _agent_json(agent: AgentPresence, now: float | None) -> dict[str, Any]:
@@ -218,6 +245,7 @@ def _task_json(
         "agent_note": view.agent_note,
         "host_request": _request_json(view),
         "attempt": task.attempt,
+        "exit_code": task.exit_code,
         "quarantined": task.quarantined,
         "budgets": {
             name: {"used_s": _round(b.used_s), "limit_s": b.limit_s, "source": b.source}
@@ -284,13 +312,25 @@ def render_table(
     snapshot: Snapshot,
     width: int | None = None,
     outputs: Mapping[str, LastOutput] | None = None,
+    *,
+    watchdog: str | None = None,
 ) -> str:
-    """Render the snapshot as plain text: counts, one row per task, then what to act on."""
+    """Render the snapshot as plain text: counts (and the ``watchdog`` line when given, from
+    ``watchdog_words``), one row per task, then what to act on."""
+    lines = _table_lines(snapshot, width, outputs or {})
+    if watchdog is not None:
+        lines.insert(1, watchdog)
+    return shown(lines)
+
+
+def _table_lines(
+    snapshot: Snapshot, width: int | None, outputs: Mapping[str, LastOutput]
+) -> list[str]:
     width = width or shutil.get_terminal_size((100, 24)).columns
     counts = "  ".join(f"{health} {n}" for health, n in snapshot.counts.items() if n)
     lines = [counts or "no tasks in the store"]
     if not snapshot.tasks:
-        return shown([*lines, *_oncall_lines(snapshot)])
+        return [*lines, *_oncall_lines(snapshot)]
     header = (
         "HEALTH",
         "TASK",
@@ -328,7 +368,7 @@ def render_table(
     urgent = [view for view in snapshot.tasks if view.health.pages]
     if urgent:
         lines.append("")
-        lines.extend(_human_lines(urgent, outputs or {}, snapshot.taken_at))
+        lines.extend(_human_lines(urgent, outputs, snapshot.taken_at))
     lines.extend(_oncall_lines(snapshot))
     notes = [f"{view.task_id}: {view.agent_note}" for view in snapshot.tasks if view.agent_note]
     if notes:
@@ -338,7 +378,7 @@ def render_table(
         lines.append("")
         now = snapshot.taken_at
         lines.append("agents: " + ", ".join(_agent_words(a, now) for a in snapshot.agents))
-    return shown(lines)
+    return lines
 
 
 def shown(lines: list[str]) -> str:

@@ -16,13 +16,13 @@ from zombietop.config import ListenAddress, parse_listen
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.monitor import Monitor
-from zombietop.notify import build_notifiers
+from zombietop.notify import Notifier, build_notifiers
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
 from zombietop.sd_notify import SystemdNotifier
 from zombietop.sources import open_sources
 from zombietop.store import open_store
-from zombietop.watchdog import TickReport, Watchdog
+from zombietop.watchdog import LogNotifier, TickReport, Watchdog
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -37,7 +37,7 @@ def _log(line: str) -> None:
 
 
 async def cmd_watch(args: argparse.Namespace) -> int:
-    from zombietop.tui.cli import EXIT_OK, _context
+    from zombietop.tui.cli import EXIT_ERROR, EXIT_OK, _context
 
     ctx = _context(args)
     config = ctx.config
@@ -50,9 +50,10 @@ async def cmd_watch(args: argparse.Namespace) -> int:
         )
     # [watch] metrics is for the long-running watchdog; a --once run from cron leaves it be.
     address = None if args.once else args.metrics or config.watch.metrics
-    notifiers = [] if args.dry_run else build_notifiers(config.notify)
+    notifiers: list[Notifier] = [] if args.dry_run else build_notifiers(config.notify)
     if not notifiers and not args.dry_run:
         _log("no [notify] channel configured: pages are only logged here and recorded as events")
+        notifiers = [LogNotifier(_log)]
     async with (
         await open_store(ctx.db, read_only=args.dry_run) as store,
         open_sources(ctx.sources) as sources,
@@ -82,7 +83,8 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             endpoint = MetricsEndpoint.start(metrics, address)
             _log(f"serving Prometheus metrics at {endpoint.url}{endpoint.reach}")
         systemd = SystemdNotifier.from_env()
-        after_tick: Callable[[TickReport], None] = SystemdPing(systemd)
+        ping = SystemdPing(systemd)
+        after_tick: Callable[[TickReport], None] = ping
         if metrics is not None:
             after_tick = MetricsUpdate(dog, metrics, then=after_tick)
         try:
@@ -92,6 +94,9 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             systemd.close()
             if endpoint is not None:
                 endpoint.close()
+    if args.once and ping.last is not None and ping.last.blind:
+        # Cron must hear that this look saw nothing: the store could not be read.
+        return EXIT_ERROR
     return EXIT_OK
 
 
@@ -171,8 +176,10 @@ class SystemdPing:
     def __init__(self, systemd: SystemdNotifier) -> None:
         self.systemd = systemd
         self.ready = False
+        self.last: TickReport | None = None
 
     def __call__(self, report: TickReport) -> None:
+        self.last = report
         fields = {"WATCHDOG": "1", "STATUS": status_line(report)}
         if not self.ready:
             fields = {"READY": "1", **fields}
@@ -182,6 +189,8 @@ class SystemdPing:
 
 def status_line(report: TickReport) -> str:
     """What ``systemctl status`` shows: what this look found, or why it found nothing."""
+    if not report.active:
+        return report.withheld or "standby"
     if report.withheld is not None:
         return printable(f"withholding verdicts: {report.withheld}")
     found = ", ".join(f"{n} {health}" for health, n in report.counts.items() if n)

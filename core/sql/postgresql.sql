@@ -181,6 +181,32 @@ CREATE INDEX tasks_step_claimed ON tasks (step, claimed_at);
 -- Where a beat came from (see sqlite.sql schema_v8): 'reported' or 'observed'.
 ALTER TABLE heartbeats ADD COLUMN source text NOT NULL DEFAULT 'reported';
 
+-- schema_v7 --
+-- One watchdog acts on a store at a time: it holds this lease; the others wait as standbys.
+CREATE TABLE watchdog_lease (
+    singleton    boolean PRIMARY KEY CHECK (singleton),
+    owner        text NOT NULL,
+    host         text NOT NULL,
+    pid          integer NOT NULL,
+    token        bigint NOT NULL,
+    acquired_at  double precision NOT NULL,
+    renewed_at   double precision NOT NULL,
+    expires_at   double precision NOT NULL
+);
+-- Pages not yet delivered, one row per channel: a watchdog that stops or fails leaves them
+-- here and the next one delivers them.
+CREATE TABLE pending_pages (
+    page_id    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    notifier   text NOT NULL,
+    kind       text NOT NULL,
+    line       text NOT NULL,
+    task_id    text,
+    health     text,
+    page_at    double precision NOT NULL,
+    attempts   integer NOT NULL,
+    next_at    double precision NOT NULL
+);
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 
@@ -520,3 +546,43 @@ SELECT max(COALESCE(claimed_at, started_at)) AS last_started,
        min(CASE WHEN finished_at IS NULL AND state IN ('starting', 'running')
                 THEN COALESCE(claimed_at, started_at) END) AS running_since
 FROM tasks WHERE step = :step
+
+-- insert_watchdog_lease --
+-- The first watchdog of a store: nobody held the lease before.
+INSERT INTO watchdog_lease (singleton, owner, host, pid, token, acquired_at, renewed_at, expires_at)
+VALUES (true, :owner, :host, :pid, 1, :now, :now, :expires_at)
+ON CONFLICT (singleton) DO NOTHING
+
+-- select_watchdog_lease --
+SELECT owner, host, pid, token, acquired_at, renewed_at, expires_at FROM watchdog_lease
+
+-- hold_watchdog_lease_row --
+SELECT owner, host, pid, token, acquired_at, renewed_at, expires_at FROM watchdog_lease FOR UPDATE
+
+-- renew_watchdog_lease --
+UPDATE watchdog_lease SET renewed_at = :now, expires_at = :expires_at, host = :host, pid = :pid
+WHERE owner = :owner
+
+-- take_watchdog_lease --
+-- A standby takes over an expired lease: a new token, so the old holder knows it lost it.
+UPDATE watchdog_lease SET owner = :owner, host = :host, pid = :pid, token = token + 1,
+    acquired_at = :now, renewed_at = :now, expires_at = :expires_at
+WHERE expires_at < :now
+
+-- release_watchdog_lease --
+DELETE FROM watchdog_lease WHERE owner = :owner
+
+-- insert_pending_page --
+INSERT INTO pending_pages (notifier, kind, line, task_id, health, page_at, attempts, next_at)
+VALUES (:notifier, :kind, :line, :task_id, :health, :page_at, :attempts, :next_at)
+RETURNING page_id
+
+-- select_pending_pages --
+SELECT page_id, notifier, kind, line, task_id, health, page_at, attempts, next_at
+FROM pending_pages ORDER BY page_id
+
+-- update_pending_page --
+UPDATE pending_pages SET attempts = :attempts, next_at = :next_at WHERE page_id = :page_id
+
+-- delete_pending_page --
+DELETE FROM pending_pages WHERE page_id = :page_id

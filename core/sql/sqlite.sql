@@ -262,6 +262,40 @@ CREATE INDEX tasks_step_claimed ON tasks (step, claimed_at);
 -- while it reported nothing: proof of activity, never of progress.
 ALTER TABLE heartbeats ADD COLUMN source TEXT NOT NULL DEFAULT 'reported';
 
+-- schema_v9 --
+-- The store's clock: the wall time when the first zombietop of a boot opened the store, with
+-- the boot clock (CLOCK_BOOTTIME) then. Every process of that boot reads anchor + boot clock
+-- since, so a step of the wall clock does not age every task at once (AnchoredClock).
+CREATE TABLE clock_anchors (
+    boot_id  TEXT PRIMARY KEY,
+    wall     REAL NOT NULL,
+    boot     REAL NOT NULL
+);
+-- One watchdog acts on a store at a time: it holds this lease; the others wait as standbys.
+CREATE TABLE watchdog_lease (
+    singleton    INTEGER PRIMARY KEY CHECK (singleton = 1),
+    owner        TEXT NOT NULL,
+    host         TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    token        INTEGER NOT NULL,
+    acquired_at  REAL NOT NULL,
+    renewed_at   REAL NOT NULL,
+    expires_at   REAL NOT NULL
+);
+-- Pages not yet delivered, one row per channel: a watchdog that stops or fails leaves them
+-- here and the next one delivers them.
+CREATE TABLE pending_pages (
+    page_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    notifier   TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    line       TEXT NOT NULL,
+    task_id    TEXT,
+    health     TEXT,
+    page_at    REAL NOT NULL,
+    attempts   INTEGER NOT NULL,
+    next_at    REAL NOT NULL
+);
+
 -- select_task --
 SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 
@@ -589,3 +623,55 @@ SELECT max(COALESCE(claimed_at, started_at)) AS last_started,
        min(CASE WHEN finished_at IS NULL AND state IN ('starting', 'running')
                 THEN COALESCE(claimed_at, started_at) END) AS running_since
 FROM tasks WHERE step = :step
+
+-- select_clock_anchor --
+SELECT wall, boot FROM clock_anchors WHERE boot_id = :boot_id
+
+-- insert_clock_anchor --
+-- Two processes of a new boot opening the store at once: the first anchor wins.
+INSERT INTO clock_anchors (boot_id, wall, boot) VALUES (:boot_id, :wall, :boot)
+ON CONFLICT (boot_id) DO NOTHING
+
+-- prune_clock_anchors --
+DELETE FROM clock_anchors WHERE boot_id <> :boot_id AND wall < :wall - 2592000
+
+-- insert_watchdog_lease --
+-- The first watchdog of a store: nobody held the lease before.
+INSERT INTO watchdog_lease (singleton, owner, host, pid, token, acquired_at, renewed_at, expires_at)
+VALUES (1, :owner, :host, :pid, 1, :now, :now, :expires_at)
+ON CONFLICT (singleton) DO NOTHING
+
+-- select_watchdog_lease --
+SELECT owner, host, pid, token, acquired_at, renewed_at, expires_at FROM watchdog_lease
+
+-- hold_watchdog_lease_row --
+-- SQLite: BEGIN IMMEDIATE already holds the whole file.
+SELECT owner, host, pid, token, acquired_at, renewed_at, expires_at FROM watchdog_lease
+
+-- renew_watchdog_lease --
+UPDATE watchdog_lease SET renewed_at = :now, expires_at = :expires_at, host = :host, pid = :pid
+WHERE owner = :owner
+
+-- take_watchdog_lease --
+-- A standby takes over an expired lease: a new token, so the old holder knows it lost it.
+UPDATE watchdog_lease SET owner = :owner, host = :host, pid = :pid, token = token + 1,
+    acquired_at = :now, renewed_at = :now, expires_at = :expires_at
+WHERE expires_at < :now
+
+-- release_watchdog_lease --
+DELETE FROM watchdog_lease WHERE owner = :owner
+
+-- insert_pending_page --
+INSERT INTO pending_pages (notifier, kind, line, task_id, health, page_at, attempts, next_at)
+VALUES (:notifier, :kind, :line, :task_id, :health, :page_at, :attempts, :next_at)
+RETURNING page_id
+
+-- select_pending_pages --
+SELECT page_id, notifier, kind, line, task_id, health, page_at, attempts, next_at
+FROM pending_pages ORDER BY page_id
+
+-- update_pending_page --
+UPDATE pending_pages SET attempts = :attempts, next_at = :next_at WHERE page_id = :page_id
+
+-- delete_pending_page --
+DELETE FROM pending_pages WHERE page_id = :page_id

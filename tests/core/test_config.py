@@ -296,3 +296,21 @@ def test_init_writes_defaults_and_refuses_to_overwrite(tmp_path: Path) -> None:
     path.write_text("garbage = [")
     write_defaults(path, force=True)
     load_config(path)
+
+
+@pytest.mark.parametrize("value", ["99999999999d", "1" * 400 + "d", "36501d"])
+def test_a_duration_beyond_what_a_date_can_hold_is_refused(tmp_path: Path, value: str) -> None:
+    """The reported fault: such a task budget passed ``config check`` and crashed the
+    dashboard's detail view (a date past the year 9999)."""
+    path = tmp_path / "c.toml"
+    path.write_text(f'[timeouts]\ntask = "{value}"\n')
+    with pytest.raises(ConfigError, match="longer than zombietop can add to a date; use at most"):
+        load_config(path)
+
+
+def test_deeply_nested_toml_is_one_line_not_a_recursion_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert "\n" not in str(err.value) and "nested too deeply" in str(err.value)

@@ -232,3 +232,65 @@ async def test_cli_kill_reports_exit_after_term(
     assert "t1: exited: pid" in result.stdout
     assert proc.wait(5) == -signal.SIGTERM
     wait_for_file(ready)
+
+
+async def test_a_stopped_job_is_woken_after_sigterm_so_its_handler_runs(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    """The reported fault: a SIGSTOPped job kept its TERM pending through the grace, and met
+    the SIGKILL without ever running its handler."""
+    ready, handled = tmp_path / "ready", tmp_path / "handled"
+    script = f"trap ': > {handled}; exit 0' TERM; : > {ready}; while :; do sleep 0.05; done"
+    proc = await start_task_process(pinned_store, children, script, ready)
+    proc.send_signal(signal.SIGSTOP)
+    await wait_for(
+        lambda: psutil.Process(proc.pid).status() == psutil.STATUS_STOPPED, what="the stop"
+    )
+    executor = Executor(pinned_store, fast_config, clock=fake_clock)
+    sent = await executor.kill("t1", expected_token=1, actor="oncall", reason="stuck")
+    assert sent.outcome is Outcome.TERM_SENT, sent.message
+    assert await asyncio.to_thread(proc.wait, 5) == 0
+    assert handled.exists()
+
+
+async def test_resume_first_stops_an_orphan_that_is_still_running(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    """The reported fault: after its wrapper was SIGKILLed, resume relaunched while the orphan
+    kept running for ever ("still alive until it is fenced out", but nothing fences it)."""
+    ready = tmp_path / "ready"
+    proc = await start_task_process(pinned_store, children, IGNORES_TERM.format(ready=ready), ready)
+    kids = _grandchildren(proc.pid)
+    executor = Executor(pinned_store, fast_config, clock=fake_clock)
+    outcome = await executor.resume("t1", expected_token=1, actor="oncall", reason="retry")
+    assert outcome.outcome is Outcome.REQUEUED, outcome.message
+    assert f"stopped the old copy first (process group {proc.pid} exited after SIGKILL)" in (
+        outcome.message
+    )
+    assert await asyncio.to_thread(proc.wait, 5) == -signal.SIGKILL
+    await wait_for(lambda: not any(pid_alive(kid) for kid in kids), what="the whole group")
+
+
+async def test_resume_of_a_term_respecting_orphan_needs_no_sigkill(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    ready = tmp_path / "ready"
+    proc = await start_task_process(
+        pinned_store, children, RESPECTS_TERM.format(ready=ready), ready
+    )
+    executor = Executor(pinned_store, fast_config, clock=fake_clock)
+    outcome = await executor.resume("t1", expected_token=1, actor="oncall", reason="retry")
+    assert "exited after SIGTERM" in outcome.message, outcome.message
+    assert await asyncio.to_thread(proc.wait, 5) == -signal.SIGTERM

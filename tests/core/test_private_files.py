@@ -21,7 +21,7 @@ import pytest
 
 from tests.core.realprocs import zombietop
 from zombietop.errors import UnsafePath
-from zombietop.layout import state_dir
+from zombietop.layout import state_dir, task_file_name
 from zombietop.private import create_new, open_append, private_dir, state_subdir
 from zombietop.sdk import Job
 
@@ -45,7 +45,7 @@ def test_run_never_writes_through_a_planted_heartbeat_link(
     beats = state_dir(db) / "heartbeats"
     beats.mkdir(parents=True)
     for token in range(1, 4):  # whatever token the claim gets
-        (beats / f"T.{token}.hb").symlink_to(victim)
+        (beats / f"{task_file_name('T')}.{token}.hb").symlink_to(victim)
     result = subprocess.run(
         zombietop(
             db,
@@ -181,8 +181,16 @@ def test_root_refuses_a_state_directory_another_user_made(
     folder = state_dir(db)
     # The other user makes the state directory first and plants the link, as the attack did.
     _as(other_user, "mkdir", "-p", str(folder / "heartbeats"))
-    _as(other_user, "ln", "-s", str(victim), str(folder / "heartbeats" / "T.1.hb"))
-    assert os.lstat(folder / "heartbeats" / "T.1.hb").st_uid == other_user.pw_uid
+    _as(
+        other_user,
+        "ln",
+        "-s",
+        str(victim),
+        str(folder / "heartbeats" / f"{task_file_name('T')}.1.hb"),
+    )
+    assert (
+        os.lstat(folder / "heartbeats" / f"{task_file_name('T')}.1.hb").st_uid == other_user.pw_uid
+    )
     result = subprocess.run(
         zombietop(db, fast_config_path, "run", "--task", "T", "--", "true"),
         capture_output=True,
@@ -234,7 +242,7 @@ async def test_a_relaunch_never_logs_through_a_planted_link(
         )
         lease = await store.acquire_lease("T", owner="w", ttl=60)
         logs = state_subdir(db, "logs")
-        (logs / "T.2.log").symlink_to(victim)
+        (logs / f"{task_file_name('T')}.2.log").symlink_to(victim)
         executor = Executor(store, load_config(fast_config_path), store_path=db)
         outcome = await executor.resume("T", expected_token=lease.token, actor="oncall")
     finally:

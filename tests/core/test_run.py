@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.core.realprocs import Children, pid_alive, wait_for, zombietop
+from tests.core.realprocs import Children, pid_alive, wait_for, wait_for_file, zombietop
 from zombietop.config import Config
 from zombietop.errors import LeaseLost
 from zombietop.executor import Executor
+from zombietop.layout import task_file_name
 from zombietop.model import Health, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
@@ -268,7 +269,7 @@ async def test_resume_after_kill_relaunches_from_the_checkpoint(
 
     await wait_for(done, timeout=20, what="the relaunched attempt to succeed")
     assert seen.read_text().splitlines() == ["attempt=1 checkpoint=", "attempt=2 checkpoint=part-7"]
-    log = db.with_name(db.name + ".d") / "logs" / "t1.2.log"
+    log = db.with_name(db.name + ".d") / "logs" / f"{task_file_name('t1')}.2.log"
     assert log.exists()
 
 
@@ -317,3 +318,57 @@ def test_heartbeat_tail_remembers_the_newest_line_for_the_final_beat(tmp_path: P
     with beats.open("a") as handle:
         handle.write("3\n")
     assert tail.last_line() == "stage=a p=3" and tail.latest == "stage=a p=3"
+
+
+def test_heartbeat_tail_drops_a_line_past_the_limit_up_to_its_newline(tmp_path: Path) -> None:
+    from zombietop.heartbeat_line import MAX_LINE, HeartbeatParseError, parse_line
+    from zombietop.runner import HeartbeatTail
+
+    beats = tmp_path / "beats"
+    tail = HeartbeatTail(beats)
+    with beats.open("wb") as handle:
+        handle.write(b"stage=a p=1\n" + b"x" * 5_000_000)
+    assert tail.last_line() == "stage=a p=1"
+    assert len(tail._partial) == MAX_LINE + 1  # what it holds of a line with no end yet
+    with beats.open("ab") as handle:
+        handle.write(b"y" * 5_000_000 + b"\n")
+    overlong = tail.last_line()
+    assert overlong is not None and overlong == "x" * (MAX_LINE + 1)
+    with pytest.raises(HeartbeatParseError, match=f"longer than {MAX_LINE} characters"):
+        parse_line(overlong)
+    with beats.open("ab") as handle:
+        handle.write(b"stage=b p=2\n")
+    assert tail.last_line() == "stage=b p=2"
+
+
+def test_a_job_writing_150mb_without_a_newline_keeps_the_wrapper_small(
+    tmp_path: Path, fast_config_path: Path, children: Children
+) -> None:
+    """The reported fault: 150 MB with no newline made the wrapper 205 MB."""
+    db = tmp_path / "z.db"
+    done = tmp_path / "done"
+    job = (
+        'head -c 150000000 /dev/zero | tr "\\0" x >> "$ZOMBIETOP_HEARTBEAT_FILE"; '
+        'echo >> "$ZOMBIETOP_HEARTBEAT_FILE"; '
+        'echo "stage=done p=100" >> "$ZOMBIETOP_HEARTBEAT_FILE"; '
+        f": > {done}; sleep 30"
+    )
+    wrapper = children.start(
+        zombietop(db, fast_config_path, "run", "--task", "big", "--", "sh", "-c", job),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for_file(done, timeout=120)
+
+    async def read_beat() -> str | None:
+        async with await SQLiteStore.open(db) as store:
+            beat = (await store.get_record("big")).heartbeat
+            return None if beat is None else beat.stage
+
+    deadline = time.monotonic() + 60
+    while asyncio.run(read_beat()) != "done":
+        assert time.monotonic() < deadline, "the wrapper never read the line after the flood"
+        time.sleep(0.1)
+    status = Path(f"/proc/{wrapper.pid}/status").read_text()
+    peak_kb = int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
+    assert peak_kb < 80_000, f"the wrapper peaked at {peak_kb // 1024} MB"

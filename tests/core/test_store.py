@@ -21,7 +21,7 @@ from zombietop.errors import (
 )
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import EventKind, TaskState
-from zombietop.sqlite_store import APPLICATION_ID, SCHEMA_VERSION
+from zombietop.sqlite_store import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
 from zombietop.store import HISTORY_LIMIT, Store, open_store
 
 
@@ -382,3 +382,37 @@ def test_processes_creating_one_store_at_once_all_open_it(tmp_path: Path) -> Non
     assert failures == []
     with sqlite3.connect(path) as con:
         assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+async def test_a_corrupt_store_says_corrupt_not_no_such_task(tmp_path: Path) -> None:
+    """The reported fault: with the tasks' index damaged, ``kill X`` said "no task X"."""
+    import sqlite3
+
+    path = tmp_path / "z.db"
+    async with await SQLiteStore.open(path, create=True) as store:
+        await store.create_task(
+            task_id="export-2031", run_id="r", step="s", step_type="d", actor="t"
+        )
+    with sqlite3.connect(path) as raw:
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (root,) = raw.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_tasks_1'"
+        ).fetchone()
+        (size,) = raw.execute("PRAGMA page_size").fetchone()
+    # The index's root becomes a valid but empty leaf: the row is in the table, not the index.
+    with path.open("r+b") as handle:
+        handle.seek((root - 1) * size)
+        handle.write(
+            bytes([0x0A, 0, 0, 0, 0]) + (size % 65536).to_bytes(2, "big") + bytes(size - 7)
+        )
+    async with await SQLiteStore.open(path) as store:
+        with pytest.raises(
+            StoreError, match=r"is corrupt \(.*\), so it cannot say whether task"
+        ) as err:
+            await store.get_task("export-2031")
+        assert not isinstance(err.value, TaskNotFound)
+        with pytest.raises(StoreError, match="is corrupt"):
+            await store.get_record("export-2031")
+        with pytest.raises(TaskNotFound):  # a sound store still says "no task"
+            async with await SQLiteStore.open(tmp_path / "other.db", create=True) as other:
+                await other.get_task("export-2031")

@@ -193,6 +193,7 @@ def test_status_json_reports_each_health(
         "generated_at",
         "counts",
         "host",
+        "watchdog",
         "agents",
         "tasks",
         "schedules",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,41 @@ def test_watch_on_a_missing_store_is_one_line(
 ) -> None:
     assert main(["watch", "--once", "--db", str(tmp_path / "nope.db")]) == 2
     assert capsys.readouterr().err.startswith("zombietop: no store at")
+
+
+def test_watch_once_exits_non_zero_when_it_could_not_read_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reported fault: cron saw exit 0 from a look that read nothing."""
+    import sqlite3
+
+    db = tmp_path / "z.db"
+    build_store(db, ["healthy"])
+    with sqlite3.connect(db) as raw:  # the file opens, its tasks cannot be read
+        raw.execute("ALTER TABLE tasks RENAME TO tasks_moved")
+    assert main(["watch", "--once", "--db", str(db)]) == 2
+    assert "cannot read store" in capsys.readouterr().out
+
+
+def test_watch_without_a_notify_channel_prints_its_pages_to_its_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "z.db"
+    build_store(db, ["stalled"])
+    config = tmp_path / "c.toml"
+    config.write_text('[timeouts]\nstage = "5h"\n')  # no [notify]
+    assert main(["watch", "--once", "--db", str(db), "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "no [notify] channel configured: pages are only logged here" in out
+    assert "PAGE (incident) stalled-1 stalled: stage=transform p=61%" in out
+
+
+def test_status_json_carries_each_finished_tasks_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "z.db"
+    assert main(["run", "--db", str(db), "--task", "exits-3", "--", "sh", "-c", "exit 3"]) == 3
+    capsys.readouterr()
+    main(["status", "--json", "--all", "--db", str(db)])
+    tasks = {t["task_id"]: t for t in json.loads(capsys.readouterr().out)["tasks"]}
+    assert tasks["exits-3"]["state"] == "failed" and tasks["exits-3"]["exit_code"] == 3

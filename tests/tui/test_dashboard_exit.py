@@ -12,6 +12,7 @@ from tests.core.realprocs import Children, start_task_process
 from zombietop.actions import Outcome
 from zombietop.config import Config
 from zombietop.executor import Executor
+from zombietop.layout import task_file_name
 from zombietop.sqlite_store import SQLiteStore
 from zombietop.tui.dashboard import hand_over_pending_kills
 
@@ -31,5 +32,5 @@ async def test_a_pending_kill_outlives_the_dashboard(
     assert await asyncio.to_thread(proc.wait, 20) == -signal.SIGKILL
     _, status = await asyncio.to_thread(os.waitpid, finishers[0], 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    log = db.parent / "zombietop.db.d" / "logs" / "kill-t1.log"
+    log = db.parent / "zombietop.db.d" / "logs" / f"kill-{task_file_name('t1')}.log"
     assert "escalated: process group" in log.read_text()

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from zombietop.config import load_config
+from zombietop.layout import task_file_name
 from zombietop.model import EventKind
 from zombietop.store import open_store
 from zombietop.sweep import find, stop_all
@@ -231,7 +232,7 @@ def test_demo_kill_escalates_and_resume_continues_from_the_checkpoint(
             ),
         },
     )
-    log = (demo.logs / f"{CHECKPOINTED}.2.log").read_text()
+    log = (demo.logs / f"{task_file_name(CHECKPOINTED)}.2.log").read_text()
     assert f"attempt 2: starting at item {checkpoint} of" in log
 
     pids = live_pids(demo, status(demo, capsys))

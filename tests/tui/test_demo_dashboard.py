@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.tui.test_demo import assert_all_gone, kill_outcomes, live_pids, status
+from zombietop.layout import task_file_name
 from zombietop.sweep import stop_all
 from zombietop.tui.demo import CHECKPOINTED, STUBBORN, DemoPaths
 
@@ -186,7 +187,7 @@ def test_in_the_dashboard_a_kill_escalates_and_a_resume_carries_on_from_the_chec
             and t[CHECKPOINTED]["counters"].get("items", 0) > checkpoint
         ),
     )
-    log = (demo.logs / f"{CHECKPOINTED}.2.log").read_text()
+    log = (demo.logs / f"{task_file_name(CHECKPOINTED)}.2.log").read_text()
     assert f"attempt 2: starting at item {checkpoint} of" in log
 
     # Quit: the demo stops everything it started, the relaunched attempt included.

@@ -221,18 +221,19 @@ async def test_the_endpoint_answers_while_a_round_waits_on_a_locked_store(
     monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 120_000)
     async with serve(fleet_db) as served:
         await served.tick()
-        # The next round records healthy-1's transition to succeeded: a write.
+        # healthy-1 finishes: the next round's view of it is new, once it gets past its lock.
         await served.store.finish_task(
             "healthy-1", owner="w1@box", token=1, state=TaskState.SUCCEEDED, exit_code=0
         )
         writing = asyncio.Event()
-        record_event = served.store.record_event
+        # A round's first write is the renewal of the watchdog's own lease.
+        hold_lease = served.store.hold_watchdog_lease
 
-        async def record(**event: Any) -> Any:
+        async def hold(**asked: Any) -> Any:
             writing.set()
-            return await record_event(**event)
+            return await hold_lease(**asked)
 
-        served.store.record_event = record  # type: ignore[method-assign]
+        served.store.hold_watchdog_lease = hold  # type: ignore[method-assign]
         locker = sqlite3.connect(fleet_db, isolation_level=None)
         locker.execute("BEGIN EXCLUSIVE")
         try:
