@@ -150,6 +150,9 @@ def fleet_families(snapshot: Snapshot, now: float) -> Iterator[Metric]:
     )
     for health in Health:
         tasks.add_metric([str(health)], snapshot.counts.get(health, 0))
+    # A schedule whose run never started has no task to count: DESIGN.md's `missed` stands
+    # beside the task healths all the same, so one alert rule can page on either.
+    tasks.add_metric(["missed"], snapshot.missed)
     yield tasks
 
     labels = list(TASK_LABELS)

@@ -339,14 +339,17 @@ class Runner:
         tail = HeartbeatTail(beat_file)
         try:
             if start_time is not None:
-                await self.store.set_process(
-                    task_id,
-                    owner=owner,
-                    token=token,
-                    pid=proc.pid,
-                    pid_start_time=start_time,
-                    host=self.host,
-                )
+                try:
+                    await self.store.set_process(
+                        task_id,
+                        owner=owner,
+                        token=token,
+                        pid=proc.pid,
+                        pid_start_time=start_time,
+                        host=self.host,
+                    )
+                except StoreReplaced as exc:
+                    self._lose_store(exc, claim)
             helpers = [
                 asyncio.create_task(self._renew(claim, limits, proc)),
                 asyncio.create_task(self._tail(claim, limits, tail)),

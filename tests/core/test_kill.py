@@ -54,12 +54,13 @@ async def test_term_respecting_child_exits_and_is_never_killed(
     sent = await executor.kill("t1", expected_token=1, actor="oncall", reason="stuck")
     assert sent.outcome is Outcome.TERM_SENT, sent.message
     assert await asyncio.to_thread(proc.wait, 5) == -signal.SIGTERM
+    # The whole group got the TERM; until its last member is gone the kill stays open.
+    await wait_for(lambda: not any(pid_alive(kid) for kid in kids), what="grandchildren to die")
     fake_clock.advance(0.4)
     done = await executor.complete_pending_kills()
 
     assert [d.outcome for d in done] == [Outcome.EXITED]
     assert "exited after TERM in 0.4 s" in done[0].message
-    await wait_for(lambda: not any(pid_alive(kid) for kid in kids), what="grandchildren to die")
     # Past the deadline nothing is left to escalate: SIGKILL was never sent.
     fake_clock.advance(10)
     assert await executor.complete_pending_kills() == []

@@ -33,6 +33,7 @@ from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store, open_store
 from zombietop.tui.cli import main
+from zombietop.tui.sample import sample_snapshot
 from zombietop.tui.watch import MetricsEndpoint, MetricsUpdate
 from zombietop.watchdog import Watchdog
 
@@ -151,6 +152,7 @@ async def test_the_endpoint_serves_every_health_over_http(served: Served) -> Non
     for health in Health:
         expected = 2 if health is Health.HEALTHY else 1
         assert value(samples, "zombietop_tasks", health=str(health)) == expected
+    assert value(samples, "zombietop_tasks", health="missed") == 0  # no schedule configured
     assert value(samples, "zombietop_incidents_open") == 3  # dead, reclaimable, stalled
     assert value(samples, "zombietop_poll_seconds_count") == 1
     assert value(samples, "zombietop_poll_seconds_bucket", le="+Inf") == 1
@@ -615,3 +617,11 @@ def _query(api: str, expr: str) -> list[dict[str, Any]]:
     from urllib.parse import quote
 
     return list(_get(f"{api}/query?query={quote(expr)}")["data"]["result"])
+
+
+def test_a_missed_schedule_is_counted_beside_the_task_healths() -> None:
+    """The sample fleet with the on-call loop has nightly-ledger missed."""
+    metrics = Metrics()
+    metrics.update(sample_snapshot(oncall=True), incidents_open=4)
+    samples = parse(metrics.render().decode())
+    assert value(samples, "zombietop_tasks", health="missed") == 1
