@@ -333,10 +333,14 @@ class SQLiteStore(SQLStore[Connection]):
     async def _damage(self, db: Connection, task_id: str) -> str | None:
         # The lookup went through the tasks' index; the table itself, read past the index (a
         # scan of the tasks alone, paid only when a task is missing), tells a damaged index.
+        # Both in one statement, so one snapshot: a task created since the lookup is in both.
         rows = await db.execute_fetchall(
-            "SELECT count(*) FROM tasks NOT INDEXED WHERE task_id = ?", (task_id,)
+            "SELECT (SELECT count(*) FROM tasks WHERE task_id = :id),"
+            " (SELECT count(*) FROM tasks NOT INDEXED WHERE task_id = :id)",
+            {"id": task_id},
         )
-        if next(iter(rows))[0]:
+        indexed, scanned = next(iter(rows))
+        if scanned and not indexed:
             return "its index of tasks lacks a task its table holds"
         return None
 

@@ -12,6 +12,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import psutil
+
 from zombietop.procs import process_start_time, this_host
 from zombietop.store import Store
 
@@ -58,6 +60,11 @@ class Children:
         self.groups.add(pgid)
 
     def cleanup(self) -> None:
+        # `zombietop run` starts its command in a process group of its own: kill every
+        # descendant too, or a busy command outlives the test (and the suite) forever.
+        for descendant in self._descendants():
+            with contextlib.suppress(psutil.Error):
+                descendant.kill()
         for pgid in self.groups:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGCONT)
@@ -69,6 +76,14 @@ class Children:
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
+
+    def _descendants(self) -> list[psutil.Process]:
+        found: list[psutil.Process] = []
+        for proc in self.procs:
+            if proc.poll() is None:  # not reaped: its pid is still ours, never a reused one
+                with contextlib.suppress(psutil.Error):
+                    found.extend(psutil.Process(proc.pid).children(recursive=True))
+        return found
 
 
 async def wait_for(
