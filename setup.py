@@ -2,7 +2,7 @@
 
 ``core/`` installs as ``zombietop`` and ``tui/`` as ``zombietop.tui``. Every folder under
 either is found here, so a new one cannot be left out of the wheel: a folder of Python modules is
-a sub-package, and a folder of data (``core/sql/``) a namespace package whose files
+a sub-package, and a folder of data (``core/store/sql/``) a namespace package whose files
 pyproject.toml's package-data names.
 """
 

@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from zombietop.sqlite_store import SQL  # noqa: E402
+from zombietop.store.sqlite import SQL  # noqa: E402
 
 CONFIG = """\
 [thresholds]

@@ -38,7 +38,7 @@ from zombietop.config import default_config, parse_listen
 from zombietop.metrics import Metrics
 from zombietop.monitor import Monitor
 from zombietop.store import Store, open_store
-from zombietop.tui.watch import MetricsEndpoint, MetricsUpdate
+from zombietop.tui.cli.watch import MetricsEndpoint, MetricsUpdate
 from zombietop.watchdog import Watchdog
 
 NOW = 1_796_000_000.0

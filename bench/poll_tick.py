@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from zombietop.clock import FakeClock
 from zombietop.config import default_config
 from zombietop.monitor import Monitor
-from zombietop.sqlite_store import POLL_SQL
 from zombietop.store import open_store
+from zombietop.store.sqlite import POLL_SQL
 
 NOW = 1_796_000_000.0
 

@@ -11,15 +11,7 @@ from functools import partial
 
 from zombietop.config import Limits
 from zombietop.durations import format_age, format_duration
-from zombietop.model import (
-    BudgetFlag,
-    Health,
-    Heartbeat,
-    Lease,
-    ProcessSample,
-    Task,
-    TaskState,
-)
+from zombietop.model import BudgetFlag, Health, Heartbeat, Lease, ProcessSample, Task, TaskState
 
 INF = float("inf")
 # An I/O-idle process is worth mentioning in the context line after this long.

@@ -20,9 +20,8 @@ from cronsim import CronSim, CronSimError
 
 from zombietop.durations import format_duration, parse_duration
 from zombietop.errors import ConfigError, SourceError
+from zombietop.locations import check_source_url, store_location
 from zombietop.redact import redact_url
-from zombietop.sources import check_source_url
-from zombietop.store import store_location
 
 DEFAULT_SOURCE = "default"
 

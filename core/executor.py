@@ -26,18 +26,11 @@ from zombietop.clock import Clock
 from zombietop.config import Config, Limits
 from zombietop.durations import format_age
 from zombietop.errors import ActionRefused, TaskNotFound, UnsafePath
-from zombietop.layout import clean_env, task_file_name
+from zombietop.locations import clean_env, store_location, task_file_name
 from zombietop.model import EventKind, PendingKill, Task, TaskRecord
 from zombietop.private import state_subdir
-from zombietop.procs import (
-    process_start_time,
-    same_start,
-    spawn_detached,
-    this_host,
-    tie,
-    untied,
-)
-from zombietop.store import Store, location_of, store_location
+from zombietop.procs import process_start_time, same_start, spawn_detached, this_host, tie, untied
+from zombietop.store import Store, location_of
 
 
 def fill_placeholders(command: Sequence[str], task: Task) -> list[str]:

@@ -8,7 +8,6 @@ event with who and why; the watchdog reads the rest of its memory from the event
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from zombietop.durations import format_age, format_duration
 from zombietop.errors import ActionRefused
 from zombietop.identity import real_user
-from zombietop.model import Row, Task
+from zombietop.model import Ack, Matcher, Silence, Task
 
 if TYPE_CHECKING:
     from zombietop.config import OnCallSettings
@@ -27,90 +26,6 @@ if TYPE_CHECKING:
 def operator_name() -> str:
     """Who acks or silences: the real uid's name (``zombietop.identity``), never ``$USER``."""
     return real_user()
-
-
-class Matcher(StrEnum):
-    """What a silence matches a task by."""
-
-    TASK = "task"
-    """A glob over task ids (``export-*``)."""
-    STEP_TYPE = "step_type"
-    """One step type, exactly."""
-    HOST = "host"
-    """One host, exactly."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Ack:
-    """Someone is on a task's incident: no re-notify until ``until`` or the incident ends."""
-
-    task_id: str
-    by: str
-    reason: str | None
-    acked_at: float
-    until: float
-
-    @classmethod
-    def from_row(cls, row: Row) -> Ack:
-        return cls(
-            task_id=row["task_id"],
-            by=row["actor"],
-            reason=row["reason"],
-            acked_at=row["acked_at"],
-            until=row["until_at"],
-        )
-
-    def active(self, now: float) -> bool:
-        return now < self.until
-
-    def words(self, now: float) -> str:
-        """``acked by ana 12m ago: restarting the partner API`` (untrusted parts unescaped)."""
-        why = f": {self.reason}" if self.reason else ""
-        return f"acked by {self.by} {format_age(max(now - self.acked_at, 0))} ago{why}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Silence:
-    """A rule that holds the pages of every task it matches until it ends."""
-
-    silence_id: int
-    matcher: Matcher
-    pattern: str
-    by: str
-    reason: str
-    created_at: float
-    until: float
-    ended_at: float | None = None
-    ended_by: str | None = None
-
-    @classmethod
-    def from_row(cls, row: Row) -> Silence:
-        return cls(
-            silence_id=row["silence_id"],
-            matcher=Matcher(row["matcher"]),
-            pattern=row["pattern"],
-            by=row["actor"],
-            reason=row["reason"],
-            created_at=row["created_at"],
-            until=row["until_at"],
-            ended_at=row["ended_at"],
-            ended_by=row["ended_by"],
-        )
-
-    def active(self, now: float) -> bool:
-        return self.ended_at is None and now < self.until
-
-    def matches(self, task: Task) -> bool:
-        if self.matcher is Matcher.TASK:
-            return fnmatch.fnmatchcase(task.task_id, self.pattern)
-        if self.matcher is Matcher.STEP_TYPE:
-            return task.step_type == self.pattern
-        return task.host == self.pattern
-
-    @property
-    def rule(self) -> str:
-        """``task export-*``, ``step_type export``, ``host web-3``."""
-        return f"{self.matcher} {self.pattern}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zombietop.durations import format_age
-from zombietop.layout import safe_name, state_dir
+from zombietop.locations import safe_name, state_dir
 from zombietop.model import Task
 from zombietop.printable import printable
 from zombietop.private import create_new, open_append, open_read, state_subdir

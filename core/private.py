@@ -17,7 +17,7 @@ from pathlib import Path
 
 from zombietop.errors import UnsafePath
 from zombietop.identity import user_name
-from zombietop.layout import state_dir
+from zombietop.locations import state_dir
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600

@@ -43,13 +43,13 @@ from zombietop.errors import (
     ZombietopError,
 )
 from zombietop.heartbeat_line import MAX_LINE, parse_line
-from zombietop.layout import clean_env, safe_name, task_file_name
+from zombietop.locations import clean_env, safe_name, store_location, task_file_name
 from zombietop.model import EventKind, PendingKill, TaskState
 from zombietop.output import OutputLog, private_output_path, prune_attempts
 from zombietop.printable import printable
 from zombietop.private import open_read, state_subdir, write_new
 from zombietop.procs import TreeActivity, process_start_time, this_host
-from zombietop.store import Store, location_of, store_location
+from zombietop.store import Store, location_of
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 EXIT_CANNOT_START = 127

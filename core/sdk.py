@@ -38,11 +38,18 @@ from zombietop.claim import Claim, claim_task, owner_name
 from zombietop.config import Config, Limits, load_config, resolve_config_path
 from zombietop.errors import LeaseLost, RequestTimeout, StoreError
 from zombietop.heartbeat_line import BeatLine
-from zombietop.layout import adopt_legacy_file, safe_name, state_dir, task_file_name
+from zombietop.locations import (
+    adopt_legacy_file,
+    default_store_path,
+    safe_name,
+    state_dir,
+    store_location,
+    task_file_name,
+)
 from zombietop.model import Lease, TaskState
 from zombietop.private import create_new, open_read, private_dir
 from zombietop.procs import process_start_time, this_host
-from zombietop.store import Store, default_store_path, open_store, store_location
+from zombietop.store import Store, open_store
 
 T = TypeVar("T")
 PARTIAL_SUFFIX = ".partial"

@@ -34,7 +34,7 @@ cd "$work"  # outside the checkout: nothing here can import from the repository'
 "$bin/python" - <<'PY'
 import importlib.util, sys
 from zombietop import Job  # the SDK, as a job author writes it
-import zombietop.tui.cli, zombietop.tui.app  # every sub-package made it into the wheel
+import zombietop.tui.cli.main, zombietop.tui.app  # every sub-package made it into the wheel
 loaded = sorted({n.split(".")[0] for n in sys.modules} & {"textual", "rich"})
 import subprocess
 check = "import sys, zombietop; print(sorted({n.split('.')[0] for n in sys.modules} & {'textual', 'rich'}))"

@@ -75,7 +75,7 @@ class PostgresForTests:
     async def _create(self, empty: bool) -> str:
         import asyncpg
 
-        from zombietop.pg_store import PostgresStore
+        from zombietop.store.postgres import PostgresStore
 
         self._count += 1
         name = f"zt_{os.getpid()}_{self._count}"

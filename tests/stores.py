@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from zombietop.clock import Clock
-from zombietop.store import Store, is_postgres_url, open_store
+from zombietop.locations import is_postgres_url
+from zombietop.store import Store, open_store
 
 
 async def open_for_test(
@@ -22,7 +23,7 @@ async def open_for_test(
     create: bool = False,
 ) -> Store:
     if is_postgres_url(location):
-        from zombietop.pg_store import PostgresStore
+        from zombietop.store.postgres import PostgresStore
 
         return await PostgresStore.open(
             str(location), read_only=read_only, create=create, pinned_clock=clock
@@ -32,8 +33,8 @@ async def open_for_test(
 
 async def count_rows(store: Store, table: str) -> int:
     """Count a table's rows behind the store's back (a test looking at what is really kept)."""
-    from zombietop.pg_store import PostgresStore
-    from zombietop.sqlite_store import SQLiteStore
+    from zombietop.store.postgres import PostgresStore
+    from zombietop.store.sqlite import SQLiteStore
 
     if isinstance(store, PostgresStore):
         return int(await store._conn.fetchval(f"SELECT count(*) FROM {table}"))

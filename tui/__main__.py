@@ -1,5 +1,5 @@
 import sys
 
-from zombietop.tui.cli import main
+from zombietop.tui.cli.main import main
 
 sys.exit(main())

@@ -34,9 +34,9 @@ from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.oncall import AckAsk, AckScreen, SilenceAsk, SilenceScreen
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
+from zombietop.tui.task_order import SortMode, in_snapshot_order, ordered
 from zombietop.tui.textual_compat import install_cropped_updates, quiet_driver
 from zombietop.tui.untrusted import shown_markup
-from zombietop.tui.view import SortMode, in_snapshot_order, ordered
 from zombietop.tui.widgets.events_pane import EventsPane
 
 NOTE_SECONDS = 60.0

@@ -33,10 +33,10 @@ import tomli_w
 from zombietop.config import load_config
 from zombietop.durations import format_duration
 from zombietop.errors import ZombietopError
-from zombietop.layout import clean_env, state_dir
+from zombietop.locations import clean_env, default_store_path, state_dir
 from zombietop.private import private_dir, write_new
 from zombietop.procs import spawn_detached, this_host
-from zombietop.store import default_store_path, open_store
+from zombietop.store import open_store
 from zombietop.sweep import Found, SweepReport, stop_all, store_key, tag_env
 
 STEP_TYPE = "demo"

@@ -13,21 +13,24 @@ from typing import ClassVar
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.config import Config, Schedule, default_config
 from zombietop.model import (
+    Ack,
     Event,
     EventKind,
     Heartbeat,
     HeartbeatSource,
     HistoryPoint,
     Lease,
+    Matcher,
     PendingKill,
     ProcessSample,
+    Silence,
     StepRuns,
     Task,
     TaskRecord,
     TaskState,
 )
 from zombietop.monitor import Snapshot, build_snapshot
-from zombietop.oncall import Ack, Matcher, OnCall, Silence
+from zombietop.oncall import OnCall
 from zombietop.output import LastOutput
 from zombietop.schedules import ScheduleView, judge, order
 

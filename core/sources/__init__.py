@@ -13,10 +13,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
-from urllib.parse import urlsplit
 
 from zombietop.actions import ActionKind
-from zombietop.errors import SourceError
+from zombietop.locations import check_source_url
 from zombietop.model import EventKind, Heartbeat, Lease, Task, TaskRecord
 
 if TYPE_CHECKING:
@@ -91,34 +90,6 @@ class Source(Protocol):
         """Why ``kind`` cannot be done to this task here, naming the engine's own command; None
         when zombietop can do it (a kill of a local process)."""
         ...
-
-
-SCHEMES = ("airflow+sqlite", "airflow+postgresql", "airflow+postgres")
-
-
-def printable_url(url: str) -> str:
-    """``url`` without its password, for screens and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return parts._replace(netloc=netloc).geturl()
-
-
-def check_source_url(url: str) -> str:
-    """Return ``url`` if zombietop can read it as a source, else raise naming the forms it can."""
-    scheme = url.split("://", 1)[0] if "://" in url else ""
-    if scheme not in SCHEMES:
-        raise SourceError(
-            f"source {printable_url(url)!r}: unknown kind; use airflow+sqlite:///PATH "
-            "or airflow+postgresql://USER@HOST/DB"
-        )
-    if scheme == "airflow+sqlite" and not url.partition(":///")[2]:
-        raise SourceError(
-            f"source {url!r}: no database file; use airflow+sqlite:///PATH "
-            "(airflow+sqlite:////abs/path for an absolute one, as in Airflow's own URL)"
-        )
-    return url
 
 
 def open_source(url: str, *, heartbeat_timeout: float | None = None) -> Source:

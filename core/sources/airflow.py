@@ -36,10 +36,11 @@ from zombietop.actions import ActionKind
 from zombietop.clock import Clock, SystemClock
 from zombietop.config import Limits
 from zombietop.errors import SourceError
+from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, Lease, Row, Task, TaskRecord, TaskState
 from zombietop.procs import process_start_time, this_host
-from zombietop.queries import load
-from zombietop.sources import Capability, Origin, SourceRecord, printable_url
+from zombietop.sources import Capability, Origin, SourceRecord
+from zombietop.store.queries import load
 
 AIRFLOW_HEARTBEAT_TIMEOUT = 300.0
 """Airflow's own ``[scheduler] task_instance_heartbeat_timeout`` default, in seconds: past it,

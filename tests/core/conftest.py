@@ -12,8 +12,8 @@ from tests.core.realprocs import FAST_CONFIG, Children
 from tests.stores import open_for_test
 from zombietop.clock import FakeClock
 from zombietop.config import Config, load_config
-from zombietop.sqlite_store import SQLiteStore
 from zombietop.store import Store
+from zombietop.store.sqlite import SQLiteStore
 
 
 @pytest.fixture

@@ -33,8 +33,8 @@ from zombietop.executor import Executor
 from zombietop.identity import real_user
 from zombietop.model import EventKind, HostRequest
 from zombietop.procs import process_start_time, tie
-from zombietop.sqlite_store import SQLiteStore
 from zombietop.store import Store
+from zombietop.store.sqlite import SQLiteStore
 
 # Says so (in a file) if it ever gets SIGTERM: an unrelated process that must never be signalled.
 BYSTANDER = "trap ': > {hit}; exit 0' TERM; : > {ready}; while :; do sleep 0.05; done"

@@ -13,8 +13,8 @@ from tests.core.test_watchdog import INTERVAL, RecordingExecutor, config, start,
 from zombietop.clock import FakeClock
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import EventKind
-from zombietop.sqlite_store import SQLiteStore
 from zombietop.store import Store
+from zombietop.store.sqlite import SQLiteStore
 
 HOUR = 3600.0
 

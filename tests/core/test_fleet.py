@@ -326,7 +326,7 @@ async def test_postgres_errors_say_what_where_and_what_to_do(
 async def test_a_v1_postgres_store_is_migrated_on_open(postgres: PostgresForTests) -> None:
     import asyncpg
 
-    from zombietop.pg_store import MIGRATIONS, SCHEMA_VERSION
+    from zombietop.store.postgres import MIGRATIONS, SCHEMA_VERSION
 
     url = postgres.create_database(empty=True)
     conn = await asyncpg.connect(url)
@@ -349,8 +349,8 @@ async def test_a_v1_postgres_store_is_migrated_on_open(postgres: PostgresForTest
 
 def test_a_postgres_url_is_a_location_not_a_path(tmp_path: Path) -> None:
     """--db, ZOMBIETOP_DB and [store] path all keep a URL whole (a Path would fold its //)."""
-    from zombietop.layout import state_dir
-    from zombietop.tui.cli import resolve_store_path
+    from zombietop.locations import state_dir
+    from zombietop.tui.cli.context import resolve_store_path
 
     url = "postgresql://zt:secret@db.example:6432/zombietop"
     config_file = tmp_path / "config.toml"

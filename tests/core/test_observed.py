@@ -27,7 +27,7 @@ from zombietop.output import (
     read_last_output,
 )
 from zombietop.procs import PsutilProbe
-from zombietop.sqlite_store import SQLiteStore
+from zombietop.store.sqlite import SQLiteStore
 from zombietop.watchdog import PrintNotifier, Watchdog
 
 BUSY = "while :; do :; done"

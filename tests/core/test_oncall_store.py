@@ -11,8 +11,7 @@ from zombietop import oncall
 from zombietop.clock import FakeClock
 from zombietop.config import OnCallSettings
 from zombietop.errors import ActionRefused, TaskNotFound
-from zombietop.model import EventKind, TaskState
-from zombietop.oncall import Matcher
+from zombietop.model import EventKind, Matcher, TaskState
 from zombietop.store import Store
 
 

@@ -15,7 +15,7 @@ from tests.core.realprocs import Children, wait_for, zombietop
 from zombietop.errors import TaskNotFound, UpstreamBlocked
 from zombietop.model import EventKind, TaskState
 from zombietop.sdk import Job
-from zombietop.sqlite_store import SQLiteStore
+from zombietop.store.sqlite import SQLiteStore
 
 POLITE = (
     "trap 'echo stage=cleanup >> \"$ZOMBIETOP_HEARTBEAT_FILE\"; exit 0' TERM; "

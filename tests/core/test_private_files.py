@@ -21,7 +21,7 @@ import pytest
 
 from tests.core.realprocs import zombietop
 from zombietop.errors import UnsafePath
-from zombietop.layout import state_dir, task_file_name
+from zombietop.locations import state_dir, task_file_name
 from zombietop.private import create_new, open_append, private_dir, state_subdir
 from zombietop.sdk import Job
 
@@ -233,7 +233,7 @@ async def test_a_relaunch_never_logs_through_a_planted_link(
     from zombietop.actions import Outcome
     from zombietop.config import load_config
     from zombietop.executor import Executor
-    from zombietop.sqlite_store import SQLiteStore
+    from zombietop.store.sqlite import SQLiteStore
 
     store = await SQLiteStore.open(db, create=True)
     try:

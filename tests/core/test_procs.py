@@ -19,7 +19,7 @@ from zombietop.config import Config
 from zombietop.model import Health, ProcessSample, Task, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import ProcessTable, PsutilProbe, process_start_time, same_start, this_host
-from zombietop.sqlite_store import SQLiteStore
+from zombietop.store.sqlite import SQLiteStore
 
 
 def _task(pid: int, start: float | None, *, host: str | None = None, task_id: str = "t") -> Task:

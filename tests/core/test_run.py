@@ -17,11 +17,11 @@ from tests.core.realprocs import Children, pid_alive, wait_for, wait_for_file, z
 from zombietop.config import Config
 from zombietop.errors import LeaseLost
 from zombietop.executor import Executor
-from zombietop.layout import task_file_name
+from zombietop.locations import task_file_name
 from zombietop.model import Health, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
-from zombietop.sqlite_store import SQLiteStore
+from zombietop.store.sqlite import SQLiteStore
 
 BEATS_THEN_HANGS = (
     'echo "stage=load p=10" >> "$ZOMBIETOP_HEARTBEAT_FILE"; '

@@ -22,7 +22,7 @@ from zombietop.errors import LeaseLost, RequestTimeout, UpstreamBlocked
 from zombietop.executor import Executor
 from zombietop.model import TaskState
 from zombietop.sdk import Job
-from zombietop.sqlite_store import SQLiteStore
+from zombietop.store.sqlite import SQLiteStore
 
 KILLS = 60
 

@@ -20,7 +20,7 @@ from zombietop.sources import (
     shifted,
 )
 from zombietop.sources.airflow import AirflowSource
-from zombietop.sqlite_store import SQLiteStore
+from zombietop.store.sqlite import SQLiteStore
 
 NOW = 1_796_000_000.0
 

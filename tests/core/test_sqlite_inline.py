@@ -17,8 +17,8 @@ from zombietop.errors import ReadOnlyStore, StoreError
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import ProcessSample
 from zombietop.monitor import Monitor
-from zombietop.sqlite_store import SQLiteStore
 from zombietop.store import open_store
+from zombietop.store.sqlite import SQLiteStore
 
 
 def aiosqlite_threads() -> int:

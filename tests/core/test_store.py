@@ -21,8 +21,8 @@ from zombietop.errors import (
 )
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import EventKind, TaskState
-from zombietop.sqlite_store import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
 from zombietop.store import HISTORY_LIMIT, Store, open_store
+from zombietop.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
 
 
 async def make_running(store: Store, task_id: str = "t1", owner: str = "w1") -> int:
@@ -242,7 +242,7 @@ async def test_poll_reads_active_and_recently_finished_only(store: Store, clock:
 
 @pytest.mark.backends("sqlite")
 async def test_poll_uses_the_finished_at_index(store: Store) -> None:
-    from zombietop.sqlite_store import POLL_SQL
+    from zombietop.store.sqlite import POLL_SQL
 
     async with store._read() as db:
         plan = await db.execute_fetchall("EXPLAIN QUERY PLAN " + POLL_SQL, {"finished_since": 0})
@@ -329,9 +329,9 @@ async def test_a_locked_store_is_one_clear_error_after_the_busy_timeout(
 ) -> None:
     import time
 
-    import zombietop.sqlite_store
+    import zombietop.store.sqlite
 
-    monkeypatch.setattr(zombietop.sqlite_store, "BUSY_TIMEOUT_MS", 300)
+    monkeypatch.setattr(zombietop.store.sqlite, "BUSY_TIMEOUT_MS", 300)
     async with await open_store(db_path, create=True, clock=clock) as store:
         await store.create_task(task_id="t1", run_id="r", step="s", step_type="d", actor="x")
         holder = sqlite3.connect(db_path, isolation_level=None)

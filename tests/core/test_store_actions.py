@@ -12,14 +12,14 @@ from zombietop.clock import FakeClock
 from zombietop.errors import ActionRefused, LeaseLost
 from zombietop.heartbeat_line import BeatLine
 from zombietop.model import EventKind, TaskState
-from zombietop.sqlite_store import (
+from zombietop.store import Store
+from zombietop.store.sqlite import (
     APPLICATION_ID,
     MIGRATIONS,
     SCHEMA_VERSION,
     SQLiteStore,
     _statements,
 )
-from zombietop.store import Store
 
 
 async def _leased(live_store: Store, task_id: str = "t1") -> int:

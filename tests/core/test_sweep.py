@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.realprocs import Children, pid_alive, wait_for_file
-from zombietop.layout import clean_env
+from zombietop.locations import clean_env
 from zombietop.sweep import STARTED_FOR, find, stop_all, tag_env
 
 pytestmark = pytest.mark.slow

@@ -12,9 +12,9 @@ import pytest
 from tests.core.realprocs import zombietop
 from zombietop import Job
 from zombietop.config import Config
-from zombietop.layout import TASK_NAME_PREFIX, safe_name, task_file_name
+from zombietop.locations import TASK_NAME_PREFIX, safe_name, task_file_name
 from zombietop.model import TaskState
-from zombietop.sqlite_store import SQLiteStore
+from zombietop.store.sqlite import SQLiteStore
 
 LOOKALIKES = ("col/x", "col_x", "col x", "col\\x")
 

@@ -20,8 +20,8 @@ from zombietop.heartbeat_line import parse_line
 from zombietop.model import EventKind, Health, TaskState
 from zombietop.monitor import Monitor
 from zombietop.notify import Page, WebhookNotifier
-from zombietop.sqlite_store import SQLiteStore
 from zombietop.store import Store, open_store
+from zombietop.store.sqlite import SQLiteStore
 from zombietop.watchdog import Watchdog
 
 INTERVAL = 30.0

@@ -19,7 +19,7 @@ from zombietop.model import TaskState
 from zombietop.monitor import Monitor
 from zombietop.notify import Page
 from zombietop.procs import PsutilProbe
-from zombietop.sqlite_store import SQLiteStore
+from zombietop.store.sqlite import SQLiteStore
 from zombietop.watchdog import Watchdog
 
 

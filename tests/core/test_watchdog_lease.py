@@ -11,9 +11,9 @@ import pytest
 
 from tests.core.test_watchdog import INTERVAL, ListNotifier, start, watchdog
 from zombietop.clock import FakeClock
-from zombietop.sqlite_store import SQLiteStore
 from zombietop.store import Store
-from zombietop.tui.watch import status_line
+from zombietop.store.sqlite import SQLiteStore
+from zombietop.tui.cli.watch import status_line
 from zombietop.watchdog import LEASE_INTERVALS, Watchdog
 
 
@@ -80,7 +80,7 @@ async def test_a_clean_stop_hands_over_at_the_next_look(store: Store, clock: Fak
 def test_status_json_says_which_watchdog_is_active(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from zombietop.tui.cli import main
+    from zombietop.tui.cli.main import main
 
     db = tmp_path / "z.db"
 

@@ -11,9 +11,8 @@ from zombietop import oncall
 from zombietop.clock import FakeClock
 from zombietop.config import Config, OnCallSettings, Schedule
 from zombietop.heartbeat_line import parse_line
-from zombietop.model import EventKind, TaskState
+from zombietop.model import EventKind, Matcher, TaskState
 from zombietop.notify import Page
-from zombietop.oncall import Matcher
 from zombietop.store import Store
 
 RENOTIFY = 600.0

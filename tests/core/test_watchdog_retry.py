@@ -16,8 +16,8 @@ from tests.core.test_watchdog import INTERVAL, config, start, watchdog
 from tests.stores import count_rows
 from zombietop.clock import FakeClock
 from zombietop.notify import DeliveryError, Page
-from zombietop.sqlite_store import SQLiteStore
 from zombietop.store import Store
+from zombietop.store.sqlite import SQLiteStore
 
 
 class DownNotifier:

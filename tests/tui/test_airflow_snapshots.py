@@ -21,7 +21,7 @@ from zombietop.config import load_config
 from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import Monitor, Snapshot
 from zombietop.sources.airflow import AirflowSource
-from zombietop.sqlite_store import SQLiteStore
+from zombietop.store.sqlite import SQLiteStore
 from zombietop.tui.sample import NOW, SampleSource
 
 SHOWN_AS = "airflow+postgresql://zombietop@airflow-db/airflow"

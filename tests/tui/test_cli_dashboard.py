@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from zombietop.store import open_store
-from zombietop.tui.cli import main
+from zombietop.tui.cli.main import main
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -99,7 +99,7 @@ def test_terminal_alive_notices_a_lost_terminal_without_sighup() -> None:
     pid, master = pty.fork()
     if pid == 0:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        from zombietop.tui.dashboard import terminal_alive
+        from zombietop.tui.launch import terminal_alive
 
         before = terminal_alive()
         os.write(1, b"ready\n")

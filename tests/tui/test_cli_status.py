@@ -20,9 +20,9 @@ from zombietop.clock import FakeClock
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import Health, TaskState
 from zombietop.procs import process_start_time, this_host
-from zombietop.sqlite_store import SCHEMA_VERSION
 from zombietop.store import open_store
-from zombietop.tui.cli import main
+from zombietop.store.sqlite import SCHEMA_VERSION
+from zombietop.tui.cli.main import main
 
 HOUR = 3600.0
 

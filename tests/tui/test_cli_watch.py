@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.tui.test_cli_status import build_store
-from zombietop.tui.cli import main
+from zombietop.tui.cli.main import main
 
 
 def test_watch_once_pages_through_a_command_once_per_incident(

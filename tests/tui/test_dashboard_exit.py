@@ -12,9 +12,9 @@ from tests.core.realprocs import Children, start_task_process
 from zombietop.actions import Outcome
 from zombietop.config import Config
 from zombietop.executor import Executor
-from zombietop.layout import task_file_name
-from zombietop.sqlite_store import SQLiteStore
-from zombietop.tui.dashboard import hand_over_pending_kills
+from zombietop.locations import task_file_name
+from zombietop.store.sqlite import SQLiteStore
+from zombietop.tui.launch import hand_over_pending_kills
 
 
 async def test_a_pending_kill_outlives_the_dashboard(

@@ -15,11 +15,11 @@ import psutil
 import pytest
 
 from zombietop.config import load_config
-from zombietop.layout import task_file_name
+from zombietop.locations import task_file_name
 from zombietop.model import EventKind
 from zombietop.store import open_store
 from zombietop.sweep import find, stop_all
-from zombietop.tui.cli import main
+from zombietop.tui.cli.main import main
 from zombietop.tui.demo import CHECKPOINTED, JOBS, STUBBORN, DemoPaths, demo_limits, render_config
 
 SPEED = "10"

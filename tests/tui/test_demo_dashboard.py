@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.tui.test_demo import assert_all_gone, kill_outcomes, live_pids, status
-from zombietop.layout import task_file_name
+from zombietop.locations import task_file_name
 from zombietop.sweep import stop_all
 from zombietop.tui.demo import CHECKPOINTED, STUBBORN, DemoPaths
 

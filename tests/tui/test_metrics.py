@@ -23,7 +23,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from tests.tui.test_cli_status import ALL, build_store
-from zombietop import sqlite_store
 from zombietop.config import default_config, parse_listen
 from zombietop.errors import ZombietopError
 from zombietop.heartbeat_line import BeatLine
@@ -31,10 +30,10 @@ from zombietop.metrics import Metrics
 from zombietop.model import Health, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
-from zombietop.store import Store, open_store
-from zombietop.tui.cli import main
+from zombietop.store import Store, open_store, sqlite
+from zombietop.tui.cli.main import main
+from zombietop.tui.cli.watch import MetricsEndpoint, MetricsUpdate
 from zombietop.tui.sample import sample_snapshot
-from zombietop.tui.watch import MetricsEndpoint, MetricsUpdate
 from zombietop.watchdog import Watchdog
 
 REPO = Path(__file__).resolve().parents[2]
@@ -220,7 +219,7 @@ async def test_the_endpoint_answers_while_a_round_waits_on_a_locked_store(
     """Another process holds the store's write lock: the round is stuck in SQLite's busy wait
     on its first write, and a scrape is answered at once, with the round before it."""
     # Long enough that the round is still waiting whatever the load, never reached.
-    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_MS", 120_000)
+    monkeypatch.setattr(sqlite, "BUSY_TIMEOUT_MS", 120_000)
     async with serve(fleet_db) as served:
         await served.tick()
         # healthy-1 finishes: the next round's view of it is new, once it gets past its lock.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from textual.widgets import Input, RadioButton, Static
 
 from tests.tui.helpers import make_app, settle
-from zombietop.oncall import Matcher
+from zombietop.model import Matcher
 from zombietop.tui.sample import RecordingDesk
 from zombietop.tui.screens.oncall import AckScreen, SilenceScreen
 

@@ -65,7 +65,7 @@ async def test_the_first_snapshot_on_screen_is_announced_once() -> None:
 def test_settling_the_collector_freezes_the_heap_and_spaces_young_collections() -> None:
     import gc
 
-    from zombietop.tui.dashboard import YOUNG_COLLECTION, settle_collector
+    from zombietop.tui.launch import YOUNG_COLLECTION, settle_collector
 
     threshold = gc.get_threshold()
     try:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from zombietop.heartbeat_line import BeatLine
-from zombietop.sqlite_store import SQLiteStore
+from zombietop.store.sqlite import SQLiteStore
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

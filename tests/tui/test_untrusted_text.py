@@ -23,10 +23,10 @@ from zombietop.monitor import Snapshot, TaskView
 from zombietop.notify import Page
 from zombietop.printable import UNSAFE, printable
 from zombietop.tui.cells import COLUMNS, row_cells
+from zombietop.tui.cli.status import nagios_output, render_table, snapshot_to_json
 from zombietop.tui.sample import NOW, _alive, hostile_records, sample_config
 from zombietop.tui.screens.confirm import consequence, facts
 from zombietop.tui.screens.detail import describe
-from zombietop.tui.status import nagios_output, render_table, snapshot_to_json
 from zombietop.tui.widgets.events_pane import event_line
 from zombietop.tui.widgets.offenders import offender_lines
 
@@ -188,7 +188,7 @@ def test_the_page_is_exact_in_the_store_and_printable_on_the_phone() -> None:
 
 
 def test_the_watch_log_is_printable(capsys: pytest.CaptureFixture[str]) -> None:
-    from zombietop.tui.watch import _log
+    from zombietop.tui.cli.watch import _log
 
     _log(f"PAGE (incident) t{EVIL} stalled")
     out = capsys.readouterr().out

@@ -16,8 +16,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 
 from zombietop.durations import format_duration, parse_duration
+from zombietop.model import Matcher
 from zombietop.monitor import TaskView
-from zombietop.oncall import Matcher
 from zombietop.printable import printable
 from zombietop.tui.untrusted import shown, shown_markup
 

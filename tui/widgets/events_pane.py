@@ -10,8 +10,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from zombietop.model import Event
-from zombietop.oncall import Silence
+from zombietop.model import Event, Silence
 from zombietop.printable import printable
 from zombietop.tui.untrusted import shown
 

@@ -1,7 +1,7 @@
 """The SQLite store: WAL, busy timeout, ``BEGIN IMMEDIATE`` for each write, migrated on open.
 
-The store's logic is ``zombietop.sql_store``'s; this module opens the file, translates sqlite3's
-errors and runs the named queries of ``core/sql/sqlite.sql``.
+The store's logic is ``sql_store``'s; this module opens the file, translates sqlite3's errors
+and runs the named queries of ``sql/sqlite.sql``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from urllib.parse import quote
 
 import aiosqlite
 
-from zombietop import queries
 from zombietop.clock import AnchoredClock, Clock, SystemClock, boot_identity
 from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing, StoreReplaced
 from zombietop.model import Task
-from zombietop.sql_store import Duplicate, SQLStore, fill_columns
-from zombietop.sqlite_inline import InlineConnection
+from zombietop.store import queries
+from zombietop.store.sql_store import Duplicate, SQLStore, fill_columns
+from zombietop.store.sqlite_inline import InlineConnection
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
@@ -126,8 +126,8 @@ class SQLiteStore(SQLStore[Connection]):
         inline: bool = False,
     ) -> SQLiteStore:
         """Open the store at ``path``; with ``inline``, run its statements on the calling
-        thread (see ``zombietop.sqlite_inline``): only for a caller whose event loop has a thread
-        of its own, since a statement then blocks that loop."""
+        thread (see ``sqlite_inline``): only for a caller whose event loop has a thread of its
+        own, since a statement then blocks that loop."""
         path = path.expanduser()
         if not path.exists():
             if not create or read_only:

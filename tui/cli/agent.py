@@ -10,12 +10,11 @@ from zombietop.agent import AGENT_INTERVAL_S, Agent
 from zombietop.executor import Executor
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.store import open_store
+from zombietop.tui.cli.context import EXIT_OK, context_of
 
 
 async def cmd_agent(args: argparse.Namespace) -> int:
-    from zombietop.tui.cli import EXIT_OK, _context
-
-    ctx = _context(args)
+    ctx = context_of(args)
     host = args.host or this_host()
     async with await open_store(ctx.db, create=True) as store:
         agent = Agent(

@@ -1,7 +1,7 @@
 """The store interface: tasks, leases, heartbeats and events, behind one async API.
 
-SQLite (``sqlite_store``) is the default; PostgreSQL (``pg_store``) implements the same
-class for fleets, selected by a ``postgresql://`` URL. Every time a store writes comes from the
+SQLite (``sqlite``) is the default; PostgreSQL (``postgres``) implements the same class for
+fleets, selected by a ``postgresql://`` URL. Every time a store writes comes from the
 store's own clock, never the caller's: for SQLite that is the host's clock (every process using
 the file shares it), for PostgreSQL the server's.
 """
@@ -9,14 +9,13 @@ the file shares it), for PostgreSQL the server's.
 from __future__ import annotations
 
 import abc
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from zombietop.heartbeat_line import BeatLine
 from zombietop.model import (
+    Ack,
     AgentPresence,
     Event,
     Heartbeat,
@@ -26,6 +25,7 @@ from zombietop.model import (
     PendingKill,
     PollChanges,
     ProcessSample,
+    Silence,
     StepRuns,
     StoredPage,
     StoredSample,
@@ -34,16 +34,9 @@ from zombietop.model import (
     TaskState,
     WatchdogLease,
 )
-from zombietop.oncall import Ack, Silence
 
 HISTORY_LIMIT = 120
 """Heartbeats kept per task for sparklines; older ones are trimmed as new ones arrive."""
-
-
-def default_store_path() -> Path:
-    """``$XDG_STATE_HOME/zombietop/zombietop.db`` (``~/.local/state/...`` when unset)."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "zombietop" / "zombietop.db"
 
 
 class Store(abc.ABC):
@@ -431,53 +424,3 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def drop_page(self, page_id: int) -> None:
         """Forget a kept page: delivered, or out of attempts."""
-
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres_url(location: str | Path) -> bool:
-    """True for a ``postgresql://`` or ``postgres://`` URL (a PostgreSQL store)."""
-    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
-
-
-def store_location(text: str | Path) -> Path | str:
-    """Where a store is: a URL stays a string, anything else is a file path (``~`` expanded)."""
-    if is_postgres_url(text):
-        return str(text)
-    return Path(text).expanduser()
-
-
-def location_of(store: Store) -> Path | str | None:
-    """The location a store was opened at, to hand to processes it starts."""
-    where = getattr(store, "path", None) or getattr(store, "url", None)
-    return None if where is None else store_location(where)
-
-
-async def open_store(
-    location: str | Path,
-    *,
-    read_only: bool = False,
-    create: bool = False,
-    clock: Any = None,
-    inline: bool = False,
-) -> Store:
-    """Open the store at ``location``: a SQLite file path or a ``postgresql://`` URL.
-
-    ``clock`` is this host's clock. A SQLite store keeps time by it; a PostgreSQL store keeps
-    time by the server and uses it only to measure this host's skew.
-
-    ``inline`` runs a SQLite store's statements on the calling thread rather than aiosqlite's,
-    for a caller whose event loop has a thread of its own (PostgreSQL's are network waits).
-    """
-    if is_postgres_url(location):
-        from zombietop.pg_store import PostgresStore
-
-        return await PostgresStore.open(
-            str(location), read_only=read_only, create=create, clock=clock
-        )
-    from zombietop.sqlite_store import SQLiteStore
-
-    return await SQLiteStore.open(
-        Path(location), read_only=read_only, create=create, clock=clock, inline=inline
-    )

@@ -1,6 +1,6 @@
 """``zombietop run`` and the action commands ``resume``, ``discard`` and ``kill``.
 
-Kept apart from ``zombietop.tui.cli`` so that the parser there only registers them.
+Kept apart from ``zombietop.tui.cli.main`` so that the parser there only registers them.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from zombietop.monitor import Monitor
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.runner import Runner, RunSpec
+from zombietop.source_actions import SourceActions
 from zombietop.sources import open_sources
-from zombietop.sources.actions import SourceActions
 from zombietop.store import open_store
+from zombietop.tui.cli.context import EXIT_NOT_DONE, EXIT_OK, context_of
 
-EXIT_OK, EXIT_NOT_DONE = 0, 1
 KILL_POLL_S = 0.1
 
 
@@ -65,7 +65,6 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
-    from zombietop.tui.cli import _context
 
     command = list(args.command)
     if command and command[0] == "--":
@@ -74,7 +73,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         raise ZombietopError(
             "nothing to run: give a command after --, e.g. zombietop run -- ./job.sh"
         )
-    ctx = _context(args)
+    ctx = context_of(args)
     async with await open_store(ctx.db, create=True) as store:
         runner = Runner(store, ctx.config, store_path=ctx.db)
         return await runner.run(
@@ -104,9 +103,8 @@ def _confirm(kind: ActionKind, task_id: str, summary: str) -> bool:
 
 
 async def cmd_action(args: argparse.Namespace) -> int:
-    from zombietop.tui.cli import _context
 
-    ctx = _context(args)
+    ctx = context_of(args)
     kind: ActionKind = args.kind
     if ctx.sources:
         outcome = await _source_action(args, ctx)

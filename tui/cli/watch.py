@@ -22,6 +22,7 @@ from zombietop.procs import PsutilProbe
 from zombietop.sd_notify import SystemdNotifier
 from zombietop.sources import open_sources
 from zombietop.store import open_store
+from zombietop.tui.cli.context import EXIT_ERROR, EXIT_OK, context_of
 from zombietop.watchdog import LogNotifier, TickReport, Watchdog
 
 if TYPE_CHECKING:
@@ -37,9 +38,7 @@ def _log(line: str) -> None:
 
 
 async def cmd_watch(args: argparse.Namespace) -> int:
-    from zombietop.tui.cli import EXIT_ERROR, EXIT_OK, _context
-
-    ctx = _context(args)
+    ctx = context_of(args)
     config = ctx.config
     if args.interval is not None:
         config = replace(config, watch=replace(config.watch, interval=args.interval))

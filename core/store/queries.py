@@ -11,13 +11,12 @@ _NAME = re.compile(r"^-- ([a-z0-9_]+) --$", re.MULTILINE)
 
 @cache
 def load(backend: str) -> dict[str, str]:
-    """Return ``{name: sql}`` for ``core/sql/<backend>.sql``; blocks start with ``-- name --``."""
-    text = (
-        resources.files("zombietop").joinpath("sql", f"{backend}.sql").read_text(encoding="utf-8")
-    )
+    """Return ``{name: sql}`` for ``sql/<backend>.sql``; blocks start with ``-- name --``."""
+    sql = resources.files("zombietop.store").joinpath("sql", f"{backend}.sql")
+    text = sql.read_text(encoding="utf-8")
     pieces = _NAME.split(text)
     # pieces = [preamble, name1, body1, name2, body2, ...]
     blocks = {name: body.strip() for name, body in zip(pieces[1::2], pieces[2::2], strict=True)}
     if not blocks:
-        raise RuntimeError(f"core/sql/{backend}.sql holds no named blocks")
+        raise RuntimeError(f"{sql} holds no named blocks")
     return blocks

@@ -11,11 +11,11 @@ from typing import Any
 from zombietop import oncall
 from zombietop.durations import format_age, format_duration, parse_duration
 from zombietop.heartbeat_line import format_timestamp
-from zombietop.oncall import Ack, Matcher, Silence, operator_name
+from zombietop.model import Ack, Matcher, Silence
+from zombietop.oncall import operator_name
 from zombietop.printable import printable
 from zombietop.store import open_store
-
-EXIT_OK, EXIT_NOT_DONE = 0, 1
+from zombietop.tui.cli.context import EXIT_NOT_DONE, EXIT_OK, context_of
 
 
 def _duration(text: str) -> float:
@@ -94,9 +94,8 @@ def silence_words(silence: Silence, now: float | None = None) -> str:
 
 
 async def cmd_ack(args: argparse.Namespace) -> int:
-    from zombietop.tui.cli import _context
 
-    ctx = _context(args)
+    ctx = context_of(args)
     async with await open_store(ctx.db) as store:
         done = await oncall.ack(
             store,
@@ -111,9 +110,8 @@ async def cmd_ack(args: argparse.Namespace) -> int:
 
 
 async def cmd_unack(args: argparse.Namespace) -> int:
-    from zombietop.tui.cli import _context
 
-    ctx = _context(args)
+    ctx = context_of(args)
     async with await open_store(ctx.db) as store:
         ended = await oncall.unack(store, args.task, by=operator_name())
     if ended is None:
@@ -124,9 +122,8 @@ async def cmd_unack(args: argparse.Namespace) -> int:
 
 
 async def cmd_silence(args: argparse.Namespace) -> int:
-    from zombietop.tui.cli import _context
 
-    ctx = _context(args)
+    ctx = context_of(args)
     if args.task is not None:
         matcher, pattern = Matcher.TASK, args.task
     elif args.step_type is not None:
@@ -148,9 +145,8 @@ async def cmd_silence(args: argparse.Namespace) -> int:
 
 
 async def cmd_silences(args: argparse.Namespace) -> int:
-    from zombietop.tui.cli import _context
 
-    ctx = _context(args)
+    ctx = context_of(args)
     async with await open_store(ctx.db, read_only=True) as store:
         now = await store.now()
         found = await store.silences()
@@ -165,9 +161,8 @@ async def cmd_silences(args: argparse.Namespace) -> int:
 
 
 async def cmd_unsilence(args: argparse.Namespace) -> int:
-    from zombietop.tui.cli import _context
 
-    ctx = _context(args)
+    ctx = context_of(args)
     async with await open_store(ctx.db) as store:
         ended = await oncall.unsilence(store, args.silence_id, by=operator_name())
     print(f"silence {ended.silence_id} ({ended.matcher} {printable(ended.pattern)}) ended")

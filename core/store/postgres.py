@@ -20,11 +20,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from zombietop import queries
 from zombietop.clock import Clock
 from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
 from zombietop.model import Task
-from zombietop.sql_store import Duplicate, SQLStore, fill_columns
+from zombietop.store import queries
+from zombietop.store.sql_store import Duplicate, SQLStore, fill_columns
 
 APPLICATION = "zombietop"
 CONNECT_TIMEOUT_S = 10.0

@@ -23,12 +23,12 @@ from zombietop.config import Config, SourceSettings
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.identity import real_user
-from zombietop.layout import clean_env, task_file_name
+from zombietop.locations import clean_env, task_file_name
 from zombietop.oncall import Desk
 from zombietop.printable import printable
 from zombietop.private import open_append, state_subdir
 from zombietop.procs import PsutilProbe
-from zombietop.sources.actions import SourceActions
+from zombietop.source_actions import SourceActions
 from zombietop.store import Store, open_store
 from zombietop.tui.poller import ThreadedMonitor
 

@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 from zombietop import __version__
 from zombietop.config import (
-    Config,
-    SourceSettings,
     load_config,
     resolve_config_path,
     write_defaults,
@@ -24,22 +20,13 @@ from zombietop.config import (
 from zombietop.durations import parse_duration
 from zombietop.errors import HeartbeatParseError, ZombietopError
 from zombietop.heartbeat_line import BeatLine, format_timestamp, parse_line
-from zombietop.model import ProcessSample
-from zombietop.monitor import Monitor, Snapshot
-from zombietop.output import last_outputs
 from zombietop.printable import printable
-from zombietop.procs import PsutilProbe
-from zombietop.sources import check_source_url, open_sources
-from zombietop.sqlite_store import SCHEMA_VERSION
-from zombietop.store import default_store_path, open_store, store_location
-from zombietop.tui.agent import add_parser as agent_parser
-from zombietop.tui.watch import add_parser as watch_parser
-
-EXIT_OK, EXIT_ERROR = 0, 2
-EXIT_UNKNOWN = 3
-"""``status`` speaks the Nagios plugin API: a usage error there is UNKNOWN, not 2."""
-STATUS_SAMPLE_GAP = 0.5
-"""Seconds between the two process samples ``status`` takes, so CPU% is never unknown."""
+from zombietop.store import open_store
+from zombietop.store.sqlite import SCHEMA_VERSION
+from zombietop.tui.cli.agent import add_parser as agent_parser
+from zombietop.tui.cli.context import EXIT_ERROR, EXIT_OK, EXIT_UNKNOWN, context_of
+from zombietop.tui.cli.status import cmd_status
+from zombietop.tui.cli.watch import add_parser as watch_parser
 
 STATUS_EPILOG = """\
 exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a budget, a
@@ -60,130 +47,11 @@ class Parser(argparse.ArgumentParser):
         self.exit(self.usage_exit, f"{self.prog}: error: {message}\n")
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What every command needs: the validated config and where the store is."""
-
-    config: Config
-    db: Path | str
-    """A SQLite file or a ``postgresql://`` URL."""
-    sources: tuple[SourceSettings, ...] = ()
-    """``[[sources]]`` and every ``--source``: engines' databases watched read-only."""
-
-
-def resolve_store_path(flag: str | None, config: Config) -> Path | str:
-    """``--db``, then ``ZOMBIETOP_DB``, then ``[store] path``, then the XDG state directory."""
-    if flag:
-        return store_location(flag)
-    env = os.environ.get("ZOMBIETOP_DB")
-    if env:
-        return store_location(env)
-    if config.store_path is not None:
-        return config.store_path
-    return default_store_path()
-
-
-def _context(args: argparse.Namespace) -> Context:
-    config = load_config(resolve_config_path(getattr(args, "config", None)))
-    flags = tuple(SourceSettings(url=check_source_url(url)) for url in getattr(args, "source", []))
-    return Context(
-        config=config,
-        db=resolve_store_path(getattr(args, "db", None), config),
-        sources=(*config.sources, *flags),
-    )
-
-
 # Commands --------------------------------------------------------------------------------
 
 
-async def cmd_status(args: argparse.Namespace) -> int:
-    """One snapshot; the exit status follows the Nagios plugin API (``status.Level``)."""
-    from zombietop.tui.status import (
-        Level,
-        level,
-        nagios_output,
-        nagios_unknown,
-        render_table,
-        snapshot_to_json,
-        watchdog_words,
-    )
-
-    if args.output is not None and not args.prometheus:
-        print("zombietop: status: --output PATH writes --prometheus only", file=sys.stderr)
-        return Level.UNKNOWN
-    try:
-        ctx = _context(args)
-        async with (
-            await open_store(ctx.db, read_only=True) as store,
-            open_sources(ctx.sources) as sources,
-        ):
-            probe = PsutilProbe()  # so a task whose process died shows as dead
-            monitor = Monitor(
-                store, ctx.config, probe=probe, include_finished=args.all, sources=sources
-            )
-            snapshot = await monitor.poll()
-            if any(_first_sight(view.process) for view in snapshot.tasks):
-                # CPU% is a delta: as top -n 1 does, sample twice a moment apart.
-                await asyncio.sleep(STATUS_SAMPLE_GAP)
-                snapshot = await monitor.poll()
-            if snapshot.error:
-                raise ZombietopError(snapshot.error)
-            outputs = last_outputs(store, (view.task for view in snapshot.tasks), monitor.host)
-            watchdog = await store.watchdog_lease()
-    except ZombietopError as exc:
-        if args.nagios:
-            print(nagios_unknown(str(exc)))
-        else:
-            print(printable(f"zombietop: {exc}"), file=sys.stderr)
-        if args.prometheus:
-            # node_exporter still learns something: zombietop_store_up 0.
-            _print_prometheus(Snapshot(taken_at=None, error=str(exc)), args.output)
-        return Level.UNKNOWN
-    if args.prometheus:
-        if not _print_prometheus(snapshot, args.output):
-            return Level.UNKNOWN
-    elif args.json:
-        print(json.dumps(snapshot_to_json(snapshot, outputs, watchdog), indent=2))
-    elif args.nagios:
-        print(nagios_output(snapshot, outputs))
-    else:
-        # Said once a watchdog has held the store; a store never watched stays as it was.
-        words = None if watchdog is None else watchdog_words(watchdog, snapshot.taken_at)
-        print(render_table(snapshot, outputs=outputs, watchdog=words))
-    return level(snapshot)
-
-
-def _first_sight(process: ProcessSample | None) -> bool:
-    """True for a live process sampled once: its CPU% needs a second look."""
-    return process is not None and not process.gone and process.cpu_percent is None
-
-
-def _print_prometheus(snapshot: Snapshot, output: Path | None) -> bool:
-    """The watchdog's metrics, once: to ``output`` atomically, or to stdout. False (and the
-    reason on stderr) when ``output`` cannot be written."""
-    from zombietop.metrics import Metrics
-
-    metrics = Metrics()
-    # No watchdog here: every task that pages has (or is about to have) an incident.
-    metrics.update(snapshot, incidents_open=snapshot.paging)
-    if output is not None:
-        try:
-            metrics.write_textfile(output)
-        except ZombietopError as exc:
-            print(printable(f"zombietop: {exc}"), file=sys.stderr)
-            return False
-        return True
-    text = metrics.render().decode()
-    if sys.stdout.isatty():
-        # Label values hold untrusted text verbatim (the format escapes only \\, " and
-        # newlines): a person reading it on a terminal gets its control characters escaped.
-        text = "\n".join(printable(line) for line in text.splitlines()) + "\n"
-    sys.stdout.write(text)
-    return True
-
-
 async def cmd_init(args: argparse.Namespace) -> int:
-    ctx = _context(args)
+    ctx = context_of(args)
     async with await open_store(ctx.db, create=True) as store:
         where = store.describe()
     print(f"store ready at {where} (schema v{SCHEMA_VERSION})")
@@ -231,7 +99,7 @@ def _escape(text: str) -> str:
 
 
 async def cmd_beat(args: argparse.Namespace) -> int:
-    ctx = _context(args)
+    ctx = context_of(args)
     task_id = args.task or os.environ.get("ZOMBIETOP_TASK")
     if not task_id:
         raise ZombietopError(
@@ -250,9 +118,9 @@ async def cmd_beat(args: argparse.Namespace) -> int:
 
 
 async def cmd_dashboard(args: argparse.Namespace) -> int:
-    from zombietop.tui.dashboard import run_dashboard
+    from zombietop.tui.launch import run_dashboard
 
-    ctx = _context(args)
+    ctx = context_of(args)
     return await run_dashboard(
         ctx.config,
         ctx.db,
@@ -407,11 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     config.set_defaults(handler=cmd_config)
 
-    from zombietop.tui.commands import add_commands  # run, resume, discard, kill
+    from zombietop.tui.cli.jobs import add_commands  # run, resume, discard, kill
 
     add_commands(sub, common)
 
-    from zombietop.tui.oncall_cli import add_parser as oncall_parser  # ack, silence, ...
+    from zombietop.tui.cli.oncall import add_parser as oncall_parser  # ack, silence, ...
 
     oncall_parser(sub, common)
 

@@ -9,14 +9,8 @@ from typing import Any
 
 import pytest
 
-from zombietop.model import (
-    Heartbeat,
-    Lease,
-    PendingKill,
-    Task,
-    TaskRecord,
-)
-from zombietop.rows import (
+from zombietop.model import Heartbeat, Lease, PendingKill, Task, TaskRecord
+from zombietop.store.poll_cache import (
     HEARTBEAT_COLUMNS,
     KILL_COLUMNS,
     LEASE_COLUMNS,

@@ -1,6 +1,6 @@
 """The store's logic once, over SQL: each backend supplies a connection and a few adapter methods.
 
-A backend (``sqlite_store``, ``pg_store``) opens its connection, migrates its schema,
+A backend (``sqlite``, ``postgres``) opens its connection, migrates its schema,
 translates its driver's errors, and answers the adapter: run a named query (``_run``, ``_row``,
 ``_rows``, ``_run_many``, ``_insert``), give a read context and a write transaction (``_read``,
 ``_write``), and hold a task's row and read the store's clock (``_hold``, ``_now_in``). Every
@@ -22,6 +22,7 @@ from zombietop.errors import ActionRefused, LeaseHeld, LeaseLost, StoreError, Ta
 from zombietop.heartbeat_line import BeatLine
 from zombietop.identity import real_user
 from zombietop.model import (
+    Ack,
     AgentPresence,
     Event,
     EventKind,
@@ -32,6 +33,7 @@ from zombietop.model import (
     PendingKill,
     PollChanges,
     ProcessSample,
+    Silence,
     StepRuns,
     StoredPage,
     StoredSample,
@@ -40,8 +42,8 @@ from zombietop.model import (
     TaskState,
     WatchdogLease,
 )
-from zombietop.oncall import Ack, Silence
-from zombietop.rows import (
+from zombietop.store.interface import HISTORY_LIMIT, Store
+from zombietop.store.poll_cache import (
     _COLUMNS,
     _KILL_COLUMNS,
     HEARTBEAT_COLUMNS,
@@ -52,10 +54,9 @@ from zombietop.rows import (
     record_from_row,
     sample_params,
 )
-from zombietop.store import HISTORY_LIMIT, Store
 
 Conn = TypeVar("Conn")
-"""The backend's connection (``zombietop.sqlite_store.Connection`` or an asyncpg connection)."""
+"""The backend's connection (``zombietop.store.sqlite.Connection`` or an asyncpg connection)."""
 
 
 class Duplicate(Exception):

@@ -1,11 +1,11 @@
-"""Which tasks the dashboard shows, in which order (tui/view.py)."""
+"""Which tasks the dashboard shows, in which order (tui/task_order.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from zombietop.tui.sample import sample_snapshot
-from zombietop.tui.view import SortMode, ordered
+from zombietop.tui.task_order import SortMode, ordered
 
 
 def test_unfiltered_urgency_is_the_snapshots_own_tuple() -> None:

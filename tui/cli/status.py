@@ -3,21 +3,29 @@ line, with the plugin API's exit status."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
 import shutil
+import sys
 from collections.abc import Iterable, Mapping
 from enum import IntEnum
+from pathlib import Path
 from typing import Any
 
 from zombietop.classify import ASK_A_HUMAN, format_progress
 from zombietop.durations import format_age
+from zombietop.errors import ZombietopError
 from zombietop.heartbeat_line import format_timestamp
-from zombietop.model import AgentPresence, Health, WatchdogLease
-from zombietop.monitor import Snapshot, TaskView
-from zombietop.oncall import Ack, Silence
-from zombietop.output import LastOutput, with_last_output
+from zombietop.model import Ack, AgentPresence, Health, ProcessSample, Silence, WatchdogLease
+from zombietop.monitor import Monitor, Snapshot, TaskView
+from zombietop.output import LastOutput, last_outputs, with_last_output
 from zombietop.printable import printable
+from zombietop.procs import PsutilProbe
 from zombietop.schedules import ScheduleHealth, ScheduleView
-from zombietop.sources import Origin
+from zombietop.sources import Origin, open_sources
+from zombietop.store import open_store
+from zombietop.tui.cli.context import context_of
 
 
 class Level(IntEnum):
@@ -425,3 +433,86 @@ def _agent_words(agent: AgentPresence, now: float) -> str:
         return f"{agent.host} no agent (last seen {format_age(max(now - agent.seen_at, 0))} ago)"
     skew = agent.clock_skew_s
     return f"{agent.host} ok" + ("" if skew is None else f" (clock {skew:+.1f}s)")
+
+
+# The command ----------------------------------------------------------------------------
+
+
+STATUS_SAMPLE_GAP = 0.5
+"""Seconds between the two process samples ``status`` takes, so CPU% is never unknown."""
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    """One snapshot; the exit status follows the Nagios plugin API (``status.Level``)."""
+    if args.output is not None and not args.prometheus:
+        print("zombietop: status: --output PATH writes --prometheus only", file=sys.stderr)
+        return Level.UNKNOWN
+    try:
+        ctx = context_of(args)
+        async with (
+            await open_store(ctx.db, read_only=True) as store,
+            open_sources(ctx.sources) as sources,
+        ):
+            probe = PsutilProbe()  # so a task whose process died shows as dead
+            monitor = Monitor(
+                store, ctx.config, probe=probe, include_finished=args.all, sources=sources
+            )
+            snapshot = await monitor.poll()
+            if any(_first_sight(view.process) for view in snapshot.tasks):
+                # CPU% is a delta: as top -n 1 does, sample twice a moment apart.
+                await asyncio.sleep(STATUS_SAMPLE_GAP)
+                snapshot = await monitor.poll()
+            if snapshot.error:
+                raise ZombietopError(snapshot.error)
+            outputs = last_outputs(store, (view.task for view in snapshot.tasks), monitor.host)
+            watchdog = await store.watchdog_lease()
+    except ZombietopError as exc:
+        if args.nagios:
+            print(nagios_unknown(str(exc)))
+        else:
+            print(printable(f"zombietop: {exc}"), file=sys.stderr)
+        if args.prometheus:
+            # node_exporter still learns something: zombietop_store_up 0.
+            _print_prometheus(Snapshot(taken_at=None, error=str(exc)), args.output)
+        return Level.UNKNOWN
+    if args.prometheus:
+        if not _print_prometheus(snapshot, args.output):
+            return Level.UNKNOWN
+    elif args.json:
+        print(json.dumps(snapshot_to_json(snapshot, outputs, watchdog), indent=2))
+    elif args.nagios:
+        print(nagios_output(snapshot, outputs))
+    else:
+        # Said once a watchdog has held the store; a store never watched stays as it was.
+        words = None if watchdog is None else watchdog_words(watchdog, snapshot.taken_at)
+        print(render_table(snapshot, outputs=outputs, watchdog=words))
+    return level(snapshot)
+
+
+def _first_sight(process: ProcessSample | None) -> bool:
+    """True for a live process sampled once: its CPU% needs a second look."""
+    return process is not None and not process.gone and process.cpu_percent is None
+
+
+def _print_prometheus(snapshot: Snapshot, output: Path | None) -> bool:
+    """The watchdog's metrics, once: to ``output`` atomically, or to stdout. False (and the
+    reason on stderr) when ``output`` cannot be written."""
+    from zombietop.metrics import Metrics
+
+    metrics = Metrics()
+    # No watchdog here: every task that pages has (or is about to have) an incident.
+    metrics.update(snapshot, incidents_open=snapshot.paging)
+    if output is not None:
+        try:
+            metrics.write_textfile(output)
+        except ZombietopError as exc:
+            print(printable(f"zombietop: {exc}"), file=sys.stderr)
+            return False
+        return True
+    text = metrics.render().decode()
+    if sys.stdout.isatty():
+        # Label values hold untrusted text verbatim (the format escapes only \\, " and
+        # newlines): a person reading it on a terminal gets its control characters escaped.
+        text = "\n".join(printable(line) for line in text.splitlines()) + "\n"
+    sys.stdout.write(text)
+    return True

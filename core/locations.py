@@ -1,6 +1,8 @@
-"""What a job sees of zombietop: the files kept beside the store and the environment it is given.
+"""Where things are: the store, the sources, the files kept beside the store, and the
+environment a job is given.
 
-Beside a store ``zombietop.db`` lives ``zombietop.db.d/`` with ``logs/`` (relaunched attempts),
+A store is a SQLite file or a ``postgresql://`` URL; a source is an ``airflow+...`` URL. Beside a
+store ``zombietop.db`` lives ``zombietop.db.d/`` with ``logs/`` (relaunched attempts),
 ``heartbeats/`` (the files ``zombietop run`` tails) and ``checkpoints/`` (the SDK's default).
 """
 
@@ -13,7 +15,57 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from zombietop.store import default_store_path, is_postgres_url
+from zombietop.errors import SourceError
+
+
+def default_store_path() -> Path:
+    """``$XDG_STATE_HOME/zombietop/zombietop.db`` (``~/.local/state/...`` when unset)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "zombietop" / "zombietop.db"
+
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(location: str | Path) -> bool:
+    """True for a ``postgresql://`` or ``postgres://`` URL (a PostgreSQL store)."""
+    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
+
+
+def store_location(text: str | Path) -> Path | str:
+    """Where a store is: a URL stays a string, anything else is a file path (``~`` expanded)."""
+    if is_postgres_url(text):
+        return str(text)
+    return Path(text).expanduser()
+
+
+SOURCE_SCHEMES = ("airflow+sqlite", "airflow+postgresql", "airflow+postgres")
+
+
+def printable_url(url: str) -> str:
+    """``url`` without its password, for screens and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return parts._replace(netloc=netloc).geturl()
+
+
+def check_source_url(url: str) -> str:
+    """Return ``url`` if zombietop can read it as a source, else raise naming the forms it can."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme not in SOURCE_SCHEMES:
+        raise SourceError(
+            f"source {printable_url(url)!r}: unknown kind; use airflow+sqlite:///PATH "
+            "or airflow+postgresql://USER@HOST/DB"
+        )
+    if scheme == "airflow+sqlite" and not url.partition(":///")[2]:
+        raise SourceError(
+            f"source {url!r}: no database file; use airflow+sqlite:///PATH "
+            "(airflow+sqlite:////abs/path for an absolute one, as in Airflow's own URL)"
+        )
+    return url
+
 
 LEASE_ENV = (
     "ZOMBIETOP_TASK",

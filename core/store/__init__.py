@@ -1,0 +1,54 @@
+"""The store: zombietop's own record of tasks, leases, heartbeats, events and pages.
+
+- ``interface``: the async API every backend implements (``Store``);
+- ``sql_store``: the logic and SQL both backends share;
+- ``sqlite`` (the default, one file per host) and ``postgres`` (for fleets);
+- ``poll_cache``: what a poll has already read, so the next one reads only what changed;
+- ``queries``: the named SQL blocks of ``sql/``, one file per backend;
+- ``sqlite_inline``: SQLite statements on the caller's thread, for a loop of its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from zombietop.locations import is_postgres_url, store_location
+from zombietop.store.interface import HISTORY_LIMIT, Store
+
+__all__ = ["HISTORY_LIMIT", "Store", "location_of", "open_store"]
+
+
+def location_of(store: Store) -> Path | str | None:
+    """The location a store was opened at, to hand to processes it starts."""
+    where = getattr(store, "path", None) or getattr(store, "url", None)
+    return None if where is None else store_location(where)
+
+
+async def open_store(
+    location: str | Path,
+    *,
+    read_only: bool = False,
+    create: bool = False,
+    clock: Any = None,
+    inline: bool = False,
+) -> Store:
+    """Open the store at ``location``: a SQLite file path or a ``postgresql://`` URL.
+
+    ``clock`` is this host's clock. A SQLite store keeps time by it; a PostgreSQL store keeps
+    time by the server and uses it only to measure this host's skew.
+
+    ``inline`` runs a SQLite store's statements on the calling thread rather than aiosqlite's,
+    for a caller whose event loop has a thread of its own (PostgreSQL's are network waits).
+    """
+    if is_postgres_url(location):
+        from zombietop.store.postgres import PostgresStore
+
+        return await PostgresStore.open(
+            str(location), read_only=read_only, create=create, clock=clock
+        )
+    from zombietop.store.sqlite import SQLiteStore
+
+    return await SQLiteStore.open(
+        Path(location), read_only=read_only, create=create, clock=clock, inline=inline
+    )
