@@ -21,9 +21,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from zombietop.clock import Clock
 from zombietop.config import NotifySettings
 from zombietop.errors import ZombietopError
-from zombietop.model import StoredPage
 from zombietop.printable import printable
 from zombietop.redact import redact_url, scrub
+from zombietop.store import Store
 
 
 class DeliveryError(ZombietopError):
@@ -193,29 +193,6 @@ def build_notifiers(settings: NotifySettings) -> list[Notifier]:
     return notifiers
 
 
-class PageKeeper(Protocol):
-    """Where undelivered pages wait across restarts (the store)."""
-
-    async def keep_page(
-        self,
-        *,
-        notifier: str,
-        kind: str,
-        line: str,
-        task_id: str | None,
-        health: str | None,
-        page_at: float,
-        attempts: int,
-        next_at: float,
-    ) -> int: ...
-
-    async def pending_pages(self) -> list[StoredPage]: ...
-
-    async def retry_page(self, page_id: int, *, attempts: int, next_at: float) -> None: ...
-
-    async def drop_page(self, page_id: int) -> None: ...
-
-
 @dataclass(slots=True, kw_only=True)
 class _Delivery:
     page: Page
@@ -255,7 +232,7 @@ class Outbox:
         settings: NotifySettings,
         clock: Clock,
         on_result: Callable[[DeliveryResult], Awaitable[None]] | None = None,
-        keeper: PageKeeper | None = None,
+        keeper: Store | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.notifiers = list(notifiers)
