@@ -68,6 +68,8 @@ class TickReport:
     """Who held the watchdog lease as of this look (None in a dry run or when unreadable)."""
     counts: Mapping[Health, int] = field(default_factory=dict)
     """Tasks per health as of this look (empty when the store could not be read)."""
+    missed_schedules: int = 0
+    """Schedules whose fire time passed its grace with no run started, as of this look."""
     pages: tuple[Page, ...] = ()
     logs: tuple[str, ...] = ()
     actions: tuple[ActionOutcome, ...] = ()
@@ -309,6 +311,9 @@ class Watchdog:
             watchdog=lease,
             blind=snapshot.error is not None,
             counts=snapshot.counts if snapshot.ok else {},
+            missed_schedules=sum(1 for view in snapshot.schedules if view.health.pages)
+            if snapshot.ok
+            else 0,
             pages=tuple(tick.pages),
             logs=tuple(tick.logs),
             actions=tuple(tick.actions),

@@ -79,3 +79,15 @@ def test_a_vanished_socket_costs_the_message_not_the_round(tmp_path: Path) -> No
 
 def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("ZOMBIETOP_", "NOTIFY_"))}
+
+
+def test_status_counts_missed_schedules_among_what_needs_a_human() -> None:
+    from zombietop.model import Health
+    from zombietop.tui.cli.watch import status_line
+    from zombietop.watchdog import TickReport
+
+    report = TickReport(
+        taken_at=0.0, counts={Health.STALLED: 1, Health.HEALTHY: 3}, missed_schedules=1
+    )
+    assert status_line(report) == "2 needing a human; 1 stalled, 3 healthy, 1 schedule(s) missed"
+    assert status_line(TickReport(taken_at=0.0)) == "0 needing a human; no tasks"

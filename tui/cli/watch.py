@@ -192,9 +192,11 @@ def status_line(report: TickReport) -> str:
         return report.withheld or "standby"
     if report.withheld is not None:
         return printable(f"withholding verdicts: {report.withheld}")
-    found = ", ".join(f"{n} {health}" for health, n in report.counts.items() if n)
+    found = [f"{n} {health}" for health, n in report.counts.items() if n]
+    if report.missed_schedules:
+        found.append(f"{report.missed_schedules} schedule(s) missed")
     paging = sum(n for health, n in report.counts.items() if health.pages)
-    return f"{paging} needing a human; {found or 'no tasks'}"
+    return f"{paging + report.missed_schedules} needing a human; {', '.join(found) or 'no tasks'}"
 
 
 def add_parser(
