@@ -96,6 +96,11 @@ def state_dir(store_path: Path | str) -> Path:
     return path.with_name(path.name + ".d")
 
 
+TIE_FOLDER = "running"
+"""Beside the store, where an SDK job holds a file named for its task open while it runs: how
+/proc ties the process to the task when nothing in its environment or command line does."""
+
+
 def safe_name(task_id: str) -> str:
     """Make a task id safe to be part of a file name."""
     return _UNSAFE.sub("_", task_id)

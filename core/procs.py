@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 
 from zombietop.clock import Clock, SystemClock
+from zombietop.locations import TIE_FOLDER, task_file_name
 from zombietop.model import ProcessSample, Task
 from zombietop.private import open_append
 
@@ -56,8 +57,9 @@ def tie(pid: int, task_id: str) -> str | None:
 
     The store's pid and start time can be forged by whoever writes the store, so before a
     signal the process itself must say it runs the task: ``ZOMBIETOP_TASK=<task>`` in its
-    environment (every command ``zombietop run`` starts, and what they start), or a Python
-    process (an SDK job) whose command line passes ``--task <task>``.
+    environment (every command ``zombietop run`` starts, and what they start), a Python
+    process (an SDK job) whose command line passes ``--task <task>``, or a process holding its
+    task's tie file open (an SDK job started by hand: ``locations.TIE_FOLDER``).
     """
     try:
         proc = psutil.Process(pid)
@@ -75,6 +77,18 @@ def tie(pid: int, task_id: str) -> str | None:
                 return "--task in its command line"
         if f"--task={task_id}" in cmdline:
             return "--task in its command line"
+    return _holds_tie_file(proc, task_id)
+
+
+def _holds_tie_file(proc: psutil.Process, task_id: str) -> str | None:
+    name = task_file_name(task_id)
+    try:
+        for handle in proc.open_files():
+            path = Path(handle.path)
+            if path.name == name and path.parent.name == TIE_FOLDER:
+                return "its task's tie file open"
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        pass
     return None
 
 
@@ -82,8 +96,9 @@ def untied(pid: int, task_id: str) -> str:
     """Why a process is not acted on for ``task_id``: what it would have needed."""
     return (
         f"pid {pid} carries no tag of {task_id} ({TASK_ENV}={task_id} in its environment, as "
-        "`zombietop run` gives its command, or --task in an SDK job's command line); the "
-        "store's pid and start time alone are not trusted, so nothing was signalled"
+        "`zombietop run` gives its command, --task in an SDK job's command line, or the "
+        "task's tie file held open, as an SDK job does); the store's pid and start time alone "
+        "are not trusted, so nothing was signalled"
     )
 
 

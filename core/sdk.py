@@ -39,6 +39,7 @@ from zombietop.config import Config, Limits, load_config, resolve_config_path
 from zombietop.errors import LeaseLost, RequestTimeout, StoreError
 from zombietop.heartbeat_line import BeatLine
 from zombietop.locations import (
+    TIE_FOLDER,
     adopt_legacy_file,
     default_store_path,
     safe_name,
@@ -47,7 +48,7 @@ from zombietop.locations import (
     task_file_name,
 )
 from zombietop.model import Lease, TaskState
-from zombietop.private import create_new, open_read, private_dir
+from zombietop.private import create_new, open_append, open_read, private_dir, state_subdir
 from zombietop.procs import process_start_time, this_host
 from zombietop.store import Store, open_store
 
@@ -147,6 +148,7 @@ class Job:
         self._counters: dict[str, float] = {}
         self._request: str | None = None
         self._checkpoint_recorded = False
+        self._tie_fd: int | None = None
 
     # Entering and leaving ------------------------------------------------------------------
 
@@ -188,6 +190,10 @@ class Job:
             cwd=os.getcwd(),
             host=self.host,
         )
+        # Held open until the job ends: the tie a kill checks (zombietop.procs.tie) for a job
+        # started by hand, whose environment and command line name no task.
+        tie_file = state_subdir(self.db, TIE_FOLDER) / task_file_name(self.task_id)
+        self._tie_fd = open_append(tie_file)
         start = process_start_time(os.getpid())
         if start is not None:
             await self._store.set_process(
@@ -258,6 +264,9 @@ class Job:
         return None
 
     def _shutdown(self) -> None:
+        if self._tie_fd is not None:
+            os.close(self._tie_fd)
+            self._tie_fd = None
         if self._previous_handler is not None:
             signal.signal(signal.SIGTERM, self._previous_handler)
             self._previous_handler = None

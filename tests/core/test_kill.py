@@ -295,3 +295,40 @@ async def test_resume_of_a_term_respecting_orphan_needs_no_sigkill(
     outcome = await executor.resume("t1", expected_token=1, actor="oncall", reason="retry")
     assert "exited after SIGTERM" in outcome.message, outcome.message
     assert await asyncio.to_thread(proc.wait, 5) == -signal.SIGTERM
+
+
+# An SDK job as a job author starts it by hand: no ZOMBIETOP_TASK, no --task on its command line.
+BY_HAND = """
+import sys, time
+from pathlib import Path
+from zombietop import Job
+with Job("by-hand", db=sys.argv[1], config=sys.argv[2]) as job:
+    job.beat("load", 5)
+    Path(sys.argv[3]).touch()
+    while True:
+        time.sleep(0.05)
+"""
+
+
+async def test_an_sdk_job_started_by_hand_is_tied_by_its_open_file_and_killed(
+    db: Path, fast_config_path: Path, children: Children, tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    job = children.start(
+        [sys.executable, "-c", BY_HAND, str(db), str(fast_config_path), str(ready)]
+    )
+    wait_for_file(ready)
+    result = await asyncio.to_thread(
+        subprocess.run,
+        zombietop(db, fast_config_path, "kill", "by-hand", "--yes", "--reason", "hung"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "by-hand: term_sent:" in result.stdout
+    assert job.wait(10) == 143  # the SDK's own TERM handler: interrupted, exit 143
+    async with await open_for_test(db) as store:
+        task = (await store.get_record("by-hand")).task
+    assert task.state == "interrupted"
