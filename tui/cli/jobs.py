@@ -177,7 +177,7 @@ async def _source_action(args: argparse.Namespace, ctx: Any) -> ActionOutcome | 
         outcome = await actions.run(request)
         if outcome.outcome is Outcome.REQUESTED and outcome.request_id is not None:
             _print(outcome)
-            return await _wait_for_agent(executor, outcome)
+            outcome = await _wait_for_agent(executor, outcome)
         if outcome.outcome is Outcome.TERM_SENT:
             _print(outcome)
             return await _wait_for_kill(executor, args.task, actions)
