@@ -122,9 +122,7 @@ def _agent(
 
 async def _cli(db: Path, config: Path, airflow: AirflowDatabase, *args: str) -> Any:
     argv = zombietop(db, config, *args[:1], "--source", airflow.url, *args[1:])
-    return await asyncio.to_thread(
-        subprocess.run, argv, capture_output=True, text=True, timeout=60
-    )
+    return await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, timeout=60)
 
 
 async def test_a_remote_airflow_task_is_judged_with_its_hosts_agent(
@@ -156,15 +154,17 @@ async def test_a_remote_airflow_task_is_judged_with_its_hosts_agent(
             views = (await monitor.poll()).by_id()
             hung = views[HUNG].process
             # CPU is a rate: the agent's second sample of the process is the first to have one.
-            return views[CRASHED].process is not None and hung is not None and (
-                hung.cpu_percent is not None
+            return (
+                views[CRASHED].process is not None
+                and hung is not None
+                and (hung.cpu_percent is not None)
             )
 
         await wait_for(sampled, timeout=30, what=f"{WORKER}'s agent to sample its Airflow tasks")
         views = monitor.last.by_id()
         crashed, hung = views[CRASHED], views[HUNG]
         assert crashed.remote and crashed.health is Health.DEAD
-        assert [r.code for r in crashed.verdict.reasons][0] == "process_gone"
+        assert crashed.verdict.reasons[0].code == "process_gone"
         assert hung.remote and hung.health is Health.HEALTHY and hung.agent_note is None
         assert hung.process is not None and hung.process.pid == sleeper
         assert "alive cpu 0%" in hung.verdict.context
