@@ -216,6 +216,11 @@ class Store(abc.ABC):
         """Return every open kill on ``host``, soonest deadline first."""
 
     @abc.abstractmethod
+    async def source_kills(self, since: float | None) -> dict[str, PendingKill]:
+        """The latest kill of each read-only source's task, by task id: those still open and
+        those finished since ``since`` (None: all)."""
+
+    @abc.abstractmethod
     async def close_kill(
         self,
         task_id: str,

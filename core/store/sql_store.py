@@ -726,6 +726,11 @@ class SQLStore(Store, Generic[Conn]):
             rows = await self._rows(db, "select_open_kills_for_host", {"host": host})
         return [PendingKill.from_row(row) for row in rows]
 
+    async def source_kills(self, since: float | None) -> dict[str, PendingKill]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_source_kills", {"since": since})
+        return {row["task_id"]: PendingKill.from_row(row) for row in rows}
+
     async def close_kill(
         self,
         task_id: str,

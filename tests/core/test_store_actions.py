@@ -241,6 +241,10 @@ async def test_a_source_tasks_kill_sample_and_request_need_no_task_row(
     )
     assert closed is not None and closed.source == source
     assert await live_store.get_open_kill(task_id) is None
+    # The latest kill of each source task, for its record in the next poll.
+    assert (await live_store.source_kills(None))[task_id].outcome == "exited"
+    assert closed.finished_at is not None
+    assert await live_store.source_kills(closed.finished_at + 1) == {}
 
     sample = ProcessSample(pid=4121, alive=True, identity_ok=True, children=0, sampled_at=1.0)
     await live_store.record_process_samples("worker-7", {task_id: sample}, source=source)

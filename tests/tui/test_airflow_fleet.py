@@ -250,6 +250,9 @@ async def test_a_local_airflow_kill_outlives_the_dashboard(
         assert sent.outcome is Outcome.TERM_SENT, sent.message
         kill = await real_store.get_open_kill(HUNG)
         assert kill is not None and kill.pid == stubborn and kill.source == source.name
+        # The dashboard shows the kill's countdown on the Airflow task, as on its own tasks.
+        shown = (await monitor.poll()).by_id()[HUNG].pending_kill
+        assert shown is not None and shown.pending and shown.deadline == kill.deadline
         # The store's executor alone cannot vouch for a source's process: it leaves the kill.
         assert await executor.complete_pending_kills() == []
         settings = [SourceSettings(url=airflow3_sqlite.url)]

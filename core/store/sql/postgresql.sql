@@ -417,6 +417,14 @@ SELECT {kill_columns} FROM pending_kills k
 WHERE k.outcome IS NULL AND k.host IS NOT DISTINCT FROM :host::text
 ORDER BY k.deadline, k.kill_id
 
+-- select_source_kills --
+-- The latest kill of each read-only source's task, open or finished since :since (the store's
+-- clock; NULL: all): a poll joins them to the source's records as the tasks table's join does.
+SELECT {kill_columns} FROM pending_kills k
+WHERE k.source IS NOT NULL
+  AND (k.outcome IS NULL OR CAST(:since AS double precision) IS NULL OR k.finished_at >= :since)
+  AND k.kill_id = (SELECT max(kill_id) FROM pending_kills WHERE task_id = k.task_id)
+
 -- insert_pending_kill --
 INSERT INTO pending_kills (task_id, pid, pid_start_time, pgid, host, requested_by, term_sent_at,
                            deadline, source)
