@@ -63,8 +63,8 @@ class SourceActions:
         ):
             now = f"pid {task.pid} on {task.host}" if task.pid else "no process"
             return (
-                f"{source} now records {now} for {kill.task_id}, not the pid {kill.pid} that got "
-                "SIGTERM; not signalled"
+                f"{source} now records {now} for {kill.task_id}, not pid {kill.pid} as the kill "
+                "record says; not signalled"
             )
         return None
 

@@ -267,3 +267,42 @@ async def test_a_local_airflow_kill_outlives_the_dashboard(
     assert f"{HUNG}: escalated: pid {stubborn} still alive" in log.read_text()
     assert await real_store.get_open_kill(HUNG) is None
     assert _sha(airflow3_sqlite.path) == before
+
+
+async def test_a_forged_source_kill_sends_no_sigkill(
+    real_store: SQLiteStore,
+    fast_config: Config,
+    airflow3_sqlite: AirflowDatabase,
+    sleeper: int,
+    stubborn: int,
+) -> None:
+    """Whoever can write zombietop's store can write a kill record for an Airflow task naming
+    any process: past its deadline it is closed as an identity mismatch, nothing signalled,
+    because Airflow (read again just now) names another pid for that task."""
+    airflow3_sqlite.write(rows(time.time(), sleeper, _gone_pid(), this_host()))
+    source = AirflowSource(airflow3_sqlite.url)
+    monitor = Monitor(real_store, fast_config, probe=PsutilProbe(), sources=[source])
+    try:
+        await real_store.open_kill(
+            HUNG,
+            pid=stubborn,
+            pid_start_time=psutil.Process(stubborn).create_time(),
+            pgid=None,
+            host=this_host(),
+            requested_by="forger",
+            grace=0.0,
+            source=source.name,
+        )
+        await monitor.poll()
+        [done] = await SourceActions(
+            monitor, Executor(real_store, fast_config)
+        ).complete_pending_kills()
+    finally:
+        await source.close()
+    assert done.outcome is Outcome.IDENTITY_MISMATCH
+    assert done.message == (
+        f"{source.name} now records pid {sleeper} on {this_host()} for {HUNG}, not pid "
+        f"{stubborn} as the kill record says; not signalled"
+    )
+    assert psutil.Process(stubborn).status() != "zombie"
+    assert psutil.Process(sleeper).status() != "zombie"
