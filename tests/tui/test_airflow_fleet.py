@@ -111,6 +111,16 @@ def _sha(path: Path | None) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.fixture(params=["airflow3", "airflow2", "airflow3-postgresql"])
+def any_airflow(request: pytest.FixtureRequest, tmp_path: Path) -> AirflowDatabase:
+    """Airflow 3 and 2 on SQLite, and Airflow 3 on the throwaway PostgreSQL."""
+    if request.param == "airflow3-postgresql":
+        found: AirflowDatabase = request.getfixturevalue("airflow_postgres")
+        return found
+    templates = request.getfixturevalue("airflow_templates")
+    return templates.fresh(request.param.removeprefix("airflow"), tmp_path)
+
+
 def _agent(
     children: Children, db: Path, config: Path, airflow: AirflowDatabase
 ) -> subprocess.Popen[bytes]:
@@ -130,17 +140,17 @@ async def test_a_remote_airflow_task_is_judged_with_its_hosts_agent(
     fast_config: Config,
     fast_config_path: Path,
     db: Path,
-    airflow3_sqlite: AirflowDatabase,
+    any_airflow: AirflowDatabase,
     children: Children,
     sleeper: int,
 ) -> None:
     """Without an agent on worker-7, a dashboard here sees its task instances by their
     heartbeats alone (healthy); with worker-7's real agent reading the same Airflow database,
     the crashed one is ``dead`` and the hung one "alive, cpu 0%", in the monitor and in
-    ``status --json``; the Airflow database is unchanged byte for byte."""
-    airflow3_sqlite.write(rows(time.time(), sleeper, _gone_pid(), WORKER))
-    before = _sha(airflow3_sqlite.path)
-    source = AirflowSource(airflow3_sqlite.url)
+    ``status --json``; an Airflow SQLite file is unchanged byte for byte."""
+    any_airflow.write(rows(time.time(), sleeper, _gone_pid(), WORKER))
+    before = _sha(any_airflow.path) if any_airflow.path else None
+    source = AirflowSource(any_airflow.url)
     monitor = Monitor(real_store, fast_config, probe=PsutilProbe(), sources=[source])
     try:
         views = (await monitor.poll()).by_id()
@@ -148,7 +158,7 @@ async def test_a_remote_airflow_task_is_judged_with_its_hosts_agent(
         assert views[HUNG].agent_note == (
             f"no agent on {WORKER}: none has ever reported, so its process is not seen"
         )
-        agent = _agent(children, db, fast_config_path, airflow3_sqlite)
+        agent = _agent(children, db, fast_config_path, any_airflow)
 
         async def sampled() -> bool:
             views = (await monitor.poll()).by_id()
@@ -168,7 +178,7 @@ async def test_a_remote_airflow_task_is_judged_with_its_hosts_agent(
         assert hung.remote and hung.health is Health.HEALTHY and hung.agent_note is None
         assert hung.process is not None and hung.process.pid == sleeper
         assert "alive cpu 0%" in hung.verdict.context
-        status = await _cli(db, fast_config_path, airflow3_sqlite, "status", "--json")
+        status = await _cli(db, fast_config_path, any_airflow, "status", "--json")
         assert status.returncode == 2, status.stderr  # CRITICAL: one dead
         tasks = {t["task_id"]: t for t in json.loads(status.stdout)["tasks"]}
         assert tasks[CRASHED]["health"] == "dead"
@@ -184,7 +194,8 @@ async def test_a_remote_airflow_task_is_judged_with_its_hosts_agent(
         assert await asyncio.to_thread(agent.wait, 10) == 0
     finally:
         await source.close()
-    assert _sha(airflow3_sqlite.path) == before
+    if before is not None:
+        assert _sha(any_airflow.path) == before
 
 
 async def test_a_remote_airflow_task_is_killed_by_its_hosts_agent(
