@@ -117,6 +117,14 @@ class SourceActions:
                 "zombietop reads them (finished since, or this agent does not read that source: "
                 "give it the same [[sources]] or --source as the dashboard)",
             )
+        task = self.monitor.last.by_id()[request.task_id].task
+        if task.host != self.monitor.host:
+            # Never passed on: the agent there would act for this agent's user, not the asker.
+            return _refused(
+                request,
+                f"{source} says {request.task_id} runs on {task.host or 'no named host'}, not "
+                f"{self.monitor.host}; ask again from a dashboard that reads {source}",
+            )
         return await self.run(request)
 
 

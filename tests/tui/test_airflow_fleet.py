@@ -28,6 +28,7 @@ import pytest
 from tests.airflow_env import AirflowDatabase
 from tests.core.realprocs import FAST_CONFIG, Children, wait_for, zombietop
 from zombietop.actions import ActionKind, ActionRequest, Outcome
+from zombietop.agent import Agent
 from zombietop.config import Config, SourceSettings, load_config
 from zombietop.executor import Executor
 from zombietop.locations import task_file_name
@@ -316,4 +317,46 @@ async def test_a_forged_source_kill_sends_no_sigkill(
         f"{stubborn} as the kill record says; not signalled"
     )
     assert psutil.Process(stubborn).status() != "zombie"
+    assert psutil.Process(sleeper).status() != "zombie"
+
+
+async def test_an_agent_acts_only_on_airflow_tasks_it_reads_on_its_host(
+    real_store: SQLiteStore,
+    fast_config: Config,
+    airflow3_sqlite: AirflowDatabase,
+    sleeper: int,
+) -> None:
+    """A kill asked of worker-7's agent for a task Airflow places on worker-9 is refused, not
+    passed on (worker-9's agent would act for this agent's user); an agent that does not read
+    the task's source refuses it too, saying what to give it."""
+    airflow3_sqlite.write(rows(time.time(), sleeper, _gone_pid(), "worker-9"))
+    source = AirflowSource(airflow3_sqlite.url)
+    try:
+        for agent in (
+            Agent(real_store, fast_config, host=WORKER, sources=[source]),
+            Agent(real_store, fast_config, host=WORKER),
+        ):
+            await real_store.request_host_action(
+                task_id=HUNG,
+                host=WORKER,
+                kind="kill",
+                expected_token=1,
+                actor="oncall",
+                source=source.name,
+            )
+            [done] = (await agent.tick()).carried_out
+            assert done.outcome is Outcome.REFUSED
+            if agent.sources:
+                assert done.message == (
+                    f"{source.name} says {HUNG} runs on worker-9, not {WORKER}; ask again from "
+                    f"a dashboard that reads {source.name}"
+                )
+            else:
+                assert done.message.startswith(
+                    f"{HUNG} is not among the unfinished tasks of {source.name} as this "
+                    "zombietop reads them"
+                )
+    finally:
+        await source.close()
+    assert await real_store.open_host_requests() == []
     assert psutil.Process(sleeper).status() != "zombie"
