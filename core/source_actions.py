@@ -56,6 +56,11 @@ class SourceActions:
                 f"zombietop reads them, so nothing vouches for pid {kill.pid}; not signalled"
             )
         task = view.task
+        if kill.pid_start_time is None:
+            return (
+                f"the kill record of {kill.task_id} gives no start time for pid {kill.pid}, so "
+                "nothing tells it from a process that took its number; not signalled"
+            )
         if (
             task.host != self.monitor.host
             or task.pid != kill.pid
@@ -97,6 +102,14 @@ class SourceActions:
                 )
             # The agent reads the task from the source itself: the request names only the task.
             return await self.inner.ask_agent(request, task.host, source=source.name)
+        if task.pid is not None and task.pid_start_time is None:
+            # With nothing to check the pid against, "trust the pid" would signal whatever
+            # process holds that number now.
+            return _refused(
+                request,
+                f"{source.name} records no start for {task.task_id}, so pid {task.pid} cannot "
+                "be told from a process that took its number since; nothing signalled",
+            )
         return await self.inner.kill_process(
             request,
             task,
