@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import io
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -360,3 +362,31 @@ async def test_an_agent_acts_only_on_airflow_tasks_it_reads_on_its_host(
         await source.close()
     assert await real_store.open_host_requests() == []
     assert psutil.Process(sleeper).status() != "zombie"
+
+
+async def test_an_agent_says_once_when_airflow_names_its_host_otherwise(
+    real_store: SQLiteStore,
+    fast_config: Config,
+    airflow3_sqlite: AirflowDatabase,
+    sleeper: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An agent known as worker-7 (ZOMBIETOP_HOST) serves the task instances Airflow records
+    under the system's host name, and says once which --host dashboards would find it by."""
+    monkeypatch.setenv("ZOMBIETOP_HOST", WORKER)
+    system = socket.gethostname()
+    airflow3_sqlite.write(rows(time.time(), sleeper, _gone_pid(), system))
+    source = AirflowSource(airflow3_sqlite.url)
+    said = io.StringIO()
+    try:
+        agent = Agent(real_store, fast_config, host=WORKER, sources=[source], err=said)
+        first, second = await agent.tick(), await agent.tick()
+    finally:
+        await source.close()
+    assert first.sampled == second.sampled == 2
+    assert said.getvalue().splitlines() == [
+        f"zombietop agent: {source.name} records this host as {system}, this agent serves "
+        f"{WORKER}: dashboards on other hosts find it by {system} only if it runs with "
+        f"--host {system} (or ZOMBIETOP_HOST={system})"
+    ]
+    assert set(await real_store.process_samples()) == {HUNG, CRASHED}
