@@ -6,6 +6,10 @@ store, so a dashboard on another host sees PID, CPU and liveness; (3) carries ou
 other hosts asked for this host, through the same executor as a local action (token check,
 process identity, durable kill record); and (4) finishes the pending kills on this host, so a
 SIGKILL is sent after the grace even when the asker has long gone.
+
+With sources (``[[sources]]``, ``--source``), "this host's tasks" are also the task instances an
+engine's database says run here: the agent reads that database itself (read-only) each tick,
+so what it samples and signals is what the engine records, never what a request says.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import asyncio
 import contextlib
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -23,10 +28,12 @@ from zombietop.config import Config
 from zombietop.errors import StoreError
 from zombietop.executor import Executor
 from zombietop.identity import real_user
-from zombietop.model import EventKind, HostRequest
-from zombietop.monitor import ProcessProbe
+from zombietop.model import EventKind, HostRequest, Task
+from zombietop.monitor import Monitor, ProcessProbe, Snapshot
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe, this_host
+from zombietop.source_actions import SourceActions
+from zombietop.sources import Source
 from zombietop.store import Store
 
 AGENT_INTERVAL_S = 2.0
@@ -56,6 +63,7 @@ class Agent:
         probe: ProcessProbe | None = None,
         executor: Executor | None = None,
         err: TextIO | None = None,
+        sources: Sequence[Source] = (),
     ) -> None:
         self.store = store
         self.host = host if host is not None else this_host()
@@ -68,6 +76,12 @@ class Agent:
         self.err = err or sys.stderr
         self.user = real_user()
         self.allow = frozenset(config.agent.allow)
+        self.sources = tuple(sources)
+        # The sources' tasks as this host reads them, and the door their actions go through.
+        self.monitor = Monitor(store, config, host=self.host, sources=self.sources)
+        self.actions = SourceActions(self.monitor, self.executor)
+        self._named: set[str] = set()
+        """Host names the sources record for this host that are not its name (said once)."""
 
     def refusal(self, asked: HostRequest) -> str | None:
         """Why this agent will not act for the user who asked; None when it will.
@@ -106,6 +120,7 @@ class Agent:
         tasks = await self.store.active_tasks_on(self.host)
         samples = await self.probe.sample(tasks)
         await self.store.record_process_samples(self.host, samples)
+        sampled = len(samples) + await self._sample_sources()
         carried_out = []
         for asked in await self.store.open_host_requests(self.host):
             # Ours from a tick that failed half-way, or an earlier agent's that died holding it:
@@ -125,7 +140,9 @@ class Agent:
                 reason=claimed.reason,
             )
             refusal = self.refusal(claimed)
-            if refusal is None:
+            if refusal is None and claimed.source is not None:
+                outcome = await self.actions.run_asked(request, claimed.source)
+            elif refusal is None:
                 outcome = await self.executor.run(request)
             else:
                 outcome = ActionOutcome(request=request, outcome=Outcome.REFUSED, message=refusal)
@@ -150,12 +167,50 @@ class Agent:
             )
             self._say(f"{claimed.kind} {claimed.task_id} for {claimed.actor}: {outcome.message}")
             carried_out.append(outcome)
-        finished = await self.executor.complete_pending_kills()
+        finished = await self.actions.complete_pending_kills()
         for done in finished:
             self._say(f"kill {done.request.task_id}: {done.outcome}: {done.message}")
         return TickReport(
-            sampled=len(samples), carried_out=tuple(carried_out), kills_finished=tuple(finished)
+            sampled=sampled, carried_out=tuple(carried_out), kills_finished=tuple(finished)
         )
+
+    async def _sample_sources(self) -> int:
+        """Read the sources, store a sample of each of their running tasks on this host (by
+        source), and return how many; the read also serves this tick's requests and kills."""
+        if not self.sources:
+            return 0
+        snapshot = await self.monitor.poll()
+        if snapshot.error is not None:
+            # The store's own duties go on; the sources' wait for the next tick.
+            self._say(f"cannot read the sources: {snapshot.error}")
+            return 0
+        local = _running_here(snapshot, self.host)
+        self._say_other_names(snapshot)
+        samples = await self.probe.sample(local)
+        for source in self.sources:
+            mine = {
+                task.task_id: samples[task.task_id]
+                for task in local
+                if task.task_id in samples and self.monitor.source_of[task.task_id] is source
+            }
+            await self.store.record_process_samples(self.host, mine, source=source.name)
+        return len(samples)
+
+    def _say_other_names(self, snapshot: Snapshot) -> None:
+        """Say once when a source records this host under another name: a dashboard elsewhere
+        looks for the agent of a task by the name its source records."""
+        for task_id, origin in snapshot.origins.items():
+            view = snapshot.by_id().get(task_id)
+            named = origin.ids.get("hostname")
+            if view is None or view.task.host != self.host or not isinstance(named, str):
+                continue
+            if named != self.host and named not in self._named:
+                self._named.add(named)
+                self._say(
+                    f"{origin.source} records this host as {named}, this agent serves "
+                    f"{self.host}: dashboards on other hosts find it by {named} only if it runs "
+                    f"with --host {named} (or ZOMBIETOP_HOST={named})"
+                )
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Tick every ``interval`` until ``stop`` is set; say goodbye in the store when leaving."""
@@ -179,3 +234,15 @@ class Agent:
             with contextlib.suppress(StoreError):
                 await self.store.stop_agent(self.host, agent_id=self.agent_id)
             self._say(f"stopped serving {self.host}")
+
+
+def _running_here(snapshot: Snapshot, host: str) -> list[Task]:
+    """The sources' tasks that should have a live process on ``host``."""
+    return [
+        view.task
+        for view in snapshot.tasks
+        if view.task_id in snapshot.origins
+        and view.task.host == host
+        and view.task.state.executing
+        and view.task.pid is not None
+    ]

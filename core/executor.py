@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,11 @@ def group_members(pgid: int) -> list[int]:
         except (ProcessLookupError, PermissionError):
             continue
     return members
+
+
+Vouch = Callable[[PendingKill], str | None]
+"""For a kill of a read-only source's task: None when the source, read just now, still says the
+task runs as the kill's process on this host; else why not (nothing is then signalled)."""
 
 
 def _kill_is_tied(kill: PendingKill, leader: bool, members: Sequence[int]) -> bool:
@@ -157,7 +162,8 @@ class Executor:
                 token=token,
             )
         if self._needs_its_host(request, record):
-            return await self._ask_agent(request, record)
+            assert record.task.host is not None
+            return await self.ask_agent(request, record.task.host)
         if request.kind is ActionKind.RESUME:
             return await self._resume(request, record)
         if request.kind is ActionKind.DISCARD:
@@ -239,10 +245,11 @@ class Executor:
             return bool(task.command or limits.resume_command or limits.compensate_command)
         return False
 
-    async def _ask_agent(self, request: ActionRequest, record: TaskRecord) -> ActionOutcome:
-        """Leave the action in the store for the agent on the task's host."""
-        host = record.task.host
-        assert host is not None
+    async def ask_agent(
+        self, request: ActionRequest, host: str, *, source: str | None = None
+    ) -> ActionOutcome:
+        """Leave the action in the store for the agent on ``host`` (the task's); ``source``
+        names the read-only source of a task the store does not hold."""
         try:
             asked = await self.store.request_host_action(
                 task_id=request.task_id,
@@ -251,6 +258,7 @@ class Executor:
                 expected_token=request.expected_token,
                 actor=request.actor,
                 reason=request.reason,
+                source=source,
             )
         except ActionRefused as exc:
             return ActionOutcome(
@@ -467,6 +475,30 @@ class Executor:
 
     async def _kill(self, request: ActionRequest, record: TaskRecord) -> ActionOutcome:
         task = record.task
+        return await self.kill_process(
+            request,
+            task,
+            self.config.limits_for(task.step_type).kill_grace,
+            pending=record.pending_kill,
+        )
+
+    async def kill_process(
+        self,
+        request: ActionRequest,
+        task: Task,
+        grace: float,
+        *,
+        pending: PendingKill | None,
+        source: str | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> ActionOutcome:
+        """SIGTERM the process of ``task`` on this host after checking its identity, with a
+        kill record in the store first, so whoever finishes pending kills sends the SIGKILL.
+
+        ``source`` names the read-only source ``task`` was just read from: its record, not the
+        store's, names the process, so the tag the store's tasks must carry is not asked for.
+        ``data`` goes into every event.
+        """
         token = request.expected_token
         if task.pid is None:
             return await self._done(
@@ -474,9 +506,10 @@ class Executor:
                 Outcome.REFUSED,
                 f"{task.task_id} has no process recorded; nothing to kill",
                 token=token,
+                data=data,
             )
-        if record.pending_kill is not None and record.pending_kill.pending:
-            left = record.pending_kill.deadline - await self._now()
+        if pending is not None and pending.pending:
+            left = pending.deadline - await self._now()
             return ActionOutcome(
                 request=request,
                 outcome=Outcome.TERM_SENT,
@@ -492,6 +525,7 @@ class Executor:
                 Outcome.GONE,
                 f"pid {pid} of {task.task_id} is already gone; nothing signalled",
                 token=token,
+                data=data,
             )
         if not same_start(task.pid_start_time, actual):
             return await self._done(
@@ -501,12 +535,12 @@ class Executor:
                 f"the task's started "
                 f"{task.pid_start_time}); nothing signalled",
                 token=token,
+                data=data,
             )
-        if await asyncio.to_thread(tie, pid, task.task_id) is None:
+        if source is None and await asyncio.to_thread(tie, pid, task.task_id) is None:
             return await self._done(
                 request, Outcome.IDENTITY_MISMATCH, untied(pid, task.task_id), token=token
             )
-        grace = self.config.limits_for(task.step_type).kill_grace
         pgid = signal_target(pid)
         # Recorded before the signal: if we die right after SIGTERM, whoever polls next still
         # owes the process its SIGKILL. A signal that fails closes the record at once.
@@ -519,6 +553,7 @@ class Executor:
                 host=self.host,
                 requested_by=request.actor,
                 grace=grace,
+                source=source,
             )
         except ActionRefused as exc:
             return ActionOutcome(
@@ -555,7 +590,7 @@ class Executor:
             f"SIGTERM sent to {target} of {task.task_id}; "
             f"SIGKILL in {format_age(grace)} if it is still alive",
             token=token,
-            data={"pid": pid, "pgid": pgid, "deadline": kill.deadline},
+            data={**dict(data or {}), "pid": pid, "pgid": pgid, "deadline": kill.deadline},
         )
 
     async def _close(
@@ -573,18 +608,29 @@ class Executor:
             request=request, outcome=outcome, message=message, new_token=request.expected_token
         )
 
-    async def complete_pending_kills(self) -> list[ActionOutcome]:
-        """Close each open kill on this host whose process exited; SIGKILL those past the grace."""
+    async def complete_pending_kills(
+        self, vouch: Vouch | None = None, *, sources: Collection[str] = ()
+    ) -> list[ActionOutcome]:
+        """Close each open kill on this host whose process exited; SIGKILL those past the grace.
+
+        A kill of a read-only source's task is finished only by a zombietop that has just read
+        that source (its name in ``sources``), with ``vouch``: the store's record of it alone
+        never earns a SIGKILL. The others are left for such a zombietop.
+        """
         if self.read_only:
             return []
         outcomes = []
         for kill in await self.store.open_kills(self.host):
-            outcome = await self._complete(kill, await self._now())
+            if kill.source is not None and (vouch is None or kill.source not in sources):
+                continue
+            outcome = await self._complete(kill, await self._now(), vouch)
             if outcome is not None:
                 outcomes.append(outcome)
         return outcomes
 
-    async def _complete(self, kill: PendingKill, now: float) -> ActionOutcome | None:
+    async def _complete(
+        self, kill: PendingKill, now: float, vouch: Vouch | None
+    ) -> ActionOutcome | None:
         leader = await asyncio.to_thread(alive_as, kill.pid, kill.pid_start_time)
         members = [] if kill.pgid is None else await asyncio.to_thread(group_members, kill.pgid)
         elapsed = now - kill.term_sent_at
@@ -598,7 +644,11 @@ class Executor:
             )
         elif now < kill.deadline:
             return None
-        elif not await asyncio.to_thread(_kill_is_tied, kill, leader, members):
+        elif kill.source is not None and vouch is not None and (why := vouch(kill)) is not None:
+            outcome, message = Outcome.IDENTITY_MISMATCH, why
+        elif kill.source is None and not await asyncio.to_thread(
+            _kill_is_tied, kill, leader, members
+        ):
             outcome, message = Outcome.IDENTITY_MISMATCH, untied(kill.pid, kill.task_id)
         else:
             target = f"process group {kill.pgid}" if members else f"pid {kill.pid}"

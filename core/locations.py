@@ -125,6 +125,11 @@ def adopt_legacy_file(legacy: Path, path: Path) -> None:
             os.replace(legacy, path)
 
 
+SOURCES_ENV = "ZOMBIETOP_SOURCES"
+"""Source URLs (one a line) a command reads besides ``--source``: how a dashboard hands its
+``--source`` URLs to the process that finishes its kills, out of sight of ``ps``."""
+
+
 def clean_env() -> dict[str, str]:
     """Copy this process's environment without any lease variables it may itself run under."""
     return {key: value for key, value in os.environ.items() if key not in LEASE_ENV}

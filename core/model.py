@@ -407,6 +407,9 @@ class PendingKill:
     finished_at: float | None = None
     pgid: int | None = None
     """The process group that got SIGTERM; None when only ``pid`` itself was signalled."""
+    source: str | None = None
+    """The read-only source whose task this is (None: the store's own): only a zombietop that
+    reads that source can vouch for the process before a SIGKILL."""
 
     @property
     def pending(self) -> bool:
@@ -425,6 +428,7 @@ class PendingKill:
             outcome=row["outcome"],
             finished_at=row["finished_at"],
             pgid=row["pgid"],
+            source=row["source"],
         )
 
 
@@ -605,6 +609,9 @@ class HostRequest:
     """The real uid of the process that asked, as it recorded itself (None: from before v6)."""
     requester: str | None = None
     """That uid's user name on the asking host."""
+    source: str | None = None
+    """The read-only source whose task this is (None: the store's own): the agent reads the
+    task from that source itself, never from the request."""
 
     @property
     def pending(self) -> bool:
@@ -628,6 +635,7 @@ class HostRequest:
             finished_at=row["finished_at"],
             requester_uid=row["requester_uid"],
             requester=row["requester"],
+            source=row["source"],
         )
 
 

@@ -629,7 +629,12 @@ class Monitor:
             if self.sources:
                 # Sources have no change feed: their records join the store's, judged afresh.
                 extra, origins, self.source_of = await read_sources(
-                    self.sources, now, since, self.host, await read_holds(self.store)
+                    self.sources,
+                    now,
+                    since,
+                    self.host,
+                    await read_holds(self.store),
+                    await self.store.source_kills(since),
                 )
                 records, changes = [*records, *extra], None
                 config = self._judging(self.config, [r.task for r in extra], self.source_of)

@@ -1,8 +1,11 @@
 """Actions on tasks from a read-only source: nothing is ever written to the engine's database.
 
 - resume and discard are refused with the engine's own command that does it;
-- kill goes to the local process, identity-checked (pid and start time), SIGTERM then SIGKILL
-  after the kill grace, as the executor's kill does;
+- kill goes through the executor's kill: the process on this host, identity-checked (pid and
+  start time), SIGTERM, a kill record in zombietop's store, SIGKILL after the kill grace from
+  whoever finishes pending kills (this dashboard, a background ``zombietop kill`` it leaves
+  when it exits, the host's agent). A process on another host is killed by that host's agent,
+  which reads the source itself;
 - quarantine is a hold on zombietop's side: an event in zombietop's store, shown and paged,
   never written into the engine.
 
@@ -11,45 +14,64 @@ Every other task's action goes to the store's executor unchanged.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import time
-
-import psutil
-
-from zombietop.actions import ActionExecutor, ActionOutcome, ActionRequest, Outcome
-from zombietop.durations import format_age
-from zombietop.errors import StoreError
-from zombietop.executor import alive_as, signal_target
-from zombietop.model import EventKind, Task
+from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from zombietop.executor import Executor
+from zombietop.model import PendingKill
 from zombietop.monitor import Monitor
-from zombietop.procs import process_start_time, same_start
-from zombietop.sources import Origin, Source
-from zombietop.store import Store
-
-EXIT_POLL_S = 0.05
-"""How often a kill looks whether the process exited after SIGTERM (on a thread of its own)."""
+from zombietop.procs import same_start
 
 
 class SourceActions:
     """The action door in front of the store's executor: tasks that came from a read-only
     source (as the monitor's last poll saw them) are handled here, the rest go on."""
 
-    def __init__(
-        self, monitor: Monitor, inner: ActionExecutor | None, *, actor_store: Store | None = None
-    ) -> None:
+    def __init__(self, monitor: Monitor, inner: Executor | None) -> None:
         self.monitor = monitor
         self.inner = inner
-        self.store = actor_store or monitor.store
-        """Where the outcome of an action on a source's task is recorded (zombietop's own)."""
+        """The store's executor; it also records (in zombietop's store) what a kill did."""
 
     @property
     def read_only(self) -> bool:
         return self.inner is None or self.inner.read_only
 
     async def complete_pending_kills(self) -> list[ActionOutcome]:
-        return [] if self.inner is None else await self.inner.complete_pending_kills()
+        """Finish this host's pending kills, those of the sources' tasks vouched for by the
+        monitor's last poll of their source (none while that poll failed)."""
+        if self.inner is None:
+            return []
+        last = self.monitor.last
+        read = last.taken_at is not None and last.error is None
+        sources = {source.name for source in self.monitor.sources} if read else set()
+        return await self.inner.complete_pending_kills(self.vouch, sources=sources)
+
+    def vouch(self, kill: PendingKill) -> str | None:
+        """None when the source, as last read, still says the kill's task runs as its process
+        on this host; else why not. The store's kill record alone is not trusted: whoever can
+        write the store could point it at any process."""
+        source = kill.source or "its source"
+        view = self.monitor.last.by_id().get(kill.task_id)
+        if view is None or kill.task_id not in self.monitor.last.origins:
+            return (
+                f"{kill.task_id} is no longer among {source}'s unfinished tasks as this "
+                f"zombietop reads them, so nothing vouches for pid {kill.pid}; not signalled"
+            )
+        task = view.task
+        if kill.pid_start_time is None:
+            return (
+                f"the kill record of {kill.task_id} gives no start time for pid {kill.pid}, so "
+                "nothing tells it from a process that took its number; not signalled"
+            )
+        if (
+            task.host != self.monitor.host
+            or task.pid != kill.pid
+            or not same_start(kill.pid_start_time, task.pid_start_time)
+        ):
+            now = f"pid {task.pid} on {task.host}" if task.pid else "no process"
+            return (
+                f"{source} now records {now} for {kill.task_id}, not pid {kill.pid} as the kill "
+                "record says; not signalled"
+            )
+        return None
 
     async def run(self, request: ActionRequest) -> ActionOutcome:
         origin = self.monitor.last.origins.get(request.task_id)
@@ -61,109 +83,63 @@ class SourceActions:
         refusal = source.refusal(request.kind, origin)
         if refusal is not None:
             return _refused(request, refusal)
+        if self.inner is None:
+            return _refused(request, "actions are disabled (read-only)")
         view = self.monitor.last.by_id()[request.task_id]
         if view.token != request.expected_token:
             return _refused(
                 request,
                 f"task changed since you looked: try {request.expected_token} is now {view.token}",
             )
-        grace = view.limits.kill_grace
-        outcome, message = await kill_local(view.task, grace, here=self.monitor.host)
-        done = ActionOutcome(
-            request=request, outcome=outcome, message=message, new_token=view.token
-        )
-        await self._record(done, source, origin)
-        return done
-
-    async def _record(self, done: ActionOutcome, source: Source, origin: Origin) -> None:
-        if self.store.read_only:
-            return
-        request = done.request
-        why = f" (reason: {request.reason})" if request.reason else ""
-        try:
-            await self.store.record_event(
-                kind=EventKind.ACTION,
-                actor=request.actor,
-                task_id=request.task_id,
-                message=f"{request.kind} {done.outcome}: {done.message}{why}",
-                data={
-                    "action": str(request.kind),
-                    "outcome": str(done.outcome),
-                    "reason": request.reason,
-                    "source": source.name,
-                    origin.kind: dict(origin.ids),
-                },
+        assert request.kind is ActionKind.KILL  # the source refused the others
+        task = view.task
+        if task.pid is not None and task.host != self.monitor.host:
+            if task.host is None:
+                return _refused(
+                    request,
+                    f"pid {task.pid} of {task.task_id} runs on a host {source.name} does not "
+                    "name: zombietop can signal it only there, through that host's agent",
+                )
+            # The agent reads the task from the source itself: the request names only the task.
+            return await self.inner.ask_agent(request, task.host, source=source.name)
+        if task.pid is not None and task.pid_start_time is None:
+            # With nothing to check the pid against, "trust the pid" would signal whatever
+            # process holds that number now.
+            return _refused(
+                request,
+                f"{source.name} records no start for {task.task_id}, so pid {task.pid} cannot "
+                "be told from a process that took its number since; nothing signalled",
             )
-        except StoreError:
-            pass  # the outcome is reported all the same; the log is a courtesy here
+        return await self.inner.kill_process(
+            request,
+            task,
+            view.limits.kill_grace,
+            pending=await self.inner.store.get_open_kill(task.task_id),
+            source=source.name,
+            data={"source": source.name, origin.kind: dict(origin.ids)},
+        )
+
+    async def run_asked(self, request: ActionRequest, source: str) -> ActionOutcome:
+        """Carry out what another host asked of this one for a task of ``source``: the task
+        as this zombietop's last poll of that source read it, never as the request says."""
+        owner = self.monitor.source_of.get(request.task_id)
+        if owner is None or owner.name != source:
+            return _refused(
+                request,
+                f"{request.task_id} is not among the unfinished tasks of {source} as this "
+                "zombietop reads them (finished since, or this agent does not read that source: "
+                "give it the same [[sources]] or --source as the dashboard)",
+            )
+        task = self.monitor.last.by_id()[request.task_id].task
+        if task.host != self.monitor.host:
+            # Never passed on: the agent there would act for this agent's user, not the asker.
+            return _refused(
+                request,
+                f"{source} says {request.task_id} runs on {task.host or 'no named host'}, not "
+                f"{self.monitor.host}; ask again from a dashboard that reads {source}",
+            )
+        return await self.run(request)
 
 
 def _refused(request: ActionRequest, message: str) -> ActionOutcome:
     return ActionOutcome(request=request, outcome=Outcome.REFUSED, message=message)
-
-
-async def kill_local(task: Task, grace: float, *, here: str) -> tuple[Outcome, str]:
-    """Kill a source's task by its process on this host: check its identity, SIGTERM, wait up
-    to ``grace``, SIGKILL only if the same process still lives."""
-    pid = task.pid
-    if pid is None:
-        return Outcome.REFUSED, f"{task.task_id} has no process recorded; nothing to kill"
-    if task.host != here:
-        return (
-            Outcome.REFUSED,
-            f"pid {pid} of {task.task_id} runs on {task.host or 'an unknown host'}: zombietop "
-            "signals only this host's processes; run zombietop there to kill it",
-        )
-    actual = await asyncio.to_thread(process_start_time, pid)
-    if actual is None:
-        return Outcome.GONE, f"pid {pid} of {task.task_id} is already gone; nothing signalled"
-    if not same_start(task.pid_start_time, actual):
-        return (
-            Outcome.IDENTITY_MISMATCH,
-            f"pid {pid} now belongs to another process (started {actual:.2f}, after the task "
-            "did); nothing signalled",
-        )
-    pgid = signal_target(pid)
-    target = f"process group {pgid}" if pgid is not None else f"pid {pid}"
-    try:
-        if pgid is not None:
-            os.killpg(pgid, signal.SIGTERM)
-        else:
-            os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return Outcome.GONE, f"{target} exited before SIGTERM; nothing signalled"
-    except PermissionError:
-        return (
-            Outcome.PERMISSION_DENIED,
-            f"not allowed to signal {target} (owned by another user); run zombietop as its owner",
-        )
-    if await asyncio.to_thread(_exits_within, pid, grace):
-        return Outcome.EXITED, f"SIGTERM to {target}: {task.task_id}'s process exited"
-    if not alive_as(pid, task.pid_start_time):
-        return Outcome.EXITED, f"SIGTERM to {target}: {task.task_id}'s process exited"
-    try:
-        if pgid is not None:
-            os.killpg(pgid, signal.SIGKILL)
-        else:
-            os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return Outcome.EXITED, f"SIGTERM to {target}: {task.task_id}'s process exited"
-    return (
-        Outcome.ESCALATED,
-        f"{target} still alive {format_age(grace)} after SIGTERM: SIGKILL sent",
-    )
-
-
-def _exits_within(pid: int, grace: float) -> bool:
-    """Wait up to ``grace`` for ``pid`` to exit; a zombie has (its parent reaps it, not us)."""
-    deadline = time.monotonic() + grace
-    while True:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        time.sleep(min(EXIT_POLL_S, left))

@@ -23,7 +23,7 @@ from zombietop.config import Config, SourceSettings
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.identity import real_user
-from zombietop.locations import clean_env, task_file_name
+from zombietop.locations import SOURCES_ENV, clean_env, task_file_name
 from zombietop.oncall import Desk
 from zombietop.printable import printable
 from zombietop.private import open_append, state_subdir
@@ -106,15 +106,16 @@ async def run_dashboard(
             raise ZombietopError(
                 "the dashboard needs a terminal; use `zombietop status` from scripts"
             )
-        executor: ActionExecutor | None = None if read_only else Executor(store, config)
+        store_executor = None if read_only else Executor(store, config)
+        executor: ActionExecutor | None = store_executor
         # The monitor reads through its own connection on its own thread; ``store`` here is
         # the executor's (and proves the path before the screen opens).
         source = await ThreadedMonitor.open(
             db, config, read_only=read_only, probe=PsutilProbe(), sources=sources
         )
-        if sources and executor is not None:
+        if sources and store_executor is not None:
             # Tasks of a read-only source: their actions never reach the store's executor.
-            executor = SourceActions(source.monitor, executor, actor_store=store)
+            executor = SourceActions(source.monitor, store_executor)
         try:
             app = ZombietopApp(
                 source,
@@ -141,18 +142,29 @@ async def run_dashboard(
                     loop.remove_signal_handler(signum)
         finally:
             await source.close()
-        if isinstance(executor, Executor):
-            await hand_over_pending_kills(store, executor, db, config)
+        if store_executor is not None:
+            await hand_over_pending_kills(store, store_executor, db, config, sources)
     return app.return_code or 0
 
 
 async def hand_over_pending_kills(
-    store: Store, executor: Executor, db: Path, config: Config
+    store: Store,
+    executor: Executor,
+    db: Path,
+    config: Config,
+    sources: Sequence[SourceSettings] = (),
 ) -> list[int]:
     """Leave a background ``zombietop kill`` to finish each kill still in its grace; return pids.
 
-    A SIGKILL that is owed must not depend on somebody keeping a dashboard open.
+    A SIGKILL that is owed must not depend on somebody keeping a dashboard open. The finisher
+    reads the same sources (a source's task is killed only as its source says it runs): the
+    config's through ``--config``, the ``--source`` ones through ``ZOMBIETOP_SOURCES``, so
+    no password shows in its command line.
     """
+    env = clean_env()
+    flags = [entry.url for entry in sources if entry not in config.sources]
+    if flags:
+        env[SOURCES_ENV] = "\n".join(flags)
     finishers = []
     for kill in await store.open_kills(executor.host):
         log = state_subdir(db, "logs") / f"kill-{task_file_name(kill.task_id)}.log"
@@ -171,7 +183,7 @@ async def hand_over_pending_kills(
         pid = os.posix_spawn(
             sys.executable,
             argv,
-            clean_env(),
+            env,
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_DUP2, out, 1),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from zombietop.actions import ActionKind
 from zombietop.locations import check_source_url
-from zombietop.model import EventKind, Heartbeat, Lease, Task, TaskRecord
+from zombietop.model import EventKind, Heartbeat, Lease, PendingKill, Task, TaskRecord
 
 if TYPE_CHECKING:
     # Only for annotations: the config validates source URLs with this module.
@@ -176,10 +176,13 @@ async def read_sources(
     since: float | None,
     host: str,
     holds: Mapping[str, Hold] | None = None,
+    kills: Mapping[str, PendingKill] | None = None,
 ) -> tuple[list[TaskRecord], dict[str, Origin], dict[str, Source]]:
     """Read every source at ``store_now``: the records on the store's clock (with their
-    zombietop-side ``holds``), each task's origin, and which source each task came from."""
+    zombietop-side ``holds`` and the ``kills`` zombietop's store keeps of them), each task's
+    origin, and which source each task came from."""
     holds = holds or {}
+    kills = kills or {}
     records: list[TaskRecord] = []
     origins: dict[str, Origin] = {}
     owners: dict[str, Source] = {}
@@ -190,6 +193,9 @@ async def read_sources(
         for found in await source.poll(None if since is None else since - offset, host):
             record = found.record if offset == 0.0 else shifted(found.record, offset)
             record = with_hold(record, holds.get(record.task.task_id))
+            kill = kills.get(record.task.task_id)
+            if kill is not None and kill.source == source.name:
+                record = replace(record, pending_kill=kill)
             records.append(record)
             origins[record.task.task_id] = found.origin
             owners[record.task.task_id] = source

@@ -199,8 +199,10 @@ class Store(abc.ABC):
         host: str | None,
         requested_by: str,
         grace: float,
+        source: str | None = None,
     ) -> PendingKill:
-        """Record a graceful kill as SIGTERM goes out (deadline = now + grace).
+        """Record a graceful kill as SIGTERM goes out (deadline = now + grace); ``source``
+        names the read-only source of a task this store does not hold.
 
         Raise ``ActionRefused`` if the task already has an open kill.
         """
@@ -212,6 +214,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def open_kills(self, host: str | None) -> list[PendingKill]:
         """Return every open kill on ``host``, soonest deadline first."""
+
+    @abc.abstractmethod
+    async def source_kills(self, since: float | None) -> dict[str, PendingKill]:
+        """The latest kill of each read-only source's task, by task id: those still open and
+        those finished since ``since`` (None: all)."""
 
     @abc.abstractmethod
     async def close_kill(
@@ -342,8 +349,14 @@ class Store(abc.ABC):
         """Unfinished tasks with a recorded process on ``host``: what its agent samples."""
 
     @abc.abstractmethod
-    async def record_process_samples(self, host: str, samples: Mapping[str, ProcessSample]) -> None:
-        """Store what ``host``'s agent saw of its tasks' processes (task id -> sample)."""
+    async def record_process_samples(
+        self, host: str, samples: Mapping[str, ProcessSample], *, source: str | None = None
+    ) -> None:
+        """Store what ``host``'s agent saw of its tasks' processes (task id -> sample).
+
+        With ``source``, the samples are of that read-only source's tasks on ``host``, and
+        ``host``'s earlier samples of that source not written again are dropped.
+        """
 
     @abc.abstractmethod
     async def process_samples(self) -> dict[str, StoredSample]:
@@ -359,9 +372,11 @@ class Store(abc.ABC):
         expected_token: int | None,
         actor: str,
         reason: str | None = None,
+        source: str | None = None,
     ) -> HostRequest:
-        """Ask ``host``'s agent to carry out an action; raise ``ActionRefused`` if the same
-        action on the task is already waiting."""
+        """Ask ``host``'s agent to carry out an action (on a task of the read-only ``source``,
+        when given); raise ``ActionRefused`` if the same action on the task is already
+        waiting."""
 
     @abc.abstractmethod
     async def get_host_request(self, request_id: int) -> HostRequest:

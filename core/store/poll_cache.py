@@ -26,7 +26,8 @@ HEARTBEAT_COLUMNS = (
     "reported_at written_at progress_changed_at stage_started_at seq source"
 ).split()
 KILL_COLUMNS = (
-    "task_id pid pid_start_time pgid host requested_by term_sent_at deadline outcome finished_at"
+    "task_id pid pid_start_time pgid host requested_by term_sent_at deadline outcome finished_at "
+    "source"
 ).split()
 _PARTS = (
     [f"l.{c} AS l_{c}" for c in LEASE_COLUMNS]
@@ -37,7 +38,7 @@ _COLUMNS = ", ".join([f"t.{c}" for c in TASK_COLUMNS] + _PARTS)
 _KILL_COLUMNS = ", ".join(f"k.{c}" for c in KILL_COLUMNS)
 REQUEST_COLUMNS = (
     "request_id task_id host kind expected_token actor reason requested_at claimed_by "
-    "claimed_at outcome message finished_at requester_uid requester"
+    "claimed_at outcome message finished_at requester_uid requester source"
 ).split()
 
 
@@ -208,11 +209,14 @@ def already_requested(kind: str, task_id: str, host: str) -> str:
     )
 
 
-def sample_params(task_id: str, host: str, sample: ProcessSample, now: float) -> dict[str, Any]:
+def sample_params(
+    task_id: str, host: str, sample: ProcessSample, now: float, source: str | None = None
+) -> dict[str, Any]:
     """The named parameters of ``upsert_process_sample`` (the same on both backends)."""
     return {
         "task_id": task_id,
         "host": host,
+        "source": source,
         "pid": sample.pid,
         "alive": sample.alive,
         "identity_ok": sample.identity_ok,

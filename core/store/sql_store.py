@@ -686,9 +686,11 @@ class SQLStore(Store, Generic[Conn]):
         host: str | None,
         requested_by: str,
         grace: float,
+        source: str | None = None,
     ) -> PendingKill:
         async with self._write() as db:
-            _, now = await self._locked(db, task_id)
+            # A source's task has no row here to hold: the open-kill index alone keeps it to one.
+            now = await self._now_in(db) if source else (await self._locked(db, task_id))[1]
             try:
                 await self._insert(
                     db,
@@ -702,6 +704,7 @@ class SQLStore(Store, Generic[Conn]):
                         "requested_by": requested_by,
                         "now": now,
                         "deadline": now + grace,
+                        "source": source,
                     },
                 )
             except Duplicate:
@@ -722,6 +725,11 @@ class SQLStore(Store, Generic[Conn]):
         async with self._read() as db:
             rows = await self._rows(db, "select_open_kills_for_host", {"host": host})
         return [PendingKill.from_row(row) for row in rows]
+
+    async def source_kills(self, since: float | None) -> dict[str, PendingKill]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_source_kills", {"since": since})
+        return {row["task_id"]: PendingKill.from_row(row) for row in rows}
 
     async def close_kill(
         self,
@@ -770,6 +778,7 @@ class SQLStore(Store, Generic[Conn]):
                 outcome=outcome,
                 finished_at=now,
                 pgid=kill.pgid,
+                source=kill.source,
             )
 
     # Heartbeats ----------------------------------------------------------------------------
@@ -1097,16 +1106,24 @@ class SQLStore(Store, Generic[Conn]):
             rows = await self._rows(db, "select_active_tasks_on_host", {"host": host})
         return [Task.from_row(row) for row in rows]
 
-    async def record_process_samples(self, host: str, samples: Mapping[str, ProcessSample]) -> None:
-        if not samples:
+    async def record_process_samples(
+        self, host: str, samples: Mapping[str, ProcessSample], *, source: str | None = None
+    ) -> None:
+        if not samples and source is None:
             return
         async with self._write() as db:
             now = await self._now_in(db)
             await self._run_many(
                 db,
                 "upsert_process_sample",
-                [sample_params(task_id, host, sample, now) for task_id, sample in samples.items()],
+                [
+                    sample_params(task_id, host, sample, now, source)
+                    for task_id, sample in samples.items()
+                ],
             )
+            if source is not None:
+                params = {"host": host, "source": source, "now": now}
+                await self._run(db, "prune_source_samples", params)
 
     async def process_samples(self) -> dict[str, StoredSample]:
         async with self._read() as db:
@@ -1122,9 +1139,10 @@ class SQLStore(Store, Generic[Conn]):
         expected_token: int | None,
         actor: str,
         reason: str | None = None,
+        source: str | None = None,
     ) -> HostRequest:
         async with self._write() as db:
-            _, now = await self._locked(db, task_id)
+            now = await self._now_in(db) if source else (await self._locked(db, task_id))[1]
             try:
                 row = await self._insert(
                     db,
@@ -1140,6 +1158,7 @@ class SQLStore(Store, Generic[Conn]):
                         # This process's own real uid: the agent decides on it, not on actor.
                         "requester_uid": os.getuid(),
                         "requester": real_user(),
+                        "source": source,
                     },
                 )
             except Duplicate:

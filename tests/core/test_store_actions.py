@@ -11,7 +11,7 @@ from tests.stores import open_for_test
 from zombietop.clock import FakeClock
 from zombietop.errors import ActionRefused, LeaseLost
 from zombietop.heartbeat_line import BeatLine
-from zombietop.model import EventKind, TaskState
+from zombietop.model import EventKind, ProcessSample, TaskState
 from zombietop.store import Store
 from zombietop.store.sqlite import (
     APPLICATION_ID,
@@ -159,3 +159,107 @@ async def test_pending_kill_is_durable_unique_and_closed_once(store_location: Pa
         assert record.pending_kill is not None and record.pending_kill.outcome == "exited"
         events = [e for e in await other.events(task_id="t1") if e.kind == EventKind.ACTION]
         assert [e.data["outcome"] for e in events] == ["exited"]
+
+
+@pytest.mark.backends("sqlite")
+async def test_a_v9_store_file_keeps_its_kills_samples_and_requests(tmp_path: Path) -> None:
+    """v10 copies the three tables to drop their reference to tasks: every row stays, a store
+    task's rows say no source, and the kill's revision triggers still stamp its task."""
+    path = tmp_path / "v9.db"
+    con = sqlite3.connect(path)
+    for migration in MIGRATIONS[:9]:
+        for statement in _statements(migration):
+            con.execute(statement)
+    con.executescript(
+        """
+        INSERT INTO tasks (task_id, run_id, step, step_type, state, created_at, updated_at)
+        VALUES ('old', 'r', 's', 'default', 'running', 1, 1);
+        INSERT INTO pending_kills (task_id, pid, host, requested_by, term_sent_at, deadline)
+        VALUES ('old', 4121, 'host-b', 'oncall', 10, 40);
+        INSERT INTO process_samples (task_id, host, pid, alive, identity_ok, children,
+                                     sampled_at, written_at)
+        VALUES ('old', 'host-b', 4121, 1, 1, 0, 10, 10);
+        INSERT INTO host_requests (task_id, host, kind, actor, requested_at, requester_uid,
+                                   requester)
+        VALUES ('old', 'host-b', 'kill', 'oncall', 10, 1000, 'ann');
+        """
+    )
+    con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    con.execute("PRAGMA user_version = 9")
+    con.commit()
+    con.close()
+
+    async with await SQLiteStore.open(path) as live_store:
+        [kill] = await live_store.open_kills("host-b")
+        assert (kill.pid, kill.deadline, kill.source) == (4121, 40, None)
+        samples = await live_store.process_samples()
+        assert samples["old"].sample.pid == 4121 and samples["old"].host == "host-b"
+        [asked] = await live_store.open_host_requests("host-b")
+        assert (asked.kind, asked.requester, asked.source) == ("kill", "ann", None)
+        await live_store.close_kill("old", outcome="exited", actor="agent", message="gone")
+        closed = (await live_store.get_record("old")).pending_kill
+        assert closed is not None and closed.outcome == "exited"
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert con.execute("PRAGMA foreign_key_check").fetchall() == []
+    triggers = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+    assert "pending_kills_update_stamps_task" in triggers
+    con.close()
+
+
+async def test_a_source_tasks_kill_sample_and_request_need_no_task_row(
+    live_store: Store,
+) -> None:
+    """An Airflow task instance is not in the tasks table: its kill record, its agent's samples
+    and the requests for its host's agent are kept all the same, each naming its source."""
+    task_id, source = "etl/extract/manual__1", "airflow+sqlite:///airflow.db"
+    kill = await live_store.open_kill(
+        task_id,
+        pid=4121,
+        pid_start_time=5.0,
+        pgid=None,
+        host="worker-7",
+        requested_by="oncall",
+        grace=30,
+        source=source,
+    )
+    assert kill.source == source and kill.pending
+    with pytest.raises(ActionRefused, match="already has a kill in progress"):
+        await live_store.open_kill(
+            task_id,
+            pid=4121,
+            pid_start_time=5.0,
+            pgid=None,
+            host="worker-7",
+            requested_by="oncall",
+            grace=30,
+            source=source,
+        )
+    assert [k.task_id for k in await live_store.open_kills("worker-7")] == [task_id]
+    closed = await live_store.close_kill(
+        task_id, outcome="exited", actor="agent", message="kill exited"
+    )
+    assert closed is not None and closed.source == source
+    assert await live_store.get_open_kill(task_id) is None
+    # The latest kill of each source task, for its record in the next poll.
+    assert (await live_store.source_kills(None))[task_id].outcome == "exited"
+    assert closed.finished_at is not None
+    assert await live_store.source_kills(closed.finished_at + 1) == {}
+
+    sample = ProcessSample(pid=4121, alive=True, identity_ok=True, children=0, sampled_at=1.0)
+    await live_store.record_process_samples("worker-7", {task_id: sample}, source=source)
+    assert (await live_store.process_samples())[task_id].sample.pid == 4121
+    # Not written again by the next round (the task instance finished): dropped.
+    await live_store.record_process_samples("worker-7", {}, source=source)
+    assert task_id not in await live_store.process_samples()
+
+    asked = await live_store.request_host_action(
+        task_id=task_id,
+        host="worker-7",
+        kind="kill",
+        expected_token=1,
+        actor="oncall",
+        source=source,
+    )
+    [open_request] = await live_store.open_host_requests("worker-7")
+    assert open_request.request_id == asked.request_id and open_request.source == source

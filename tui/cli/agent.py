@@ -9,6 +9,7 @@ import signal
 from zombietop.agent import AGENT_INTERVAL_S, Agent
 from zombietop.executor import Executor
 from zombietop.procs import PsutilProbe, this_host
+from zombietop.sources import open_sources
 from zombietop.store import open_store
 from zombietop.tui.cli.context import EXIT_OK, context_of
 
@@ -16,7 +17,10 @@ from zombietop.tui.cli.context import EXIT_OK, context_of
 async def cmd_agent(args: argparse.Namespace) -> int:
     ctx = context_of(args)
     host = args.host or this_host()
-    async with await open_store(ctx.db, create=True) as store:
+    async with (
+        await open_store(ctx.db, create=True) as store,
+        open_sources(ctx.sources) as sources,
+    ):
         agent = Agent(
             store,
             ctx.config,
@@ -24,6 +28,7 @@ async def cmd_agent(args: argparse.Namespace) -> int:
             interval=args.interval,
             probe=PsutilProbe(host=host),
             executor=Executor(store, ctx.config, host=host, store_path=ctx.db),
+            sources=sources,
         )
         if args.once:
             await agent.tick()
@@ -42,7 +47,8 @@ def add_parser(
     agent = sub.add_parser(
         "agent",
         parents=[common],
-        help="serve this host of a fleet: sample its tasks, carry out actions asked elsewhere",
+        help="serve this host of a fleet: sample its tasks (and its sources' task instances), "
+        "carry out actions asked elsewhere",
     )
     agent.add_argument(
         "--host", help="this host's name in the fleet (default: the host name; tasks record it)"

@@ -8,7 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zombietop.config import Config, SourceSettings, load_config, resolve_config_path
-from zombietop.locations import check_source_url, default_store_path, store_location
+from zombietop.locations import (
+    SOURCES_ENV,
+    check_source_url,
+    default_store_path,
+    store_location,
+)
 
 EXIT_OK, EXIT_NOT_DONE, EXIT_ERROR = 0, 1, 2
 """Done; asked but not (yet) done (a kill an agent must carry out); failed or misused."""
@@ -24,7 +29,8 @@ class Context:
     db: Path | str
     """A SQLite file or a ``postgresql://`` URL."""
     sources: tuple[SourceSettings, ...] = ()
-    """``[[sources]]`` and every ``--source``: engines' databases watched read-only."""
+    """``[[sources]]``, every ``--source`` and ``ZOMBIETOP_SOURCES``: engines' databases
+    watched read-only."""
 
 
 def resolve_store_path(flag: str | None, config: Config) -> Path | str:
@@ -42,7 +48,8 @@ def resolve_store_path(flag: str | None, config: Config) -> Path | str:
 def context_of(args: argparse.Namespace) -> Context:
     """The config (``--config``), store (``--db``) and sources (``--source``) a command names."""
     config = load_config(resolve_config_path(getattr(args, "config", None)))
-    flags = tuple(SourceSettings(url=check_source_url(url)) for url in getattr(args, "source", []))
+    urls = [*getattr(args, "source", []), *os.environ.get(SOURCES_ENV, "").split()]
+    flags = tuple(SourceSettings(url=check_source_url(url)) for url in urls)
     return Context(
         config=config,
         db=resolve_store_path(getattr(args, "db", None), config),

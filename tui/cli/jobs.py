@@ -16,6 +16,7 @@ from zombietop.durations import format_age
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.identity import real_user
+from zombietop.model import EventKind
 from zombietop.monitor import Monitor
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe, this_host
@@ -110,7 +111,8 @@ async def cmd_action(args: argparse.Namespace) -> int:
         outcome = await _source_action(args, ctx)
         if outcome is not None:
             _print(outcome)
-            return EXIT_OK if outcome.ok else EXIT_NOT_DONE
+            done = outcome.ok and outcome.outcome is not Outcome.REQUESTED
+            return EXIT_OK if done else EXIT_NOT_DONE
     async with await open_store(ctx.db) as store:
         executor = Executor(store, ctx.config, store_path=ctx.db)
         record = await store.get_record(args.task)
@@ -171,7 +173,34 @@ async def _source_action(args: argparse.Namespace, ctx: Any) -> ActionOutcome | 
             actor=_actor(),
             reason=args.reason,
         )
-        return await SourceActions(monitor, executor).run(request)
+        actions = SourceActions(monitor, executor)
+        outcome = await actions.run(request)
+        if outcome.outcome is Outcome.REQUESTED and outcome.request_id is not None:
+            _print(outcome)
+            outcome = await _wait_for_agent(executor, outcome)
+        if outcome.outcome is Outcome.TERM_SENT:
+            _print(outcome)
+            return await _wait_for_kill(executor, args.task, actions)
+        return outcome
+
+
+async def _closed_elsewhere(executor: Executor, task_id: str) -> ActionOutcome:
+    """What the zombietop that closed a source task's kill recorded (the store holds no record
+    of the task itself, only the events of what was done to it)."""
+    request = ActionRequest(
+        kind=ActionKind.KILL, task_id=task_id, expected_token=None, actor=_actor()
+    )
+    for event in await executor.store.events(task_id=task_id, kind=EventKind.ACTION, limit=20):
+        said = event.data.get("outcome")
+        if event.data.get("action") == "kill" and said not in (None, str(Outcome.TERM_SENT)):
+            return ActionOutcome(
+                request=request,
+                outcome=Outcome(str(said)),
+                message=f"finished by {event.actor}: {event.message}",
+            )
+    return ActionOutcome(
+        request=request, outcome=Outcome.GONE, message="finished by another zombietop"
+    )
 
 
 def _print(outcome: ActionOutcome) -> None:
@@ -203,17 +232,26 @@ async def _wait_for_agent(executor: Executor, asked: ActionOutcome) -> ActionOut
         await asyncio.sleep(KILL_POLL_S)
 
 
-async def _wait_for_kill(executor: Executor, task_id: str) -> ActionOutcome:
-    """Finish the kill through the grace, counting down on a terminal."""
+async def _wait_for_kill(
+    executor: Executor, task_id: str, actions: SourceActions | None = None
+) -> ActionOutcome:
+    """Finish the kill through the grace, counting down on a terminal. A source's task
+    (``actions``) is read from its source again before its SIGKILL, which the source vouches."""
     shown = None
     tty = sys.stderr.isatty()
+    due = False
     while True:
-        for done in await executor.complete_pending_kills():
+        if actions is not None and due:
+            await actions.monitor.poll()
+        finishing = executor if actions is None else actions
+        for done in await finishing.complete_pending_kills():
             if done.request.task_id == task_id:
                 if tty:
                     print(file=sys.stderr)
                 return done
         kill = await executor.store.get_open_kill(task_id)
+        if kill is None and actions is not None:
+            return await _closed_elsewhere(executor, task_id)
         if kill is None:
             # Another zombietop finished it; report what the store says.
             record = await executor.store.get_record(task_id)
@@ -231,6 +269,7 @@ async def _wait_for_kill(executor: Executor, task_id: str) -> ActionOutcome:
                 ),
             )
         left = max(0.0, kill.deadline - await executor.store.now())
+        due = left == 0.0
         text = printable(
             f"waiting for {task_id} (pid {kill.pid}) to exit: SIGKILL in {format_age(left)}"
         )

@@ -207,6 +207,17 @@ CREATE TABLE pending_pages (
     next_at    double precision NOT NULL
 );
 
+-- schema_v8 --
+-- The samples, kills and host requests of a read-only source's tasks (see sqlite.sql
+-- schema_v10): `source` names the source, NULL for this store's own tasks, and the three tables
+-- lose their reference to tasks (never deleted, so the cascade never ran).
+ALTER TABLE process_samples DROP CONSTRAINT process_samples_task_id_fkey;
+ALTER TABLE process_samples ADD COLUMN source text;
+ALTER TABLE pending_kills DROP CONSTRAINT pending_kills_task_id_fkey;
+ALTER TABLE pending_kills ADD COLUMN source text;
+ALTER TABLE host_requests DROP CONSTRAINT host_requests_task_id_fkey;
+ALTER TABLE host_requests ADD COLUMN source text;
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 
@@ -406,10 +417,18 @@ SELECT {kill_columns} FROM pending_kills k
 WHERE k.outcome IS NULL AND k.host IS NOT DISTINCT FROM :host::text
 ORDER BY k.deadline, k.kill_id
 
+-- select_source_kills --
+-- The latest kill of each read-only source's task, open or finished since :since (the store's
+-- clock; NULL: all): a poll joins them to the source's records as the tasks table's join does.
+SELECT {kill_columns} FROM pending_kills k
+WHERE k.source IS NOT NULL
+  AND (k.outcome IS NULL OR CAST(:since AS double precision) IS NULL OR k.finished_at >= :since)
+  AND k.kill_id = (SELECT max(kill_id) FROM pending_kills WHERE task_id = k.task_id)
+
 -- insert_pending_kill --
 INSERT INTO pending_kills (task_id, pid, pid_start_time, pgid, host, requested_by, term_sent_at,
-                           deadline)
-VALUES (:task_id, :pid, :pid_start_time, :pgid, :host, :requested_by, :now, :deadline)
+                           deadline, source)
+VALUES (:task_id, :pid, :pid_start_time, :pgid, :host, :requested_by, :now, :deadline, :source)
 
 -- close_pending_kill --
 UPDATE pending_kills SET outcome = :outcome, finished_at = :now
@@ -460,11 +479,11 @@ WHERE finished_at IS NULL AND pid IS NOT NULL AND host = :host
 -- upsert_process_sample --
 INSERT INTO process_samples (task_id, host, pid, alive, identity_ok, status, cpu_percent,
                              rss_bytes, threads, io_idle_s, children, create_time, sampled_at,
-                             written_at)
+                             written_at, source)
 VALUES (:task_id, :host, :pid, :alive, :identity_ok, :status, :cpu_percent, :rss_bytes, :threads,
-        :io_idle_s, :children, :create_time, :sampled_at, :now)
+        :io_idle_s, :children, :create_time, :sampled_at, :now, :source)
 ON CONFLICT (task_id) DO UPDATE SET
-    host = excluded.host, pid = excluded.pid, alive = excluded.alive,
+    host = excluded.host, source = excluded.source, pid = excluded.pid, alive = excluded.alive,
     identity_ok = excluded.identity_ok, status = excluded.status,
     cpu_percent = excluded.cpu_percent, rss_bytes = excluded.rss_bytes,
     threads = excluded.threads, io_idle_s = excluded.io_idle_s, children = excluded.children,
@@ -473,14 +492,21 @@ ON CONFLICT (task_id) DO UPDATE SET
 
 -- select_process_samples --
 SELECT s.task_id, s.host, s.pid, s.alive, s.identity_ok, s.status, s.cpu_percent, s.rss_bytes,
-       s.threads, s.io_idle_s, s.children, s.create_time, s.sampled_at, s.written_at
-FROM process_samples s JOIN tasks t ON t.task_id = s.task_id
-WHERE t.finished_at IS NULL
+       s.threads, s.io_idle_s, s.children, s.create_time, s.sampled_at, s.written_at, s.source
+FROM process_samples s LEFT JOIN tasks t ON t.task_id = s.task_id
+WHERE s.source IS NOT NULL OR (t.task_id IS NOT NULL AND t.finished_at IS NULL)
+
+-- prune_source_samples --
+-- A source's samples of this host that this round did not write again: its task instance
+-- finished or left the host (the source's tasks are not in tasks, so no join drops them).
+DELETE FROM process_samples
+WHERE host = :host AND source = :source AND written_at < :now
 
 -- insert_host_request --
 INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at,
-                           requester_uid, requester)
-VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now, :requester_uid, :requester)
+                           requester_uid, requester, source)
+VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now, :requester_uid, :requester,
+        :source)
 RETURNING request_id
 
 -- select_host_request --

@@ -296,6 +296,97 @@ CREATE TABLE pending_pages (
     next_at    REAL NOT NULL
 );
 
+-- schema_v10 --
+-- The samples, kills and host requests of a read-only source's tasks (Airflow's task instances,
+-- which the tasks table never holds): `source` names the source, NULL for this store's own tasks.
+-- So the three tables lose their reference to tasks (SQLite drops one only by copying the table;
+-- tasks are never deleted, so the cascade they lose never ran).
+CREATE TABLE process_samples_v10 (
+    task_id      TEXT PRIMARY KEY,
+    host         TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    alive        INTEGER NOT NULL,
+    identity_ok  INTEGER NOT NULL,
+    status       TEXT,
+    cpu_percent  REAL,
+    rss_bytes    INTEGER,
+    threads      INTEGER,
+    io_idle_s    REAL,
+    children     INTEGER NOT NULL,
+    create_time  REAL,
+    sampled_at   REAL NOT NULL,
+    written_at   REAL NOT NULL,
+    source       TEXT
+);
+INSERT INTO process_samples_v10 (task_id, host, pid, alive, identity_ok, status, cpu_percent,
+                                 rss_bytes, threads, io_idle_s, children, create_time,
+                                 sampled_at, written_at)
+SELECT task_id, host, pid, alive, identity_ok, status, cpu_percent, rss_bytes, threads, io_idle_s,
+       children, create_time, sampled_at, written_at FROM process_samples;
+DROP TABLE process_samples;
+ALTER TABLE process_samples_v10 RENAME TO process_samples;
+CREATE TABLE pending_kills_v10 (
+    kill_id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id         TEXT NOT NULL,
+    pid             INTEGER NOT NULL,
+    pid_start_time  REAL,
+    pgid            INTEGER,
+    host            TEXT,
+    requested_by    TEXT NOT NULL,
+    term_sent_at    REAL NOT NULL,
+    deadline        REAL NOT NULL,
+    outcome         TEXT,
+    finished_at     REAL,
+    source          TEXT
+);
+INSERT INTO pending_kills_v10 (kill_id, task_id, pid, pid_start_time, pgid, host, requested_by,
+                               term_sent_at, deadline, outcome, finished_at)
+SELECT kill_id, task_id, pid, pid_start_time, pgid, host, requested_by, term_sent_at, deadline,
+       outcome, finished_at FROM pending_kills;
+DROP TABLE pending_kills;
+ALTER TABLE pending_kills_v10 RENAME TO pending_kills;
+CREATE INDEX pending_kills_task ON pending_kills (task_id, kill_id);
+CREATE UNIQUE INDEX pending_kills_open ON pending_kills (task_id) WHERE outcome IS NULL;
+CREATE TRIGGER pending_kills_insert_stamps_task AFTER INSERT ON pending_kills BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = NEW.task_id;
+END;
+CREATE TRIGGER pending_kills_update_stamps_task AFTER UPDATE ON pending_kills BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = NEW.task_id;
+END;
+CREATE TRIGGER pending_kills_delete_stamps_task AFTER DELETE ON pending_kills BEGIN
+    UPDATE revision SET changes = changes + 1;
+    UPDATE tasks SET rev = (SELECT changes FROM revision) WHERE task_id = OLD.task_id;
+END;
+CREATE TABLE host_requests_v10 (
+    request_id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id         TEXT NOT NULL,
+    host            TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    expected_token  INTEGER,
+    actor           TEXT NOT NULL,
+    reason          TEXT,
+    requested_at    REAL NOT NULL,
+    claimed_by      TEXT,
+    claimed_at      REAL,
+    outcome         TEXT,
+    message         TEXT,
+    finished_at     REAL,
+    requester_uid   INTEGER,
+    requester       TEXT,
+    source          TEXT
+);
+INSERT INTO host_requests_v10 (request_id, task_id, host, kind, expected_token, actor, reason,
+                               requested_at, claimed_by, claimed_at, outcome, message,
+                               finished_at, requester_uid, requester)
+SELECT request_id, task_id, host, kind, expected_token, actor, reason, requested_at, claimed_by,
+       claimed_at, outcome, message, finished_at, requester_uid, requester FROM host_requests;
+DROP TABLE host_requests;
+ALTER TABLE host_requests_v10 RENAME TO host_requests;
+CREATE INDEX host_requests_open ON host_requests (host, request_id) WHERE finished_at IS NULL;
+CREATE UNIQUE INDEX host_requests_one_open ON host_requests (task_id, kind) WHERE finished_at IS NULL;
+
 -- select_task --
 SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 
@@ -478,10 +569,17 @@ SELECT {kill_columns} FROM pending_kills k
 WHERE k.outcome IS NULL AND (k.host = :host OR (k.host IS NULL AND :host IS NULL))
 ORDER BY k.deadline, k.kill_id
 
+-- select_source_kills --
+-- The latest kill of each read-only source's task, open or finished since :since (the store's
+-- clock; NULL: all): a poll joins them to the source's records as the tasks table's join does.
+SELECT {kill_columns} FROM pending_kills k
+WHERE k.source IS NOT NULL AND (k.outcome IS NULL OR :since IS NULL OR k.finished_at >= :since)
+  AND k.kill_id = (SELECT max(kill_id) FROM pending_kills WHERE task_id = k.task_id)
+
 -- insert_pending_kill --
 INSERT INTO pending_kills (task_id, pid, pid_start_time, pgid, host, requested_by, term_sent_at,
-                           deadline)
-VALUES (:task_id, :pid, :pid_start_time, :pgid, :host, :requested_by, :now, :deadline)
+                           deadline, source)
+VALUES (:task_id, :pid, :pid_start_time, :pgid, :host, :requested_by, :now, :deadline, :source)
 
 -- close_pending_kill --
 -- Compare-and-swap on the open row: of two zombietops racing to finish a kill, one wins.
@@ -538,11 +636,11 @@ WHERE finished_at IS NULL AND pid IS NOT NULL AND host = :host
 -- upsert_process_sample --
 INSERT INTO process_samples (task_id, host, pid, alive, identity_ok, status, cpu_percent,
                              rss_bytes, threads, io_idle_s, children, create_time, sampled_at,
-                             written_at)
+                             written_at, source)
 VALUES (:task_id, :host, :pid, :alive, :identity_ok, :status, :cpu_percent, :rss_bytes, :threads,
-        :io_idle_s, :children, :create_time, :sampled_at, :now)
+        :io_idle_s, :children, :create_time, :sampled_at, :now, :source)
 ON CONFLICT (task_id) DO UPDATE SET
-    host = excluded.host, pid = excluded.pid, alive = excluded.alive,
+    host = excluded.host, source = excluded.source, pid = excluded.pid, alive = excluded.alive,
     identity_ok = excluded.identity_ok, status = excluded.status,
     cpu_percent = excluded.cpu_percent, rss_bytes = excluded.rss_bytes,
     threads = excluded.threads, io_idle_s = excluded.io_idle_s, children = excluded.children,
@@ -551,14 +649,21 @@ ON CONFLICT (task_id) DO UPDATE SET
 
 -- select_process_samples --
 SELECT s.task_id, s.host, s.pid, s.alive, s.identity_ok, s.status, s.cpu_percent, s.rss_bytes,
-       s.threads, s.io_idle_s, s.children, s.create_time, s.sampled_at, s.written_at
-FROM process_samples s JOIN tasks t ON t.task_id = s.task_id
-WHERE t.finished_at IS NULL
+       s.threads, s.io_idle_s, s.children, s.create_time, s.sampled_at, s.written_at, s.source
+FROM process_samples s LEFT JOIN tasks t ON t.task_id = s.task_id
+WHERE s.source IS NOT NULL OR (t.task_id IS NOT NULL AND t.finished_at IS NULL)
+
+-- prune_source_samples --
+-- A source's samples of this host that this round did not write again: its task instance
+-- finished or left the host (the source's tasks are not in tasks, so no join drops them).
+DELETE FROM process_samples
+WHERE host = :host AND source = :source AND written_at < :now
 
 -- insert_host_request --
 INSERT INTO host_requests (task_id, host, kind, expected_token, actor, reason, requested_at,
-                           requester_uid, requester)
-VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now, :requester_uid, :requester)
+                           requester_uid, requester, source)
+VALUES (:task_id, :host, :kind, :expected_token, :actor, :reason, :now, :requester_uid, :requester,
+        :source)
 RETURNING request_id
 
 -- select_host_request --
