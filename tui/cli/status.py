@@ -231,12 +231,7 @@ def _task_json(
         "state": str(task.state),
         "health": str(verdict.health),
         "reasons": [
-            {
-                "code": r.code,
-                "message": r.words(now),
-                "age_s": _round(r.age(now)),
-                "limit_s": r.limit,
-            }
+            {"code": r.code, "message": r.words(now), "age_s": r.age(now), "limit_s": r.limit}
             for r in verdict.reasons
         ],
         "flags": [str(flag) for flag in verdict.flags],
