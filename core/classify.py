@@ -1,6 +1,9 @@
 """The verdict on one task: a pure function of what the store and the probe saw, and of ``now``.
 
-``classify`` never reads the clock, the store or the OS; every rule is table-tested.
+``classify`` never reads the clock, the store or the OS; every rule is table-tested. A verdict
+carries moments (a heartbeat written, a lease's expiry, each reason's ``since``), not ages: its
+words, ages and budgets are composed with the reader's ``now``, so a verdict the dashboard keeps
+between polls reads true at any moment before its ``stable_until``.
 """
 
 from __future__ import annotations
