@@ -1,6 +1,9 @@
 """The verdict on one task: a pure function of what the store and the probe saw, and of ``now``.
 
-``classify`` never reads the clock, the store or the OS; every rule is table-tested.
+``classify`` never reads the clock, the store or the OS; every rule is table-tested. A verdict
+carries moments (a heartbeat written, a lease's expiry, each reason's ``since``), not ages: its
+words, ages and budgets are composed with the reader's ``now``, so a verdict the dashboard keeps
+between polls reads true at any moment before its ``stable_until``.
 """
 
 from __future__ import annotations
@@ -28,14 +31,28 @@ _FINISHED_HEALTH = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reason:
-    """One rule that fired, with the numbers behind it."""
+    """One rule that fired: its words, and the moment and limit behind them."""
 
     code: str
-    message: str
     health: Health | None = None
     """The health this reason argues for; None for information that changes no verdict."""
-    age_s: float | None = None
-    limit_s: float | None = None
+    before: str
+    """The words before the age (all the words, for a reason without ``since``)."""
+    since: float | None = None
+    """The moment the reason's age counts from: a heartbeat written, a lease's expiry."""
+    after: str = ""
+    """The words after the age."""
+    limit: float | None = None
+    """Seconds the rule allows past ``since``."""
+
+    def words(self, now: float) -> str:
+        """What the reason says at ``now``."""
+        if self.since is None:
+            return self.before
+        return f"{self.before}{format_age(now - self.since)}{self.after}"
+
+    def age(self, now: float) -> float | None:
+        return None if self.since is None else now - self.since
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,37 +82,38 @@ class Budgets:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
-    """The health word, why, the budget flags, and the line a page would carry."""
+    """The health word, why, the budget flags, and the moments a page line is composed from."""
 
     health: Health
     reasons: tuple[Reason, ...]
     flags: tuple[BudgetFlag, ...]
-    at: float
-    """The ``now`` this verdict was reached at: every age and countdown in it is as of then."""
     stable_until: float
     """Until this moment the same inputs give the same health, flags and reason codes: the
     earliest threshold still ahead (a lease expiring, a heartbeat going stale, a budget running
     out), or infinity. Only ages and countdowns move before it."""
     heartbeat_at: float | None
     """When the latest heartbeat was written (None before the first)."""
-    heartbeat_age_s: float | None
-    lease_expires_in_s: float | None
-    """Seconds until the lease expires; negative once it has (None when no lease is held)."""
-    progress_stuck_s: float | None
-    describe: Callable[[], str] = field(repr=False, compare=False)
-    """Compose the page line; called only when someone reads ``context``."""
-    budgets_of: Callable[[], Budgets] = field(repr=False, compare=False)
-    """Lay out the time used against each budget; called only when someone reads ``budgets``."""
+    lease_expires_at: float | None
+    """When the held lease expires (None when none is held, or it is held without an expiry)."""
+    describe: Callable[[float], str] = field(repr=False, compare=False)
+    """Compose the page line as of a moment."""
+    budgets_of: Callable[[float], Budgets] = field(repr=False, compare=False)
+    """Lay out the time used against each budget as of a moment."""
 
-    @property
-    def budgets(self) -> Budgets:
-        """Time used against each layer of the layered timeout, as of ``at``."""
-        return self.budgets_of()
+    def heartbeat_age(self, now: float) -> float | None:
+        return None if self.heartbeat_at is None else now - self.heartbeat_at
 
-    @property
-    def context(self) -> str:
+    def lease_expires_in(self, now: float) -> float | None:
+        """Seconds until the lease expires; negative once it has."""
+        return None if self.lease_expires_at is None else self.lease_expires_at - now
+
+    def budgets(self, now: float) -> Budgets:
+        """Time used against each layer of the layered timeout, as of ``now``."""
+        return self.budgets_of(now)
+
+    def context(self, now: float) -> str:
         """The one line a page carries: enough to decide resume or discard in three seconds."""
-        return self.describe()
+        return self.describe(now)
 
 
 def format_progress(progress: float | None) -> str:
@@ -121,18 +139,10 @@ def classify(
     """
     reasons: list[Reason] = []
     state = task.state
-    heartbeat_age = None if heartbeat is None else now - heartbeat.written_at
-    lease_in = (
-        lease.expires_at - now
-        if lease is not None and lease.held and lease.expires_at is not None
-        else None
-    )
-    progress_stuck = None if heartbeat is None else now - heartbeat.progress_changed_at
-
     executing = state.executing
     if state in _FINISHED_HEALTH:
         health = _FINISHED_HEALTH[state]
-        reasons.append(_finished_reason(now, task))
+        reasons.append(_finished_reason(task))
     elif executing:
         _executing_rules(now, task, lease, heartbeat, process, limits, reasons)
         # Most tasks are healthy: no reason, nothing to rank.
@@ -145,7 +155,7 @@ def classify(
         )
     else:
         if task.quarantined:
-            reasons.append(_quarantine_reason(now, task))
+            reasons.append(_quarantine_reason(task))
         if state is TaskState.INTERRUPTED:
             reasons.append(_interrupted_reason(task, heartbeat))
             health = Health.QUARANTINED if task.quarantined else Health.INTERRUPTED
@@ -154,56 +164,31 @@ def classify(
                 reasons.append(
                     Reason(
                         code="waiting_on_upstream",
-                        message=f"waiting on {upstream} ({upstream_health})",
+                        before=f"waiting on {upstream} ({upstream_health})",
                     )
                 )
             health = Health.QUARANTINED if task.quarantined else Health.QUEUED
 
     if task.heartbeat_error:
-        when = (
-            ""
-            if task.heartbeat_error_at is None
-            else f" {format_age(now - task.heartbeat_error_at)} ago"
-        )
+        error = f": {task.heartbeat_error}"
         reasons.append(
-            Reason(
-                code="heartbeat_malformed",
-                message=f"bad heartbeat line{when}: {task.heartbeat_error}",
-            )
+            _ago("heartbeat_malformed", "bad heartbeat line", task.heartbeat_error_at, error)
         )
 
     if len(reasons) > 1:
         reasons.sort(key=_reason_rank)
-    used = _used(now, task, heartbeat)
-    flags = _overruns(used, limits) if executing else ()
-    # Like the page line, the budgets are laid out only for the few verdicts anyone shows.
-    budgets = partial(_budgets, used, limits)
+    flags = _overruns(_used(now, task, heartbeat), limits) if executing else ()
     stable_until = _next_threshold(now, task, lease, heartbeat, limits) if executing else INF
-    # Most polls never read most page lines: compose them on demand.
-    describe = partial(
-        _context,
-        now,
-        task,
-        health,
-        heartbeat,
-        heartbeat_age,
-        lease,
-        lease_in,
-        process,
-        budgets,
-        flags,
-        reasons,
-    )
+    # The budgets and the page line are composed only for the few verdicts anyone reads.
+    budgets = partial(_budgets, task, heartbeat, limits)
+    describe = partial(_context, task, health, heartbeat, lease, process, budgets, flags, reasons)
     return Verdict(
         health=health,
         reasons=tuple(reasons),
         flags=flags,
-        at=now,
         stable_until=stable_until,
         heartbeat_at=None if heartbeat is None else heartbeat.written_at,
-        heartbeat_age_s=heartbeat_age,
-        lease_expires_in_s=lease_in,
-        progress_stuck_s=progress_stuck,
+        lease_expires_at=lease.expires_at if lease is not None and lease.held else None,
         describe=describe,
         budgets_of=budgets,
     )
@@ -268,114 +253,89 @@ def _executing_rules(
             )
         else:
             code, what = "process_zombie", f"pid {process.pid} exited and is a zombie (not reaped)"
-        reasons.append(Reason(code=code, message=what, health=Health.DEAD))
+        reasons.append(Reason(code=code, before=what, health=Health.DEAD))
 
     if lease is None or not lease.held:
         reasons.append(
-            Reason(code="no_lease", message="no lease is held", health=Health.RECLAIMABLE)
+            Reason(code="no_lease", before="no lease is held", health=Health.RECLAIMABLE)
         )
     elif lease.expires_at is None:
         # Held without an expiry: an engine without leases (Airflow's worker holds its task
         # instance until the scheduler fails it). It can go stale, never be reclaimed.
         pass
     elif now > lease.expires_at:
-        ago = now - lease.expires_at
         reasons.append(
             _late(
                 "lease_expired",
                 Health.RECLAIMABLE,
-                f"lease expired {format_age(ago)} ago",
-                "ttl",
-                ago,
-                limits.lease_ttl,
+                ("lease expired ", lease.expires_at, " ago"),
+                ("ttl", limits.lease_ttl),
             )
         )
 
     if heartbeat is None:
         if task.state is TaskState.STARTING:
-            since = now - (task.claimed_at if task.claimed_at is not None else task.created_at)
-            if since > limits.start_grace and task.command:
-                reasons.append(_no_activity(since, "start grace", limits.start_grace))
-            elif since > limits.start_grace:
-                what = f"no first heartbeat {format_age(since)} after claim"
-                reasons.append(
-                    _late(
-                        "no_first_heartbeat",
-                        Health.STALLED,
-                        what,
-                        "start grace",
-                        since,
-                        limits.start_grace,
-                    )
-                )
+            claimed = task.claimed_at if task.claimed_at is not None else task.created_at
+            if now - claimed > limits.start_grace and task.command:
+                reasons.append(_no_activity(claimed, ("start grace", limits.start_grace)))
+            elif now - claimed > limits.start_grace:
+                words = ("no first heartbeat ", claimed, " after claim")
+                limit = ("start grace", limits.start_grace)
+                reasons.append(_late("no_first_heartbeat", Health.STALLED, words, limit))
         else:
-            since = now - _start_of(task)
-            if since > limits.heartbeat_timeout and task.command:
-                reasons.append(_no_activity(since, "timeout", limits.heartbeat_timeout))
-            elif since > limits.heartbeat_timeout:
-                what = f"no heartbeat {format_age(since)} after start"
-                reasons.append(
-                    _late(
-                        "no_heartbeat",
-                        Health.STALLED,
-                        what,
-                        "timeout",
-                        since,
-                        limits.heartbeat_timeout,
-                    )
-                )
+            start = _start_of(task)
+            if now - start > limits.heartbeat_timeout and task.command:
+                reasons.append(_no_activity(start, ("timeout", limits.heartbeat_timeout)))
+            elif now - start > limits.heartbeat_timeout:
+                words = ("no heartbeat ", start, " after start")
+                limit = ("timeout", limits.heartbeat_timeout)
+                reasons.append(_late("no_heartbeat", Health.STALLED, words, limit))
     else:
-        age = now - heartbeat.written_at
-        stuck = now - heartbeat.progress_changed_at
-        if age > limits.heartbeat_timeout and heartbeat.observed:
-            reasons.append(_no_activity(age, "timeout", limits.heartbeat_timeout))
-        elif age > limits.heartbeat_timeout:
-            what = f"heartbeat {format_age(age)} old"
-            reasons.append(
-                _late(
-                    "heartbeat_stale",
-                    Health.STALLED,
-                    what,
-                    "timeout",
-                    age,
-                    limits.heartbeat_timeout,
-                )
-            )
-        elif stuck > limits.progress_timeout and heartbeat.reports_progress:
+        written = heartbeat.written_at
+        if now - written > limits.heartbeat_timeout and heartbeat.observed:
+            reasons.append(_no_activity(written, ("timeout", limits.heartbeat_timeout)))
+        elif now - written > limits.heartbeat_timeout:
+            words = ("heartbeat ", written, " old")
+            limit = ("timeout", limits.heartbeat_timeout)
+            reasons.append(_late("heartbeat_stale", Health.STALLED, words, limit))
+        elif (
+            now - heartbeat.progress_changed_at > limits.progress_timeout
+            and heartbeat.reports_progress
+        ):
             # Spinning is a judgement on reported progress: observed beats only prove activity.
             progress = format_progress(heartbeat.progress)
-            what = f"beating but progress unchanged at {progress} for {format_age(stuck)}"
-            reasons.append(
-                _late(
-                    "progress_stuck",
-                    Health.SPINNING,
-                    what,
-                    "timeout",
-                    stuck,
-                    limits.progress_timeout,
-                )
+            words = (
+                f"beating but progress unchanged at {progress} for ",
+                heartbeat.progress_changed_at,
+                "",
             )
+            limit = ("timeout", limits.progress_timeout)
+            reasons.append(_late("progress_stuck", Health.SPINNING, words, limit))
 
     if task.quarantined:
-        reasons.append(_quarantine_reason(now, task))
+        reasons.append(_quarantine_reason(task))
 
 
-def _no_activity(since: float, limit_name: str, limit: float) -> Reason:
+def _no_activity(since: float, limit: tuple[str, float]) -> Reason:
     """Stalled under ``zombietop run``, which saw the command's tree do nothing since."""
-    what = f"no activity for {format_age(since)}: cpu, I/O and output flat"
-    return _late("no_activity", Health.STALLED, what, limit_name, since, limit)
+    words = ("no activity for ", since, ": cpu, I/O and output flat")
+    return _late("no_activity", Health.STALLED, words, limit)
 
 
 def _late(
-    code: str, health: Health, what: str, limit_name: str, age: float, limit: float
+    code: str, health: Health, words: tuple[str, float, str], limit: tuple[str, float]
 ) -> Reason:
-    """A reason for a moment that came later than its limit allows."""
+    """A reason for a moment that came later than its limit allows: the ``words`` before the
+    age, the moment, the words after; the limit's name and seconds."""
+    before, since, after = words
+    name, seconds = limit
     return Reason(
         code=code,
-        message=f"{what} ({limit_name} {format_duration(limit)})",
         health=health,
-        age_s=age,
-        limit_s=limit,
+        before=before,
+        since=since,
+        after=f"{after} ({name} {format_duration(seconds)})",
+        limit=seconds,
     )
 
 
@@ -385,15 +345,17 @@ def _start_of(task: Task) -> float:
     return task.claimed_at if task.claimed_at is not None else task.created_at
 
 
-def _quarantine_reason(now: float, task: Task) -> Reason:
-    since = now - task.quarantined_at if task.quarantined_at is not None else 0.0
+def _quarantine_reason(task: Task) -> Reason:
     why = f": {task.quarantine_reason}" if task.quarantine_reason else ""
-    return Reason(
-        code="quarantined",
-        message=f"quarantined by {task.quarantined_by or 'someone'} {format_age(since)} ago{why}",
-        health=Health.QUARANTINED,
-        age_s=since,
-    )
+    by = f"quarantined by {task.quarantined_by or 'someone'}"
+    return _ago("quarantined", by, task.quarantined_at, why, Health.QUARANTINED)
+
+
+def _ago(code: str, head: str, at: float | None, tail: str, health: Health | None = None) -> Reason:
+    """``HEAD AGE ago TAIL``, or ``HEADTAIL`` when the moment is not known."""
+    if at is None:
+        return Reason(code=code, health=health, before=head + tail)
+    return Reason(code=code, health=health, before=f"{head} ", since=at, after=f" ago{tail}")
 
 
 def _interrupted_reason(task: Task, heartbeat: Heartbeat | None) -> Reason:
@@ -403,16 +365,15 @@ def _interrupted_reason(task: Task, heartbeat: Heartbeat | None) -> Reason:
     checkpoint = f", checkpoint {task.checkpoint}" if task.checkpoint else ", no checkpoint"
     return Reason(
         code="interrupted",
-        message=f"{task.state_reason or 'stopped by SIGTERM'}{where}{checkpoint}",
+        before=f"{task.state_reason or 'stopped by SIGTERM'}{where}{checkpoint}",
         health=Health.INTERRUPTED,
     )
 
 
-def _finished_reason(now: float, task: Task) -> Reason:
-    ago = "" if task.finished_at is None else f" {format_age(now - task.finished_at)} ago"
+def _finished_reason(task: Task) -> Reason:
     exit_code = "" if task.exit_code is None else f" (exit {task.exit_code})"
     why = f": {task.state_reason}" if task.state_reason else ""
-    return Reason(code=str(task.state), message=f"{task.state}{ago}{exit_code}{why}")
+    return _ago(str(task.state), str(task.state), task.finished_at, f"{exit_code}{why}")
 
 
 def _used(
@@ -451,8 +412,8 @@ def _overruns(
     return tuple(flags)
 
 
-def _budgets(used: tuple[float | None, float | None, float | None], limits: Limits) -> Budgets:
-    request_used, stage_used, task_used = used
+def _budgets(task: Task, heartbeat: Heartbeat | None, limits: Limits, now: float) -> Budgets:
+    request_used, stage_used, task_used = _used(now, task, heartbeat)
     return Budgets(
         request=Budget(
             used_s=request_used, limit_s=limits.request, source=limits.source("request")
@@ -463,19 +424,17 @@ def _budgets(used: tuple[float | None, float | None, float | None], limits: Limi
 
 
 def _context(
-    now: float,
     task: Task,
     health: Health,
     heartbeat: Heartbeat | None,
-    heartbeat_age: float | None,
     lease: Lease | None,
-    lease_in: float | None,
     process: ProcessSample | None,
-    budgets_of: Callable[[], Budgets],
+    budgets_of: Callable[[float], Budgets],
     flags: tuple[BudgetFlag, ...],
     reasons: list[Reason],
+    now: float,
 ) -> str:
-    """Compose the one line a page carries: enough to decide resume or discard."""
+    """Compose the one line a page carries at ``now``: enough to decide resume or discard."""
     head = f"{task.task_id} {health}:"
     if heartbeat is not None and heartbeat.reports_progress:
         where = f" stage={heartbeat.stage}" if heartbeat.stage else ""
@@ -484,25 +443,27 @@ def _context(
     if task.state.finished or (
         not task.state.executing and task.state is not TaskState.INTERRUPTED
     ):
-        parts.extend(r.message for r in reasons)
+        parts.extend(r.words(now) for r in reasons)
         return f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
 
-    if heartbeat_age is not None:
-        observed = "observed " if heartbeat is not None and heartbeat.observed else ""
-        parts.append(f"{observed}heartbeat {format_age(heartbeat_age)} old")
+    if heartbeat is not None:
+        observed = "observed " if heartbeat.observed else ""
+        parts.append(f"{observed}heartbeat {format_age(now - heartbeat.written_at)} old")
     elif task.state.executing:
         parts.append(f"no heartbeat yet ({format_age(now - _start_of(task))} since claim)")
+    held = lease is not None and lease.held
+    expires_at = lease.expires_at if lease is not None and held else None
     # A lease held without an expiry (an engine's) says nothing worth a page's words.
-    if task.state.executing and not (lease is not None and lease.held and lease_in is None):
-        if lease_in is None:
+    if task.state.executing and not (held and expires_at is None):
+        if expires_at is None:
             parts.append("no lease")
-        elif lease_in < 0:
-            parts.append(f"lease expired {format_age(-lease_in)} ago")
+        elif now > expires_at:
+            parts.append(f"lease expired {format_age(now - expires_at)} ago")
         else:
-            parts.append(f"lease expires in {format_age(lease_in)}")
+            parts.append(f"lease expires in {format_age(expires_at - now)}")
     if process is not None:
         parts.append(_process_words(process))
-    budgets = budgets_of()
+    budgets = budgets_of(now)
     for flag, budget, label in (
         (BudgetFlag.REQUEST_OVERRUN, budgets.request, "request"),
         (BudgetFlag.STAGE_OVERRUN, budgets.stage, "stage"),

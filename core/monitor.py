@@ -77,7 +77,6 @@ class TaskView:
     """``waiting for agent on HOST ...`` or ``no agent on HOST ...``; None when all is in hand."""
     waiting_on: tuple[tuple[str, Health], ...] = ()
     """The upstream tasks a queued task waits behind, with their healths."""
-    _aged: dict[float, Verdict] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     task_id: str = field(init=False, repr=False, compare=False)
     """The task's id, read thousands of times a poll (a plain slot, not a property)."""
@@ -87,30 +86,6 @@ class TaskView:
     def __post_init__(self) -> None:
         object.__setattr__(self, "task_id", self.task.task_id)
         object.__setattr__(self, "urgency", sort_key(self.task.task_id, self.verdict))
-
-    def verdict_at(self, now: float) -> Verdict:
-        """The verdict with its ages, countdowns and page line as of ``now``.
-
-        A monitor that reuses verdicts between polls hands out views whose ``verdict`` was
-        reached at an earlier poll (same health, flags and reasons; older numbers): whatever
-        shows an age reads it through here. Classifying one task is cheap; the latest is kept.
-        """
-        if now == self.verdict.at:
-            return self.verdict
-        aged = self._aged.get(now)
-        if aged is None:
-            aged = classify(
-                now,
-                self.task,
-                self.lease,
-                self.heartbeat,
-                self.process,
-                self.limits,
-                waiting_on=self.waiting_on,
-            )
-            self._aged.clear()
-            self._aged[now] = aged
-        return aged
 
     @property
     def clock_skew_s(self) -> float | None:
@@ -238,24 +213,6 @@ def agent_note(
     return f"no agent on {host}: last seen {format_age(max(now - agent.seen_at, 0))} ago"
 
 
-def _judged(process: ProcessSample | None) -> tuple[object, ...] | None:
-    """What of a process sample a verdict depends on (CPU and I/O only colour the words)."""
-    if process is None:
-        return None
-    return (process.pid, process.alive, process.identity_ok, process.status == "zombie")
-
-
-def _with_process(seen: TaskView, process: ProcessSample | None, now: float) -> TaskView | None:
-    """``seen`` with this poll's reading of its process (which its verdict does not turn on),
-    or None to classify afresh: a verdict reached at ``now`` itself is read as it is (see
-    ``TaskView.verdict_at``), and its words are of the reading it was reached with."""
-    if seen.process == process:
-        return seen
-    if seen.verdict.at == now:
-        return None
-    return replace(seen, process=process)
-
-
 class _Judge:
     """Judge tasks at one ``now`` against one poll's samples and fleet."""
 
@@ -302,11 +259,8 @@ class _Judge:
         )
         if unchanged and self.quiet and seen is not None and seen.agent is None:
             process = None if seen.remote else samples.get(task_id)
-            same_process = seen.process is process or _judged(seen.process) == _judged(process)
-            if seen.host_request is None and same_process:
-                kept = _with_process(seen, process, now)
-                if kept is not None:
-                    return kept
+            if seen.host_request is None and seen.process == process:
+                return seen
         remote = fleet is not None and task.host is not None and task.host != fleet.host
         process = samples.get(task_id)
         agent = request = None
@@ -322,11 +276,9 @@ class _Judge:
             and seen.agent_note == note
             and seen.host_request == request
             and seen.agent == agent
-            and _judged(seen.process) == _judged(process)
+            and seen.process == process
         ):
-            kept = _with_process(seen, process, now)
-            if kept is not None:
-                return kept
+            return seen
         return TaskView(
             task=task,
             lease=lease,
@@ -389,9 +341,8 @@ def build_snapshot(
     their agents' stored samples and carry an ``agent_note`` when an agent is busy or missing.
 
     With ``previous`` (the last snapshot's views by task id), a task whose record, judged
-    process state and fleet notes are unchanged, and whose verdict is still before its
-    ``stable_until``, keeps its verdict: a fleet at rest costs what changed, not what exists.
-    Its ages then come from ``TaskView.verdict_at``.
+    process reading and fleet notes are unchanged, and whose verdict is still before its
+    ``stable_until``, keeps its view: a fleet at rest costs what changed, not what exists.
     """
     judge = _Judge(now, config, samples, fleet)
     previous = previous or {}
@@ -600,8 +551,7 @@ class Monitor:
         self.include_finished = include_finished
         self.reuse_verdicts = reuse_verdicts
         """Keep a task's verdict until its ``stable_until`` while its inputs stay the same (the
-        dashboard: it reads ages through ``TaskView.verdict_at``). The watchdog and ``status``
-        classify afresh every poll."""
+        dashboard). The watchdog and ``status`` classify afresh every poll."""
         self.own_thread = own_thread
         """The caller's event loop runs on a thread of its own (the dashboard's monitor): classify
         right there instead of handing the work to yet another thread."""

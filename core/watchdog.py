@@ -538,7 +538,7 @@ class Watchdog:
 
         spin_key = f"spinning:{task_id}:{view.task.attempt}"
         if health is Health.SPINNING:
-            context = view.verdict_at(tick.now).context
+            context = view.verdict.context(tick.now)
             self._spinning[task_id] = context
             if spin_key not in self._once:
                 self._once.add(spin_key)
@@ -558,11 +558,12 @@ class Watchdog:
         """Quarantine the task, then page: an incident is open only once its hold is written,
         so a hold that fails (a full disk) is tried again at every look."""
         task_id = view.task_id
-        verdict = view.verdict_at(tick.now)
+        verdict = view.verdict
+        context = verdict.context(tick.now)
         origin = self.monitor.last.origins.get(task_id)
         if not view.task.quarantined:
             first = next(
-                (r.message for r in verdict.reasons if r.health is view.health),
+                (r.words(tick.now) for r in verdict.reasons if r.health is view.health),
                 str(view.health),
             )
             if origin is not None:
@@ -595,19 +596,18 @@ class Watchdog:
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
         # The job's last words, and how old they are: "the last log line was at 03:42".
         last = await asyncio.to_thread(last_output_of, self.store, view.task, self.monitor.host)
-        line = with_last_output(verdict.context, last, tick.now)
+        line = with_last_output(context, last, tick.now)
         silence = tick.oncall.silence_for(view.task)
         self.notices.opened(task_id, at=self.incidents[task_id].opened_at, paged=silence is None)
         if silence is not None:
             # Detected, shown and counted, never paged: the page goes out if the silence ends
             # while the incident is still open (``_follow_up``).
             tick.logs.append(
-                f"silenced (not paged: silence {silence.silence_id}, {silence.rule}): "
-                f"{verdict.context}"
+                f"silenced (not paged: silence {silence.silence_id}, {silence.rule}): {context}"
             )
             await self._record(
                 EventKind.WATCHDOG,
-                f"held by silence {silence.silence_id}: {verdict.context}",
+                f"held by silence {silence.silence_id}: {context}",
                 task_id,
                 {
                     "page": "incident",
@@ -636,7 +636,7 @@ class Watchdog:
             silenced=oncall.silence_for(view.task) is not None,
         )
         if due is not None:
-            line = view.verdict_at(tick.now).context
+            line = view.verdict.context(tick.now)
             await self._notice(tick, view.task_id, due, line, view=view)
 
     async def _notice(
@@ -871,13 +871,13 @@ class Watchdog:
         return outcome
 
     async def _budgets(self, view: TaskView, tick: _Tick) -> None:
-        flags, task = view.verdict.flags, view.task
+        verdict, task = view.verdict, view.task
+        flags = verdict.flags
         if not flags:
             return
         # Flags hold until the verdict's stable_until; the times used and the page line are read
         # as of this tick.
-        verdict = view.verdict_at(tick.now)
-        budgets = verdict.budgets
+        budgets = verdict.budgets(tick.now)
         beat = view.heartbeat
         stage = beat.stage if beat and beat.stage else "-"
         stage_start = beat.stage_started_at if beat else task.started_at
@@ -896,7 +896,9 @@ class Watchdog:
                     if factor
                     else ""
                 )
-                await self._overrun(tick, "stage_overrun", verdict.context + then, key, view)
+                await self._overrun(
+                    tick, "stage_overrun", verdict.context(tick.now) + then, key, view
+                )
             kill_key = "kill:" + key
             if factor and used >= kill_at and kill_key not in self._once and task.pid is not None:
                 self._once.add(kill_key)
@@ -914,12 +916,12 @@ class Watchdog:
         if BudgetFlag.REQUEST_OVERRUN in flags and beat is not None:
             key = f"request:{task.task_id}:{beat.request_name}:{beat.request_started_at}"
             if key not in self._once:
-                await self._overrun(tick, "request_overrun", verdict.context, key, view)
+                await self._overrun(tick, "request_overrun", verdict.context(tick.now), key, view)
         if BudgetFlag.TASK_OVERRUN in flags:
             key = f"task:{task.task_id}:{task.attempt}"
             if key not in self._once:
                 self._once.add(key)
-                message = f"task overrun (logged, not killed): {verdict.context}"
+                message = f"task overrun (logged, not killed): {verdict.context(tick.now)}"
                 tick.logs.append(message)
                 await self._record(EventKind.WATCHDOG, message, task.task_id, {"key": key})
 

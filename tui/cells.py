@@ -136,7 +136,7 @@ def _progress(view: TaskView, now: float, note: str | None) -> Text:
 
 
 def _heartbeat(view: TaskView, now: float, note: str | None) -> Text:
-    age = view.verdict_at(now).heartbeat_age_s
+    age = view.verdict.heartbeat_age(now)
     if age is None:
         return DASH
     late = view.task.state.executing and age > view.limits.heartbeat_timeout
@@ -149,12 +149,12 @@ def _heartbeat(view: TaskView, now: float, note: str | None) -> Text:
 
 
 def _heartbeat_changes(view: TaskView, now: float) -> float:
-    age = view.verdict_at(now).heartbeat_age_s
+    age = view.verdict.heartbeat_age(now)
     return math.inf if age is None else glance_changes(now, age, rising=True)
 
 
 def _lease(view: TaskView, now: float, note: str | None) -> Text:
-    left = view.verdict_at(now).lease_expires_in_s
+    left = view.verdict.lease_expires_in(now)
     if left is None:
         return DASH
     if left < 0:
@@ -163,7 +163,7 @@ def _lease(view: TaskView, now: float, note: str | None) -> Text:
 
 
 def _lease_changes(view: TaskView, now: float) -> float:
-    left = view.verdict_at(now).lease_expires_in_s
+    left = view.verdict.lease_expires_in(now)
     return math.inf if left is None else glance_changes(now, left, rising=False)
 
 
@@ -207,19 +207,19 @@ BUDGET_BAR = 4
 
 
 def _stage_budget(view: TaskView, now: float, note: str | None) -> Text:
-    return _budget_text(view.verdict_at(now).budgets.stage, BUDGET_BAR)
+    return _budget_text(view.verdict.budgets(now).stage, BUDGET_BAR)
 
 
 def _stage_budget_changes(view: TaskView, now: float) -> float:
-    return _budget_changes(view.verdict_at(now).budgets.stage, BUDGET_BAR, now)
+    return _budget_changes(view.verdict.budgets(now).stage, BUDGET_BAR, now)
 
 
 def _task_budget(view: TaskView, now: float, note: str | None) -> Text:
-    return _budget_text(view.verdict_at(now).budgets.task, BUDGET_BAR)
+    return _budget_text(view.verdict.budgets(now).task, BUDGET_BAR)
 
 
 def _task_budget_changes(view: TaskView, now: float) -> float:
-    return _budget_changes(view.verdict_at(now).budgets.task, BUDGET_BAR, now)
+    return _budget_changes(view.verdict.budgets(now).task, BUDGET_BAR, now)
 
 
 def _pid(view: TaskView, now: float, note: str | None) -> Text:

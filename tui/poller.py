@@ -67,7 +67,7 @@ class ThreadedMonitor:
                     await source.close()
                 await store.close()
                 raise
-            # Ages are read through TaskView.verdict_at: a fleet at rest costs what changed.
+            # Verdicts carry moments, ages are read with a now: a fleet at rest costs what changed.
             return Monitor(
                 store,
                 config,

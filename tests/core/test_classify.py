@@ -353,7 +353,7 @@ def test_health_rules_and_precedence(
     verdict = classify(NOW, the_task, the_lease, the_beat, the_proc, LIMITS)
     assert verdict.health is health
     assert [r.code for r in verdict.reasons] == codes
-    assert verdict.context.startswith(f"export-2031 {health}")
+    assert verdict.context(NOW).startswith(f"export-2031 {health}")
 
 
 def test_every_health_is_covered_by_a_rule() -> None:
@@ -363,11 +363,11 @@ def test_every_health_is_covered_by_a_rule() -> None:
 def test_reasons_carry_ages_and_limits() -> None:
     verdict = classify(NOW, task(), lease(expires_in=-230), beat(age=4 * 3600 + 720), None, LIMITS)
     stale = next(r for r in verdict.reasons if r.code == "heartbeat_stale")
-    assert stale.age_s == 4 * 3600 + 720
-    assert stale.limit_s == 120
-    assert stale.message == "heartbeat 4h12m old (timeout 2m)"
+    assert stale.age(NOW) == 4 * 3600 + 720
+    assert stale.limit == 120
+    assert stale.words(NOW) == "heartbeat 4h12m old (timeout 2m)"
     expired = next(r for r in verdict.reasons if r.code == "lease_expired")
-    assert expired.message == "lease expired 3m50s ago (ttl 5m)"
+    assert expired.words(NOW) == "lease expired 3m50s ago (ttl 5m)"
 
 
 # (id, heartbeat overrides / task overrides, flags)
@@ -416,15 +416,15 @@ def test_budgets_are_not_a_health() -> None:
     verdict = classify(NOW, task(), lease(), beat(stage_for=3600), None, LIMITS)
     assert verdict.health is Health.HEALTHY
     assert verdict.flags == (BudgetFlag.STAGE_OVERRUN,)
-    assert verdict.budgets.stage.used_s == 3600
-    assert verdict.budgets.stage.limit_s == 900
-    assert verdict.budgets.stage.source == "default"
-    assert verdict.budgets.request.used_s is None
+    assert verdict.budgets(NOW).stage.used_s == 3600
+    assert verdict.budgets(NOW).stage.limit_s == 900
+    assert verdict.budgets(NOW).stage.source == "default"
+    assert verdict.budgets(NOW).request.used_s is None
 
 
 def test_running_without_heartbeat_uses_its_start_for_the_stage_budget() -> None:
     verdict = classify(NOW, task(started_at=NOW - 1000), lease(), None, None, LIMITS)
-    assert verdict.budgets.stage.used_s == 1000
+    assert verdict.budgets(NOW).stage.used_s == 1000
     assert BudgetFlag.STAGE_OVERRUN in verdict.flags
 
 
@@ -439,7 +439,7 @@ def test_the_seed_incident_page_line() -> None:
         replace(LIMITS, stage=6 * 3600, task=8 * 3600),
     )
     assert verdict.health is Health.RECLAIMABLE
-    assert verdict.context == (
+    assert verdict.context(NOW) == (
         "export-2031 reclaimable: stage=transform p=61% heartbeat 4h12m old, lease expired 3h50m ago, "
         "pid 4121 alive cpu 0%, no I/O for 3h00m - resume or discard"
     )
@@ -447,7 +447,7 @@ def test_the_seed_incident_page_line() -> None:
 
 def test_page_line_for_a_stalled_task_with_an_overrun() -> None:
     verdict = classify(NOW, task(), lease(), beat(age=600, stage_for=1200), proc(), LIMITS)
-    assert verdict.context == (
+    assert verdict.context(NOW) == (
         "export-2031 stalled: stage=transform p=61% heartbeat 10m00s old, lease expires in 4m00s, "
         "pid 4121 alive cpu 0%, stage running 20m00s (budget 15m) - resume or discard"
     )
@@ -464,7 +464,7 @@ def test_queued_task_says_what_it_waits_behind() -> None:
         waiting_on=[("export-2030", Health.QUARANTINED)],
     )
     assert verdict.health is Health.QUEUED
-    assert verdict.context == "export-2031 queued: waiting on export-2030 (quarantined)"
+    assert verdict.context(NOW) == "export-2031 queued: waiting on export-2030 (quarantined)"
 
 
 def test_a_malformed_heartbeat_line_is_a_visible_reason() -> None:
@@ -481,7 +481,7 @@ def test_a_malformed_heartbeat_line_is_a_visible_reason() -> None:
     )
     assert verdict.health is Health.HEALTHY
     assert verdict.reasons[-1].code == "heartbeat_malformed"
-    assert "30s ago" in verdict.reasons[-1].message
+    assert "30s ago" in verdict.reasons[-1].words(NOW)
 
 
 def test_sort_key_orders_by_urgency_then_silence_in_trouble_and_by_id_otherwise() -> None:

@@ -1,7 +1,8 @@
 """``Verdict.stable_until``: the promise a dashboard leans on to reuse a verdict between polls.
 
 Until that moment the same inputs must give the same health, flags and reason codes; only the
-ages and countdowns may move. A promise that runs too long would leave a stalled task showing
+ages and countdowns may move, and a verdict carries the moments they are read from, so read at a
+later ``now`` it says what a verdict reached then says. A promise that runs too long would leave a stalled task showing
 healthy, so it is checked against ``classify`` itself over generated tasks, and pinned exactly
 for the thresholds a fleet crosses most.
 """
@@ -25,6 +26,17 @@ LIMITS = default_limits()  # heartbeat 2m, lease 5m, progress 30m, grace 1m; 90s
 
 def judged(verdict: Verdict) -> tuple[object, ...]:
     return verdict.health, verdict.flags, tuple(r.code for r in verdict.reasons)
+
+
+def read(verdict: Verdict, now: float) -> tuple[object, ...]:
+    """Every age, countdown and word the faces read from a verdict at ``now``."""
+    return (
+        verdict.context(now),
+        tuple((r.words(now), r.age(now), r.limit) for r in verdict.reasons),
+        verdict.heartbeat_age(now),
+        verdict.lease_expires_in(now),
+        verdict.budgets(now),
+    )
 
 
 # Offsets around now wide enough to straddle every limit (the task budget is 6 h).
@@ -99,6 +111,7 @@ def test_nothing_but_ages_change_before_stable_until(
             continue
         again = classify(later, task, lease, beat, process, LIMITS)
         assert judged(again) == judged(first), f"changed at {later - NOW:+.3f}s"
+        assert read(first, later) == read(again, later), f"read at {later - NOW:+.3f}s"
 
 
 def running(**overrides: Any) -> Task:

@@ -34,7 +34,10 @@ async def test_snapshot_classifies_and_orders(store: Store, clock: FakeClock) ->
     assert [v.health for v in snapshot.tasks] == [Health.STALLED, Health.QUEUED, Health.HEALTHY]
     assert snapshot.counts[Health.STALLED] == 1 and snapshot.counts[Health.DEAD] == 0
     assert snapshot.paging == 1
-    assert snapshot.by_id()["later"].verdict.context == "later queued: waiting on quiet (stalled)"
+    assert (
+        snapshot.by_id()["later"].verdict.context(clock.now())
+        == "later queued: waiting on quiet (stalled)"
+    )
 
 
 async def test_a_failed_poll_keeps_the_last_good_snapshot(db_path: Path, clock: FakeClock) -> None:

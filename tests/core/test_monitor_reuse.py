@@ -28,18 +28,18 @@ def judged(snapshot: Snapshot) -> list[tuple[object, ...]]:
     assert now is not None
     rows = []
     for view in snapshot.tasks:
-        verdict = view.verdict_at(now)
+        verdict = view.verdict
         rows.append(
             (
                 view.task_id,
                 view.health,
                 verdict.health,
                 verdict.flags,
-                tuple(r.code for r in verdict.reasons),
-                verdict.heartbeat_age_s,
-                verdict.lease_expires_in_s,
-                verdict.budgets.stage.used_s,
-                verdict.context,
+                tuple((r.code, r.words(now), r.age(now), r.limit) for r in verdict.reasons),
+                verdict.heartbeat_age(now),
+                verdict.lease_expires_in(now),
+                verdict.budgets(now),
+                verdict.context(now),
             )
         )
     return rows
@@ -93,15 +93,16 @@ async def test_at_rest_nothing_is_classified_again(store: Store, clock: FakeCloc
     second = await monitor.poll()
     assert [v is w for v, w in zip(first.tasks, second.tasks, strict=True)] == [True, True]
     view = second.by_id()["a"]
-    assert view.verdict.at == first.taken_at and second.taken_at == first.taken_at + 5
-    assert view.verdict_at(clock.now()).heartbeat_age_s == view.verdict.heartbeat_age_s + 5
+    assert second.taken_at == first.taken_at + 5 and first.taken_at is not None
+    verdict = view.verdict
+    assert verdict.heartbeat_age(clock.now()) == verdict.heartbeat_age(first.taken_at) + 5
 
 
 def sample(alive: bool = True, cpu: float = 0.0) -> ProcessSample:
     return ProcessSample(pid=4121, alive=alive, cpu_percent=cpu, sampled_at=0.0)
 
 
-def test_a_process_reading_keeps_the_verdict_until_the_process_is_gone() -> None:
+def test_a_new_process_reading_is_judged_and_said_at_once() -> None:
     config = default_config()
     now = 1_796_000_000.0
     from tests.core.test_classify import beat, lease, task
@@ -109,17 +110,20 @@ def test_a_process_reading_keeps_the_verdict_until_the_process_is_gone() -> None
     record = TaskRecord(task=task(), lease=lease(), heartbeat=beat(), pending_kill=None)
     first = build_snapshot(now, [record], config, {"export-2031": sample(cpu=1.0)})
     kept = first.by_id()
+    same = build_snapshot(
+        now + 1, [record], config, {"export-2031": sample(cpu=1.0)}, previous=kept
+    )
+    assert same.tasks[0] is first.tasks[0]
     busier = build_snapshot(
         now + 1, [record], config, {"export-2031": sample(cpu=99.0)}, previous=kept
     )
     view = busier.tasks[0]
-    assert view is not first.tasks[0] and view.verdict is first.tasks[0].verdict
     assert view.process is not None and view.process.cpu_percent == 99.0
-    assert "cpu 99%" in view.verdict_at(now + 1).context
+    assert "cpu 99%" in view.verdict.context(now + 1)
     gone = build_snapshot(
         now + 2, [record], config, {"export-2031": sample(alive=False)}, previous=kept
     )
-    assert str(gone.tasks[0].health) == "dead" and gone.tasks[0].verdict.at == now + 2
+    assert str(gone.tasks[0].health) == "dead"
 
 
 def test_a_changed_record_is_classified_again() -> None:
@@ -136,7 +140,7 @@ def test_a_changed_record_is_classified_again() -> None:
         pending_kill=None,
     )
     again = build_snapshot(now + 1, [finished], config, {}, previous=kept)
-    assert str(again.tasks[0].health) == "succeeded" and again.tasks[0].verdict.at == now + 1
+    assert str(again.tasks[0].health) == "succeeded"
 
 
 class ScriptedProbe:

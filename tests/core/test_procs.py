@@ -103,9 +103,10 @@ async def test_monitor_with_probe_calls_a_dead_process_dead(
 
     os.kill(proc.pid, signal.SIGKILL)
     await asyncio.to_thread(proc.wait, 5)
-    view = (await monitor.poll()).by_id()["t1"]
-    assert view.health is Health.DEAD
-    assert "is gone" in view.verdict.reasons[0].message
+    snapshot = await monitor.poll()
+    view = snapshot.by_id()["t1"]
+    assert view.health is Health.DEAD and snapshot.taken_at is not None
+    assert "is gone" in view.verdict.reasons[0].words(snapshot.taken_at)
 
 
 async def test_probe_runs_off_the_event_loop(children: Children) -> None:

@@ -170,7 +170,7 @@ async def test_task_instances_judged_and_the_database_unchanged(
     # The heartbeat is fresh, but the task's own process does nothing.
     assert hung.process is not None and hung.process.alive and hung.process.identity_ok
     assert hung.process.cpu_percent == 0.0
-    assert "alive cpu 0%" in hung.verdict.context
+    assert "alive cpu 0%" in hung.verdict.context(snapshot.taken_at or 0.0)
     stale = views["etl/transform/manual__2026-12-01"]
     assert [r.code for r in stale.verdict.reasons] == ["heartbeat_stale"]
     assert stale.limits.heartbeat_timeout == 300.0

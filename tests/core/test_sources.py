@@ -108,7 +108,7 @@ def test_a_lease_without_expiry_is_never_reclaimable() -> None:
     verdict = classify(NOW, record.task, record.lease, record.heartbeat, None, default_limits())
     assert verdict.health is Health.STALLED
     assert [r.code for r in verdict.reasons] == ["heartbeat_stale"]
-    assert "lease" not in verdict.context
+    assert "lease" not in verdict.context(NOW)
 
 
 def test_judging_config_fills_engine_defaults_and_keeps_its_objects(tmp_path) -> None:

@@ -13,7 +13,7 @@ CONSOLE = Console(width=200)
 
 
 def _said(snapshot_now: float, views: object) -> list[str]:
-    return [f"{GLYPHS[v.health]} {v.verdict_at(snapshot_now).context}" for v in views]  # type: ignore[attr-defined]
+    return [f"{GLYPHS[v.health]} {v.verdict.context(snapshot_now)}" for v in views]  # type: ignore[attr-defined]
 
 
 def test_the_most_urgent_that_fit_come_first_and_the_last_line_counts_the_rest() -> None:

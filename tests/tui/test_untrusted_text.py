@@ -117,7 +117,9 @@ def _view(snapshot: Snapshot) -> TaskView:
 INTERFACES: dict[str, Interface] = {
     "status table": lambda s, e: render_table(s, width=400),
     "status --nagios": lambda s, e: nagios_output(s),
-    "page line": lambda s, e: Page(kind="incident", line=_view(s).verdict.context, at=NOW).shown,
+    "page line": lambda s, e: (
+        Page(kind="incident", line=_view(s).verdict.context(NOW), at=NOW).shown
+    ),
     "dashboard cells": lambda s, e: " ".join(
         c.plain for c in row_cells(_view(s), NOW, COLUMNS, {})
     ),

@@ -61,13 +61,14 @@ def _warns(view: TaskView) -> bool:
 
 
 def _human_lines(
-    views: Iterable[TaskView], outputs: Mapping[str, LastOutput], now: float | None
+    views: Iterable[TaskView], outputs: Mapping[str, LastOutput], now: float
 ) -> list[str]:
-    """The page lines of ``views``; those that need a human end with their last output."""
+    """The page lines of ``views`` at ``now``; those that need a human end with their last
+    output."""
     lines = []
     for view in views:
-        line = view.verdict.context
-        if view.health in ASK_A_HUMAN and now is not None:
+        line = view.verdict.context(now)
+        if view.health in ASK_A_HUMAN:
             line = with_last_output(line, outputs.get(view.task_id), now)
         lines.append(line)
     return lines
@@ -103,7 +104,7 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
     )
     lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}"]
     lines.extend(printable(view.line) for view in snapshot.schedules if view.health.pages)
-    lines.extend(_human_lines([*urgent, *warned], outputs or {}, snapshot.taken_at))
+    lines.extend(_human_lines([*urgent, *warned], outputs or {}, _read_at(snapshot)))
     return shown(lines)
 
 
@@ -119,7 +120,7 @@ def snapshot_to_json(
 ) -> dict[str, Any]:
     """The documented ``status --json`` object; ``outputs`` are the tasks' kept output."""
     outputs = outputs or {}
-    now = snapshot.taken_at
+    now = _read_at(snapshot)
     return {
         "generated_at": None if snapshot.taken_at is None else format_timestamp(snapshot.taken_at),
         "counts": {str(health): n for health, n in snapshot.counts.items()},
@@ -217,10 +218,11 @@ def _origin_json(origin: Origin | None) -> dict[str, Any] | None:
 
 
 def _task_json(
-    view: TaskView, snapshot: Snapshot, last: LastOutput | None, now: float | None
+    view: TaskView, snapshot: Snapshot, last: LastOutput | None, now: float
 ) -> dict[str, Any]:
+    """One task's object, its ages and words composed at ``now``."""
     task, verdict, beat = view.task, view.verdict, view.heartbeat
-    budgets = verdict.budgets
+    budgets = verdict.budgets(now)
     return {
         "task_id": task.task_id,
         "run_id": task.run_id,
@@ -229,7 +231,7 @@ def _task_json(
         "state": str(task.state),
         "health": str(verdict.health),
         "reasons": [
-            {"code": r.code, "message": r.message, "age_s": r.age_s, "limit_s": r.limit_s}
+            {"code": r.code, "message": r.words(now), "age_s": r.age(now), "limit_s": r.limit}
             for r in verdict.reasons
         ],
         "flags": [str(flag) for flag in verdict.flags],
@@ -238,11 +240,11 @@ def _task_json(
         "counters": dict(beat.counters) if beat else {},
         "heartbeat_source": str(beat.source) if beat else None,
         "last_output": None
-        if last is None or now is None
+        if last is None
         else {"line": last.line, "age_s": _round(last.age(now))},
         "checkpoint": task.checkpoint,
-        "heartbeat_age_s": _round(verdict.heartbeat_age_s),
-        "lease_expires_in_s": _round(verdict.lease_expires_in_s),
+        "heartbeat_age_s": _round(verdict.heartbeat_age(now)),
+        "lease_expires_in_s": _round(verdict.lease_expires_in(now)),
         "owner": view.lease.owner if view.lease else None,
         "token": view.token,
         "pid": task.pid,
@@ -263,7 +265,7 @@ def _task_json(
                 ("task", budgets.task),
             )
         },
-        "context": verdict.context,
+        "context": verdict.context(now),
         "ack": _ack_json(snapshot.oncall.ack_for(task.task_id)),
         "silence": _silence_json(snapshot.oncall.silence_for(task)),
         "source": _origin_json(snapshot.origins.get(task.task_id)),
@@ -301,16 +303,22 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def _heartbeat_words(view: TaskView) -> str:
-    age = view.verdict.heartbeat_age_s
+def _read_at(snapshot: Snapshot) -> float:
+    """The moment a snapshot's ages are read at: when it was taken (before any poll it holds
+    no task to read)."""
+    return snapshot.taken_at or 0.0
+
+
+def _heartbeat_words(view: TaskView, now: float) -> str:
+    age = view.verdict.heartbeat_age(now)
     if age is None:
         return "-"
     observed = " (observed)" if view.heartbeat is not None and view.heartbeat.observed else ""
     return f"{format_age(age)}{observed}"
 
 
-def _lease_words(view: TaskView) -> str:
-    left = view.verdict.lease_expires_in_s
+def _lease_words(view: TaskView, now: float) -> str:
+    left = view.verdict.lease_expires_in(now)
     if left is None:
         return "-"
     return f"in {format_age(left)}" if left >= 0 else f"{format_age(left)} ago"
@@ -350,6 +358,7 @@ def _table_lines(
         "FLAGS",
         "ON-CALL",
     )
+    now = _read_at(snapshot)
     rows = [
         tuple(
             printable(cell)
@@ -358,8 +367,8 @@ def _table_lines(
                 view.task_id,
                 (view.heartbeat.stage if view.heartbeat and view.heartbeat.stage else "-"),
                 format_progress(view.heartbeat.progress) if view.heartbeat else "-",
-                _heartbeat_words(view),
-                _lease_words(view),
+                _heartbeat_words(view, now),
+                _lease_words(view, now),
                 str(view.task.attempt),
                 ",".join(str(f) for f in view.verdict.flags) or "-",
                 _oncall_words(view, snapshot),
@@ -376,7 +385,7 @@ def _table_lines(
     urgent = [view for view in snapshot.tasks if view.health.pages]
     if urgent:
         lines.append("")
-        lines.extend(_human_lines(urgent, outputs, snapshot.taken_at))
+        lines.extend(_human_lines(urgent, outputs, now))
     lines.extend(_oncall_lines(snapshot))
     notes = [f"{view.task_id}: {view.agent_note}" for view in snapshot.tasks if view.agent_note]
     if notes:
@@ -384,7 +393,6 @@ def _table_lines(
         lines.extend(notes)
     if snapshot.agents and snapshot.taken_at is not None:
         lines.append("")
-        now = snapshot.taken_at
         lines.append("agents: " + ", ".join(_agent_words(a, now) for a in snapshot.agents))
     return lines
 
@@ -409,7 +417,7 @@ def _oncall_words(view: TaskView, snapshot: Snapshot) -> str:
 def _oncall_lines(snapshot: Snapshot) -> list[str]:
     """The schedules, acks and silences under the table, one line each."""
     lines: list[str] = []
-    now = snapshot.taken_at or 0.0
+    now = _read_at(snapshot)
     if snapshot.schedules:
         lines.append("")
         lines.extend(f"schedule {printable(view.line)}" for view in snapshot.schedules)

@@ -48,7 +48,7 @@ def _consequence(kind: ActionKind, view: TaskView) -> str:
 
 def facts(view: TaskView, now: float) -> Text:
     beat = view.heartbeat
-    age = view.verdict_at(now).heartbeat_age_s
+    age = view.verdict.heartbeat_age(now)
     owner = view.lease.owner if view.lease is not None and view.lease.owner else "-"
     rows = (
         ("task", view.task_id),

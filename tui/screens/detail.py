@@ -102,7 +102,7 @@ def describe(
 ) -> Table:
     """Every fact about the task, as label/value rows (``origin``: the engine it came from)."""
     task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
-    verdict = view.verdict_at(now)
+    verdict = view.verdict
     grid = _grid()
     _row(
         grid,
@@ -133,7 +133,7 @@ def describe(
     if oncall is not None:
         oncall_rows(grid, view, oncall, now)
     for reason in verdict.reasons:
-        _row(grid, "reason", reason.message)
+        _row(grid, "reason", reason.words(now))
     for flag in verdict.flags:
         _row(grid, "flag", Text(str(flag), style="bold red"))
     if beat is not None:
@@ -170,7 +170,7 @@ def describe(
         task.checkpoint or (beat.checkpoint if beat and beat.checkpoint else "-"),
     )
     if lease is not None:
-        left = verdict.lease_expires_in_s
+        left = verdict.lease_expires_in(now)
         expiry = (
             "-"
             if left is None
@@ -224,7 +224,7 @@ def describe(
                 (f"  ({display_key(DETAIL_KEYS[0].key)}: the last lines)", "dim"),
             ),
         )
-    budgets = verdict.budgets
+    budgets = verdict.budgets(now)
     _row(grid, "request", _budget_row(budgets.request))
     _row(grid, "stage budget", _budget_row(budgets.stage))
     _row(grid, "task budget", _budget_row(budgets.task))
@@ -322,7 +322,7 @@ class DetailScreen(Screen[None]):
         title = health_label(view.health)
         title.append_text(shown(f"  {view.task_id}"))
         self.title = printable(view.task_id)
-        context_line = view.verdict_at(now).context
+        context_line = view.verdict.context(now)
         if view.health in ASK_A_HUMAN:
             context_line = with_last_output(context_line, self.last_output, now)
         context.update(Text.assemble(title, "\n", shown(context_line)))

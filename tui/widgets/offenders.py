@@ -38,7 +38,7 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
         said = Text.assemble(
             (f"{GLYPHS[view.health]} ", STYLES[view.health]),
             mark_text(oncall_marks(snapshot.oncall, view)),
-            shown(view.verdict_at(now).context),
+            shown(view.verdict.context(now)),
         )
         wrapped = said.wrap(console, width)
         if index and len(lines) + len(wrapped) > height - 1:
