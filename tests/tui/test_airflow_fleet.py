@@ -180,7 +180,7 @@ async def test_a_remote_airflow_task_is_judged_with_its_hosts_agent(
         assert crashed.verdict.reasons[0].code == "process_gone"
         assert hung.remote and hung.health is Health.HEALTHY and hung.agent_note is None
         assert hung.process is not None and hung.process.pid == sleeper
-        assert "alive cpu 0%" in hung.verdict.context
+        assert "alive cpu 0%" in hung.verdict.context(monitor.last.taken_at or 0.0)
         status = await _cli(db, fast_config_path, any_airflow, "status", "--json")
         assert status.returncode == 2, status.stderr  # CRITICAL: one dead
         tasks = {t["task_id"]: t for t in json.loads(status.stdout)["tasks"]}
