@@ -25,19 +25,26 @@ from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCallDesk
 from zombietop.printable import printable
 from zombietop.tui.cells import marked_notes
-from zombietop.tui.keys import display_key, keys_for
-from zombietop.tui.messages import SnapshotReady
+from zombietop.tui.keys import TaskKeys, display_key, keys_for
+from zombietop.tui.messages import (
+    EventsToggled,
+    FilterChanged,
+    PauseToggled,
+    ScreenReady,
+    Shown,
+    SnapshotReady,
+    SortCycled,
+    TaskAsked,
+)
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
-from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.oncall import AckAsk, AckScreen, SilenceAsk, SilenceScreen
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
 from zombietop.tui.task_order import SortMode, in_snapshot_order, ordered
 from zombietop.tui.textual_compat import install_cropped_updates, quiet_driver
 from zombietop.tui.untrusted import shown_markup
-from zombietop.tui.widgets.events_pane import EventsPane
 
 NOTE_SECONDS = 60.0
 """How long a row shows the outcome of the last action taken on it."""
@@ -97,7 +104,11 @@ class ZombietopApp(App[None]):
         self._timer: Timer | None = None
         self.notes: dict[str, tuple[str, float]] = {}
         """Task id -> (outcome word, until when): the last action's outcome, shown in its row."""
-        self.main: DashboardScreen | WallScreen = WallScreen() if wall else DashboardScreen()
+        self.main: DashboardScreen | WallScreen = (
+            WallScreen(store_label, refresh)
+            if wall
+            else DashboardScreen(store_label, refresh, self.read_only, self.sort_mode)
+        )
 
     def get_driver_class(self) -> type[Driver]:
         return quiet_driver(super().get_driver_class())
@@ -123,6 +134,22 @@ class ZombietopApp(App[None]):
 
     def ordered_views(self, snapshot: Snapshot) -> tuple[TaskView, ...]:
         return ordered(snapshot, self.sort_mode, self.filter_text)
+
+    def show_views(self, views: Sequence[TaskView], now: float) -> None:
+        if isinstance(self.main, DashboardScreen):
+            self.main.show_views(views, self.data_now(now), self.current_notes(now))
+
+    def show_state(self, now: float) -> None:
+        """Hand the app's snapshot, clock and choices to the main screen."""
+        self.main.show_state(
+            Shown(
+                snapshot=self.snapshot,
+                now=now,
+                paused_at=self.paused_at,
+                sort_mode=self.sort_mode,
+                filter_text=self.filter_text,
+            )
+        )
 
     def _order_key(self) -> tuple[object, ...]:
         return (self.sort_mode, self.filter_text)
@@ -150,6 +177,9 @@ class ZombietopApp(App[None]):
             )
         )
 
+    def on_screen_ready(self, message: ScreenReady) -> None:
+        self.poll()
+
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         first = self.snapshot.taken_at is None and message.snapshot.taken_at is not None
         for outcome in message.kill_outcomes:
@@ -159,14 +189,12 @@ class ZombietopApp(App[None]):
             views = message.views
             if message.order_key != self._order_key():
                 views = self.ordered_views(message.snapshot)
-            self.main.show_views(views, message.now)
-            pane = self.main.query_one(EventsPane)
-            pane.silences = message.snapshot.oncall.silences
+            self.show_views(views, message.now)
             if message.events is not None:
-                pane.set_events(message.events)
-        self.main.show_state(message.now)
+                self.main.show_events(message.events)
+        self.show_state(message.now)
         if isinstance(self.screen, DetailScreen):
-            self.screen.show()
+            self.screen.show_snapshot(self.snapshot, self.data_now(message.now))
         if first and self.on_first_snapshot is not None:
             self.on_first_snapshot()
 
@@ -180,7 +208,7 @@ class ZombietopApp(App[None]):
                     error=f"refresh failed: {worker.error}",
                     failed_at=self.clock.now(),
                 )
-                self.main.show_state(self.clock.now())
+                self.show_state(self.clock.now())
             self._arm()
         elif worker.group == "action" and event.state is WorkerState.ERROR:
             self.notify(
@@ -206,21 +234,58 @@ class ZombietopApp(App[None]):
             self._timer.stop()
         self._timer = self.set_timer(self.refresh_interval, self._tick)
 
-    def toggle_pause(self) -> None:
+    # What the dashboard asks for ----------------------------------------------------------
+
+    def on_pause_toggled(self, message: PauseToggled) -> None:
         if self.paused_at is None:
             self.paused_at = self.clock.now()
         else:
             self.paused_at = None
             self.poll()
-        self.main.show_state(self.clock.now())
+        self.show_state(self.clock.now())
+
+    def on_sort_cycled(self, message: SortCycled) -> None:
+        self.sort_mode = self.sort_mode.next()
+        self._reorder()
+        self.notify(f"sorted by {self.sort_mode}", timeout=2)
+
+    def on_filter_changed(self, message: FilterChanged) -> None:
+        self.filter_text = message.text
+        self._reorder()
+
+    def _reorder(self) -> None:
+        """Re-filter and re-sort now (after a filter or sort change; not on a poll)."""
+        now = self.clock.now()
+        self.show_views(self.ordered_views(self.snapshot), now)
+        self.show_state(now)
+
+    def on_events_toggled(self, message: EventsToggled) -> None:
+        self.events_open = message.open
+        if self.events_open:
+            self.load_events()
 
     @work(exclusive=True, group="events", exit_on_error=False)
     async def load_events(self) -> None:
         events = await self.source.events(limit=50)
         if isinstance(self.main, DashboardScreen):
-            self.main.query_one(EventsPane).set_events(events)
+            self.main.show_events(events)
 
     # Actions --------------------------------------------------------------------------------
+
+    def on_task_asked(self, message: TaskAsked) -> None:
+        task_id = message.task_id
+        match message.action:
+            case "detail":
+                now = self.data_now(self.clock.now())
+                self.push_screen(
+                    DetailScreen(task_id, self.source, self.snapshot, now, read_only=self.read_only)
+                )
+            case "ack":
+                self.request_ack(task_id)
+            case "silence":
+                self.request_silence(task_id)
+            case action:
+                self.request_action(ActionKind(action), task_id)
 
     def request_action(self, kind: ActionKind, task_id: str) -> None:
         """Capture the task and its lease token now, then ask; act only on ``y``."""
@@ -320,19 +385,13 @@ class ZombietopApp(App[None]):
         if self.paused_at is None:
             self.poll()
 
-    def open_detail(self, task_id: str) -> None:
-        self.push_screen(DetailScreen(task_id))
-
-    def open_help(self) -> None:
-        self.push_screen(HelpScreen(self.read_only))
-
     # Command palette ------------------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         if self.wall:
             return
-        target = screen if isinstance(screen, DashboardScreen | DetailScreen) else self.main
+        target = screen if isinstance(screen, TaskKeys) else self.main
         for key in keys_for(self.read_only):
             if key.action == "quit" or not hasattr(target, f"action_{key.action}"):
                 continue

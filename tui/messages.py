@@ -1,4 +1,4 @@
-"""Messages the refresh worker posts to the app."""
+"""Messages up to the app (from the refresh worker and the screens), and the state it hands down."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from textual.message import Message
 from zombietop.actions import ActionOutcome
 from zombietop.model import Event
 from zombietop.monitor import Snapshot, TaskView
+from zombietop.tui.task_order import SortMode
 
 
 @dataclass
@@ -24,3 +25,45 @@ class SnapshotReady(Message):
     kill_outcomes: Sequence[ActionOutcome] = field(default_factory=list)
     events: Sequence[Event] | None = None
     """The latest events, when the events pane is open."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shown:
+    """What the main screen shows beside the rows: the app's snapshot, clock and choices."""
+
+    snapshot: Snapshot
+    now: float
+    paused_at: float | None
+    sort_mode: SortMode
+    filter_text: str
+
+
+class ScreenReady(Message):
+    """The main screen's widgets exist: poll, so the first snapshot has somewhere to go."""
+
+
+@dataclass
+class TaskAsked(Message):
+    """A key asked for something on one task: the key table's resume, discard, kill, ack,
+    silence or detail."""
+
+    action: str
+    task_id: str
+
+
+class SortCycled(Message):
+    pass
+
+
+@dataclass
+class FilterChanged(Message):
+    text: str
+
+
+class PauseToggled(Message):
+    pass
+
+
+@dataclass
+class EventsToggled(Message):
+    open: bool
