@@ -24,18 +24,9 @@ from zombietop.errors import ZombietopError
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCallDesk
 from zombietop.printable import printable
+from zombietop.tui import messages
 from zombietop.tui.cells import marked_notes
 from zombietop.tui.keys import TaskKeys, display_key, keys_for
-from zombietop.tui.messages import (
-    EventsToggled,
-    FilterChanged,
-    PauseToggled,
-    ScreenReady,
-    Shown,
-    SnapshotReady,
-    SortCycled,
-    TaskAsked,
-)
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
@@ -88,7 +79,6 @@ class ZombietopApp(App[None]):
         self.clock = clock or SystemClock()
         self.refresh_interval = refresh
         self.wall = wall
-        self.store_label = store_label
         self.actor = actor
         self.terminal_alive = terminal_alive
         self.on_terminal_lost: Callable[[], None] = self.exit
@@ -135,14 +125,14 @@ class ZombietopApp(App[None]):
     def ordered_views(self, snapshot: Snapshot) -> tuple[TaskView, ...]:
         return ordered(snapshot, self.sort_mode, self.filter_text)
 
-    def show_views(self, views: Sequence[TaskView], now: float) -> None:
+    def _show_views(self, views: Sequence[TaskView], now: float) -> None:
         if isinstance(self.main, DashboardScreen):
             self.main.show_views(views, self.data_now(now), self.current_notes(now))
 
-    def show_state(self, now: float) -> None:
+    def _show_state(self, now: float) -> None:
         """Hand the app's snapshot, clock and choices to the main screen."""
         self.main.show_state(
-            Shown(
+            messages.Shown(
                 snapshot=self.snapshot,
                 now=now,
                 paused_at=self.paused_at,
@@ -172,15 +162,15 @@ class ZombietopApp(App[None]):
             )
         events = await self.source.events(limit=50) if self.events_open else None
         self.post_message(
-            SnapshotReady(
+            messages.SnapshotReady(
                 snapshot, self.clock.now(), views, key, kill_outcomes=outcomes, events=events
             )
         )
 
-    def on_screen_ready(self, message: ScreenReady) -> None:
+    def on_screen_ready(self, message: messages.ScreenReady) -> None:
         self.poll()
 
-    def on_snapshot_ready(self, message: SnapshotReady) -> None:
+    def on_snapshot_ready(self, message: messages.SnapshotReady) -> None:
         first = self.snapshot.taken_at is None and message.snapshot.taken_at is not None
         for outcome in message.kill_outcomes:
             self.report(outcome)
@@ -189,12 +179,13 @@ class ZombietopApp(App[None]):
             views = message.views
             if message.order_key != self._order_key():
                 views = self.ordered_views(message.snapshot)
-            self.show_views(views, message.now)
+            self._show_views(views, message.now)
             if message.events is not None:
                 self.main.show_events(message.events)
-        self.show_state(message.now)
-        if isinstance(self.screen, DetailScreen):
-            self.screen.show_snapshot(self.snapshot, self.data_now(message.now))
+        self._show_state(message.now)
+        for screen in self.screen_stack:  # a detail under a dialog too, shown when it closes
+            if isinstance(screen, DetailScreen):
+                screen.show_snapshot(self.snapshot, self.data_now(message.now))
         if first and self.on_first_snapshot is not None:
             self.on_first_snapshot()
 
@@ -208,7 +199,7 @@ class ZombietopApp(App[None]):
                     error=f"refresh failed: {worker.error}",
                     failed_at=self.clock.now(),
                 )
-                self.show_state(self.clock.now())
+                self._show_state(self.clock.now())
             self._arm()
         elif worker.group == "action" and event.state is WorkerState.ERROR:
             self.notify(
@@ -236,30 +227,30 @@ class ZombietopApp(App[None]):
 
     # What the dashboard asks for ----------------------------------------------------------
 
-    def on_pause_toggled(self, message: PauseToggled) -> None:
+    def on_pause_toggled(self, message: messages.PauseToggled) -> None:
         if self.paused_at is None:
             self.paused_at = self.clock.now()
         else:
             self.paused_at = None
             self.poll()
-        self.show_state(self.clock.now())
+        self._show_state(self.clock.now())
 
-    def on_sort_cycled(self, message: SortCycled) -> None:
+    def on_sort_cycled(self, message: messages.SortCycled) -> None:
         self.sort_mode = self.sort_mode.next()
         self._reorder()
         self.notify(f"sorted by {self.sort_mode}", timeout=2)
 
-    def on_filter_changed(self, message: FilterChanged) -> None:
+    def on_filter_changed(self, message: messages.FilterChanged) -> None:
         self.filter_text = message.text
         self._reorder()
 
     def _reorder(self) -> None:
         """Re-filter and re-sort now (after a filter or sort change; not on a poll)."""
         now = self.clock.now()
-        self.show_views(self.ordered_views(self.snapshot), now)
-        self.show_state(now)
+        self._show_views(self.ordered_views(self.snapshot), now)
+        self._show_state(now)
 
-    def on_events_toggled(self, message: EventsToggled) -> None:
+    def on_events_toggled(self, message: messages.EventsToggled) -> None:
         self.events_open = message.open
         if self.events_open:
             self.load_events()
@@ -272,13 +263,13 @@ class ZombietopApp(App[None]):
 
     # Actions --------------------------------------------------------------------------------
 
-    def on_task_asked(self, message: TaskAsked) -> None:
+    def on_task_asked(self, message: messages.TaskAsked) -> None:
         task_id = message.task_id
         match message.action:
             case "detail":
                 now = self.data_now(self.clock.now())
                 self.push_screen(
-                    DetailScreen(task_id, self.source, self.snapshot, now, read_only=self.read_only)
+                    DetailScreen(task_id, self.source, self.snapshot, now, self.read_only)
                 )
             case "ack":
                 self.request_ack(task_id)

@@ -13,17 +13,9 @@ from textual.widgets import Footer, Input
 
 from zombietop.model import Event
 from zombietop.monitor import TaskView
+from zombietop.tui import messages
 from zombietop.tui.cells import columns_for_width
 from zombietop.tui.keys import TaskKeys, bindings
-from zombietop.tui.messages import (
-    EventsToggled,
-    FilterChanged,
-    PauseToggled,
-    ScreenReady,
-    Shown,
-    SortCycled,
-    TaskAsked,
-)
 from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.task_order import SortMode
 from zombietop.tui.widgets.banner import Banner
@@ -86,7 +78,7 @@ class DashboardScreen(TaskKeys):
         header.read_only = self.read_only
         header.sort_label = str(self._first_sort)
         self.table.focus()
-        self.post_message(ScreenReady())
+        self.post_message(messages.ScreenReady())
 
     def on_resize(self, event: Resize) -> None:
         self.fit_columns(event.size.width)
@@ -100,7 +92,7 @@ class DashboardScreen(TaskKeys):
         """Show these rows, their ages as of ``now`` and each row's note."""
         self.table.show(views, now, notes)
 
-    def show_state(self, shown: Shown) -> None:
+    def show_state(self, shown: messages.Shown) -> None:
         """Show the app's snapshot, clock and choices in the header, banner and events pane."""
         snapshot = shown.snapshot
         self.query_one(StatusHeader).show(
@@ -131,12 +123,12 @@ class DashboardScreen(TaskKeys):
     def action_detail(self) -> None:
         task_id = self.table.selected_task_id
         if task_id is not None:
-            self.post_message(TaskAsked("detail", task_id))
+            self.post_message(messages.TaskAsked("detail", task_id))
 
     @on(TaskList.Selected)
     def _row_selected(self, event: TaskList.Selected) -> None:
         event.stop()
-        self.post_message(TaskAsked("detail", event.task_id))
+        self.post_message(messages.TaskAsked("detail", event.task_id))
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
@@ -145,7 +137,7 @@ class DashboardScreen(TaskKeys):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.post_message(FilterChanged(event.value.strip()))
+        self.post_message(messages.FilterChanged(event.value.strip()))
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self, event: Input.Submitted) -> None:
@@ -161,15 +153,15 @@ class DashboardScreen(TaskKeys):
         self.table.focus()
 
     def action_cycle_sort(self) -> None:
-        self.post_message(SortCycled())
+        self.post_message(messages.SortCycled())
 
     def action_toggle_pause(self) -> None:
-        self.post_message(PauseToggled())
+        self.post_message(messages.PauseToggled())
 
     def action_toggle_events(self) -> None:
         pane = self.query_one(EventsPane)
         pane.toggle_class("-open")
-        self.post_message(EventsToggled(pane.has_class("-open")))
+        self.post_message(messages.EventsToggled(pane.has_class("-open")))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.read_only))

@@ -261,13 +261,7 @@ class DetailScreen(TaskKeys):
     """
 
     def __init__(
-        self,
-        task_id: str,
-        source: SnapshotSource,
-        snapshot: Snapshot,
-        now: float,
-        *,
-        read_only: bool,
+        self, task_id: str, source: SnapshotSource, snapshot: Snapshot, now: float, read_only: bool
     ) -> None:
         super().__init__(read_only=read_only)
         self.task_id = task_id
