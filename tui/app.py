@@ -131,15 +131,12 @@ class ZombietopApp(App[None]):
 
     def _show_state(self, now: float) -> None:
         """Hand the app's snapshot, clock and choices to the main screen."""
-        self.main.show_state(
-            messages.Shown(
-                snapshot=self.snapshot,
-                now=now,
-                paused_at=self.paused_at,
-                sort_mode=self.sort_mode,
-                filter_text=self.filter_text,
+        if isinstance(self.main, DashboardScreen):
+            self.main.show_state(
+                self.snapshot, now, self.paused_at, self.sort_mode, self.filter_text
             )
-        )
+        else:
+            self.main.show_state(self.snapshot, now)
 
     def _order_key(self) -> tuple[object, ...]:
         return (self.sort_mode, self.filter_text)

@@ -1,4 +1,4 @@
-"""Messages up to the app (from the refresh worker and the screens), and the state it hands down."""
+"""Messages up to the app: from the refresh worker, and what the screens' keys ask for."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from textual.message import Message
 from zombietop.actions import ActionOutcome
 from zombietop.model import Event
 from zombietop.monitor import Snapshot, TaskView
-from zombietop.tui.task_order import SortMode
 
 
 @dataclass
@@ -25,17 +24,6 @@ class SnapshotReady(Message):
     kill_outcomes: Sequence[ActionOutcome] = field(default_factory=list)
     events: Sequence[Event] | None = None
     """The latest events, when the events pane is open."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Shown:
-    """What the main screen shows beside the rows: the app's snapshot, clock and choices."""
-
-    snapshot: Snapshot
-    now: float
-    paused_at: float | None
-    sort_mode: SortMode
-    filter_text: str
 
 
 class ScreenReady(Message):

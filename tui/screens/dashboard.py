@@ -12,7 +12,7 @@ from textual.events import Resize
 from textual.widgets import Footer, Input
 
 from zombietop.model import Event
-from zombietop.monitor import TaskView
+from zombietop.monitor import Snapshot, TaskView
 from zombietop.tui import messages
 from zombietop.tui.cells import columns_for_width
 from zombietop.tui.keys import TaskKeys, bindings
@@ -92,23 +92,29 @@ class DashboardScreen(TaskKeys):
         """Show these rows, their ages as of ``now`` and each row's note."""
         self.table.show(views, now, notes)
 
-    def show_state(self, shown: messages.Shown) -> None:
+    def show_state(
+        self,
+        snapshot: Snapshot,
+        now: float,
+        paused_at: float | None,
+        sort_mode: SortMode,
+        filter_text: str,
+    ) -> None:
         """Show the app's snapshot, clock and choices in the header, banner and events pane."""
-        snapshot = shown.snapshot
         self.query_one(StatusHeader).show(
             snapshot,
-            shown.now,
-            sort_label=str(shown.sort_mode),
+            now,
+            sort_label=str(sort_mode),
             filter_label=(
-                f"{shown.filter_text!r} ({self.table.row_count} of {len(snapshot.tasks)})"
-                if shown.filter_text
+                f"{filter_text!r} ({self.table.row_count} of {len(snapshot.tasks)})"
+                if filter_text
                 else ""
             ),
         )
         banner = self.query_one(Banner)
-        banner.now = shown.now
+        banner.now = now
         banner.snapshot = snapshot
-        banner.paused_at = shown.paused_at
+        banner.paused_at = paused_at
         self.query_one(EventsPane).silences = snapshot.oncall.silences
 
     def show_events(self, events: Sequence[Event]) -> None:

@@ -11,8 +11,9 @@ from textual.containers import Grid
 from textual.screen import Screen
 
 from zombietop.model import Health
+from zombietop.monitor import Snapshot
 from zombietop.tui.healths import ACTIVE_HEALTHS, health_count
-from zombietop.tui.messages import ScreenReady, Shown
+from zombietop.tui.messages import ScreenReady
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.header import StatusHeader
 from zombietop.tui.widgets.health_card import HealthCard
@@ -61,14 +62,12 @@ class WallScreen(Screen[None]):
         header.show_counts = False
         self.post_message(ScreenReady())
 
-    def show_state(self, shown: Shown) -> None:
-        """Show the app's snapshot and clock (the wall has no sort and no filter)."""
-        snapshot = shown.snapshot
-        self.query_one(StatusHeader).show(snapshot, shown.now, sort_label="", filter_label="")
+    def show_state(self, snapshot: Snapshot, now: float) -> None:
+        """Show the app's snapshot and clock (the wall has no pause, no sort and no filter)."""
+        self.query_one(StatusHeader).show(snapshot, now, sort_label="", filter_label="")
         banner = self.query_one(Banner)
-        banner.now = shown.now
+        banner.now = now
         banner.snapshot = snapshot
-        banner.paused_at = shown.paused_at
         for card in self.query(HealthCard):
             card.count = snapshot.counts.get(card.health, 0)
         # Each count as a span of its line, as in the header (a line's own style would take
