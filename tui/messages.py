@@ -32,8 +32,7 @@ class ScreenReady(Message):
 
 @dataclass
 class TaskAsked(Message):
-    """A key asked for something on one task: the key table's resume, discard, kill, ack,
-    silence or detail."""
+    """A key asked for one task's resume, discard, kill, ack, silence or detail (KEYS' names)."""
 
     action: str
     task_id: str
