@@ -385,7 +385,8 @@ class ZombietopApp(App[None]):
                 continue
             yield SystemCommand(
                 key.label,
-                f"{key.description} [{display_key(key.key)}]",
+                # The palette reads help as markup: "[/]" would close a tag that is not open.
+                f"{key.description} \\[{display_key(key.key)}]",
                 partial(target.run_action, key.action),
             )
 
