@@ -24,20 +24,18 @@ from zombietop.errors import ZombietopError
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCallDesk
 from zombietop.printable import printable
+from zombietop.tui import messages
 from zombietop.tui.cells import marked_notes
-from zombietop.tui.keys import display_key, keys_for
-from zombietop.tui.messages import SnapshotReady
+from zombietop.tui.keys import TaskKeys, display_key, keys_for
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
-from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.oncall import AckAsk, AckScreen, SilenceAsk, SilenceScreen
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
 from zombietop.tui.task_order import SortMode, in_snapshot_order, ordered
 from zombietop.tui.textual_compat import install_cropped_updates, quiet_driver
 from zombietop.tui.untrusted import shown_markup
-from zombietop.tui.widgets.events_pane import EventsPane
 
 NOTE_SECONDS = 60.0
 """How long a row shows the outcome of the last action taken on it."""
@@ -81,7 +79,6 @@ class ZombietopApp(App[None]):
         self.clock = clock or SystemClock()
         self.refresh_interval = refresh
         self.wall = wall
-        self.store_label = store_label
         self.actor = actor
         self.terminal_alive = terminal_alive
         self.on_terminal_lost: Callable[[], None] = self.exit
@@ -97,7 +94,11 @@ class ZombietopApp(App[None]):
         self._timer: Timer | None = None
         self.notes: dict[str, tuple[str, float]] = {}
         """Task id -> (outcome word, until when): the last action's outcome, shown in its row."""
-        self.main: DashboardScreen | WallScreen = WallScreen() if wall else DashboardScreen()
+        self.main: DashboardScreen | WallScreen = (
+            WallScreen(store_label, refresh)
+            if wall
+            else DashboardScreen(store_label, refresh, self.read_only, self.sort_mode)
+        )
 
     def get_driver_class(self) -> type[Driver]:
         return quiet_driver(super().get_driver_class())
@@ -124,6 +125,19 @@ class ZombietopApp(App[None]):
     def ordered_views(self, snapshot: Snapshot) -> tuple[TaskView, ...]:
         return ordered(snapshot, self.sort_mode, self.filter_text)
 
+    def _show_views(self, views: Sequence[TaskView], now: float) -> None:
+        if isinstance(self.main, DashboardScreen):
+            self.main.show_views(views, self.data_now(now), self.current_notes(now))
+
+    def _show_state(self, now: float) -> None:
+        """Hand the app's snapshot, clock and choices to the main screen."""
+        if isinstance(self.main, DashboardScreen):
+            self.main.show_state(
+                self.snapshot, now, self.paused_at, self.sort_mode, self.filter_text
+            )
+        else:
+            self.main.show_state(self.snapshot, now)
+
     def _order_key(self) -> tuple[object, ...]:
         return (self.sort_mode, self.filter_text)
 
@@ -145,12 +159,15 @@ class ZombietopApp(App[None]):
             )
         events = await self.source.events(limit=50) if self.events_open else None
         self.post_message(
-            SnapshotReady(
+            messages.SnapshotReady(
                 snapshot, self.clock.now(), views, key, kill_outcomes=outcomes, events=events
             )
         )
 
-    def on_snapshot_ready(self, message: SnapshotReady) -> None:
+    def on_screen_ready(self, message: messages.ScreenReady) -> None:
+        self.poll()
+
+    def on_snapshot_ready(self, message: messages.SnapshotReady) -> None:
         first = self.snapshot.taken_at is None and message.snapshot.taken_at is not None
         for outcome in message.kill_outcomes:
             self.report(outcome)
@@ -159,14 +176,13 @@ class ZombietopApp(App[None]):
             views = message.views
             if message.order_key != self._order_key():
                 views = self.ordered_views(message.snapshot)
-            self.main.show_views(views, message.now)
-            pane = self.main.query_one(EventsPane)
-            pane.silences = message.snapshot.oncall.silences
+            self._show_views(views, message.now)
             if message.events is not None:
-                pane.set_events(message.events)
-        self.main.show_state(message.now)
-        if isinstance(self.screen, DetailScreen):
-            self.screen.show()
+                self.main.show_events(message.events)
+        self._show_state(message.now)
+        for screen in self.screen_stack:  # a detail under a dialog too, shown when it closes
+            if isinstance(screen, DetailScreen):
+                screen.show_snapshot(self.snapshot, self.data_now(message.now))
         if first and self.on_first_snapshot is not None:
             self.on_first_snapshot()
 
@@ -180,7 +196,7 @@ class ZombietopApp(App[None]):
                     error=f"refresh failed: {worker.error}",
                     failed_at=self.clock.now(),
                 )
-                self.main.show_state(self.clock.now())
+                self._show_state(self.clock.now())
             self._arm()
         elif worker.group == "action" and event.state is WorkerState.ERROR:
             self.notify(
@@ -206,21 +222,58 @@ class ZombietopApp(App[None]):
             self._timer.stop()
         self._timer = self.set_timer(self.refresh_interval, self._tick)
 
-    def toggle_pause(self) -> None:
+    # What the dashboard asks for ----------------------------------------------------------
+
+    def on_pause_toggled(self, message: messages.PauseToggled) -> None:
         if self.paused_at is None:
             self.paused_at = self.clock.now()
         else:
             self.paused_at = None
             self.poll()
-        self.main.show_state(self.clock.now())
+        self._show_state(self.clock.now())
+
+    def on_sort_cycled(self, message: messages.SortCycled) -> None:
+        self.sort_mode = self.sort_mode.next()
+        self._reorder()
+        self.notify(f"sorted by {self.sort_mode}", timeout=2)
+
+    def on_filter_changed(self, message: messages.FilterChanged) -> None:
+        self.filter_text = message.text
+        self._reorder()
+
+    def _reorder(self) -> None:
+        """Re-filter and re-sort now (after a filter or sort change; not on a poll)."""
+        now = self.clock.now()
+        self._show_views(self.ordered_views(self.snapshot), now)
+        self._show_state(now)
+
+    def on_events_toggled(self, message: messages.EventsToggled) -> None:
+        self.events_open = message.open
+        if self.events_open:
+            self.load_events()
 
     @work(exclusive=True, group="events", exit_on_error=False)
     async def load_events(self) -> None:
         events = await self.source.events(limit=50)
         if isinstance(self.main, DashboardScreen):
-            self.main.query_one(EventsPane).set_events(events)
+            self.main.show_events(events)
 
     # Actions --------------------------------------------------------------------------------
+
+    def on_task_asked(self, message: messages.TaskAsked) -> None:
+        task_id = message.task_id
+        match message.action:
+            case "detail":
+                now = self.data_now(self.clock.now())
+                self.push_screen(
+                    DetailScreen(task_id, self.source, self.snapshot, now, self.read_only)
+                )
+            case "ack":
+                self.request_ack(task_id)
+            case "silence":
+                self.request_silence(task_id)
+            case action:
+                self.request_action(ActionKind(action), task_id)
 
     def request_action(self, kind: ActionKind, task_id: str) -> None:
         """Capture the task and its lease token now, then ask; act only on ``y``."""
@@ -320,25 +373,20 @@ class ZombietopApp(App[None]):
         if self.paused_at is None:
             self.poll()
 
-    def open_detail(self, task_id: str) -> None:
-        self.push_screen(DetailScreen(task_id))
-
-    def open_help(self) -> None:
-        self.push_screen(HelpScreen(self.read_only))
-
     # Command palette ------------------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         if self.wall:
             return
-        target = screen if isinstance(screen, DashboardScreen | DetailScreen) else self.main
+        target = screen if isinstance(screen, TaskKeys) else self.main
         for key in keys_for(self.read_only):
             if key.action == "quit" or not hasattr(target, f"action_{key.action}"):
                 continue
             yield SystemCommand(
                 key.label,
-                f"{key.description} [{display_key(key.key)}]",
+                # The palette reads help as markup: "[/]" would close a tag that is not open.
+                f"{key.description} \\[{display_key(key.key)}]",
                 partial(target.run_action, key.action),
             )
 

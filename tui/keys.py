@@ -1,12 +1,15 @@
-"""Every dashboard key in one table: the footer, the command palette and the help screen read it."""
+"""Every dashboard key in one table: the footer, the command palette and the help screen read it;
+and the task keys' one read-only check, shared by the dashboard and the detail screen."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from textual.binding import Binding
+from textual.screen import Screen
 
 from zombietop.actions import ActionKind
+from zombietop.tui.messages import TaskAsked
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +100,42 @@ def keys_for(read_only: bool) -> tuple[Key, ...]:
 
 def bindings() -> list[Binding]:
     return [Binding(key.key, key.action, key.label, show=key.show) for key in KEYS]
+
+
+class TaskKeys(Screen[None]):
+    """A screen whose keys act on one task: each asks the app by message; none when read-only."""
+
+    def __init__(self, *, read_only: bool) -> None:
+        super().__init__()
+        self.read_only = read_only
+
+    @property
+    def key_task_id(self) -> str | None:
+        """The task the keys act on (None: no task selected)."""
+        raise NotImplementedError
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Hidden from the footer and never run: read-only means no action keys at all.
+        return not (self.read_only and action in MUTATING_ACTIONS)
+
+    def _ask(self, action: str) -> None:
+        task_id = self.key_task_id
+        if task_id is None:
+            self.notify("no task selected", severity="warning")
+        else:
+            self.post_message(TaskAsked(action, task_id))
+
+    def action_resume(self) -> None:
+        self._ask("resume")
+
+    def action_discard(self) -> None:
+        self._ask("discard")
+
+    def action_kill(self) -> None:
+        self._ask("kill")
+
+    def action_ack(self) -> None:
+        self._ask("ack")
+
+    def action_silence(self) -> None:
+        self._ask("silence")

@@ -1,4 +1,4 @@
-"""Messages the refresh worker posts to the app."""
+"""Messages up to the app: from the refresh worker, and what the screens' keys ask for."""
 
 from __future__ import annotations
 
@@ -24,3 +24,33 @@ class SnapshotReady(Message):
     kill_outcomes: Sequence[ActionOutcome] = field(default_factory=list)
     events: Sequence[Event] | None = None
     """The latest events, when the events pane is open."""
+
+
+class ScreenReady(Message):
+    """The main screen's widgets exist: poll, so the first snapshot has somewhere to go."""
+
+
+@dataclass
+class TaskAsked(Message):
+    """A key asked for one task's resume, discard, kill, ack, silence or detail (KEYS' names)."""
+
+    action: str
+    task_id: str
+
+
+class SortCycled(Message):
+    pass
+
+
+@dataclass
+class FilterChanged(Message):
+    text: str
+
+
+class PauseToggled(Message):
+    pass
+
+
+@dataclass
+class EventsToggled(Message):
+    open: bool

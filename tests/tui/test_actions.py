@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from textual.command import CommandList, CommandPalette
 from textual.widgets import Button
 
 from tests.tui.helpers import make_app, notified, settle
@@ -215,6 +216,20 @@ async def test_writable_palette_and_help_offer_every_action() -> None:
             if key.action != "quit":
                 assert key.label in titles
         assert "Quit" in titles
+
+
+async def test_the_palette_shows_each_key_as_typed_and_keeps_running() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p", *"filter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        hits = [str(option.prompt) for option in app.screen.query_one(CommandList).options]
+        assert any("Filter rows by task id, stage or health [/]" in hit for hit in hits), hits
+        await pilot.press("escape")
+        assert app.is_running
 
 
 async def test_wall_has_no_actions_no_cursor_no_palette() -> None:

@@ -2,30 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, cast
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Resize
-from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from zombietop.actions import ActionKind
-from zombietop.monitor import TaskView
+from zombietop.model import Event
+from zombietop.monitor import Snapshot, TaskView
+from zombietop.tui import messages
 from zombietop.tui.cells import columns_for_width
-from zombietop.tui.keys import MUTATING_ACTIONS, bindings
+from zombietop.tui.keys import TaskKeys, bindings
+from zombietop.tui.screens.help import HelpScreen
+from zombietop.tui.task_order import SortMode
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.events_pane import EventsPane
 from zombietop.tui.widgets.header import StatusHeader
 from zombietop.tui.widgets.task_list import TaskList
 
-if TYPE_CHECKING:
-    from zombietop.tui.app import ZombietopApp
 
-
-class DashboardScreen(Screen[None]):
+class DashboardScreen(TaskKeys):
     """Most urgent first; one key and ``y`` resume, discard or kill the task under the cursor."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -44,9 +43,14 @@ class DashboardScreen(Screen[None]):
     }
     """
 
-    @property
-    def zapp(self) -> ZombietopApp:
-        return cast("ZombietopApp", self.app)
+    def __init__(
+        self, store_label: str, refresh_s: float, read_only: bool, sort_mode: SortMode
+    ) -> None:
+        super().__init__(read_only=read_only)
+        self.store_label = store_label
+        self.refresh_s = refresh_s
+        self._first_sort = sort_mode
+        """What the header says until the first snapshot; then ``show_state`` says."""
 
     def compose(self) -> ComposeResult:
         yield StatusHeader()
@@ -63,21 +67,18 @@ class DashboardScreen(Screen[None]):
     def table(self) -> TaskList:
         return self.query_one(TaskList)
 
+    @property
+    def key_task_id(self) -> str | None:
+        return self.table.selected_task_id
+
     def on_mount(self) -> None:
         header = self.query_one(StatusHeader)
-        header.store = self.zapp.store_label
-        header.refresh_s = self.zapp.refresh_interval
-        header.read_only = self.zapp.read_only
-        header.sort_label = str(self.zapp.sort_mode)
+        header.store = self.store_label
+        header.refresh_s = self.refresh_s
+        header.read_only = self.read_only
+        header.sort_label = str(self._first_sort)
         self.table.focus()
-        # Poll once the widgets exist, so the first snapshot has somewhere to go.
-        self.zapp.poll()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Hidden from the footer and never run: read-only means no action keys at all.
-        if action in MUTATING_ACTIONS and self.zapp.read_only:
-            return False
-        return True
+        self.post_message(messages.ScreenReady())
 
     def on_resize(self, event: Resize) -> None:
         self.fit_columns(event.size.width)
@@ -87,76 +88,53 @@ class DashboardScreen(Screen[None]):
         if columns != self.table.shown_columns:
             self.table.set_columns(columns)
 
-    def redraw(self) -> None:
-        """Re-filter and re-sort now (after a filter or sort change; not on a poll)."""
-        self.show_views(self.zapp.ordered_views(self.zapp.snapshot), self.zapp.clock.now())
+    def show_views(self, views: Sequence[TaskView], now: float, notes: Mapping[str, str]) -> None:
+        """Show these rows, their ages as of ``now`` and each row's note."""
+        self.table.show(views, now, notes)
 
-    def show_views(self, views: Sequence[TaskView], now: float) -> None:
-        self.table.show(views, self.zapp.data_now(now), self.zapp.current_notes(now))
-
-    def show_state(self, now: float) -> None:
-        """Push the app's snapshot and clock into the header and banner."""
+    def show_state(
+        self,
+        snapshot: Snapshot,
+        now: float,
+        paused_at: float | None,
+        sort_mode: SortMode,
+        filter_text: str,
+    ) -> None:
+        """Show the app's snapshot, clock and choices in the header, banner and events pane."""
         self.query_one(StatusHeader).show(
-            self.zapp.snapshot,
+            snapshot,
             now,
-            sort_label=str(self.zapp.sort_mode),
+            sort_label=str(sort_mode),
             filter_label=(
-                f"{self.zapp.filter_text!r} "
-                f"({self.table.row_count} of {len(self.zapp.snapshot.tasks)})"
-                if self.zapp.filter_text
+                f"{filter_text!r} ({self.table.row_count} of {len(snapshot.tasks)})"
+                if filter_text
                 else ""
             ),
         )
         banner = self.query_one(Banner)
         banner.now = now
-        banner.snapshot = self.zapp.snapshot
-        banner.paused_at = self.zapp.paused_at
+        banner.snapshot = snapshot
+        banner.paused_at = paused_at
+        self.query_one(EventsPane).silences = snapshot.oncall.silences
 
-    # Keys -----------------------------------------------------------------------------------
+    def show_events(self, events: Sequence[Event]) -> None:
+        self.query_one(EventsPane).set_events(events)
 
-    def _act(self, kind: ActionKind) -> None:
-        task_id = self.table.selected_task_id
-        if task_id is None:
-            self.notify("no task selected", severity="warning")
-            return
-        self.zapp.request_action(kind, task_id)
+    # Keys (the task keys are TaskKeys') ------------------------------------------------------
 
     def action_quit(self) -> None:
         # The key table's "quit" binds on this screen, which Textual asks first.
         self.app.exit()
 
-    def action_resume(self) -> None:
-        self._act(ActionKind.RESUME)
-
-    def action_discard(self) -> None:
-        self._act(ActionKind.DISCARD)
-
-    def action_kill(self) -> None:
-        self._act(ActionKind.KILL)
-
-    def action_ack(self) -> None:
-        task_id = self.table.selected_task_id
-        if task_id is None:
-            self.notify("no task selected", severity="warning")
-            return
-        self.zapp.request_ack(task_id)
-
-    def action_silence(self) -> None:
-        task_id = self.table.selected_task_id
-        if task_id is None:
-            self.notify("no task selected", severity="warning")
-            return
-        self.zapp.request_silence(task_id)
-
     def action_detail(self) -> None:
         task_id = self.table.selected_task_id
         if task_id is not None:
-            self.zapp.open_detail(task_id)
+            self.post_message(messages.TaskAsked("detail", task_id))
 
     @on(TaskList.Selected)
     def _row_selected(self, event: TaskList.Selected) -> None:
         event.stop()
-        self.zapp.open_detail(event.task_id)
+        self.post_message(messages.TaskAsked("detail", event.task_id))
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
@@ -165,9 +143,7 @@ class DashboardScreen(Screen[None]):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.zapp.filter_text = event.value.strip()
-        self.redraw()
-        self.show_state(self.zapp.clock.now())
+        self.post_message(messages.FilterChanged(event.value.strip()))
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self, event: Input.Submitted) -> None:
@@ -183,20 +159,15 @@ class DashboardScreen(Screen[None]):
         self.table.focus()
 
     def action_cycle_sort(self) -> None:
-        self.zapp.sort_mode = self.zapp.sort_mode.next()
-        self.redraw()
-        self.show_state(self.zapp.clock.now())
-        self.notify(f"sorted by {self.zapp.sort_mode}", timeout=2)
+        self.post_message(messages.SortCycled())
 
     def action_toggle_pause(self) -> None:
-        self.zapp.toggle_pause()
+        self.post_message(messages.PauseToggled())
 
     def action_toggle_events(self) -> None:
         pane = self.query_one(EventsPane)
         pane.toggle_class("-open")
-        self.zapp.events_open = pane.has_class("-open")
-        if self.zapp.events_open:
-            self.zapp.load_events()
+        self.post_message(messages.EventsToggled(pane.has_class("-open")))
 
     def action_help(self) -> None:
-        self.zapp.open_help()
+        self.app.push_screen(HelpScreen(self.read_only))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
@@ -12,26 +12,22 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Sparkline, Static
 
-from zombietop.actions import ActionKind
 from zombietop.classify import ASK_A_HUMAN, Budget, format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.model import Event, HistoryPoint
-from zombietop.monitor import TaskView
+from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCall
 from zombietop.output import LastOutput, with_last_output
 from zombietop.printable import printable
 from zombietop.sources import Origin
 from zombietop.tui.cells import ACKED, MARKS, SILENCED, bar
 from zombietop.tui.healths import health_label
-from zombietop.tui.keys import DETAIL_KEYS, MUTATING_ACTIONS, display_key
+from zombietop.tui.keys import DETAIL_KEYS, KEYS, TaskKeys, display_key
+from zombietop.tui.source import SnapshotSource
 from zombietop.tui.untrusted import shown
 from zombietop.tui.widgets.events_pane import event_line
-
-if TYPE_CHECKING:
-    from zombietop.tui.app import ZombietopApp
 
 
 def _stamp(at: float | None) -> str:
@@ -231,16 +227,12 @@ def describe(
     return grid
 
 
-class DetailScreen(Screen[None]):
+class DetailScreen(TaskKeys):
     """One task in full; r/d/k act on it, Escape goes back."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "back", "Back"),
-        Binding("r", "resume", "Resume"),
-        Binding("d", "discard", "Discard"),
-        Binding("k", "kill", "Kill"),
-        Binding("a", "ack", "Ack"),
-        Binding("A", "silence", "Silence"),
+        *(Binding(key.key, key.action, key.label) for key in KEYS if key.read_only_hides),
         *(Binding(key.key, key.action, key.label) for key in DETAIL_KEYS),
     ]
 
@@ -268,16 +260,23 @@ class DetailScreen(Screen[None]):
     }
     """
 
-    def __init__(self, task_id: str) -> None:
-        super().__init__()
+    def __init__(
+        self, task_id: str, source: SnapshotSource, snapshot: Snapshot, now: float, read_only: bool
+    ) -> None:
+        super().__init__(read_only=read_only)
         self.task_id = task_id
+        self.source = source
+        """Where the task's history, events and output are read."""
+        self.snapshot = snapshot
+        self.now = now
+        """The moment the snapshot speaks for: ages are read as of then."""
         self.history: list[HistoryPoint] = []
         self.events: list[Event] = []
         self.last_output: LastOutput | None = None
 
     @property
-    def zapp(self) -> ZombietopApp:
-        return cast("ZombietopApp", self.app)
+    def key_task_id(self) -> str:
+        return self.task_id
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -290,11 +289,6 @@ class DetailScreen(Screen[None]):
             yield Static(id="output")
         yield Footer()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in MUTATING_ACTIONS and self.zapp.read_only:
-            return False
-        return True
-
     def on_mount(self) -> None:
         self.show()
         self.load()
@@ -302,19 +296,24 @@ class DetailScreen(Screen[None]):
     @work(exclusive=True, group="detail", exit_on_error=False)
     async def load(self) -> None:
         """Fetch this task's heartbeat history and events (store reads, off the UI's thread)."""
-        self.history = await self.zapp.source.history(self.task_id)
-        self.events = await self.zapp.source.events(self.task_id, limit=50)
+        self.history = await self.source.history(self.task_id)
+        self.events = await self.source.events(self.task_id, limit=50)
         await self._load_output()
         self.show()
 
     async def _load_output(self) -> None:
-        view = self.zapp.snapshot.by_id().get(self.task_id)
+        view = self.snapshot.by_id().get(self.task_id)
         if view is not None:
-            self.last_output = await self.zapp.source.last_output(view.task)
+            self.last_output = await self.source.last_output(view.task)
+
+    def show_snapshot(self, snapshot: Snapshot, now: float) -> None:
+        """Show the task as this snapshot has it, its ages as of ``now``."""
+        self.snapshot, self.now = snapshot, now
+        self.show()
 
     def show(self) -> None:
-        view = self.zapp.snapshot.by_id().get(self.task_id)
-        now = self.zapp.data_now(self.zapp.clock.now())
+        view = self.snapshot.by_id().get(self.task_id)
+        now = self.now
         context = self.query_one("#context", Static)
         if view is None:
             context.update(shown(f"{self.task_id} is no longer in the store's recent tasks"))
@@ -338,9 +337,9 @@ class DetailScreen(Screen[None]):
         spark = self.query_one("#spark", Sparkline)
         spark.display = bool(points)
         spark.data = points
-        origin = self.zapp.snapshot.origins.get(self.task_id)
+        origin = self.snapshot.origins.get(self.task_id)
         self.query_one("#facts", Static).update(
-            describe(view, now, self.zapp.snapshot.oncall, origin, self.last_output)
+            describe(view, now, self.snapshot.oncall, origin, self.last_output)
         )
         self.query_one("#events", Static).update(self._events_text(self.events))
         self._show_output(now)
@@ -386,18 +385,3 @@ class DetailScreen(Screen[None]):
 
     def action_back(self) -> None:
         self.dismiss()
-
-    def action_resume(self) -> None:
-        self.zapp.request_action(ActionKind.RESUME, self.task_id)
-
-    def action_discard(self) -> None:
-        self.zapp.request_action(ActionKind.DISCARD, self.task_id)
-
-    def action_kill(self) -> None:
-        self.zapp.request_action(ActionKind.KILL, self.task_id)
-
-    def action_ack(self) -> None:
-        self.zapp.request_ack(self.task_id)
-
-    def action_silence(self) -> None:
-        self.zapp.request_silence(self.task_id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -11,15 +11,14 @@ from textual.containers import Grid
 from textual.screen import Screen
 
 from zombietop.model import Health
+from zombietop.monitor import Snapshot
 from zombietop.tui.healths import ACTIVE_HEALTHS, health_count
+from zombietop.tui.messages import ScreenReady
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.header import StatusHeader
 from zombietop.tui.widgets.health_card import HealthCard
 from zombietop.tui.widgets.offenders import Offenders
 from zombietop.tui.widgets.text_lines import TextLines
-
-if TYPE_CHECKING:
-    from zombietop.tui.app import ZombietopApp
 
 
 class WallScreen(Screen[None]):
@@ -41,9 +40,10 @@ class WallScreen(Screen[None]):
     }
     """
 
-    @property
-    def zapp(self) -> ZombietopApp:
-        return cast("ZombietopApp", self.app)
+    def __init__(self, store_label: str, refresh_s: float) -> None:
+        super().__init__()
+        self.store_label = store_label
+        self.refresh_s = refresh_s
 
     def compose(self) -> ComposeResult:
         yield StatusHeader()
@@ -56,20 +56,18 @@ class WallScreen(Screen[None]):
 
     def on_mount(self) -> None:
         header = self.query_one(StatusHeader)
-        header.store = self.zapp.store_label
-        header.refresh_s = self.zapp.refresh_interval
+        header.store = self.store_label
+        header.refresh_s = self.refresh_s
         header.read_only = True
         header.show_counts = False
-        # Poll once the widgets exist, so the first snapshot has somewhere to go.
-        self.zapp.poll()
+        self.post_message(ScreenReady())
 
-    def show_state(self, now: float) -> None:
-        snapshot = self.zapp.snapshot
+    def show_state(self, snapshot: Snapshot, now: float) -> None:
+        """Show the app's snapshot and clock (the wall has no pause, no sort and no filter)."""
         self.query_one(StatusHeader).show(snapshot, now, sort_label="", filter_label="")
         banner = self.query_one(Banner)
         banner.now = now
         banner.snapshot = snapshot
-        banner.paused_at = self.zapp.paused_at
         for card in self.query(HealthCard):
             card.count = snapshot.counts.get(card.health, 0)
         # Each count as a span of its line, as in the header (a line's own style would take
