@@ -238,6 +238,8 @@ class OnCallDesk(Protocol):
 
     async def ack(self, task_id: str, *, reason: str | None, duration: float | None) -> Ack: ...
 
+    async def unack(self, task_id: str) -> Ack | None: ...
+
     async def silence(
         self, *, matcher: Matcher, pattern: str, reason: str, duration: float
     ) -> Silence: ...
@@ -259,6 +261,9 @@ class Desk:
         return await ack(
             self.store, self.settings, task_id, by=self.by, reason=reason, duration=duration
         )
+
+    async def unack(self, task_id: str) -> Ack | None:
+        return await unack(self.store, task_id, by=self.by)
 
     async def silence(
         self, *, matcher: Matcher, pattern: str, reason: str, duration: float

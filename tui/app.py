@@ -270,6 +270,8 @@ class ZombietopApp(App[None]):
                 )
             case "ack":
                 self.request_ack(task_id)
+            case "unack":
+                self.request_unack(task_id)
             case "silence":
                 self.request_silence(task_id)
             case action:
@@ -333,6 +335,29 @@ class ZombietopApp(App[None]):
         view = self._oncall_view("ack", task_id)
         if view is not None:
             self.push_screen(AckScreen(view, self.oncall.ack_for), self._oncall_decided)
+
+    def request_unack(self, task_id: str) -> None:
+        """End the task's ack at once (no dialog: an unack only lets the pages resume)."""
+        view = self._oncall_view("unack", task_id)
+        if view is None:
+            return
+        if self.snapshot.oncall.ack_for(task_id) is None:
+            self.notify(f"{shown_markup(task_id)} is not acked", severity="warning", timeout=5)
+        else:
+            self.run_unack(task_id)
+
+    @work(group="action", exit_on_error=False)
+    async def run_unack(self, task_id: str) -> None:
+        assert self.desk is not None
+        try:
+            ended = await self.desk.unack(task_id)
+        except ZombietopError as exc:
+            self.notify(shown_markup(str(exc)), title="refused", severity="error", timeout=15)
+            return
+        said = "was no longer acked" if ended is None else "unacked: its pages resume"
+        self.notify(f"{shown_markup(task_id)} {said}", title="done", timeout=10)
+        if self.paused_at is None:
+            self.poll()
 
     def request_silence(self, task_id: str) -> None:
         """Ask for the rule (this task or its step type), a reason and a duration; silence."""

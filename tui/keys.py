@@ -62,6 +62,14 @@ KEYS: tuple[Key, ...] = (
         writes=True,
     ),
     Key(
+        "u",
+        "unack",
+        "Unack",
+        "Unack the selected task: its incident is paged again",
+        show=False,
+        writes=True,
+    ),
+    Key(
         "A",
         "silence",
         "Silence",
@@ -136,6 +144,9 @@ class TaskKeys(Screen[None]):
 
     def action_ack(self) -> None:
         self._ask("ack")
+
+    def action_unack(self) -> None:
+        self._ask("unack")
 
     def action_silence(self) -> None:
         self._ask("silence")

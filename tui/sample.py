@@ -637,6 +637,7 @@ class RecordingDesk:
         self._read_only = read_only
         self.now = now
         self.acks: list[Ack] = []
+        self.unacked: list[str] = []
         self.silences: list[Silence] = []
 
     @property
@@ -653,6 +654,10 @@ class RecordingDesk:
         )
         self.acks.append(ack)
         return ack
+
+    async def unack(self, task_id: str) -> Ack | None:
+        self.unacked.append(task_id)
+        return sample_oncall(self.now).ack_for(task_id)
 
     async def silence(
         self, *, matcher: Matcher, pattern: str, reason: str, duration: float

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from textual.widgets import Input, RadioButton, Static
 
-from tests.tui.helpers import make_app, settle
+from tests.tui.helpers import make_app, notified, settle
 from zombietop.model import Matcher
-from zombietop.tui.sample import RecordingDesk
+from zombietop.tui.messages import TaskAsked
+from zombietop.tui.sample import RecordingDesk, SampleSource, sample_snapshot
 from zombietop.tui.screens.oncall import AckScreen, SilenceScreen
 
 
@@ -87,15 +88,29 @@ async def test_escape_cancels_and_the_detail_view_acks_its_task() -> None:
     assert [a.task_id for a in desk.acks] == ["export-2031"]
 
 
+async def test_u_unacks_an_acked_task_and_says_so_of_one_that_is_not() -> None:
+    desk = RecordingDesk()
+    app = make_app(SampleSource([sample_snapshot(oncall=True)]), desk=desk)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        said = notified(app)
+        app.on_task_asked(TaskAsked("unack", "etl-0417"))  # not acked: nothing written
+        app.on_task_asked(TaskAsked("unack", "export-2031"))  # ana's ack
+        await settle(pilot)
+    assert desk.unacked == ["export-2031"]
+    assert "etl-0417 is not acked" in said
+    assert "export-2031 unacked: its pages resume" in said
+
+
 async def test_read_only_has_no_ack_or_silence() -> None:
     app = make_app(read_only=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("a", "A")
+        await pilot.press("a", "A", "u")
         await settle(pilot)
         assert not isinstance(app.screen, AckScreen | SilenceScreen)
         titles = app.palette_titles()
-    assert "Ack" not in titles and "Silence" not in titles
+    assert "Ack" not in titles and "Unack" not in titles and "Silence" not in titles
 
 
 async def test_the_palette_offers_ack_and_silence() -> None:
@@ -103,4 +118,21 @@ async def test_the_palette_offers_ack_and_silence() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         titles = app.palette_titles()
-    assert "Ack" in titles and "Silence" in titles
+    assert "Ack" in titles and "Unack" in titles and "Silence" in titles
+
+
+async def test_the_detail_view_offers_u_only_while_its_task_is_acked() -> None:
+    desk = RecordingDesk()
+    app = make_app(SampleSource([sample_snapshot(oncall=True)]), desk=desk)
+    async with app.run_test(size=(110, 40)) as pilot:
+        await settle(pilot)
+        app.on_task_asked(TaskAsked("detail", "etl-0417"))
+        await settle(pilot)
+        assert app.screen.check_action("unack", ()) is False
+        await pilot.press("escape")
+        app.on_task_asked(TaskAsked("detail", "export-2031"))
+        await settle(pilot)
+        assert app.screen.check_action("unack", ()) is True
+        await pilot.press("u")
+        await settle(pilot)
+    assert desk.unacked == ["export-2031"]

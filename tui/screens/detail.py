@@ -308,8 +308,19 @@ class DetailScreen(TaskKeys):
 
     def show_snapshot(self, snapshot: Snapshot, now: float) -> None:
         """Show the task as this snapshot has it, its ages as of ``now``."""
+        acked = self._acked()
         self.snapshot, self.now = snapshot, now
+        if self._acked() != acked:
+            self.refresh_bindings()
         self.show()
+
+    def _acked(self) -> bool:
+        return self.snapshot.oncall.ack_for(self.task_id) is not None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "unack" and not self._acked():
+            return False  # u shows in the footer only while the task is acked
+        return super().check_action(action, parameters)
 
     def show(self) -> None:
         view = self.snapshot.by_id().get(self.task_id)
