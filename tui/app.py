@@ -337,7 +337,7 @@ class ZombietopApp(App[None]):
             self.push_screen(AckScreen(view, self.oncall.ack_for), self._oncall_decided)
 
     def request_unack(self, task_id: str) -> None:
-        """End the task's ack at once (no dialog: an unack only lets the pages resume)."""
+        """End the task's ack at once (no dialog: an unack only lets re-notify resume)."""
         view = self._oncall_view("unack", task_id)
         if view is None:
             return
@@ -354,7 +354,7 @@ class ZombietopApp(App[None]):
         except ZombietopError as exc:
             self.notify(shown_markup(str(exc)), title="refused", severity="error", timeout=15)
             return
-        said = "was no longer acked" if ended is None else "unacked: its pages resume"
+        said = "was no longer acked" if ended is None else "unacked: re-notify resumes"
         self.notify(f"{shown_markup(task_id)} {said}", title="done", timeout=10)
         if self.paused_at is None:
             self.poll()

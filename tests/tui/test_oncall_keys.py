@@ -99,7 +99,7 @@ async def test_u_unacks_an_acked_task_and_says_so_of_one_that_is_not() -> None:
         await settle(pilot)
     assert desk.unacked == ["export-2031"]
     assert "etl-0417 is not acked" in said
-    assert "export-2031 unacked: its pages resume" in said
+    assert "export-2031 unacked: re-notify resumes" in said
 
 
 async def test_read_only_has_no_ack_or_silence() -> None:
