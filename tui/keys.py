@@ -65,7 +65,7 @@ KEYS: tuple[Key, ...] = (
         "u",
         "unack",
         "Unack",
-        "Unack the selected task: its incident is re-notified again",
+        "Unack the selected task: its incident is re-notified as before the ack",
         show=False,
         writes=True,
     ),
