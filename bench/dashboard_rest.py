@@ -418,8 +418,13 @@ def main() -> int:
     )
     print(f"load average at start: {load}")
     width, height = args.size
+    fleet = (
+        "real jobs (zombietop run)"
+        if args.fleet == "local"
+        else f"{args.tasks:,} live tasks (scripts/fleet_store.py)"
+    )
     print(
-        f"{args.tasks:,} live tasks (scripts/fleet_store.py), {width}x{height} tmux, "
+        f"{fleet}, {width}x{height} tmux, "
         f"refresh 1 s (htop -d 10); {args.warmup:g} s warm-up, median of {args.rounds} rounds "
         f"of {args.seconds:g} s"
     )

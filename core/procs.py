@@ -183,7 +183,9 @@ class ProcessTrees(ProcessReading):
     (/proc/<pid>/task/<tid>/children, CONFIG_PROC_CHILDREN).
 
     Reads each process once, when first asked about, so a sample costs the tasks' leaders and
-    the members of their trees, whatever else runs on the host.
+    the members of their trees, whatever else runs on the host. The kernel vouches for a
+    children file only while the children are stopped: one forked or reaped during the read
+    may be missed, as a pass over the table misses a process born during it.
     """
 
     def __init__(self) -> None:
@@ -211,8 +213,9 @@ class ProcessTrees(ProcessReading):
             found: list[int] = []
             for tid in threads:
                 try:
-                    with open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
-                        found.extend(int(child) for child in handle.read().split())
+                    found.extend(
+                        map(int, _read_proc_file(f"/proc/{pid}/task/{tid}/children").split())
+                    )
                 except OSError:
                     continue  # the thread, or the whole process, ended since
             self._children[pid] = found
@@ -262,10 +265,25 @@ def _read_proc() -> dict[int, ProcEntry]:
     return entries
 
 
+def _read_proc_file(path: str) -> bytes:
+    """Read a small /proc file whole.
+
+    Each member of a task's tree costs three such reads every poll; ``open()`` would wrap each
+    in a buffered file object, which costs more than the kernel's work for these files.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _read_stat(pid: int, boot: float) -> ProcEntry | None:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
+        data = _read_proc_file(f"/proc/{pid}/stat")
     except OSError:
         return None  # exited between the listing and the read
     # The command name is in parentheses and may itself hold spaces or parentheses.
@@ -346,8 +364,8 @@ def io_bytes(pid: int) -> tuple[int, int] | None:
     if _PROC_STAT:
         # One small file; psutil would first build a Process, reading /proc/<pid>/stat again.
         try:
-            with open(f"/proc/{pid}/io", "rb") as handle:
-                fields = dict(line.split(b": ", 1) for line in handle.read().splitlines())
+            lines = _read_proc_file(f"/proc/{pid}/io").splitlines()
+            fields = dict(line.split(b": ", 1) for line in lines)
         except (OSError, ValueError):
             return None  # another user's process, or gone
         return int(fields[b"rchar"]), int(fields[b"wchar"])
@@ -403,7 +421,8 @@ class PsutilProbe:
         self._seen: dict[int, _Seen] = {}
         self._trees: dict[int, _SeenTree] = {}
         self._previous: Mapping[int, ProcEntry] | None = None
-        """The previous sample's table, to tell a process born since from one that moved in."""
+        """What the previous sample read (the table, or the trees), to tell a process born
+        since from one that moved into a tree."""
 
     async def sample(self, tasks: Sequence[Task]) -> Mapping[str, ProcessSample]:
         """Return a sample per task id for the tasks with a PID on this host."""
@@ -423,7 +442,8 @@ class PsutilProbe:
             if task.pid is not None:
                 samples[task.task_id] = self._one(reading, task.pid, task.pid_start_time, now, seen)
         # Keep what this sample did not look at while its process lives: a task left out of
-        # one sample (an agent samples only what changed) still gets a delta next time.
+        # one sample still gets a delta next time. Reading trees, that costs a read of each
+        # such process: few, as callers sample every live task on the host each time.
         for pid, before in self._seen.items():
             if pid not in seen and _lives(reading, pid, before.create_time):
                 seen[pid] = before
