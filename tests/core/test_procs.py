@@ -53,8 +53,8 @@ def reading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 class RecordingProbe(PsutilProbe):
     """The probe, keeping what each sample read."""
 
-    def __init__(self, **kwargs: FakeClock) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, *, clock: FakeClock | None = None) -> None:
+        super().__init__(clock=clock)
         self.readings: list[ProcessReading] = []
 
     def read_processes(self, leaders: set[int]) -> ProcessReading:
