@@ -212,10 +212,9 @@ class ProcessTrees(ProcessReading):
             threads = [str(pid)] if entry is not None and entry.threads == 1 else _threads(pid)
             found: list[int] = []
             for tid in threads:
+                path = f"/proc/{pid}/task/{tid}/children"
                 try:
-                    found.extend(
-                        map(int, _read_proc_file(f"/proc/{pid}/task/{tid}/children").split())
-                    )
+                    found.extend(int(child) for child in _read_proc_file(path).split())
                 except OSError:
                     continue  # the thread, or the whole process, ended since
             self._children[pid] = found
@@ -422,7 +421,8 @@ class PsutilProbe:
         self._trees: dict[int, _SeenTree] = {}
         self._previous: Mapping[int, ProcEntry] | None = None
         """What the previous sample read (the table, or the trees), to tell a process born
-        since from one that moved into a tree."""
+        since from one that moved into a tree. Reading trees, nothing moves in: the kernel
+        hands an orphan to an ancestor (a subreaper) or to init, never into another tree."""
 
     async def sample(self, tasks: Sequence[Task]) -> Mapping[str, ProcessSample]:
         """Return a sample per task id for the tasks with a PID on this host."""
@@ -443,7 +443,8 @@ class PsutilProbe:
                 samples[task.task_id] = self._one(reading, task.pid, task.pid_start_time, now, seen)
         # Keep what this sample did not look at while its process lives: a task left out of
         # one sample still gets a delta next time. Reading trees, that costs a read of each
-        # such process: few, as callers sample every live task on the host each time.
+        # such process: few, as callers sample every live task on the host each time (the
+        # rest are processes that left a tree, such as daemons).
         for pid, before in self._seen.items():
             if pid not in seen and _lives(reading, pid, before.create_time):
                 seen[pid] = before
