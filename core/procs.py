@@ -396,7 +396,7 @@ class _SeenTree:
     io_moved_at: float
 
 
-TREES_UP_TO = 0.2
+TREES_UP_TO = 0.3
 """Read the tasks' trees while their leaders number at most this share of the host's
 processes; read the whole table above it."""
 
@@ -461,8 +461,8 @@ class PsutilProbe:
         files), the whole table otherwise.
 
         A tree's member costs two reads (its stat and its children file) where the table
-        costs one per process, and a task's tree holds a few processes: past that share,
-        the trees would cost more than the table.
+        costs one per process, and a task's tree holds one to three processes: past that
+        share, the trees would cost more than the table.
         """
         if CHILDREN_FILES and len(leaders) <= TREES_UP_TO * _count_processes():
             return ProcessTrees()
