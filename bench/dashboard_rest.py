@@ -8,8 +8,9 @@ delay. Target: CPU <= 1%, bytes/s no more than htop's.
 
 ``--fleet local`` instead runs real `zombietop run` jobs on this host (``--jobs`` of them, in
 turn: one that beats, one that only prints, one idle, one `sh -c` over a child), so the
-dashboard's process probe reads their trees every poll, and measures the dashboard and htop
-only. Targets: at 40 jobs CPU no more than htop's and under 1%; at 200, no more than twice htop's.
+dashboard's process probe reads their trees every poll, and measures the dashboard (and the
+``--vs`` one) and htop only, in turn, then prints the load average. Targets: at 40 jobs CPU no
+more than htop's and under 1%; at 200, no more than twice htop's.
 
 scripts/fleet_store.py keeps the tasks beating in a fresh store for the whole run, in one of two
 fleets (both by default, one after the other):
@@ -260,7 +261,7 @@ def local_fleet(
 
 def measure_local(jobs: int, htop: str | None, args: argparse.Namespace) -> dict[str, list[Sample]]:
     """Rounds of the dashboard and htop with ``jobs`` real wrapped jobs on this host."""
-    samples: dict[str, list[Sample]] = {"zombietop": [], "htop": []}
+    samples: dict[str, list[Sample]] = {"zombietop": []}
     with tempfile.TemporaryDirectory(prefix="zt-bench-") as folder:
         tmp = Path(folder)
         db = tmp / "local.db"
@@ -269,8 +270,11 @@ def measure_local(jobs: int, htop: str | None, args: argparse.Namespace) -> dict
         conf.write_text(TMUX_CONF)
         tmux = Tmux(f"zt-bench-{os.getpid()}", conf, env)
         runs = {"zombietop": [sys.executable, *DASHBOARD, "--db", str(db)]}
+        if args.vs:
+            runs["before"] = [args.vs, *DASHBOARD, "--db", str(db)]
         if htop:
             runs["htop"] = [htop, *HTOP]
+        samples.update({name: [] for name in runs})
         with local_fleet(db, jobs, env) as wrappers:
             time.sleep(LOCAL_SETTLE_S)
             for _ in range(args.rounds):
@@ -279,7 +283,11 @@ def measure_local(jobs: int, htop: str | None, args: argparse.Namespace) -> dict
             gone = sum(1 for wrapper in wrappers if wrapper.poll() is not None)
             if gone:
                 raise BenchError(f"{gone} of {jobs} wrapped jobs exited during the run")
-            print(f"\n{jobs} local jobs: {len(psutil.pids())} processes on the host")
+            load = " ".join(f"{avg:.2f}" for avg in os.getloadavg())
+            print(
+                f"\n{jobs} local jobs: {len(psutil.pids())} processes on the host, "
+                f"load average at the end: {load}"
+            )
     return samples
 
 
@@ -291,6 +299,10 @@ def report_local(jobs: int, samples: dict[str, list[Sample]]) -> None:
             print(row(f"{name} #{number}", f"{sample.cpu_pct:.2f}", f"{sample.bytes_per_s:,.0f}"))
     ours = statistics.median(s.cpu_pct for s in samples["zombietop"])
     print(row("zombietop median", f"{ours:.2f}", ""))
+    if samples.get("before"):
+        before = statistics.median(s.cpu_pct for s in samples["before"])
+        print(row("before median", f"{before:.2f}", ""))
+        print(row("zombietop/before", f"{ours / before:.2f}x" if before else "-", ""))
     if not samples.get("htop"):
         print(f"target: CPU <= 1% ({'met' if ours <= 1 else 'NOT met'}); htop not measured")
         return
@@ -406,8 +418,13 @@ def main() -> int:
     )
     print(f"load average at start: {load}")
     width, height = args.size
+    fleet = (
+        "real jobs (zombietop run)"
+        if args.fleet == "local"
+        else f"{args.tasks:,} live tasks (scripts/fleet_store.py)"
+    )
     print(
-        f"{args.tasks:,} live tasks (scripts/fleet_store.py), {width}x{height} tmux, "
+        f"{fleet}, {width}x{height} tmux, "
         f"refresh 1 s (htop -d 10); {args.warmup:g} s warm-up, median of {args.rounds} rounds "
         f"of {args.seconds:g} s"
     )

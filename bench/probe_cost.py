@@ -1,16 +1,18 @@
-"""The process probe's CPU per poll: one read of the process table for every task, against the
-per-task scans it replaced, with 10, 100 and 1,000 local tasks and about 300 and 3,000
-processes on the host.
+"""The process probe's CPU per poll, reading only the tasks' trees or the whole process table,
+against the per-task scans it replaced, with 10, 100 and 1,000 local tasks and about 300 and
+3,000 processes on the host.
 
     python bench/probe_cost.py [--polls 20] [--hosts 300,3000] [--tasks 10,100,1000]
 
 Starts real processes (``sleep``, in groups of one shell and two children, so a task has a tree)
 until the host has about as many as asked, points the tasks at the shells (round robin when
 there are more tasks than shells), and times ``PsutilProbe.sample_now`` over ``--polls`` polls
-(CPU time of this process, medians of three batches). The old way is the probe as it was: per
-task, psutil's oneshot reads plus ``children(recursive=True)``, which reads all of /proc each
-time; it is timed over ten tasks and scaled, as every task costs it the same scan. Also prints
-what a poll costs as a share of one core at the dashboard's 2 s refresh.
+(CPU time of this process, medians of three batches): as the probe chooses (``read_processes``),
+then made to read the trees (children files), then the whole table, so the rule's choice can be
+checked against both. The old way is the probe of two rounds ago: per task, psutil's oneshot
+reads plus ``children(recursive=True)``, which reads all of /proc each time; it is timed over
+ten tasks and scaled, as every task costs it the same scan. Also prints what a poll costs as a
+share of one core at the dashboard's 2 s refresh.
 Not a test: the machine is shared and noisy, so only figures measured in the same run compare.
 """
 
@@ -30,7 +32,14 @@ from functools import partial
 import psutil
 
 from zombietop.model import Task, TaskState
-from zombietop.procs import PsutilProbe, process_start_time, this_host
+from zombietop.procs import (
+    ProcessReading,
+    ProcessTable,
+    ProcessTrees,
+    PsutilProbe,
+    process_start_time,
+    this_host,
+)
 
 OLD_TASKS_TIMED = 10
 """The old probe's cost is linear in tasks (one scan of /proc each): timed over this many."""
@@ -92,6 +101,17 @@ def tasks_on(pids: Sequence[int], count: int) -> list[Task]:
     return tasks
 
 
+class ForcedProbe(PsutilProbe):
+    """The probe, always reading processes one way."""
+
+    def __init__(self, read: Callable[[], ProcessReading]) -> None:
+        super().__init__()
+        self._read = read
+
+    def read_processes(self, leaders: set[int]) -> ProcessReading:
+        return self._read()
+
+
 def old_sample(tasks: Sequence[Task]) -> None:
     """The probe before this round: oneshot reads and a recursive scan of /proc per task."""
     for task in tasks:
@@ -132,8 +152,9 @@ def main() -> int:
     counts = [int(n) for n in args.tasks.split(",")]
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
     print(
-        f"{'procs':>6} {'tasks':>6} {'new ms/poll':>12} {'old ms/poll':>12} {'new/old':>8} "
-        f"{'new %core':>10} {'old %core':>10}"
+        f"{'procs':>6} {'tasks':>6} {'leaders':>7} {'chosen':>6} {'ms/poll':>8} "
+        f"{'trees ms':>9} {'table ms':>9} {'old ms':>9} {'now/old':>8} "
+        f"{'%core':>6} {'old %core':>10}"
     )
     for size in sizes:
         with processes_until(size) as shells:
@@ -143,15 +164,23 @@ def main() -> int:
                 continue
             for count in counts:
                 tasks = tasks_on(shells, count)
+                leaders = {task.pid for task in tasks if task.pid is not None}
                 probe = PsutilProbe()
+                chosen = type(probe.read_processes(leaders)).__name__.removeprefix("Process")
                 new = cpu_per_call(partial(probe.sample_now, tasks), args.polls)
+                trees, table = (
+                    cpu_per_call(partial(ForcedProbe(read).sample_now, tasks), args.polls)
+                    for read in (ProcessTrees, ProcessTable.read)
+                )
                 # The old way costs the same scan per task: timed over ten, scaled to all.
                 sample = tasks[: min(count, OLD_TASKS_TIMED)]
                 old = cpu_per_call(partial(old_sample, sample), max(1, args.polls // 4))
                 old *= count / len(sample)
                 print(
-                    f"{present:>6} {count:>6} {1000 * new:>12.2f} {1000 * old:>12.2f} "
-                    f"{new / old:>7.3f}x {100 * new / REFRESH_S:>9.2f}% {100 * old / REFRESH_S:>9.2f}%"
+                    f"{present:>6} {count:>6} {len(leaders):>7} {chosen:>6} {1000 * new:>8.2f} "
+                    f"{1000 * trees:>9.2f} {1000 * table:>9.2f} {1000 * old:>9.1f} "
+                    f"{new / old:>7.3f}x {100 * new / REFRESH_S:>5.2f}% "
+                    f"{100 * old / REFRESH_S:>9.1f}%"
                 )
     return 0
 

@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,12 +143,37 @@ class ProcEntry:
     threads: int
 
 
-class ProcessTable:
-    """Every process on the host, read in one pass, with the tree built from parent PIDs.
+class ProcessReading(ABC):
+    """Processes read from the system during one sample: a whole table, or only some trees."""
 
-    Reading the table once serves every task of a sample: the cost is one small read per
-    process plus one per member of a task's tree, not one scan of /proc per task.
-    """
+    entries: Mapping[int, ProcEntry]
+    """The processes read that were running."""
+
+    @abstractmethod
+    def entry(self, pid: int) -> ProcEntry | None:
+        """``pid`` as read during this sample; None when it is not running."""
+
+    @abstractmethod
+    def children(self, pid: int) -> Sequence[int]:
+        """The PIDs of the processes whose parent is ``pid``."""
+
+    def descendants(self, pid: int) -> list[ProcEntry]:
+        """Every process below ``pid`` in the tree (children, grandchildren...)."""
+        found: dict[int, ProcEntry] = {}
+        below = list(self.children(pid))
+        while below:
+            child = below.pop()
+            if child == pid or child in found:
+                continue  # PID 0's own entry lists itself as its parent on some systems
+            entry = self.entry(child)
+            if entry is not None:  # None: it exited after its parent listed it
+                found[child] = entry
+                below.extend(self.children(child))
+        return list(found.values())
+
+
+class ProcessTable(ProcessReading):
+    """Every process on the host, read in one pass, with the tree built from parent PIDs."""
 
     def __init__(self, entries: Mapping[int, ProcEntry]) -> None:
         self.entries = entries
@@ -160,20 +186,67 @@ class ProcessTable:
         """Read the table: /proc/<pid>/stat on Linux, psutil's one pass elsewhere."""
         return cls(_read_proc() if _PROC_STAT else _read_psutil())
 
-    def descendants(self, pid: int) -> list[int]:
-        """Every process below ``pid`` in the tree (children, grandchildren...)."""
-        found: list[int] = []
-        below = list(self._children.get(pid, ()))
-        while below:
-            child = below.pop()
-            if child == pid or child in found:
-                continue  # PID 0's own entry lists itself as its parent on some systems
-            found.append(child)
-            below.extend(self._children.get(child, ()))
-        return found
+    def entry(self, pid: int) -> ProcEntry | None:
+        return self.entries.get(pid)
+
+    def children(self, pid: int) -> Sequence[int]:
+        return self._children.get(pid, ())
+
+
+class ProcessTrees(ProcessReading):
+    """Only the processes asked about and their trees, through the kernel's children files
+    (/proc/<pid>/task/<tid>/children, CONFIG_PROC_CHILDREN).
+
+    Reads each process once, when first asked about, so a sample costs the tasks' leaders and
+    the members of their trees, whatever else runs on the host. The kernel vouches for a
+    children file only while the children are stopped: one forked or reaped during the read
+    may be missed, as a pass over the table misses a process born during it.
+    """
+
+    def __init__(self) -> None:
+        self._boot = psutil.boot_time()
+        self.entries: dict[int, ProcEntry] = {}
+        self._gone: set[int] = set()
+        self._children: dict[int, list[int]] = {}
+
+    def entry(self, pid: int) -> ProcEntry | None:
+        if pid in self.entries or pid in self._gone:
+            return self.entries.get(pid)
+        entry = _read_stat(pid, self._boot)
+        if entry is None:
+            self._gone.add(pid)
+        else:
+            self.entries[pid] = entry
+        return entry
+
+    def children(self, pid: int) -> Sequence[int]:
+        if pid not in self._children:
+            entry = self.entry(pid)
+            # A process lists the children of each of its threads apart; one thread is the
+            # common case, and saves listing the threads.
+            threads = [str(pid)] if entry is not None and entry.threads == 1 else _threads(pid)
+            found: list[int] = []
+            for tid in threads:
+                path = f"/proc/{pid}/task/{tid}/children"
+                try:
+                    found.extend(int(child) for child in _read_proc_file(path).split())
+                except OSError:
+                    continue  # the thread, or the whole process, ended since
+            self._children[pid] = found
+        return self._children[pid]
+
+
+def _threads(pid: int) -> list[str]:
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
 
 
 _PROC_STAT = Path("/proc/self/stat").exists()
+CHILDREN_FILES = Path(f"/proc/self/task/{os.getpid()}/children").exists()
+"""Whether the kernel lists each thread's children (CONFIG_PROC_CHILDREN): then a process tree
+can be read without reading every process on the host."""
 _TICKS = os.sysconf("SC_CLK_TCK") if _PROC_STAT else 100
 _PAGE = os.sysconf("SC_PAGE_SIZE") if _PROC_STAT else 4096
 _STATES = {
@@ -206,10 +279,25 @@ def _read_proc() -> dict[int, ProcEntry]:
     return entries
 
 
+def _read_proc_file(path: str) -> bytes:
+    """Read a small /proc file whole.
+
+    Each member of a task's tree costs three such reads every poll; ``open()`` would wrap each
+    in a buffered file object, which costs more than the kernel's work for these files.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _read_stat(pid: int, boot: float) -> ProcEntry | None:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
+        data = _read_proc_file(f"/proc/{pid}/stat")
     except OSError:
         return None  # exited between the listing and the read
     # The command name is in parentheses and may itself hold spaces or parentheses.
@@ -223,36 +311,6 @@ def _read_stat(pid: int, boot: float) -> ProcEntry | None:
         rss_bytes=int(fields[21]) * _PAGE,
         threads=int(fields[17]),
     )
-
-
-def _tree_by_children(pid: int) -> list[ProcEntry] | None:
-    """``pid`` and its descendants through /proc/<pid>/task/<tid>/children, reading only the
-    tree; None where the kernel keeps no such files (CONFIG_PROC_CHILDREN) or ``pid`` is gone.
-
-    For one tree, as the wrapper watches its own command: the whole table would cost every
-    wrapper on the host a read of every process, each interval.
-    """
-    boot = psutil.boot_time()
-    members: list[ProcEntry] = []
-    below = [pid]
-    while below:
-        entry = _read_stat(below.pop(), boot)
-        if entry is None:
-            if not members:
-                return None
-            continue
-        members.append(entry)
-        try:
-            threads = os.listdir(f"/proc/{entry.pid}/task")
-            for tid in threads:
-                with open(f"/proc/{entry.pid}/task/{tid}/children", "rb") as handle:
-                    below.extend(int(child) for child in handle.read().split())
-        except FileNotFoundError:
-            if entry.pid == pid and not os.path.exists(f"/proc/{pid}/task/{pid}/children"):
-                return None  # no children files on this kernel
-        except OSError:
-            continue
-    return members
 
 
 def _read_psutil() -> dict[int, ProcEntry]:
@@ -289,9 +347,9 @@ class TreeTotals:
     """Read and write byte totals; None when any member's are hidden from us."""
 
 
-def tree_totals(table: ProcessTable, leader: ProcEntry) -> TreeTotals:
+def tree_totals(reading: ProcessReading, leader: ProcEntry) -> TreeTotals:
     """Sum CPU time, memory, threads and I/O over ``leader`` and its descendants."""
-    members = (leader, *(table.entries[pid] for pid in table.descendants(leader.pid)))
+    members = (leader, *reading.descendants(leader.pid))
     read = written = 0
     hidden = False
     for member in members:
@@ -320,8 +378,8 @@ def io_bytes(pid: int) -> tuple[int, int] | None:
     if _PROC_STAT:
         # One small file; psutil would first build a Process, reading /proc/<pid>/stat again.
         try:
-            with open(f"/proc/{pid}/io", "rb") as handle:
-                fields = dict(line.split(b": ", 1) for line in handle.read().splitlines())
+            lines = _read_proc_file(f"/proc/{pid}/io").splitlines()
+            fields = dict(line.split(b": ", 1) for line in lines)
         except (OSError, ValueError):
             return None  # another user's process, or gone
         return int(fields[b"rchar"]), int(fields[b"wchar"])
@@ -353,12 +411,22 @@ class _SeenTree:
     io_moved_at: float
 
 
+TREES_UP_TO = 0.3
+"""Read the tasks' trees while their leaders number at most this share of the host's
+processes; read the whole table above it."""
+
+
 class PsutilProbe:
     """Sample the process trees behind tasks on this host; implements ``monitor.ProcessProbe``.
 
-    Reads the process table once per sample, whatever the number of tasks. Keeps the previous
-    reading per process, so CPU% and I/O are deltas since the last sample, summed over each
-    task's tree; a process is forgotten once it leaves the table.
+    Each sample reads either only the tasks' trees, through the children files, or the whole
+    process table in one pass (``read_processes`` says which); never once per task. Keeps the
+    previous reading per process, so CPU% and I/O are deltas since the last sample, summed over
+    each task's tree; a process is forgotten once it has exited.
+
+    A process reparented out of a task's tree (a double fork, a daemon) leaves the tree in
+    both readings: the kernel moves it out of its parent's children file as it changes its
+    parent PID, from which the table builds the tree.
     """
 
     def __init__(self, *, host: str | None = None, clock: Clock | None = None) -> None:
@@ -367,7 +435,9 @@ class PsutilProbe:
         self._seen: dict[int, _Seen] = {}
         self._trees: dict[int, _SeenTree] = {}
         self._previous: Mapping[int, ProcEntry] | None = None
-        """The previous sample's table, to tell a process born since from one that moved in."""
+        """What the previous sample read (the table, or the trees), to tell a process born
+        since from one that moved into a tree. Reading trees, nothing moves in: the kernel
+        hands an orphan to an ancestor (a subreaper) or to init, never into another tree."""
 
     async def sample(self, tasks: Sequence[Task]) -> Mapping[str, ProcessSample]:
         """Return a sample per task id for the tasks with a PID on this host."""
@@ -380,36 +450,48 @@ class PsutilProbe:
     def sample_now(self, tasks: Sequence[Task]) -> dict[str, ProcessSample]:
         """Sample synchronously (the blocking half of ``sample``)."""
         now = self._clock.now()
-        table = ProcessTable.read()
+        reading = self.read_processes({task.pid for task in tasks if task.pid is not None})
         samples: dict[str, ProcessSample] = {}
         seen: dict[int, _Seen] = {}
         for task in tasks:
             if task.pid is not None:
-                samples[task.task_id] = self._one(table, task.pid, task.pid_start_time, now, seen)
+                samples[task.task_id] = self._one(reading, task.pid, task.pid_start_time, now, seen)
         # Keep what this sample did not look at while its process lives: a task left out of
-        # one sample (the dashboard samples only what changed) still gets a delta next time.
+        # one sample still gets a delta next time. Reading trees, that costs a read of each
+        # such process: few, as callers sample every live task on the host each time (the
+        # rest are processes that left a tree, such as daemons).
         for pid, before in self._seen.items():
-            entry = table.entries.get(pid)
-            if pid not in seen and entry is not None and entry.create_time == before.create_time:
+            if pid not in seen and _lives(reading, pid, before.create_time):
                 seen[pid] = before
         self._seen = seen
         self._trees = {
-            pid: tree
-            for pid, tree in self._trees.items()
-            if pid in table.entries and table.entries[pid].create_time == tree.create_time
+            pid: tree for pid, tree in self._trees.items() if _lives(reading, pid, tree.create_time)
         }
-        self._previous = table.entries
+        self._previous = reading.entries
         return samples
+
+    def read_processes(self, leaders: set[int]) -> ProcessReading:
+        """Read what a sample of ``leaders``'s trees needs: only the trees while the leaders
+        are at most ``TREES_UP_TO`` of the host's processes (and the kernel has children
+        files), the whole table otherwise.
+
+        A tree's member costs two reads (its stat and its children file) where the table
+        costs one per process, and a task's tree holds one to three processes: past that
+        share, the trees would cost more than the table.
+        """
+        if CHILDREN_FILES and len(leaders) <= TREES_UP_TO * _count_processes():
+            return ProcessTrees()
+        return ProcessTable.read()
 
     def _one(
         self,
-        table: ProcessTable,
+        reading: ProcessReading,
         pid: int,
         recorded_start: float | None,
         now: float,
         seen: dict[int, _Seen],
     ) -> ProcessSample:
-        leader = table.entries.get(pid)
+        leader = reading.entry(pid)
         if leader is None:
             return ProcessSample(pid=pid, alive=False, sampled_at=now)
         if not same_start(recorded_start, leader.create_time):
@@ -423,7 +505,7 @@ class PsutilProbe:
         if leader.status == "zombie":
             # Exited but not reaped (its parent is stuck or frozen): the task's work is over.
             return ProcessSample(pid=pid, alive=True, status="zombie", sampled_at=now)
-        tree = tree_totals(table, leader)
+        tree = tree_totals(reading, leader)
         cpu_percent = self._cpu_percent(tree, now)
         for member in tree.members:
             seen[member.pid] = _Seen(
@@ -483,6 +565,15 @@ class PsutilProbe:
         return max(0.0, 100.0 * used / elapsed)
 
 
+def _lives(reading: ProcessReading, pid: int, create_time: float) -> bool:
+    entry = reading.entry(pid)
+    return entry is not None and entry.create_time == create_time
+
+
+def _count_processes() -> int:
+    return sum(1 for name in os.listdir("/proc") if name.isdigit())
+
+
 class TreeActivity:
     """Running totals of the CPU time and I/O of one process tree, for observed heartbeats.
 
@@ -498,13 +589,13 @@ class TreeActivity:
 
     def read(self) -> tuple[float, int]:
         """Read the tree now; return the totals (CPU seconds, bytes read and written)."""
-        members = _tree_by_children(self.pid) if _PROC_STAT else None
-        if members is None:
-            table = ProcessTable.read()
-            leader = table.entries.get(self.pid)
-            if leader is None:
-                return self.cpu_seconds, self.io_bytes
-            members = [leader, *(table.entries[pid] for pid in table.descendants(self.pid))]
+        # One tree: the whole table would cost every wrapper on the host a read of every
+        # process, each interval.
+        reading = ProcessTrees() if CHILDREN_FILES else ProcessTable.read()
+        leader = reading.entry(self.pid)
+        if leader is None:
+            return self.cpu_seconds, self.io_bytes
+        members = [leader, *reading.descendants(self.pid)]
         current: dict[tuple[int, float], tuple[float, int]] = {}
         for member in members:
             io = io_bytes(member.pid)

@@ -1,4 +1,8 @@
-"""The psutil probe against real processes: identity, deltas, zombies, and the monitor's verdict."""
+"""The psutil probe against real processes: identity, deltas, zombies, and the monitor's verdict.
+
+Tests taking the ``reading`` fixture run twice: reading only the tasks' trees through the
+kernel's children files, then reading the whole process table (the fallback).
+"""
 
 from __future__ import annotations
 
@@ -7,19 +11,59 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.core.realprocs import Children, start_task_process, wait_for, wait_for_file
+from tests.core.realprocs import Children, start_task_process, wait_for
+from zombietop import procs
 from zombietop.clock import FakeClock
 from zombietop.config import Config
 from zombietop.model import Health, ProcessSample, Task, TaskState
 from zombietop.monitor import Monitor
-from zombietop.procs import ProcessTable, PsutilProbe, process_start_time, same_start, this_host
+from zombietop.procs import (
+    START_TIME_TOLERANCE,
+    ProcessReading,
+    ProcessTable,
+    ProcessTrees,
+    PsutilProbe,
+    process_start_time,
+    same_start,
+    this_host,
+)
 from zombietop.store.sqlite import SQLiteStore
+
+
+@pytest.fixture(params=[ProcessTrees, ProcessTable], ids=["trees", "table"])
+def reading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type:
+    """Make the probe read processes one way: the tasks' trees, or the whole table."""
+    if request.param is ProcessTrees:
+        if not procs.CHILDREN_FILES:
+            pytest.skip("this kernel keeps no /proc/<pid>/task/<tid>/children files")
+        monkeypatch.setattr(procs, "TREES_UP_TO", 1.0)  # leaders never outnumber processes
+    else:
+        monkeypatch.setattr(procs, "TREES_UP_TO", 0.0)
+    kind: type = request.param
+    return kind
+
+
+class RecordingProbe(PsutilProbe):
+    """The probe, keeping what each sample read."""
+
+    def __init__(self, *, clock: FakeClock | None = None) -> None:
+        super().__init__(clock=clock)
+        self.readings: list[ProcessReading] = []
+
+    def read_processes(self, leaders: set[int]) -> ProcessReading:
+        self.readings.append(super().read_processes(leaders))
+        return self.readings[-1]
+
+    @property
+    def last(self) -> ProcessReading:
+        return self.readings[-1]
 
 
 def _task(pid: int, start: float | None, *, host: str | None = None, task_id: str = "t") -> Task:
@@ -37,15 +81,18 @@ def _task(pid: int, start: float | None, *, host: str | None = None, task_id: st
     )
 
 
-async def test_live_process_is_sampled_with_deltas(children: Children, tmp_path: Path) -> None:
+async def test_live_process_is_sampled_with_deltas(
+    children: Children, tmp_path: Path, reading: type
+) -> None:
     ready = tmp_path / "ready"
     proc = children.start(["sh", "-c", f"sleep 30 & sleep 30 & : > {ready}; wait"])
-    wait_for_file(ready)
+    await wait_for(ready.exists, what="the shell's children")
     fake_clock = FakeClock()
-    probe = PsutilProbe(clock=fake_clock)
+    probe = RecordingProbe(clock=fake_clock)
     task = _task(proc.pid, process_start_time(proc.pid))
 
     first = (await probe.sample([task]))["t"]
+    assert type(probe.last) is reading
     assert first.alive and first.identity_ok and not first.gone
     assert first.status in ("sleeping", "running")
     assert first.children == 2 and first.threads == 3 and (first.rss_bytes or 0) > 0
@@ -58,18 +105,63 @@ async def test_live_process_is_sampled_with_deltas(children: Children, tmp_path:
     assert second.io_idle_s == 120
 
 
-async def test_reused_pid_fails_identity(children: Children, tmp_path: Path) -> None:
+async def test_reused_pid_fails_identity(children: Children, tmp_path: Path, reading: type) -> None:
     ready = tmp_path / "ready"
-    proc = children.start(["sh", "-c", f": > {ready}; sleep 30"])
-    wait_for_file(ready)
+    proc = children.start(["sh", "-c", f"sleep 30 & : > {ready}; wait"])
+    await wait_for(ready.exists, what="the shell's child")
     start = process_start_time(proc.pid)
     assert start is not None and same_start(start, start + 0.5) and not same_start(start, start + 5)
 
-    sample = (await PsutilProbe().sample([_task(proc.pid, start - 100)]))["t"]
+    probe = RecordingProbe()
+    sample = (await probe.sample([_task(proc.pid, start - 100)]))["t"]
     assert sample.alive and not sample.identity_ok and sample.gone
+    if reading is ProcessTrees:
+        assert set(probe.last.entries) == {proc.pid}  # a stranger's tree is not read
 
 
-async def test_exited_and_zombie_processes_are_gone(children: Children) -> None:
+async def test_a_pid_reused_by_another_process(
+    children: Children, tmp_path: Path, reading: type
+) -> None:
+    """The task's process exits and a new one, with a child, gets its PID: not the task's."""
+    first = children.start(["sleep", "30"])
+    start = process_start_time(first.pid)
+    assert start is not None
+    task = _task(first.pid, start)
+    probe = RecordingProbe()
+    assert (await probe.sample([task]))["t"].identity_ok
+    first.kill()
+    first.wait()
+    # Start times are compared within START_TIME_TOLERANCE: the new process must start later.
+    await wait_for(
+        lambda: time.time() > start + START_TIME_TOLERANCE + 0.2, what="the tolerance to pass"
+    )
+    ready = tmp_path / "ready"
+    second = _start_with_pid(children, first.pid, ["sh", "-c", f"sleep 30 & : > {ready}; wait"])
+    await wait_for(ready.exists, what="the new shell's child")
+
+    sample = (await probe.sample([task]))["t"]
+    assert sample.pid == second.pid and sample.alive and not sample.identity_ok and sample.gone
+    if reading is ProcessTrees:
+        assert set(probe.last.entries) == {second.pid}
+
+
+def _start_with_pid(children: Children, pid: int, argv: list[str]) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as the free ``pid``: the kernel hands out the PID after ns_last_pid."""
+    last_pid = Path("/proc/sys/kernel/ns_last_pid")
+    for _ in range(50):  # another process on the host may take the PID first
+        try:
+            last_pid.write_text(str(pid - 1))
+        except OSError as exc:
+            pytest.skip(f"choosing a PID needs {last_pid} writable (root): {exc}")
+        proc = children.start(argv)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    raise AssertionError(f"could not start a process as pid {pid}")
+
+
+async def test_exited_and_zombie_processes_are_gone(children: Children, reading: type) -> None:
     reaped = children.start(["true"])
     reaped.wait(5)
     zombie = children.start(["true"])
@@ -86,6 +178,66 @@ async def test_exited_and_zombie_processes_are_gone(children: Children) -> None:
 def _state(pid: int) -> str:
     with open(f"/proc/{pid}/stat") as stat:
         return stat.read().rsplit(")", 1)[1].split()[0]
+
+
+async def test_a_member_that_exits_between_samples(
+    children: Children, tmp_path: Path, reading: type
+) -> None:
+    """A child ends between two samples: the tree shrinks, the deltas stay sane."""
+    ready = tmp_path / "ready"
+    proc = children.start(["sh", "-c", f"sleep 30 & sleep 30 & : > {ready}; wait"])
+    await wait_for(ready.exists, what="the shell's children")
+    fake_clock = FakeClock()
+    probe = PsutilProbe(clock=fake_clock)
+    task = _task(proc.pid, process_start_time(proc.pid))
+    assert (await probe.sample([task]))["t"].children == 2
+
+    doomed = psutil.Process(proc.pid).children()[0].pid
+    os.kill(doomed, signal.SIGKILL)
+    await wait_for(lambda: not os.path.exists(f"/proc/{doomed}"), what="the shell to reap it")
+    fake_clock.advance(10)
+    second = (await probe.sample([task]))["t"]
+    assert second.alive and second.identity_ok and second.children == 1
+    assert second.cpu_percent is not None and 0 <= second.cpu_percent < 5
+    assert second.read_bytes_delta == 0 and second.write_bytes_delta == 0
+
+
+async def test_a_child_that_exits_after_its_parent_listed_it(
+    children: Children, tmp_path: Path
+) -> None:
+    """The trees reader lists a parent's children, then reads each: one may be gone by then."""
+    if not procs.CHILDREN_FILES:
+        pytest.skip("this kernel keeps no /proc/<pid>/task/<tid>/children files")
+    ready = tmp_path / "ready"
+    proc = children.start(["sh", "-c", f"sleep 30 & sleep 30 & : > {ready}; wait"])
+    await wait_for(ready.exists, what="the shell's children")
+    trees = ProcessTrees()
+    listed = list(trees.children(proc.pid))
+    assert len(listed) == 2
+    os.kill(listed[0], signal.SIGKILL)
+    await wait_for(lambda: not os.path.exists(f"/proc/{listed[0]}"), what="the shell to reap it")
+    assert [entry.pid for entry in trees.descendants(proc.pid)] == [listed[1]]
+    assert trees.entry(listed[0]) is None
+
+
+async def test_a_daemonised_child_leaves_the_tree(
+    children: Children, tmp_path: Path, reading: type
+) -> None:
+    """A double fork reparents the grandchild away: neither reading counts it any more."""
+    ready, daemon = tmp_path / "ready", tmp_path / "daemon.pid"
+    proc = children.start(
+        ["sh", "-c", f"(sleep 30 & echo $! > {daemon}); sleep 30 & : > {ready}; wait"]
+    )
+    await wait_for(ready.exists, what="the shell's children")
+    escaped = int(daemon.read_text())
+    try:
+        await wait_for(
+            lambda: psutil.Process(escaped).ppid() != proc.pid, what="the daemon to be reparented"
+        )
+        sample = await PsutilProbe().sample([_task(proc.pid, process_start_time(proc.pid))])
+        assert sample["t"].children == 1
+    finally:
+        os.kill(escaped, signal.SIGKILL)
 
 
 async def test_other_hosts_are_not_probed() -> None:
@@ -136,8 +288,9 @@ async def test_probe_runs_off_the_event_loop(children: Children) -> None:
 async def test_one_read_of_the_process_table_per_sample(
     children: Children, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """However many tasks a sample covers, the process table is read once."""
-    procs = [children.start(["sleep", "30"]) for _ in range(5)]
+    """Reading the table, however many tasks a sample covers, it is read once."""
+    monkeypatch.setattr(procs, "TREES_UP_TO", 0.0)
+    procs_ = [children.start(["sleep", "30"]) for _ in range(5)]
     reads = 0
     read = ProcessTable.read.__func__  # type: ignore[attr-defined]
 
@@ -149,24 +302,65 @@ async def test_one_read_of_the_process_table_per_sample(
 
     monkeypatch.setattr(ProcessTable, "read", classmethod(counted))
     tasks = [
-        _task(p.pid, process_start_time(p.pid), task_id=f"t{i}") for i, p in enumerate(procs * 40)
+        _task(p.pid, process_start_time(p.pid), task_id=f"t{i}") for i, p in enumerate(procs_ * 40)
     ]
     samples = await PsutilProbe().sample(tasks)
     assert reads == 1 and len(samples) == 200 and all(s.alive for s in samples.values())
 
 
-async def test_cpu_is_summed_over_the_tree(children: Children, tmp_path: Path) -> None:
+async def test_reading_trees_reads_the_trees_and_nothing_else(
+    children: Children, tmp_path: Path
+) -> None:
+    """Thirty tasks over three shells with two children each: nine processes read, each once."""
+    if not procs.CHILDREN_FILES:
+        pytest.skip("this kernel keeps no /proc/<pid>/task/<tid>/children files")
+    shells = []
+    for number in range(3):
+        ready = tmp_path / f"ready{number}"
+        shells.append(children.start(["sh", "-c", f"sleep 30 & sleep 30 & : > {ready}; wait"]))
+        await wait_for(ready.exists, what="the shell's children")
+    members = {s.pid for s in shells}
+    members |= {c.pid for s in shells for c in psutil.Process(s.pid).children()}
+    tasks = [
+        _task(s.pid, process_start_time(s.pid), task_id=f"t{i}") for i, s in enumerate(shells * 10)
+    ]
+    probe = RecordingProbe()
+    samples = await probe.sample(tasks)
+    assert all(sample.children == 2 for sample in samples.values())
+    assert type(probe.last) is ProcessTrees and set(probe.last.entries) == members
+
+
+def test_the_table_is_read_when_trees_would_cost_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trees for a few leaders; the table when the leaders are many beside the host's
+    processes, or the kernel keeps no children files."""
+    host = sum(1 for name in os.listdir("/proc") if name.isdigit())
+    probe = PsutilProbe()
+    few, many = {os.getpid()}, set(range(1, host + 1))
+    expected = ProcessTrees if procs.CHILDREN_FILES else ProcessTable
+    assert type(probe.read_processes(few)) is expected
+    assert type(probe.read_processes(many)) is ProcessTable
+    monkeypatch.setattr(procs, "CHILDREN_FILES", False)
+    assert type(probe.read_processes(few)) is ProcessTable
+
+
+async def test_cpu_is_summed_over_the_tree(
+    children: Children, tmp_path: Path, reading: type
+) -> None:
     """sh -c over a CPU-bound grandchild: the shell idles, the tree's CPU is the child's."""
     ready = tmp_path / "ready"
     proc = children.start(["sh", "-c", f"sh -c ': > {ready}; while :; do :; done' & wait"])
-    wait_for_file(ready)
-    probe = PsutilProbe()
+    await wait_for(ready.exists, what="the busy grandchild")
+    probe = RecordingProbe()
     task = _task(proc.pid, process_start_time(proc.pid))
     first = (await probe.sample([task]))["t"]
+    assert type(probe.last) is reading
     assert first.cpu_percent is None and first.children == 1
-    await asyncio.sleep(0.5)
+    busy = psutil.Process(proc.pid).children()[0]
+    used = sum(busy.cpu_times()[:2])
+    # A loaded machine gives the loop what it can, maybe little: wait until it had some.
+    await wait_for(lambda: sum(busy.cpu_times()[:2]) > used, what="the loop to run")
     second = (await probe.sample([task]))["t"]
-    # A loaded machine gives the loop what it can, maybe little; the shell alone uses none:
+    # The shell alone uses none:
     assert second.cpu_percent is not None and second.cpu_percent > 0
     leader = psutil.Process(proc.pid).cpu_times()
     assert leader.user + leader.system < 0.5
@@ -179,8 +373,10 @@ def _words(sample: ProcessSample) -> str:
     return _process_words(sample)
 
 
-async def test_a_task_left_out_of_a_sample_keeps_its_delta(children: Children) -> None:
-    """The dashboard samples only the tasks that changed: the others never fall back to cpu ?."""
+async def test_a_task_left_out_of_a_sample_keeps_its_delta(
+    children: Children, reading: type
+) -> None:
+    """A sample may cover only some tasks: the others never fall back to cpu ?."""
     a, b = children.start(["sleep", "30"]), children.start(["sleep", "30"])
     probe = PsutilProbe()
     ta = _task(a.pid, process_start_time(a.pid), task_id="a")
