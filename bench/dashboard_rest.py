@@ -1,10 +1,10 @@
 """Dashboard at rest over a terminal: CPU% and bytes written to the terminal per second, with
-1,000 live tasks at a 1 s refresh in an 80x24 tmux pane, side by side with htop at its own 1 s
-delay. Target: CPU <= 1%, bytes/s no more than htop's.
+1,000 live tasks at a 1 s refresh (``--refresh``) in an 80x24 tmux pane, side by side with htop
+at the same delay. Target: CPU <= 1%, bytes/s no more than htop's.
 
     python bench/dashboard_rest.py [--rounds 3] [--seconds 20] [--tasks 1000] [--size 80x24]
                                    [--fleet both|mixed|healthy|local] [--jobs 40,200]
-                                   [--vs PYTHON] [--no-wall]
+                                   [--vs PYTHON] [--no-wall] [--refresh 1]
 
 ``--fleet local`` instead runs real `zombietop run` jobs on this host (``--jobs`` of them, in
 turn: one that beats, one that only prints, one idle, one `sh -c` over a child), so the
@@ -62,14 +62,20 @@ SETTLE_S = {"mixed": 30.0 + 60.0 + 5.0, "healthy": BEAT_EVERY}
 """How long a fresh fleet runs before the first round: the mixed fleet's silent leases
 (fleet_store.py's SILENT_TTL_S, 30 s) expire, then read in minutes a minute later."""
 
-DASHBOARD = ["-m", "zombietop.tui", "--read-only", "--refresh", "1"]
-"""After the interpreter: this checkout, installed in the venv that runs the benchmark."""
+
+def dashboard_args(refresh: float) -> list[str]:
+    """After the interpreter: the zombietop installed in that interpreter's venv, read-only."""
+    return ["-m", "zombietop.tui", "--read-only", "--refresh", f"{refresh:g}"]
+
 
 FLEETS = {"mixed": 10, "healthy": 0}
 """fleet_store.py's ``--silent``: one task in N never beats (0: every task beats)."""
 
-HTOP = ["-d", "10"]
-"""htop's delay is in tenths of a second: a 1 s refresh, like the dashboard's."""
+
+def htop_args(refresh: float) -> list[str]:
+    """htop's delay is in tenths of a second: the same refresh as the dashboard's."""
+    return ["-d", str(round(refresh * 10))]
+
 
 TMUX_CONF = """\
 set -g default-terminal xterm-256color
@@ -269,11 +275,18 @@ def measure_local(jobs: int, htop: str | None, args: argparse.Namespace) -> dict
         conf = tmp / "tmux.conf"
         conf.write_text(TMUX_CONF)
         tmux = Tmux(f"zt-bench-{os.getpid()}", conf, env)
-        runs = {"zombietop": [sys.executable, *DASHBOARD, "--db", str(db)]}
+        runs = {
+            "zombietop": [
+                sys.executable,
+                *dashboard_args(args.refresh),
+                "--db",
+                str(db),
+            ]
+        }
         if args.vs:
-            runs["before"] = [args.vs, *DASHBOARD, "--db", str(db)]
+            runs["before"] = [args.vs, *dashboard_args(args.refresh), "--db", str(db)]
         if htop:
-            runs["htop"] = [htop, *HTOP]
+            runs["htop"] = [htop, *htop_args(args.refresh)]
         samples.update({name: [] for name in runs})
         with local_fleet(db, jobs, env) as wrappers:
             time.sleep(LOCAL_SETTLE_S)
@@ -391,6 +404,13 @@ def report(fleet: str, samples: dict[str, list[Sample]]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--refresh",
+        type=float,
+        default=1.0,
+        help="seconds between redraws, the dashboard's and htop's alike (the dashboard's own "
+        "default is 2)",
+    )
     parser.add_argument("--seconds", type=float, default=20.0, help="measurement window per run")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before measuring")
     parser.add_argument("--tasks", type=int, default=1000)
@@ -425,7 +445,8 @@ def main() -> int:
     )
     print(
         f"{fleet}, {width}x{height} tmux, "
-        f"refresh 1 s (htop -d 10); {args.warmup:g} s warm-up, median of {args.rounds} rounds "
+        f"refresh {args.refresh:g} s (htop -d {round(args.refresh * 10)}); "
+        f"{args.warmup:g} s warm-up, median of {args.rounds} rounds "
         f"of {args.seconds:g} s"
     )
     if args.fleet == "local":
@@ -465,14 +486,27 @@ def measure_fleet(
         conf = tmp / "tmux.conf"
         conf.write_text(TMUX_CONF)
         tmux = Tmux(f"zt-bench-{os.getpid()}", conf, env)
-        runs = {"zombietop": [sys.executable, *DASHBOARD, "--db", str(db)]}
+        runs = {
+            "zombietop": [
+                sys.executable,
+                *dashboard_args(args.refresh),
+                "--db",
+                str(db),
+            ]
+        }
         if args.vs:
-            runs["before"] = [args.vs, *DASHBOARD, "--db", str(db)]
+            runs["before"] = [args.vs, *dashboard_args(args.refresh), "--db", str(db)]
         if not args.no_wall:
-            runs["wall"] = [sys.executable, *DASHBOARD, "--wall", "--db", str(db)]
+            runs["wall"] = [
+                sys.executable,
+                *dashboard_args(args.refresh),
+                "--wall",
+                "--db",
+                str(db),
+            ]
         runs["textual"] = [sys.executable, str(REPO / "bench" / "textual_clock.py")]
         if htop:
-            runs["htop"] = [htop, *HTOP]
+            runs["htop"] = [htop, *htop_args(args.refresh)]
         samples.update({name: [] for name in runs})
         with beating_fleet(db, args.tasks, FLEETS[fleet_name], env) as fleet:
             time.sleep(SETTLE_S[fleet_name])
