@@ -22,8 +22,10 @@ fleets (both by default, one after the other):
   tenth of the fleet beats every second, so every visible row is replaced every second.
 
 ``--vs PYTHON`` also runs the dashboard of another checkout (``PYTHON -m zombietop.tui``, the
-interpreter of that checkout's venv) in each round, alternated with this one's, over the same
-fleet: "before" in the table.
+interpreter of that checkout's venv) in each round, alternated with this one's: "before" in the
+table. It reads a fleet of its own, the same size and kind, written by its own zombietop (the two
+checkouts' store schemas may differ); both fleets run for the whole run, so each dashboard is
+measured beside the same two.
 
 Each round runs the dashboard (read-only), then the same in wall mode (``--wall``: counts and
 the worst offenders, whose ages tick), then bench/textual_clock.py (a bare Textual app
@@ -185,14 +187,15 @@ def measure(
 
 @contextlib.contextmanager
 def beating_fleet(
-    db: Path, tasks: int, silent: int, env: dict[str, str]
+    db: Path, tasks: int, silent: int, env: dict[str, str], python: str = sys.executable
 ) -> Iterator[subprocess.Popen[str]]:
-    """Keep ``tasks`` live tasks beating in ``db`` until the block ends."""
+    """Keep ``tasks`` live tasks beating in ``db`` (written by ``python``'s zombietop) until the
+    block ends."""
     log = db.with_suffix(".log")
     with log.open("w") as errors:
         fleet = subprocess.Popen(
             [
-                sys.executable,
+                python,
                 str(REPO / "scripts" / "fleet_store.py"),
                 *("--db", str(db), "--tasks", str(tasks), "--beat-every", f"{BEAT_EVERY:g}"),
                 *("--silent", str(silent)),
@@ -224,13 +227,13 @@ def beating_fleet(
 
 @contextlib.contextmanager
 def local_fleet(
-    db: Path, jobs: int, env: dict[str, str]
+    db: Path, jobs: int, env: dict[str, str], python: str = sys.executable
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Run ``jobs`` real `zombietop run` jobs on this host until the block ends."""
+    """Run ``jobs`` real `zombietop run` jobs (``python``'s) on this host until the block ends."""
     wrappers: list[subprocess.Popen[bytes]] = []
     try:
         subprocess.run(
-            [sys.executable, "-m", "zombietop.tui", "--db", str(db), "init"],
+            [python, "-m", "zombietop.tui", "--db", str(db), "init"],
             env=env,
             check=True,
             capture_output=True,
@@ -240,7 +243,7 @@ def local_fleet(
             wrappers.append(
                 subprocess.Popen(
                     [
-                        *(sys.executable, "-m", "zombietop.tui", "--db", str(db), "run"),
+                        *(python, "-m", "zombietop.tui", "--db", str(db), "run"),
                         *("--task", f"local-{number:03d}", "--", "sh", "-c", script),
                     ],
                     env=env,
@@ -284,18 +287,21 @@ def measure_local(jobs: int, htop: str | None, args: argparse.Namespace) -> dict
             ]
         }
         if args.vs:
-            runs["before"] = [args.vs, *dashboard_args(args.refresh), "--db", str(db)]
+            runs["before"] = [args.vs, *dashboard_args(args.refresh), "--db", str(tmp / "vs.db")]
         if htop:
             runs["htop"] = [htop, *htop_args(args.refresh)]
         samples.update({name: [] for name in runs})
-        with local_fleet(db, jobs, env) as wrappers:
+        with contextlib.ExitStack() as fleets:
+            wrappers = list(fleets.enter_context(local_fleet(db, jobs, env)))
+            if args.vs:
+                wrappers += fleets.enter_context(local_fleet(tmp / "vs.db", jobs, env, args.vs))
             time.sleep(LOCAL_SETTLE_S)
             for _ in range(args.rounds):
                 for name, argv in runs.items():
                     samples[name].append(measure(name, argv, tmux, tmp / f"{name}.bytes", args))
             gone = sum(1 for wrapper in wrappers if wrapper.poll() is not None)
             if gone:
-                raise BenchError(f"{gone} of {jobs} wrapped jobs exited during the run")
+                raise BenchError(f"{gone} of {len(wrappers)} wrapped jobs exited during the run")
             load = " ".join(f"{avg:.2f}" for avg in os.getloadavg())
             print(
                 f"\n{jobs} local jobs: {len(psutil.pids())} processes on the host, "
@@ -495,7 +501,7 @@ def measure_fleet(
             ]
         }
         if args.vs:
-            runs["before"] = [args.vs, *dashboard_args(args.refresh), "--db", str(db)]
+            runs["before"] = [args.vs, *dashboard_args(args.refresh), "--db", str(tmp / "vs.db")]
         if not args.no_wall:
             runs["wall"] = [
                 sys.executable,
@@ -508,16 +514,24 @@ def measure_fleet(
         if htop:
             runs["htop"] = [htop, *htop_args(args.refresh)]
         samples.update({name: [] for name in runs})
-        with beating_fleet(db, args.tasks, FLEETS[fleet_name], env) as fleet:
+        with contextlib.ExitStack() as stack:
+            fleets = {
+                db: stack.enter_context(beating_fleet(db, args.tasks, FLEETS[fleet_name], env))
+            }
+            if args.vs:
+                vs_db = tmp / "vs.db"
+                fleets[vs_db] = stack.enter_context(
+                    beating_fleet(vs_db, args.tasks, FLEETS[fleet_name], env, args.vs)
+                )
             time.sleep(SETTLE_S[fleet_name])
             for _ in range(args.rounds):
                 for name, argv in runs.items():
                     sample = measure(name, argv, tmux, tmp / f"{name}.bytes", args)
                     samples[name].append(sample)
-                if fleet.poll() is not None:
-                    raise BenchError(
-                        f"scripts/fleet_store.py stopped: {db.with_suffix('.log').read_text()}"
-                    )
+                for store, fleet in fleets.items():
+                    if fleet.poll() is not None:
+                        log = store.with_suffix(".log").read_text()
+                        raise BenchError(f"scripts/fleet_store.py stopped: {log}")
     return samples
 
 
