@@ -199,8 +199,9 @@ class Agent:
     def _say_other_names(self, snapshot: Snapshot) -> None:
         """Say once when a source records this host under another name: a dashboard elsewhere
         looks for the agent of a task by the name its source records."""
+        views = snapshot.by_id()
         for task_id, origin in snapshot.origins.items():
-            view = snapshot.by_id().get(task_id)
+            view = views.get(task_id)
             named = origin.ids.get("hostname")
             if view is None or view.task.host != self.host or not isinstance(named, str):
                 continue
