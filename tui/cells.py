@@ -28,6 +28,9 @@ EPSILON_S = 1e-6
 """Taken off every computed moment of change, so float rounding never puts one too late."""
 
 
+GLANCE_STEP_S = 5.0
+"""Under a minute, table cells show ages in steps of this many seconds (``glance_age``)."""
+
 OBSERVED_MARK = "~"
 """Leads the heartbeat cell of a task whose latest beat was observed (``~41s``), not reported."""
 
@@ -60,9 +63,9 @@ class Column:
 
 def glance_changes(now: float, seconds: float, rising: bool) -> float:
     """When ``glance_age`` of an age (``rising``) or a countdown, ``seconds`` at ``now``, may
-    next read differently: at the next whole second under a minute, else the next whole
-    minute (hours and days turn over on minutes too)."""
-    unit = 1.0 if abs(seconds) < 60 else 60.0
+    next read differently: at the next step of five seconds under a minute, else the next
+    whole minute (hours and days turn over on minutes too)."""
+    unit = GLANCE_STEP_S if abs(seconds) < 60 else 60.0
     if rising == (seconds >= 0):
         # Moving away from zero: the next multiple of the unit above |seconds|.
         size = abs(seconds)
@@ -168,15 +171,22 @@ def _lease_changes(view: TaskView, now: float) -> float:
 
 
 def glance_age(seconds: float) -> str:
-    """Format an age or countdown for a table cell: ``41s``, ``3m``, ``4h12m``, ``2d03h``.
+    """Format an age or countdown for a table cell: ``<5s``, ``40s``, ``3m``, ``4h12m``, ``2d03h``.
 
-    Past the first minute a cell changes once a minute at most: seconds are noise in a view read
-    at a glance, and every visible row ticking each second is most of what the table writes. The
-    detail view, page lines and status keep the seconds (``format_age``); the units switch where
-    ``format_age``'s do. A negative countdown reads as its distance from zero.
+    A cell changes once every five seconds at most in the first minute and once a minute past
+    it: single seconds are noise in a view read at a glance (a healthy task beats every ten
+    seconds and a stall takes minutes), and every visible row ticking each second is most of
+    what the table writes. Each text is the step the age has reached (``40s`` from 40 to 44.9
+    seconds). The detail view, page lines and status keep the seconds (``format_age``); the
+    units switch where ``format_age``'s do. A negative countdown reads as its distance from
+    zero.
     """
     seconds = abs(seconds)
-    if 60 <= seconds < 3600:
+    if seconds < GLANCE_STEP_S:
+        return f"<{GLANCE_STEP_S:g}s"
+    if seconds < 60:
+        return f"{int(seconds // GLANCE_STEP_S * GLANCE_STEP_S)}s"
+    if seconds < 3600:
         return f"{int(seconds) // 60}m"
     return format_age(seconds)
 

@@ -1,4 +1,4 @@
-"""Table cells show ages at a glance: seconds only in the first minute, then once a minute."""
+"""Table cells show ages at a glance: steps of five seconds in the first minute, then minutes."""
 
 from __future__ import annotations
 
@@ -17,10 +17,16 @@ DAY = 24 * HOUR
 @pytest.mark.parametrize(
     ("seconds", "text"),
     [
-        (0, "0s"),
-        (0.4, "0s"),
-        (41, "41s"),
-        (59.9, "59s"),
+        (0, "<5s"),
+        (0.4, "<5s"),
+        (4.99, "<5s"),
+        (5, "5s"),
+        (9.9, "5s"),
+        (10, "10s"),
+        (41, "40s"),
+        (44.9, "40s"),
+        (45, "45s"),
+        (59.9, "55s"),
         (60, "1m"),
         (60.1, "1m"),
         (119.9, "1m"),
@@ -36,8 +42,9 @@ DAY = 24 * HOUR
         (2 * DAY + 3 * HOUR + 59 * MINUTE, "2d03h"),
         (99 * DAY + 23 * HOUR, "99d23h"),
         # Lease countdowns past zero come in negative; the cell adds "ago".
-        (-0.5, "0s"),
-        (-59.9, "59s"),
+        (-0.5, "<5s"),
+        (-7, "5s"),
+        (-59.9, "55s"),
         (-60, "1m"),
         (-3599, "59m"),
         (-3600, "1h00m"),
@@ -48,10 +55,26 @@ def test_glance_age(seconds: float, text: str) -> None:
     assert glance_age(seconds) == text
 
 
-@given(st.floats(min_value=-200 * DAY, max_value=200 * DAY))
+@given(
+    st.floats(min_value=60, max_value=200 * DAY) | st.floats(max_value=-60, min_value=-200 * DAY)
+)
 def test_glance_age_is_format_age_without_the_seconds(seconds: float) -> None:
-    """Only the trailing seconds go: the table and the detail view never disagree."""
+    """Past the first minute only the trailing seconds go: the table and the detail view never
+    disagree."""
     assert format_age(seconds).startswith(glance_age(seconds))
+
+
+@given(st.floats(min_value=-59.999, max_value=59.999))
+def test_the_first_minute_reads_the_step_reached(seconds: float) -> None:
+    """Under a minute a cell reads the step of five seconds the age has reached, never more than
+    the detail view's seconds, and less by under five."""
+    text = glance_age(seconds)
+    whole = int(format_age(seconds).removesuffix("s"))
+    if text == "<5s":
+        assert whole < 5
+    else:
+        step = int(text.removesuffix("s"))
+        assert step % 5 == 0 and step <= whole < step + 5
 
 
 WIDEST = [glance_age(s) for s in (59, 59 * MINUTE, 48 * HOUR - 1, 99 * DAY + 23 * HOUR)]

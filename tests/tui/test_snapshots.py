@@ -216,7 +216,7 @@ def _untrusted() -> SampleSource:
 def test_untrusted_text_main(snap_compare):
     """The stalled task's id reads evil-\\x1b[2J\\x1b]0;pwned\\x07-01, escaped: no wiped
     screen, no retitle; tar-0099, which reports nothing, is healthy with an observed heartbeat
-    (its BEAT cell reads '~9s')."""
+    (its BEAT cell reads '~5s')."""
     assert snap_compare(make_app(_untrusted()), terminal_size=(80, 24), run_before=settle)
 
 
