@@ -29,6 +29,12 @@ def _cli(db: Path, config: Path, *args: str) -> subprocess.CompletedProcess[str]
     return subprocess.run(zombietop(db, config, *args), capture_output=True, text=True, timeout=60)
 
 
+def _said(wrapper: subprocess.Popen[bytes]) -> str:
+    """What ``zombietop run`` wrote on stderr, to say why it exited as it did."""
+    stderr = wrapper.stderr.read() if wrapper.stderr is not None else b""
+    return f"exit {wrapper.returncode}; zombietop run said: {stderr.decode(errors='replace')!r}"
+
+
 async def _beating(store: SQLiteStore, task_id: str) -> bool:
     try:
         record = await store.get_record(task_id)
@@ -56,7 +62,8 @@ async def test_a_kill_of_a_job_that_exits_0_is_interrupted_and_blocks_its_depend
         _cli, db, fast_config_path, "kill", "up", "--yes", "--reason", "half-done test"
     )
     assert killed.returncode == 0, killed.stderr
-    assert await asyncio.to_thread(wrapper.wait, 20) == 0  # the job's own exit, passed on
+    code = await asyncio.to_thread(wrapper.wait, 20)
+    assert code == 0, _said(wrapper)  # the job's own exit, passed on
     task = await real_store.get_task("up")
     assert task.state is TaskState.INTERRUPTED and task.exit_code == 0
     assert "stopped by a kill by" in (task.state_reason or "")
@@ -88,7 +95,8 @@ async def test_a_forwarded_sigint_is_interrupted_even_when_the_job_exits_0(
     )
     await wait_for(lambda: _beating(real_store, "ctrl-c"), what="the job's first heartbeat")
     wrapper.send_signal(signal.SIGINT)
-    assert await asyncio.to_thread(wrapper.wait, 20) == 0
+    code = await asyncio.to_thread(wrapper.wait, 20)
+    assert code == 0, _said(wrapper)
     task = await real_store.get_task("ctrl-c")
     assert task.state is TaskState.INTERRUPTED and task.exit_code == 0
     assert "SIGINT (forwarded by zombietop run)" in (task.state_reason or "")
