@@ -32,7 +32,7 @@ GLANCE_STEP_S = 5.0
 """Under a minute, table cells show ages in steps of this many seconds (``glance_age``)."""
 
 OBSERVED_MARK = "~"
-"""Leads the heartbeat cell of a task whose latest beat was observed (``~41s``), not reported."""
+"""Leads the heartbeat cell of a task whose latest beat was observed (``~40s``), not reported."""
 
 
 def bar(fraction: float | None, width: int) -> str:
