@@ -305,6 +305,10 @@ class ZombietopApp(App[None]):
         assert self.executor is not None
         outcome = await self.executor.run(request)
         self.report(outcome)
+        self._show_effect()
+
+    def _show_effect(self) -> None:
+        """After an action: poll now so its effect shows, unless the screen is paused."""
         if self.paused_at is None:
             self.poll()
 
@@ -356,8 +360,7 @@ class ZombietopApp(App[None]):
             return
         said = "was no longer acked" if ended is None else "unacked: re-notify resumes"
         self.notify(f"{shown_markup(task_id)} {said}", title="done", timeout=10)
-        if self.paused_at is None:
-            self.poll()
+        self._show_effect()
 
     def request_silence(self, task_id: str) -> None:
         """Ask for the rule (this task or its step type), a reason and a duration; silence."""
@@ -395,8 +398,7 @@ class ZombietopApp(App[None]):
             self.notify(shown_markup(str(exc)), title="refused", severity="error", timeout=15)
             return
         self.notify(said, title="done", timeout=10)
-        if self.paused_at is None:
-            self.poll()
+        self._show_effect()
 
     # Command palette ------------------------------------------------------------------------
 
