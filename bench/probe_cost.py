@@ -37,7 +37,7 @@ from zombietop.procs import (
     ProcessTable,
     ProcessTrees,
     PsutilProbe,
-    process_start_time,
+    read_start,
     this_host,
 )
 
@@ -84,6 +84,8 @@ def tasks_on(pids: Sequence[int], count: int) -> list[Task]:
     tasks = []
     for number in range(count):
         pid = pids[number % len(pids)]
+        start = read_start(pid)
+        assert start is not None
         tasks.append(
             Task(
                 task_id=f"t{number}",
@@ -92,7 +94,8 @@ def tasks_on(pids: Sequence[int], count: int) -> list[Task]:
                 step_type="default",
                 state=TaskState.RUNNING,
                 pid=pid,
-                pid_start_time=process_start_time(pid),
+                pid_start_time=start.time,
+                pid_start_identity=start.identity,
                 host=host,
                 created_at=0.0,
                 updated_at=0.0,

@@ -29,7 +29,8 @@ from zombietop.errors import ActionRefused, TaskNotFound, UnsafePath
 from zombietop.locations import clean_env, store_location, task_file_name
 from zombietop.model import EventKind, PendingKill, Task, TaskRecord
 from zombietop.private import state_subdir
-from zombietop.procs import process_start_time, same_start, spawn_detached, this_host, tie, untied
+from zombietop.procs import read_start, spawn_detached, this_host, tie, untied
+from zombietop.start_identity import ProcessStart, same_start, start_words
 from zombietop.store import Store, location_of
 
 
@@ -56,13 +57,12 @@ def signal_target(pid: int) -> int | None:
     return pgid if pgid == pid and pgid != os.getpgrp() else None
 
 
-def alive_as(pid: int, start_time: float | None) -> bool:
-    """True while ``pid`` is the same process (same start time) and has not exited."""
+def alive_as(pid: int, start: ProcessStart | None) -> bool:
+    """True while ``pid`` is the same process (the same start) and has not exited."""
+    if not same_start(start, read_start(pid)):
+        return False
     try:
-        proc = psutil.Process(pid)
-        if not same_start(start_time, proc.create_time()):
-            return False
-        return proc.status() != psutil.STATUS_ZOMBIE
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
 
@@ -366,7 +366,7 @@ class Executor:
         if pid is None or task.host != self.host or pid == os.getpid():
             # Our own process is an SDK job resuming itself: the new token fences it.
             return "", None
-        if not await asyncio.to_thread(alive_as, pid, task.pid_start_time):
+        if not await asyncio.to_thread(alive_as, pid, task.pid_start):
             return "", None
         if await asyncio.to_thread(tie, pid, task.task_id) is None:
             # The store's pid alone is not trusted (see ``tie``): resume, signal nothing.
@@ -389,7 +389,7 @@ class Executor:
                     f"and not ours to signal; stop it as its owner (kill {pid}), then resume"
                 )
             how = sig.name
-            if await self._gone_within(pid, task.pid_start_time, limits.kill_grace):
+            if await self._gone_within(pid, task.pid_start, limits.kill_grace):
                 break
         else:
             return "", (
@@ -399,10 +399,10 @@ class Executor:
         return f"; stopped the old copy first ({target} exited after {how})", None
 
     @staticmethod
-    async def _gone_within(pid: int, start_time: float | None, seconds: float) -> bool:
+    async def _gone_within(pid: int, start: ProcessStart | None, seconds: float) -> bool:
         """Wait up to ``seconds`` of real time for ``pid`` to exit (a real process's grace)."""
         deadline = time.monotonic() + seconds
-        while await asyncio.to_thread(alive_as, pid, start_time):
+        while await asyncio.to_thread(alive_as, pid, start):
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(0.05)
@@ -518,7 +518,7 @@ class Executor:
                 f"SIGKILL in {format_age(max(left, 0))}",
             )
         pid = task.pid
-        actual = await asyncio.to_thread(process_start_time, pid)
+        actual = await asyncio.to_thread(read_start, pid)
         if actual is None:
             return await self._done(
                 request,
@@ -527,13 +527,12 @@ class Executor:
                 token=token,
                 data=data,
             )
-        if not same_start(task.pid_start_time, actual):
+        if not same_start(task.pid_start, actual):
             return await self._done(
                 request,
                 Outcome.IDENTITY_MISMATCH,
-                f"pid {pid} now belongs to another process (started {actual:.2f}, "
-                f"the task's started "
-                f"{task.pid_start_time}); nothing signalled",
+                f"pid {pid} now belongs to another process (started {start_words(actual)}, "
+                f"the task's started {start_words(task.pid_start)}); nothing signalled",
                 token=token,
                 data=data,
             )
@@ -549,6 +548,9 @@ class Executor:
                 task.task_id,
                 pid=pid,
                 pid_start_time=task.pid_start_time,
+                # The process just checked: a task recorded without the kernel's count (by an
+                # older zombietop) still gets an exact check before its SIGKILL.
+                pid_start_identity=actual.identity,
                 pgid=pgid,
                 host=self.host,
                 requested_by=request.actor,
@@ -631,7 +633,7 @@ class Executor:
     async def _complete(
         self, kill: PendingKill, now: float, vouch: Vouch | None
     ) -> ActionOutcome | None:
-        leader = await asyncio.to_thread(alive_as, kill.pid, kill.pid_start_time)
+        leader = await asyncio.to_thread(alive_as, kill.pid, kill.pid_start)
         members = [] if kill.pgid is None else await asyncio.to_thread(group_members, kill.pgid)
         elapsed = now - kill.term_sent_at
         request = ActionRequest(
@@ -673,7 +675,7 @@ class Executor:
             if kill.pgid is not None and group_members(kill.pgid):
                 # A group id cannot be reused while any member lives, so this is still ours.
                 os.killpg(kill.pgid, signal.SIGKILL)
-            elif alive_as(kill.pid, kill.pid_start_time):
+            elif alive_as(kill.pid, kill.pid_start):
                 os.kill(kill.pid, signal.SIGKILL)
             else:
                 return f"pid {kill.pid} exited just before SIGKILL was due"

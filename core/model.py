@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from zombietop.durations import format_age
+from zombietop.start_identity import ProcessStart, StartIdentity
 
 
 class Row(Protocol):
@@ -105,6 +106,10 @@ class BudgetFlag(StrEnum):
     """The task has run past the task timeout (logged only, never kills)."""
 
 
+def _start(time: float | None, identity: StartIdentity | None) -> ProcessStart | None:
+    return None if time is None else ProcessStart(time=time, identity=identity)
+
+
 def _json_tuple(text: str | None) -> tuple[str, ...]:
     return tuple(json.loads(text)) if text and text != "[]" else ()
 
@@ -123,6 +128,11 @@ class Task:
     host: str | None = None
     pid: int | None = None
     pid_start_time: float | None = None
+    """When the process started, wall clock: what people read, and checked only without
+    ``pid_start_identity``."""
+    pid_start_identity: StartIdentity | None = None
+    """The kernel's count of the start, which identity checks compare exactly; None in rows
+    written before the store kept it, and where /proc cannot tell it."""
     command: tuple[str, ...] = ()
     cwd: str | None = None
     checkpoint: str | None = None
@@ -143,6 +153,12 @@ class Task:
     def quarantined(self) -> bool:
         return self.quarantined_at is not None
 
+    @property
+    def pid_start(self) -> ProcessStart | None:
+        """The recorded start of the task's process, to check a live PID against (None:
+        none recorded)."""
+        return _start(self.pid_start_time, self.pid_start_identity)
+
     @classmethod
     def from_row(cls, row: Row) -> Task:
         return cls(
@@ -156,6 +172,9 @@ class Task:
             host=row["host"],
             pid=row["pid"],
             pid_start_time=row["pid_start_time"],
+            pid_start_identity=StartIdentity.from_columns(
+                row["pid_boot_id"], row["pid_start_ticks"]
+            ),
             command=_json_tuple(row["command"]),
             cwd=row["cwd"],
             checkpoint=row["checkpoint"],
@@ -392,7 +411,7 @@ class PendingKill:
     """A graceful kill in progress, durable in the store so any zombietop on the host can finish it.
 
     SIGTERM went to ``pid``'s process group at ``term_sent_at``; SIGKILL is due at ``deadline``
-    if the same identity (pid and start time) is still alive then.
+    if the same identity (pid and start) is still alive then.
     """
 
     task_id: str
@@ -410,10 +429,19 @@ class PendingKill:
     source: str | None = None
     """The read-only source whose task this is (None: the store's own): only a zombietop that
     reads that source can vouch for the process before a SIGKILL."""
+    pid_start_identity: StartIdentity | None = None
+    """The kernel's count of the start of the process that got SIGTERM (None: a kill recorded
+    before the store kept it, or where /proc cannot tell it)."""
 
     @property
     def pending(self) -> bool:
         return self.outcome is None
+
+    @property
+    def pid_start(self) -> ProcessStart | None:
+        """The start of the process that got SIGTERM, to check a live PID against (None:
+        none recorded)."""
+        return _start(self.pid_start_time, self.pid_start_identity)
 
     @classmethod
     def from_row(cls, row: Row) -> PendingKill:
@@ -429,6 +457,9 @@ class PendingKill:
             finished_at=row["finished_at"],
             pgid=row["pgid"],
             source=row["source"],
+            pid_start_identity=StartIdentity.from_columns(
+                row["pid_boot_id"], row["pid_start_ticks"]
+            ),
         )
 
 

@@ -1,7 +1,8 @@
 """The local process probe: what psutil sees of the PIDs behind tasks on this host.
 
-A process is known by its PID *and* its start time: PIDs are reused, so a live PID whose start
-time differs from the one recorded when the task started belongs to someone else.
+A process is known by its PID *and* its start: PIDs are reused, so a live PID whose start
+differs from the one recorded when the task started belongs to someone else (see
+``start_identity`` for how two starts are compared).
 """
 
 from __future__ import annotations
@@ -19,14 +20,11 @@ from pathlib import Path
 
 import psutil
 
-from zombietop.clock import Clock, SystemClock
+from zombietop.clock import CLOCK_TICKS, Clock, SystemClock, host_ticks
 from zombietop.locations import TIE_FOLDER, task_file_name
 from zombietop.model import ProcessSample, Task
 from zombietop.private import open_append
-
-START_TIME_TOLERANCE = 1.0
-"""Seconds two readings of one process's start time may differ by. psutil derives it from the
-boot time, which Linux reports in whole seconds and which moves when the wall clock is stepped."""
+from zombietop.start_identity import ProcessStart, StartIdentity, same_start
 
 
 def spawn_detached(
@@ -112,22 +110,21 @@ def this_host() -> str:
     return os.environ.get("ZOMBIETOP_HOST") or socket.gethostname()
 
 
-def process_start_time(pid: int) -> float | None:
-    """Return the start time of ``pid`` (epoch seconds), or None when no such process exists."""
+def read_start(pid: int) -> ProcessStart | None:
+    """Read the start of ``pid`` now: its wall-clock time, and where /proc has it, the kernel's
+    count on the host's boot clock. None when no such process exists."""
+    if _PROC_STAT:
+        entry = _read_stat(pid, psutil.boot_time())
+        if entry is None:
+            return None
+        return ProcessStart(time=entry.create_time, identity=entry.identity)
     try:
-        return psutil.Process(pid).create_time()
+        return ProcessStart(time=psutil.Process(pid).create_time())
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         return None
     except psutil.AccessDenied:
         # Start times are world-readable on Linux; elsewhere a foreign process may hide it.
         return None
-
-
-def same_start(recorded: float | None, actual: float | None) -> bool:
-    """True when two start times describe the same process (None recorded: trust the PID)."""
-    if actual is None:
-        return False
-    return recorded is None or abs(recorded - actual) <= START_TIME_TOLERANCE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,6 +138,14 @@ class ProcEntry:
     cpu_seconds: float
     rss_bytes: int
     threads: int
+    start_ticks: int | None = None
+    """Clock ticks from the host's boot to the start (None: read without /proc, or this
+    process's time namespace hides the host's count)."""
+
+    @property
+    def identity(self) -> StartIdentity | None:
+        """The start as identity checks compare it."""
+        return StartIdentity.on_this_boot(self.start_ticks)
 
 
 class ProcessReading(ABC):
@@ -247,7 +252,7 @@ _PROC_STAT = Path("/proc/self/stat").exists()
 CHILDREN_FILES = Path(f"/proc/self/task/{os.getpid()}/children").exists()
 """Whether the kernel lists each thread's children (CONFIG_PROC_CHILDREN): then a process tree
 can be read without reading every process on the host."""
-_TICKS = os.sysconf("SC_CLK_TCK") if _PROC_STAT else 100
+_TICKS = CLOCK_TICKS
 _PAGE = os.sysconf("SC_PAGE_SIZE") if _PROC_STAT else 4096
 _STATES = {
     "R": "running",
@@ -302,10 +307,14 @@ def _read_stat(pid: int, boot: float) -> ProcEntry | None:
         return None  # exited between the listing and the read
     # The command name is in parentheses and may itself hold spaces or parentheses.
     fields = data[data.rindex(b")") + 2 :].split()
+    started = int(fields[19])
     return ProcEntry(
         pid=pid,
         ppid=int(fields[1]),
-        create_time=boot + int(fields[19]) / _TICKS,
+        # Both on this process's time namespace: /proc/stat moves the boot time back by the
+        # same offset that moves the start forward, so the sum is the host's wall time.
+        create_time=boot + started / _TICKS,
+        start_ticks=host_ticks(started),
         status=_STATES.get(fields[0].decode(), "unknown"),
         cpu_seconds=(int(fields[11]) + int(fields[12])) / _TICKS,
         rss_bytes=int(fields[21]) * _PAGE,
@@ -455,7 +464,7 @@ class PsutilProbe:
         seen: dict[int, _Seen] = {}
         for task in tasks:
             if task.pid is not None:
-                samples[task.task_id] = self._one(reading, task.pid, task.pid_start_time, now, seen)
+                samples[task.task_id] = self._one(reading, task.pid, task.pid_start, now, seen)
         # Keep what this sample did not look at while its process lives: a task left out of
         # one sample still gets a delta next time. Reading trees, that costs a read of each
         # such process: few, as callers sample every live task on the host each time (the
@@ -487,14 +496,15 @@ class PsutilProbe:
         self,
         reading: ProcessReading,
         pid: int,
-        recorded_start: float | None,
+        recorded_start: ProcessStart | None,
         now: float,
         seen: dict[int, _Seen],
     ) -> ProcessSample:
         leader = reading.entry(pid)
         if leader is None:
             return ProcessSample(pid=pid, alive=False, sampled_at=now)
-        if not same_start(recorded_start, leader.create_time):
+        actual = ProcessStart(time=leader.create_time, identity=leader.identity)
+        if not same_start(recorded_start, actual):
             return ProcessSample(
                 pid=pid,
                 alive=True,

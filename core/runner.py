@@ -48,7 +48,7 @@ from zombietop.model import EventKind, PendingKill, TaskState
 from zombietop.output import OutputLog, private_output_path, prune_attempts
 from zombietop.printable import printable
 from zombietop.private import open_read, state_subdir, write_new
-from zombietop.procs import TreeActivity, process_start_time, this_host
+from zombietop.procs import TreeActivity, read_start, this_host
 from zombietop.store import Store, location_of
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -332,20 +332,21 @@ class Runner:
     ) -> int:
         task_id, owner, token = claim.task.task_id, claim.owner, claim.token
         started = await self.store.now()
-        start_time = await asyncio.to_thread(process_start_time, proc.pid)
+        start = await asyncio.to_thread(read_start, proc.pid)
         loop = asyncio.get_running_loop()
         for sig in FORWARDED:
             loop.add_signal_handler(sig, self._forward, proc, sig, limits.kill_grace)
         tail = HeartbeatTail(beat_file)
         try:
-            if start_time is not None:
+            if start is not None:
                 try:
                     await self.store.set_process(
                         task_id,
                         owner=owner,
                         token=token,
                         pid=proc.pid,
-                        pid_start_time=start_time,
+                        pid_start_time=start.time,
+                        pid_start_identity=start.identity,
                         host=self.host,
                     )
                 except StoreReplaced as exc:

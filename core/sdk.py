@@ -49,7 +49,7 @@ from zombietop.locations import (
 )
 from zombietop.model import Lease, TaskState
 from zombietop.private import create_new, open_append, open_read, private_dir, state_subdir
-from zombietop.procs import process_start_time, this_host
+from zombietop.procs import read_start, this_host
 from zombietop.store import Store, open_store
 
 T = TypeVar("T")
@@ -194,14 +194,15 @@ class Job:
         # started by hand, whose environment and command line name no task.
         tie_file = state_subdir(self.db, TIE_FOLDER) / task_file_name(self.task_id)
         self._tie_fd = open_append(tie_file)
-        start = process_start_time(os.getpid())
+        start = read_start(os.getpid())
         if start is not None:
             await self._store.set_process(
                 self.task_id,
                 owner=claim.owner,
                 token=claim.token,
                 pid=os.getpid(),
-                pid_start_time=start,
+                pid_start_time=start.time,
+                pid_start_identity=start.identity,
                 host=self.host,
             )
         return claim

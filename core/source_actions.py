@@ -2,7 +2,7 @@
 
 - resume and discard are refused with the engine's own command that does it;
 - kill goes through the executor's kill: the process on this host, identity-checked (pid and
-  start time), SIGTERM, a kill record in zombietop's store, SIGKILL after the kill grace from
+  start), SIGTERM, a kill record in zombietop's store, SIGKILL after the kill grace from
   whoever finishes pending kills (this dashboard, a background ``zombietop kill`` it leaves
   when it exits, the host's agent). A process on another host is killed by that host's agent,
   which reads the source itself;
@@ -18,7 +18,7 @@ from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.executor import Executor
 from zombietop.model import PendingKill
 from zombietop.monitor import Monitor
-from zombietop.procs import same_start
+from zombietop.start_identity import same_start
 
 
 class SourceActions:
@@ -64,7 +64,7 @@ class SourceActions:
         if (
             task.host != self.monitor.host
             or task.pid != kill.pid
-            or not same_start(kill.pid_start_time, task.pid_start_time)
+            or not same_start(kill.pid_start, task.pid_start)
         ):
             now = f"pid {task.pid} on {task.host}" if task.pid else "no process"
             return (

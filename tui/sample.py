@@ -33,11 +33,20 @@ from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.oncall import OnCall
 from zombietop.output import LastOutput
 from zombietop.schedules import ScheduleView, judge, order
+from zombietop.start_identity import StartIdentity
 
 NOW = 1_796_000_000.0
 """2026-11-30 00:53:20 UTC: the frozen moment every sample screen shows."""
 HOST = "batch-01"
+BOOTED = NOW - 9 * 86400.0
+"""When the sample host booted: the kernel counts its processes' starts in ticks from here."""
+BOOT_ID = "5d3ac1f0-7a9e-4d6b-9a51-2f0c8e4b7d21"
 M, H = 60.0, 3600.0
+
+
+def _started(ago: float) -> StartIdentity:
+    """The kernel's count of a sample process's start (100 ticks a second)."""
+    return StartIdentity(boot_id=BOOT_ID, ticks=round((NOW - ago - BOOTED) * 100))
 
 
 def sample_config() -> Config:
@@ -73,6 +82,7 @@ def _task(
         host=HOST if pid is not None or state.executing else None,
         pid=pid,
         pid_start_time=NOW - started_ago if pid is not None else None,
+        pid_start_identity=_started(started_ago) if pid is not None else None,
         created_at=NOW - started_ago - 5,
         claimed_at=NOW - started_ago if state is not TaskState.QUEUED else None,
         started_at=NOW - started_ago
@@ -291,6 +301,7 @@ def sample_records(*, kill_pending: Iterable[str] = ()) -> list[TaskRecord]:
                 task_id=record.task.task_id,
                 pid=record.task.pid or 0,
                 pid_start_time=record.task.pid_start_time,
+                pid_start_identity=record.task.pid_start_identity,
                 host=HOST,
                 requested_by="alice@laptop",
                 term_sent_at=NOW - 7,

@@ -38,8 +38,9 @@ from zombietop.config import Limits
 from zombietop.errors import SourceError
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, Lease, Row, Task, TaskRecord, TaskState
-from zombietop.procs import process_start_time, this_host
+from zombietop.procs import read_start, this_host
 from zombietop.sources import Capability, Origin, SourceRecord
+from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
 
 AIRFLOW_HEARTBEAT_TIMEOUT = 300.0
@@ -125,7 +126,7 @@ def record_from_row(
         # Claimed but never beat: zombietop's start grace covers it (Airflow never did).
         state = TaskState.STARTING
     pid: int | None = row["pid"] if state.executing else None
-    pid_start: float | None = None
+    pid_start: ProcessStart | None = None
     if pid is not None and on_this_host:
         pid_start = _identity(pid, start)
     reason = None
@@ -141,7 +142,8 @@ def record_from_row(
         attempt=max(try_number, 1),
         host=host if on_this_host else hostname,
         pid=pid,
-        pid_start_time=pid_start,
+        pid_start_time=None if pid_start is None else pid_start.time,
+        pid_start_identity=None if pid_start is None else pid_start.identity,
         state_reason=reason,
         created_at=created,
         claimed_at=start if state.executing else None,
@@ -198,13 +200,20 @@ def _iso(when: float | None) -> str | None:
     return datetime.fromtimestamp(when, tz=UTC).isoformat()
 
 
-def _identity(pid: int, start: float | None) -> float | None:
-    """The start time the probe checks ``pid`` against: its own when it can be Airflow's task
-    process, ``start`` itself (which no live process matches) when it was born after it."""
-    actual = process_start_time(pid)
-    if actual is None or start is None:
-        return start
-    return actual if actual <= start + IDENTITY_SLACK else start
+def _identity(pid: int, start: float | None) -> ProcessStart | None:
+    """The start the probe checks ``pid`` against: its own (with the kernel's count, checked
+    exactly from then on) when it can be Airflow's task process, ``start`` itself (which no
+    live process matches) when it was born after it.
+
+    ``start`` is Airflow's ``start_date``, written from another clock (the worker's, or the
+    database's) at another moment than the fork: only a slack can compare the two.
+    """
+    if start is None:
+        return None
+    actual = read_start(pid)
+    if actual is None or actual.time > start + IDENTITY_SLACK:
+        return ProcessStart(time=start)
+    return actual
 
 
 def clear_command(origin: Origin) -> str | None:

@@ -34,6 +34,7 @@ from zombietop.model import (
     TaskState,
     WatchdogLease,
 )
+from zombietop.start_identity import StartIdentity
 
 HISTORY_LIMIT = 120
 """Heartbeats kept per task for sparklines; older ones are trimmed as new ones arrive."""
@@ -112,9 +113,18 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def set_process(
-        self, task_id: str, *, owner: str, token: int, pid: int, pid_start_time: float, host: str
+        self,
+        task_id: str,
+        *,
+        owner: str,
+        token: int,
+        pid: int,
+        pid_start_time: float,
+        host: str,
+        pid_start_identity: StartIdentity | None = None,
     ) -> None:
-        """Record the process executing the task; fenced on the lease."""
+        """Record the process executing the task, with its start (the wall-clock time, and
+        the kernel's count where /proc tells it); fenced on the lease."""
 
     @abc.abstractmethod
     async def finish_task(
@@ -200,9 +210,11 @@ class Store(abc.ABC):
         requested_by: str,
         grace: float,
         source: str | None = None,
+        pid_start_identity: StartIdentity | None = None,
     ) -> PendingKill:
         """Record a graceful kill as SIGTERM goes out (deadline = now + grace); ``source``
-        names the read-only source of a task this store does not hold.
+        names the read-only source of a task this store does not hold, ``pid_start_identity``
+        the kernel's count of the signalled process's start.
 
         Raise ``ActionRefused`` if the task already has an open kill.
         """

@@ -18,7 +18,8 @@ from zombietop.model import (
 TASK_COLUMNS = (
     "task_id run_id step step_type state attempt upstream host pid pid_start_time command cwd "
     "checkpoint exit_code state_reason heartbeat_error heartbeat_error_at quarantined_at "
-    "quarantined_by quarantine_reason created_at claimed_at started_at finished_at updated_at"
+    "quarantined_by quarantine_reason created_at claimed_at started_at finished_at updated_at "
+    "pid_boot_id pid_start_ticks"
 ).split()
 LEASE_COLUMNS = "task_id owner token acquired_at renewed_at expires_at".split()
 HEARTBEAT_COLUMNS = (
@@ -27,7 +28,7 @@ HEARTBEAT_COLUMNS = (
 ).split()
 KILL_COLUMNS = (
     "task_id pid pid_start_time pgid host requested_by term_sent_at deadline outcome finished_at "
-    "source"
+    "source pid_boot_id pid_start_ticks"
 ).split()
 _PARTS = (
     [f"l.{c} AS l_{c}" for c in LEASE_COLUMNS]

@@ -11,6 +11,7 @@ taken after any writer ahead of it finished.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +43,7 @@ from zombietop.model import (
     TaskState,
     WatchdogLease,
 )
+from zombietop.start_identity import StartIdentity
 from zombietop.store.interface import HISTORY_LIMIT, Store
 from zombietop.store.poll_cache import (
     _COLUMNS,
@@ -83,6 +85,14 @@ def fill_columns(sql: str) -> str:
         .replace("{heartbeat_columns}", ", ".join(HEARTBEAT_COLUMNS))
         .replace("{request_columns}", ", ".join(REQUEST_COLUMNS))
     )
+
+
+def _identity_params(identity: StartIdentity | None) -> dict[str, Any]:
+    """The two columns that keep a process's start identity (both NULL without one)."""
+    return {
+        "pid_boot_id": None if identity is None else identity.boot_id,
+        "pid_start_ticks": None if identity is None else identity.ticks,
+    }
 
 
 def _on_store_clock(moment: float | None, reported_at: float | None, now: float) -> float | None:
@@ -308,7 +318,15 @@ class SQLStore(Store, Generic[Conn]):
         return self._poll_cache.last
 
     async def set_process(
-        self, task_id: str, *, owner: str, token: int, pid: int, pid_start_time: float, host: str
+        self,
+        task_id: str,
+        *,
+        owner: str,
+        token: int,
+        pid: int,
+        pid_start_time: float,
+        host: str,
+        pid_start_identity: StartIdentity | None = None,
     ) -> None:
         async with self._write() as db:
             await self._hold(db, task_id)
@@ -321,6 +339,7 @@ class SQLStore(Store, Generic[Conn]):
                     "task_id": task_id,
                     "pid": pid,
                     "pid_start_time": pid_start_time,
+                    **_identity_params(pid_start_identity),
                     "host": host,
                     "now": now,
                 },
@@ -687,6 +706,7 @@ class SQLStore(Store, Generic[Conn]):
         requested_by: str,
         grace: float,
         source: str | None = None,
+        pid_start_identity: StartIdentity | None = None,
     ) -> PendingKill:
         async with self._write() as db:
             # A source's task has no row here to hold: the open-kill index alone keeps it to one.
@@ -699,6 +719,7 @@ class SQLStore(Store, Generic[Conn]):
                         "task_id": task_id,
                         "pid": pid,
                         "pid_start_time": pid_start_time,
+                        **_identity_params(pid_start_identity),
                         "pgid": pgid,
                         "host": host,
                         "requested_by": requested_by,
@@ -767,19 +788,7 @@ class SQLStore(Store, Generic[Conn]):
                     **dict(data or {}),
                 },
             )
-            return PendingKill(
-                task_id=kill.task_id,
-                pid=kill.pid,
-                pid_start_time=kill.pid_start_time,
-                host=kill.host,
-                requested_by=kill.requested_by,
-                term_sent_at=kill.term_sent_at,
-                deadline=kill.deadline,
-                outcome=outcome,
-                finished_at=now,
-                pgid=kill.pgid,
-                source=kill.source,
-            )
+            return dataclasses.replace(kill, outcome=outcome, finished_at=now)
 
     # Heartbeats ----------------------------------------------------------------------------
 

@@ -13,8 +13,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import psutil
+import pytest
 
-from zombietop.procs import process_start_time, this_host
+from zombietop.clock import CLOCK_TICKS
+from zombietop.procs import read_start, this_host
+from zombietop.start_identity import StartIdentity
 from zombietop.store import Store
 
 # Short thresholds so that stalled, reclaimable and a kill's grace happen within seconds.
@@ -126,10 +129,13 @@ async def start_task_process(
     start_time_offset: float = 0.0,
     host: str | None = None,
     tagged: bool = True,
+    with_ticks: bool = True,
 ) -> subprocess.Popen[bytes]:
     """Create a leased task whose process is ``sh -c script`` leading its own group.
 
-    The script must create ``ready`` once its traps and children are in place.
+    The script must create ``ready`` once its traps and children are in place. Without
+    ``with_ticks`` its start is recorded as a zombietop before schema v11 did: the wall-clock
+    time alone.
     """
     await real_store.create_task(
         task_id=task_id, run_id="r1", step="s", step_type=step_type, actor="test"
@@ -140,17 +146,41 @@ async def start_task_process(
     env = {**os.environ, "ZOMBIETOP_TASK": task_id} if tagged else None
     proc = children.start(["sh", "-c", script], env=env)
     wait_for_file(ready)
-    start = process_start_time(proc.pid)
+    start = read_start(proc.pid)
     assert start is not None
+    identity = start.identity
+    if identity is not None and with_ticks:
+        # The offset moves the kernel's count as much as the wall-clock time.
+        ticks = identity.ticks + round(start_time_offset * CLOCK_TICKS)
+        identity = StartIdentity(boot_id=identity.boot_id, ticks=ticks)
     await real_store.set_process(
         task_id,
         owner="test-owner",
         token=lease.token,
         pid=proc.pid,
-        pid_start_time=start + start_time_offset,
+        pid_start_time=start.time + start_time_offset,
+        pid_start_identity=identity if with_ticks else None,
         host=host or this_host(),
     )
     return proc
+
+
+def start_with_pid(
+    children: Children, pid: int, argv: list[str], **kwargs: object
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as the free ``pid``: the kernel hands out the PID after ns_last_pid."""
+    last_pid = Path("/proc/sys/kernel/ns_last_pid")
+    for _ in range(50):  # another process on the host may take the PID first
+        try:
+            last_pid.write_text(str(pid - 1))
+        except OSError as exc:
+            pytest.skip(f"choosing a PID needs {last_pid} writable (root): {exc}")
+        proc = children.start(argv, **kwargs)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    raise AssertionError(f"could not start a process as pid {pid}")
 
 
 def pid_alive(pid: int) -> bool:

@@ -32,7 +32,7 @@ from zombietop.config import AgentSettings, Config, load_config
 from zombietop.executor import Executor
 from zombietop.identity import real_user
 from zombietop.model import EventKind, HostRequest
-from zombietop.procs import process_start_time, tie
+from zombietop.procs import read_start, tie
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
 
@@ -49,13 +49,19 @@ def bystander(children: Children, tmp_path: Path, name: str = "bystander") -> tu
 
 
 async def forge_task(store: Store, task_id: str, pid: int, host: str) -> int:
-    """A task row whose pid and start time point at ``pid``, as a forger would write it."""
+    """A task row whose pid and start point at ``pid``, as a forger would write it."""
     await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="forger")
     lease = await store.acquire_lease(task_id, owner="forger", ttl=300)
-    start = process_start_time(pid)
+    start = read_start(pid)
     assert start is not None
     await store.set_process(
-        task_id, owner="forger", token=lease.token, pid=pid, pid_start_time=start, host=host
+        task_id,
+        owner="forger",
+        token=lease.token,
+        pid=pid,
+        pid_start_time=start.time,
+        pid_start_identity=start.identity,
+        host=host,
     )
     return lease.token
 
@@ -104,10 +110,13 @@ async def test_a_forged_pending_kill_gets_no_sigkill(
     would have been the forger's."""
     pid, _ = bystander(children, tmp_path)
     await forge_task(pinned_store, "forged", pid, host="host-b")
+    start = read_start(pid)
+    assert start is not None
     await pinned_store.open_kill(
         "forged",
         pid=pid,
-        pid_start_time=process_start_time(pid),
+        pid_start_time=start.time,
+        pid_start_identity=start.identity,
         pgid=pid,
         host="host-b",
         requested_by="mallory",

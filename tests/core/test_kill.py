@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
@@ -14,16 +15,18 @@ from tests.core.realprocs import (
     Children,
     pid_alive,
     start_task_process,
+    start_with_pid,
     wait_for,
     wait_for_file,
     zombietop,
 )
 from tests.stores import open_for_test
 from zombietop.actions import Outcome
-from zombietop.clock import FakeClock
+from zombietop.clock import CLOCK_TICKS, FakeClock, host_boottime
 from zombietop.config import Config
 from zombietop.executor import Executor
 from zombietop.model import EventKind
+from zombietop.start_identity import start_words
 from zombietop.store import Store
 
 # Two sleeping grandchildren in the group; the shell itself waits for them.
@@ -118,6 +121,64 @@ async def test_reused_pid_is_never_signalled(
     await asyncio.sleep(0.2)
     assert proc.poll() is None
     assert await pinned_store.get_open_kill("t1") is None
+
+
+# One process alone in its group, which the test reaps itself: nothing is left to an init
+# that may take its time to reap orphans, so the new process follows within milliseconds.
+ALONE = ": > {ready}; exec sleep 30"
+
+
+async def _reuse_the_pid(
+    children: Children, first: subprocess.Popen[bytes], started: int, tmp_path: Path
+) -> subprocess.Popen[bytes]:
+    """Once ``first`` (started at tick ``started``) has exited, start a process of the same task
+    as its pid, leading a group of the same number, as soon as the kernel's count has moved on:
+    well within the wall-clock tolerance of the first."""
+    await asyncio.to_thread(first.wait, 5)
+    await wait_for(lambda: _ticks_now() > started, what="the next clock tick")
+    ready = tmp_path / "reused"
+    env = {**os.environ, "ZOMBIETOP_TASK": "t1"}
+    argv = ["sh", "-c", ALONE.format(ready=ready)]
+    proc = start_with_pid(children, first.pid, argv, env=env)
+    await wait_for(ready.exists, what="the new process")
+    return proc
+
+
+async def _recorded_ticks(store: Store) -> int:
+    recorded = (await store.get_task("t1")).pid_start_identity
+    assert recorded is not None
+    return recorded.ticks
+
+
+async def test_a_pid_reused_within_a_second_is_refused_by_its_ticks(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    """The new process carries the task's tag and started within the wall-clock tolerance of
+    the recorded one: only the kernel's count of its start tells it is another process."""
+    ready = tmp_path / "ready"
+    first = await start_task_process(pinned_store, children, ALONE.format(ready=ready), ready)
+    started = await _recorded_ticks(pinned_store)
+    first.kill()
+    second = await _reuse_the_pid(children, first, started, tmp_path)
+
+    outcome = await Executor(pinned_store, fast_config, clock=fake_clock).kill(
+        "t1", expected_token=1, actor="oncall"
+    )
+
+    assert outcome.outcome is Outcome.IDENTITY_MISMATCH, outcome.message
+    recorded = (await pinned_store.get_task("t1")).pid_start
+    assert f"the task's started {start_words(recorded)}" in outcome.message
+    assert second.poll() is None and await pinned_store.get_open_kill("t1") is None
+
+
+def _ticks_now() -> int:
+    now = host_boottime()
+    assert now is not None
+    return int(now * CLOCK_TICKS)
 
 
 async def test_already_gone_process_is_reported_gone(

@@ -11,29 +11,27 @@ import os
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.core.realprocs import Children, start_task_process, wait_for
+from tests.core.realprocs import Children, start_task_process, start_with_pid, wait_for
 from zombietop import procs
-from zombietop.clock import FakeClock
+from zombietop.clock import CLOCK_TICKS, FakeClock, host_boottime
 from zombietop.config import Config
 from zombietop.model import Health, ProcessSample, Task, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import (
-    START_TIME_TOLERANCE,
     ProcessReading,
     ProcessTable,
     ProcessTrees,
     PsutilProbe,
-    process_start_time,
-    same_start,
+    read_start,
     this_host,
 )
+from zombietop.start_identity import ProcessStart, StartIdentity
 from zombietop.store.sqlite import SQLiteStore
 
 
@@ -66,7 +64,9 @@ class RecordingProbe(PsutilProbe):
         return self.readings[-1]
 
 
-def _task(pid: int, start: float | None, *, host: str | None = None, task_id: str = "t") -> Task:
+def _task(
+    pid: int, start: ProcessStart | None, *, host: str | None = None, task_id: str = "t"
+) -> Task:
     return Task(
         task_id=task_id,
         run_id="r",
@@ -74,7 +74,8 @@ def _task(pid: int, start: float | None, *, host: str | None = None, task_id: st
         step_type="default",
         state=TaskState.RUNNING,
         pid=pid,
-        pid_start_time=start,
+        pid_start_time=None if start is None else start.time,
+        pid_start_identity=None if start is None else start.identity,
         host=host or this_host(),
         created_at=0.0,
         updated_at=0.0,
@@ -89,7 +90,7 @@ async def test_live_process_is_sampled_with_deltas(
     await wait_for(ready.exists, what="the shell's children")
     fake_clock = FakeClock()
     probe = RecordingProbe(clock=fake_clock)
-    task = _task(proc.pid, process_start_time(proc.pid))
+    task = _task(proc.pid, read_start(proc.pid))
 
     first = (await probe.sample([task]))["t"]
     assert type(probe.last) is reading
@@ -109,11 +110,13 @@ async def test_reused_pid_fails_identity(children: Children, tmp_path: Path, rea
     ready = tmp_path / "ready"
     proc = children.start(["sh", "-c", f"sleep 30 & : > {ready}; wait"])
     await wait_for(ready.exists, what="the shell's child")
-    start = process_start_time(proc.pid)
-    assert start is not None and same_start(start, start + 0.5) and not same_start(start, start + 5)
+    start = read_start(proc.pid)
+    assert start is not None and start.identity is not None
+    earlier = StartIdentity(boot_id=start.identity.boot_id, ticks=start.identity.ticks - 10_000)
 
     probe = RecordingProbe()
-    sample = (await probe.sample([_task(proc.pid, start - 100)]))["t"]
+    recorded = ProcessStart(time=start.time - 100, identity=earlier)
+    sample = (await probe.sample([_task(proc.pid, recorded)]))["t"]
     assert sample.alive and not sample.identity_ok and sample.gone
     if reading is ProcessTrees:
         assert set(probe.last.entries) == {proc.pid}  # a stranger's tree is not read
@@ -122,21 +125,21 @@ async def test_reused_pid_fails_identity(children: Children, tmp_path: Path, rea
 async def test_a_pid_reused_by_another_process(
     children: Children, tmp_path: Path, reading: type
 ) -> None:
-    """The task's process exits and a new one, with a child, gets its PID: not the task's."""
+    """The task's process exits and a new one, with a child, gets its PID: not the task's,
+    though it starts well within a second of the first (the kernel's count tells them apart)."""
     first = children.start(["sleep", "30"])
-    start = process_start_time(first.pid)
-    assert start is not None
+    start = read_start(first.pid)
+    assert start is not None and start.identity is not None
     task = _task(first.pid, start)
     probe = RecordingProbe()
     assert (await probe.sample([task]))["t"].identity_ok
     first.kill()
     first.wait()
-    # Start times are compared within START_TIME_TOLERANCE: the new process must start later.
-    await wait_for(
-        lambda: time.time() > start + START_TIME_TOLERANCE + 0.2, what="the tolerance to pass"
-    )
+    # The kernel counts starts in clock ticks (10 ms): two starts within one tick read alike.
+    started = start.identity.ticks
+    await wait_for(lambda: _ticks_now() > started, what="the next clock tick")
     ready = tmp_path / "ready"
-    second = _start_with_pid(children, first.pid, ["sh", "-c", f"sleep 30 & : > {ready}; wait"])
+    second = start_with_pid(children, first.pid, ["sh", "-c", f"sleep 30 & : > {ready}; wait"])
     await wait_for(ready.exists, what="the new shell's child")
 
     sample = (await probe.sample([task]))["t"]
@@ -145,20 +148,11 @@ async def test_a_pid_reused_by_another_process(
         assert set(probe.last.entries) == {second.pid}
 
 
-def _start_with_pid(children: Children, pid: int, argv: list[str]) -> subprocess.Popen[bytes]:
-    """Start ``argv`` as the free ``pid``: the kernel hands out the PID after ns_last_pid."""
-    last_pid = Path("/proc/sys/kernel/ns_last_pid")
-    for _ in range(50):  # another process on the host may take the PID first
-        try:
-            last_pid.write_text(str(pid - 1))
-        except OSError as exc:
-            pytest.skip(f"choosing a PID needs {last_pid} writable (root): {exc}")
-        proc = children.start(argv)
-        if proc.pid == pid:
-            return proc
-        proc.kill()
-        proc.wait()
-    raise AssertionError(f"could not start a process as pid {pid}")
+def _ticks_now() -> int:
+    """The host's boot clock now, in the clock ticks that start times are counted in."""
+    now = host_boottime()
+    assert now is not None
+    return int(now * CLOCK_TICKS)
 
 
 async def test_exited_and_zombie_processes_are_gone(children: Children, reading: type) -> None:
@@ -189,7 +183,7 @@ async def test_a_member_that_exits_between_samples(
     await wait_for(ready.exists, what="the shell's children")
     fake_clock = FakeClock()
     probe = PsutilProbe(clock=fake_clock)
-    task = _task(proc.pid, process_start_time(proc.pid))
+    task = _task(proc.pid, read_start(proc.pid))
     assert (await probe.sample([task]))["t"].children == 2
 
     doomed = psutil.Process(proc.pid).children()[0].pid
@@ -234,7 +228,7 @@ async def test_a_daemonised_child_leaves_the_tree(
         await wait_for(
             lambda: psutil.Process(escaped).ppid() != proc.pid, what="the daemon to be reparented"
         )
-        sample = await PsutilProbe().sample([_task(proc.pid, process_start_time(proc.pid))])
+        sample = await PsutilProbe().sample([_task(proc.pid, read_start(proc.pid))])
         assert sample["t"].children == 1
     finally:
         os.kill(escaped, signal.SIGKILL)
@@ -301,9 +295,7 @@ async def test_one_read_of_the_process_table_per_sample(
         return table
 
     monkeypatch.setattr(ProcessTable, "read", classmethod(counted))
-    tasks = [
-        _task(p.pid, process_start_time(p.pid), task_id=f"t{i}") for i, p in enumerate(procs_ * 40)
-    ]
+    tasks = [_task(p.pid, read_start(p.pid), task_id=f"t{i}") for i, p in enumerate(procs_ * 40)]
     samples = await PsutilProbe().sample(tasks)
     assert reads == 1 and len(samples) == 200 and all(s.alive for s in samples.values())
 
@@ -321,9 +313,7 @@ async def test_reading_trees_reads_the_trees_and_nothing_else(
         await wait_for(ready.exists, what="the shell's children")
     members = {s.pid for s in shells}
     members |= {c.pid for s in shells for c in psutil.Process(s.pid).children()}
-    tasks = [
-        _task(s.pid, process_start_time(s.pid), task_id=f"t{i}") for i, s in enumerate(shells * 10)
-    ]
+    tasks = [_task(s.pid, read_start(s.pid), task_id=f"t{i}") for i, s in enumerate(shells * 10)]
     probe = RecordingProbe()
     samples = await probe.sample(tasks)
     assert all(sample.children == 2 for sample in samples.values())
@@ -351,7 +341,7 @@ async def test_cpu_is_summed_over_the_tree(
     proc = children.start(["sh", "-c", f"sh -c ': > {ready}; while :; do :; done' & wait"])
     await wait_for(ready.exists, what="the busy grandchild")
     probe = RecordingProbe()
-    task = _task(proc.pid, process_start_time(proc.pid))
+    task = _task(proc.pid, read_start(proc.pid))
     first = (await probe.sample([task]))["t"]
     assert type(probe.last) is reading
     assert first.cpu_percent is None and first.children == 1
@@ -379,8 +369,8 @@ async def test_a_task_left_out_of_a_sample_keeps_its_delta(
     """A sample may cover only some tasks: the others never fall back to cpu ?."""
     a, b = children.start(["sleep", "30"]), children.start(["sleep", "30"])
     probe = PsutilProbe()
-    ta = _task(a.pid, process_start_time(a.pid), task_id="a")
-    tb = _task(b.pid, process_start_time(b.pid), task_id="b")
+    ta = _task(a.pid, read_start(a.pid), task_id="a")
+    tb = _task(b.pid, read_start(b.pid), task_id="b")
     await probe.sample([ta, tb])
     await probe.sample([ta])
     assert (await probe.sample([tb]))["b"].cpu_percent is not None

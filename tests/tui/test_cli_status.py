@@ -19,7 +19,7 @@ import pytest
 from zombietop.clock import FakeClock
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import Health, TaskState
-from zombietop.procs import process_start_time, this_host
+from zombietop.procs import read_start, this_host
 from zombietop.store import open_store
 from zombietop.store.sqlite import SCHEMA_VERSION
 from zombietop.tui.cli.main import main
@@ -140,7 +140,7 @@ def build_store(path: Path, scenarios: list[str]) -> None:
             if "dead" in scenarios:
                 # A real process on this host that has exited: its pid is recorded, then gone.
                 gone = subprocess.Popen(["true"])
-                started = process_start_time(gone.pid)
+                started = read_start(gone.pid)
                 gone.wait()
                 token = await start("dead-1")
                 await store.set_process(
@@ -148,7 +148,8 @@ def build_store(path: Path, scenarios: list[str]) -> None:
                     owner="w1@box",
                     token=token,
                     pid=gone.pid,
-                    pid_start_time=started or real_now,
+                    pid_start_time=started.time if started else real_now,
+                    pid_start_identity=started.identity if started else None,
                     host=this_host(),
                 )
 

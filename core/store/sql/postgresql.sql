@@ -218,6 +218,15 @@ ALTER TABLE pending_kills ADD COLUMN source text;
 ALTER TABLE host_requests DROP CONSTRAINT host_requests_task_id_fkey;
 ALTER TABLE host_requests ADD COLUMN source text;
 
+-- schema_v9 --
+-- A process's start as the kernel counts it (see sqlite.sql schema_v11): the boot's id and the
+-- clock ticks from the host's boot, compared exactly; rows from before have NULL and are still
+-- compared by pid_start_time, within a tolerance.
+ALTER TABLE tasks ADD COLUMN pid_boot_id text;
+ALTER TABLE tasks ADD COLUMN pid_start_ticks bigint;
+ALTER TABLE pending_kills ADD COLUMN pid_boot_id text;
+ALTER TABLE pending_kills ADD COLUMN pid_start_ticks bigint;
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 
@@ -384,7 +393,8 @@ UPDATE tasks SET heartbeat_error = :message, heartbeat_error_at = :now, updated_
 WHERE task_id = :task_id
 
 -- set_process --
-UPDATE tasks SET pid = :pid, pid_start_time = :pid_start_time, host = :host, updated_at = :now
+UPDATE tasks SET pid = :pid, pid_start_time = :pid_start_time, pid_boot_id = :pid_boot_id,
+    pid_start_ticks = :pid_start_ticks, host = :host, updated_at = :now
 WHERE task_id = :task_id
 
 -- finish_task --
@@ -426,9 +436,10 @@ WHERE k.source IS NOT NULL
   AND k.kill_id = (SELECT max(kill_id) FROM pending_kills WHERE task_id = k.task_id)
 
 -- insert_pending_kill --
-INSERT INTO pending_kills (task_id, pid, pid_start_time, pgid, host, requested_by, term_sent_at,
-                           deadline, source)
-VALUES (:task_id, :pid, :pid_start_time, :pgid, :host, :requested_by, :now, :deadline, :source)
+INSERT INTO pending_kills (task_id, pid, pid_start_time, pid_boot_id, pid_start_ticks, pgid, host,
+                           requested_by, term_sent_at, deadline, source)
+VALUES (:task_id, :pid, :pid_start_time, :pid_boot_id, :pid_start_ticks, :pgid, :host,
+        :requested_by, :now, :deadline, :source)
 
 -- close_pending_kill --
 UPDATE pending_kills SET outcome = :outcome, finished_at = :now
@@ -442,7 +453,7 @@ ON CONFLICT (task_id) DO UPDATE SET
 
 -- requeue_task --
 UPDATE tasks SET state = 'queued', attempt = attempt + 1, pid = NULL, pid_start_time = NULL,
-    exit_code = NULL, state_reason = :reason, heartbeat_error = NULL, heartbeat_error_at = NULL,
+    pid_boot_id = NULL, pid_start_ticks = NULL, exit_code = NULL, state_reason = :reason, heartbeat_error = NULL, heartbeat_error_at = NULL,
     quarantined_at = NULL, quarantined_by = NULL, quarantine_reason = NULL,
     claimed_at = NULL, started_at = NULL, finished_at = NULL, updated_at = :now
 WHERE task_id = :task_id

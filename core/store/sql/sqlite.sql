@@ -387,6 +387,16 @@ ALTER TABLE host_requests_v10 RENAME TO host_requests;
 CREATE INDEX host_requests_open ON host_requests (host, request_id) WHERE finished_at IS NULL;
 CREATE UNIQUE INDEX host_requests_one_open ON host_requests (task_id, kind) WHERE finished_at IS NULL;
 
+-- schema_v11 --
+-- A process's start as the kernel counts it: the boot's id, and the clock ticks from the host's
+-- boot to the start (whatever time namespace read them). Identity checks compare these two
+-- exactly. pid_start_time stays for people to read; rows written before v11 have no ticks
+-- (NULL) and are still compared by pid_start_time, within a tolerance.
+ALTER TABLE tasks ADD COLUMN pid_boot_id TEXT;
+ALTER TABLE tasks ADD COLUMN pid_start_ticks INTEGER;
+ALTER TABLE pending_kills ADD COLUMN pid_boot_id TEXT;
+ALTER TABLE pending_kills ADD COLUMN pid_start_ticks INTEGER;
+
 -- select_task --
 SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 
@@ -536,7 +546,8 @@ UPDATE tasks SET heartbeat_error = :message, heartbeat_error_at = :now, updated_
 WHERE task_id = :task_id
 
 -- set_process --
-UPDATE tasks SET pid = :pid, pid_start_time = :pid_start_time, host = :host, updated_at = :now
+UPDATE tasks SET pid = :pid, pid_start_time = :pid_start_time, pid_boot_id = :pid_boot_id,
+    pid_start_ticks = :pid_start_ticks, host = :host, updated_at = :now
 WHERE task_id = :task_id
 
 -- finish_task --
@@ -577,9 +588,10 @@ WHERE k.source IS NOT NULL AND (k.outcome IS NULL OR :since IS NULL OR k.finishe
   AND k.kill_id = (SELECT max(kill_id) FROM pending_kills WHERE task_id = k.task_id)
 
 -- insert_pending_kill --
-INSERT INTO pending_kills (task_id, pid, pid_start_time, pgid, host, requested_by, term_sent_at,
-                           deadline, source)
-VALUES (:task_id, :pid, :pid_start_time, :pgid, :host, :requested_by, :now, :deadline, :source)
+INSERT INTO pending_kills (task_id, pid, pid_start_time, pid_boot_id, pid_start_ticks, pgid, host,
+                           requested_by, term_sent_at, deadline, source)
+VALUES (:task_id, :pid, :pid_start_time, :pid_boot_id, :pid_start_ticks, :pgid, :host,
+        :requested_by, :now, :deadline, :source)
 
 -- close_pending_kill --
 -- Compare-and-swap on the open row: of two zombietops racing to finish a kill, one wins.
@@ -597,7 +609,7 @@ ON CONFLICT (task_id) DO UPDATE SET
 -- requeue_task --
 -- Keep the checkpoint and the heartbeat (where it was); forget the old process and the end.
 UPDATE tasks SET state = 'queued', attempt = attempt + 1, pid = NULL, pid_start_time = NULL,
-    exit_code = NULL, state_reason = :reason, heartbeat_error = NULL, heartbeat_error_at = NULL,
+    pid_boot_id = NULL, pid_start_ticks = NULL, exit_code = NULL, state_reason = :reason, heartbeat_error = NULL, heartbeat_error_at = NULL,
     quarantined_at = NULL, quarantined_by = NULL, quarantine_reason = NULL,
     claimed_at = NULL, started_at = NULL, finished_at = NULL, updated_at = :now
 WHERE task_id = :task_id
