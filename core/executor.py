@@ -85,6 +85,22 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def _group_left(kill: PendingKill) -> list[int]:
+    """The members of the process group that got SIGTERM still alive; none once its number
+    belongs to another group.
+
+    A group id cannot be reused while any member lives. The number is its leader's pid,
+    though: once the whole group is gone, a new process can get that pid and lead a new
+    group of the same number, which the leader's start tells apart.
+    """
+    if kill.pgid is None:
+        return []
+    members = group_members(kill.pgid)
+    if kill.pgid == kill.pid and kill.pid in members and not alive_as(kill.pid, kill.pid_start):
+        return []
+    return members
+
+
 Vouch = Callable[[PendingKill], str | None]
 """For a kill of a read-only source's task: None when the source, read just now, still says the
 task runs as the kill's process on this host; else why not (nothing is then signalled)."""
@@ -634,7 +650,7 @@ class Executor:
         self, kill: PendingKill, now: float, vouch: Vouch | None
     ) -> ActionOutcome | None:
         leader = await asyncio.to_thread(alive_as, kill.pid, kill.pid_start)
-        members = [] if kill.pgid is None else await asyncio.to_thread(group_members, kill.pgid)
+        members = await asyncio.to_thread(_group_left, kill)
         elapsed = now - kill.term_sent_at
         request = ActionRequest(
             kind=ActionKind.KILL, task_id=kill.task_id, expected_token=None, actor=kill.requested_by
@@ -672,8 +688,7 @@ class Executor:
 
     def _sigkill(self, kill: PendingKill, message: str) -> str:
         try:
-            if kill.pgid is not None and group_members(kill.pgid):
-                # A group id cannot be reused while any member lives, so this is still ours.
+            if kill.pgid is not None and _group_left(kill):
                 os.killpg(kill.pgid, signal.SIGKILL)
             elif alive_as(kill.pid, kill.pid_start):
                 os.kill(kill.pid, signal.SIGKILL)

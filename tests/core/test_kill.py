@@ -175,6 +175,31 @@ async def test_a_pid_reused_within_a_second_is_refused_by_its_ticks(
     assert second.poll() is None and await pinned_store.get_open_kill("t1") is None
 
 
+async def test_a_pending_kill_never_sigkills_a_new_group_that_took_the_pid(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    """SIGTERM ended the task's process; a new process of the same task (a relaunch, say) got
+    its pid and leads a group of the same number. Past the grace nothing of ours is left: the
+    kill exited, and the newcomer gets no SIGKILL."""
+    ready = tmp_path / "ready"
+    first = await start_task_process(pinned_store, children, ALONE.format(ready=ready), ready)
+    started = await _recorded_ticks(pinned_store)
+    executor = Executor(pinned_store, fast_config, clock=fake_clock)
+    sent = await executor.kill("t1", expected_token=1, actor="oncall")
+    assert sent.outcome is Outcome.TERM_SENT, sent.message
+    second = await _reuse_the_pid(children, first, started, tmp_path)
+
+    fake_clock.advance(fast_config.defaults.kill_grace + 1)
+    done = await executor.complete_pending_kills()
+
+    assert [d.outcome for d in done] == [Outcome.EXITED], [d.message for d in done]
+    assert second.poll() is None and pid_alive(second.pid)
+
+
 def _ticks_now() -> int:
     now = host_boottime()
     assert now is not None
