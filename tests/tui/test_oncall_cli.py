@@ -5,11 +5,15 @@ them) paging through a real notifier command; and a schedule across a real minut
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
+import pty
 import pwd
+import struct
 import subprocess
 import sys
+import termios
 import time
 from datetime import datetime
 from pathlib import Path
@@ -194,3 +198,59 @@ def test_a_schedule_across_a_real_minute_boundary(tmp_path: Path) -> None:
     assert json.loads(status.stdout)["schedules"][0]["health"] == "ok"
     (clear,) = zt.watch()
     assert clear.startswith("schedule fively all clear: now ok (was missed for ")
+
+
+def test_a_piped_status_prints_whole_rows(tmp_path: Path) -> None:
+    """Cron mail and ``| less`` get FLAGS and ON-CALL, however wide the rows are."""
+    task = "nightly-export-of-the-partner-orders-2031"
+    stalled_store(tmp_path / "z.db", task)
+    zt = Zombietop(tmp_path)
+    assert zt("ack", task).returncode == 0
+    env = {key: value for key, value in zt.env.items() if key not in ("COLUMNS", "LINES")}
+    piped = subprocess.run(
+        [*COMMAND, "status", "--db", str(zt.db), "--config", str(zt.config)],
+        capture_output=True,  # stdout is a pipe, as in cron or `| less`
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert piped.returncode == 2, piped.stderr
+    lines = piped.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("HEALTH"))
+    row = next(line for line in lines if line.startswith(f"stalled  {task[:20]}"))
+    assert header.endswith("FLAGS  ON-CALL") and len(header) > 100
+    assert row.endswith(f"acked:{ME}") and task in row
+
+
+def test_status_on_a_terminal_is_cut_to_its_width(tmp_path: Path) -> None:
+    """On a terminal 60 columns wide the table's rows end at column 60, as they always did."""
+    task = "nightly-export-of-the-partner-orders-2031"
+    stalled_store(tmp_path / "z.db", task)
+    zt = Zombietop(tmp_path)
+    env = {key: value for key, value in zt.env.items() if key not in ("COLUMNS", "LINES")}
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 60, 0, 0))
+    with subprocess.Popen(
+        [*COMMAND, "status", "--db", str(zt.db), "--config", str(zt.config)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+    ) as proc:
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(timeout=60) == 2
+    os.close(master)
+    lines = b"".join(chunks).decode().splitlines()
+    header = next(line for line in lines if line.startswith("HEALTH"))
+    row = next(line for line in lines if line.startswith(f"stalled  {task[:20]}"))
+    assert len(header) <= 60 and "ON-CALL" not in header
+    assert len(row) <= 60
