@@ -19,7 +19,7 @@ from zombietop.oncall import operator_name
 from zombietop.printable import printable
 from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
-from zombietop.tui.cli.context import EXIT_OK, Context, context_of
+from zombietop.tui.cli.context import EXIT_OK, Context, add_command, context_of, source_flags
 
 
 def _duration(text: str) -> float:
@@ -31,12 +31,17 @@ def _duration(text: str) -> float:
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """Register the on-call commands on the ``zombietop`` subparsers."""
-    ack = sub.add_parser(
+    ack = add_command(
+        sub,
         "ack",
         parents=[common],
-        help="say you are on a task's incident: no re-notify until the ack ends",
+        summary="say you are on a task's incident: no re-notify until the ack ends",
+        about="Say you are on a task's incident: the watchdog does not page it again until "
+        "the ack ends (--for) or the incident does. A task that has finished pages nobody, "
+        "so an ack of it is refused (exit 2).",
+        examples=('zombietop ack export-2031 --for 2h --reason "restarting the partner API"',),
     )
-    ack.add_argument("task", metavar="TASK")
+    ack.add_argument("task", metavar="TASK", help="the task id, as `zombietop status` shows it")
     ack.add_argument(
         "--for",
         dest="duration",
@@ -47,14 +52,33 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ack.add_argument("--reason", help="what you are doing about it, for the event log")
     ack.set_defaults(handler=cmd_ack)
 
-    unack = sub.add_parser("unack", parents=[common], help="end a task's ack")
-    unack.add_argument("task", metavar="TASK")
+    unack = add_command(
+        sub,
+        "unack",
+        parents=[common],
+        summary="end a task's ack",
+        about="End a task's ack now: its incident is paged again from [watch] renotify after "
+        "its last notice. A task with no ack is nothing to do: that is said, and the exit "
+        "status is 0.",
+        examples=("zombietop unack export-2031",),
+    )
+    unack.add_argument("task", metavar="TASK", help="the task id")
     unack.set_defaults(handler=cmd_unack)
 
-    silence = sub.add_parser(
+    silence = add_command(
+        sub,
         "silence",
-        parents=[common],
-        help="hold the pages of matching tasks until the silence ends (shown, never paged)",
+        parents=[common, source_flags()],
+        summary="hold the pages of matching tasks until the silence ends (shown, never paged)",
+        about="Hold the pages of every task a rule matches (a task id glob, a step type or a "
+        "host) until the silence ends. Silenced tasks are still judged, quarantined and "
+        "shown; a task still bad when the silence ends is paged then. The answer says how "
+        "many unfinished tasks the rule matches now (with the tasks of --source and "
+        "[[sources]]); a rule that matches none is kept for the tasks that match later.",
+        examples=(
+            "zombietop silence --task 'export-*' --for 8h --reason \"partner API maintenance\"",
+            'zombietop silence --host batch-07 --for 2h --reason "rack move"',
+        ),
     )
     rule = silence.add_mutually_exclusive_group(required=True)
     rule.add_argument("--task", metavar="GLOB", help="task ids matching a glob, e.g. 'export-*'")
@@ -71,12 +95,32 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     silence.add_argument("--reason", required=True, help="why: whoever is paged next asks")
     silence.set_defaults(handler=cmd_silence)
 
-    silences = sub.add_parser("silences", parents=[common], help="list the silences in force")
+    silences = add_command(
+        sub,
+        "silences",
+        parents=[common],
+        summary="list the silences in force",
+        about="List the silences in force: each one's id, rule, who set it, when it ends and why.",
+        examples=("zombietop silences", "zombietop silences --json"),
+    )
     silences.add_argument("--json", action="store_true", help="one JSON list, for scripts")
     silences.set_defaults(handler=cmd_silences)
 
-    unsilence = sub.add_parser("unsilence", parents=[common], help="end a silence now")
-    unsilence.add_argument("silence_id", metavar="ID", type=int)
+    unsilence = add_command(
+        sub,
+        "unsilence",
+        parents=[common],
+        summary="end a silence now",
+        about="End a silence now, by the id `zombietop silences` shows. The tasks it held that "
+        "are still bad are paged at the watchdog's next look.",
+        examples=("zombietop unsilence 3",),
+    )
+    unsilence.add_argument(
+        "silence_id",
+        metavar="ID",
+        type=int,
+        help="the silence's id, as `zombietop silences` shows it",
+    )
     unsilence.set_defaults(handler=cmd_unsilence)
 
 
