@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -556,18 +557,32 @@ def _speed(text: str) -> float:
     return speed
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Register ``zombietop demo`` on the ``zombietop`` subparsers."""
+def add_parser(sub: Any) -> None:
+    """Register ``zombietop demo`` on the ``zombietop`` subparsers. Its store is its own: it
+    never takes ``$ZOMBIETOP_DB``, ``[store] path`` or a config file."""
     demo = sub.add_parser(
         "demo",
-        parents=[common],
         help="start real jobs that show every kind of zombie, and open the dashboard on them",
-        description=(
-            "Create a fresh demo store (default: $XDG_STATE_HOME/zombietop/demo/demo.db), start "
-            "real jobs and the watchdog against it, and open the dashboard. Quitting the "
-            "dashboard stops every process the demo started."
-        ),
+        description=textwrap.fill(
+            "Create a fresh demo store, start real jobs that show every kind of zombie and the "
+            "watchdog against it, and open the dashboard. Quitting the dashboard stops every "
+            "process the demo started.",
+            width=79,
+        )
+        + "\n\nexamples:\n  zombietop demo\n  zombietop demo --speed 10 --no-tui\n"
+        "  zombietop demo --stop",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    demo.add_argument(
+        "--db",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="a demo store (default: $XDG_STATE_HOME/zombietop/demo/demo.db, which is "
+        "~/.local/state/zombietop/demo/demo.db when XDG_STATE_HOME is unset); the demo wipes "
+        "only stores it made itself",
+    )
+    # Taken only to say why it is refused: the demo writes its own config beside its store.
+    demo.add_argument("--config", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     demo.add_argument(
         "--no-tui",
         action="store_true",

@@ -490,3 +490,17 @@ def test_the_installed_command_runs(tmp_path: Path) -> None:
     assert subprocess.run([*command, "init"], capture_output=True, env=env).returncode == 0
     ok = subprocess.run([*command, "status"], capture_output=True, text=True, env=env)
     assert (ok.returncode, ok.stdout.strip()) == (0, "no tasks in the store")
+
+
+def test_config_init_writes_to_the_config_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--config`` names the file every command reads, so ``config init`` writes it there."""
+    monkeypatch.delenv("ZOMBIETOP_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    target = tmp_path / "from-the-flag.toml"
+    code, out, _ = run_cli(capsys, "config", "--config", str(target), "init")
+    assert (code, out) == (0, f"wrote default config to {target}\n")
+    assert target.exists() and not (tmp_path / "xdg").exists()
+    code, out, _ = run_cli(capsys, "--config", str(target), "config", "check")
+    assert code == 0 and out.startswith(f"{target}: ok")

@@ -5,11 +5,16 @@ them) paging through a real notifier command; and a schedule across a real minut
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
+import pty
 import pwd
+import re
+import struct
 import subprocess
 import sys
+import termios
 import time
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +23,7 @@ import pytest
 
 from zombietop.clock import FakeClock
 from zombietop.heartbeat_line import parse_line
+from zombietop.model import TaskState
 from zombietop.store import open_store
 
 HOUR = 3600.0
@@ -107,7 +113,8 @@ def test_an_acked_incident_is_not_repaged_and_a_loud_one_is(tmp_path: Path) -> N
     assert f"acked:{ME}" in table
     assert f"acked-1 acked by {ME} " in table
     assert zt("unack", "acked-1").stdout == f"acked-1: ack by {ME} ended\n"
-    assert zt("unack", "acked-1").returncode == 1
+    again = zt("unack", "acked-1")
+    assert (again.returncode, again.stdout) == (0, "acked-1 has no ack: nothing to end\n")
 
 
 def test_a_silence_holds_pages_until_it_ends_then_the_page_goes_out(tmp_path: Path) -> None:
@@ -194,3 +201,152 @@ def test_a_schedule_across_a_real_minute_boundary(tmp_path: Path) -> None:
     assert json.loads(status.stdout)["schedules"][0]["health"] == "ok"
     (clear,) = zt.watch()
     assert clear.startswith("schedule fively all clear: now ok (was missed for ")
+
+
+WHOLE_SECOND = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+
+
+def test_times_a_person_reads_are_whole_seconds(tmp_path: Path) -> None:
+    """``until 2026-12-01T21:23:51Z``, never ``...51.241879Z``; JSON keeps its precision."""
+    stalled_store(tmp_path / "z.db", "export-1")
+    zt = Zombietop(tmp_path)
+    acked = zt("ack", "export-1", "--for", "1h")
+    assert re.fullmatch(rf"export-1: acked by {ME} until {WHOLE_SECOND} \(1h00m\)\n", acked.stdout)
+    made = zt("silence", "--task", "export-*", "--for", "1h", "--reason", "night")
+    assert re.match(rf"silence 1 \(task export-\*\) by {ME}, ends {WHOLE_SECOND}: ", made.stdout)
+    listed = zt("silences").stdout
+    assert re.match(rf"silence 1 \(task export-\*\) by {ME}, ends {WHOLE_SECOND} \(in ", listed)
+    (as_json,) = json.loads(zt("silences", "--json").stdout)
+    assert as_json["until"].endswith("Z") and "." in as_json["until"]
+
+
+def test_unack_of_no_ack_is_nothing_to_do(tmp_path: Path) -> None:
+    """Exit 0, as the docs promise when there is nothing to do: the task has no ack, which is
+    what was asked. An ack that already ran out is no ack either. A task that does not exist is
+    an error (2)."""
+    stalled_store(tmp_path / "z.db", "export-1", "lapsed-1")
+
+    async def lapsed_ack() -> None:
+        clock = FakeClock(time.time() - HOUR)
+        async with await open_store(tmp_path / "z.db", clock=clock) as store:
+            await store.ack_task("lapsed-1", by="ana", reason=None, duration=60)
+
+    asyncio.run(lapsed_ack())
+    zt = Zombietop(tmp_path)
+    none = zt("unack", "export-1")
+    assert (none.returncode, none.stdout, none.stderr) == (
+        0,
+        "export-1 has no ack: nothing to end\n",
+        "",
+    )
+    lapsed = zt("unack", "lapsed-1")
+    assert lapsed.returncode == 0, lapsed.stderr
+    assert re.fullmatch(
+        rf"lapsed-1 has no ack: the last one, by ana, ended at {WHOLE_SECOND}; nothing to end\n",
+        lapsed.stdout,
+    )
+    missing = zt("unack", "nope-1")
+    assert missing.returncode == 2 and "no task 'nope-1'" in missing.stderr
+
+
+def finished_store(path: Path, task_id: str, state: TaskState) -> None:
+    async def build() -> None:
+        async with await open_store(path, create=True) as store:
+            await store.create_task(
+                task_id=task_id, run_id="r", step="export", step_type="export", actor="t"
+            )
+            lease = await store.acquire_lease(task_id, owner="w1@box", ttl=HOUR)
+            await store.finish_task(
+                task_id, owner="w1@box", token=lease.token, state=state, exit_code=1
+            )
+
+    asyncio.run(build())
+
+
+def test_an_ack_of_a_finished_task_is_refused_and_says_why(tmp_path: Path) -> None:
+    """A finished task pages nobody: an ack of it would hold nothing now, and would only keep
+    quiet a later run's incident. So it is refused (2), and no ack is kept."""
+    finished_store(tmp_path / "z.db", "export-1", TaskState.FAILED)
+    zt = Zombietop(tmp_path)
+    done = zt("ack", "export-1", "--reason", "on it")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        "zombietop: export-1 has finished (failed): it pages nobody, so there is nothing to "
+        "ack; no ack was set\n"
+    )
+    status = json.loads(zt("status", "--json").stdout)
+    assert status["tasks"][0]["ack"] is None
+
+
+def test_a_silence_says_how_many_tasks_it_matches_now(tmp_path: Path) -> None:
+    """A rule that matches nothing is allowed (it may be for the night's run), but is said."""
+    stalled_store(tmp_path / "z.db", "export-1", "export-2", "load-1")
+    finished_store(tmp_path / "z.db", "export-0", TaskState.SUCCEEDED)
+    zt = Zombietop(tmp_path)
+    for argv, matched in [
+        (["--task", "export-*"], "it matches 2 tasks now"),
+        (["--task", "load-*"], "it matches 1 task now"),
+        (["--task", "nomatch*"], "it matches 0 tasks now, and will hold any that match later"),
+        (["--step-type", "nosuch"], "it matches 0 tasks now, and will hold any that match later"),
+        (["--host", "nosuch"], "it matches 0 tasks now, and will hold any that match later"),
+    ]:
+        made = zt("silence", *argv, "--for", "1h", "--reason", "night")
+        assert made.returncode == 0, made.stderr
+        line = made.stdout.rstrip("\n")
+        assert line.count("\n") == 0 and line.endswith(f" (1h); {matched}"), line
+
+
+def test_a_piped_status_prints_whole_rows(tmp_path: Path) -> None:
+    """Cron mail and ``| less`` get FLAGS and ON-CALL, however wide the rows are."""
+    task = "nightly-export-of-the-partner-orders-2031"
+    stalled_store(tmp_path / "z.db", task)
+    zt = Zombietop(tmp_path)
+    assert zt("ack", task).returncode == 0
+    env = {key: value for key, value in zt.env.items() if key not in ("COLUMNS", "LINES")}
+    piped = subprocess.run(
+        [*COMMAND, "status", "--db", str(zt.db), "--config", str(zt.config)],
+        capture_output=True,  # stdout is a pipe, as in cron or `| less`
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert piped.returncode == 2, piped.stderr
+    lines = piped.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("HEALTH"))
+    row = next(line for line in lines if line.startswith(f"stalled  {task[:20]}"))
+    assert header.endswith("FLAGS  ON-CALL") and len(header) > 100
+    assert row.endswith(f"acked:{ME}") and task in row
+
+
+def test_status_on_a_terminal_is_cut_to_its_width(tmp_path: Path) -> None:
+    """On a terminal 60 columns wide the table's rows end at column 60, as they always did."""
+    task = "nightly-export-of-the-partner-orders-2031"
+    stalled_store(tmp_path / "z.db", task)
+    zt = Zombietop(tmp_path)
+    env = {key: value for key, value in zt.env.items() if key not in ("COLUMNS", "LINES")}
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 60, 0, 0))
+    with subprocess.Popen(
+        [*COMMAND, "status", "--db", str(zt.db), "--config", str(zt.config)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+    ) as proc:
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(timeout=60) == 2
+    os.close(master)
+    lines = b"".join(chunks).decode().splitlines()
+    header = next(line for line in lines if line.startswith("HEALTH"))
+    row = next(line for line in lines if line.startswith(f"stalled  {task[:20]}"))
+    assert len(header) <= 60 and "ON-CALL" not in header
+    assert len(row) <= 60

@@ -11,7 +11,7 @@ from zombietop.executor import Executor
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.sources import open_sources
 from zombietop.store import open_store
-from zombietop.tui.cli.context import EXIT_OK, context_of
+from zombietop.tui.cli.context import EXIT_OK, add_command, context_of, source_flags
 
 
 async def cmd_agent(args: argparse.Namespace) -> int:
@@ -44,11 +44,20 @@ async def cmd_agent(args: argparse.Namespace) -> int:
 def add_parser(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
-    agent = sub.add_parser(
+    agent = add_command(
+        sub,
         "agent",
-        parents=[common],
-        help="serve this host of a fleet: sample its tasks (and its sources' task instances), "
-        "carry out actions asked elsewhere",
+        parents=[common, source_flags()],
+        summary="serve this host of a fleet: sample its tasks (and its sources' task "
+        "instances), carry out actions asked elsewhere",
+        about="Serve this host of a fleet that shares one store: every --interval, sample the "
+        "processes of the tasks that run here into the store, and carry out the kills and "
+        "relaunches that other hosts ask for. Run one on every host that runs tasks, as the "
+        "user that runs them.",
+        examples=(
+            "zombietop agent --db postgresql://zombietop@db.internal/zombietop",
+            "zombietop agent --once",
+        ),
     )
     agent.add_argument(
         "--host", help="this host's name in the fleet (default: the host name; tasks record it)"

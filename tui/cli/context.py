@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from zombietop.config import Config, SourceSettings, load_config, resolve_config_path
 from zombietop.locations import (
@@ -19,6 +21,66 @@ EXIT_OK, EXIT_NOT_DONE, EXIT_ERROR = 0, 1, 2
 """Done; asked but not (yet) done (a kill an agent must carry out); failed or misused."""
 EXIT_UNKNOWN = 3
 """``status`` speaks the Nagios plugin API: a usage error there is UNKNOWN, not 2."""
+
+P = TypeVar("P", bound=argparse.ArgumentParser)
+
+
+def store_flags() -> argparse.ArgumentParser:
+    """``--db`` and ``--config``, for the commands that open the store or read the config."""
+    flags = argparse.ArgumentParser(add_help=False)
+    flags.add_argument(
+        "--db",
+        default=argparse.SUPPRESS,
+        metavar="PATH|URL",
+        help="the store: a SQLite file or a postgresql:// URL "
+        "(default: $ZOMBIETOP_DB, [store] path, or the XDG state dir)",
+    )
+    flags.add_argument(
+        "--config",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="config file (default: $ZOMBIETOP_CONFIG or ~/.config/zombietop/config.toml)",
+    )
+    return flags
+
+
+def source_flags() -> argparse.ArgumentParser:
+    """``--source``, only for the commands that read engines' databases: elsewhere it would be
+    taken and ignored."""
+    flags = argparse.ArgumentParser(add_help=False)
+    flags.add_argument(
+        "--source",
+        action="append",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="also read an engine's tasks from its database, read-only (repeatable): "
+        "airflow+sqlite:///PATH or airflow+postgresql://USER@HOST/DB",
+    )
+    return flags
+
+
+def add_command(
+    sub: argparse._SubParsersAction[P],
+    name: str,
+    *,
+    summary: str,
+    about: str,
+    examples: tuple[str, ...],
+    **options: Any,
+) -> P:
+    """Register one subcommand: ``summary`` is its line in ``zombietop --help``; ``about`` and
+    ``examples`` (command lines, without the prompt) open its own ``--help``."""
+    heading = "examples:" if len(examples) > 1 else "example:"
+    text = "\n\n".join(
+        [textwrap.fill(about, width=79), heading + "".join(f"\n  {line}" for line in examples)]
+    )
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=text,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **options,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,20 +24,34 @@ from zombietop.runner import Runner, RunSpec
 from zombietop.source_actions import SourceActions
 from zombietop.sources import open_sources
 from zombietop.store import open_store
-from zombietop.tui.cli.context import EXIT_NOT_DONE, EXIT_OK, context_of
+from zombietop.tui.cli.context import (
+    EXIT_NOT_DONE,
+    EXIT_OK,
+    add_command,
+    context_of,
+    source_flags,
+)
 
 KILL_POLL_S = 0.1
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Register run, resume, discard and kill on the ``zombietop`` subparsers."""
-    run = sub.add_parser(
+    run = add_command(
+        sub,
         "run",
         parents=[common],
-        help="run a command under a lease, with heartbeats from a file",
-        usage=(
-            "zombietop run [--task ID] [--run RUN] [--type TYPE] [--after TASK ...] -- CMD ARGS..."
+        summary="run a command under a lease, with heartbeats from a file",
+        about="Run a command as a task: take its lease and renew it while the command lives, "
+        "turn each line the command appends to $ZOMBIETOP_HEARTBEAT_FILE into a heartbeat, "
+        "forward SIGTERM, SIGINT and SIGHUP to it, record how it ended, and exit with its "
+        "status. Refuse to start (exit 2) while an --after task has not succeeded.",
+        examples=(
+            "zombietop run --task export-2031 --type export -- ./export.sh",
+            "zombietop run --task load-2031 --after export-2031 -- ./load.sh",
         ),
+        usage="zombietop run [--task ID] [--run RUN] [--type TYPE] [--after TASK ...] "
+        "[--db PATH|URL] [--config PATH] -- CMD ARGS...",
     )
     run.add_argument("--task", help="task id (default: the command's name and a random suffix)")
     run.add_argument("--run", dest="run_id", help="the workflow run this task belongs to")
@@ -53,13 +67,45 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     run.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     run.set_defaults(handler=cmd_run)
 
-    for kind, text in (
-        (ActionKind.RESUME, "bump the token, keep the checkpoint, requeue or relaunch"),
-        (ActionKind.DISCARD, "bump the token and mark discarded; artifacts kept"),
-        (ActionKind.KILL, "SIGTERM the task's process group, SIGKILL after kill_grace"),
+    for kind, summary, about, why in (
+        (
+            ActionKind.RESUME,
+            "bump the token, keep the checkpoint, requeue or relaunch",
+            "Resume a task: give it a new lease token (its old owner can no longer renew or "
+            "finish), keep its checkpoint, count one more attempt, and relaunch it (a task of "
+            "`zombietop run`), run its step type's resume_command, or leave it queued for its "
+            "engine. A copy of it still alive on this host is stopped first.",
+            "the partner API is back",
+        ),
+        (
+            ActionKind.DISCARD,
+            "bump the token and mark discarded; artifacts kept",
+            "Discard a task: give it a new lease token and mark it discarded. Its checkpoint "
+            "and files are kept, and the tasks that wait on it stay blocked.",
+            "superseded by the next run",
+        ),
+        (
+            ActionKind.KILL,
+            "SIGTERM the task's process group, SIGKILL after kill_grace",
+            "Kill a task gracefully: SIGTERM to its process group, then SIGKILL after "
+            "kill_grace only if the same process (pid and start time) is still alive. A task "
+            "on another host is killed by that host's agent.",
+            "hung on the partner API",
+        ),
     ):
-        action = sub.add_parser(str(kind), parents=[common], help=text)
-        action.add_argument("task", metavar="TASK")
+        action = add_command(
+            sub,
+            str(kind),
+            parents=[common, source_flags()],
+            summary=summary,
+            about=f"{about} Ask on a terminal (or pass --yes); refuse when the task changed "
+            "since you looked. Exit 0 when done, 1 when not done (refused, not confirmed, or "
+            "left for another host's agent), 2 on an error.",
+            examples=(f'zombietop {kind} export-2031 --reason "{why}"',),
+        )
+        action.add_argument(
+            "task", metavar="TASK", help="the task id, as `zombietop status` shows it"
+        )
         action.add_argument("--reason", help="why, for the event log")
         action.add_argument("--yes", action="store_true", help="do not ask for confirmation")
         action.set_defaults(handler=cmd_action, kind=kind)

@@ -24,15 +24,23 @@ from zombietop.printable import printable
 from zombietop.store import open_store
 from zombietop.store.sqlite import SCHEMA_VERSION
 from zombietop.tui.cli.agent import add_parser as agent_parser
-from zombietop.tui.cli.context import EXIT_ERROR, EXIT_OK, EXIT_UNKNOWN, context_of
+from zombietop.tui.cli.context import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_UNKNOWN,
+    add_command,
+    context_of,
+    source_flags,
+    store_flags,
+)
 from zombietop.tui.cli.status import cmd_status
 from zombietop.tui.cli.watch import add_parser as watch_parser
 
 STATUS_EPILOG = """\
-exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a budget, a
-schedule running long); 2 CRITICAL (a task dead, stalled or reclaimable, a schedule missed);
-3 UNKNOWN (the store or config cannot be read, or a usage error). Every other command exits 2
-on a usage error or a failure."""
+exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a
+budget, a schedule running long); 2 CRITICAL (a task dead, stalled or
+reclaimable, a schedule missed); 3 UNKNOWN (the store or config cannot be read,
+or a usage error)."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -133,9 +141,8 @@ async def cmd_dashboard(args: argparse.Namespace) -> int:
 
 def cmd_config(args: argparse.Namespace) -> int:
     if args.config_command == "init":
-        target = (
-            Path(args.path) if args.path else resolve_config_path(None) or _default_config_target()
-        )
+        chosen = args.path or getattr(args, "config", None)
+        target = Path(chosen) if chosen else resolve_config_path(None) or _default_config_target()
         write_defaults(target, force=args.force)
         print(f"wrote default config to {target}")
         return EXIT_OK
@@ -159,36 +166,26 @@ def _default_config_target() -> Path:
 # Parser ----------------------------------------------------------------------------------
 
 
+EXIT_EPILOG = """\
+exit status: `status` follows the Nagios plugin API (0 OK, 1 WARNING,
+2 CRITICAL, 3 UNKNOWN); `run` exits with its command's status; `resume`,
+`discard` and `kill` exit 1 when the action was not done (refused, not
+confirmed, or left for another host's agent). Every other command exits 0 when
+it did what was asked or there was nothing to do (as `unack` of a task with no
+ack), and 2 on a usage error or a failure.
+
+`zombietop COMMAND --help` says what each command does, with an example."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--db",
-        default=argparse.SUPPRESS,
-        metavar="PATH|URL",
-        help="the store: a SQLite file or a postgresql:// URL "
-        "(default: $ZOMBIETOP_DB, [store] path, or the XDG state dir)",
-    )
-    common.add_argument(
-        "--source",
-        action="append",
-        default=argparse.SUPPRESS,
-        metavar="URL",
-        help="also watch an engine's database, read-only (repeatable): "
-        "airflow+sqlite:///PATH or airflow+postgresql://USER@HOST/DB",
-    )
-    common.add_argument(
-        "--config",
-        default=argparse.SUPPRESS,
-        metavar="PATH",
-        help="config file (default: $ZOMBIETOP_CONFIG or ~/.config/zombietop/config.toml)",
-    )
+    common = store_flags()
     parser = Parser(
         prog="zombietop",
-        description="top for zombie jobs: find tasks that say running but are not.",
-        epilog="Exit status: `status` follows the Nagios plugin API (0 OK, 1 WARNING, "
-        "2 CRITICAL, 3 UNKNOWN); every other command exits 0 on success and 2 on a usage "
-        "error or a failure.",
-        parents=[common],
+        description="top for zombie jobs: find tasks that say running but are not.\n"
+        "With no command, zombietop opens the dashboard on the store.",
+        epilog=EXIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common, source_flags()],
     )
     parser.add_argument("--version", action="version", version=f"zombietop {__version__}")
     # With no subcommand, zombietop is the dashboard.
@@ -205,13 +202,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.commands = sub
 
-    status = sub.add_parser(
+    status = add_command(
+        sub,
         "status",
-        parents=[common],
-        help="print one snapshot; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (Nagios)",
-        description="Print one snapshot of the store, for scripts and monitoring systems.",
+        parents=[common, source_flags()],
+        summary="print one snapshot; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (Nagios)",
+        about="Print one snapshot of the store, for scripts and monitoring systems: a table "
+        "(cut to the terminal's width on a terminal, whole rows in a pipe or a file), then the "
+        "page line of every task that needs a human.",
+        examples=(
+            "zombietop status",
+            "zombietop status --nagios",
+            "zombietop status --json --all",
+        ),
         epilog=STATUS_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     status.usage_exit = EXIT_UNKNOWN
     form = status.add_mutually_exclusive_group()
@@ -235,14 +239,40 @@ def build_parser() -> argparse.ArgumentParser:
         "/var/lib/prometheus/node-exporter/zombietop.prom) instead of stdout",
     )
     status.add_argument(
-        "--all", action="store_true", help="include every finished task, not just recent ones"
+        "--all",
+        action="store_true",
+        help="include every finished task, not just those of the last [monitor] "
+        "finished_window (1h by default)",
     )
     status.set_defaults(handler=cmd_status)
 
-    init = sub.add_parser("init", parents=[common], help="create (or upgrade) the store")
+    init = add_command(
+        sub,
+        "init",
+        parents=[common],
+        summary="create (or upgrade) the store",
+        about="Create the store, or upgrade an older one to this version's schema. "
+        "`zombietop run` and `zombietop agent` create it too; a PostgreSQL database must exist "
+        "first (createdb).",
+        examples=(
+            "zombietop init",
+            "zombietop init --db postgresql://zombietop@db.internal/zombietop",
+        ),
+    )
     init.set_defaults(handler=cmd_init)
 
-    beat = sub.add_parser("beat", parents=[common], help="record one heartbeat from a shell script")
+    beat = add_command(
+        sub,
+        "beat",
+        parents=[common],
+        summary="record one heartbeat from a shell script",
+        about="Record one heartbeat of a task, from a shell script. Under `zombietop run` the "
+        "task and its lease come from the environment; otherwise give --task.",
+        examples=(
+            "zombietop beat --task export-2031 --stage transform --progress 61",
+            "zombietop beat --line 'stage=load p=90 eta=5m'",
+        ),
+    )
     beat.add_argument("--task", help="task id (default: $ZOMBIETOP_TASK)")
     beat.add_argument("--stage", help="current stage, e.g. transform")
     beat.add_argument("--progress", type=float, help="percent done, 0-100")
@@ -262,14 +292,39 @@ def build_parser() -> argparse.ArgumentParser:
     watch_parser(sub, common)
     agent_parser(sub, common)
 
-    config = sub.add_parser("config", parents=[common], help="write or check a config file")
+    config = add_command(
+        sub,
+        "config",
+        parents=[_config_flag()],
+        summary="write or check a config file",
+        about="Write the default config (config init) or check a config file (config check). "
+        "Without PATH, both use the file zombietop reads: --config, then $ZOMBIETOP_CONFIG, "
+        "then ~/.config/zombietop/config.toml.",
+        examples=("zombietop config init", "zombietop config check ./config.toml"),
+    )
     config_sub = config.add_subparsers(dest="config_command", metavar="init|check", required=True)
-    config_init = config_sub.add_parser("init", help="write the defaults (tomli-w)")
+    config_init = add_command(
+        config_sub,
+        "init",
+        summary="write the default config to a file",
+        about="Write the default config, every key with its default value, to PATH. An "
+        "existing file is kept unless you pass --force.",
+        examples=("zombietop config init", "zombietop config init ./config.toml --force"),
+    )
     config_init.add_argument(
-        "path", nargs="?", help="where (default: ~/.config/zombietop/config.toml)"
+        "path",
+        nargs="?",
+        help="where (default: --config, $ZOMBIETOP_CONFIG or ~/.config/zombietop/config.toml)",
     )
     config_init.add_argument("--force", action="store_true", help="overwrite an existing file")
-    config_check = config_sub.add_parser("check", help="validate a config file")
+    config_check = add_command(
+        config_sub,
+        "check",
+        summary="validate a config file",
+        about="Check a config file: every key known, every value valid, every set of "
+        "timeouts in order. An error names the file, the section, the keys and the values.",
+        examples=("zombietop config check", "zombietop config check ./config.toml"),
+    )
     config_check.add_argument(
         "path", nargs="?", help="the file (default: the one zombietop would use)"
     )
@@ -285,8 +340,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     from zombietop.tui.demo import add_parser as demo_parser
 
-    demo_parser(sub, common)
+    demo_parser(sub)
     return parser
+
+
+def _config_flag() -> argparse.ArgumentParser:
+    """``--config`` alone: ``zombietop config`` reads no store."""
+    flags = argparse.ArgumentParser(add_help=False)
+    flags.add_argument(
+        "--config",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="the config file, when PATH is not given "
+        "(default: $ZOMBIETOP_CONFIG or ~/.config/zombietop/config.toml)",
+    )
+    return flags
 
 
 def _eta(text: str) -> str:

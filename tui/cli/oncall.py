@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 from zombietop import oncall
 from zombietop.durations import format_age, format_duration, parse_duration
+from zombietop.errors import ZombietopError
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.model import Ack, Matcher, Silence
+from zombietop.monitor import Monitor, Snapshot
 from zombietop.oncall import operator_name
 from zombietop.printable import printable
-from zombietop.store import open_store
-from zombietop.tui.cli.context import EXIT_NOT_DONE, EXIT_OK, context_of
+from zombietop.sources import open_sources
+from zombietop.store import Store, open_store
+from zombietop.tui.cli.context import EXIT_OK, Context, add_command, context_of, source_flags
 
 
 def _duration(text: str) -> float:
@@ -27,12 +31,17 @@ def _duration(text: str) -> float:
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """Register the on-call commands on the ``zombietop`` subparsers."""
-    ack = sub.add_parser(
+    ack = add_command(
+        sub,
         "ack",
         parents=[common],
-        help="say you are on a task's incident: no re-notify until the ack ends",
+        summary="say you are on a task's incident: no re-notify until the ack ends",
+        about="Say you are on a task's incident: the watchdog does not page it again until "
+        "the ack ends (--for) or the incident does. A task that has finished pages nobody, "
+        "so an ack of it is refused (exit 2).",
+        examples=('zombietop ack export-2031 --for 2h --reason "restarting the partner API"',),
     )
-    ack.add_argument("task", metavar="TASK")
+    ack.add_argument("task", metavar="TASK", help="the task id, as `zombietop status` shows it")
     ack.add_argument(
         "--for",
         dest="duration",
@@ -43,14 +52,33 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ack.add_argument("--reason", help="what you are doing about it, for the event log")
     ack.set_defaults(handler=cmd_ack)
 
-    unack = sub.add_parser("unack", parents=[common], help="end a task's ack")
-    unack.add_argument("task", metavar="TASK")
+    unack = add_command(
+        sub,
+        "unack",
+        parents=[common],
+        summary="end a task's ack",
+        about="End a task's ack now: its incident is paged again from [watch] renotify after "
+        "its last notice. A task with no ack is nothing to do: that is said, and the exit "
+        "status is 0.",
+        examples=("zombietop unack export-2031",),
+    )
+    unack.add_argument("task", metavar="TASK", help="the task id")
     unack.set_defaults(handler=cmd_unack)
 
-    silence = sub.add_parser(
+    silence = add_command(
+        sub,
         "silence",
-        parents=[common],
-        help="hold the pages of matching tasks until the silence ends (shown, never paged)",
+        parents=[common, source_flags()],
+        summary="hold the pages of matching tasks until the silence ends (shown, never paged)",
+        about="Hold the pages of every task a rule matches (a task id glob, a step type or a "
+        "host) until the silence ends. Silenced tasks are still judged, quarantined and "
+        "shown; a task still bad when the silence ends is paged then. The answer says how "
+        "many unfinished tasks the rule matches now (with the tasks of --source and "
+        "[[sources]]); a rule that matches none is kept for the tasks that match later.",
+        examples=(
+            "zombietop silence --task 'export-*' --for 8h --reason \"partner API maintenance\"",
+            'zombietop silence --host batch-07 --for 2h --reason "rack move"',
+        ),
     )
     rule = silence.add_mutually_exclusive_group(required=True)
     rule.add_argument("--task", metavar="GLOB", help="task ids matching a glob, e.g. 'export-*'")
@@ -67,20 +95,46 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     silence.add_argument("--reason", required=True, help="why: whoever is paged next asks")
     silence.set_defaults(handler=cmd_silence)
 
-    silences = sub.add_parser("silences", parents=[common], help="list the silences in force")
+    silences = add_command(
+        sub,
+        "silences",
+        parents=[common],
+        summary="list the silences in force",
+        about="List the silences in force: each one's id, rule, who set it, when it ends and why.",
+        examples=("zombietop silences", "zombietop silences --json"),
+    )
     silences.add_argument("--json", action="store_true", help="one JSON list, for scripts")
     silences.set_defaults(handler=cmd_silences)
 
-    unsilence = sub.add_parser("unsilence", parents=[common], help="end a silence now")
-    unsilence.add_argument("silence_id", metavar="ID", type=int)
+    unsilence = add_command(
+        sub,
+        "unsilence",
+        parents=[common],
+        summary="end a silence now",
+        about="End a silence now, by the id `zombietop silences` shows. The tasks it held that "
+        "are still bad are paged at the watchdog's next look.",
+        examples=("zombietop unsilence 3",),
+    )
+    unsilence.add_argument(
+        "silence_id",
+        metavar="ID",
+        type=int,
+        help="the silence's id, as `zombietop silences` shows it",
+    )
     unsilence.set_defaults(handler=cmd_unsilence)
+
+
+def moment_words(when: float) -> str:
+    """``2026-12-01T21:23:51Z``: a moment as a person reads it, to the second (JSON keeps the
+    store's precision)."""
+    return format_timestamp(math.floor(when))
 
 
 def ack_words(ack: Ack) -> str:
     """``acked by ana until 2026-12-01T11:00:00Z (2h): restarting the partner API``."""
     why = f": {printable(ack.reason)}" if ack.reason else ""
     span = format_age(ack.until - ack.acked_at)
-    return f"acked by {printable(ack.by)} until {format_timestamp(ack.until)} ({span}){why}"
+    return f"acked by {printable(ack.by)} until {moment_words(ack.until)} ({span}){why}"
 
 
 def silence_words(silence: Silence, now: float | None = None) -> str:
@@ -88,7 +142,7 @@ def silence_words(silence: Silence, now: float | None = None) -> str:
     left = "" if now is None else f" (in {format_age(max(silence.until - now, 0))})"
     return (
         f"silence {silence.silence_id} ({silence.matcher} {printable(silence.pattern)}) by "
-        f"{printable(silence.by)}, ends {format_timestamp(silence.until)}{left}: "
+        f"{printable(silence.by)}, ends {moment_words(silence.until)}{left}: "
         f"{printable(silence.reason)}"
     )
 
@@ -97,6 +151,13 @@ async def cmd_ack(args: argparse.Namespace) -> int:
 
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
+        task = await store.get_task(args.task)
+        if task.state.finished:
+            # Its incident is over; an ack kept now would only quiet a later run's re-notify.
+            raise ZombietopError(
+                f"{task.task_id} has finished ({task.state}): it pages nobody, so there is "
+                "nothing to ack; no ack was set"
+            )
         done = await oncall.ack(
             store,
             ctx.config.oncall,
@@ -114,10 +175,18 @@ async def cmd_unack(args: argparse.Namespace) -> int:
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
         ended = await oncall.unack(store, args.task, by=operator_name())
+        now = await store.now()
+    task = printable(args.task)
     if ended is None:
-        print(f"{printable(args.task)} has no ack; nothing done")
-        return EXIT_NOT_DONE
-    print(f"{printable(args.task)}: ack by {printable(ended.by)} ended")
+        print(f"{task} has no ack: nothing to end")
+        return EXIT_OK
+    if not ended.active(now):
+        print(
+            f"{task} has no ack: the last one, by {printable(ended.by)}, ended at "
+            f"{moment_words(ended.until)}; nothing to end"
+        )
+        return EXIT_OK
+    print(f"{task}: ack by {printable(ended.by)} ended")
     return EXIT_OK
 
 
@@ -140,8 +209,25 @@ async def cmd_silence(args: argparse.Namespace) -> int:
             reason=args.reason,
             duration=args.duration,
         )
-    print(f"{silence_words(made)} ({format_duration(args.duration)})")
+        matched = await _matched(made, store, ctx)
+    print(f"{silence_words(made)} ({format_duration(args.duration)}); {matched}")
     return EXIT_OK
+
+
+async def _matched(silence: Silence, store: Store, ctx: Context) -> str:
+    """How many tasks the new silence holds now (only unfinished ones can page), the sources'
+    included. The silence is set already: a source that cannot be read is only said."""
+    try:
+        async with open_sources(ctx.sources) as sources:
+            snapshot = await Monitor(store, ctx.config, sources=sources).poll()
+    except ZombietopError as exc:
+        snapshot = Snapshot(taken_at=None, error=str(exc))
+    if snapshot.error:
+        return printable(f"the tasks it matches now could not be read: {snapshot.error}")
+    n = sum(1 for v in snapshot.tasks if not v.task.state.finished and silence.matches(v.task))
+    if n == 0:
+        return "it matches 0 tasks now, and will hold any that match later"
+    return f"it matches {n} task{'s' if n > 1 else ''} now"
 
 
 async def cmd_silences(args: argparse.Namespace) -> int:

@@ -332,7 +332,8 @@ def render_table(
     watchdog: str | None = None,
 ) -> str:
     """Render the snapshot as plain text: counts (and the ``watchdog`` line when given, from
-    ``watchdog_words``), one row per task, then what to act on."""
+    ``watchdog_words``), one row per task cut at ``width`` (None: whole rows), then what to
+    act on."""
     lines = _table_lines(snapshot, width, outputs or {})
     if watchdog is not None:
         lines.insert(1, watchdog)
@@ -342,7 +343,6 @@ def render_table(
 def _table_lines(
     snapshot: Snapshot, width: int | None, outputs: Mapping[str, LastOutput]
 ) -> list[str]:
-    width = width or shutil.get_terminal_size((100, 24)).columns
     counts = "  ".join(f"{health} {n}" for health, n in snapshot.counts.items() if n)
     lines = [counts or "no tasks in the store"]
     if not snapshot.tasks:
@@ -493,8 +493,14 @@ async def cmd_status(args: argparse.Namespace) -> int:
     else:
         # Said once a watchdog has held the store; a store never watched stays as it was.
         words = None if watchdog is None else watchdog_words(watchdog, snapshot.taken_at)
-        print(render_table(snapshot, outputs=outputs, watchdog=words))
+        print(render_table(snapshot, _table_width(), outputs, watchdog=words))
     return level(snapshot)
+
+
+def _table_width() -> int | None:
+    """A terminal's width; None (whole rows) in a pipe or a file, where a cut loses columns
+    nobody can scroll to (cron mail, a ticket, a grep)."""
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
 def _first_sight(process: ProcessSample | None) -> bool:

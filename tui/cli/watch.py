@@ -22,7 +22,13 @@ from zombietop.procs import PsutilProbe
 from zombietop.sd_notify import SystemdNotifier
 from zombietop.sources import open_sources
 from zombietop.store import open_store
-from zombietop.tui.cli.context import EXIT_ERROR, EXIT_OK, context_of
+from zombietop.tui.cli.context import (
+    EXIT_ERROR,
+    EXIT_OK,
+    add_command,
+    context_of,
+    source_flags,
+)
 from zombietop.watchdog import LogNotifier, TickReport, Watchdog
 
 if TYPE_CHECKING:
@@ -202,8 +208,20 @@ def status_line(report: TickReport) -> str:
 def add_parser(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
-    watch = sub.add_parser(
-        "watch", parents=[common], help="the headless watchdog: quarantine and page"
+    watch = add_command(
+        sub,
+        "watch",
+        parents=[common, source_flags()],
+        summary="the headless watchdog: quarantine and page",
+        about="Look at the store every [watch] interval: quarantine the tasks that are dead, "
+        "stalled or reclaimable, page once per incident through [notify] (again every "
+        "[watch] renotify while nobody acks or silences it), and page the all-clear. Run it "
+        "under systemd, or once a minute from cron with --once.",
+        examples=(
+            "zombietop watch",
+            "zombietop watch --once",
+            "zombietop watch --metrics 127.0.0.1:9464",
+        ),
     )
     watch.add_argument("--once", action="store_true", help="look once and exit (for cron)")
     watch.add_argument(
