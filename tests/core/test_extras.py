@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from zombietop.config import load_config, write_defaults
-from zombietop.errors import MissingExtra, ZombietopError
+from zombietop.errors import MissingExtra, SourceError, ZombietopError
 from zombietop.extras import Install, require
 from zombietop.notify import AppriseNotifier
 from zombietop.sdk import Job
+from zombietop.sources import open_source
 from zombietop.store import open_store
 
 
@@ -121,8 +122,9 @@ def test_config_init_without_tomli_w_writes_nothing(
     assert not target.parent.exists()
 
 
-def test_a_config_with_schedules_loads_on_the_job_side(tmp_path: Path) -> None:
-    """cronsim is a dependency of the job side: a schedule the watchdog needs never stops a job."""
+def test_a_config_with_schedules_loads_with_cronsim_imported_late(tmp_path: Path) -> None:
+    """cronsim is a dependency of the job side, imported when a schedule is checked: a schedule
+    the watchdog needs never stops a job."""
     path = tmp_path / "config.toml"
     path.write_text('[schedules.nightly]\nstep = "export"\ncron = "30 2 * * *"\n')
     assert load_config(path).schedules[0].cron == "30 2 * * *"
@@ -134,3 +136,17 @@ def test_an_apprise_channel_without_apprise_says_what_to_install(
     hide(monkeypatch, "apprise")
     with pytest.raises(MissingExtra, match=r"^\[notify\] apprise needs apprise, which is not"):
         AppriseNotifier(["json://127.0.0.1:9/hook"])
+
+
+async def test_an_airflow_source_on_postgresql_without_asyncpg_is_a_source_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A source that cannot be read hides nothing else: the error is the source's own."""
+    hide(monkeypatch, "asyncpg")
+    source = open_source("airflow+postgresql://airflow@db.example/airflow")
+    with pytest.raises(SourceError) as raised:
+        await source.open()
+    assert str(raised.value) == (
+        "source airflow+postgresql://airflow@db.example/airflow: an Airflow source on "
+        f"PostgreSQL needs asyncpg, which is not installed: {hint('postgres')}"
+    )
