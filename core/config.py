@@ -15,11 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-from cronsim import CronSim, CronSimError
-
 from zombietop.durations import format_duration, parse_duration
 from zombietop.errors import ConfigError, SourceError
+from zombietop.extras import require
 from zombietop.locations import check_source_url, store_location
 from zombietop.redact import redact_url
 
@@ -593,6 +591,10 @@ def _cron(label: str, cron: str, zone: zoneinfo.ZoneInfo) -> None:
             f"{label}: cron = {cron!r} has {len(fields)} fields; give five: minute hour "
             'day-of-month month day-of-week, e.g. "30 2 * * *"'
         )
+    # Imported here, not at the top: a job loads this module for its thresholds only, and
+    # importing the SDK should not pay for the cron parser.
+    from cronsim import CronSim, CronSimError
+
     try:
         CronSim(cron, datetime.now(zone))
     except CronSimError as exc:
@@ -686,6 +688,9 @@ def _origin(limits: Limits, key: str, path: Path | None, section: str) -> str:
 
 def render_defaults() -> str:
     """Return the default config as TOML (written with tomli-w), with comments between sections."""
+    require("`zombietop config init`", "tomli_w")
+    import tomli_w
+
     thresholds = {k: format_duration(v) for k, v in THRESHOLD_DEFAULTS.items()}
     timeouts = {k: format_duration(v) for k, v in TIMEOUT_DEFAULTS.items()}
     monitor = {k: format_duration(v) for k, v in MONITOR_DEFAULTS.items()}
@@ -759,8 +764,9 @@ def write_defaults(path: Path, *, force: bool = False) -> None:
     """Write the default config to ``path``; refuse to overwrite unless ``force``."""
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists; pass --force to overwrite it")
+    text = render_defaults()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_defaults(), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write config ({exc.strerror})") from None

@@ -76,3 +76,8 @@ class UnsafePath(ZombietopError):
 
 class SourceError(ZombietopError):
     """An engine's database (a read-only source) cannot be opened or read."""
+
+
+class MissingExtra(ZombietopError):
+    """A command needs a package of an extra (``zombietop[all]``) that is not installed; the
+    message names it and the command that installs it."""

@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from zombietop.clock import Clock
 from zombietop.config import NotifySettings
 from zombietop.errors import ZombietopError
+from zombietop.extras import require
 from zombietop.printable import printable
 from zombietop.redact import redact_url, scrub
 from zombietop.store import Store
@@ -165,6 +166,7 @@ class AppriseNotifier:
     kind = "apprise"
 
     def __init__(self, urls: Sequence[str]) -> None:
+        require("[notify] apprise", "apprise")
         import apprise
 
         self._apprise = apprise.Apprise()

@@ -29,11 +29,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import tomli_w
-
 from zombietop.config import load_config
 from zombietop.durations import format_duration
 from zombietop.errors import ZombietopError
+from zombietop.extras import require
 from zombietop.locations import clean_env, default_store_path, state_dir
 from zombietop.private import private_dir, write_new
 from zombietop.procs import spawn_detached, this_host
@@ -232,6 +231,8 @@ def render_config(speed: float, pages: Path) -> str:
         f"{60 / speed:.0f} s.\n"
         '# The demo\'s jobs run as step type "demo"; pages are appended to pages.log here.\n\n'
     )
+    import tomli_w  # of zombietop[all], which cmd_demo checks first
+
     return head + tomli_w.dumps(data)
 
 
@@ -498,6 +499,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     paths = demo_paths(getattr(args, "db", None))
     if args.stop:
         return stop_demo(paths)
+    # Before anything starts: the dashboard's toolkit, and tomli-w for the demo's config.
+    require("`zombietop demo`", *([] if args.no_tui else ["textual", "rich"]), "tomli_w")
     speed = args.speed
     if not args.no_tui and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise ZombietopError(

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from textual.strip import Strip
 
 TESTED = (8, 2)
-"""The Textual minor version these shims were written against (``textual>=8.2,<8.3``)."""
+"""The Textual minor version these shims were written against. pyproject.toml allows any
+Textual from it to the next major version (``textual>=8.2,<9``): on another minor the shims
+step aside."""
 
 
 def enabled(shim: str) -> bool:

@@ -35,7 +35,8 @@ from urllib.parse import quote, unquote
 from zombietop.actions import ActionKind
 from zombietop.clock import Clock, SystemClock
 from zombietop.config import Limits
-from zombietop.errors import SourceError
+from zombietop.errors import MissingExtra, SourceError
+from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, Lease, Row, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
@@ -344,6 +345,10 @@ class AirflowSource:
     async def _pg_connection(self) -> Any:
         if self._pg is not None and not self._pg.is_closed():
             return self._pg
+        try:
+            require("an Airflow source on PostgreSQL", "asyncpg", extra="postgres")
+        except MissingExtra as exc:
+            raise SourceError(f"source {self.name}: {exc}") from None
         import asyncpg
 
         try:

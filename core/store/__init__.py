@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from zombietop.extras import require
 from zombietop.locations import is_postgres_url, store_location
 from zombietop.store.interface import HISTORY_LIMIT, Store
 
@@ -42,6 +43,7 @@ async def open_store(
     for a caller whose event loop has a thread of its own (PostgreSQL's are network waits).
     """
     if is_postgres_url(location):
+        require("a PostgreSQL store", "asyncpg", extra="postgres")
         from zombietop.store.postgres import PostgresStore
 
         return await PostgresStore.open(

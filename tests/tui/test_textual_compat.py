@@ -298,11 +298,61 @@ def test_install_leaves_a_changed_chops_update_alone(monkeypatch: pytest.MonkeyP
     assert ChopsUpdate.render_segments is stock
 
 
-def test_the_tested_version_is_the_one_pyproject_pins() -> None:
+def test_pyproject_allows_the_tested_version_up_to_the_next_major() -> None:
+    """On another minor version the shims step aside (the test above): nothing in the pin
+    needs to stop at the minor they were written against."""
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
-    pin = next(d for d in pyproject["project"]["dependencies"] if d.startswith("textual"))
+    extras = pyproject["project"]["optional-dependencies"]
+    pin = next(d for d in extras["all"] if d.startswith("textual"))
     major, minor = textual_compat.TESTED
-    assert pin.replace(" ", "") == f"textual>={major}.{minor},<{major}.{minor + 1}"
+    assert pin.replace(" ", "") == f"textual>={major}.{minor},<{major + 1}"
+    assert not any(d.startswith("textual") for d in pyproject["project"]["dependencies"])
+
+
+async def test_on_another_textual_the_dashboard_draws_with_textuals_own_methods(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The version check fails (a Textual 8.3): the real app at 80x24 installs no shim, and a
+    one-cell change still reaches the screen, through Textual's own partial update."""
+    from textual.drivers.linux_driver import LinuxDriver
+
+    from zombietop.monitor import TaskView, build_snapshot
+    from zombietop.tui.sample import NOW, sample_config, sample_records, sample_samples
+
+    stock = stock_render_segments()
+    monkeypatch.setattr(ChopsUpdate, "render_segments", stock)
+    monkeypatch.setattr(textual_compat, "textual_version", lambda: (8, 3))
+    app = make_app(read_only=True)
+    assert ChopsUpdate.render_segments is stock
+    assert textual_compat.quiet_driver(LinuxDriver) is LinuxDriver
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        updates = partial_updates(app)
+        table = app.main.query_one(TaskList)
+        task_id = "resize-9001"
+
+        def renewed() -> tuple[TaskView, ...]:
+            records = [
+                replace(r, lease=replace(r.lease, expires_at=r.lease.expires_at + 300))
+                if r.task.task_id == task_id and r.lease is not None and r.lease.expires_at
+                else r
+                for r in sample_records()
+            ]
+            return build_snapshot(NOW, records, sample_config(), sample_samples()).tasks
+
+        index = table.index_of(task_id)
+        assert index is not None
+        lease = [c.key for c in table.shown_columns].index("lease")
+        table.show(renewed(), NOW, {})
+        await pilot.pause()
+        assert updates, "the change was never sent to the terminal"
+        screen = VirtualScreen(80, 24, fill="~")
+        for update in updates:
+            screen.feed(update.render_segments(app.console))
+        left = table.region.x + sum(c.width + 2 for c in table.shown_columns[:lease])
+        row = table.region.y + 1 + index
+        shown = table.cells_of(task_id)[lease].plain
+        assert shown in screen.text()[row][left : left + table.shown_columns[lease].width + 2]
 
 
 def test_the_shims_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:

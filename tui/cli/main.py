@@ -19,6 +19,7 @@ from zombietop.config import (
 )
 from zombietop.durations import parse_duration
 from zombietop.errors import HeartbeatParseError, ZombietopError
+from zombietop.extras import require
 from zombietop.heartbeat_line import BeatLine, format_timestamp, parse_line
 from zombietop.printable import printable
 from zombietop.store import open_store
@@ -126,6 +127,7 @@ async def cmd_beat(args: argparse.Namespace) -> int:
 
 
 async def cmd_dashboard(args: argparse.Namespace) -> int:
+    require("the dashboard", "textual", "rich")
     from zombietop.tui.launch import run_dashboard
 
     ctx = context_of(args)

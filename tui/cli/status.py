@@ -15,7 +15,8 @@ from typing import Any
 
 from zombietop.classify import ASK_A_HUMAN, format_progress
 from zombietop.durations import format_age
-from zombietop.errors import ZombietopError
+from zombietop.errors import MissingExtra, ZombietopError
+from zombietop.extras import require
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.model import Ack, AgentPresence, Health, ProcessSample, Silence, WatchdogLease
 from zombietop.monitor import Monitor, Snapshot, TaskView
@@ -455,6 +456,12 @@ async def cmd_status(args: argparse.Namespace) -> int:
     if args.output is not None and not args.prometheus:
         print("zombietop: status: --output PATH writes --prometheus only", file=sys.stderr)
         return Level.UNKNOWN
+    if args.prometheus:
+        try:
+            require("`zombietop status --prometheus`", "prometheus_client")
+        except MissingExtra as exc:
+            print(printable(f"zombietop: {exc}"), file=sys.stderr)
+            return Level.UNKNOWN
     try:
         ctx = context_of(args)
         async with (

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from zombietop.config import ListenAddress, parse_listen
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
+from zombietop.extras import require
 from zombietop.monitor import Monitor
 from zombietop.notify import Notifier, build_notifiers
 from zombietop.printable import printable
@@ -55,6 +56,9 @@ async def cmd_watch(args: argparse.Namespace) -> int:
         )
     # [watch] metrics is for the long-running watchdog; a --once run from cron leaves it be.
     address = None if args.once else args.metrics or config.watch.metrics
+    if address is not None:
+        served_for = "`zombietop watch --metrics`" if args.metrics else "[watch] metrics"
+        require(served_for, "prometheus_client")
     notifiers: list[Notifier] = [] if args.dry_run else build_notifiers(config.notify)
     if not notifiers and not args.dry_run:
         _log("no [notify] channel configured: pages are only logged here and recorded as events")
