@@ -75,6 +75,18 @@ def default_task_id(command: Sequence[str]) -> str:
     return f"{safe_name(Path(command[0]).name)}-{os.urandom(3).hex()}"
 
 
+def forwarded_signals() -> tuple[signal.Signals, ...]:
+    """Return the signals of ``FORWARDED`` that this process was not started ignoring.
+
+    A signal ignored on entry stays ignored, by the wrapper and (inherited) by its command, as
+    a shell does it: ``nohup zombietop run ...`` lives through a hangup, and ``zombietop run ...
+    &`` in a script ignores SIGINT like everything else started there. Forwarding such a signal
+    anyway would reach a command that cannot trap it (the shell drops a trap on a signal ignored
+    on entry), and the grace would end in a SIGKILL.
+    """
+    return tuple(sig for sig in FORWARDED if signal.getsignal(sig) != signal.SIG_IGN)
+
+
 def exit_status(returncode: int) -> int:
     """The shell's convention: a death by signal N exits 128 + N."""
     return returncode if returncode >= 0 else 128 - returncode
@@ -334,7 +346,8 @@ class Runner:
         started = await self.store.now()
         start_time = await asyncio.to_thread(process_start_time, proc.pid)
         loop = asyncio.get_running_loop()
-        for sig in FORWARDED:
+        handled = forwarded_signals()
+        for sig in handled:
             loop.add_signal_handler(sig, self._forward, proc, sig, limits.kill_grace)
         tail = HeartbeatTail(beat_file)
         try:
@@ -362,7 +375,7 @@ class Runner:
                     helper.cancel()
                 await asyncio.gather(*helpers, return_exceptions=True)
         finally:
-            for sig in FORWARDED:
+            for sig in handled:
                 loop.remove_signal_handler(sig)
         if self.store_gone:
             return exit_status(returncode)

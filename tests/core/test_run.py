@@ -287,11 +287,12 @@ async def test_wrapper_stopped_by_sigterm_kills_a_deaf_command_after_the_grace(
     wrapper = _run(db, fast_config_path, children, "--task", "deaf", "--", "sh", "-c", script)
 
     async def trapped() -> bool:
-        # The shell beats only after setting its trap.
-        return (
-            await _exists(real_store, "deaf")
-            and (await real_store.get_record("deaf")).heartbeat is not None
-        )
+        # The shell reports its stage only after setting its trap; an observed beat (no
+        # stage) can come before it.
+        if not await _exists(real_store, "deaf"):
+            return False
+        beat = (await real_store.get_record("deaf")).heartbeat
+        return beat is not None and beat.stage is not None
 
     await wait_for(trapped, what="the first heartbeat")
     started = time.monotonic()
