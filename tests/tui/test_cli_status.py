@@ -539,9 +539,9 @@ def test_beat_with_the_token_of_a_resumed_run_is_refused(
 def test_beat_inside_a_real_zombietop_run_needs_no_flags(tmp_path: Path) -> None:
     db = tmp_path / "z.db"
     beat = f"{sys.executable} -m zombietop.tui beat --stage copy --progress 40"
+    run = [sys.executable, "-m", "zombietop.tui", "--db", str(db), "run", "--task", "t"]
     ran = subprocess.run(
-        [sys.executable, "-m", "zombietop.tui", "--db", str(db), "run", "--task", "t"]
-        + ["--", "sh", "-c", beat],
+        [*run, "--", "sh", "-c", beat],
         capture_output=True,
         text=True,
         timeout=60,
