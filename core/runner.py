@@ -198,7 +198,7 @@ class Passthrough:
         self.log.close()
 
 
-def _has_lines(beat_file: Path) -> bool:
+def _beat_file_used(beat_file: Path) -> bool:
     """True when the command wrote to its heartbeat file at all."""
     try:
         return beat_file.stat().st_size > 0
@@ -340,7 +340,7 @@ class Runner:
             if pipes is not None:
                 await asyncio.to_thread(pipes.finish, PUMP_DRAIN)
         # All the output is in: a command that printed its beats and exited says so too.
-        await self._mind_stray_beats(claim, file_used=_has_lines(beat_file), seen_by=math.inf)
+        await self._mind_stray_beats(claim, file_used=_beat_file_used(beat_file), seen_by=math.inf)
         return code
 
     def _output_log(self, claim: Claim) -> OutputLog | None:

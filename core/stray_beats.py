@@ -37,9 +37,9 @@ FLOOD_LOOK_EVERY = 0.1
 prints many, so one of them is found, and a flood of ``key=value`` lines costs no more than
 ten looks a second. Quiet output (the first try: a line, then a sleep) is looked at whole."""
 MAX_TRIES = 100
+"""Lines that begin so but are no heartbeat line (a log's own ``p=``): after this many, stop."""
 SHOWN = 100
 """Characters of the printed line that the hint repeats."""
-"""Lines that begin so but are no heartbeat line (a log's own ``p=``): after this many, stop."""
 
 
 class StrayBeats:
@@ -120,7 +120,7 @@ def _is_beat(line: bytes) -> bool:
 
 
 def hint(line: str) -> str:
-    """Say, once, where heartbeat lines go; ``line`` is the first one the command printed."""
+    """Say where heartbeat lines go; ``line`` is one that the command printed."""
     example = shlex.quote(format_line(parse_line(line)))
     shown = line if len(line) <= SHOWN else line[: SHOWN - 3] + "..."
     return (
