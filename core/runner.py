@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -50,6 +51,7 @@ from zombietop.printable import printable
 from zombietop.private import open_read, state_subdir, write_new
 from zombietop.procs import TreeActivity, read_start, this_host
 from zombietop.store import Store, location_of
+from zombietop.stray_beats import StrayBeats
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 EXIT_CANNOT_START = 127
@@ -73,6 +75,18 @@ class RunSpec:
 def default_task_id(command: Sequence[str]) -> str:
     """Name an unnamed task after its command: ``backup.sh-1a2b3c``."""
     return f"{safe_name(Path(command[0]).name)}-{os.urandom(3).hex()}"
+
+
+def forwarded_signals() -> tuple[signal.Signals, ...]:
+    """Return the signals of ``FORWARDED`` that this process was not started ignoring.
+
+    A signal ignored on entry stays ignored, by the wrapper and (inherited) by its command, as
+    a shell does it: ``nohup zombietop run ...`` lives through a hangup, and ``zombietop run ...
+    &`` in a script ignores SIGINT like everything else started there. Forwarding such a signal
+    anyway would reach a command that cannot trap it (the shell drops a trap on a signal ignored
+    on entry), and the grace would end in a SIGKILL.
+    """
+    return tuple(sig for sig in FORWARDED if signal.getsignal(sig) != signal.SIG_IGN)
 
 
 def exit_status(returncode: int) -> int:
@@ -140,6 +154,7 @@ class Passthrough:
 
     def __init__(self, log: OutputLog) -> None:
         self.log = log
+        self.stray = StrayBeats()
         out_read, self.stdout = os.pipe()
         err_read, self.stderr = os.pipe()
         self._threads = [
@@ -156,11 +171,15 @@ class Passthrough:
             thread.start()
 
     def _pump(self, source: int, target: int) -> None:
+        at_line_start = True
         try:
             while data := os.read(source, 65536):
                 with contextlib.suppress(OSError):
                     _write_all(target, data)  # our stdout gone: keep the tail regardless
                 self.log.write(data)
+                if not self.stray.done:
+                    self.stray.feed(data, at_line_start=at_line_start)
+                    at_line_start = data.endswith(b"\n")
         finally:
             os.close(source)
 
@@ -177,6 +196,14 @@ class Passthrough:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.log.close()
+
+
+def _beat_file_used(beat_file: Path) -> bool:
+    """True when the command wrote to its heartbeat file at all."""
+    try:
+        return beat_file.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -209,6 +236,8 @@ class Runner:
         self.lost: str | None = None
         self.line_at: float | None = None
         """When the command's latest heartbeat line was read (monotonic), None before one."""
+        self.stray: StrayBeats | None = None
+        """Heartbeat lines in the command's output, when it is passed through."""
         self.store_gone = False
 
     def _say(self, text: str) -> None:
@@ -303,12 +332,16 @@ class Runner:
             )
             return EXIT_CANNOT_START
         if pipes is not None:
+            self.stray = pipes.stray
             pipes.start()
         try:
-            return await self._watch(claim, limits, proc, beat_file, pipes)
+            code = await self._watch(claim, limits, proc, beat_file, pipes)
         finally:
             if pipes is not None:
                 await asyncio.to_thread(pipes.finish, PUMP_DRAIN)
+        # All the output is in: a command that printed its beats and exited says so too.
+        await self._mind_stray_beats(claim, file_used=_beat_file_used(beat_file), seen_by=math.inf)
+        return code
 
     def _output_log(self, claim: Claim) -> OutputLog | None:
         if self.store_path is None:
@@ -334,7 +367,8 @@ class Runner:
         started = await self.store.now()
         start = await asyncio.to_thread(read_start, proc.pid)
         loop = asyncio.get_running_loop()
-        for sig in FORWARDED:
+        handled = forwarded_signals()
+        for sig in handled:
             loop.add_signal_handler(sig, self._forward, proc, sig, limits.kill_grace)
         tail = HeartbeatTail(beat_file)
         try:
@@ -363,7 +397,7 @@ class Runner:
                     helper.cancel()
                 await asyncio.gather(*helpers, return_exceptions=True)
         finally:
-            for sig in FORWARDED:
+            for sig in handled:
                 loop.remove_signal_handler(sig)
         if self.store_gone:
             return exit_status(returncode)
@@ -442,8 +476,30 @@ class Runner:
     async def _tail(self, claim: Claim, limits: Limits, tail: HeartbeatTail) -> None:
         interval = self.tail_interval or min(limits.heartbeat_interval / 2, 1.0)
         while True:
+            before = time.monotonic()
             await asyncio.sleep(interval)
             await self._beat(claim, tail)
+            # A line printed before the sleep had a whole interval to reach the file as well.
+            await self._mind_stray_beats(claim, file_used=tail.latest is not None, seen_by=before)
+
+    async def _mind_stray_beats(self, claim: Claim, *, file_used: bool, seen_by: float) -> None:
+        """Say once (stderr, and an event for on-call) how to send the beats the command
+        printed on its output, while none reached the heartbeat file."""
+        if self.stray is None:
+            return
+        said = self.stray.hint_due(file_used=file_used, seen_by=seen_by)
+        if said is None:
+            return
+        self._say(said)
+        if self.store_gone:
+            return
+        with contextlib.suppress(StoreError):
+            await self.store.record_event(
+                kind=EventKind.NOTE,
+                actor=claim.owner,
+                task_id=claim.task.task_id,
+                message=said,
+            )
 
     async def _beat(self, claim: Claim, tail: HeartbeatTail) -> None:
         line = tail.last_line()

@@ -4,11 +4,14 @@
 
     with Job("export-2031", step_type="export") as job:
         start = (job.load_checkpoint() or {}).get("offset", 0)
-        for offset in range(start, total):
+        for offset in range(start, TOTAL):
             with job.request("fetch"):
                 rows = fetch(offset)
-            job.beat("transform", 100 * offset / total, rows=offset)
             job.checkpoint({"offset": offset + 1})
+            job.beat("transform", 100 * (offset + 1) / TOTAL, rows=(offset + 1) * len(rows))
+
+Beat after each piece of work, so that a finished job reads 100% (README.md has the example
+whole, and the suite runs it).
 
 Entering takes the lease (refusing while an upstream task is quarantined or not succeeded) and
 renews it in the background. Leaving records succeeded, or failed with the exception. SIGTERM

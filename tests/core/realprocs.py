@@ -38,6 +38,11 @@ kill_grace = "1s"
 
 ZOMBIETOP = (sys.executable, "-m", "zombietop.tui")
 
+DEFAULT_SIGNALS = ("env", "--default-signal=HUP,INT,QUIT,TERM")
+"""The start of every child's argv: these signals at their default action, however the test run
+was started. ``pytest &`` in a script ignores SIGINT and SIGQUIT and ``nohup`` ignores SIGHUP;
+a child inherits what is ignored, and keeps it ignored (``zombietop run`` does, as shells do)."""
+
 
 def zombietop(db: Path | str, fast_config_path: Path, *args: str) -> list[str]:
     """The argv of a real ``zombietop`` command against this test's store and config."""
@@ -53,7 +58,8 @@ class Children:
 
     def start(self, argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
         kwargs.setdefault("process_group", 0)
-        proc = subprocess.Popen(argv, **kwargs)  # type: ignore[call-overload]
+        # env execs the command: the pid is the command's.
+        proc = subprocess.Popen([*DEFAULT_SIGNALS, *argv], **kwargs)  # type: ignore[call-overload]
         self.procs.append(proc)
         if kwargs.get("process_group") == 0 or kwargs.get("start_new_session"):
             self.groups.add(proc.pid)

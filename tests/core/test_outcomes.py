@@ -36,11 +36,17 @@ def _said(wrapper: subprocess.Popen[bytes]) -> str:
 
 
 async def _beating(store: SQLiteStore, task_id: str) -> bool:
+    """True once the job's own first line (its stage) is recorded: its traps are set by then.
+
+    Any heartbeat is not enough: the wrapper records an observed one as soon as the shell uses
+    CPU, which on a busy machine can be before the shell has read its ``trap``.
+    """
     try:
         record = await store.get_record(task_id)
     except TaskNotFound:
         return False
-    return record.heartbeat is not None and record.task.pid is not None
+    beat = record.heartbeat
+    return beat is not None and beat.stage is not None and record.task.pid is not None
 
 
 async def _state_change(store: SQLiteStore, task_id: str) -> dict[str, object]:
@@ -100,6 +106,35 @@ async def test_a_forwarded_sigint_is_interrupted_even_when_the_job_exits_0(
     task = await real_store.get_task("ctrl-c")
     assert task.state is TaskState.INTERRUPTED and task.exit_code == 0
     assert "SIGINT (forwarded by zombietop run)" in (task.state_reason or "")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT], ids=["nohup", "background"])
+async def test_a_signal_the_wrapper_was_started_ignoring_stays_ignored(
+    real_store: SQLiteStore,
+    db: Path,
+    fast_config_path: Path,
+    children: Children,
+    tmp_path: Path,
+    sig: signal.Signals,
+) -> None:
+    """`nohup zombietop run` lives through a hangup, and `zombietop run ... &` in a script
+    ignores SIGINT: the command inherited the ignore and cannot trap it, so a forwarded signal
+    would only end in a SIGKILL after the grace."""
+    done = tmp_path / "done"
+    script = (
+        'echo "stage=load p=7" >> "$ZOMBIETOP_HEARTBEAT_FILE"; '
+        f"while [ ! -e {done} ]; do sleep 0.05; done"
+    )
+    run = zombietop(db, fast_config_path, "run", "--task", "t", "--", "sh", "-c", script)
+    ignoring = ["env", f"--ignore-signal={sig.name.removeprefix('SIG')}"]
+    wrapper = children.start([*ignoring, *run], stderr=subprocess.PIPE)
+    await wait_for(lambda: _beating(real_store, "t"), what="the job's first heartbeat")
+    wrapper.send_signal(sig)
+    done.touch()
+    code = await asyncio.to_thread(wrapper.wait, 20)
+    assert code == 0, _said(wrapper)
+    task = await real_store.get_task("t")
+    assert task.state is TaskState.SUCCEEDED, task.state_reason
 
 
 async def test_exit_143_on_its_own_is_failed(

@@ -13,8 +13,15 @@ from typing import Any
 
 import pytest
 
-from tests.core.realprocs import Children, pid_alive, wait_for, wait_for_file, zombietop
-from zombietop.config import Config
+from tests.core.realprocs import (
+    FAST_CONFIG,
+    Children,
+    pid_alive,
+    wait_for,
+    wait_for_file,
+    zombietop,
+)
+from zombietop.config import Config, load_config
 from zombietop.errors import LeaseLost
 from zombietop.executor import Executor
 from zombietop.locations import task_file_name
@@ -111,27 +118,25 @@ async def _is(monitor: Monitor, task_id: str, health: Health) -> bool:
 
 
 async def test_child_dying_under_a_frozen_wrapper_is_dead(
-    real_store: SQLiteStore,
-    db: Path,
-    fast_config: Config,
-    fast_config_path: Path,
-    children: Children,
+    real_store: SQLiteStore, db: Path, children: Children, tmp_path: Path
 ) -> None:
-    wrapper = _run(
-        db, fast_config_path, children, "--task", "t1", "--", "sh", "-c", BEATS_THEN_HANGS
-    )
+    # A lease that outlives the test however busy the machine is: the frozen wrapper renews
+    # nothing, and the point is a task dead while its lease still looks fine.
+    config_path = tmp_path / "long-lease.toml"
+    config_path.write_text(FAST_CONFIG.replace('lease_ttl = "3s"', 'lease_ttl = "10m"'))
+    wrapper = _run(db, config_path, children, "--task", "t1", "--", "sh", "-c", BEATS_THEN_HANGS)
     await wait_for(lambda: _has_pid(real_store, "t1"), what="the child's pid")
     pid = (await real_store.get_task("t1")).pid
     assert pid is not None
     children.track_group(pid)
-    monitor = Monitor(real_store, fast_config, probe=PsutilProbe())
+    monitor = Monitor(real_store, load_config(config_path), probe=PsutilProbe())
 
     os.kill(wrapper.pid, signal.SIGSTOP)
     try:
         os.kill(pid, signal.SIGKILL)
         # The frozen wrapper cannot reap it: a zombie, whose lease is still fresh.
         await wait_for(lambda: _is(monitor, "t1", Health.DEAD), timeout=10, what="dead")
-        shown = _status(db, fast_config_path)["t1"]
+        shown = _status(db, config_path)["t1"]
         assert shown["health"] == "dead"
         assert shown["lease_expires_in_s"] > 0
     finally:
@@ -287,11 +292,12 @@ async def test_wrapper_stopped_by_sigterm_kills_a_deaf_command_after_the_grace(
     wrapper = _run(db, fast_config_path, children, "--task", "deaf", "--", "sh", "-c", script)
 
     async def trapped() -> bool:
-        # The shell beats only after setting its trap.
-        return (
-            await _exists(real_store, "deaf")
-            and (await real_store.get_record("deaf")).heartbeat is not None
-        )
+        # The shell reports its stage only after setting its trap; an observed beat (no
+        # stage) can come before it.
+        if not await _exists(real_store, "deaf"):
+            return False
+        beat = (await real_store.get_record("deaf")).heartbeat
+        return beat is not None and beat.stage is not None
 
     await wait_for(trapped, what="the first heartbeat")
     started = time.monotonic()

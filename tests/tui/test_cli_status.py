@@ -410,9 +410,31 @@ def test_default_store_lives_in_the_xdg_state_dir(
     assert run_cli(capsys, "status")[0] == 0
 
 
-def test_beat_from_a_shell_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _as_the_run(monkeypatch: pytest.MonkeyPatch, db: Path, task_id: str) -> int:
+    """Give this process the lease env a command under ``zombietop run`` gets; return the token."""
+
+    async def token() -> int:
+        async with await open_store(db) as store:
+            lease = await store.get_lease(task_id)
+        assert lease is not None and lease.owner is not None
+        monkeypatch.setenv("ZOMBIETOP_LEASE_OWNER", lease.owner)
+        monkeypatch.setenv("ZOMBIETOP_LEASE_TOKEN", str(lease.token))
+        return lease.token
+
+    return asyncio.run(token())
+
+
+def _no_lease(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ZOMBIETOP_TASK", "ZOMBIETOP_LEASE_OWNER", "ZOMBIETOP_LEASE_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_beat_from_a_shell_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "z.db"
     build_store(db, ["healthy"])
+    _as_the_run(monkeypatch, db, "healthy-1")
     code, _, err = run_cli(
         capsys,
         "beat",
@@ -458,11 +480,75 @@ def test_beat_errors(
     argv: list[str],
     message: str,
 ) -> None:
-    monkeypatch.delenv("ZOMBIETOP_TASK", raising=False)
+    _no_lease(monkeypatch)
     db = tmp_path / "z.db"
     build_store(db, ["healthy"])
+    _as_the_run(monkeypatch, db, "healthy-1")
     code, _, err = run_cli(capsys, "beat", "--db", str(db), *argv)
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+async def _progress(db: Path, task_id: str) -> float | None:
+    async with await open_store(db) as store:
+        beat = (await store.get_record(task_id)).heartbeat
+    return None if beat is None else beat.progress
+
+
+def test_beat_from_outside_any_run_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anyone who can write the store must not make a stalled task look alive."""
+    _no_lease(monkeypatch)
+    db = tmp_path / "z.db"
+    build_store(db, ["stalled"])
+    code, _, err = run_cli(
+        capsys, "beat", "--db", str(db), "--task", "stalled-1", "--progress", "20"
+    )
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(
+        "zombietop: not recording a heartbeat for stalled-1: a beat must carry the lease of its "
+        "run, and ZOMBIETOP_LEASE_OWNER and ZOMBIETOP_LEASE_TOKEN are not set. Call "
+        "`zombietop beat` inside the command that `zombietop run` wraps"
+    )
+    assert asyncio.run(_progress(db, "stalled-1")) == 61  # the old beat, untouched
+    monkeypatch.setenv("ZOMBIETOP_LEASE_OWNER", "w1@box")
+    monkeypatch.setenv("ZOMBIETOP_LEASE_TOKEN", "latest")
+    code, _, err = run_cli(
+        capsys, "beat", "--db", str(db), "--task", "stalled-1", "--progress", "20"
+    )
+    assert code == 2 and "are 'w1@box' and 'latest'" in err
+
+
+def test_beat_with_the_token_of_a_resumed_run_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_lease(monkeypatch)
+    db = tmp_path / "z.db"
+    build_store(db, ["stalled"])
+    old = _as_the_run(monkeypatch, db, "stalled-1")  # what the first attempt's command holds
+    code, _, err = run_cli(capsys, "resume", "--db", str(db), "stalled-1", "--yes")
+    assert code == 0, err
+    code, _, err = run_cli(
+        capsys, "beat", "--db", str(db), "--task", "stalled-1", "--progress", "20"
+    )
+    assert code == 2 and err.count("\n") == 1
+    assert f"not recording a heartbeat for stalled-1: w1@box (token {old}) no longer owns" in err
+    assert "was resumed, discarded or reclaimed, or has ended" in err
+    assert asyncio.run(_progress(db, "stalled-1")) is None  # the new attempt has not beaten
+
+
+def test_beat_inside_a_real_zombietop_run_needs_no_flags(tmp_path: Path) -> None:
+    db = tmp_path / "z.db"
+    beat = f"{sys.executable} -m zombietop.tui beat --stage copy --progress 40"
+    run = [sys.executable, "-m", "zombietop.tui", "--db", str(db), "run", "--task", "t"]
+    ran = subprocess.run(
+        [*run, "--", "sh", "-c", beat],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert asyncio.run(_progress(db, "t")) == 40
 
 
 def test_config_init_and_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

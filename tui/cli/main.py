@@ -18,7 +18,7 @@ from zombietop.config import (
     write_defaults,
 )
 from zombietop.durations import parse_duration
-from zombietop.errors import HeartbeatParseError, ZombietopError
+from zombietop.errors import HeartbeatParseError, LeaseLost, ZombietopError
 from zombietop.extras import require
 from zombietop.heartbeat_line import BeatLine, format_timestamp, parse_line
 from zombietop.printable import printable
@@ -118,12 +118,36 @@ async def cmd_beat(args: argparse.Namespace) -> int:
         beat = _beat_from_args(args)
     except HeartbeatParseError as exc:
         raise ZombietopError(str(exc)) from None
-    owner = os.environ.get("ZOMBIETOP_LEASE_OWNER")
-    token_text = os.environ.get("ZOMBIETOP_LEASE_TOKEN")
-    token = int(token_text) if token_text and token_text.isdigit() else None
+    owner, token = _lease_of_the_run(task_id)
     async with await open_store(ctx.db) as store:
-        await store.record_heartbeat(task_id, beat, owner=owner if token else None, token=token)
+        try:
+            await store.record_heartbeat(task_id, beat, owner=owner, token=token)
+        except LeaseLost as exc:
+            raise ZombietopError(
+                f"not recording a heartbeat for {task_id}: {exc}. The run this beat speaks for "
+                "was resumed, discarded or reclaimed, or has ended: only its current attempt "
+                "may beat"
+            ) from None
     return EXIT_OK
+
+
+def _lease_of_the_run(task_id: str) -> tuple[str, int]:
+    """Return the lease ``zombietop run`` hands its command, which fences every beat.
+
+    A beat without it is refused: anyone who can write the store could otherwise make a
+    stalled task look alive.
+    """
+    owner = os.environ.get("ZOMBIETOP_LEASE_OWNER", "")
+    token = os.environ.get("ZOMBIETOP_LEASE_TOKEN", "")
+    if owner and token.isdigit():
+        return owner, int(token)
+    found = "are not set" if not (owner or token) else f"are {owner!r} and {token!r}"
+    raise ZombietopError(
+        f"not recording a heartbeat for {task_id}: a beat must carry the lease of its run, and "
+        f"ZOMBIETOP_LEASE_OWNER and ZOMBIETOP_LEASE_TOKEN {found}. Call `zombietop beat` inside "
+        "the command that `zombietop run` wraps (it sets both), or append the line to "
+        '"$ZOMBIETOP_HEARTBEAT_FILE" there'
+    )
 
 
 async def cmd_dashboard(args: argparse.Namespace) -> int:
@@ -267,11 +291,13 @@ def build_parser() -> argparse.ArgumentParser:
         sub,
         "beat",
         parents=[common],
-        summary="record one heartbeat from a shell script",
-        about="Record one heartbeat of a task, from a shell script. Under `zombietop run` the "
-        "task and its lease come from the environment; otherwise give --task.",
+        summary="record one heartbeat from inside a command that `zombietop run` wraps",
+        about="Record one heartbeat of a task, from a shell script that `zombietop run` wraps. "
+        "The task and its lease come from the environment the wrapper sets; a beat without "
+        "the run's lease is refused, so nobody outside the run can make a stalled task look "
+        "alive.",
         examples=(
-            "zombietop beat --task export-2031 --stage transform --progress 61",
+            "zombietop beat --stage transform --progress 61",
             "zombietop beat --line 'stage=load p=90 eta=5m'",
         ),
     )
