@@ -60,7 +60,7 @@ SHOTS: list[tuple[str, Callable[[], ZombietopApp], tuple[int, int], Steps]] = [
     ("dashboard", app, (160, 40), settle),
     ("dashboard-80x24", app, (80, 24), settle),
     ("detail", app, (110, 40), keys("down", "enter")),
-    ("kill-confirm", app, (100, 30), keys("down", "down", "k")),
+    ("kill-confirm", app, (100, 30), keys("down", "down", "K")),
     ("kill-countdown", lambda: app(kill=True), (100, 24), settle),
     ("filter", app, (100, 24), keys("slash", *"export", "enter")),
     ("events", app, (120, 30), keys("e")),

@@ -141,7 +141,7 @@ def test_in_the_dashboard_a_kill_escalates_and_a_resume_carries_on_from_the_chec
 
     # The job that ignores SIGTERM: the kill escalates to SIGKILL after the grace.
     select(terminal, STUBBORN)
-    terminal.keys("k")
+    terminal.keys("K")
     terminal.wait_for(f"kill {STUBBORN}?")
     terminal.keys("y")
     # Whoever finishes the kill (this dashboard, or the watchdog if it looks first) records it,
@@ -161,7 +161,7 @@ def test_in_the_dashboard_a_kill_escalates_and_a_resume_carries_on_from_the_chec
 
     # The job that checkpoints: killed, it stops cleanly; resumed, it carries on from there.
     select(terminal, CHECKPOINTED)
-    terminal.keys("k")
+    terminal.keys("K")
     terminal.wait_for(f"kill {CHECKPOINTED}?")
     terminal.keys("y")
     tasks = wait_status(
