@@ -64,7 +64,7 @@ SHOTS: list[tuple[str, Callable[[], ZombietopApp], tuple[int, int], Steps]] = [
     ("kill-countdown", lambda: app(kill=True), (100, 24), settle),
     ("filter", app, (100, 24), keys("slash", *"export", "enter")),
     ("events", app, (120, 30), keys("e")),
-    ("help", app, (100, 30), keys("question_mark")),
+    ("help", app, (100, 48), keys("question_mark")),
     ("read-only", lambda: app(read_only=True), (100, 24), settle),
     ("wall", lambda: app(wall=True), (120, 40), settle),
     ("wall-80x24", lambda: app(wall=True), (80, 24), settle),

@@ -119,7 +119,10 @@ def marks_legend() -> Table:
             Text(f"{flag.glyph}request {flag.glyph}stage {flag.glyph}task", style=flag.style),
             "Running past its request, stage or task budget (a ! after a time: past its limit)",
         ),
-        (Text(f"{OUTCOME_GLYPH}escalated", style="bold"), "What the last action did (a minute)"),
+        (
+            Text(f"{OUTCOME_GLYPH}escalated", style="bold"),
+            "What the last action did, shown for a minute",
+        ),
         (
             Text(f"{acked.glyph} {silenced.glyph} {flag.glyph} {OUTCOME_GLYPH}"),
             "The same marks beside a long id, where their words do not fit",
