@@ -95,6 +95,8 @@ class Verdict:
     """When the latest heartbeat was written (None before the first)."""
     lease_expires_at: float | None
     """When the held lease expires (None when none is held, or it is held without an expiry)."""
+    progress_changed_at: float | None = None
+    """When the reported progress last moved (None before the first heartbeat)."""
     describe: Callable[[float], str] = field(repr=False, compare=False)
     """Compose the page line as of a moment."""
     budgets_of: Callable[[float], Budgets] = field(repr=False, compare=False)
@@ -189,6 +191,7 @@ def classify(
         stable_until=stable_until,
         heartbeat_at=None if heartbeat is None else heartbeat.written_at,
         lease_expires_at=lease.expires_at if lease is not None and lease.held else None,
+        progress_changed_at=None if heartbeat is None else heartbeat.progress_changed_at,
         describe=describe,
         budgets_of=budgets,
     )
@@ -434,8 +437,12 @@ def _context(
     reasons: list[Reason],
     now: float,
 ) -> str:
-    """Compose the one line a page carries at ``now``: enough to decide resume or discard."""
-    head = f"{task.task_id} {health}:"
+    """Compose the one line a page carries at ``now``: enough to decide resume or discard.
+
+    A page leads with what is wrong: the flags take the place of ``healthy`` (which pages for
+    no other reason) and follow any other health word.
+    """
+    head = f"{task.task_id} {_what_is_wrong(health, flags)}:"
     if heartbeat is not None and heartbeat.reports_progress:
         where = f" stage={heartbeat.stage}" if heartbeat.stage else ""
         head += f"{where} p={format_progress(heartbeat.progress)}"
@@ -485,6 +492,14 @@ def _context(
     return line
 
 
+def _what_is_wrong(health: Health, flags: tuple[BudgetFlag, ...]) -> str:
+    """The words a page leads with: ``stalled``, ``stalled, stage_overrun``, ``request_overrun``."""
+    if not flags:
+        return str(health)
+    said = ", ".join(flags)
+    return said if health is Health.HEALTHY else f"{health}, {said}"
+
+
 def _process_words(process: ProcessSample) -> str:
     if not process.alive:
         return f"pid {process.pid} gone"
@@ -501,7 +516,8 @@ def _process_words(process: ProcessSample) -> str:
         words = f"pid {process.pid} + {process.children} {plural}"
         if process.status in ("stopped", "tracing-stop"):
             words += " (stopped)"
-        words += ","
+        if process.cpu_percent is not None:
+            words += ","  # the figure after it is the tree's, not the first process's
     if process.cpu_percent is not None:
         words += f" cpu {process.cpu_percent:.0f}%"
     if process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:
@@ -509,19 +525,26 @@ def _process_words(process: ProcessSample) -> str:
     return words
 
 
-SILENCE_ORDERED = frozenset({Health.DEAD, Health.RECLAIMABLE, Health.STALLED, Health.SPINNING})
-"""Healths whose rows sort longest without a heartbeat first; the others sort by task id."""
+SILENCE_ORDERED = frozenset({Health.DEAD, Health.RECLAIMABLE, Health.STALLED})
+"""Healths whose rows sort longest without a heartbeat first."""
+FLAT_ORDERED = frozenset({Health.SPINNING})
+"""Healths whose rows sort longest flat first: they beat, so their silence is no order at all.
+Every other health sorts by task id."""
 
 
 def sort_key(task_id: str, verdict: Verdict) -> tuple[int, float, str]:
-    """Most urgent first; within a trouble health the longest without a heartbeat first; then
-    by id, so rows of healthy tasks keep their place as they beat.
+    """Most urgent first; within a silent health the longest without a heartbeat first, within
+    ``spinning`` the longest flat first; then by id, so rows keep their place as they beat.
 
-    Ordered by when the heartbeat was written, not by its age, so verdicts reached at different
-    moments sort together; a task that never beat comes after those that did.
+    Ordered by a moment (when the heartbeat was written, when progress last moved), not by an
+    age, so verdicts reached at different moments sort together; a task without that moment
+    comes after those with it.
     """
     health = verdict.health
-    if health not in SILENCE_ORDERED:
+    if health in SILENCE_ORDERED:
+        moment = verdict.heartbeat_at
+    elif health in FLAT_ORDERED:
+        moment = verdict.progress_changed_at
+    else:
         return (health.rank, 0.0, task_id)
-    written = verdict.heartbeat_at
-    return (health.rank, written if written is not None else INF, task_id)
+    return (health.rank, moment if moment is not None else INF, task_id)

@@ -113,6 +113,9 @@ class Snapshot:
     """Store time of the poll these tasks come from (None before the first success)."""
     tasks: tuple[TaskView, ...] = ()
     counts: Mapping[Health, int] = field(default_factory=_zero_counts)
+    quarantined: int = 0
+    """How many unfinished tasks are quarantined, whatever their health reads: a stalled task
+    the watchdog quarantined still reads ``stalled``, and counts here too."""
     error: str | None = None
     """Why the latest poll failed; the tasks are then from the last good poll."""
     failed_at: float | None = None
@@ -360,9 +363,16 @@ def build_snapshot(
         taken_at=now,
         tasks=ordered,
         counts=counts,
+        quarantined=sum(map(_held, ordered)),
         host=None if fleet is None else fleet.host,
         agents=() if fleet is None else tuple(fleet.agents[h] for h in sorted(fleet.agents)),
     )
+
+
+def _held(view: TaskView) -> bool:
+    """True when the task is quarantined and not finished (``Snapshot.quarantined``)."""
+    task = view.task
+    return task.quarantined and not task.state.finished
 
 
 _DUE_SLACK = 64
@@ -409,6 +419,7 @@ class _Kept:
         """The ``urgency`` of each view in ``ordered``, in order: where to find and put views."""
         self.by_id = snapshot.by_id()
         self.counts = dict(snapshot.counts)
+        self.quarantined = snapshot.quarantined
         self.sampled = set(samples)
         self.waiting = {task_id for task_id, view in self.by_id.items() if _waits(view.task)}
         self.due = _due(self.by_id)
@@ -457,6 +468,7 @@ class _Kept:
             gone = by_id.pop(task_id, None)
             if gone is not None:
                 counts[gone.health] -= 1
+                self.quarantined -= _held(gone)
                 out.append(gone)
         again = set(changes.changed)
         again.update(self.waiting, self.sampled, samples)
@@ -490,8 +502,10 @@ class _Kept:
                 continue
             if seen is not None:
                 counts[seen.health] -= 1
+                self.quarantined -= _held(seen)
                 out.append(seen)
             counts[view.health] += 1
+            self.quarantined += _held(view)
             moved.append(view)
             stable_until = view.verdict.stable_until
             if stable_until != INF and (seen is None or seen.verdict is not view.verdict):
@@ -518,6 +532,7 @@ class _Kept:
             taken_at=now,
             tasks=self.ordered,
             counts=dict(counts),
+            quarantined=self.quarantined,
             host=fleet.host,
         )
 

@@ -6,10 +6,11 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
 from textual.driver import Driver
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -26,7 +27,7 @@ from zombietop.oncall import OnCallDesk
 from zombietop.printable import printable
 from zombietop.tui import messages
 from zombietop.tui.cells import marked_notes
-from zombietop.tui.keys import TaskKeys, display_key, keys_for
+from zombietop.tui.keys import QUIT_KEYS, TaskKeys, display_key, keys_for
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
@@ -46,6 +47,10 @@ class ZombietopApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "zombietop"
+    # ctrl+c quits from any screen, as in htop and k9s, instead of Textual's "press q" hint.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(QUIT_KEYS, "quit", "Quit", show=False, priority=True)
+    ]
 
     # No repaint: an App-level repaint redraws the whole screen every poll. The screens push
     # the snapshot into their widgets, which repaint only what changed.
@@ -183,6 +188,8 @@ class ZombietopApp(App[None]):
         for screen in self.screen_stack:  # a detail under a dialog too, shown when it closes
             if isinstance(screen, DetailScreen):
                 screen.show_snapshot(self.snapshot, self.data_now(message.now))
+            elif isinstance(screen, WallScreen) and screen is not self.main:
+                screen.show_state(self.snapshot, message.now)
         if first and self.on_first_snapshot is not None:
             self.on_first_snapshot()
 
@@ -403,19 +410,25 @@ class ZombietopApp(App[None]):
     # Command palette ------------------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        """zombietop's own commands: every key of the screen, the wall and back, the theme and
+        quit; none of Textual's others (its key panel, maximize, screenshots)."""
         if self.wall:
             return
-        target = screen if isinstance(screen, TaskKeys) else self.main
-        for key in keys_for(self.read_only):
-            if key.action == "quit" or not hasattr(target, f"action_{key.action}"):
-                continue
-            yield SystemCommand(
-                key.label,
-                # The palette reads help as markup: "[/]" would close a tag that is not open.
-                f"{key.description} \\[{display_key(key.key)}]",
-                partial(target.run_action, key.action),
-            )
+        yield SystemCommand("Theme", "Change the colours", self.action_change_theme)
+        if isinstance(screen, WallScreen):
+            yield SystemCommand("Table", "Back to the task table \\[w]", screen.action_back)
+        else:
+            target = screen if isinstance(screen, TaskKeys) else self.main
+            for key in keys_for(self.read_only):
+                if key.action == "quit" or not hasattr(target, f"action_{key.action}"):
+                    continue
+                yield SystemCommand(
+                    key.label,
+                    # The palette reads help as markup: "[/]" would close a tag that is not open.
+                    f"{key.description} \\[{display_key(key.key)}]",
+                    partial(target.run_action, key.action),
+                )
+        yield SystemCommand("Quit", "Quit zombietop \\[q, ctrl+c]", self.action_quit)
 
     def palette_titles(self, screen: Screen[Any] | None = None) -> Sequence[str]:
         """The titles the command palette offers on ``screen`` (for tests)."""

@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache, partial
 
 from rich.text import Text
 
 from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
+from zombietop.model import BudgetFlag, Health
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCall
 from zombietop.tui.healths import GLYPHS, STYLES
@@ -33,6 +35,12 @@ GLANCE_STEP_S = 5.0
 
 OBSERVED_MARK = "~"
 """Leads the heartbeat cell of a task whose latest beat was observed (``~40s``), not reported."""
+
+OVER = "!"
+"""Over its limit: after an age (``6m!``, ``4h40m/45m!``) and before a flag's word."""
+
+BAR_STYLE = "blue"
+"""Every bar's one colour: a bar says how far, never how bad (the health word says that)."""
 
 
 def bar(fraction: float | None, width: int) -> str:
@@ -59,6 +67,8 @@ class Column:
     changes: Callable[[TaskView, float], float] | None = None
     """When the cell may next read differently for the same view and note (a moment no later
     than the real one); None when it reads the same at any moment."""
+    runs_on: bool = False
+    """A cell wider than the column runs on over the empty (``-``) cells after it."""
 
 
 def glance_changes(now: float, seconds: float, rising: bool) -> float:
@@ -86,40 +96,59 @@ def row_changes(view: TaskView, now: float, columns: Sequence[Column]) -> float:
 
 
 def _health(view: TaskView, now: float, note: str | None) -> Text:
-    note = note_outcome(note)
+    """The health word, or what is happening to the task right now (a kill counting down, an
+    action waiting for another host's agent). An action's outcome goes beside the id."""
     kill = view.pending_kill
     if kill is not None and kill.pending:
         return Text(f"↯ TERM {format_age(max(kill.deadline - now, 0.0))}", style="bold reverse red")
-    finished_kill = kill is not None and kill.outcome is not None
-    # "term sent" is stale news once the kill has finished, whoever finished it.
-    if note is not None and not (finished_kill and note == "term sent"):
-        return Text(f"↯ {note}", style="bold yellow")
     if view.host_request is not None:
         # An action asked for on another host: it happens only when that host's agent does it.
         waiting = view.agent_note is not None and view.agent_note.startswith("waiting")
         return Text("↯ wait agent" if waiting else "↯ no agent!", style="bold reverse yellow")
-    if (
-        kill is not None
-        and kill.outcome is not None
-        and kill.finished_at is not None
-        and now - kill.finished_at < KILL_OUTCOME_SHOWN_S
-    ):
-        return Text(f"↯ {kill.outcome.replace('_', ' ')}", style="bold yellow")
     health = view.health
     return Text(f"{GLYPHS[health]} {health}", style=STYLES[health])
 
 
-def _health_changes(view: TaskView, now: float) -> float:
+def _kill_changes(view: TaskView, now: float) -> float:
     # A kill's countdown ticks every second, and its outcome is shown for a while.
     return now if view.pending_kill is not None else math.inf
 
 
-def _task(view: TaskView, now: float, note: str | None) -> Text:
+TASK_WIDTH = 18
+"""The task column's width, and more where the terminal has room (``task_column``)."""
+TASK_GROWS_BY = 16
+"""At most this many spare cells widen the task column, for long ids and the marks' words."""
+
+
+def _task(view: TaskView, now: float, note: str | None, *, width: int = TASK_WIDTH) -> Text:
     text = shown(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
-    marks = note_marks(note)
-    if marks:
-        # The mark goes first: a long task id is cropped, the mark never is.
-        text = Text.assemble(mark_text(marks), text, no_wrap=True)
+    return with_marks(text, row_marks(view, now, note), width)
+
+
+@cache
+def task_column(width: int = TASK_WIDTH) -> Column:
+    """The task column, ``width`` cells wide (one object per width, so columns compare equal)."""
+    return Column(
+        key="task",
+        label="TASK",
+        width=width,
+        render=partial(_task, width=width),
+        changes=_kill_changes,
+    )
+
+
+def with_marks(text: Text, marks: Sequence[Mark], width: int) -> Text:
+    """``text`` (a task id) and then its marks, in ``width`` cells: in words where they fit
+    (``sync-2047 !request``), else in glyphs (``compact-2048 ↯⚑``), else none. The id is what
+    matters most: a mark never crops it."""
+    if not marks:
+        return text
+    for said in (
+        Text(" ").join(Text(mark.glyph + mark.word, style=mark.style) for mark in marks),
+        Text.assemble(*((mark.glyph, mark.style) for mark in marks)),
+    ):
+        if text.cell_len + 1 + said.cell_len <= width:
+            return Text.assemble(text, " ", said, no_wrap=True)
     return text
 
 
@@ -132,9 +161,37 @@ def _progress(view: TaskView, now: float, note: str | None) -> Text:
     beat = view.heartbeat
     if beat is None or beat.progress is None:
         return Text(f"{bar(None, 8)}    ?", style="dim")
-    style = "red" if view.health.pages else "yellow" if view.health == "spinning" else "green"
-    text = Text(bar(beat.progress / 100, 8), style=style)
+    text = Text(bar(beat.progress / 100, 8))
+    text.stylize(BAR_STYLE)
     text.append(f" {format_progress(beat.progress):>5}")
+    return text
+
+
+def _progress_or_upstream(view: TaskView, now: float, note: str | None) -> Text:
+    """A waiting task has no progress: it says what it waits behind instead."""
+    if view.waiting_on:
+        return upstream_text(view.waiting_on)
+    return _progress(view, now, note)
+
+
+GOING_WELL = frozenset({Health.HEALTHY, Health.STARTING, Health.QUEUED})
+"""Upstream healths a task merely waits behind; behind any other it is blocked."""
+
+
+def upstream_text(waiting_on: Sequence[tuple[str, Health]]) -> Text:
+    """``blocked by export-2031 (stalled)``, ``after ingest-5119 (healthy) +1``."""
+    upstream, health = waiting_on[0]
+    blocked = next(((u, h) for u, h in waiting_on if h not in GOING_WELL), None)
+    if blocked is not None:
+        upstream, health = blocked
+    text = Text(
+        "blocked by " if blocked is not None else "after ",
+        style="bold" if blocked is not None else "",
+    )
+    text.append_text(shown(upstream))
+    text.append(f" ({health})", style=STYLES[health])
+    if len(waiting_on) > 1:
+        text.append(f" +{len(waiting_on) - 1}")
     return text
 
 
@@ -147,7 +204,7 @@ def _heartbeat(view: TaskView, now: float, note: str | None) -> Text:
     # An observed beat proves activity, not progress: marked in the text, not only by style.
     observed = OBSERVED_MARK if beat is not None and beat.observed else ""
     return Text(
-        observed + glance_age(age) + ("!" if late else ""), style="bold red" if late else ""
+        observed + glance_age(age) + (OVER if late else ""), style="bold red" if late else ""
     )
 
 
@@ -195,10 +252,11 @@ def _budget_text(budget: Budget, width: int) -> Text:
     if budget.used_s is None:
         return Text(f"{bar(None, width)} -/{format_duration(budget.limit_s)}", style="dim")
     over = budget.over
-    text = Text(bar(budget.fraction, width), style="bold red" if over else "blue")
+    text = Text(bar(budget.fraction, width))
+    text.stylize(BAR_STYLE)
     text.append(f" {glance_age(budget.used_s)}/{format_duration(budget.limit_s)}")
     if over:
-        text.append("!", style="bold red")
+        text.append(OVER, style="bold red")
     return text
 
 
@@ -262,9 +320,9 @@ def _owner(view: TaskView, now: float, note: str | None) -> Text:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column(key="health", label="HEALTH", width=13, render=_health, changes=_health_changes),
-    Column(key="task", label="TASK", width=18, render=_task),
-    Column(key="progress", label="PROGRESS", width=14, render=_progress),
+    Column(key="health", label="HEALTH", width=13, render=_health, changes=_kill_changes),
+    task_column(),
+    Column(key="progress", label="PROGRESS", width=14, render=_progress_or_upstream, runs_on=True),
     Column(key="heartbeat", label="BEAT", width=7, render=_heartbeat, changes=_heartbeat_changes),
     Column(key="lease", label="LEASE", width=10, render=_lease, changes=_lease_changes),
     Column(key="stage", label="STAGE", width=10, render=_stage),
@@ -276,7 +334,6 @@ COLUMNS: tuple[Column, ...] = (
         changes=_stage_budget_changes,
     ),
     Column(key="pid", label="PID CPU", width=10, render=_pid),
-    Column(key="attempt", label="TRY", width=3, render=_attempt),
     Column(
         key="task_budget",
         label="TASK BUDGET",
@@ -285,6 +342,8 @@ COLUMNS: tuple[Column, ...] = (
         changes=_task_budget_changes,
     ),
     Column(key="owner", label="OWNER@HOST", width=18, render=_owner),
+    # Last: the attempt matters after a resume, and the detail view says it too.
+    Column(key="attempt", label="TRY", width=3, render=_attempt),
 )
 """Every column, in display order, which is also the order they are kept in as space runs out."""
 BY_KEY = {column.key: column for column in COLUMNS}
@@ -294,7 +353,8 @@ CELL_PADDING = 1
 def columns_for_width(width: int) -> tuple[Column, ...]:
     """The columns that fit in ``width`` cells, dropping from the end of ``COLUMNS``.
 
-    The first five (health, task, progress, heartbeat, lease) always stay.
+    The first five (health, task, progress, heartbeat, lease) always stay. Room left over
+    widens the task column (up to ``TASK_GROWS_BY``), where long ids and marks need it.
     """
     kept: list[Column] = []
     used = 0
@@ -304,6 +364,9 @@ def columns_for_width(width: int) -> tuple[Column, ...]:
             break
         kept.append(column)
         used += need
+    spare = min(max(width - used, 0), TASK_GROWS_BY)
+    if spare:
+        kept = [task_column(TASK_WIDTH + spare) if c.key == "task" else c for c in kept]
     return tuple(kept)
 
 
@@ -332,15 +395,80 @@ def row_cells(
     return tuple(column.render(view, now, note) for column in columns)
 
 
-# The on-call mark ---------------------------------------------------------------------------
-# A row's note carries the last action's outcome and, after a newline, the row's on-call mark
+def cell_widths(cells: Cells, columns: Sequence[Column]) -> tuple[int, ...]:
+    """How many cells wide each cell of a row is drawn: its column's width, or more for a cell
+    that runs on (``Column.runs_on``) over the empty cells after it, which are then 0 wide."""
+    widths = [column.width for column in columns]
+    for index, column in enumerate(columns):
+        if not column.runs_on or not widths[index]:
+            continue
+        need, after = cells[index].cell_len, index + 1
+        while widths[index] < need and after < len(columns) and cells[after].plain == "-":
+            widths[index] += widths[after] + 2 * CELL_PADDING
+            widths[after] = 0
+            after += 1
+    return tuple(widths)
+
+
+# Marks --------------------------------------------------------------------------------------
+# What else is true of a row goes beside its id: the last action's outcome, the budget flags,
+# the on-call marks. A row's note carries the outcome and, after a newline, the on-call marks
 # ("acked", "silenced" or both): the table recomputes a row whose note changed, so an ack shows
 # at the next poll without the table knowing what an ack is.
 
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One thing said beside a task id: a glyph and a word, never a colour alone."""
+
+    glyph: str
+    word: str
+    style: str
+
+
 MARK_SEPARATOR = "\n"
 ACKED, SILENCED = "acked", "silenced"
-MARKS: dict[str, tuple[str, str]] = {ACKED: ("✓", "bold cyan"), SILENCED: ("⊘", "bold magenta")}
-"""Mark word -> (glyph, style): a glyph and a word, never a colour alone."""
+MARKS: dict[str, Mark] = {
+    ACKED: Mark("⚑", ACKED, "bold cyan"),
+    SILENCED: Mark("⊘", SILENCED, "bold cyan"),
+}
+"""The on-call marks, by word."""
+OUTCOME_GLYPH = "↯"
+FLAG_MARKS: dict[BudgetFlag, Mark] = {
+    BudgetFlag.REQUEST_OVERRUN: Mark(OVER, "request", "bold yellow"),
+    BudgetFlag.STAGE_OVERRUN: Mark(OVER, "stage", "bold yellow"),
+    BudgetFlag.TASK_OVERRUN: Mark(OVER, "task", "bold yellow"),
+}
+"""A budget overrun: ``!request`` is a request running past its budget."""
+
+
+def row_marks(view: TaskView, now: float, note: str | None) -> list[Mark]:
+    """The marks beside a task id: the last action's outcome, the flags, then on-call marks."""
+    marks = []
+    outcome = _outcome(view, now, note)
+    if outcome is not None:
+        marks.append(Mark(OUTCOME_GLYPH, outcome, "bold"))
+    marks.extend(FLAG_MARKS[flag] for flag in view.verdict.flags)
+    marks.extend(MARKS[word] for word in note_marks(note))
+    return marks
+
+
+def _outcome(view: TaskView, now: float, note: str | None) -> str | None:
+    """The last action's outcome for a minute: the one this dashboard saw, or else the
+    outcome of a kill the store finished (another dashboard's, the watchdog's)."""
+    outcome = note_outcome(note)
+    kill = view.pending_kill
+    if outcome == "term sent" and kill is not None and (kill.pending or kill.outcome is not None):
+        outcome = None  # the countdown says it now, and then the kill's own outcome
+    if (
+        outcome is None
+        and kill is not None
+        and kill.outcome is not None
+        and kill.finished_at is not None
+        and now - kill.finished_at < KILL_OUTCOME_SHOWN_S
+    ):
+        outcome = kill.outcome.replace("_", " ")
+    return outcome
 
 
 def oncall_marks(oncall: OnCall, view: TaskView) -> tuple[str, ...]:
@@ -382,9 +510,9 @@ def note_marks(note: str | None) -> tuple[str, ...]:
 
 
 def mark_text(marks: Sequence[str]) -> Text:
-    """``✓acked `` / ``⊘silenced ``: what goes before a task id on a row and on the wall."""
+    """``⚑acked `` / ``⊘silenced ``: what goes before a context line on the wall."""
     text = Text()
     for word in marks:
-        glyph, style = MARKS[word]
-        text.append(f"{glyph}{word} ", style=style)
+        mark = MARKS[word]
+        text.append(f"{mark.glyph}{mark.word} ", style=mark.style)
     return text

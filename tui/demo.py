@@ -95,14 +95,14 @@ JOBS: tuple[DemoJob, ...] = (
         run_id="nightly-2031",
         step="export",
         kind="stalled",
-        shows="stalled at 61%: alive, idle, silent (the seed's incident)",
+        shows="stalled at 61%: alive, idle, no heartbeat; the watchdog pages, quarantines it",
     ),
     DemoJob(
         task_id="publish-2031",
         run_id="nightly-2031",
         step="publish",
         kind="publish",
-        shows="queued behind export-2031, which the watchdog quarantines",
+        shows="queued: blocked by export-2031 until someone resumes or discards it",
         after=("export-2031",),
         start=False,
     ),
@@ -118,7 +118,7 @@ JOBS: tuple[DemoJob, ...] = (
         run_id="nightly-2045",
         step="thumbnails",
         kind="dies",
-        shows="dead: SIGKILLed (OOM), the task still says running",
+        shows="dead: killed outright (as by the OOM killer), its task still says running",
         wrapped=False,
     ),
     DemoJob(
@@ -133,21 +133,21 @@ JOBS: tuple[DemoJob, ...] = (
         run_id="nightly-2047",
         step="sync",
         kind="hung-request",
-        shows="request_overrun: a call hung past the request budget",
+        shows="!request beside its id: a call to a partner API hangs past its time budget",
     ),
     DemoJob(
         task_id="compact-2048",
         run_id="nightly-2048",
         step="compact",
         kind="stubborn",
-        shows="ignores SIGTERM: kill it, the kill escalates to SIGKILL",
+        shows="ignores SIGTERM: kill it (K) and the kill escalates to SIGKILL",
     ),
     DemoJob(
         task_id="render-2049",
         run_id="nightly-2049",
         step="render",
         kind="checkpointed",
-        shows="checkpoints: kill it, resume it: it carries on from there",
+        shows="saves checkpoints: kill it (K), resume it (r): it carries on from there",
     ),
 )
 STUBBORN, CHECKPOINTED = "compact-2048", "render-2049"
@@ -437,7 +437,10 @@ def describe(paths: DemoPaths, speed: float, *, dashboard: bool) -> str:
         "",
     ]
     if dashboard:
-        lines.append("Select a task (/ filters), k kills, r resumes; quitting stops them all.")
+        lines.append(
+            "Move with j and k or the arrows, / filters; K kills, r resumes, ? shows every key."
+        )
+        lines.append("q or ctrl+c quits the dashboard and stops every job of the demo.")
         return "\n".join(lines)
     lines += [
         f"  watch it:  {me} {store}",

@@ -61,7 +61,7 @@ def healthy(job: Job, tick: float) -> None:
 
 
 def stalled(job: Job, tick: float) -> None:
-    """The seed's incident: reach 61% in transform, then stay alive and silent.
+    """The classic zombie: reach 61% in transform, then stay alive, idle and silent.
 
     Its wrapper keeps renewing the lease, so the lease says all is well; only the heartbeat
     age tells. The watchdog pages and quarantines it, which blocks the task downstream.

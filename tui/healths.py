@@ -1,17 +1,23 @@
-"""How each health looks: a glyph, the word, and a style, so colour is never the only signal."""
+"""How each health looks: a glyph, the word, and a style, so colour is never the only signal.
+
+Colour says how severe: red for the healths that page, yellow for those that need a look, green
+for what went well, dim for what waits. Each glyph means one thing only (the on-call marks and
+the flags beside a task id have glyphs of their own, in ``zombietop.tui.cells``).
+"""
 
 from __future__ import annotations
 
 from rich.text import Text
 
 from zombietop.model import Health
+from zombietop.monitor import Snapshot
 
 GLYPHS: dict[Health, str] = {
     Health.DEAD: "✖",
     Health.RECLAIMABLE: "◌",
     Health.STALLED: "■",
     Health.SPINNING: "↻",
-    Health.QUARANTINED: "⊘",
+    Health.QUARANTINED: "⊠",
     Health.INTERRUPTED: "‖",
     Health.STARTING: "▹",
     Health.QUEUED: "…",
@@ -21,24 +27,26 @@ GLYPHS: dict[Health, str] = {
     Health.DISCARDED: "-",
 }
 
+PAGE_STYLE, LOOK_STYLE = "bold red", "yellow"
 STYLES: dict[Health, str] = {
-    Health.DEAD: "bold red",
-    Health.RECLAIMABLE: "bold red",
-    Health.STALLED: "bold red",
-    Health.SPINNING: "yellow",
-    Health.QUARANTINED: "magenta",
-    Health.INTERRUPTED: "yellow",
+    Health.DEAD: PAGE_STYLE,
+    Health.RECLAIMABLE: PAGE_STYLE,
+    Health.STALLED: PAGE_STYLE,
+    Health.SPINNING: LOOK_STYLE,
+    Health.QUARANTINED: LOOK_STYLE,
+    Health.INTERRUPTED: LOOK_STYLE,
     Health.STARTING: "cyan",
     Health.QUEUED: "dim",
     Health.HEALTHY: "green",
     Health.SUCCEEDED: "green",
-    Health.FAILED: "red",
+    Health.FAILED: LOOK_STYLE,
     Health.DISCARDED: "dim",
 }
 
 ACTIVE_HEALTHS = tuple(
     h for h in Health if h not in (Health.SUCCEEDED, Health.FAILED, Health.DISCARDED)
 )
+FINISHED_HEALTHS = (Health.SUCCEEDED, Health.FAILED, Health.DISCARDED)
 ATTENTION_HEALTHS = frozenset(
     {
         Health.DEAD,
@@ -51,6 +59,8 @@ ATTENTION_HEALTHS = frozenset(
 )
 """Healths a wall screen lists as offenders."""
 
+ALL_CLEAR = "✓ all clear: nothing needs a human"
+
 
 def health_label(health: Health) -> Text:
     """The glyph and the word, styled: ``✖ dead``."""
@@ -61,3 +71,22 @@ def health_count(health: Health, count: int) -> Text:
     """A count in the header: ``✖ dead 2``; zero counts are dimmed, never hidden by colour alone."""
     style = STYLES[health] if count else "dim"
     return Text(f"{GLYPHS[health]} {health} {count}", style=style)
+
+
+def count_of(snapshot: Snapshot, health: Health) -> int:
+    """The number a count line shows for ``health``. ``quarantined`` counts every task that is
+    held, whatever its health reads (a stalled task the watchdog quarantined reads ``stalled``)."""
+    if health is Health.QUARANTINED:
+        return snapshot.quarantined
+    return snapshot.counts.get(health, 0)
+
+
+def all_clear(snapshot: Snapshot) -> bool:
+    """True when the snapshot shows nothing for a human to do: no task in an attention health,
+    none quarantined, no missed schedule (and the snapshot holds data at all)."""
+    return (
+        snapshot.taken_at is not None
+        and not snapshot.quarantined
+        and not snapshot.missed
+        and not any(snapshot.counts.get(health, 0) for health in ATTENTION_HEALTHS)
+    )

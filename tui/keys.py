@@ -32,6 +32,15 @@ class Key:
 
 
 KEYS: tuple[Key, ...] = (
+    # In the order the footer shows them: what on-call needs first (DESIGN.md).
+    Key("enter", "detail", "Detail", "Show everything about the selected task"),
+    Key(
+        "a",
+        "ack",
+        "Ack",
+        "Ack the selected task: say you are on it; no re-notify until it ends",
+        writes=True,
+    ),
     Key(
         "r",
         "resume",
@@ -47,19 +56,11 @@ KEYS: tuple[Key, ...] = (
         ActionKind.DISCARD,
     ),
     Key(
-        "k",
+        "K",
         "kill",
         "Kill",
         "Kill the selected task gracefully: SIGTERM, SIGKILL after the grace",
         ActionKind.KILL,
-    ),
-    Key(
-        "a",
-        "ack",
-        "Ack",
-        "Ack the selected task: say you are on it; no re-notify until it ends",
-        show=False,
-        writes=True,
     ),
     Key(
         "u",
@@ -77,7 +78,7 @@ KEYS: tuple[Key, ...] = (
         show=False,
         writes=True,
     ),
-    Key("enter", "detail", "Detail", "Show everything about the selected task"),
+    Key("question_mark", "help", "Help", "Show the keys and what each glyph means"),
     Key("slash", "filter", "Filter", "Filter rows by task id, stage or health"),
     Key(
         "s",
@@ -86,19 +87,50 @@ KEYS: tuple[Key, ...] = (
         "Cycle the sort: urgency, oldest heartbeat, least progress, task id",
     ),
     Key("p", "toggle_pause", "Pause", "Pause or resume refreshing"),
-    Key("e", "toggle_events", "Events", "Show or hide the events pane"),
-    Key("question_mark", "help", "Help", "Show the keys"),
-    Key("q", "quit", "Quit", "Quit zombietop"),
+    Key("e", "toggle_events", "Events", "Show or hide the events pane", show=False),
+    Key(
+        "w",
+        "wall",
+        "Wall",
+        "Switch to the wall view: large counts and the worst offenders (w or Esc: back)",
+        show=False,
+    ),
+    Key("q", "quit", "Quit", "Quit zombietop (ctrl+c too)"),
 )
+MOVE_KEYS: tuple[Key, ...] = (
+    Key("j,down", "cursor_down", "Down", "Move down one row", show=False),
+    Key("k,up", "cursor_up", "Up", "Move up one row", show=False),
+    Key("pagedown", "page_down", "Page down", "Move down one screen", show=False),
+    Key("pageup", "page_up", "Page up", "Move up one screen", show=False),
+    Key("home", "first", "First", "Go to the first row: the most urgent task", show=False),
+    Key("end", "last", "Last", "Go to the last row", show=False),
+)
+"""The task table's movement keys: k9s' and vim's ``j``/``k``, and the arrows."""
 DETAIL_KEYS: tuple[Key, ...] = (
     Key("o", "toggle_output", "Output", "Show or hide the task's last output (scrollable)"),
 )
 """Keys of the detail view beyond the actions and Escape; the help screen lists them too."""
 MUTATING_ACTIONS = frozenset(key.action for key in KEYS if key.read_only_hides)
+QUIT_KEYS = "ctrl+c"
+"""Quits from any screen, as in htop and k9s (``q`` quits from the table and the wall)."""
+
+_SHOWN_AS = {
+    "slash": "/",
+    "question_mark": "?",
+    "enter": "Enter",
+    "escape": "Esc",
+    "down": "↓",
+    "up": "↑",
+    "pagedown": "PgDn",
+    "pageup": "PgUp",
+    "home": "Home",
+    "end": "End",
+}
 
 
 def display_key(key: str) -> str:
-    return {"slash": "/", "question_mark": "?", "enter": "Enter"}.get(key, key)
+    """How a key reads on screen: ``j,down`` reads ``j ↓``."""
+    return " ".join(_SHOWN_AS.get(one, one) for one in key.split(","))
 
 
 def keys_for(read_only: bool) -> tuple[Key, ...]:
@@ -106,8 +138,8 @@ def keys_for(read_only: bool) -> tuple[Key, ...]:
     return tuple(key for key in KEYS if not (read_only and key.read_only_hides))
 
 
-def bindings() -> list[Binding]:
-    return [Binding(key.key, key.action, key.label, show=key.show) for key in KEYS]
+def bindings(keys: tuple[Key, ...] = KEYS) -> list[Binding]:
+    return [Binding(key.key, key.action, key.label, show=key.show) for key in keys]
 
 
 class TaskKeys(Screen[None]):

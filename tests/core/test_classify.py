@@ -448,9 +448,82 @@ def test_the_seed_incident_page_line() -> None:
 def test_page_line_for_a_stalled_task_with_an_overrun() -> None:
     verdict = classify(NOW, task(), lease(), beat(age=600, stage_for=1200), proc(), LIMITS)
     assert verdict.context(NOW) == (
-        "export-2031 stalled: stage=transform p=61% heartbeat 10m00s old, lease expires in 4m00s, "
-        "pid 4121 alive cpu 0%, stage running 20m00s (budget 15m) - resume or discard"
+        "export-2031 stalled, stage_overrun: stage=transform p=61% heartbeat 10m00s old, "
+        "lease expires in 4m00s, pid 4121 alive cpu 0%, stage running 20m00s (budget 15m) "
+        "- resume or discard"
     )
+
+
+HUNG = {"request_name": "POST partner-api/v2/orders", "request_started_at": NOW - 100}
+
+# (id, task, heartbeat, process, the page line up to the heartbeat's age or the whole line)
+PAGE_LINE_CASES = [
+    (
+        "a-request-overrun-leads-never-healthy",
+        task(),
+        beat(age=0, **HUNG),
+        proc(),
+        "export-2031 request_overrun: stage=transform p=61% heartbeat 0s old, lease expires in "
+        "4m00s, pid 4121 alive cpu 0%, request POST partner-api/v2/orders running 1m40s "
+        "(budget 90s)",
+    ),
+    (
+        "two-flags-lead-in-order",
+        task(started_at=NOW - 7 * 3600),
+        beat(age=0, stage_for=1000, **HUNG),
+        None,
+        "export-2031 request_overrun, stage_overrun, task_overrun: stage=transform p=61% "
+        "heartbeat 0s old, lease expires in 4m00s, request POST partner-api/v2/orders running "
+        "1m40s (budget 90s), stage running 16m40s (budget 15m), task running 7h00m "
+        "(budget 6h)",
+    ),
+    (
+        "a-flag-follows-any-other-health",
+        task(),
+        beat(age=0, stuck=4000, **HUNG),
+        proc(),
+        "export-2031 spinning, request_overrun: stage=transform p=61% heartbeat 0s old, "
+        "lease expires in 4m00s, pid 4121 alive cpu 0%, request POST partner-api/v2/orders "
+        "running 1m40s (budget 90s)",
+    ),
+    (
+        "a-tree-without-a-cpu-figure-leaves-no-comma",
+        task(),
+        beat(age=300),
+        proc(children=1, cpu_percent=None),
+        "export-2031 stalled: stage=transform p=61% heartbeat 5m00s old, lease expires in 4m00s, "
+        "pid 4121 + 1 child - resume or discard",
+    ),
+    (
+        "a-tree-without-a-cpu-figure-then-quarantined",
+        task(**QUARANTINE),
+        beat(age=300),
+        proc(children=1, cpu_percent=None),
+        "export-2031 stalled: stage=transform p=61% heartbeat 5m00s old, lease expires in 4m00s, "
+        "pid 4121 + 1 child, quarantined - resume or discard",
+    ),
+    (
+        "a-tree-with-a-cpu-figure-says-it-is-the-trees",
+        task(),
+        beat(age=300),
+        proc(children=2, cpu_percent=3.0),
+        "export-2031 stalled: stage=transform p=61% heartbeat 5m00s old, lease expires in 4m00s, "
+        "pid 4121 + 2 children, cpu 3% - resume or discard",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("the_task", "the_beat", "the_proc", "line"),
+    [pytest.param(*case[1:], id=case[0]) for case in PAGE_LINE_CASES],
+)
+def test_page_lines(
+    the_task: Task, the_beat: Heartbeat, the_proc: ProcessSample | None, line: str
+) -> None:
+    """DESIGN.md: "a page leads with the flag, never with 'healthy'"; no dangling commas."""
+    verdict = classify(NOW, the_task, lease(), the_beat, the_proc, LIMITS)
+    assert verdict.context(NOW) == line
+    assert " healthy" not in line and ",," not in line and ", -" not in line
 
 
 def test_queued_task_says_what_it_waits_behind() -> None:
@@ -505,3 +578,21 @@ def test_sort_key_orders_by_urgency_then_silence_in_trouble_and_by_id_otherwise(
     ]
     ordered = sorted(views, key=lambda k: sort_key(k, views[k]))
     assert ordered == ["d", "b", "c", "a", "e", "f"]
+
+
+def test_spinning_rows_sort_longest_flat_first_and_keep_their_order_as_they_beat() -> None:
+    """DESIGN.md "Order on screen": within spinning the longest flat first. Spinning tasks
+    beat, so the one that beat last is no more urgent: the order must not swap at each beat."""
+
+    def spinning(task_id: str, age: float, flat_for: float) -> tuple[str, Any]:
+        verdict = classify(NOW, task(task_id=task_id), lease(), beat(age, flat_for), None, LIMITS)
+        assert verdict.health is Health.SPINNING
+        return task_id, verdict
+
+    # reindex has been flat the longest; sync beat more recently at one poll, less at the next.
+    for sync_age, reindex_age in ((1.0, 2.0), (2.0, 1.0)):
+        views = dict(
+            [spinning("sync-2047", sync_age, 2000), spinning("reindex-2044", reindex_age, 3000)]
+        )
+        ordered = sorted(views, key=lambda k: sort_key(k, views[k]))
+        assert ordered == ["reindex-2044", "sync-2047"]

@@ -7,7 +7,7 @@ from pathlib import Path
 from zombietop.clock import FakeClock
 from zombietop.config import default_config
 from zombietop.heartbeat_line import parse_line
-from zombietop.model import Health
+from zombietop.model import Health, TaskState
 from zombietop.monitor import Monitor
 from zombietop.store import Store, open_store
 
@@ -38,6 +38,28 @@ async def test_snapshot_classifies_and_orders(store: Store, clock: FakeClock) ->
         snapshot.by_id()["later"].verdict.context(clock.now())
         == "later queued: waiting on quiet (stalled)"
     )
+
+
+async def test_quarantined_counts_every_held_task_whatever_its_health_reads(
+    store: Store, clock: FakeClock
+) -> None:
+    """The watchdog quarantines a stalled task, which still reads ``stalled``: the count of
+    quarantined tasks says it is held. A finished task's old hold is not counted."""
+    await running(store, "stuck")
+    await running(store, "done")
+    clock.advance(200)
+    await running(store, "fine")
+    for task_id in ("stuck", "done", "fine"):
+        await store.set_quarantine(task_id, quarantined=True, actor="watchdog")
+    await store.set_quarantine("fine", quarantined=False, actor="watchdog")
+    lease = await store.get_lease("done")
+    assert lease is not None and lease.owner is not None
+    await store.finish_task("done", owner=lease.owner, token=lease.token, state=TaskState.FAILED)
+    snapshot = await Monitor(store, default_config()).poll()
+    healths = {view.task_id: view.health for view in snapshot.tasks}
+    assert healths == {"stuck": Health.STALLED, "done": Health.FAILED, "fine": Health.HEALTHY}
+    assert snapshot.counts[Health.QUARANTINED] == 0
+    assert snapshot.quarantined == 1
 
 
 async def test_a_failed_poll_keeps_the_last_good_snapshot(db_path: Path, clock: FakeClock) -> None:

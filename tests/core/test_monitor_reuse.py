@@ -271,6 +271,7 @@ def shown(snapshot: Snapshot) -> tuple[object, ...]:
     """The rest of what a face shows: counts, processes, upstream waits and fleet notes."""
     return (
         snapshot.counts,
+        snapshot.quarantined,
         snapshot.host,
         snapshot.agents,
         [

@@ -6,6 +6,7 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from textual.screen import Screen
 
 from zombietop.clock import FakeClock
 from zombietop.tui.app import ZombietopApp
@@ -65,3 +66,12 @@ def notified(app: ZombietopApp) -> list[str]:
 
     app.notify = spy  # type: ignore[method-assign]
     return messages
+
+
+def help_text(screen: Screen[None]) -> str:
+    """Every line the help screen draws, scrolled into view or not."""
+    return "\n".join(
+        static.render_line(y).text
+        for static in screen.query("Static")
+        for y in range(static.size.height)
+    )

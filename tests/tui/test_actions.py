@@ -8,7 +8,7 @@ import pytest
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Button
 
-from tests.tui.helpers import make_app, notified, settle
+from tests.tui.helpers import help_text, make_app, notified, settle
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.model import TaskState
 from zombietop.monitor import build_snapshot
@@ -26,7 +26,7 @@ from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.widgets.task_list import TaskList
 
-KEY_FOR = {ActionKind.RESUME: "r", ActionKind.DISCARD: "d", ActionKind.KILL: "k"}
+KEY_FOR = {ActionKind.RESUME: "r", ActionKind.DISCARD: "d", ActionKind.KILL: "K"}
 
 
 @pytest.mark.parametrize("kind", list(ActionKind))
@@ -53,7 +53,7 @@ async def test_cancel_is_the_default_and_sends_nothing() -> None:
     app = make_app(executor=executor)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("k", "enter")  # Enter presses the focused button: Cancel
+        await pilot.press("K", "enter")  # Enter presses the focused button: Cancel
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
     assert executor.requests == []
@@ -65,12 +65,15 @@ async def test_every_outcome_is_a_notification() -> None:
     messages = notified(app)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("k", "y")
+        await pilot.press("K", "y")
         await settle(pilot)
         assert any("kill etl-0417: SIGTERM sent" in m for m in messages)
-        # ... and the row says so until the store shows the pending kill.
+        # ... and the row says so beside the id, keeping its health, until the store shows
+        # the pending kill.
         table = app.main.query_one(TaskList)
-        assert table.cells_of("etl-0417")[0].plain == "↯ term sent"
+        health, task = table.cells_of("etl-0417")[:2]
+        assert health.plain == "✖ dead"
+        assert task.plain == "etl-0417 ↯term sent"
         # A pending kill completed by a later poll is reported too.
         request = ActionRequest(
             kind=ActionKind.KILL, task_id="etl-0417", expected_token=3, actor="x"
@@ -192,8 +195,9 @@ async def test_read_only_refuses_and_hides_every_action(key, how: str) -> None:
         await pilot.press("question_mark")
         await settle(pilot)
         assert isinstance(app.screen, HelpScreen)
-        help_text = " ".join(str(s.render()) for s in app.screen.query("Static"))
-        assert key.description not in help_text
+        shown_help = help_text(app.screen)
+        assert key.description not in shown_help
+        assert "Filter rows by task id" in shown_help  # the others are still there
         await pilot.press("escape")
         # The key itself does nothing, and asking the app directly is refused before the executor.
         await pilot.press(display_key(key.key))
@@ -240,7 +244,7 @@ async def test_wall_has_no_actions_no_cursor_no_palette() -> None:
         await settle(pilot)
         assert not app.use_command_palette
         assert not app.screen.query(TaskList)
-        await pilot.press("ctrl+p", "r", "d", "k", "enter")
+        await pilot.press("ctrl+p", "r", "d", "K", "enter")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
         assert app.screen is app.main
@@ -285,7 +289,7 @@ async def test_sort_cycle_keeps_the_cursor_on_its_task() -> None:
 
 def test_kill_row_counts_down_then_shows_the_outcome() -> None:
     from zombietop.model import PendingKill
-    from zombietop.tui.cells import BY_KEY
+    from zombietop.tui.cells import BY_KEY, task_column
 
     health = BY_KEY["health"]
     snapshot = sample_snapshot(kill_pending={"thumbs-7781"})
@@ -295,8 +299,13 @@ def test_kill_row_counts_down_then_shows_the_outcome() -> None:
     assert view.pending_kill is not None
     done: PendingKill = replace(view.pending_kill, outcome="exited", finished_at=NOW + 5)
     finished = replace(view, pending_kill=done)
-    assert health.render(finished, NOW + 6, None).plain == "↯ exited"
-    assert health.render(finished, NOW + 600, None).plain == "■ stalled"
+    # The outcome goes beside the id for a minute; the health word stays.
+    assert health.render(finished, NOW + 6, None).plain == "■ stalled"
+    task = task_column(30)
+    assert task.render(finished, NOW + 6, None).plain == "thumbs-7781 ↯exited"
+    assert task.render(finished, NOW + 600, None).plain == "thumbs-7781"
+    # Where the words do not fit, the glyph does; the id is never cut for a mark.
+    assert task_column(18).render(finished, NOW + 6, None).plain == "thumbs-7781 ↯"
 
 
 async def test_q_quits_from_the_main_screen() -> None:

@@ -236,7 +236,7 @@ def test_status_json_reports_each_health(
     assert stalled["budgets"]["stage"]["limit_s"] == 900
     assert stalled["budgets"]["task"]["source"] == "default"
     assert stalled["context"].startswith(
-        "stalled-1 stalled: stage=transform p=61% heartbeat 1h00m old"
+        "stalled-1 stalled, stage_overrun: stage=transform p=61% heartbeat 1h00m old"
     )
     assert stalled["context"].endswith("- resume or discard")
     queued = next(t for t in report["tasks"] if t["task_id"] == "queued-1")
@@ -327,7 +327,11 @@ def test_status_table_lists_what_to_act_on(
     build_store(db, ["stalled", "healthy"])
     code, out, _ = run_cli(capsys, "status", "--db", str(db))
     assert code == 2
-    assert out.rstrip().splitlines()[-1].startswith("stalled-1 stalled: stage=transform p=61%")
+    assert (
+        out.rstrip()
+        .splitlines()[-1]
+        .startswith("stalled-1 stalled, stage_overrun: stage=transform p=61%")
+    )
 
 
 def test_recent_window_and_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -41,7 +41,7 @@ def test_watch_dry_run_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFix
     build_store(db, ["stalled"])
     assert main(["watch", "--once", "--dry-run", "--db", str(db)]) == 0
     out = capsys.readouterr().out
-    assert "PAGE (incident) stalled-1 stalled:" in out
+    assert "PAGE (incident) stalled-1 stalled, stage_overrun:" in out
     assert "would quarantine stalled-1" in out
     main(["status", "--json", "--db", str(db)])
     assert '"quarantined": false' in capsys.readouterr().out

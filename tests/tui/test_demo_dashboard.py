@@ -1,7 +1,8 @@
 """The demo as a user drives it: ``zombietop demo`` in a real terminal (tmux), keys and all.
 
-Kill the SIGTERM-ignoring job and watch the kill escalate; kill the checkpointing job, resume it
-and watch it carry on from its checkpoint; quit, and nothing the demo started is left running.
+Kill the SIGTERM-ignoring job (K) and watch the kill escalate; kill the checkpointing job, resume
+it and watch it carry on from its checkpoint; quit with ctrl+c, and nothing the demo started is
+left running.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def test_in_the_dashboard_a_kill_escalates_and_a_resume_carries_on_from_the_chec
 
     # The job that ignores SIGTERM: the kill escalates to SIGKILL after the grace.
     select(terminal, STUBBORN)
-    terminal.keys("k")
+    terminal.keys("K")
     terminal.wait_for(f"kill {STUBBORN}?")
     terminal.keys("y")
     # Whoever finishes the kill (this dashboard, or the watchdog if it looks first) records it,
@@ -161,7 +162,7 @@ def test_in_the_dashboard_a_kill_escalates_and_a_resume_carries_on_from_the_chec
 
     # The job that checkpoints: killed, it stops cleanly; resumed, it carries on from there.
     select(terminal, CHECKPOINTED)
-    terminal.keys("k")
+    terminal.keys("K")
     terminal.wait_for(f"kill {CHECKPOINTED}?")
     terminal.keys("y")
     tasks = wait_status(
@@ -193,8 +194,9 @@ def test_in_the_dashboard_a_kill_escalates_and_a_resume_carries_on_from_the_chec
     # Quit: the demo stops everything it started, the relaunched attempt included.
     pids = live_pids(demo, tasks)
     assert len(pids) >= 10
-    # ctrl+q is Textual's own quit; the dashboard's q key is its to test.
-    terminal.keys("C-q")
+    # ctrl+c quits as in htop and k9s (Textual's own would only say "press q"), and the demo
+    # stops its jobs as it does after q.
+    terminal.keys("C-c")
     screen = terminal.wait_for("none left running", timeout=30)
     assert "zombietop demo: stopped" in screen
     deadline = time.monotonic() + 10

@@ -44,7 +44,7 @@ async def test_the_dashboard_shows_what_it_is_handed_and_asks_by_message() -> No
         await pilot.pause()
         first = screen.query_one(TaskList).selected_task_id
         assert first == snapshot.tasks[0].task_id
-        await pilot.press("s", "p", "e", "k", "a", "enter")
+        await pilot.press("s", "p", "e", "K", "a", "enter")
         await pilot.press("slash")
         await pilot.pause()
         await pilot.press("x")
@@ -68,7 +68,7 @@ async def test_read_only_the_detail_screen_asks_nothing_and_shows_no_action_keys
     task_id = snapshot.tasks[0].task_id
     async with app.run_test(size=(100, 40)) as pilot:
         await app.push_screen(DetailScreen(task_id, source, snapshot, NOW, True))
-        await pilot.press("r", "d", "k", "a", "A")
+        await pilot.press("r", "d", "K", "a", "A")
         await pilot.pause()
         shown = {active.binding.action for active in app.screen.active_bindings.values()}
         assert not shown & {"resume", "discard", "kill", "ack", "silence"}

@@ -6,26 +6,34 @@ from textual.pilot import Pilot
 
 from tests.tui.helpers import make_app, settle
 from zombietop.clock import FakeClock
+from zombietop.monitor import build_snapshot
 from zombietop.tui.sample import (
     NOW,
     SampleSource,
+    sample_config,
     sample_snapshot,
+    synthetic_records,
     untrusted_outputs,
     untrusted_snapshot,
 )
 
 
 def test_main_80x24(snap_compare):
-    """Header with store, 'every 3600s', 00:53:20 UTC and a word+number for every health;
-    the table most urgent first (dead, reclaimable, stalled, spinning, ... discarded) with only
-    HEALTH, TASK, PROGRESS, BEAT and LEASE columns; the footer lists r d k / s p e ? q."""
+    """Header with store, 'every 3600s', 00:53:20 UTC and a word+number for every health
+    ('⊠ quarantined 1'); the table most urgent first (dead, reclaimable, stalled, spinning, ...
+    discarded) with only HEALTH, TASK, PROGRESS, BEAT and LEASE columns, the task column wider
+    with the room left; resize-9001 reads 'resize-9001 !request' beside '● healthy';
+    publish-2032's progress reads 'blocked by export-2031 (reclaimable)' over the empty BEAT and
+    LEASE cells; every bar is one neutral colour; the footer lists Open, a Ack, r Resume,
+    d Discard, K Kill, ? Help, / Filter, s Sort, p Pause, q Quit."""
     assert snap_compare(make_app(), terminal_size=(80, 24), run_before=settle)
 
 
 def test_main_160x48(snap_compare):
     """Every column: stage, stage and task budget bars with used/limit (export-2031 4h40m/45m!,
-    limit from its step type), PID with CPU% (etl-0417 '3907 gone'), attempt (#2 for
-    train-0008) and owner@host."""
+    limit from its step type; the bars blue, the '!' red), PID with CPU% (etl-0417 '3907
+    gone'), owner@host and, last, the attempt (#2 for train-0008); export-2031 reads
+    'export-2031 !stage' and resize-9001 'resize-9001 !request'."""
     assert snap_compare(make_app(), terminal_size=(160, 48), run_before=settle)
 
 
@@ -50,26 +58,28 @@ def test_kill_confirmation(snap_compare):
 
     async def run_before(pilot: Pilot[None]) -> None:
         await settle(pilot)
-        await pilot.press("down", "down", "k")
+        await pilot.press("down", "down", "K")
         await settle(pilot)
 
     assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
 
 
 def test_kill_countdown(snap_compare):
-    """thumbs-7781 has a pending kill: its health cell reads '↯ TERM 23s' (reverse red)."""
+    """thumbs-7781 has a pending kill: its health cell reads '↯ TERM 23s' (reverse red), the
+    countdown of what is happening to it now."""
     source = SampleSource([sample_snapshot(kill_pending={"thumbs-7781"})])
     assert snap_compare(make_app(source), terminal_size=(80, 24), run_before=settle)
 
 
 def test_read_only_main(snap_compare):
-    """A READ-ONLY badge in the header; the footer has no Resume, Discard or Kill."""
+    """A READ-ONLY badge in the header; the footer has no Ack, Resume, Discard or Kill."""
     assert snap_compare(make_app(read_only=True), terminal_size=(80, 24), run_before=settle)
 
 
 def test_wall_120x40(snap_compare):
     """Wall: no table, no footer; big digits in a card per health (dead, reclaimable and stalled
-    with heavy red borders), finished counts, then the worst offenders' context lines."""
+    on red, spinning, quarantined and interrupted on yellow), finished counts, then the worst
+    offenders' context lines (export-2031's leads 'export-2031 reclaimable, stage_overrun:')."""
     assert snap_compare(make_app(wall=True), terminal_size=(120, 40), run_before=settle)
 
 
@@ -147,7 +157,7 @@ def test_hostile_task_kill_dialog_shown_escaped(snap_compare):
 
     async def run_before(pilot: Pilot[None]) -> None:
         await settle(pilot)
-        await pilot.press("k")
+        await pilot.press("K")
         await settle(pilot)
 
     assert snap_compare(_hostile_app(), terminal_size=(100, 30), run_before=run_before)
@@ -159,14 +169,15 @@ def _oncall_app(**kwargs: object) -> object:
 
 def test_oncall_main_100x30(snap_compare):
     """The on-call loop on the dashboard: under the first header line, a reverse-red
-    '⏰ MISSED nightly-ledger missed: no ledger run started within 10m of 2026-11-30 00:30 UTC
-    ...', then '◷ late hourly-crawl  ⊘ 1 silence  ✓ 1 acked'; in the table export-2031 reads
-    '✓acked export-2031' and thumbs-7781 '⊘silenced thumbs-…' (glyph and word, not colour)."""
+    '▲ MISSED nightly-ledger missed: no ledger run started within 10m of 2026-11-30 00:30 UTC
+    ...', then '◷ late hourly-crawl  ⊘ 1 silence  ⚑ 1 acked'; in the table the ids come first
+    and whole: 'export-2031 ⚑acked !stage' and 'thumbs-7781 ⊘silenced' (glyph and word, not
+    colour)."""
     assert snap_compare(_oncall_app(), terminal_size=(100, 30), run_before=settle)
 
 
 def test_oncall_detail(snap_compare):
-    """Enter on export-2031: an 'ack' row '✓acked acked by ana 12m00s ago: restarting the
+    """Enter on export-2031: an 'ack' row '⚑ acked by ana 12m00s ago: restarting the
     partner API (until 2026-11-30 02:41:20 UTC)'; the footer offers a Ack and A Silence."""
 
     async def run_before(pilot: Pilot[None]) -> None:
@@ -179,7 +190,7 @@ def test_oncall_detail(snap_compare):
 
 def test_oncall_wall_120x40(snap_compare):
     """The wall with the on-call loop: the header's MISSED line and its summary line; the
-    offenders start with '⏰ nightly-ledger missed: ...', export-2031's line carries '✓acked'
+    offenders start with '▲ nightly-ledger missed: ...', export-2031's line carries '⚑acked'
     and thumbs-7781's '⊘silenced'."""
     assert snap_compare(_oncall_app(wall=True), terminal_size=(120, 40), run_before=settle)
 
@@ -245,3 +256,47 @@ def test_observed_detail(snap_compare):
         await settle(pilot)
 
     assert snap_compare(make_app(_untrusted()), terminal_size=(110, 40), run_before=run_before)
+
+
+def test_help_80x24(snap_compare):
+    """? at 80x24: a box titled 'zombietop keys' with 'Esc, q or ?: close' on its bottom
+    border; the keys in the footer's order (Enter, a, r, d, K, u, A, ?, /, s, p, e, w, q),
+    then ctrl+p and the movement keys 'j ↓', 'k ↑', PgDn, PgUp, Home, End; it scrolls to the
+    glyph legend below."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+def _all_clear_app(**kwargs: object) -> object:
+    healthy = build_snapshot(NOW, synthetic_records(6), sample_config(), {})
+    return make_app(SampleSource([healthy]), **kwargs)  # type: ignore[arg-type]
+
+
+def test_all_clear_main_80x24(snap_compare):
+    """Six healthy tasks: the count line reads '✓ all clear: nothing needs a human  ● healthy 6'
+    in place of a row of zeros."""
+    assert snap_compare(_all_clear_app(), terminal_size=(80, 24), run_before=settle)
+
+
+def test_all_clear_wall_80x24(snap_compare):
+    """The wall of six healthy tasks: a green band '✓ all clear: nothing needs a human', the
+    cards of what runs (starting, queued, healthy 6) without the six cards of zeros, the
+    finished counts, and the offenders pane saying all clear."""
+    assert snap_compare(_all_clear_app(wall=True), terminal_size=(80, 24), run_before=settle)
+
+
+def test_wall_from_the_dashboard_100x30(snap_compare):
+    """w on the dashboard: the wall's cards and offenders, no READ-ONLY badge (the dashboard
+    under it may act), and a footer 'w Table' to go back."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("w")
+        await settle(pilot)
+
+    assert snap_compare(make_app(), terminal_size=(100, 30), run_before=run_before)

@@ -17,6 +17,7 @@ from zombietop.tui import messages
 from zombietop.tui.cells import columns_for_width
 from zombietop.tui.keys import TaskKeys, bindings
 from zombietop.tui.screens.help import HelpScreen
+from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.task_order import SortMode
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.events_pane import EventsPane
@@ -171,3 +172,7 @@ class DashboardScreen(TaskKeys):
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.read_only))
+
+    def action_wall(self) -> None:
+        wall = WallScreen(self.store_label, self.refresh_s, back=True, read_only=self.read_only)
+        self.app.push_screen(wall)

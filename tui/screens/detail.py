@@ -22,7 +22,7 @@ from zombietop.oncall import OnCall
 from zombietop.output import LastOutput, with_last_output
 from zombietop.printable import printable
 from zombietop.sources import Origin
-from zombietop.tui.cells import ACKED, MARKS, SILENCED, bar
+from zombietop.tui.cells import ACKED, BAR_STYLE, FLAG_MARKS, MARKS, SILENCED, bar
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import DETAIL_KEYS, KEYS, TaskKeys, display_key
 from zombietop.tui.source import SnapshotSource
@@ -51,7 +51,8 @@ def _budget_row(budget: Budget) -> Text:
             f"not running  limit {format_duration(budget.limit_s)}  (from {budget.source})",
             style="dim",
         )
-    text = Text(bar(budget.fraction, 16), style="bold red" if budget.over else "blue")
+    text = Text(bar(budget.fraction, 16))
+    text.stylize(BAR_STYLE)
     text.append(f" {format_age(budget.used_s)} of {format_duration(budget.limit_s)}")
     if budget.over:
         text.append(" OVER", style="bold red")
@@ -71,7 +72,7 @@ def oncall_rows(grid: Table, view: TaskView, oncall: OnCall, now: float) -> None
         grid.add_row(
             "ack",
             Text.assemble(
-                ("✓ ", MARKS[ACKED][1]),
+                (f"{MARKS[ACKED].glyph} ", MARKS[ACKED].style),
                 printable(ack.words(now)),
                 (f"  (until {_stamp(ack.until)})", "dim"),
             ),
@@ -81,12 +82,59 @@ def oncall_rows(grid: Table, view: TaskView, oncall: OnCall, now: float) -> None
         grid.add_row(
             "silence",
             Text.assemble(
-                ("⊘ ", MARKS[SILENCED][1]),
+                (f"{MARKS[SILENCED].glyph} ", MARKS[SILENCED].style),
                 f"silenced by silence {silence.silence_id} ({silence.matcher} "
                 f"{printable(silence.pattern)}), set by {printable(silence.by)}, ends in "
                 f"{format_age(max(silence.until - now, 0))}: {printable(silence.reason)}",
             ),
         )
+
+
+def lease_words(view: TaskView, now: float) -> str:
+    """``owner w1@host, token 7, expires in 4m00s (...)``; for a released lease, when."""
+    lease = view.lease
+    if lease is None:
+        return "none"
+    if not lease.held:
+        # Release, resume and discard stamp the moment they let go in renewed_at.
+        when = "" if lease.renewed_at is None else f" at {_stamp(lease.renewed_at)}"
+        return f"released{when}, token {lease.token}"
+    left = view.verdict.lease_expires_in(now)
+    if left is None:
+        return f"owner {lease.owner}, token {lease.token}, held without an expiry"
+    expiry = f"expires in {format_age(left)}" if left >= 0 else f"expired {format_age(left)} ago"
+    return f"owner {lease.owner}, token {lease.token}, {expiry} ({_stamp(lease.expires_at)})"
+
+
+def process_words(view: TaskView) -> str:
+    """What the probe says of the task's process, read against the task's state: the process
+    of a finished task has exited, as it should."""
+    task, process = view.task, view.process
+    if task.pid is None:
+        return "no pid recorded"
+    if process is None:
+        return f"pid {task.pid} on {task.host or '?'}: not probed from this host"
+    if process.gone and task.state.finished:
+        return f"pid {process.pid} exited, as expected: the task {task.state}"
+    if process.gone:
+        why = ""
+        if process.status == "zombie":
+            why = " (a zombie: exited, not reaped)"
+        elif process.alive:
+            why = " (the pid now belongs to another process)"
+        return f"pid {process.pid} GONE{why}, started {_stamp(task.pid_start_time)}"
+    started = f"started {_stamp(process.create_time or task.pid_start_time)}"
+    alive = f"still alive, though the task {task.state}" if task.state.finished else "alive"
+    cpu = "-" if process.cpu_percent is None else f"{process.cpu_percent:.0f}%"
+    rss = "-" if process.rss_bytes is None else f"{process.rss_bytes / 2**20:.0f} MiB"
+    tree = ""
+    if process.children:
+        plural = "child" if process.children == 1 else "children"
+        tree = f" + {process.children} {plural} (cpu, rss summed over the tree)"
+    return (
+        f"pid {process.pid}{tree} {alive}, status {process.status or '-'}, cpu {cpu}, "
+        f"rss {rss}, {started}"
+    )
 
 
 def describe(
@@ -97,7 +145,7 @@ def describe(
     last_output: LastOutput | None = None,
 ) -> Table:
     """Every fact about the task, as label/value rows (``origin``: the engine it came from)."""
-    task, beat, lease, process = view.task, view.heartbeat, view.lease, view.process
+    task, beat = view.task, view.heartbeat
     verdict = view.verdict
     grid = _grid()
     _row(
@@ -131,7 +179,7 @@ def describe(
     for reason in verdict.reasons:
         _row(grid, "reason", reason.words(now))
     for flag in verdict.flags:
-        _row(grid, "flag", Text(str(flag), style="bold red"))
+        _row(grid, "flag", Text(str(flag), style=FLAG_MARKS[flag].style))
     if beat is not None:
         if beat.reports_progress:
             _row(
@@ -165,44 +213,8 @@ def describe(
         "checkpoint",
         task.checkpoint or (beat.checkpoint if beat and beat.checkpoint else "-"),
     )
-    if lease is not None:
-        left = verdict.lease_expires_in(now)
-        expiry = (
-            "-"
-            if left is None
-            else (
-                f"expires in {format_age(left)}" if left >= 0 else f"expired {format_age(left)} ago"
-            )
-        )
-        _row(
-            grid,
-            "lease",
-            f"owner {lease.owner or '(released)'}, token {lease.token}, {expiry} "
-            f"({_stamp(lease.expires_at)})",
-        )
-    else:
-        _row(grid, "lease", "none")
-    if task.pid is None:
-        _row(grid, "process", "no pid recorded")
-    elif process is None:
-        _row(grid, "process", f"pid {task.pid} on {task.host or '?'}: not probed from this host")
-    else:
-        alive = "alive" if not process.gone else "GONE"
-        if process.alive and not process.identity_ok:
-            alive = "pid reused by another process"
-        cpu = "-" if process.cpu_percent is None else f"{process.cpu_percent:.0f}%"
-        rss = "-" if process.rss_bytes is None else f"{process.rss_bytes / 2**20:.0f} MiB"
-        tree = ""
-        if process.children:
-            plural = "child" if process.children == 1 else "children"
-            tree = f" + {process.children} {plural} (cpu, rss summed over the tree)"
-        _row(
-            grid,
-            "process",
-            f"pid {process.pid}{tree} {alive}, status {process.status or '-'}, cpu {cpu}, "
-            f"rss {rss}, "
-            f"started {_stamp(process.create_time or task.pid_start_time)}",
-        )
+    _row(grid, "lease", lease_words(view, now))
+    _row(grid, "process", process_words(view))
     if view.agent_note is not None:
         _row(grid, "agent", shown(view.agent_note, style="bold yellow"))
     skew = view.clock_skew_s

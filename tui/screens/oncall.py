@@ -19,6 +19,7 @@ from zombietop.durations import format_duration, parse_duration
 from zombietop.model import Matcher
 from zombietop.monitor import TaskView
 from zombietop.printable import printable
+from zombietop.tui.cells import ACKED, MARKS, SILENCED
 from zombietop.tui.untrusted import shown, shown_markup
 
 SILENCE_DEFAULT = 3600.0
@@ -127,7 +128,7 @@ class AckScreen(_OnCallDialog):
             box.border_title = f"ack {shown_markup(self.view.task_id)}"
             yield Static(
                 Text.assemble(
-                    ("✓ ", "bold cyan"),
+                    (f"{MARKS[ACKED].glyph} ", MARKS[ACKED].style),
                     f"{printable(self.view.task_id)} is {self.view.health}: no re-notify until "
                     "the ack ends or the incident does; the all-clear still goes out.",
                 )
@@ -165,7 +166,7 @@ class SilenceScreen(_OnCallDialog):
             box.border_title = f"silence {shown_markup(task.task_id)}"
             yield Static(
                 Text.assemble(
-                    ("⊘ ", "bold magenta"),
+                    (f"{MARKS[SILENCED].glyph} ", MARKS[SILENCED].style),
                     "Silenced tasks are still detected, quarantined and shown, never paged; "
                     "if one is still bad when the silence ends, its page goes out.",
                 )

@@ -12,6 +12,7 @@ from textual.widget import Widget
 
 from zombietop.model import Event, Silence
 from zombietop.printable import printable
+from zombietop.tui.cells import MARKS, SILENCED
 from zombietop.tui.untrusted import shown
 
 
@@ -19,7 +20,8 @@ def silence_line(silence: Silence) -> Text:
     """``⊘ silence 3 task export-* until 02:53:20 by ana: maintenance night``."""
     until = time.strftime("%H:%M:%S", time.gmtime(silence.until))
     line = Text()
-    line.append("⊘ silence ", style="bold magenta")
+    mark = MARKS[SILENCED]
+    line.append(f"{mark.glyph} silence ", style=mark.style)
     line.append(f"{silence.silence_id} {silence.matcher} {printable(silence.pattern)} ", "bold")
     line.append(f"until {until} by {printable(silence.by)}: ", style="dim")
     line.append(printable(silence.reason))

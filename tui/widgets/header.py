@@ -14,7 +14,15 @@ from zombietop.model import Health
 from zombietop.monitor import Snapshot
 from zombietop.printable import printable
 from zombietop.schedules import ScheduleHealth
-from zombietop.tui.healths import ACTIVE_HEALTHS, health_count
+from zombietop.tui.cells import ACKED, MARKS, SILENCED
+from zombietop.tui.healths import (
+    ACTIVE_HEALTHS,
+    ALL_CLEAR,
+    FINISHED_HEALTHS,
+    all_clear,
+    count_of,
+    health_count,
+)
 from zombietop.tui.untrusted import shown
 from zombietop.tui.widgets.text_lines import TextLines
 
@@ -84,10 +92,12 @@ class StatusHeader(TextLines):
         count or the width changed)."""
         lines = [self._first_line(), *oncall_lines(self.snapshot, self.size.width - 2)]
         if self.show_counts:
-            counts = self.snapshot.counts
-            key = (self.size.width, *(counts.get(health, 0) for health in Health))
+            snapshot = self.snapshot
+            counts = {health: count_of(snapshot, health) for health in Health}
+            clear = all_clear(snapshot)
+            key = (self.size.width, clear, *counts.values())
             if self._counts[0] != key:
-                self._counts = (key, self._count_lines(counts))
+                self._counts = (key, self._count_lines(counts, clear))
             lines += self._counts[1]
         return lines
 
@@ -111,15 +121,20 @@ class StatusHeader(TextLines):
         line.append_text(rest)
         return line
 
-    def _count_lines(self, counts: Mapping[Health, int]) -> list[Text]:
-        finished = [
-            h for h in (Health.SUCCEEDED, Health.FAILED, Health.DISCARDED) if counts.get(h, 0)
-        ]
+    def _count_lines(self, counts: Mapping[Health, int], clear: bool) -> list[Text]:
+        """A word and number per health (zeros dimmed) while something needs a human; when
+        nothing does, "all clear" and the counts that are not zero."""
+        if clear:
+            shown_healths = [h for h in Health if counts[h]]
+            items = [Text(ALL_CLEAR, style="bold green")]
+        else:
+            finished = [h for h in FINISHED_HEALTHS if counts[h]]
+            shown_healths, items = [*ACTIVE_HEALTHS, *finished], []
+        items += [health_count(health, counts[health]) for health in shown_healths]
         # Wrap between counts, never inside one ("interrupted" alone on a line reads wrong).
         width = max(self.size.width - 2, 20)
         lines = [Text()]
-        for health in [*ACTIVE_HEALTHS, *finished]:
-            item = health_count(health, counts.get(health, 0))
+        for item in items:
             line = lines[-1]
             if line and line.cell_len + 2 + item.cell_len > width:
                 line = Text()
@@ -160,11 +175,15 @@ def oncall_lines(snapshot: Snapshot, width: int) -> list[Text]:
         if summary:
             summary.append("  ")
         count = len(oncall.silences)
-        summary.append(f"⊘ {count} silence{'s' if count > 1 else ''}", style="bold magenta")
+        silenced = MARKS[SILENCED]
+        summary.append(
+            f"{silenced.glyph} {count} silence{'s' if count > 1 else ''}", style=silenced.style
+        )
     if oncall.acks:
         if summary:
             summary.append("  ")
-        summary.append(f"✓ {len(oncall.acks)} acked", style="bold cyan")
+        acked = MARKS[ACKED]
+        summary.append(f"{acked.glyph} {len(oncall.acks)} acked", style=acked.style)
     if summary:
         summary.truncate(max(width, 1), overflow="ellipsis")
         lines.append(summary)

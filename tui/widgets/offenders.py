@@ -10,13 +10,9 @@ from rich.text import Text
 from zombietop.monitor import Snapshot
 from zombietop.printable import printable
 from zombietop.tui.cells import mark_text, oncall_marks
-from zombietop.tui.healths import ATTENTION_HEALTHS, GLYPHS, STYLES
+from zombietop.tui.healths import ALL_CLEAR, ATTENTION_HEALTHS, GLYPHS, STYLES
 from zombietop.tui.untrusted import shown
 from zombietop.tui.widgets.text_lines import TextLines
-
-ALL_CLEAR = (
-    "✓ nothing stuck: no dead, reclaimable, stalled, spinning, quarantined or interrupted task"
-)
 
 
 def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int) -> list[Text]:

@@ -26,7 +26,15 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from zombietop.monitor import TaskView
-from zombietop.tui.cells import CELL_PADDING, Cells, Column, row_cells, row_changes
+from zombietop.tui.cells import (
+    CELL_PADDING,
+    Cells,
+    Column,
+    cell_widths,
+    row_cells,
+    row_changes,
+)
+from zombietop.tui.keys import MOVE_KEYS, bindings
 
 ROWS_KEPT = 4096
 """Rows (task ids) whose cells are kept: a few screens' worth, and every row in view."""
@@ -43,6 +51,18 @@ def _cell_key(cell: Text) -> CellKey:
     return (cell.plain, cell.style, tuple(cell.spans))
 
 
+RowKey = tuple[tuple[CellKey, int], ...]
+
+
+def _row_key(cells: Cells, widths: tuple[int, ...]) -> RowKey:
+    """What each column of a row shows, and how wide: its cell, or the cell that runs on over
+    it (so a change to that cell refreshes every column it covers)."""
+    keys: list[tuple[CellKey, int]] = []
+    for cell, width in zip(cells, widths, strict=True):
+        keys.append((_cell_key(cell), width) if width else (keys[-1][0], 0))
+    return tuple(keys)
+
+
 @dataclass(frozen=True, slots=True)
 class _Row:
     """A row's cells, and what they were computed from: the view and note, at ``at``; they
@@ -53,7 +73,9 @@ class _Row:
     at: float
     until: float
     cells: Cells
-    key: tuple[CellKey, ...]
+    widths: tuple[int, ...]
+    """How wide each cell is drawn (``cell_widths``): 0 for one another cell runs on over."""
+    key: RowKey
 
 
 class TaskList(ScrollView, can_focus=True):
@@ -62,12 +84,7 @@ class TaskList(ScrollView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         # Enter opens the detail view (the screen handles Selected); say so in the footer.
         Binding("enter", "select_cursor", "Open"),
-        Binding("up", "cursor_up", "Up", show=False),
-        Binding("down", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "first", "First", show=False),
-        Binding("end", "last", "Last", show=False),
+        *bindings(MOVE_KEYS),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"task-list--header", "task-list--cursor"}
@@ -139,7 +156,7 @@ class TaskList(ScrollView, can_focus=True):
         self._rows: LRUCache[str, _Row] = LRUCache(ROWS_KEPT)
         self._strips: LRUCache[Hashable, Strip] = LRUCache(STRIPS_KEPT)
         self._cells: LRUCache[Hashable, list[Segment]] = LRUCache(CELLS_KEPT)
-        self._drawn: dict[int, tuple[tuple[CellKey, ...], bool]] = {}
+        self._drawn: dict[int, tuple[RowKey, bool]] = {}
         """Row -> the key of the line last drawn there (its content, whether under the cursor)."""
         self.cells_touched = 0
         """Cells that read differently since the last ``show`` (a new row counts every cell)."""
@@ -272,12 +289,13 @@ class TaskList(ScrollView, can_focus=True):
         ):
             return kept
         cells = row_cells(view, now, self._columns, self._notes)
-        key = tuple(map(_cell_key, cells))
+        widths = cell_widths(cells, self._columns)
+        key = _row_key(cells, widths)
         if kept is None or len(kept.key) != len(key):
             self.cells_touched += len(key)
         else:
             self.cells_touched += sum(a != b for a, b in zip(kept.key, key, strict=True))
-        row = _Row(view, note, now, row_changes(view, now, self._columns), cells, key)
+        row = _Row(view, note, now, row_changes(view, now, self._columns), cells, widths, key)
         self._rows.discard(view.task_id)  # set() keeps a key's first value
         self._rows.set(view.task_id, row)
         return row
@@ -372,7 +390,7 @@ class TaskList(ScrollView, can_focus=True):
             row = self._row(index)
             under_cursor = index == self.cursor
             cursor = self.get_component_rich_style("task-list--cursor") if under_cursor else None
-            strip = self._strip(row.key, base, cursor, width, row.cells)
+            strip = self._strip(row.key, base, cursor, width, row.cells, row.widths)
             self._drawn[index] = (row.key, under_cursor)
         if scroll_x or strip.cell_length != width:
             strip = strip.crop_extend(scroll_x, scroll_x + width, base)
@@ -385,22 +403,32 @@ class TaskList(ScrollView, can_focus=True):
         cursor: Style | None,
         width: int,
         cells: Cells | None = None,
+        widths: tuple[int, ...] = (),
     ) -> Strip:
         """One line, from the cache when it reads the same at this width and in these styles."""
         cache_key = (key, base, cursor, width)
         strip = self._strips.get(cache_key)
         if strip is None:
-            strip = self._draw(cells, base, cursor, width)
+            strip = self._draw(cells, widths, base, cursor, width)
             self._strips.set(cache_key, strip)
         return strip
 
-    def _draw(self, cells: Cells | None, base: Style, cursor: Style | None, width: int) -> Strip:
-        """The header (no cells) or a row: its cells side by side, then the row's style out to
-        the widget's edge."""
+    def _draw(
+        self,
+        cells: Cells | None,
+        widths: tuple[int, ...],
+        base: Style,
+        cursor: Style | None,
+        width: int,
+    ) -> Strip:
+        """The header (no cells) or a row: its cells side by side (a cell that runs on takes
+        the place of the ones it covers), then the row's style out to the widget's edge."""
         segments: list[Segment] = []
         for index, column in enumerate(self._columns):
-            cell = Text(column.label) if cells is None else cells[index]
-            segments.extend(self._cell(cell, column.width, base, cursor))
+            if cells is None:
+                segments.extend(self._cell(Text(column.label), column.width, base, cursor))
+            elif widths[index]:
+                segments.extend(self._cell(cells[index], widths[index], base, cursor))
         used = sum(column.width + 2 * CELL_PADDING for column in self._columns)
         if width > used:
             segments.append(Segment(" " * (width - used), base + cursor if cursor else base))
