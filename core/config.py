@@ -15,13 +15,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from zombietop.bounds import BOUNDS
 from zombietop.durations import format_duration, parse_duration
-from zombietop.errors import ConfigError, SourceError
+from zombietop.errors import ConfigError, NotARegularFile, SourceError
 from zombietop.extras import require
 from zombietop.locations import check_source_url, store_location
+from zombietop.private import read_regular
 from zombietop.redact import redact_url
 
 DEFAULT_SOURCE = "default"
+CONFIG_LIMIT = 1024 * 1024
+"""The largest config file zombietop reads, in bytes: the defaults are about 3 KiB."""
 
 THRESHOLD_DEFAULTS: dict[str, float] = {
     "heartbeat_interval": 10.0,
@@ -227,6 +231,9 @@ class Config:
     oncall: OnCallSettings = field(default_factory=OnCallSettings)
     schedules: tuple[Schedule, ...] = ()
     sources: tuple[SourceSettings, ...] = ()
+    written_at: float | None = None
+    """When the config file was last written (its mtime), None without one: a schedule it
+    holds cannot have been configured later, so its fire times since then are judged."""
 
     def limits_for(self, step_type: str | None) -> Limits:
         """Return the effective limits for a step type (the global set when it has none)."""
@@ -275,10 +282,16 @@ def load_config(path: Path | None) -> Config:
     if path is None:
         return _build({}, None)
     try:
-        raw = path.read_bytes()
+        raw, info = read_regular(path, limit=CONFIG_LIMIT)
     except FileNotFoundError:
         raise ConfigError(
             f"{path}: no such config file; create one with `zombietop config init {path}`"
+        ) from None
+    except NotARegularFile as exc:
+        raise ConfigError(
+            f"{path}: cannot read it as a config: it {exc.problem}. A config is a TOML file of "
+            f"at most {CONFIG_LIMIT // 1024**2} MiB (the defaults are about 3 KiB): give the path "
+            "of one, or write one with `zombietop config init PATH`"
         ) from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
@@ -296,7 +309,7 @@ def load_config(path: Path | None) -> Config:
             "each other thousands of levels down); fix it, or write fresh defaults with "
             f"`zombietop config init --force {path}`"
         ) from None
-    return _build(data, path)
+    return replace(_build(data, path), written_at=info.st_mtime)
 
 
 def _where(path: Path | None) -> str:
@@ -323,9 +336,24 @@ def _table(path: Path | None, data: Mapping[str, Any], section: str) -> Mapping[
     return value
 
 
+def _given(value: Any) -> str:
+    """A value as the config file spells it: ``"1ms"``, ``1000000000000``."""
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _check_bound(
+    path: Path | None, section: str, key: str, value: Any, number: float, family: str
+) -> None:
+    problem = BOUNDS[family][key].problem(number)
+    if problem is not None:
+        raise ConfigError(f"{_where(path)} [{section}]: {key} = {_given(value)} {problem}")
+
+
 def _duration(
-    path: Path | None, section: str, key: str, value: Any, *, zero: bool = False
+    path: Path | None, section: str, key: str, value: Any, *, family: str, zero: bool = False
 ) -> float:
+    """Read a duration and check it against its bound (``BOUNDS[family][key]``); with
+    ``zero``, 0 also passes: it turns the setting off."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ConfigError(
             f'{_where(path)} [{section}]: {key} must be a duration such as "90s", not {value!r}'
@@ -337,22 +365,37 @@ def _duration(
     if seconds < 0 or (seconds == 0 and not zero):
         allowed = "zero (off) or longer" if zero else "longer than zero"
         raise ConfigError(f"{_where(path)} [{section}]: {key} must be {allowed}, not {value!r}")
+    if not (zero and seconds == 0):
+        _check_bound(path, section, key, value, seconds, family)
     return seconds
 
 
-def _whole(path: Path | None, section: str, key: str, value: Any, *, minimum: int) -> int:
+def _whole(path: Path | None, section: str, key: str, value: Any, *, family: str) -> int:
+    minimum = int(BOUNDS[family][key].low)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ConfigError(
             f"{_where(path)} [{section}]: {key} must be a whole number >= {minimum}, not {value!r}"
         )
+    _check_bound(path, section, key, value, value, family)
     return value
 
 
 def _command(path: Path | None, section: str, key: str, value: Any) -> tuple[str, ...]:
+    example = '["my-engine", "resume", "{task_id}"]'
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise ConfigError(
             f"{_where(path)} [{section}]: {key} must be a non-empty list of strings "
-            f'(an argument list, never a shell string), e.g. ["my-engine", "resume", "{{task_id}}"]'
+            f"(an argument list, never a shell string), e.g. {example}"
+        )
+    if not value[0].strip():
+        raise ConfigError(
+            f"{_where(path)} [{section}]: {key} = {_given(value[0])}, ...: its first string is "
+            f"the program to run and must name one, e.g. {example}"
+        )
+    if any("\x00" in v for v in value):
+        raise ConfigError(
+            f"{_where(path)} [{section}]: {key} holds a NUL character, which no program can "
+            "take in its arguments; remove it"
         )
     return tuple(value)
 
@@ -366,10 +409,12 @@ def _apply(
     for key, value in table.items():
         if key not in allowed:
             raise _unknown(path, section, key, allowed)
-        if key in DURATION_KEYS or key == "retry_backoff":
-            changes[key] = _duration(path, section, key, value)
+        if key in DURATION_KEYS:
+            changes[key] = _duration(path, section, key, value, family="limits")
+        elif key == "retry_backoff":
+            changes[key] = _duration(path, section, key, value, family="step_types")
         elif key == "max_retries":
-            changes[key] = _whole(path, section, key, value, minimum=1)
+            changes[key] = _whole(path, section, key, value, family="step_types")
         elif key == "auto_retry":
             if not isinstance(value, bool):
                 raise ConfigError(f"{label}: auto_retry must be true or false, not {value!r}")
@@ -416,7 +461,7 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
     for key, value in monitor.items():
         if key not in MONITOR_DEFAULTS:
             raise _unknown(path, "monitor", key, list(MONITOR_DEFAULTS))
-        values[key] = _duration(path, "monitor", key, value)
+        values[key] = _duration(path, "monitor", key, value, family="monitor")
 
     return Config(
         path=path,
@@ -475,7 +520,7 @@ def _sources(path: Path | None, entries: Any) -> tuple[SourceSettings, ...]:
                 url=url,
                 heartbeat_timeout=None
                 if timeout is None
-                else _duration(path, section, "heartbeat_timeout", timeout),
+                else _duration(path, section, "heartbeat_timeout", timeout, family="sources"),
             )
         )
     return tuple(found)
@@ -507,11 +552,12 @@ def _watch(path: Path | None, table: Mapping[str, Any]) -> WatchSettings:
                     f"{_where(path)} [watch]: stage_kill_factor must be 0 (never kill) or a number "
                     f"above 1 (kill at that many stage timeouts), not {value!r}"
                 )
+            _check_bound(path, "watch", key, value, value, "watch")
             values[key] = float(value)
         elif key == "renotify":
-            values[key] = _duration(path, "watch", key, value, zero=True)
+            values[key] = _duration(path, "watch", key, value, family="watch", zero=True)
         else:
-            values[key] = _duration(path, "watch", key, value)
+            values[key] = _duration(path, "watch", key, value, family="watch")
     return WatchSettings(**values)
 
 
@@ -520,7 +566,7 @@ def _oncall(path: Path | None, table: Mapping[str, Any]) -> OnCallSettings:
     for key, value in table.items():
         if key not in ONCALL_DEFAULTS:
             raise _unknown(path, "oncall", key, list(ONCALL_DEFAULTS))
-        values[key] = _duration(path, "oncall", key, value)
+        values[key] = _duration(path, "oncall", key, value, family="oncall")
     settings = OnCallSettings(**values)
     if settings.ack_for > settings.max_silence:
         raise ConfigError(
@@ -558,7 +604,9 @@ def _schedule(path: Path | None, name: str, table: Any) -> Schedule:
     zone = _zone(label, tz)
     cron = table["cron"].strip()
     _cron(label, cron, zone)
-    grace = _duration(path, section, "grace", table.get("grace", SCHEDULE_GRACE))
+    grace = _duration(
+        path, section, "grace", table.get("grace", SCHEDULE_GRACE), family="schedules"
+    )
     max_runtime = table.get("max_runtime")
     return Schedule(
         name=name,
@@ -568,7 +616,7 @@ def _schedule(path: Path | None, name: str, table: Any) -> Schedule:
         grace=grace,
         max_runtime=None
         if max_runtime is None
-        else _duration(path, section, "max_runtime", max_runtime),
+        else _duration(path, section, "max_runtime", max_runtime, family="schedules"),
     )
 
 
@@ -629,9 +677,9 @@ def _notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
                 )
             values[key] = tuple(value)
         elif key == "max_attempts":
-            values[key] = _whole(path, "notify", key, value, minimum=1)
+            values[key] = _whole(path, "notify", key, value, family="notify")
         else:
-            values[key] = _duration(path, "notify", key, value)
+            values[key] = _duration(path, "notify", key, value, family="notify")
     return NotifySettings(**values)
 
 
@@ -762,6 +810,9 @@ def render_defaults() -> str:
 
 def write_defaults(path: Path, *, force: bool = False) -> None:
     """Write the default config to ``path``; refuse to overwrite unless ``force``."""
+    if path.exists() and not path.is_file():
+        # Writing to a FIFO would block until someone reads it, and a device is no config.
+        raise ConfigError(f"{path} is not a regular file; give the path of a file to write")
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists; pass --force to overwrite it")
     text = render_defaults()

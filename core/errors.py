@@ -74,6 +74,16 @@ class UnsafePath(ZombietopError):
     directory, a link, a file with other names); the message says which and what to do."""
 
 
+class NotARegularFile(ZombietopError):
+    """A path that must name a regular file names a FIFO, a device or a directory, or a file
+    far larger than what it should hold; ``problem`` says which."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path} {problem}")
+
+
 class SourceError(ZombietopError):
     """An engine's database (a read-only source) cannot be opened or read."""
 

@@ -733,6 +733,9 @@ class Silence:
     until: float
     ended_at: float | None = None
     ended_by: str | None = None
+    set_until: float | None = None
+    """The end its creator set, when this reader's ``[oncall] max_silence`` ends it sooner
+    (``until``); None when the silence ends where it was set to."""
 
     @classmethod
     def from_row(cls, row: Row) -> Silence:

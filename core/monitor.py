@@ -19,9 +19,9 @@ from typing import Protocol
 
 from zombietop.classify import INF, Verdict, classify, sort_key
 from zombietop.clock import Clock, SystemClock
-from zombietop.config import Config, Limits
+from zombietop.config import Config, Limits, Schedule
 from zombietop.durations import format_age
-from zombietop.errors import ZombietopError
+from zombietop.errors import StoreError, ZombietopError
 from zombietop.model import (
     AgentPresence,
     Event,
@@ -574,6 +574,8 @@ class Monitor:
         self._by_id: dict[str, TaskView] = {}
         self._kept: _Kept | None = None
         """The last snapshot's views, for judging only what changed (a reusing monitor)."""
+        self._seen: dict[tuple[str, str, str, str], float] = {}
+        """When each schedule (name, step, cron, zone) was first seen, once the store said."""
 
     @property
     def read_only(self) -> bool:
@@ -648,13 +650,52 @@ class Monitor:
         return self.last
 
     async def _oncall(self, now: float) -> tuple[OnCall, tuple[ScheduleView, ...]]:
-        """The acks and silences in force, and every schedule judged, as of ``now``."""
-        oncall = current(now, await self.store.acks(), await self.store.silences())
+        """The acks and silences in force (each silence capped by this reader's max_silence),
+        and every schedule judged, as of ``now``."""
+        oncall = current(
+            now,
+            await self.store.acks(),
+            await self.store.silences(),
+            max_silence=self.config.oncall.max_silence,
+        )
         views = [
-            judge(now, schedule, await self.store.step_runs(schedule.step))
+            judge(
+                now,
+                schedule,
+                await self.store.step_runs(schedule.step),
+                first_seen=await self._first_seen(schedule, now),
+            )
             for schedule in self.config.schedules
         ]
         return oncall, order(views)
+
+    async def _first_seen(self, schedule: Schedule, now: float) -> float:
+        """When the schedule was first seen, as the store remembers it.
+
+        The first reader that can write records the time (the config file's mtime: the schedule
+        was in the file since then); a read-only one that finds no record uses that time
+        itself, without keeping it, so the record of a later writer wins.
+        """
+        name, step, cron, tz = key = (schedule.name, schedule.step, schedule.cron, schedule.tz)
+        known = self._seen.get(key)
+        if known is not None:
+            return known
+        written = self.config.written_at
+        since = now if written is None else min(now, written)
+        stored = None
+        if not self.store.read_only:
+            try:
+                stored = await self.store.see_schedule(
+                    name=name, step=step, cron=cron, tz=tz, at=since
+                )
+            except StoreError:
+                pass  # a full disk: read what is there, and try writing again next poll
+        if stored is None:
+            stored = await self.store.schedule_seen(name=name, step=step, cron=cron, tz=tz)
+        if stored is None:
+            return since
+        self._seen[key] = stored
+        return stored
 
     async def _fleet(self) -> Fleet:
         agents = {agent.host: agent for agent in await self.store.agents()}

@@ -22,7 +22,7 @@ from zombietop.clock import Clock
 from zombietop.config import NotifySettings
 from zombietop.errors import ZombietopError
 from zombietop.extras import require
-from zombietop.printable import printable
+from zombietop.printable import ERROR_LIMIT, ID_LIMIT, bounded
 from zombietop.redact import redact_url, scrub
 from zombietop.store import Store
 
@@ -44,11 +44,12 @@ class Page:
 
     @property
     def shown(self) -> str:
-        """The line as a person receives it: printable, whatever the task's fields held.
+        """The line as a person receives it: printable and bounded (``bounded``), whatever
+        the task's fields held.
 
         ``line`` stays exact for the event the store keeps; every channel sends ``shown``.
         """
-        return printable(self.line)
+        return bounded(self.line)
 
 
 class Notifier(Protocol):
@@ -77,7 +78,7 @@ class CommandNotifier:
             **os.environ,
             "ZOMBIETOP_PAGE": page.shown,
             "ZOMBIETOP_PAGE_KIND": page.kind,
-            "ZOMBIETOP_TASK": page.task_id or "",
+            "ZOMBIETOP_TASK": bounded(page.task_id or "", limit=ID_LIMIT, word=ID_LIMIT),
             "ZOMBIETOP_HEALTH": page.health or "",
         }
         try:
@@ -137,7 +138,7 @@ class WebhookNotifier:
             {
                 "text": page.shown,
                 "kind": page.kind,
-                "task_id": page.task_id,
+                "task_id": bounded(page.task_id or "", limit=ID_LIMIT, word=ID_LIMIT) or None,
                 "health": page.health,
             }
         ).encode()
@@ -179,7 +180,7 @@ class AppriseNotifier:
 
     async def send(self, page: Page) -> None:
         title = f"zombietop: {page.task_id or 'watchdog'} {page.health or page.kind}"
-        ok = await asyncio.to_thread(self._apprise.notify, body=page.shown, title=printable(title))
+        ok = await asyncio.to_thread(self._apprise.notify, body=page.shown, title=bounded(title))
         if not ok:
             raise DeliveryError(f"{self.name}: apprise reported a failed delivery")
 
@@ -361,10 +362,11 @@ class Outbox:
         try:
             await delivery.notifier.send(delivery.page)
         except Exception as exc:  # a notifier must never take detection down with it
-            message = (
+            message = bounded(
                 str(exc)
                 if isinstance(exc, ZombietopError)
-                else f"{delivery.notifier.name}: {exc!r}"
+                else f"{delivery.notifier.name}: {exc!r}",
+                limit=ERROR_LIMIT,
             )
             final = delivery.attempts >= self.settings.max_attempts
             if final:

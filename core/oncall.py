@@ -8,13 +8,15 @@ event with who and why; the watchdog reads the rest of its memory from the event
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from zombietop.durations import format_age, format_duration
 from zombietop.errors import ActionRefused
+from zombietop.heartbeat_line import format_timestamp
 from zombietop.identity import real_user
 from zombietop.model import Ack, Matcher, Silence, Task
 
@@ -47,8 +49,42 @@ class OnCall:
         return max(found, key=lambda s: s.until) if found else None
 
 
-def current(now: float, acks: Iterable[Ack], silences: Iterable[Silence]) -> OnCall:
-    """Keep what is in force at ``now``."""
+def capped(silence: Silence, max_silence: float) -> Silence:
+    """The silence as this reader honours it: at most ``max_silence`` after it was made.
+
+    ``max_silence`` bounds what a silence may be set for, but only in the config of whoever
+    set it: one made under a config that allows 100 years must not hold this reader's pages
+    for longer than this reader's own config allows.
+    """
+    end = silence.created_at + max_silence
+    if silence.until <= end:
+        return silence
+    return replace(silence, until=end, set_until=silence.until)
+
+
+def capped_words(silence: Silence) -> str:
+    """`` (set to end 2126-01-01T00:00:00Z; this reader's [oncall] max_silence = "7d" ends it
+    sooner)``, or nothing for a silence that ends where it was set to."""
+    if silence.set_until is None:
+        return ""
+    span = format_duration(round(silence.until - silence.created_at))
+    return (
+        f" (set to end {format_timestamp(math.floor(silence.set_until))}; this reader's "
+        f'[oncall] max_silence = "{span}" ends it sooner)'
+    )
+
+
+def current(
+    now: float,
+    acks: Iterable[Ack],
+    silences: Iterable[Silence],
+    *,
+    max_silence: float | None = None,
+) -> OnCall:
+    """Keep what is in force at ``now``, each silence capped at ``max_silence`` (this reader's
+    ``[oncall] max_silence``; None: as set)."""
+    if max_silence is not None:
+        silences = [capped(s, max_silence) for s in silences]
     return OnCall(
         at=now,
         acks={ack.task_id: ack for ack in acks if ack.active(now)},

@@ -40,3 +40,46 @@ def printable(text: str) -> str:
 def is_printable(text: str) -> bool:
     """True when ``printable(text)`` would change nothing."""
     return UNSAFE.search(text) is None
+
+
+# Bounded text ------------------------------------------------------------------------------
+# A task id of a megabyte made a page of a megabyte: the command channel failed with "Argument
+# list too long" (the line travels in the environment too) until the page was dropped, and
+# nobody was paged. Every page, and every error zombietop echoes, goes through ``bounded``.
+
+PAGE_LIMIT = 1000
+"""The most characters a page line carries (a pager or an SMS cuts it anyway)."""
+ERROR_LIMIT = 2000
+"""The most characters of an error zombietop prints or hands on."""
+WORD_LIMIT = 200
+"""The most characters of one word in either (a task id, a path, a stage): cut in its middle,
+so the words around it, the verdict and the action, stay."""
+ID_LIMIT = 4096
+"""The most characters of a task id handed to a channel on its own (``$ZOMBIETOP_TASK``)."""
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut in its middle to at most ``limit`` characters, saying how many went."""
+    if len(text) <= limit:
+        return text
+    removed = len(text) - limit
+    while True:
+        marker = f"[...{removed} characters cut...]"
+        keep = max(limit - len(marker), 2)
+        if len(text) - keep == removed:
+            break
+        removed = len(text) - keep
+    return text[: keep - keep // 2] + marker + text[len(text) - keep // 2 :]
+
+
+def bounded(text: str, *, limit: int = PAGE_LIMIT, word: int = WORD_LIMIT) -> str:
+    """Return ``printable(text)`` in at most ``limit`` characters.
+
+    Each word (split at spaces) longer than ``word`` is cut in its middle first; a line still
+    too long is then cut in its middle too, keeping its start (the task and the verdict) and
+    its end (the action).
+    """
+    shown = printable(text)
+    if len(shown) > word:
+        shown = " ".join(_cut(part, word) for part in shown.split(" "))
+    return _cut(shown, limit)

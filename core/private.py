@@ -15,7 +15,7 @@ import os
 import stat
 from pathlib import Path
 
-from zombietop.errors import UnsafePath
+from zombietop.errors import NotARegularFile, UnsafePath
 from zombietop.identity import user_name
 from zombietop.locations import state_dir
 
@@ -136,3 +136,44 @@ def write_new(path: Path | str, data: bytes = b"") -> Path:
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
     return Path(path)
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (a named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(path: Path | str, *, limit: int) -> tuple[bytes, os.stat_result]:
+    """Read a regular file of at most ``limit`` bytes (following links); return it and its stat.
+
+    A FIFO would block ``open()`` until someone writes to it, and ``/dev/zero`` never ends: the
+    file is opened without blocking and read only once ``fstat`` says it is a regular file.
+    Raise ``NotARegularFile`` (what it is instead, or how large it is), or the ``OSError`` of
+    the open (``FileNotFoundError``, ``PermissionError``).
+    """
+    path = Path(path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotARegularFile(path, f"is {_kind(info.st_mode)}, not a regular file")
+        # Read one byte more than the limit: a file that grew since fstat is caught too.
+        data = b""
+        while len(data) <= limit:
+            chunk = os.read(fd, limit + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+        if len(data) > limit:
+            raise NotARegularFile(path, f"is larger than {limit} bytes")
+    finally:
+        os.close(fd)
+    return data, info

@@ -24,7 +24,7 @@ from zombietop.errors import StoreError, StoreReplaced
 from zombietop.model import BudgetFlag, EventKind, Health, WatchdogLease
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
-from zombietop.oncall import FollowUp, Notices, OnCall, notice_line
+from zombietop.oncall import FollowUp, Notices, OnCall, capped_words, notice_line
 from zombietop.output import last_output_of, with_last_output
 from zombietop.printable import printable
 from zombietop.schedules import ScheduleHealth
@@ -603,7 +603,8 @@ class Watchdog:
             # Detected, shown and counted, never paged: the page goes out if the silence ends
             # while the incident is still open (``_follow_up``).
             tick.logs.append(
-                f"silenced (not paged: silence {silence.silence_id}, {silence.rule}): {context}"
+                f"silenced (not paged: silence {silence.silence_id}, {silence.rule}"
+                f"{capped_words(silence)}): {context}"
             )
             await self._record(
                 EventKind.WATCHDOG,

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from zombietop.bounds import BOUNDS
 from zombietop.config import load_config
 from zombietop.durations import format_duration
 from zombietop.errors import ZombietopError
@@ -61,7 +62,7 @@ BASE_LIMITS: dict[str, float] = {
 }
 # Floors that keep a fast demo from calling a busy machine's slow start a zombie.
 FLOORS: dict[str, float] = {"start_grace": 5.0}
-WATCH_INTERVAL_S, WATCH_FLOOR_S = 2.0, 0.5
+WATCH_INTERVAL_S, WATCH_FLOOR_S = 2.0, BOUNDS["watch"]["interval"].low
 REFRESH_S, REFRESH_FLOOR_S = 1.0, 0.5
 
 

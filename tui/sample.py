@@ -411,12 +411,14 @@ SAMPLE_SCHEDULES = (
 
 
 def sample_schedules(now: float = NOW) -> tuple[ScheduleView, ...]:
-    """nightly-ledger missed its 00:30 UTC run; hourly-crawl is inside its grace (late)."""
+    """nightly-ledger missed its 00:30 UTC run; hourly-crawl ran at 23:53 for its 23:50 fire
+    time and is inside the grace of its 00:50 one (late). Both were configured weeks ago."""
     runs = {
         "ledger": StepRuns(last_started=now - 24 * H - 22 * M),
-        "crawl": StepRuns(last_started=now - 2 * H),
+        "crawl": StepRuns(last_started=now - H),
     }
-    return order([judge(now, s, runs[s.step]) for s in SAMPLE_SCHEDULES])
+    seen = now - 30 * 24 * H
+    return order([judge(now, s, runs[s.step], first_seen=seen) for s in SAMPLE_SCHEDULES])
 
 
 UNTRUSTED_ID = "evil-\x1b[2J\x1b]0;pwned\x07-01"

@@ -340,6 +340,14 @@ class Store(abc.ABC):
     async def step_runs(self, step: str) -> StepRuns:
         """When a task of ``step`` last started, and since when the oldest still running has."""
 
+    @abc.abstractmethod
+    async def see_schedule(self, *, name: str, step: str, cron: str, tz: str, at: float) -> float:
+        """Record that a schedule was seen at ``at`` unless it was before; return its first time."""
+
+    @abc.abstractmethod
+    async def schedule_seen(self, *, name: str, step: str, cron: str, tz: str) -> float | None:
+        """When a schedule was first seen (None: no reader has recorded it yet)."""
+
     # Fleets --------------------------------------------------------------------------------
 
     @abc.abstractmethod

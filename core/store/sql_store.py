@@ -1078,6 +1078,20 @@ class SQLStore(Store, Generic[Conn]):
             return StepRuns()
         return StepRuns(last_started=row["last_started"], running_since=row["running_since"])
 
+    async def see_schedule(self, *, name: str, step: str, cron: str, tz: str, at: float) -> float:
+        key = {"name": name, "step": step, "cron": cron, "tz": tz}
+        async with self._write() as db:
+            await self._run(db, "insert_schedule_seen", {**key, "first_seen": at})
+            row = await self._row(db, "select_schedule_seen", key)
+        assert row is not None
+        return float(row["first_seen"])
+
+    async def schedule_seen(self, *, name: str, step: str, cron: str, tz: str) -> float | None:
+        key = {"name": name, "step": step, "cron": cron, "tz": tz}
+        async with self._read() as db:
+            row = await self._row(db, "select_schedule_seen", key)
+        return None if row is None else float(row["first_seen"])
+
     # Fleets --------------------------------------------------------------------------------
 
     async def record_agent_beat(

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from zombietop.bounds import BOUNDS
 from zombietop.config import (
+    CONFIG_LIMIT,
     DEFAULT_SOURCE,
     DURATION_KEYS,
     ListenAddress,
@@ -314,3 +321,283 @@ def test_deeply_nested_toml_is_one_line_not_a_recursion_error(tmp_path: Path) ->
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert "\n" not in str(err.value) and "nested too deeply" in str(err.value)
+
+
+# Every number has a floor and a ceiling (issue N2 #16): (family, key, toml, message fragment).
+SCHEDULE = '[schedules.n]\nstep = "e"\ncron = "0 2 * * *"\n'
+SOURCE = '[[sources]]\nurl = "airflow+sqlite:////a.db"\n'
+BOUND_CASES = [
+    # [thresholds] and [timeouts]: 100ms at least (a step type too), and no more than a date holds.
+    ("limits", "heartbeat_interval", "low", '[thresholds]\nheartbeat_interval = "1ms"\n',
+     '[thresholds]: heartbeat_interval = "1ms" is below its floor of "100ms"'),
+    ("limits", "heartbeat_timeout", "low", '[thresholds]\nheartbeat_timeout = 0.05\n',
+     '[thresholds]: heartbeat_timeout = 0.05 is below its floor of "100ms"'),
+    ("limits", "lease_ttl", "low", '[thresholds]\nlease_ttl = "50ms"\n',
+     '[thresholds]: lease_ttl = "50ms" is below its floor of "100ms"'),
+    ("limits", "progress_timeout", "low", '[thresholds]\nprogress_timeout = "50ms"\n',
+     '[thresholds]: progress_timeout = "50ms" is below its floor of "100ms"'),
+    ("limits", "start_grace", "low", '[thresholds]\nstart_grace = "1ms"\n',
+     '[thresholds]: start_grace = "1ms" is below its floor of "100ms"'),
+    ("limits", "request", "low", '[timeouts]\nrequest = "1ms"\n',
+     '[timeouts]: request = "1ms" is below its floor of "100ms"'),
+    ("limits", "stage", "low", '[step_types.x]\nstage = "99ms"\n',
+     '[step_types.x]: stage = "99ms" is below its floor of "100ms"'),
+    ("limits", "task", "high", "[timeouts]\ntask = 1e10\n",
+     '[timeouts]: task = 10000000000.0 is above its ceiling of "36500d"'),
+    ("limits", "kill_grace", "low", '[step_types.x]\nkill_grace = "1ms"\n',
+     '[step_types.x]: kill_grace = "1ms" is below its floor of "100ms"'),
+    ("limits", "stage", "high", "[timeouts]\nstage = inf\n",
+     '[timeouts]: stage = inf is above its ceiling of "36500d"'),
+    ("limits", "request", "nan", "[timeouts]\nrequest = nan\n",
+     "[timeouts]: request = nan is above its ceiling"),
+    # A step type's own keys.
+    ("step_types", "retry_backoff", "low", '[step_types.x]\nretry_backoff = "1ms"\n',
+     '[step_types.x]: retry_backoff = "1ms" is below its floor of "1s"'),
+    ("step_types", "retry_backoff", "high", '[step_types.x]\nretry_backoff = "2d"\n',
+     '[step_types.x]: retry_backoff = "2d" is above its ceiling of "1d"'),
+    ("step_types", "max_retries", "low", "[step_types.x]\nmax_retries = 0\n",
+     "[step_types.x]: max_retries must be a whole number >= 1, not 0"),
+    ("step_types", "max_retries", "high", "[step_types.x]\nmax_retries = 1000000000000\n",
+     "[step_types.x]: max_retries = 1000000000000 is above its ceiling of 20"),
+    # [monitor]
+    ("monitor", "refresh", "low", '[monitor]\nrefresh = "1ms"\n',
+     '[monitor]: refresh = "1ms" is below its floor of "250ms"'),
+    ("monitor", "refresh", "high", '[monitor]\nrefresh = "1h"\n',
+     '[monitor]: refresh = "1h" is above its ceiling of "10m"'),
+    ("monitor", "finished_window", "low", '[monitor]\nfinished_window = "1ms"\n',
+     '[monitor]: finished_window = "1ms" is below its floor of "1s"'),
+    ("monitor", "finished_window", "high", '[monitor]\nfinished_window = "36500d"\n',
+     '[monitor]: finished_window = "36500d" is above its ceiling of "7d"'),
+    # [watch]
+    ("watch", "interval", "low", '[watch]\ninterval = "1ms"\n',
+     '[watch]: interval = "1ms" is below its floor of "1s"'),
+    ("watch", "interval", "high", '[watch]\ninterval = "2h"\n',
+     '[watch]: interval = "2h" is above its ceiling of "1h"'),
+    ("watch", "digest_every", "low", '[watch]\ndigest_every = "1ms"\n',
+     '[watch]: digest_every = "1ms" is below its floor of "1m"'),
+    ("watch", "digest_every", "high", '[watch]\ndigest_every = "31d"\n',
+     '[watch]: digest_every = "31d" is above its ceiling of "30d"'),
+    ("watch", "renotify", "low", '[watch]\nrenotify = "1ms"\n',
+     '[watch]: renotify = "1ms" is below its floor of "1m"'),
+    ("watch", "renotify", "high", '[watch]\nrenotify = "31d"\n',
+     '[watch]: renotify = "31d" is above its ceiling of "30d"'),
+    ("watch", "stage_kill_factor", "low", "[watch]\nstage_kill_factor = 0.5\n",
+     "[watch]: stage_kill_factor must be 0 (never kill) or a number above 1"),
+    ("watch", "stage_kill_factor", "high", "[watch]\nstage_kill_factor = 1e300\n",
+     "[watch]: stage_kill_factor = 1e+300 is above its ceiling of 100"),
+    # [oncall]
+    ("oncall", "ack_for", "low", '[oncall]\nack_for = "1ms"\n',
+     '[oncall]: ack_for = "1ms" is below its floor of "1m"'),
+    ("oncall", "ack_for", "high", '[oncall]\nack_for = "366d"\nmax_silence = "366d"\n',
+     '[oncall]: ack_for = "366d" is above its ceiling of "365d"'),
+    ("oncall", "max_silence", "low", '[oncall]\nmax_silence = "30s"\n',
+     '[oncall]: max_silence = "30s" is below its floor of "1m"'),
+    ("oncall", "max_silence", "high", '[oncall]\nmax_silence = "36500d"\n',
+     '[oncall]: max_silence = "36500d" is above its ceiling of "365d"'),
+    # [notify]
+    ("notify", "retry_backoff", "low", '[notify]\nretry_backoff = "1ms"\n',
+     '[notify]: retry_backoff = "1ms" is below its floor of "1s"'),
+    ("notify", "retry_backoff", "high", '[notify]\nretry_backoff = "2h"\n',
+     '[notify]: retry_backoff = "2h" is above its ceiling of "1h"'),
+    ("notify", "timeout", "low", '[notify]\ntimeout = "1ms"\n',
+     '[notify]: timeout = "1ms" is below its floor of "1s"'),
+    ("notify", "timeout", "high", '[notify]\ntimeout = "1d"\n',
+     '[notify]: timeout = "1d" is above its ceiling of "5m"'),
+    ("notify", "max_attempts", "low", "[notify]\nmax_attempts = 0\n",
+     "[notify]: max_attempts must be a whole number >= 1, not 0"),
+    ("notify", "max_attempts", "high", "[notify]\nmax_attempts = 1000000000000\n",
+     "[notify]: max_attempts = 1000000000000 is above its ceiling of 20"),
+    # [schedules.NAME]
+    ("schedules", "grace", "low", SCHEDULE + 'grace = "1ms"\n',
+     '[schedules.n]: grace = "1ms" is below its floor of "1s"'),
+    ("schedules", "grace", "high", SCHEDULE + 'grace = "365d"\n',
+     '[schedules.n]: grace = "365d" is above its ceiling of "31d"'),
+    ("schedules", "max_runtime", "low", SCHEDULE + 'max_runtime = "1ms"\n',
+     '[schedules.n]: max_runtime = "1ms" is below its floor of "1s"'),
+    ("schedules", "max_runtime", "high", SCHEDULE + "max_runtime = 1e10\n",
+     '[schedules.n]: max_runtime = 10000000000.0 is above its ceiling of "36500d"'),
+    # [[sources]]
+    ("sources", "heartbeat_timeout", "low", SOURCE + 'heartbeat_timeout = "1ms"\n',
+     '[sources #1]: heartbeat_timeout = "1ms" is below its floor of "1s"'),
+    ("sources", "heartbeat_timeout", "high", SOURCE + "heartbeat_timeout = 1e10\n",
+     '[sources #1]: heartbeat_timeout = 10000000000.0 is above its ceiling of "36500d"'),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("family", "key", "side", "text", "fragment"),
+    BOUND_CASES,
+    ids=[f"{family}.{key}-{side}" for family, key, side, _, _ in BOUND_CASES],
+)
+def test_every_number_has_a_floor_and_a_ceiling_named_in_the_error(
+    tmp_path: Path, family: str, key: str, side: str, text: str, fragment: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path} [")
+    assert fragment in message
+    assert "\n" not in message
+    if side in ("low", "high") and "whole number" not in fragment and "must be 0" not in fragment:
+        # The bound comes with why, and with what to give instead.
+        assert message.count(": ") >= 2 and ("or more" in message or "or less" in message)
+
+
+def test_the_bound_cases_cover_both_ends_of_every_bound() -> None:
+    covered = {(family, key, side) for family, key, side, _, _ in BOUND_CASES}
+    for family, bounds in BOUNDS.items():
+        for key, bound in bounds.items():
+            if family != "limits":
+                assert (family, key, "low") in covered, f"{family}.{key}: no case below its floor"
+                assert (family, key, "high") in covered, f"{family}.{key}: no case above it"
+            assert bound.low < bound.high
+    limits = {key for family, key, side, _, _ in BOUND_CASES if family == "limits"}
+    assert limits == set(DURATION_KEYS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[watch]\ninterval = "1s"\ndigest_every = "1m"\nrenotify = "1m"\nstage_kill_factor = 100\n',
+        '[watch]\ninterval = "1h"\ndigest_every = "30d"\nrenotify = "30d"\n',
+        '[watch]\nrenotify = "0s"\nstage_kill_factor = 0\n',
+        '[notify]\nretry_backoff = "1s"\ntimeout = "5m"\nmax_attempts = 20\n',
+        '[oncall]\nack_for = "1m"\nmax_silence = "365d"\n',
+        '[monitor]\nrefresh = "250ms"\nfinished_window = "7d"\n',
+        '[step_types.x]\nauto_retry = true\nmax_retries = 20\nretry_backoff = "1d"\n',
+        SCHEDULE + 'grace = "31d"\nmax_runtime = "1s"\n',
+    ],
+)
+def test_values_on_a_bound_are_allowed(tmp_path: Path, text: str) -> None:
+    load_config(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        pytest.param(
+            '[notify]\ncommand = [""]\n',
+            '[notify]: command = "", ...: its first string is the program to run and must name one',
+            id="empty-program",
+        ),
+        pytest.param(
+            '[notify]\ncommand = ["  ", "x"]\n',
+            '[notify]: command = "  ", ...: its first string is the program to run',
+            id="blank-program",
+        ),
+        pytest.param(
+            '[step_types.x]\nresume_command = [""]\n',
+            '[step_types.x]: resume_command = "", ...: its first string is the program',
+            id="empty-resume-program",
+        ),
+        pytest.param(
+            '[notify]\ncommand = ["page", "a\\u0000b"]\n',
+            "[notify]: command holds a NUL character",
+            id="nul",
+        ),
+    ],
+)
+def test_a_command_must_name_a_program(tmp_path: Path, text: str, fragment: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert fragment in str(caught.value)
+    assert str(caught.value).startswith(str(path))
+
+
+def test_an_empty_argument_after_the_program_is_allowed(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, '[notify]\ncommand = ["page", ""]\n'))
+    assert config.notify.command == ("page", "")
+
+
+# Only a regular file of a sane size is read as a config (issue N2 #12). Each runs the real
+# command in a child: a FIFO blocked open() forever, /dev/zero read 9 GB in 20 s (the child's
+# address space is capped, so a regression fails fast instead of filling the machine).
+COMMAND = [sys.executable, "-m", "zombietop.tui"]
+MEMORY_CAP = 2 * 1024**3
+
+
+def _capped() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def _check(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*COMMAND, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_capped,
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "what"),
+    [
+        pytest.param(["config", "check", "/dev/zero"], "/dev/zero", id="config-check"),
+        pytest.param(["--config", "/dev/zero", "status"], "/dev/zero", id="status"),
+    ],
+)
+def test_a_device_is_refused_as_a_config(argv: list[str], what: str) -> None:
+    done = _check(*argv)
+    assert done.returncode in (2, 3), done.stderr
+    assert done.stderr.strip().endswith("`zombietop config init PATH`"), done.stderr
+    assert (
+        f"{what}: cannot read it as a config: it is a character device, not a regular file. "
+        "A config is a TOML file of at most 1 MiB"
+    ) in done.stderr
+
+
+def test_a_fifo_is_refused_as_a_config_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    try:
+        done = _check("config", "check", str(fifo))
+    except subprocess.TimeoutExpired:
+        pytest.fail("zombietop blocked opening the FIFO")
+    finally:
+        # A reader still blocked in open() (the bug) gets EOF once a writer comes and goes.
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert done.returncode == 2, done.stderr
+    assert f"{fifo}: cannot read it as a config: it is a FIFO (a named pipe)" in done.stderr
+
+
+def test_a_directory_is_refused_as_a_config(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="it is a directory, not a regular file"):
+        load_config(tmp_path)
+
+
+def test_a_config_larger_than_the_limit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.toml"
+    path.write_bytes(b"# padding\n" * (CONFIG_LIMIT // 10 + 1))
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(
+        f"{path}: cannot read it as a config: it is larger than {CONFIG_LIMIT} bytes. "
+        "A config is a TOML file of at most 1 MiB"
+    )
+    path.write_bytes(b"# padding\n" * (CONFIG_LIMIT // 10))
+    assert load_config(path).defaults == default_limits()
+
+
+def test_a_link_to_a_config_is_followed(tmp_path: Path) -> None:
+    real = write(tmp_path, '[timeouts]\nstage = "45m"\n')
+    link = tmp_path / "link.toml"
+    link.symlink_to(real)
+    assert load_config(link).defaults.stage == 45 * 60
+
+
+def test_the_config_remembers_when_it_was_written(tmp_path: Path) -> None:
+    path = write(tmp_path, "")
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    assert load_config(path).written_at == 1_700_000_000
+    assert load_config(None).written_at is None
+
+
+def test_init_refuses_to_write_into_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="is not a regular file; give the path of a file"):
+        write_defaults(fifo, force=True)

@@ -1,17 +1,25 @@
 """Acks and silences in the store, on both backends: written with the store's clock, read back
-while in force, and every change an event with who and why."""
+while in force (each silence capped by the reader's max_silence), and every change an event with
+who and why; and when each schedule was first seen."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
+from tests.stores import count_rows
 from zombietop import oncall
 from zombietop.clock import FakeClock
-from zombietop.config import OnCallSettings
+from zombietop.config import Config, OnCallSettings, Schedule, default_config
 from zombietop.errors import ActionRefused, TaskNotFound
+from zombietop.heartbeat_line import format_timestamp
 from zombietop.model import EventKind, Matcher, TaskState
+from zombietop.monitor import Monitor
+from zombietop.schedules import ScheduleHealth
 from zombietop.store import Store
 
 
@@ -169,3 +177,113 @@ async def test_step_runs_say_when_a_step_last_started_and_what_still_runs(
     await store.finish_task("export-2", owner="w", token=lease2.token, state=TaskState.SUCCEEDED)
     runs = await store.step_runs("export")
     assert (runs.last_started, runs.running_since) == (first + 30, None)
+
+
+# First seen (issue N2 #17): the store remembers when each schedule was first seen.
+LEAP_DAY = Schedule(name="leap", step="leap", cron="0 0 29 2 *", grace=600.0)
+NIGHTLY = Schedule(name="nightly", step="export", cron="30 2 * * *", grace=600.0)
+KEY = {"name": "nightly", "step": "export", "cron": "30 2 * * *", "tz": "UTC"}
+
+
+async def test_a_schedule_is_first_seen_once(
+    store: Store, reopen: Callable[..., Awaitable[Store]]
+) -> None:
+    assert await store.schedule_seen(**KEY) is None
+    assert await store.see_schedule(**KEY, at=1000.0) == 1000.0
+    assert await store.see_schedule(**KEY, at=2000.0) == 1000.0  # the first time stays
+    assert await store.schedule_seen(**KEY) == 1000.0
+    # A changed cron or zone is a new schedule, first seen when it changed.
+    assert await store.see_schedule(**{**KEY, "cron": "0 3 * * *"}, at=3000.0) == 3000.0
+    assert await store.see_schedule(**{**KEY, "tz": "Europe/Berlin"}, at=4000.0) == 4000.0
+    async with await reopen(read_only=True) as ro:
+        assert await ro.schedule_seen(**KEY) == 1000.0
+    assert await count_rows(store, "schedules_seen") == 3
+
+
+def _with(*schedules: Schedule, written_at: float | None = None, **oncall: float) -> Config:
+    base = default_config()
+    return replace(
+        base, schedules=schedules, written_at=written_at, oncall=OnCallSettings(**oncall)
+    )
+
+
+async def test_a_new_leap_day_schedule_is_not_missed_for_2024(
+    store: Store, clock: FakeClock
+) -> None:
+    clock.set(datetime(2026, 6, 1, 12, tzinfo=UTC).timestamp())
+    snapshot = await Monitor(store, _with(LEAP_DAY), clock=clock).poll()
+    (view,) = snapshot.schedules
+    assert view.health is ScheduleHealth.OK, view.line
+    assert view.first_seen == clock.now()
+    assert await store.schedule_seen(name="leap", step="leap", cron="0 0 29 2 *", tz="UTC") == (
+        clock.now()
+    )
+
+
+async def test_fire_times_after_the_first_sight_are_judged(
+    store: Store, clock: FakeClock, reopen: Callable[..., Awaitable[Store]]
+) -> None:
+    """Seen at 01:00 by a reader that can write; at 02:41 every reader, a fresh one and a
+    read-only one too, calls the 02:30 fire time missed."""
+    clock.set(datetime(2026, 6, 1, 1, tzinfo=UTC).timestamp())
+    (first,) = (await Monitor(store, _with(NIGHTLY), clock=clock).poll()).schedules
+    assert first.health is ScheduleHealth.OK
+    clock.advance(101 * 60)
+    (again,) = (await Monitor(store, _with(NIGHTLY), clock=clock).poll()).schedules
+    assert again.health is ScheduleHealth.MISSED, again.line
+    async with await reopen(read_only=True) as ro:
+        (view,) = (await Monitor(ro, _with(NIGHTLY), clock=clock).poll()).schedules
+    assert view.health is ScheduleHealth.MISSED
+    assert view.first_seen == first.first_seen
+
+
+async def test_a_read_only_reader_counts_from_when_the_config_was_written(
+    store: Store, clock: FakeClock, reopen: Callable[..., Awaitable[Store]]
+) -> None:
+    clock.set(datetime(2026, 6, 1, 2, 41, tzinfo=UTC).timestamp())
+    written = datetime(2026, 6, 1, 1, tzinfo=UTC).timestamp()
+    async with await reopen(read_only=True) as ro:
+        monitor = Monitor(ro, _with(NIGHTLY, written_at=written), clock=clock)
+        (view,) = (await monitor.poll()).schedules
+        assert (view.health, view.first_seen) == (ScheduleHealth.MISSED, written)
+        # A config written after 02:30: that fire time is not judged.
+        later = Monitor(ro, _with(NIGHTLY, written_at=written + 2 * 3600), clock=clock)
+        (view,) = (await later.poll()).schedules
+        assert view.health is ScheduleHealth.OK
+    assert await store.schedule_seen(**KEY) is None  # a read-only reader writes nothing
+    (view,) = (
+        await Monitor(store, _with(NIGHTLY, written_at=written), clock=clock).poll()
+    ).schedules
+    assert await store.schedule_seen(**KEY) == written
+
+
+# Every reader caps a silence at its own max_silence (issue N2 #10).
+async def test_a_reader_caps_a_silence_at_its_own_max_silence(
+    store: Store, clock: FakeClock
+) -> None:
+    await _task(store, "export-1")
+    big = OnCallSettings(ack_for=7200.0, max_silence=36500 * 86400.0)
+    made = await oncall.silence(
+        store,
+        big,
+        matcher=Matcher.TASK,
+        pattern="*",
+        by="mallory",
+        reason="forever",
+        duration=36500 * 86400.0,
+    )
+    week = 7 * 86400.0
+    (held,) = (await Monitor(store, _with(), clock=clock).poll()).oncall.silences
+    assert (held.until, held.set_until) == (made.created_at + week, made.until)
+    assert oncall.capped_words(held) == (
+        f" (set to end {format_timestamp(math.floor(made.until))}; this reader's "
+        '[oncall] max_silence = "7d" ends it sooner)'
+    )
+    (as_set,) = (
+        await Monitor(store, _with(max_silence=36500 * 86400.0), clock=clock).poll()
+    ).oncall.silences
+    assert (as_set.until, as_set.set_until) == (made.until, None)
+    assert oncall.capped_words(as_set) == ""
+    clock.advance(week)
+    assert (await Monitor(store, _with(), clock=clock).poll()).oncall.silences == ()
+    assert [s.silence_id for s in await store.silences()] == [made.silence_id]

@@ -116,6 +116,37 @@ async def test_a_silence_holds_pages_until_it_ends_then_the_page_goes_out(
     assert again.line.endswith("(2nd notice, open 40m00s)")
 
 
+async def test_a_silence_longer_than_this_watchdogs_max_silence_ends_at_its_bound(
+    store: Store, clock: FakeClock
+) -> None:
+    """Issue N2 #10: a silence made under a config with max_silence = "36500d" held a 7-day
+    watchdog's pages until 2126. The watchdog caps it at its own bound, says so, and pages the
+    incident once its own bound is over."""
+    await start(store)
+    big = OnCallSettings(max_silence=36500 * 86400.0)
+    await oncall.silence(
+        store,
+        big,
+        matcher=Matcher.TASK,
+        pattern="*",
+        by="mallory",
+        reason="forever",
+        duration=36500 * 86400.0,
+    )
+    clock.advance(200)
+    dog, notifier, logs = watchdog(store, clock, cfg())
+    await dog.tick()
+    assert notifier.pages == []
+    (held,) = [line for line in logs if line.startswith("silenced (not paged")]
+    assert held.startswith("silenced (not paged: silence 1, task * (set to end 21")
+    assert """; this reader's [oncall] max_silence = "7d" ends it sooner)): """ in held
+    clock.advance(7 * 86400.0 - 200 - 1)
+    assert await once(store, clock) == []  # still inside this watchdog's seven days
+    clock.advance(1)
+    (page,) = await once(store, clock)
+    assert page.kind == "incident" and "(1st notice, open 6d23h)" in page.line
+
+
 async def test_a_silence_by_step_type_or_host_holds_too_and_an_unpaged_incident_ends_quietly(
     store: Store, clock: FakeClock
 ) -> None:
@@ -161,6 +192,7 @@ async def test_a_missed_schedule_is_paged_renotified_and_cleared_by_a_run(
     # 2026-12-01 03:00 UTC is the fire time; the clock starts just before it.
     clock.set(1_796_094_000.0 - 60)
     c = cfg(schedules=(NIGHTLY,))
+    assert await once(store, clock, c) == []  # 02:59: the watchdog sees the schedule first
     clock.advance(60 * 5)  # 03:04, no run yet: late, not paged
     dog, notifier, _ = watchdog(store, clock, c)
     await dog.tick()

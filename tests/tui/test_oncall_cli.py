@@ -11,6 +11,7 @@ import os
 import pty
 import pwd
 import re
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -53,10 +54,10 @@ def stalled_store(path: Path, *task_ids: str) -> None:
 class Zombietop:
     """The installed command on one store and config, with pages appended to a file."""
 
-    def __init__(self, tmp_path: Path, config: str = "") -> None:
+    def __init__(self, tmp_path: Path, config: str = "", *, name: str = "config.toml") -> None:
         self.db = tmp_path / "z.db"
         self.pages = tmp_path / "pages.txt"
-        self.config = tmp_path / "config.toml"
+        self.config = tmp_path / name
         self.config.write_text(
             f'[timeouts]\nstage = "5h"\n[notify]\ncommand = ["sh", "-c", "cat >> {self.pages}"]\n'
             + config
@@ -85,7 +86,17 @@ class Zombietop:
         return self.pages.read_text().splitlines() if self.pages.exists() else []
 
 
-RENOTIFY = 1.0
+RENOTIFY = 60.0
+"""The shortest renotify a config may set."""
+
+
+def age_the_pages(db: Path, seconds: float) -> None:
+    """Move every page already sent ``seconds`` into the past, in the real store file: the
+    watchdog's memory of what it sent is these events, so the next pass is that much later for
+    it, and the test need not wait a minute of real time."""
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE events SET at = at - ? WHERE kind = 'page'", (seconds,))
+    con.close()
 
 
 def test_an_acked_incident_is_not_repaged_and_a_loud_one_is(tmp_path: Path) -> None:
@@ -98,7 +109,7 @@ def test_an_acked_incident_is_not_repaged_and_a_loud_one_is(tmp_path: Path) -> N
     assert done.stdout.startswith(f"acked-1: acked by {ME} until ")
     assert done.stdout.rstrip().endswith("(1h00m): restarting the partner API")
     for notice in ("2nd", "3rd"):
-        time.sleep(RENOTIFY)  # real passes, real time: each pass is at least RENOTIFY apart
+        age_the_pages(zt.db, RENOTIFY)  # real passes, a renotify interval apart for the watchdog
         (page,) = zt.watch()
         assert page.startswith("loud-1 stalled: stage=transform p=61% heartbeat 1h00m old")
         assert f"- resume or discard ({notice} notice, open " in page
@@ -169,10 +180,14 @@ def test_bad_requests_say_what_to_do(tmp_path: Path, argv: list[str], message: s
 def test_a_schedule_across_a_real_minute_boundary(tmp_path: Path) -> None:
     """Every five minutes, with a second of grace: once a real boundary is two seconds behind
     and no run started, it is missed (paged, status CRITICAL); a run makes it ok again. The
-    passes start at least a minute before the next boundary, so they all judge the same one."""
+    passes start at least a minute before the next boundary, so they all judge the same one.
+    The config was written an hour ago: the schedule is judged from then on (a read-only
+    `status` counts from the file's mtime; the watchdog records it in the store)."""
     zt = Zombietop(
         tmp_path, '[schedules.fively]\nstep = "tick"\ncron = "*/5 * * * *"\ngrace = "1s"\n'
     )
+    an_hour_ago = time.time() - HOUR
+    os.utime(zt.config, (an_hour_ago, an_hour_ago))
     assert zt("init").returncode == 0
     past = time.time() % 300
     if not 2 <= past <= 240:
@@ -191,6 +206,8 @@ def test_a_schedule_across_a_real_minute_boundary(tmp_path: Path) -> None:
     assert detail.startswith("fively missed: ")
     (page,) = zt.watch()
     assert page.startswith("fively missed: no tick run started within 1s of ")
+    seen = json.loads(zt("status", "--json").stdout)["schedules"][0]["first_seen"]
+    assert abs(datetime.fromisoformat(seen.replace("Z", "+00:00")).timestamp() - an_hour_ago) < 1
     job = tmp_path / "tick"  # `zombietop run` names the step after the command
     job.write_text("#!/bin/sh\nexit 0\n")
     job.chmod(0o755)
@@ -350,3 +367,62 @@ def test_status_on_a_terminal_is_cut_to_its_width(tmp_path: Path) -> None:
     row = next(line for line in lines if line.startswith(f"stalled  {task[:20]}"))
     assert len(header) <= 60 and "ON-CALL" not in header
     assert len(row) <= 60
+
+
+def test_a_megabyte_task_id_is_still_paged_through_the_command(tmp_path: Path) -> None:
+    """Issue N2 #13: the page line carried the whole id; in $ZOMBIETOP_PAGE it made the
+    command fail with "Argument list too long" until the page was dropped. The id is cut in its
+    middle; the verdict and the action stay."""
+    task_id = "export-" + "x" * 1_000_000 + "-2031"
+    stalled_store(tmp_path / "z.db", task_id)
+    zt = Zombietop(tmp_path)
+    (page,) = zt.watch()
+    assert len(page) <= 1000
+    assert page.startswith("export-xxx") and " characters cut...]" in page
+    assert "xxx-2031 stalled: stage=transform p=61% heartbeat 1h00m old" in page
+    assert page.endswith("- resume or discard")
+
+
+def test_an_error_echoes_a_long_id_cut_short(tmp_path: Path) -> None:
+    stalled_store(tmp_path / "z.db", "export-1")
+    task_id = "nope-" + "y" * 100_000
+    done = Zombietop(tmp_path)("ack", task_id)
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert len(line) <= 2000
+    assert line.startswith("zombietop: no task 'nope-yyy") and " characters cut...]" in line
+
+
+def test_silences_are_capped_by_the_readers_own_max_silence(tmp_path: Path) -> None:
+    """Issue N2 #10: a silence made under a config that allows 300 days held the pages of a
+    watchdog whose config allows 7. Each reader caps it at its own max_silence and says so."""
+    stalled_store(tmp_path / "z.db", "export-1")
+    big = Zombietop(tmp_path, '[oncall]\nmax_silence = "300d"\n', name="big.toml")
+    made = big("silence", "--task", "*", "--for", "300d", "--reason", "until further notice")
+    assert made.returncode == 0, made.stderr
+    assert big("silences").stdout.count("ends sooner") == 0
+    small = Zombietop(tmp_path)  # the 7-day default
+    listed = small("silences").stdout
+    assert listed.startswith(f"silence 1 (task *) by {ME}, ends ")
+    assert "(in 6d23h) (set to end " in listed
+    assert (
+        """; this reader's [oncall] max_silence = "7d" ends it sooner): until further""" in listed
+    )
+    (as_json,) = json.loads(small("silences", "--json").stdout)
+    assert as_json["set_until"] is not None and as_json["until"] < as_json["set_until"]
+    (big_json,) = json.loads(big("silences", "--json").stdout)
+    assert big_json["set_until"] is None and big_json["until"] == as_json["set_until"]
+    status = small("status").stdout
+    assert """this reader's [oncall] max_silence = "7d" ends it sooner""" in status
+
+
+def test_a_schedule_added_now_is_not_missed_for_fire_times_before_it(tmp_path: Path) -> None:
+    """Issue N2 #17: a leap-day schedule added to the config today paged about 2024-02-29."""
+    zt = Zombietop(tmp_path, '[schedules.leap]\nstep = "leap"\ncron = "0 0 29 2 *"\n')
+    assert zt("init").returncode == 0
+    status = zt("status", "--json")
+    assert status.returncode == 0, status.stdout
+    (schedule,) = json.loads(status.stdout)["schedules"]
+    assert schedule["health"] == "ok", schedule["line"]
+    assert schedule["last_due"].endswith("-02-29T00:00:00Z")  # a fire time it was not there for
+    assert zt.watch() == []

@@ -1,16 +1,20 @@
 """The on-call keys with Pilot: a acks (reason, duration from config), A silences the task or
 its step type (a reason required), from the table and from the detail view; read-only has
-neither."""
+neither. And the events pane's silences, capped by the dashboard's own max_silence."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from textual.widgets import Input, RadioButton, Static
 
 from tests.tui.helpers import make_app, notified, settle
-from zombietop.model import Matcher
+from zombietop.model import Matcher, Silence
+from zombietop.oncall import current
 from zombietop.tui.messages import TaskAsked
-from zombietop.tui.sample import RecordingDesk, SampleSource, sample_snapshot
+from zombietop.tui.sample import NOW, RecordingDesk, SampleSource, sample_snapshot
 from zombietop.tui.screens.oncall import AckScreen, SilenceScreen
+from zombietop.tui.widgets.events_pane import EventsPane
 
 
 async def test_a_acks_the_row_with_a_reason_and_the_default_duration() -> None:
@@ -136,3 +140,33 @@ async def test_the_detail_view_offers_u_only_while_its_task_is_acked() -> None:
         await pilot.press("u")
         await settle(pilot)
     assert desk.unacked == ["export-2031"]
+
+
+async def test_the_events_pane_says_when_this_dashboard_ends_a_silence_sooner() -> None:
+    """Issue N2 #10: a silence set for 100 years under another config is capped by this
+    dashboard's [oncall] max_silence, and its line in the events pane says so, and until when."""
+    long = Silence(
+        silence_id=9,
+        matcher=Matcher.TASK,
+        pattern="*",
+        by="mallory",
+        reason="forever",
+        created_at=NOW - 3600,
+        until=NOW + 36500 * 86400.0,
+    )
+    snapshot = sample_snapshot(oncall=True)
+    snapshot = replace(
+        snapshot,
+        oncall=current(NOW, [], [long, *snapshot.oncall.silences], max_silence=7 * 86400.0),
+    )
+    app = make_app(SampleSource([snapshot]))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        text = str(app.screen.query_one(EventsPane).render())
+    (line,) = [row for row in text.splitlines() if row.startswith("⊘ silence 9 ")]
+    assert line.startswith("⊘ silence 9 task * until ")
+    assert line.endswith("""this reader's [oncall] max_silence = "7d" ends it sooner)""")
+    assert "(set to end 2126-" in line
+    assert "ends it sooner" not in text.replace(line, "")  # bob's 5-hour silence is as set

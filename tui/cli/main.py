@@ -21,7 +21,7 @@ from zombietop.durations import parse_duration
 from zombietop.errors import HeartbeatParseError, LeaseLost, ZombietopError
 from zombietop.extras import require
 from zombietop.heartbeat_line import BeatLine, format_timestamp, parse_line
-from zombietop.printable import printable
+from zombietop.printable import ERROR_LIMIT, bounded, printable
 from zombietop.store import open_store
 from zombietop.store.sqlite import SCHEMA_VERSION
 from zombietop.tui.cli.agent import add_parser as agent_parser
@@ -410,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = asyncio.run(result)
         return int(result)
     except ZombietopError as exc:
-        print(printable(f"zombietop: {exc}"), file=sys.stderr)
+        print(bounded(f"zombietop: {exc}", limit=ERROR_LIMIT), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

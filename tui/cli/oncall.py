@@ -100,7 +100,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "silences",
         parents=[common],
         summary="list the silences in force",
-        about="List the silences in force: each one's id, rule, who set it, when it ends and why.",
+        about="List the silences in force: each one's id, rule, who set it, when it ends and why. "
+        "A silence set for longer than this config's [oncall] max_silence ends sooner here, as "
+        "it does for a watchdog with this config: the line says so, and when it was set to end.",
         examples=("zombietop silences", "zombietop silences --json"),
     )
     silences.add_argument("--json", action="store_true", help="one JSON list, for scripts")
@@ -138,12 +140,13 @@ def ack_words(ack: Ack) -> str:
 
 
 def silence_words(silence: Silence, now: float | None = None) -> str:
-    """``silence 3 (task export-*) by ana, ends ...: maintenance night``."""
+    """``silence 3 (task export-*) by ana, ends ...: maintenance night``; a silence this
+    reader's max_silence ends sooner than it was set to says so (``oncall.capped_words``)."""
     left = "" if now is None else f" (in {format_age(max(silence.until - now, 0))})"
     return (
         f"silence {silence.silence_id} ({silence.matcher} {printable(silence.pattern)}) by "
-        f"{printable(silence.by)}, ends {moment_words(silence.until)}{left}: "
-        f"{printable(silence.reason)}"
+        f"{printable(silence.by)}, ends {moment_words(silence.until)}{left}"
+        f"{oncall.capped_words(silence)}: {printable(silence.reason)}"
     )
 
 
@@ -236,6 +239,8 @@ async def cmd_silences(args: argparse.Namespace) -> int:
     async with await open_store(ctx.db, read_only=True) as store:
         now = await store.now()
         found = await store.silences()
+    # This reader's max_silence caps each one: it is what this host's watchdog honours.
+    found = list(oncall.current(now, [], found, max_silence=ctx.config.oncall.max_silence).silences)
     if args.json:
         print(json.dumps([silence_json(s) for s in found], indent=2))
     elif not found:
@@ -264,4 +269,5 @@ def silence_json(silence: Silence) -> dict[str, Any]:
         "reason": silence.reason,
         "created_at": format_timestamp(silence.created_at),
         "until": format_timestamp(silence.until),
+        "set_until": None if silence.set_until is None else format_timestamp(silence.set_until),
     }

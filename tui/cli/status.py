@@ -20,8 +20,9 @@ from zombietop.extras import require
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.model import Ack, AgentPresence, Health, ProcessSample, Silence, WatchdogLease
 from zombietop.monitor import Monitor, Snapshot, TaskView
+from zombietop.oncall import capped_words
 from zombietop.output import LastOutput, last_outputs, with_last_output
-from zombietop.printable import printable
+from zombietop.printable import ERROR_LIMIT, bounded, printable
 from zombietop.procs import PsutilProbe
 from zombietop.schedules import ScheduleHealth, ScheduleView
 from zombietop.sources import Origin, open_sources
@@ -111,7 +112,7 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
 
 def nagios_unknown(reason: str) -> str:
     """The plugin output when zombietop cannot look: the reason, and no performance data."""
-    return printable(f"ZOMBIETOP UNKNOWN - {reason}")
+    return bounded(f"ZOMBIETOP UNKNOWN - {reason}", limit=ERROR_LIMIT)
 
 
 def snapshot_to_json(
@@ -146,6 +147,7 @@ def _schedule_json(view: ScheduleView) -> dict[str, Any]:
         "next_due": format_timestamp(view.next_due),
         "last_due": format_timestamp(view.last_due),
         "last_started": None if view.last_started is None else format_timestamp(view.last_started),
+        "first_seen": format_timestamp(view.first_seen),
         "health": str(view.health),
         "line": view.line,
     }
@@ -167,6 +169,7 @@ def _silence_json(silence: Silence | None) -> dict[str, Any] | None:
         "by": silence.by,
         "reason": silence.reason,
         "until": format_timestamp(silence.until),
+        "set_until": None if silence.set_until is None else format_timestamp(silence.set_until),
     }
 
 
@@ -428,7 +431,7 @@ def _oncall_lines(snapshot: Snapshot) -> list[str]:
     ]
     silences = [
         f"silence {s.silence_id} ({s.matcher} {printable(s.pattern)}) by {printable(s.by)}, "
-        f"ends in {format_age(max(s.until - now, 0))}: {printable(s.reason)}"
+        f"ends in {format_age(max(s.until - now, 0))}{capped_words(s)}: {printable(s.reason)}"
         for s in snapshot.oncall.silences
     ]
     if acked or silences:
@@ -460,7 +463,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         try:
             require("`zombietop status --prometheus`", "prometheus_client")
         except MissingExtra as exc:
-            print(printable(f"zombietop: {exc}"), file=sys.stderr)
+            print(bounded(f"zombietop: {exc}", limit=ERROR_LIMIT), file=sys.stderr)
             return Level.UNKNOWN
     try:
         ctx = context_of(args)
@@ -485,7 +488,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
         if args.nagios:
             print(nagios_unknown(str(exc)))
         else:
-            print(printable(f"zombietop: {exc}"), file=sys.stderr)
+            print(bounded(f"zombietop: {exc}", limit=ERROR_LIMIT), file=sys.stderr)
         if args.prometheus:
             # node_exporter still learns something: zombietop_store_up 0.
             _print_prometheus(Snapshot(taken_at=None, error=str(exc)), args.output)
@@ -527,7 +530,7 @@ def _print_prometheus(snapshot: Snapshot, output: Path | None) -> bool:
         try:
             metrics.write_textfile(output)
         except ZombietopError as exc:
-            print(printable(f"zombietop: {exc}"), file=sys.stderr)
+            print(bounded(f"zombietop: {exc}", limit=ERROR_LIMIT), file=sys.stderr)
             return False
         return True
     text = metrics.render().decode()

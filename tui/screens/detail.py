@@ -18,7 +18,7 @@ from zombietop.classify import ASK_A_HUMAN, Budget, format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import Snapshot, TaskView
-from zombietop.oncall import OnCall
+from zombietop.oncall import OnCall, capped_words
 from zombietop.output import LastOutput, with_last_output
 from zombietop.printable import printable
 from zombietop.sources import Origin
@@ -85,7 +85,8 @@ def oncall_rows(grid: Table, view: TaskView, oncall: OnCall, now: float) -> None
                 (f"{MARKS[SILENCED].glyph} ", MARKS[SILENCED].style),
                 f"silenced by silence {silence.silence_id} ({silence.matcher} "
                 f"{printable(silence.pattern)}), set by {printable(silence.by)}, ends in "
-                f"{format_age(max(silence.until - now, 0))}: {printable(silence.reason)}",
+                f"{format_age(max(silence.until - now, 0))}{capped_words(silence)}: "
+                f"{printable(silence.reason)}",
             ),
         )
 

@@ -11,13 +11,15 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from zombietop.model import Event, Silence
+from zombietop.oncall import capped_words
 from zombietop.printable import printable
 from zombietop.tui.cells import MARKS, SILENCED
 from zombietop.tui.untrusted import shown
 
 
 def silence_line(silence: Silence) -> Text:
-    """``⊘ silence 3 task export-* until 02:53:20 by ana: maintenance night``."""
+    """``⊘ silence 3 task export-* until 02:53:20 by ana: maintenance night``, and when this
+    dashboard's max_silence ends it sooner than it was set to, that it does."""
     until = time.strftime("%H:%M:%S", time.gmtime(silence.until))
     line = Text()
     mark = MARKS[SILENCED]
@@ -25,6 +27,7 @@ def silence_line(silence: Silence) -> Text:
     line.append(f"{silence.silence_id} {silence.matcher} {printable(silence.pattern)} ", "bold")
     line.append(f"until {until} by {printable(silence.by)}: ", style="dim")
     line.append(printable(silence.reason))
+    line.append(capped_words(silence), style="bold")
     return line
 
 

@@ -227,6 +227,18 @@ ALTER TABLE tasks ADD COLUMN pid_start_ticks bigint;
 ALTER TABLE pending_kills ADD COLUMN pid_boot_id text;
 ALTER TABLE pending_kills ADD COLUMN pid_start_ticks bigint;
 
+-- schema_v10 --
+-- When each schedule was first seen (see sqlite.sql schema_v12): its fire times before that are
+-- not judged.
+CREATE TABLE schedules_seen (
+    name        text NOT NULL,
+    step        text NOT NULL,
+    cron        text NOT NULL,
+    tz          text NOT NULL,
+    first_seen  double precision NOT NULL,
+    PRIMARY KEY (name, step, cron, tz)
+);
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 
@@ -583,6 +595,16 @@ SELECT max(COALESCE(claimed_at, started_at)) AS last_started,
        min(CASE WHEN finished_at IS NULL AND state IN ('starting', 'running')
                 THEN COALESCE(claimed_at, started_at) END) AS running_since
 FROM tasks WHERE step = :step
+
+-- insert_schedule_seen --
+-- The first reader to see a schedule records it; later ones keep that first time.
+INSERT INTO schedules_seen (name, step, cron, tz, first_seen)
+VALUES (:name, :step, :cron, :tz, :first_seen)
+ON CONFLICT (name, step, cron, tz) DO NOTHING
+
+-- select_schedule_seen --
+SELECT first_seen FROM schedules_seen
+WHERE name = :name AND step = :step AND cron = :cron AND tz = :tz
 
 -- insert_watchdog_lease --
 -- The first watchdog of a store: nobody held the lease before.

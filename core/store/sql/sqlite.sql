@@ -397,6 +397,19 @@ ALTER TABLE tasks ADD COLUMN pid_start_ticks INTEGER;
 ALTER TABLE pending_kills ADD COLUMN pid_boot_id TEXT;
 ALTER TABLE pending_kills ADD COLUMN pid_start_ticks INTEGER;
 
+-- schema_v12 --
+-- When each schedule was first seen (its name, step, cron and zone: a changed cron or zone is a
+-- new schedule): its fire times before that are not judged, so a schedule just added to the
+-- config is not missed for the nights before it existed.
+CREATE TABLE schedules_seen (
+    name        TEXT NOT NULL,
+    step        TEXT NOT NULL,
+    cron        TEXT NOT NULL,
+    tz          TEXT NOT NULL,
+    first_seen  REAL NOT NULL,
+    PRIMARY KEY (name, step, cron, tz)
+);
+
 -- select_task --
 SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 
@@ -740,6 +753,16 @@ SELECT max(COALESCE(claimed_at, started_at)) AS last_started,
        min(CASE WHEN finished_at IS NULL AND state IN ('starting', 'running')
                 THEN COALESCE(claimed_at, started_at) END) AS running_since
 FROM tasks WHERE step = :step
+
+-- insert_schedule_seen --
+-- The first reader to see a schedule records it; later ones keep that first time.
+INSERT INTO schedules_seen (name, step, cron, tz, first_seen)
+VALUES (:name, :step, :cron, :tz, :first_seen)
+ON CONFLICT (name, step, cron, tz) DO NOTHING
+
+-- select_schedule_seen --
+SELECT first_seen FROM schedules_seen
+WHERE name = :name AND step = :step AND cron = :cron AND tz = :tz
 
 -- select_clock_anchor --
 SELECT wall, boot FROM clock_anchors WHERE boot_id = :boot_id

@@ -1,0 +1,176 @@
+"""The range each number in the config may take: a floor, a ceiling, and why.
+
+A value can be well formed and still make no sense: ``interval = "1ms"`` makes the watchdog a
+busy loop, ``max_attempts = 1000000000000`` never gives up a page. Loading refuses a value
+outside its range and names the key, the value and the bound it broke.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zombietop.durations import MAX_DURATION, format_duration
+
+MINUTE = 60.0
+DAY = 86400.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bound:
+    """The lowest and highest value a setting may take (both allowed), and why."""
+
+    low: float
+    high: float
+    why_low: str
+    why_high: str
+    duration: bool = True
+    """False for a count or a factor: shown as a plain number."""
+
+    def shown(self, value: float) -> str:
+        return f'"{format_duration(value)}"' if self.duration else f"{value:g}"
+
+    def problem(self, value: float) -> str | None:
+        """What is wrong with ``value`` ("below its floor of ...: why"), or None."""
+        if self.low <= value <= self.high:
+            return None
+        if value < self.low:
+            low = self.shown(self.low)
+            return f"is below its floor of {low}: {self.why_low}; give {low} or more"
+        high = self.shown(self.high)
+        return f"is above its ceiling of {high}: {self.why_high}; give {high} or less"
+
+
+_DATE = "longer than zombietop can add to a date"
+_DETECTION = Bound(
+    low=0.1,
+    high=MAX_DURATION,
+    why_low="a timer that short runs out before one look at the store is over",
+    why_high=_DATE,
+)
+_DOUBLING = "each retry waits twice as long as the one before it"
+_COUNT_HIGH = f"{_DOUBLING}, so the last of 20 already waits 2^19 times the first"
+
+BOUNDS: dict[str, dict[str, Bound]] = {
+    # [thresholds] and [timeouts], and the same keys in a [step_types.NAME].
+    "limits": {
+        key: _DETECTION
+        for key in (
+            "heartbeat_interval",
+            "heartbeat_timeout",
+            "lease_ttl",
+            "progress_timeout",
+            "start_grace",
+            "request",
+            "stage",
+            "task",
+            "kill_grace",
+        )
+    },
+    "step_types": {
+        "retry_backoff": Bound(
+            low=1.0,
+            high=DAY,
+            why_low="a retry that soon finds the task as it left it",
+            why_high=f"{_DOUBLING}: the later ones would wait weeks",
+        ),
+        "max_retries": Bound(
+            low=1, high=20, why_low="one attempt is the least", why_high=_COUNT_HIGH, duration=False
+        ),
+    },
+    "monitor": {
+        "refresh": Bound(
+            low=0.25,
+            high=10 * MINUTE,
+            why_low="each refresh reads the store and probes the processes; faster is a busy loop",
+            why_high="the dashboard would show data that old",
+        ),
+        "finished_window": Bound(
+            low=1.0,
+            high=7 * DAY,
+            why_low="a finished task would leave the screen before anyone sees it",
+            why_high="each poll reads every task that finished within it; "
+            "`zombietop history JOB` shows older runs",
+        ),
+    },
+    "watch": {
+        "interval": Bound(
+            low=1.0,
+            high=3600.0,
+            why_low="each look reads the whole store and renews the watchdog lease; "
+            "faster is a busy loop",
+            why_high="a stalled task would wait that long before anyone is paged",
+        ),
+        "digest_every": Bound(
+            low=MINUTE,
+            high=30 * DAY,
+            why_low="the digest sums up the spinning tasks; it is not a page",
+            why_high="spinning tasks would go unmentioned for over a month",
+        ),
+        "renotify": Bound(
+            low=MINUTE,
+            high=30 * DAY,
+            why_low="a page again that soon is a page storm: give people time to act "
+            '("0s" turns renotify off)',
+            why_high='nobody would hear of an open incident again for over a month ("0s" turns '
+            "renotify off)",
+        ),
+        "stage_kill_factor": Bound(
+            low=0.0,
+            high=100.0,
+            why_low="",
+            why_high="a task would be killed only after 100 times its stage budget; 0 never kills",
+            duration=False,
+        ),
+    },
+    "oncall": {
+        "ack_for": Bound(
+            low=MINUTE,
+            high=365 * DAY,
+            why_low="nobody can act on an incident that fast",
+            why_high="an ack is meant to end while someone still remembers it",
+        ),
+        "max_silence": Bound(
+            low=MINUTE,
+            high=365 * DAY,
+            why_low="a silence that short ends before it is read",
+            why_high="a silence longer than a year is forgotten, not ended",
+        ),
+    },
+    "notify": {
+        "retry_backoff": Bound(
+            low=1.0,
+            high=3600.0,
+            why_low="a channel that failed is tried again before it can recover",
+            why_high=f"{_DOUBLING}: a page would wait days",
+        ),
+        "timeout": Bound(
+            low=1.0,
+            high=5 * MINUTE,
+            why_low="a channel needs a moment to answer",
+            why_high="a channel that hangs holds up the watchdog that long",
+        ),
+        "max_attempts": Bound(
+            low=1, high=20, why_low="one attempt is the least", why_high=_COUNT_HIGH, duration=False
+        ),
+    },
+    "schedules": {
+        "grace": Bound(
+            low=1.0,
+            high=31 * DAY,
+            why_low="a run needs a moment to start",
+            why_high="a missed run would be noticed over a month late",
+        ),
+        "max_runtime": Bound(
+            low=1.0, high=MAX_DURATION, why_low="a run needs a moment", why_high=_DATE
+        ),
+    },
+    "sources": {
+        "heartbeat_timeout": Bound(
+            low=1.0,
+            high=MAX_DURATION,
+            why_low="an engine's heartbeat comes every few seconds at best",
+            why_high=_DATE,
+        ),
+    },
+}
+"""By section (``limits``: thresholds and timeouts, in a step type too) and key."""
