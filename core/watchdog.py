@@ -21,17 +21,16 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.durations import format_age, format_duration
 from zombietop.errors import StoreError, StoreReplaced
+from zombietop.incident_book import SCHEDULE_KEY, Incident, IncidentBook
 from zombietop.model import BudgetFlag, EventKind, Health, WatchdogLease
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
-from zombietop.oncall import FollowUp, Notices, OnCall, notice_line
+from zombietop.oncall import FollowUp, OnCall, notice_line
 from zombietop.output import last_output_of, with_last_output
 from zombietop.printable import printable
 from zombietop.schedules import ScheduleHealth
 from zombietop.sources import Origin
 
-RESTORE_EVENTS = 5000
-"""How far back in the page log the watchdog looks to remember open incidents."""
 ONCE_DELIVERY_WINDOW = 60.0
 """Seconds a ``--once`` run keeps retrying failed deliveries before it exits."""
 JUMP_TOLERANCE = 5.0
@@ -45,13 +44,6 @@ JUMPS_KEPT = 16
 def _signed(seconds: float) -> str:
     """``+1h00m``: a jump to the second (the two clocks are read a moment apart)."""
     return ("+" if seconds >= 0 else "-") + format_age(abs(round(seconds)))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Incident:
-    task_id: str
-    health: Health
-    opened_at: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,17 +112,6 @@ class _Tick:
     """The acks and silences in force as of this tick's snapshot."""
 
 
-SCHEDULE_KEY = "schedule:"
-"""An open schedule incident's key in ``Notices``: the prefix, then the schedule's name."""
-
-
-def _notice_key(task_id: str | None, data: Mapping[str, Any]) -> str | None:
-    schedule = data.get("schedule")
-    if isinstance(schedule, str):
-        return SCHEDULE_KEY + schedule
-    return task_id
-
-
 class Watchdog:
     """Look at the store every ``[watch] interval`` and act on what changed."""
 
@@ -173,14 +154,12 @@ class Watchdog:
             keeper=None if dry_run else self.store,
             log=self.log,
         )
-        self.incidents: dict[str, Incident] = {}
-        self.notices = Notices()
-        """Pages sent per open incident (tasks and schedules), for re-notify and silences."""
-        self._once: set[str] = set()
-        """Keys of one-shot reactions already taken (overrun pages, kills, logs)."""
+        self.book = IncidentBook()
+        self.incidents = self.book.incidents
+        self.notices = self.book.notices
+        self._once = self.book.once
         self._last_health: dict[str, Health] = {}
         self._spinning: dict[str, str] = {}
-        self._last_digest_at: float | None = None
         self._store_down = False
         self._restored = False
         self._active: bool | None = None
@@ -206,32 +185,7 @@ class Watchdog:
     async def restore(self) -> None:
         """Rebuild open incidents and one-shot keys from the event log."""
         self._restored = True
-        self.incidents.clear()
-        self._once.clear()
-        try:
-            pages = await self.store.events(kind=EventKind.PAGE, limit=RESTORE_EVENTS)
-            marks = await self.store.events(kind=EventKind.WATCHDOG, limit=RESTORE_EVENTS)
-        except StoreError as exc:
-            self.log(f"cannot read past incidents ({exc}); starting with none")
-            return
-        for event in sorted([*pages, *marks], key=lambda e: e.event_id):
-            key = event.data.get("key")
-            page = event.data.get("page")
-            notice_key = _notice_key(event.task_id, event.data)
-            if notice_key is not None:
-                self.notices.remember(notice_key, event.data, event.at)
-            if page == "incident" and event.data.get("released"):
-                pass  # the page a silence held went out: the incident was open already
-            elif page == "incident" and event.task_id:
-                self.incidents[event.task_id] = Incident(
-                    task_id=event.task_id, health=Health(event.data["health"]), opened_at=event.at
-                )
-            elif page == "all_clear" and event.task_id:
-                self.incidents.pop(event.task_id, None)
-            elif event.data.get("digest"):
-                self._last_digest_at = event.at
-            if isinstance(key, str):
-                self._once.add(key)
+        await self.book.restore(self.store, self.log)
 
     async def _record(
         self, kind: EventKind, message: str, task_id: str | None, data: dict[str, Any]
@@ -928,11 +882,11 @@ class Watchdog:
     async def _digest(self, tick: _Tick) -> None:
         now = self.clock.now()
         if (
-            self._last_digest_at is not None
-            and now - self._last_digest_at < self.config.watch.digest_every
+            self.book.last_digest_at is not None
+            and now - self.book.last_digest_at < self.config.watch.digest_every
         ):
             return
-        self._last_digest_at = now
+        self.book.last_digest_at = now
         lines = sorted(self._spinning.values())
         message = f"digest: {len(lines)} spinning" + "".join(f"\n  {line}" for line in lines)
         tick.logs.append(message)

@@ -33,6 +33,7 @@ from zombietop.model import (
     TaskRecord,
     TaskState,
     WatchdogLease,
+    WatchdogMemory,
 )
 from zombietop.start_identity import StartIdentity
 
@@ -451,3 +452,8 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def drop_page(self, page_id: int) -> None:
         """Forget a kept page: delivered, or out of attempts."""
+
+    @abc.abstractmethod
+    async def watchdog_memory(self) -> WatchdogMemory:
+        """What a starting watchdog must remember: every open incident's events, and the
+        one-shot reactions taken on unfinished tasks (never just the newest N events)."""
