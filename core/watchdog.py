@@ -33,6 +33,8 @@ from zombietop.sources import Origin
 
 ONCE_DELIVERY_WINDOW = 60.0
 """Seconds a ``--once`` run keeps retrying failed deliveries before it exits."""
+CLOSE_DELIVERY_WINDOW = 5.0
+"""Seconds a stopping watchdog gives the deliveries in flight (the store keeps the rest)."""
 JUMP_TOLERANCE = 5.0
 """Seconds by which a clock may disagree with this host's monotonic clock between two looks
 before the watchdog calls it a jump (a loaded host delays a look's reads by a second or so)."""
@@ -68,6 +70,12 @@ class TickReport:
     deliveries: tuple[DeliveryResult, ...] = ()
     blind: bool = False
     """True when this look could not read the store (its tasks, if any, are an older look's)."""
+
+
+def _since(view: TaskView) -> float | None:
+    """When the task last showed progress: its last beat, else its start."""
+    beat = view.heartbeat
+    return beat.written_at if beat is not None else view.task.started_at
 
 
 def _ended_by_kill(view: TaskView) -> bool:
@@ -200,6 +208,7 @@ class Watchdog:
             self.log(f"could not record event ({exc}): {message}")
 
     async def _delivered(self, result: DeliveryResult) -> None:
+        tasks = {"tasks": list(result.page.tasks)} if result.page.tasks else {}
         if result.ok:
             if result.attempts > 1:
                 self.log(
@@ -210,7 +219,7 @@ class Watchdog:
                 EventKind.DELIVERY,
                 f"delivered via {result.notifier} (attempt {result.attempts})",
                 result.page.task_id,
-                {"ok": True, "notifier": result.notifier, "attempts": result.attempts},
+                {"ok": True, "notifier": result.notifier, "attempts": result.attempts, **tasks},
             )
             return
         then = "giving up" if result.final else "will retry"
@@ -224,6 +233,7 @@ class Watchdog:
                 "notifier": result.notifier,
                 "attempts": result.attempts,
                 "final": result.final,
+                **tasks,
             },
         )
 
@@ -437,13 +447,24 @@ class Watchdog:
             self._active = None
 
     def _page(
-        self, tick: _Tick, kind: str, line: str, *, key: str | None, view: TaskView | None = None
+        self,
+        tick: _Tick,
+        kind: str,
+        line: str,
+        *,
+        key: str | None,
+        view: TaskView | None = None,
+        health: Health | None = None,
     ) -> Page:
+        """Queue a page; ``health`` is the one its line speaks of (the view's by default)."""
+        health = health or (view.health if view else None)
         page = Page(
             kind=kind,
             line=line,
             task_id=view.task_id if view else None,
-            health=str(view.health) if view else None,
+            health=str(health) if health else None,
+            host=view.task.host if view else None,
+            since=_since(view) if view else None,
             at=self.clock.now(),
         )
         tick.pages.append(page)
@@ -743,7 +764,7 @@ class Watchdog:
         await self._end_ack(task_id, tick)
         if await self._closed_unpaged(task_id, line, tick):
             return
-        self._page(tick, "all_clear", line, key=None, view=view)
+        self._page(tick, "all_clear", line, key=None, view=view, health=health)
         await self._record(
             EventKind.PAGE, line, task_id, {"page": "all_clear", "health": str(health)}
         )
@@ -901,10 +922,11 @@ class Watchdog:
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 self.log(
-                    f"{self.outbox.pending} page deliveries still failing; giving up for this run"
+                    f"{self.outbox.pending} page deliveries not delivered yet; "
+                    "giving up for this run (the store keeps them for the next one)"
                 )
                 return
-            await asyncio.sleep(min(self.config.notify.retry_backoff, left, 5.0))
+            await self.outbox.wait(min(self.config.notify.retry_backoff, left, 5.0))
             await self.outbox.flush()
 
     async def _stop_if_replaced(self, stop: asyncio.Event) -> None:
@@ -944,4 +966,5 @@ class Watchdog:
                 except TimeoutError:
                     continue
         finally:
+            await self.outbox.close(CLOSE_DELIVERY_WINDOW)
             await self.release()
