@@ -18,11 +18,12 @@ from typing import Any
 
 from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
 from zombietop.clock import Clock, SystemClock
+from zombietop.clock_watch import Beat, ClockWatch
 from zombietop.config import Config
 from zombietop.durations import format_age, format_duration
 from zombietop.errors import StoreError, StoreReplaced
 from zombietop.incident_book import SCHEDULE_KEY, Incident, IncidentBook
-from zombietop.model import BudgetFlag, EventKind, Health, WatchdogLease
+from zombietop.model import BudgetFlag, EventKind, Health, TaskState, WatchdogLease
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
 from zombietop.oncall import FollowUp, OnCall, notice_line
@@ -30,22 +31,14 @@ from zombietop.output import last_output_of, with_last_output
 from zombietop.printable import printable
 from zombietop.schedules import ScheduleHealth
 from zombietop.sources import Origin
+from zombietop.withheld import WithheldStretch
 
 ONCE_DELIVERY_WINDOW = 60.0
 """Seconds a ``--once`` run keeps retrying failed deliveries before it exits."""
 CLOSE_DELIVERY_WINDOW = 5.0
 """Seconds a stopping watchdog gives the deliveries in flight (the store keeps the rest)."""
-JUMP_TOLERANCE = 5.0
-"""Seconds by which a clock may disagree with this host's monotonic clock between two looks
-before the watchdog calls it a jump (a loaded host delays a look's reads by a second or so)."""
 LEASE_INTERVALS = 3
 """The watchdog lease lasts this many ``[watch] interval``s: a standby takes over after it."""
-JUMPS_KEPT = 16
-
-
-def _signed(seconds: float) -> str:
-    """``+1h00m``: a jump to the second (the two clocks are read a moment apart)."""
-    return ("+" if seconds >= 0 else "-") + format_age(abs(round(seconds)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,6 +111,8 @@ class _Tick:
     actions: list[ActionOutcome] = field(default_factory=list)
     oncall: OnCall = field(default_factory=lambda: OnCall(at=0.0))
     """The acks and silences in force as of this tick's snapshot."""
+    told: bool = False
+    """Why verdicts are withheld was said already this tick."""
 
 
 class Watchdog:
@@ -172,17 +167,8 @@ class Watchdog:
         self._restored = False
         self._active: bool | None = None
         """Whether this watchdog held the lease at the last look (None before the first)."""
-        self._last_look: tuple[float, float, float, float] | None = None
-        """(store time, monotonic before and after the poll, wall) of the last look that read
-        the store."""
-        self._beat_seqs: dict[str, int] = {}
-        """Each executing task's heartbeat seq at the last look: a beat written since then
-        cannot be older than the time between the looks."""
-        self._jumps: list[tuple[float, float]] = []
-        """(store time after, size) of each jump of the store's clock noticed: a stage timer
-        started before a jump is that much younger than the store's clock says."""
-        self._clocks_disagree = False
-        self._wall_stepped = False
+        self.clocks = ClockWatch(local=self.store.local_clock)
+        self._withheld = WithheldStretch()
         self._unheld: set[str] = set()
         """Tasks whose quarantine could not be written: retried each look, paged once held."""
         self._write_down = False
@@ -253,6 +239,10 @@ class Watchdog:
             untrusted = await self._check_clocks(snapshot, looked, walled_at, tick)
             lease, standby = await self._hold_lease(tick)
             withheld = standby or untrusted
+        if self._active is not False:  # a standby's silence is no stretch of ours
+            news = self._withheld.look(withheld, self.monotonic(), told=tick.told)
+            if news is not None:
+                tick.logs.append(news)
         if withheld is None:
             tick.now = snapshot.taken_at if snapshot.taken_at is not None else self.clock.now()
             tick.oncall = snapshot.oncall
@@ -300,7 +290,6 @@ class Watchdog:
                     f"zombietop watchdog {reason} - verdicts withheld until it can",
                     key=None,
                 )
-            tick.logs.append(f"verdicts withheld: {reason}")
             return reason
         if self._store_down:
             self._store_down = False
@@ -316,82 +305,27 @@ class Watchdog:
                 f"store lags: one poll took {snapshot.poll_seconds:.1f}s, "
                 f"longer than the {interval:g}s interval"
             )
-            tick.logs.append(f"verdicts withheld: {reason}")
             return reason
         return None
 
     async def _check_clocks(
         self, snapshot: Snapshot, looked: tuple[float, float], walled_at: float, tick: _Tick
     ) -> str | None:
-        """Withhold verdicts for a look whose ages cannot be trusted: the store's clock jumped
-        against this host's monotonic clock since the last look, or tasks that beat since then
-        look older than that (this host's reading of the store's clock is off)."""
+        """Withhold verdicts for a look whose ages cannot be trusted (``ClockWatch``)."""
         assert snapshot.taken_at is not None
-        now = snapshot.taken_at
-        last, self._last_look = self._last_look, (now, *looked, walled_at)
-        seqs, self._beat_seqs = (
-            self._beat_seqs,
-            {
-                view.task_id: view.heartbeat.seq
-                for view in snapshot.tasks
-                if view.heartbeat is not None and view.task.state.executing
-            },
-        )
-        if last is None:
-            return None
-        # The store's time was read somewhere within each poll: between the two looks, at
-        # least ``shortest`` and at most ``longest`` passed (a slow poll widens it, never
-        # makes a jump).
-        shortest, longest = looked[0] - last[2], looked[1] - last[1]
-        moved = now - last[0]
-        store_jump = moved - min(max(moved, shortest), longest)
-        elapsed = looked[0] - last[1]
-        wall_jump = (walled_at - last[3]) - elapsed
-        if abs(wall_jump) > JUMP_TOLERANCE and abs(store_jump) <= JUMP_TOLERANCE:
-            tick.logs.append(
-                f"this host's wall clock stepped {_signed(wall_jump)}; ages are measured on the "
-                "store's clock, which did not move: nothing withheld"
-            )
-        if abs(store_jump) > JUMP_TOLERANCE:
-            self._jumps = [*self._jumps[-JUMPS_KEPT + 1 :], (now, store_jump)]
-            reason = (
-                f"the store's clock jumped {_signed(store_jump)} between two looks "
-                f"{elapsed:.0f}s apart: kills, quarantines and pages withheld for this round"
-            )
-            await self._say_once(tick, reason)
-            return reason
-        stale = [
-            view
+        beats = [
+            Beat(task_id=view.task_id, seq=view.heartbeat.seq, written_at=view.heartbeat.written_at)
             for view in snapshot.tasks
-            if view.heartbeat is not None
-            and seqs.get(view.task_id, view.heartbeat.seq) != view.heartbeat.seq
-            and now - view.heartbeat.written_at > longest + JUMP_TOLERANCE
+            if view.heartbeat is not None and view.task.state.executing
         ]
-        if stale:
-            first = stale[0]
-            assert first.heartbeat is not None
-            age = now - first.heartbeat.written_at
-            reason = (
-                f"{len(stale)} task(s) beat since the last look {elapsed:.0f}s ago yet look "
-                f"{format_age(age)} old ({first.task_id}): this host reads the store's clock "
-                "wrong; kills, quarantines and pages withheld until it agrees"
-            )
-            if not self._clocks_disagree:
-                self._clocks_disagree = True
-                await self._say_once(tick, reason)
-            return reason
-        if self._clocks_disagree:
-            self._clocks_disagree = False
-            tick.logs.append("the store's clock and the tasks' beats agree again")
-        return None
-
-    async def _say_once(self, tick: _Tick, reason: str) -> None:
-        tick.logs.append(f"verdicts withheld: {reason}")
-        await self._record(EventKind.WATCHDOG, f"verdicts withheld: {reason}", None, {})
-
-    def _jumped_since(self, moment: float) -> float:
-        """How far the store's clock jumped after ``moment`` (its own reading)."""
-        return sum(size for at, size in self._jumps if at > moment)
+        verdict = self.clocks.check(snapshot.taken_at, beats, looked, walled_at)
+        tick.logs.extend(verdict.said)
+        if verdict.recorded is not None:
+            line = f"verdicts withheld: {verdict.recorded}"
+            tick.logs.append(line)
+            tick.told = True
+            await self._record(EventKind.WATCHDOG, line, None, {})
+        return verdict.withheld
 
     async def _hold_lease(self, tick: _Tick) -> tuple[WatchdogLease | None, str | None]:
         """Take or renew the store's watchdog lease; say why not (a standby), once per change."""
@@ -414,7 +348,6 @@ class Watchdog:
                     )
                 return None, None
             reason = f"cannot hold the watchdog lease in {self.store.describe()}: {exc}"
-            tick.logs.append(f"verdicts withheld: {reason}")
             return None, reason
         self._lease_stuck = False
         active = lease.owner == self.lease_owner
@@ -760,7 +693,12 @@ class Watchdog:
                     tick.logs.append(f"could not release quarantine on {task_id}: {exc}")
             health = Health.HEALTHY
         took = format_age(max(tick.now - incident.opened_at, 0.0))
-        line = f"{task_id} all clear: now {health} (was {incident.health} for {took})"
+        now = str(health)
+        if health is Health.QUARANTINED and task.state is TaskState.INTERRUPTED:
+            # Killed while held: what ended it is the kill, the hold only stays.
+            now = f"{TaskState.INTERRUPTED} (still quarantined)"
+            health = Health.INTERRUPTED
+        line = f"{task_id} all clear: now {now} (was {incident.health} for {took})"
         await self._end_ack(task_id, tick)
         if await self._closed_unpaged(task_id, line, tick):
             return
@@ -859,7 +797,7 @@ class Watchdog:
         # A jump of the store's clock since the stage began is no time the stage ran.
         used = None
         if BudgetFlag.STAGE_OVERRUN in flags and budgets.stage.used_s is not None:
-            jumped = 0.0 if stage_start is None else self._jumped_since(stage_start)
+            jumped = 0.0 if stage_start is None else self.clocks.jumped_since(stage_start)
             used = budgets.stage.used_s - jumped
         if used is not None and used > budgets.stage.limit_s:
             key = f"stage:{task.task_id}:{task.attempt}:{stage}:{stage_start}"

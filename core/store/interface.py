@@ -46,6 +46,13 @@ class Store(abc.ABC):
 
     read_only: bool
 
+    @property
+    def local_clock(self) -> bool:
+        """True when the store's clock is read in this process (SQLite: an anchor plus this
+        host's boot clock), so that a process reading its own clock wrong sees every age wrong;
+        False when a server keeps the time."""
+        return False
+
     @abc.abstractmethod
     def describe(self) -> str:
         """Say where the store is, for headers and error messages."""
