@@ -14,10 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from zombietop.notify import Page
+from zombietop.page import Page
 
 WORST_SHOWN = 3
 """Task lines a digest carries in full, the longest silent first."""
