@@ -126,13 +126,15 @@ async def attacker(
         try:
             left = max(until - time.monotonic(), 0.1)
             first = await asyncio.wait_for(reader.read(64), left)
-            tally["answered 503" if first.startswith(b"HTTP/1.1 503") else "let in"] += 1
+            tally["bad: answer began" if first else "bad: closed unanswered"] += 1
             if slowloris:
                 await asyncio.wait_for(reader.read(), max(until - time.monotonic(), 0.1))
             else:
                 await asyncio.sleep(min(11.0, max(until - time.monotonic(), 0.0)))
-        except (TimeoutError, OSError, ValueError):
+        except (TimeoutError, ValueError):
             pass
+        except OSError:
+            tally["bad: reset"] += 1
         finally:
             writer.close()
 

@@ -3,7 +3,10 @@
 
 A local user must not be able to blow the process up or blind it with connections, so:
 
-- at most ``max_connections`` are open at once; one more is told ``503`` and closed;
+- at most ``max_connections`` are open at once. One more takes the place of the oldest that
+  has not sent its whole request yet (a client that sends only a request line), else of the
+  oldest of all: an honest scraper, which asks at once and reads at once, is served even while
+  a flood of slow clients holds every place;
 - each connection carries one request (``Connection: close``) and has ``deadline`` seconds to
   send it and read the answer; a client that sends only a request line, or reads nothing,
   is cut off then (aiohttp itself never times out a request that does not come);
@@ -28,10 +31,6 @@ DEADLINE = 10.0
 """Seconds a connection has to send its request and read the answer."""
 CHUNK = 64 * 1024
 """Bytes of a body handed to the kernel at a time."""
-BUSY = (
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 38\r\n"
-    b"Connection: close\r\n\r\ntoo many connections; try again later\n"
-)
 
 
 async def send_bytes(
@@ -63,16 +62,42 @@ class HttpServer:
         self.app = app
         self.max_connections = max_connections
         self.deadline = deadline
-        self.open = 0
-        """Connections open now."""
-        self.refused = 0
-        """Connections told 503 since the start: over ``max_connections``."""
+        self.evicted = 0
+        """Connections closed since the start to make room for a newer one."""
         self.cut = 0
         """Connections closed at their deadline since the start."""
+        self._guards: dict[asyncio.BaseTransport, _Guard] = {}
+        """The open connections, oldest first."""
+        app.middlewares.append(self._asked)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         self._server: asyncio.Server | None = None
         self.address: ListenAddress | None = None
         """Where it listens, once started (the port it got, when asked for any)."""
+
+    @property
+    def open(self) -> int:
+        """Connections open now."""
+        return len(self._guards)
+
+    @web.middleware
+    async def _asked(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        guard = self._guards.get(request.transport) if request.transport else None
+        if guard is not None:
+            guard.asked = True
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    def _admit(self, transport: asyncio.BaseTransport, guard: _Guard) -> None:
+        if len(self._guards) >= self.max_connections:
+            waiting = (g for g in self._guards.values() if not g.asked)
+            victim = next(waiting, None) or next(iter(self._guards.values()))
+            self.evicted += 1
+            self._drop(victim)
+        self._guards[transport] = guard
+
+    def _drop(self, guard: _Guard) -> None:
+        if guard.transport is not None and self._guards.pop(guard.transport, None) is not None:
+            guard.transport.abort()
 
     async def start(self, address: ListenAddress, *, what: str, hint: str) -> None:
         """Bind ``address``; a failure is one line naming ``what`` and how to fix it."""
@@ -102,52 +127,43 @@ class HttpServer:
 
 
 class _Guard(asyncio.Protocol):
-    """Stand between the socket and aiohttp's protocol: count, refuse, and cut off."""
+    """Stand between the socket and aiohttp's protocol: count, make room, and cut off."""
 
     def __init__(self, server: HttpServer, inner: Any) -> None:
         self.server = server
         self.inner: Any = inner
+        self.transport: asyncio.Transport | None = None
         self.timer: asyncio.TimerHandle | None = None
-        self.counted = False
+        self.asked = False
+        """Its request was read whole (it is being answered)."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        server = self.server
-        if server.open >= server.max_connections:
-            server.refused += 1
-            self.inner = None
-            transport.write(BUSY)
-            transport.close()
-            return
-        server.open += 1
-        self.counted = True
-        self.timer = asyncio.get_running_loop().call_later(server.deadline, self._cut, transport)
+        self.transport = transport
+        self.server._admit(transport, self)
+        self.timer = asyncio.get_running_loop().call_later(self.server.deadline, self._cut)
         self.inner.connection_made(transport)
 
-    def _cut(self, transport: asyncio.Transport) -> None:
+    def _cut(self) -> None:
         self.server.cut += 1
-        transport.abort()
+        self.server._drop(self)
 
     def data_received(self, data: bytes) -> None:
-        if self.inner is not None:
-            self.inner.data_received(data)
+        self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
-        return None if self.inner is None else self.inner.eof_received()
+        result: bool | None = self.inner.eof_received()
+        return result
 
     def pause_writing(self) -> None:
-        if self.inner is not None:
-            self.inner.pause_writing()
+        self.inner.pause_writing()
 
     def resume_writing(self) -> None:
-        if self.inner is not None:
-            self.inner.resume_writing()
+        self.inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.timer is not None:
             self.timer.cancel()
-        if self.counted:
-            self.server.open -= 1
-            self.counted = False
-        if self.inner is not None:
-            self.inner.connection_lost(exc)
+        if self.transport is not None:
+            self.server._guards.pop(self.transport, None)
+        self.inner.connection_lost(exc)
