@@ -36,9 +36,10 @@ from scripts.fleet_store import beat_once, enlist, is_silent
 from zombietop.clock import FakeClock
 from zombietop.config import default_config, parse_listen
 from zombietop.metrics import Metrics
+from zombietop.metrics_endpoint import MetricsEndpoint
 from zombietop.monitor import Monitor
 from zombietop.store import Store, open_store
-from zombietop.tui.cli.watch import MetricsEndpoint, MetricsUpdate
+from zombietop.tui.cli.watch import MetricsUpdate
 from zombietop.watchdog import Watchdog
 
 NOW = 1_796_000_000.0
@@ -84,9 +85,10 @@ async def run_mode(
             monitor, config, executor=None, notifiers=[], clock=clock, log=lambda _: None
         )
         metrics = Metrics()
-        update = MetricsUpdate(dog, metrics, then=lambda _: None)
-        endpoint = MetricsEndpoint.start(metrics, parse_listen("0")) if mode == "scraped" else None
-        scraper = Scraper(endpoint.url) if endpoint is not None else None
+        # Every mode renders once a look (on a thread); only "scraped" has a scraper.
+        endpoint = await MetricsEndpoint.start(metrics, parse_listen("0"))
+        update = MetricsUpdate(dog, endpoint, then=lambda _: None)
+        scraper = Scraper(endpoint.url) if mode == "scraped" else None
         try:
             update(await dog.tick())  # the first look reads and judges everything: not measured
             if scraper is not None:
@@ -115,8 +117,7 @@ async def run_mode(
             if scraper is not None:
                 scraper.stopping.set()
                 scraper.join()
-            if endpoint is not None:
-                endpoint.close()
+            await endpoint.close()
     return took, updates, scraper.took if scraper is not None else [], collect_cpu
 
 

@@ -152,6 +152,13 @@ BOUNDS: dict[str, dict[str, Bound]] = {
         "max_attempts": Bound(
             low=1, high=20, why_low="one attempt is the least", why_high=_COUNT_HIGH, duration=False
         ),
+        "digest_after": Bound(
+            low=1,
+            high=10_000,
+            why_low="a digest holds at least one page",
+            why_high="past this many pages in one look, nobody reads them one by one",
+            duration=False,
+        ),
     },
     "schedules": {
         "grace": Bound(

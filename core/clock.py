@@ -138,11 +138,12 @@ def host_ticks(seen: int) -> int | None:
 
 
 class AnchoredClock:
-    """Wall time at an anchor plus the kernel's boot clock since.
+    """Wall time at an anchor plus the host's boot clock since (``host_boottime``).
 
-    Every process on the host that reads the same anchor reads the same time, and a step of
-    the wall clock (``date -s``, an NTP correction, a VM resumed) does not move it: the
-    boot clock only runs forward, at the rate NTP keeps.
+    Every process on the host that reads the same anchor reads the same time, a process in a
+    time namespace too (its offset is taken away), and a step of the wall clock (``date -s``,
+    an NTP correction, a VM resumed) does not move it: the boot clock only runs forward, at
+    the rate NTP keeps.
     """
 
     def __init__(self, *, wall: float, boot: float) -> None:
@@ -150,4 +151,7 @@ class AnchoredClock:
         self.boot = boot
 
     def now(self) -> float:
-        return self.wall + (time.clock_gettime(time.CLOCK_BOOTTIME) - self.boot)
+        boot = host_boottime()
+        if boot is None:  # never, once an anchor was read with it: the offset is read once
+            return time.time()
+        return self.wall + (boot - self.boot)

@@ -63,6 +63,9 @@ SCHEDULE_GRACE = 300.0
 STAGE_KILL_FACTOR = 2.0
 NOTIFY_DEFAULTS: dict[str, float] = {"retry_backoff": 10.0, "timeout": 10.0}
 NOTIFY_MAX_ATTEMPTS = 8
+NOTIFY_DIGEST_AFTER = 20
+"""``[notify] digest_after``: past this many task pages of one kind in one look, each group
+(by health and host) goes as one digest instead of one page per task."""
 METRICS_EXAMPLE = "127.0.0.1:9464"
 """Where ``[watch] metrics`` would serve: this host only, on the port Prometheus lists for us."""
 SECTIONS = (
@@ -191,6 +194,7 @@ class NotifySettings:
     retry_backoff: float = NOTIFY_DEFAULTS["retry_backoff"]
     timeout: float = NOTIFY_DEFAULTS["timeout"]
     max_attempts: int = NOTIFY_MAX_ATTEMPTS
+    digest_after: int = NOTIFY_DIGEST_AFTER
 
     @property
     def configured(self) -> bool:
@@ -653,7 +657,7 @@ def _cron(label: str, cron: str, zone: zoneinfo.ZoneInfo) -> None:
 
 
 def _notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
-    known = ["command", "webhook", "apprise", *NOTIFY_DEFAULTS, "max_attempts"]
+    known = ["command", "webhook", "apprise", *NOTIFY_DEFAULTS, "max_attempts", "digest_after"]
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in known:
@@ -676,7 +680,7 @@ def _notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
                     '["pagerduty://KEY@ROUTING", "mailto://user:pass@example.com"]'
                 )
             values[key] = tuple(value)
-        elif key == "max_attempts":
+        elif key in ("max_attempts", "digest_after"):
             values[key] = _whole(path, "notify", key, value, family="notify")
         else:
             values[key] = _duration(path, "notify", key, value, family="notify")
@@ -779,6 +783,7 @@ def render_defaults() -> str:
             '# command = ["/usr/local/bin/page-oncall"]  # the line on stdin, in $ZOMBIETOP_PAGE',
             '# webhook = "https://hooks.slack.com/services/..."   # JSON POST, {"text": line}',
             '# apprise = ["pagerduty://KEY@ROUTING", "mailto://user:pass@example.com"]',
+            "# digest_after = 20  # past this many task pages at one look: digests by health, host",
             "",
             "# `zombietop agent` carries out what other hosts ask only for its own OS user and",
             "# for the users listed here; every request it refuses is an event.",

@@ -28,6 +28,7 @@ PACKAGES = {
     "rich": "rich",
     "apprise": "apprise",
     "prometheus_client": "prometheus-client",
+    "aiohttp": "aiohttp",
     "tomli_w": "tomli-w",
     "asyncpg": "asyncpg",
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -404,6 +404,19 @@ class Event:
             message=row["message"],
             data=json.loads(row["data"]) if row["data"] else {},
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchdogMemory:
+    """What a watchdog that starts must remember from the event log, whatever its length."""
+
+    open_events: Sequence[Event] = ()
+    """The page and watchdog events of every open incident, from its opening page on, oldest
+    first."""
+    keys: frozenset[str] = frozenset()
+    """The one-shot reactions already taken on tasks that have not finished."""
+    last_digest_at: float | None = None
+    """When the last spinning digest was logged."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,55 +1,52 @@
 """Where pages go: a command, a webhook, or any service apprise speaks; retried, never blocking.
 
-A delivery that fails is retried with doubling backoff up to ``max_attempts``; detection goes on
-meanwhile. Every attempt's outcome is handed back so the watchdog can record it as an event.
+Deliveries run in the background, at most ``DELIVERY_CONCURRENCY`` at once, and the channels
+that block (a webhook, apprise) on threads of their own: a paging endpoint that hangs never holds
+up a look, nor the threads the store and the process probe use. A delivery that fails is retried
+with doubling backoff up to ``max_attempts``; detection goes on meanwhile. Every attempt's
+outcome is handed back so the watchdog can record it as an event. Past ``[notify]
+digest_after`` task pages at one look, they go as digests (``zombietop.digest``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
+import contextlib
 import http.client
 import json
 import os
+import signal
 import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from zombietop.clock import Clock
 from zombietop.config import NotifySettings
+from zombietop.digest import compose
 from zombietop.errors import ZombietopError
 from zombietop.extras import require
+from zombietop.page import Page as Page  # where every caller has found it
 from zombietop.printable import ERROR_LIMIT, ID_LIMIT, bounded
 from zombietop.redact import redact_url, scrub
 from zombietop.store import Store
 
+DELIVERY_CONCURRENCY = 8
+"""Deliveries in flight at once, every channel together: a mass incident never starts
+thousands of page commands at once."""
+CHANNEL_THREADS = 4
+"""Threads of each channel that blocks (a webhook, apprise); its own, never the loop's default
+executor, which the store and the process probe need."""
+
+_T = TypeVar("_T")
+
 
 class DeliveryError(ZombietopError):
     """A notifier could not deliver a page; the message says which and why."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Page:
-    """One message for a human: a line with enough context to decide in three seconds."""
-
-    kind: str
-    """incident, all_clear, stage_overrun, request_overrun, watchdog."""
-    line: str
-    task_id: str | None = None
-    health: str | None = None
-    at: float
-
-    @property
-    def shown(self) -> str:
-        """The line as a person receives it: printable and bounded (``bounded``), whatever
-        the task's fields held.
-
-        ``line`` stays exact for the event the store keeps; every channel sends ``shown``.
-        """
-        return bounded(self.line)
 
 
 class Notifier(Protocol):
@@ -97,8 +94,12 @@ class CommandNotifier:
                 process.communicate((page.shown + "\n").encode()), self.timeout
             )
         except TimeoutError:
-            process.kill()
-            await process.wait()
+            # The command may have exited already and left a child holding its stderr: that
+            # page was delivered. Either way, end what is left of its session.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            if await process.wait() == 0:
+                return
             raise DeliveryError(
                 f"{self.name}: no exit after {self.timeout:g}s; killed it"
             ) from None
@@ -120,6 +121,7 @@ class WebhookNotifier:
         self.url = url
         self.timeout = timeout
         self.name = f"webhook {redact_url(url)}"
+        self._threads = ChannelThreads("zombietop-webhook")
         parts = urlsplit(url)
         self._headers = {"Content-Type": "application/json"}
         if parts.username is not None or parts.password is not None:
@@ -142,7 +144,7 @@ class WebhookNotifier:
                 "health": page.health,
             }
         ).encode()
-        await asyncio.to_thread(self._post, body)
+        await self._threads.run(self._post, body)
 
     def _post(self, body: bytes) -> None:
         request = urllib.request.Request(
@@ -177,12 +179,25 @@ class AppriseNotifier:
                     f"[notify] apprise: {url.split('://')[0]}:// is not a URL apprise knows"
                 )
         self.name = "apprise " + ", ".join(redact_url(url) for url in urls)
+        self._threads = ChannelThreads("zombietop-apprise")
 
     async def send(self, page: Page) -> None:
         title = f"zombietop: {page.task_id or 'watchdog'} {page.health or page.kind}"
-        ok = await asyncio.to_thread(self._apprise.notify, body=page.shown, title=bounded(title))
+        ok = await self._threads.run(
+            lambda: self._apprise.notify(body=page.shown, title=bounded(title))
+        )
         if not ok:
             raise DeliveryError(f"{self.name}: apprise reported a failed delivery")
+
+
+class ChannelThreads:
+    """A channel's own few threads for the calls that block (HTTP, apprise)."""
+
+    def __init__(self, name: str, threads: int = CHANNEL_THREADS) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix=name)
+
+    async def run(self, call: Callable[..., _T], *args: object) -> _T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, call, *args)
 
 
 def build_notifiers(settings: NotifySettings) -> list[Notifier]:
@@ -205,6 +220,8 @@ class _Delivery:
     errors: list[str] = field(default_factory=list)
     page_id: int | None = None
     """Its row in the keeper, once written there."""
+    flying: bool = False
+    """An attempt is under way in the background."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,10 +240,12 @@ class DeliveryResult:
 class Outbox:
     """Pending deliveries, each retried with doubling backoff until it lands or runs out.
 
-    With a ``keeper``, every delivery is written there before its first attempt and removed
-    once it lands or runs out of attempts: a watchdog that stops (or a ``--once`` run that
-    ends) with pages still failing leaves them to the next one. While the keeper cannot be
-    written (a full disk), deliveries wait in memory and the write is tried again each flush.
+    ``flush`` starts what is due in the background and returns at once; at most
+    ``concurrency`` deliveries are in flight. With a ``keeper``, every delivery is written
+    there before its first attempt and removed once it lands or runs out of attempts: a
+    watchdog that stops (or a ``--once`` run that ends) with pages still failing leaves them
+    to the next one. While the keeper cannot be written (a full disk), deliveries wait in
+    memory and the write is tried again each flush.
     """
 
     def __init__(
@@ -237,6 +256,7 @@ class Outbox:
         on_result: Callable[[DeliveryResult], Awaitable[None]] | None = None,
         keeper: Store | None = None,
         log: Callable[[str], None] | None = None,
+        concurrency: int = DELIVERY_CONCURRENCY,
     ) -> None:
         self.notifiers = list(notifiers)
         self.settings = settings
@@ -244,16 +264,24 @@ class Outbox:
         self.on_result = on_result
         self.keeper = keeper
         self.log = log or (lambda line: None)
+        self._new: list[Page] = []
         self._queue: list[_Delivery] = []
         self._keeper_down = False
+        self._slots = asyncio.Semaphore(concurrency)
+        self._flying: set[asyncio.Task[None]] = set()
+        self._results: list[DeliveryResult] = []
 
     @property
     def pending(self) -> int:
-        return len(self._queue)
+        """Deliveries not yet landed or given up (in flight, waiting, or not yet started)."""
+        return len(self._queue) + len(self._new) * len(self.notifiers)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._flying)
 
     def put(self, page: Page) -> None:
-        for notifier in self.notifiers:
-            self._queue.append(_Delivery(page=page, notifier=notifier, next_at=self.clock.now()))
+        self._new.append(page)
 
     async def load(self) -> int:
         """Take over the pages the keeper holds (left by an earlier watchdog); return how many.
@@ -295,19 +323,56 @@ class Outbox:
 
     def forget_kept(self) -> None:
         """Leave the kept deliveries to the watchdog that took over; deliver only the rest."""
-        self._queue = [d for d in self._queue if d.page_id is None]
+        self._queue = [d for d in self._queue if d.page_id is None or d.flying]
 
     async def flush(self) -> list[DeliveryResult]:
-        """Attempt every delivery that is due; never raises."""
+        """Start every delivery that is due; return the outcomes that came in since the last
+        call. Never waits for a delivery, never raises."""
+        self._compose()
         await self._keep_new()
         now = self.clock.now()
-        due = [d for d in self._queue if d.next_at <= now]
-        results = await asyncio.gather(*(self._attempt(d) for d in due))
-        for delivery, result in zip(due, results, strict=True):
-            await self._settle(delivery, result)
-            if self.on_result is not None:
-                await self.on_result(result)
-        return list(results)
+        for delivery in self._queue:
+            if not delivery.flying and delivery.next_at <= now:
+                delivery.flying = True
+                task = asyncio.create_task(self._deliver(delivery))
+                self._flying.add(task)
+                task.add_done_callback(self._flying.discard)
+        # One turn of the loop: a delivery that does not block (a list, a log) is done now.
+        await asyncio.sleep(0)
+        results, self._results = self._results, []
+        return results
+
+    async def wait(self, timeout: float) -> None:
+        """Wait until a delivery in flight ends, or ``timeout`` seconds if none is."""
+        if self._flying:
+            await asyncio.wait(set(self._flying), timeout=timeout, return_when="FIRST_COMPLETED")
+        else:
+            await asyncio.sleep(timeout)
+
+    async def settle(self, timeout: float | None = None) -> list[DeliveryResult]:
+        """Wait (up to ``timeout``) for the deliveries in flight; return the outcomes since the
+        last ``flush`` or ``settle``."""
+        if self._flying:
+            await asyncio.wait(set(self._flying), timeout=timeout)
+        results, self._results = self._results, []
+        return results
+
+    async def close(self, timeout: float) -> None:
+        """Give the deliveries in flight ``timeout`` seconds, then stop them (their kept rows
+        stay for the next watchdog)."""
+        await self.settle(timeout)
+        for task in list(self._flying):
+            task.cancel()
+        if self._flying:
+            await asyncio.wait(set(self._flying))
+
+    def _compose(self) -> None:
+        if not self._new:
+            return
+        pages, self._new = self._new, []
+        for page in compose(pages, after=self.settings.digest_after, at=self.clock.now()):
+            for notifier in self.notifiers:
+                self._queue.append(_Delivery(page=page, notifier=notifier, next_at=page.at))
 
     async def _keep_new(self) -> None:
         if self.keeper is None:
@@ -333,6 +398,18 @@ class Outbox:
                 self._keeper_down = True
                 return
             self._keeper_down = False
+
+    async def _deliver(self, delivery: _Delivery) -> None:
+        async with self._slots:
+            result = await self._attempt(delivery)
+        delivery.flying = False
+        try:
+            await self._settle(delivery, result)
+            if self.on_result is not None:
+                await self.on_result(result)
+        except Exception as exc:  # the outcome's bookkeeping must not lose the outcome
+            self.log(f"could not record a delivery ({exc!r}): {delivery.page.line}")
+        self._results.append(result)
 
     async def _settle(self, delivery: _Delivery, result: DeliveryResult) -> None:
         """Bring the keeper's row in line with the attempt just made."""

@@ -144,6 +144,9 @@ class Notices:
     def keys(self) -> list[str]:
         return list(self._open)
 
+    def clear(self) -> None:
+        self._open.clear()
+
     def opened(self, key: str, *, at: float, paged: bool) -> None:
         self._open[key] = Notice(opened_at=at, notices=1 if paged else 0, last_at=at)
 

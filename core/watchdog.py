@@ -18,40 +18,27 @@ from typing import Any
 
 from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
 from zombietop.clock import Clock, SystemClock
+from zombietop.clock_watch import Beat, ClockWatch
 from zombietop.config import Config
 from zombietop.durations import format_age, format_duration
 from zombietop.errors import StoreError, StoreReplaced
-from zombietop.model import BudgetFlag, EventKind, Health, WatchdogLease
+from zombietop.incident_book import SCHEDULE_KEY, Incident, IncidentBook
+from zombietop.model import BudgetFlag, EventKind, Health, TaskState, WatchdogLease
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
-from zombietop.oncall import FollowUp, Notices, OnCall, capped_words, notice_line
+from zombietop.oncall import FollowUp, OnCall, capped_words, notice_line
 from zombietop.output import last_output_of, with_last_output
 from zombietop.printable import printable
 from zombietop.schedules import ScheduleHealth
 from zombietop.sources import Origin
+from zombietop.withheld import WithheldStretch
 
-RESTORE_EVENTS = 5000
-"""How far back in the page log the watchdog looks to remember open incidents."""
 ONCE_DELIVERY_WINDOW = 60.0
 """Seconds a ``--once`` run keeps retrying failed deliveries before it exits."""
-JUMP_TOLERANCE = 5.0
-"""Seconds by which a clock may disagree with this host's monotonic clock between two looks
-before the watchdog calls it a jump (a loaded host delays a look's reads by a second or so)."""
+CLOSE_DELIVERY_WINDOW = 5.0
+"""Seconds a stopping watchdog gives the deliveries in flight (the store keeps the rest)."""
 LEASE_INTERVALS = 3
 """The watchdog lease lasts this many ``[watch] interval``s: a standby takes over after it."""
-JUMPS_KEPT = 16
-
-
-def _signed(seconds: float) -> str:
-    """``+1h00m``: a jump to the second (the two clocks are read a moment apart)."""
-    return ("+" if seconds >= 0 else "-") + format_age(abs(round(seconds)))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Incident:
-    task_id: str
-    health: Health
-    opened_at: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +63,12 @@ class TickReport:
     deliveries: tuple[DeliveryResult, ...] = ()
     blind: bool = False
     """True when this look could not read the store (its tasks, if any, are an older look's)."""
+
+
+def _since(view: TaskView) -> float | None:
+    """When the task last showed progress: its last beat, else its start."""
+    beat = view.heartbeat
+    return beat.written_at if beat is not None else view.task.started_at
 
 
 def _ended_by_kill(view: TaskView) -> bool:
@@ -118,17 +111,8 @@ class _Tick:
     actions: list[ActionOutcome] = field(default_factory=list)
     oncall: OnCall = field(default_factory=lambda: OnCall(at=0.0))
     """The acks and silences in force as of this tick's snapshot."""
-
-
-SCHEDULE_KEY = "schedule:"
-"""An open schedule incident's key in ``Notices``: the prefix, then the schedule's name."""
-
-
-def _notice_key(task_id: str | None, data: Mapping[str, Any]) -> str | None:
-    schedule = data.get("schedule")
-    if isinstance(schedule, str):
-        return SCHEDULE_KEY + schedule
-    return task_id
+    told: bool = False
+    """Why verdicts are withheld was said already this tick."""
 
 
 class Watchdog:
@@ -173,29 +157,18 @@ class Watchdog:
             keeper=None if dry_run else self.store,
             log=self.log,
         )
-        self.incidents: dict[str, Incident] = {}
-        self.notices = Notices()
-        """Pages sent per open incident (tasks and schedules), for re-notify and silences."""
-        self._once: set[str] = set()
-        """Keys of one-shot reactions already taken (overrun pages, kills, logs)."""
+        self.book = IncidentBook()
+        self.incidents = self.book.incidents
+        self.notices = self.book.notices
+        self._once = self.book.once
         self._last_health: dict[str, Health] = {}
         self._spinning: dict[str, str] = {}
-        self._last_digest_at: float | None = None
         self._store_down = False
         self._restored = False
         self._active: bool | None = None
         """Whether this watchdog held the lease at the last look (None before the first)."""
-        self._last_look: tuple[float, float, float, float] | None = None
-        """(store time, monotonic before and after the poll, wall) of the last look that read
-        the store."""
-        self._beat_seqs: dict[str, int] = {}
-        """Each executing task's heartbeat seq at the last look: a beat written since then
-        cannot be older than the time between the looks."""
-        self._jumps: list[tuple[float, float]] = []
-        """(store time after, size) of each jump of the store's clock noticed: a stage timer
-        started before a jump is that much younger than the store's clock says."""
-        self._clocks_disagree = False
-        self._wall_stepped = False
+        self.clocks = ClockWatch(local=self.store.local_clock)
+        self._withheld = WithheldStretch()
         self._unheld: set[str] = set()
         """Tasks whose quarantine could not be written: retried each look, paged once held."""
         self._write_down = False
@@ -206,32 +179,7 @@ class Watchdog:
     async def restore(self) -> None:
         """Rebuild open incidents and one-shot keys from the event log."""
         self._restored = True
-        self.incidents.clear()
-        self._once.clear()
-        try:
-            pages = await self.store.events(kind=EventKind.PAGE, limit=RESTORE_EVENTS)
-            marks = await self.store.events(kind=EventKind.WATCHDOG, limit=RESTORE_EVENTS)
-        except StoreError as exc:
-            self.log(f"cannot read past incidents ({exc}); starting with none")
-            return
-        for event in sorted([*pages, *marks], key=lambda e: e.event_id):
-            key = event.data.get("key")
-            page = event.data.get("page")
-            notice_key = _notice_key(event.task_id, event.data)
-            if notice_key is not None:
-                self.notices.remember(notice_key, event.data, event.at)
-            if page == "incident" and event.data.get("released"):
-                pass  # the page a silence held went out: the incident was open already
-            elif page == "incident" and event.task_id:
-                self.incidents[event.task_id] = Incident(
-                    task_id=event.task_id, health=Health(event.data["health"]), opened_at=event.at
-                )
-            elif page == "all_clear" and event.task_id:
-                self.incidents.pop(event.task_id, None)
-            elif event.data.get("digest"):
-                self._last_digest_at = event.at
-            if isinstance(key, str):
-                self._once.add(key)
+        await self.book.restore(self.store, self.log)
 
     async def _record(
         self, kind: EventKind, message: str, task_id: str | None, data: dict[str, Any]
@@ -246,6 +194,7 @@ class Watchdog:
             self.log(f"could not record event ({exc}): {message}")
 
     async def _delivered(self, result: DeliveryResult) -> None:
+        tasks = {"tasks": list(result.page.tasks)} if result.page.tasks else {}
         if result.ok:
             if result.attempts > 1:
                 self.log(
@@ -256,7 +205,7 @@ class Watchdog:
                 EventKind.DELIVERY,
                 f"delivered via {result.notifier} (attempt {result.attempts})",
                 result.page.task_id,
-                {"ok": True, "notifier": result.notifier, "attempts": result.attempts},
+                {"ok": True, "notifier": result.notifier, "attempts": result.attempts, **tasks},
             )
             return
         then = "giving up" if result.final else "will retry"
@@ -270,6 +219,7 @@ class Watchdog:
                 "notifier": result.notifier,
                 "attempts": result.attempts,
                 "final": result.final,
+                **tasks,
             },
         )
 
@@ -289,6 +239,10 @@ class Watchdog:
             untrusted = await self._check_clocks(snapshot, looked, walled_at, tick)
             lease, standby = await self._hold_lease(tick)
             withheld = standby or untrusted
+        if self._active is not False:  # a standby's silence is no stretch of ours
+            news = self._withheld.look(withheld, self.monotonic(), told=tick.told)
+            if news is not None:
+                tick.logs.append(news)
         if withheld is None:
             tick.now = snapshot.taken_at if snapshot.taken_at is not None else self.clock.now()
             tick.oncall = snapshot.oncall
@@ -336,7 +290,6 @@ class Watchdog:
                     f"zombietop watchdog {reason} - verdicts withheld until it can",
                     key=None,
                 )
-            tick.logs.append(f"verdicts withheld: {reason}")
             return reason
         if self._store_down:
             self._store_down = False
@@ -352,82 +305,27 @@ class Watchdog:
                 f"store lags: one poll took {snapshot.poll_seconds:.1f}s, "
                 f"longer than the {interval:g}s interval"
             )
-            tick.logs.append(f"verdicts withheld: {reason}")
             return reason
         return None
 
     async def _check_clocks(
         self, snapshot: Snapshot, looked: tuple[float, float], walled_at: float, tick: _Tick
     ) -> str | None:
-        """Withhold verdicts for a look whose ages cannot be trusted: the store's clock jumped
-        against this host's monotonic clock since the last look, or tasks that beat since then
-        look older than that (this host's reading of the store's clock is off)."""
+        """Withhold verdicts for a look whose ages cannot be trusted (``ClockWatch``)."""
         assert snapshot.taken_at is not None
-        now = snapshot.taken_at
-        last, self._last_look = self._last_look, (now, *looked, walled_at)
-        seqs, self._beat_seqs = (
-            self._beat_seqs,
-            {
-                view.task_id: view.heartbeat.seq
-                for view in snapshot.tasks
-                if view.heartbeat is not None and view.task.state.executing
-            },
-        )
-        if last is None:
-            return None
-        # The store's time was read somewhere within each poll: between the two looks, at
-        # least ``shortest`` and at most ``longest`` passed (a slow poll widens it, never
-        # makes a jump).
-        shortest, longest = looked[0] - last[2], looked[1] - last[1]
-        moved = now - last[0]
-        store_jump = moved - min(max(moved, shortest), longest)
-        elapsed = looked[0] - last[1]
-        wall_jump = (walled_at - last[3]) - elapsed
-        if abs(wall_jump) > JUMP_TOLERANCE and abs(store_jump) <= JUMP_TOLERANCE:
-            tick.logs.append(
-                f"this host's wall clock stepped {_signed(wall_jump)}; ages are measured on the "
-                "store's clock, which did not move: nothing withheld"
-            )
-        if abs(store_jump) > JUMP_TOLERANCE:
-            self._jumps = [*self._jumps[-JUMPS_KEPT + 1 :], (now, store_jump)]
-            reason = (
-                f"the store's clock jumped {_signed(store_jump)} between two looks "
-                f"{elapsed:.0f}s apart: kills, quarantines and pages withheld for this round"
-            )
-            await self._say_once(tick, reason)
-            return reason
-        stale = [
-            view
+        beats = [
+            Beat(task_id=view.task_id, seq=view.heartbeat.seq, written_at=view.heartbeat.written_at)
             for view in snapshot.tasks
-            if view.heartbeat is not None
-            and seqs.get(view.task_id, view.heartbeat.seq) != view.heartbeat.seq
-            and now - view.heartbeat.written_at > longest + JUMP_TOLERANCE
+            if view.heartbeat is not None and view.task.state.executing
         ]
-        if stale:
-            first = stale[0]
-            assert first.heartbeat is not None
-            age = now - first.heartbeat.written_at
-            reason = (
-                f"{len(stale)} task(s) beat since the last look {elapsed:.0f}s ago yet look "
-                f"{format_age(age)} old ({first.task_id}): this host reads the store's clock "
-                "wrong; kills, quarantines and pages withheld until it agrees"
-            )
-            if not self._clocks_disagree:
-                self._clocks_disagree = True
-                await self._say_once(tick, reason)
-            return reason
-        if self._clocks_disagree:
-            self._clocks_disagree = False
-            tick.logs.append("the store's clock and the tasks' beats agree again")
-        return None
-
-    async def _say_once(self, tick: _Tick, reason: str) -> None:
-        tick.logs.append(f"verdicts withheld: {reason}")
-        await self._record(EventKind.WATCHDOG, f"verdicts withheld: {reason}", None, {})
-
-    def _jumped_since(self, moment: float) -> float:
-        """How far the store's clock jumped after ``moment`` (its own reading)."""
-        return sum(size for at, size in self._jumps if at > moment)
+        verdict = self.clocks.check(snapshot.taken_at, beats, looked, walled_at)
+        tick.logs.extend(verdict.said)
+        if verdict.recorded is not None:
+            line = f"verdicts withheld: {verdict.recorded}"
+            tick.logs.append(line)
+            tick.told = True
+            await self._record(EventKind.WATCHDOG, line, None, {})
+        return verdict.withheld
 
     async def _hold_lease(self, tick: _Tick) -> tuple[WatchdogLease | None, str | None]:
         """Take or renew the store's watchdog lease; say why not (a standby), once per change."""
@@ -450,7 +348,6 @@ class Watchdog:
                     )
                 return None, None
             reason = f"cannot hold the watchdog lease in {self.store.describe()}: {exc}"
-            tick.logs.append(f"verdicts withheld: {reason}")
             return None, reason
         self._lease_stuck = False
         active = lease.owner == self.lease_owner
@@ -483,13 +380,24 @@ class Watchdog:
             self._active = None
 
     def _page(
-        self, tick: _Tick, kind: str, line: str, *, key: str | None, view: TaskView | None = None
+        self,
+        tick: _Tick,
+        kind: str,
+        line: str,
+        *,
+        key: str | None,
+        view: TaskView | None = None,
+        health: Health | None = None,
     ) -> Page:
+        """Queue a page; ``health`` is the one its line speaks of (the view's by default)."""
+        health = health or (view.health if view else None)
         page = Page(
             kind=kind,
             line=line,
             task_id=view.task_id if view else None,
-            health=str(view.health) if view else None,
+            health=str(health) if health else None,
+            host=view.task.host if view else None,
+            since=_since(view) if view else None,
             at=self.clock.now(),
         )
         tick.pages.append(page)
@@ -786,11 +694,16 @@ class Watchdog:
                     tick.logs.append(f"could not release quarantine on {task_id}: {exc}")
             health = Health.HEALTHY
         took = format_age(max(tick.now - incident.opened_at, 0.0))
-        line = f"{task_id} all clear: now {health} (was {incident.health} for {took})"
+        now = str(health)
+        if health is Health.QUARANTINED and task.state is TaskState.INTERRUPTED:
+            # Killed while held: what ended it is the kill, the hold only stays.
+            now = f"{TaskState.INTERRUPTED} (still quarantined)"
+            health = Health.INTERRUPTED
+        line = f"{task_id} all clear: now {now} (was {incident.health} for {took})"
         await self._end_ack(task_id, tick)
         if await self._closed_unpaged(task_id, line, tick):
             return
-        self._page(tick, "all_clear", line, key=None, view=view)
+        self._page(tick, "all_clear", line, key=None, view=view, health=health)
         await self._record(
             EventKind.PAGE, line, task_id, {"page": "all_clear", "health": str(health)}
         )
@@ -885,7 +798,7 @@ class Watchdog:
         # A jump of the store's clock since the stage began is no time the stage ran.
         used = None
         if BudgetFlag.STAGE_OVERRUN in flags and budgets.stage.used_s is not None:
-            jumped = 0.0 if stage_start is None else self._jumped_since(stage_start)
+            jumped = 0.0 if stage_start is None else self.clocks.jumped_since(stage_start)
             used = budgets.stage.used_s - jumped
         if used is not None and used > budgets.stage.limit_s:
             key = f"stage:{task.task_id}:{task.attempt}:{stage}:{stage_start}"
@@ -929,11 +842,11 @@ class Watchdog:
     async def _digest(self, tick: _Tick) -> None:
         now = self.clock.now()
         if (
-            self._last_digest_at is not None
-            and now - self._last_digest_at < self.config.watch.digest_every
+            self.book.last_digest_at is not None
+            and now - self.book.last_digest_at < self.config.watch.digest_every
         ):
             return
-        self._last_digest_at = now
+        self.book.last_digest_at = now
         lines = sorted(self._spinning.values())
         message = f"digest: {len(lines)} spinning" + "".join(f"\n  {line}" for line in lines)
         tick.logs.append(message)
@@ -948,10 +861,11 @@ class Watchdog:
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 self.log(
-                    f"{self.outbox.pending} page deliveries still failing; giving up for this run"
+                    f"{self.outbox.pending} page deliveries not delivered yet; "
+                    "giving up for this run (the store keeps them for the next one)"
                 )
                 return
-            await asyncio.sleep(min(self.config.notify.retry_backoff, left, 5.0))
+            await self.outbox.wait(min(self.config.notify.retry_backoff, left, 5.0))
             await self.outbox.flush()
 
     async def _stop_if_replaced(self, stop: asyncio.Event) -> None:
@@ -991,4 +905,5 @@ class Watchdog:
                 except TimeoutError:
                     continue
         finally:
+            await self.outbox.close(CLOSE_DELIVERY_WINDOW)
             await self.release()

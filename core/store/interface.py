@@ -33,6 +33,7 @@ from zombietop.model import (
     TaskRecord,
     TaskState,
     WatchdogLease,
+    WatchdogMemory,
 )
 from zombietop.start_identity import StartIdentity
 
@@ -44,6 +45,13 @@ class Store(abc.ABC):
     """One lease/heartbeat store. Use as ``async with await open_store(...) as store``."""
 
     read_only: bool
+
+    @property
+    def local_clock(self) -> bool:
+        """True when the store's clock is read in this process (SQLite: an anchor plus this
+        host's boot clock), so that a process reading its own clock wrong sees every age wrong;
+        False when a server keeps the time."""
+        return False
 
     @abc.abstractmethod
     def describe(self) -> str:
@@ -459,3 +467,8 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def drop_page(self, page_id: int) -> None:
         """Forget a kept page: delivered, or out of attempts."""
+
+    @abc.abstractmethod
+    async def watchdog_memory(self) -> WatchdogMemory:
+        """What a starting watchdog must remember: every open incident's events, and the
+        one-shot reactions taken on unfinished tasks (never just the newest N events)."""

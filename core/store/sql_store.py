@@ -42,6 +42,7 @@ from zombietop.model import (
     TaskRecord,
     TaskState,
     WatchdogLease,
+    WatchdogMemory,
 )
 from zombietop.start_identity import StartIdentity
 from zombietop.store.interface import HISTORY_LIMIT, Store
@@ -1348,3 +1349,14 @@ class SQLStore(Store, Generic[Conn]):
     async def drop_page(self, page_id: int) -> None:
         async with self._write() as db:
             await self._run(db, "delete_pending_page", {"page_id": page_id})
+
+    async def watchdog_memory(self) -> WatchdogMemory:
+        async with self._read() as db:
+            events = await self._rows(db, "select_open_incident_events", {})
+            keys = await self._rows(db, "select_watchdog_keys", {})
+            digest = await self._row(db, "select_last_watchdog_digest", {})
+        return WatchdogMemory(
+            open_events=[Event.from_row(row) for row in events],
+            keys=frozenset(str(row["key"]) for row in keys),
+            last_digest_at=None if digest is None or digest["at"] is None else float(digest["at"]),
+        )

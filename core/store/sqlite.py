@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import aiosqlite
 
-from zombietop.clock import AnchoredClock, Clock, SystemClock, boot_identity
+from zombietop.clock import AnchoredClock, Clock, SystemClock, boot_identity, host_boottime
 from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing, StoreReplaced
 from zombietop.model import Task
 from zombietop.store import queries
@@ -210,6 +210,10 @@ class SQLiteStore(SQLStore[Connection]):
     def check_path(self) -> None:
         self._check_file()
 
+    @property
+    def local_clock(self) -> bool:
+        return isinstance(self._clock, AnchoredClock)
+
     async def _anchored_clock(self) -> Clock:
         """The store's clock: this boot's anchor (made now if this boot has none yet).
 
@@ -217,9 +221,10 @@ class SQLiteStore(SQLStore[Connection]):
         it is the wall clock.
         """
         boot = boot_identity()
-        if boot is None:
+        since_boot = host_boottime()
+        if boot is None or since_boot is None:
             return SystemClock()
-        boot_id, since_boot = boot
+        boot_id = boot[0]
         params = {"boot_id": boot_id, "wall": time.time(), "boot": since_boot}
         if not self.read_only:
             async with self._write() as db:

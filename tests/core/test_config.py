@@ -407,6 +407,10 @@ BOUND_CASES = [
      "[notify]: max_attempts must be a whole number >= 1, not 0"),
     ("notify", "max_attempts", "high", "[notify]\nmax_attempts = 1000000000000\n",
      "[notify]: max_attempts = 1000000000000 is above its ceiling of 20"),
+    ("notify", "digest_after", "low", "[notify]\ndigest_after = 0\n",
+     "[notify]: digest_after must be a whole number >= 1, not 0"),
+    ("notify", "digest_after", "high", "[notify]\ndigest_after = 1000000\n",
+     "[notify]: digest_after = 1000000 is above its ceiling of 10000"),
     # [schedules.NAME]
     ("schedules", "grace", "low", SCHEDULE + 'grace = "1ms"\n',
      '[schedules.n]: grace = "1ms" is below its floor of "1s"'),

@@ -112,6 +112,7 @@ async def test_pages_still_failing_when_watch_stops_are_delivered_by_the_next(
     await first.tick()
     clock.advance(10 * INTERVAL)
     await first.tick()
+    await first.outbox.settle()  # its failed attempt is written back to the store
     assert down.tries == 1 and first.outbox.pending == 1
     await first.release()  # watch stops: SIGTERM, or a --once run's end
     assert await count_rows(store, "pending_pages") == 1
@@ -121,6 +122,7 @@ async def test_pages_still_failing_when_watch_stops_are_delivered_by_the_next(
     incidents = [p for p in notifier.pages if p.kind == "incident"]
     assert len(incidents) == 1 and incidents[0].line.startswith("export-2031 stalled:")
     assert "1 undelivered page(s) from the store: delivering them" in logs
+    await second.outbox.settle()  # the delivered page's row goes once its delivery is done
     assert await count_rows(store, "pending_pages") == 0
     # It remembers the incident from the page log: no second page of its own.
     clock.advance(INTERVAL)

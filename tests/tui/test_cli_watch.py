@@ -90,3 +90,15 @@ def test_status_json_carries_each_finished_tasks_exit_code(
     main(["status", "--json", "--all", "--db", str(db)])
     tasks = {t["task_id"]: t for t in json.loads(capsys.readouterr().out)["tasks"]}
     assert tasks["exits-3"]["state"] == "failed" and tasks["exits-3"]["exit_code"] == 3
+
+
+def test_watch_once_waits_for_its_deliveries_before_it_exits(tmp_path: Path) -> None:
+    """Deliveries run in the background; a cron run still sees its page out before it ends."""
+    db, pages, config = tmp_path / "z.db", tmp_path / "pages.txt", tmp_path / "c.toml"
+    build_store(db, ["stalled"])
+    # The command is slow to take the page: the look is over long before it has.
+    config.write_text(
+        f'[timeouts]\nstage = "5h"\n[notify]\ncommand = ["sh", "-c", "sleep 1; cat >> {pages}"]\n'
+    )
+    assert main(["watch", "--once", "--db", str(db), "--config", str(config)]) == 0
+    assert pages.read_text().startswith("stalled-1 stalled: ")

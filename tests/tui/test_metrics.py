@@ -27,12 +27,13 @@ from zombietop.config import default_config, parse_listen
 from zombietop.errors import ZombietopError
 from zombietop.heartbeat_line import BeatLine
 from zombietop.metrics import Metrics
+from zombietop.metrics_endpoint import MetricsEndpoint
 from zombietop.model import Health, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store, open_store, sqlite
 from zombietop.tui.cli.main import main
-from zombietop.tui.cli.watch import MetricsEndpoint, MetricsUpdate
+from zombietop.tui.cli.watch import MetricsUpdate
 from zombietop.tui.sample import sample_snapshot
 from zombietop.watchdog import Watchdog
 
@@ -111,6 +112,7 @@ class Served:
 
     async def tick(self) -> None:
         self.update(await self.dog.tick())
+        await self.endpoint.published()  # the body every scrape gets until the next round
 
     async def scrape(self) -> tuple[str, dict[str, list[Sample]]]:
         return await asyncio.to_thread(scrape, self.endpoint.url)
@@ -125,12 +127,12 @@ async def serve(db: Path) -> AsyncIterator[Served]:
         monitor = Monitor(store, config, probe=PsutilProbe(), reuse_verdicts=True)
         dog = Watchdog(monitor, config, executor=None, notifiers=[], log=lambda _: None)
         metrics = Metrics()
-        endpoint = MetricsEndpoint.start(metrics, parse_listen("0"))
-        update = MetricsUpdate(dog, metrics, then=lambda _: None)
+        endpoint = await MetricsEndpoint.start(metrics, parse_listen("0"))
+        update = MetricsUpdate(dog, endpoint, then=lambda _: None)
         try:
             yield Served(store, dog, metrics, endpoint, update)
         finally:
-            endpoint.close()
+            await endpoint.close()
 
 
 @pytest.fixture
@@ -487,12 +489,12 @@ def test_watch_metrics_errors(
 
 async def test_a_port_in_use_is_one_line(fleet_db: Path) -> None:
     metrics = Metrics()
-    first = MetricsEndpoint.start(metrics, parse_listen("0"))
+    first = await MetricsEndpoint.start(metrics, parse_listen("0"))
     try:
         with pytest.raises(ZombietopError, match=r"cannot serve metrics on 127\.0\.0\.1:\d+: "):
-            MetricsEndpoint.start(metrics, first.address)
+            await MetricsEndpoint.start(metrics, first.address)
     finally:
-        first.close()
+        await first.close()
 
 
 # promtool and Prometheus, where installed ----------------------------------------------

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import signal
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -33,10 +31,9 @@ from zombietop.tui.cli.context import (
 from zombietop.watchdog import LogNotifier, TickReport, Watchdog
 
 if TYPE_CHECKING:
-    from wsgiref.simple_server import WSGIServer
-
-    # prometheus-client takes a twentieth of a second to import: only `--metrics` pays for it.
+    # prometheus-client and aiohttp take a while to import: only `--metrics` pays for them.
     from zombietop.metrics import Metrics
+    from zombietop.metrics_endpoint import MetricsEndpoint
 
 
 def _log(line: str) -> None:
@@ -58,7 +55,7 @@ async def cmd_watch(args: argparse.Namespace) -> int:
     address = None if args.once else args.metrics or config.watch.metrics
     if address is not None:
         served_for = "`zombietop watch --metrics`" if args.metrics else "[watch] metrics"
-        require(served_for, "prometheus_client")
+        require(served_for, "prometheus_client", "aiohttp")
     notifiers: list[Notifier] = [] if args.dry_run else build_notifiers(config.notify)
     if not notifiers and not args.dry_run:
         _log("no [notify] channel configured: pages are only logged here and recorded as events")
@@ -87,83 +84,39 @@ async def cmd_watch(args: argparse.Namespace) -> int:
         endpoint = metrics = None
         if address is not None:
             from zombietop.metrics import Metrics
+            from zombietop.metrics_endpoint import MetricsEndpoint
 
             metrics = Metrics([notifier.kind for notifier in dog.outbox.notifiers])
-            endpoint = MetricsEndpoint.start(metrics, address)
+            endpoint = await MetricsEndpoint.start(metrics, address)
             _log(f"serving Prometheus metrics at {endpoint.url}{endpoint.reach}")
         systemd = SystemdNotifier.from_env()
         ping = SystemdPing(systemd)
         after_tick: Callable[[TickReport], None] = ping
-        if metrics is not None:
-            after_tick = MetricsUpdate(dog, metrics, then=after_tick)
+        if endpoint is not None:
+            after_tick = MetricsUpdate(dog, endpoint, then=after_tick)
         try:
             await dog.run(once=args.once, stop=stop, after_tick=after_tick)
         finally:
             systemd.notify(STOPPING="1")
             systemd.close()
             if endpoint is not None:
-                endpoint.close()
+                await endpoint.close()
     if args.once and ping.last is not None and ping.last.blind:
         # Cron must hear that this look saw nothing: the store could not be read.
         return EXIT_ERROR
     return EXIT_OK
 
 
-class MetricsEndpoint:
-    """``/metrics`` over HTTP, served by prometheus-client on a thread of its own.
-
-    A scrape reads the latest snapshot the watchdog handed over and never waits on the
-    watchdog's loop, so a slow store or a slow scraper holds up neither the other.
-    """
-
-    def __init__(self, server: WSGIServer, thread: threading.Thread) -> None:
-        self.server = server
-        self.thread = thread
-        host, port = server.server_address[:2]
-        self.address = ListenAddress(host=str(host), port=int(port))
-
-    @classmethod
-    def start(cls, metrics: Metrics, address: ListenAddress) -> MetricsEndpoint:
-        from prometheus_client import start_http_server
-
-        try:
-            server, thread = start_http_server(
-                address.port, addr=address.host, registry=metrics.registry
-            )
-        except OSError as exc:
-            raise ZombietopError(
-                f"cannot serve metrics on {address}: {exc.strerror or exc}; "
-                "pick another with --metrics HOST:PORT or [watch] metrics"
-            ) from None
-        return cls(server, thread)
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.address}/metrics"
-
-    @property
-    def reach(self) -> str:
-        """Say so when more than this host can scrape it."""
-        try:
-            loopback = ipaddress.ip_address(self.address.host).is_loopback
-        except ValueError:
-            loopback = False
-        return "" if loopback else " (reachable from other hosts)"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
-
-
 class MetricsUpdate:
-    """After each look: hand the metrics its snapshot, open incidents and deliveries."""
+    """After each look: hand the metrics its snapshot, open incidents and deliveries, and have
+    the endpoint render the body every scrape gets until the next look."""
 
     def __init__(
-        self, dog: Watchdog, metrics: Metrics, *, then: Callable[[TickReport], None]
+        self, dog: Watchdog, endpoint: MetricsEndpoint, *, then: Callable[[TickReport], None]
     ) -> None:
         self.dog = dog
-        self.metrics = metrics
+        self.endpoint = endpoint
+        self.metrics: Metrics = endpoint.metrics
         self.then = then
 
     def __call__(self, report: TickReport) -> None:
@@ -172,6 +125,7 @@ class MetricsUpdate:
             incidents_open=len(self.dog.incidents),
             deliveries=report.deliveries,
         )
+        self.endpoint.publish()
         self.then(report)
 
 

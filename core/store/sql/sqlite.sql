@@ -815,3 +815,42 @@ UPDATE pending_pages SET attempts = :attempts, next_at = :next_at WHERE page_id 
 
 -- delete_pending_page --
 DELETE FROM pending_pages WHERE page_id = :page_id
+
+-- select_open_incident_events --
+-- The watchdog's memory of every incident still open, however long the event log: for each
+-- task or schedule whose latest opening or closing page opened an incident, its page and
+-- watchdog events from that page on, oldest first (they are replayed in order). A released
+-- page (one a silence held, sent later) neither opens nor closes.
+WITH marks AS (
+    SELECT event_id,
+           CASE WHEN json_extract(data, '$.schedule') IS NOT NULL
+                THEN 'schedule:' || json_extract(data, '$.schedule') ELSE task_id END AS subject,
+           json_extract(data, '$.page') AS page,
+           json_extract(data, '$.released') AS released
+    FROM events WHERE kind IN ('page', 'watchdog')
+),
+turns AS (
+    SELECT subject, MAX(event_id) AS event_id FROM marks
+    WHERE subject IS NOT NULL AND released IS NULL AND page IN ('incident', 'all_clear')
+    GROUP BY subject
+),
+opened AS (
+    SELECT t.subject, t.event_id FROM turns t JOIN marks m ON m.event_id = t.event_id
+    WHERE m.page = 'incident'
+)
+SELECT e.event_id, e.at, e.task_id, e.kind, e.actor, e.message, e.data
+FROM marks m JOIN opened o ON o.subject = m.subject AND m.event_id >= o.event_id
+JOIN events e ON e.event_id = m.event_id
+ORDER BY e.event_id
+
+-- select_watchdog_keys --
+-- The one-shot reactions (an overrun's page, a kill, a retry limit) the watchdog already took
+-- on tasks that have not finished: a restarted watchdog does not take them again.
+SELECT DISTINCT json_extract(e.data, '$.key') AS key
+FROM tasks t JOIN events e ON e.task_id = t.task_id
+WHERE t.state NOT IN ('succeeded', 'failed', 'discarded') AND e.kind IN ('page', 'watchdog')
+  AND json_extract(e.data, '$.key') IS NOT NULL
+
+-- select_last_watchdog_digest --
+SELECT MAX(at) AS at FROM events
+WHERE kind = 'watchdog' AND json_extract(data, '$.digest') IS NOT NULL

@@ -1,0 +1,84 @@
+"""Many task pages at one look become a few digests: a mass incident pages a human per group.
+
+Up to ``[notify] digest_after`` task pages at one look go out one by one. Past it, the pages
+of each kind (incident, renotify, all-clear, an overrun) and health are grouped by host, and a
+group of more than one goes as one digest that still lists the worst few with their line:
+``312 tasks stalled on batch-07 since 02:10 UTC; worst: ...``. Should there still be more
+groups than ``digest_after`` (a fleet of small hosts), the groups are by kind and health alone.
+Each task is in one page or in one digest, never both. Pages that name no task (the watchdog's
+own, a schedule's) always go alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from zombietop.page import Page
+
+WORST_SHOWN = 3
+"""Task lines a digest carries in full, the longest silent first."""
+
+
+def compose(pages: Sequence[Page], *, after: int, at: float) -> list[Page]:
+    """Return what to send for one look's pages: each alone, or digests past ``after``."""
+    tasks = [page for page in pages if page.task_id is not None]
+    if len(tasks) <= after:
+        return list(pages)
+    groups = _group(tasks, lambda page: (page.kind, page.health, page.host))
+    by_host = len(groups) <= after
+    if not by_host:
+        groups = _group(tasks, lambda page: (page.kind, page.health))
+    out = [page for page in pages if page.task_id is None]
+    for members in groups.values():
+        out.append(members[0] if len(members) == 1 else digest(members, at=at, by_host=by_host))
+    return out
+
+
+def digest(members: Sequence[Page], *, at: float, by_host: bool = True) -> Page:
+    """One page for a group of task pages of one kind and health."""
+    first = members[0]
+    hosts = sorted({page.host or "an unknown host" for page in members})
+    where = f" on {hosts[0]}" if by_host or len(hosts) == 1 else f" on {len(hosts)} hosts"
+    starts = [page.since for page in members if page.since is not None]
+    since = f" since {_clock_time(min(starts))}" if starts and first.kind != "all_clear" else ""
+    worst = sorted(members, key=lambda page: (page.since is None, page.since or 0.0))
+    shown = [page.line for page in worst[:WORST_SHOWN]]
+    more = len(members) - len(shown)
+    tail = f" | and {more} more" if more else ""
+    line = (
+        f"{len(members)} tasks {_what(first)}{where}{since}; "
+        f"{'worst' if first.kind != 'all_clear' else 'first'}: " + " | ".join(shown) + tail
+    )
+    return replace(
+        first,
+        line=line,
+        task_id=None,
+        host=hosts[0] if len(hosts) == 1 else None,
+        since=min(starts) if starts else None,
+        at=at,
+        tasks=tuple(page.task_id for page in members if page.task_id is not None),
+    )
+
+
+def _what(page: Page) -> str:
+    health = page.health or "?"
+    if page.kind == "incident":
+        return health
+    if page.kind == "renotify":
+        return f"still {health}"
+    if page.kind == "all_clear":
+        return f"all clear (now {health})"
+    return f"{page.kind.replace('_', ' ')} ({health})"
+
+
+def _clock_time(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%H:%M UTC")
+
+
+def _group(pages: Sequence[Page], key: Callable[[Page], Hashable]) -> dict[Hashable, list[Page]]:
+    groups: dict[Hashable, list[Page]] = {}
+    for page in pages:
+        groups.setdefault(key(page), []).append(page)
+    return groups
