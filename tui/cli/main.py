@@ -43,7 +43,8 @@ STATUS_EPILOG = """\
 exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a
 budget, a schedule running long); 2 CRITICAL (a task dead, stalled or
 reclaimable, a schedule missed); 3 UNKNOWN (the store or config cannot be read,
-or a usage error)."""
+or a usage error). With --prometheus: 0 once the metrics are written (the store's
+state is in them), 3 when they cannot be."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -233,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--prometheus",
         action="store_true",
         help="the Prometheus text format, as `watch --metrics` serves it "
-        "(for node_exporter's textfile collector)",
+        "(for node_exporter's textfile collector); exits 0 once written",
     )
     status.add_argument(
         "--output",

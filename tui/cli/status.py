@@ -488,12 +488,11 @@ async def cmd_status(args: argparse.Namespace) -> int:
             print(printable(f"zombietop: {exc}"), file=sys.stderr)
         if args.prometheus:
             # node_exporter still learns something: zombietop_store_up 0.
-            _print_prometheus(Snapshot(taken_at=None, error=str(exc)), args.output)
+            return _prometheus_exit(Snapshot(taken_at=None, error=str(exc)), args.output)
         return Level.UNKNOWN
     if args.prometheus:
-        if not _print_prometheus(snapshot, args.output):
-            return Level.UNKNOWN
-    elif args.json:
+        return _prometheus_exit(snapshot, args.output)
+    if args.json:
         print(json.dumps(snapshot_to_json(snapshot, outputs, watchdog), indent=2))
     elif args.nagios:
         print(nagios_output(snapshot, outputs))
@@ -513,6 +512,13 @@ def _table_width() -> int | None:
 def _first_sight(process: ProcessSample | None) -> bool:
     """True for a live process sampled once: its CPU% needs a second look."""
     return process is not None and not process.gone and process.cpu_percent is None
+
+
+def _prometheus_exit(snapshot: Snapshot, output: Path | None) -> int:
+    """Print or write the metrics; exit 0 once they are out, whatever the tasks' state: the
+    textfile idiom (``status --prometheus > f.tmp && mv f.tmp f.prom``) must update while
+    something is critical, and while the store is down (``zombietop_store_up 0``)."""
+    return Level.OK if _print_prometheus(snapshot, output) else Level.UNKNOWN
 
 
 def _print_prometheus(snapshot: Snapshot, output: Path | None) -> bool:
