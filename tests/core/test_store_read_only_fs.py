@@ -63,9 +63,9 @@ def mounts() -> Iterator[Mounts]:
 
 
 @pytest.fixture(params=["remount-ro", "bind-ro"])
-def read_only_folder(request: pytest.FixtureRequest, tmp_path: Path, mounts: Mounts) -> Iterator[
-    tuple[Path, Path, object]
-]:
+def read_only_folder(
+    request: pytest.FixtureRequest, tmp_path: Path, mounts: Mounts
+) -> Iterator[tuple[Path, Path, object]]:
     """(where the store is written, where it is read, how to make the reading side read-only)."""
     writable = tmp_path / "fs"
     mounts.mount("-t", "tmpfs", "-o", "size=32m,mode=0700", "tmpfs", at=writable)
@@ -101,9 +101,7 @@ WRITER = textwrap.dedent(
 
 
 def write(db: Path, how: str, *task_ids: str) -> None:
-    subprocess.run(
-        [sys.executable, "-c", WRITER, str(db), how, *task_ids], check=True, timeout=60
-    )
+    subprocess.run([sys.executable, "-c", WRITER, str(db), how, *task_ids], check=True, timeout=60)
 
 
 def fingerprint(folder: Path) -> dict[str, str]:

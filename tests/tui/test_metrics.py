@@ -377,8 +377,7 @@ def test_the_textfile_idiom_updates_while_something_is_critical(
     tasks are critical (the Nagios code would be 2): the file is updated."""
     target = tmp_path / "zombietop.prom"
     command = " ".join(
-        f"'{part}'"
-        for part in (sys.executable, "-m", "zombietop.tui", "status", "--prometheus")
+        f"'{part}'" for part in (sys.executable, "-m", "zombietop.tui", "status", "--prometheus")
     )
     done = subprocess.run(
         ["sh", "-c", f"{command} --db '{fleet_db}' > f.tmp && mv f.tmp '{target}'"],
