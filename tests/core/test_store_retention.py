@@ -8,6 +8,7 @@ watch`` and a ``zombietop agent`` that prune, and a job beating beside a prune.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -367,3 +368,61 @@ def test_a_job_beats_through_a_prune_without_a_locked_error(tmp_path: Path) -> N
         beater.terminate()
         _, err = beater.communicate(timeout=60)
     assert err == b"", err.decode()
+
+
+# status --all ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["table", "json"])
+def test_status_all_prints_the_older_tasks_as_it_reads_them(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    form: str,
+) -> None:
+    """Never a read of every task at once: the window's snapshot, then the older finished
+    tasks a page at a time, each page printed before the next is read."""
+    from zombietop.store.sql_store import SQLStore
+    from zombietop.tui.cli import status
+    from zombietop.tui.cli.main import main
+
+    db = tmp_path / "z.db"
+    _old_store(db, [f"old-{n}" for n in range(7)])
+    monkeypatch.setattr(status, "FINISHED_PAGE", 3)
+    polls: list[float | None] = []
+    printed: list[str] = []
+    pages: list[list[str]] = []
+    real_poll, real_page = SQLStore.poll, SQLStore.finished_page
+
+    async def poll(self: SQLStore[object], finished_since: float | None) -> object:
+        polls.append(finished_since)
+        return await real_poll(self, finished_since)
+
+    async def finished_page(self: SQLStore[object], after: object, *, limit: int) -> object:
+        printed.append(capsys.readouterr().out)
+        found = await real_page(self, after, limit=limit)  # type: ignore[arg-type]
+        pages.append([record.task.task_id for record in found])
+        return found
+
+    monkeypatch.setattr(SQLStore, "poll", poll)
+    monkeypatch.setattr(SQLStore, "finished_page", finished_page)
+    argv = ["status", "--all", "--db", str(db)] + (["--json"] if form == "json" else [])
+    main(argv)
+    out = "".join(printed) + capsys.readouterr().out
+
+    assert None not in polls  # the poll read the window only
+    assert [len(page) for page in pages] == [3, 3, 1]
+    for n, page in enumerate(pages[:-1], start=1):
+        # printed[n] is what came out between reading page n and page n + 1.
+        assert all(task_id in "".join(printed[: n + 1]) for task_id in page)
+    older = [task_id for page in pages for task_id in page]
+    assert sorted(older) == [f"old-{n}" for n in range(7)]
+    if form == "json":
+        found = json.loads(out)
+        assert [t["task_id"] for t in found["tasks"]] == ["live-1", *older]
+        assert found["counts"]["succeeded"] == 7 and found["counts"]["queued"] == 1
+    else:
+        lines = out.splitlines()
+        assert lines[0] == "queued 1  succeeded 7"
+        rows = [line.split()[1] for line in lines[3:] if line.strip()]
+        assert rows[: 1 + len(older)] == ["live-1", *older]
