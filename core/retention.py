@@ -24,8 +24,9 @@ from zombietop.store.interface import FinishedKey
 
 PRUNE_EVERY = 3600.0
 """Seconds between two passes of one pruner."""
-PRUNE_BATCH = 200
-"""Tasks one batch removes: about 30 ms of the store's lock on a laptop (docs/benchmarks.md)."""
+PRUNE_BATCH = 25
+"""Tasks one batch removes: a batch's deletes touch pages all over the file, so its commit
+grows with it; 25 hold SQLite's lock for some 20 ms (docs/benchmarks.md, section 15)."""
 PAUSE_MIN = 0.1
 """Seconds between two batches at least: longer than SQLite's longest busy-handler sleep."""
 

@@ -247,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--all",
         action="store_true",
         help="include every finished task, not just those of the last [monitor] "
-        "finished_window (1h by default)",
+        "finished_window (1h by default): the older ones follow, newest first, as read",
     )
     status.set_defaults(handler=cmd_status)
 

@@ -9,7 +9,6 @@ import json
 import secrets
 import shutil
 import sys
-import textwrap
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
@@ -593,7 +592,7 @@ async def _print_json(obj: dict[str, Any], snapshot: Snapshot, older: Older | No
     now = _read_at(snapshot)
     async for view in older.views():
         item = json.dumps(_task_json(view, snapshot, None, now), indent=2)
-        sys.stdout.write(("," if more else "") + "\n" + textwrap.indent(item, "    "))
+        sys.stdout.write(("," if more else "") + "\n    " + item.replace("\n", "\n    "))
         more = True
     sys.stdout.write(rest + "\n")
 
