@@ -305,6 +305,18 @@ def test_a_running_watchdog_or_agent_prunes(
     _wait_until(lambda: "pruned 450 tasks finished over 30d ago" in log.read_text(), proc, log)
 
 
+def test_a_watch_once_from_cron_prunes_too(tmp_path: Path) -> None:
+    db, config = tmp_path / "z.db", tmp_path / "c.toml"
+    config.write_text(FAST_CONFIG)
+    _old_store(db, [f"old-{n}" for n in range(60)])
+    done = subprocess.run(
+        zombietop(db, config, "watch", "--once"), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pruned 60 tasks finished over 30d ago" in done.stdout + done.stderr
+    assert _task_ids(db) == {"live-1"}
+
+
 def test_an_agent_leaves_pruning_to_the_active_watchdog(tmp_path: Path) -> None:
     async def check() -> None:
         from zombietop.agent import Agent
