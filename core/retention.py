@@ -26,7 +26,7 @@ PRUNE_EVERY = 3600.0
 """Seconds between two passes of one pruner."""
 PRUNE_BATCH = 25
 """Tasks one batch removes: a batch's deletes touch pages all over the file, so its commit
-grows with it; 25 hold SQLite's lock for some 20 ms (docs/benchmarks.md, section 15)."""
+grows with it; 25 hold SQLite's lock for 20-30 ms (docs/benchmarks.md, section 15)."""
 PAUSE_MIN = 0.1
 """Seconds between two batches at least: longer than SQLite's longest busy-handler sleep."""
 
