@@ -32,6 +32,7 @@ from zombietop.model import EventKind, HostRequest, Task
 from zombietop.monitor import Monitor, ProcessProbe, Snapshot
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe, this_host
+from zombietop.retention import keep_pruning
 from zombietop.source_actions import SourceActions
 from zombietop.sources import Source
 from zombietop.store import Store
@@ -76,6 +77,7 @@ class Agent:
         self.err = err or sys.stderr
         self.user = real_user()
         self.allow = frozenset(config.agent.allow)
+        self.keep_finished = config.keep_finished
         self.sources = tuple(sources)
         # The sources' tasks as this host reads them, and the door their actions go through.
         self.monitor = Monitor(store, config, host=self.host, sources=self.sources)
@@ -213,6 +215,12 @@ class Agent:
                     f"with --host {named} (or ZOMBIETOP_HOST={named})"
                 )
 
+    async def _may_prune(self) -> bool:
+        """An agent prunes only while no watchdog holds the store's watchdog lease: the active
+        watchdog prunes for everyone where there is one."""
+        lease = await self.store.watchdog_lease()
+        return lease is None or not lease.active(await self.store.now())
+
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Tick every ``interval`` until ``stop`` is set; say goodbye in the store when leaving."""
         stop = stop or asyncio.Event()
@@ -221,6 +229,18 @@ class Agent:
             f"serving {self.host} in {self.store.describe()} every {self.interval:g}s, "
             f"acting for {self.user}{others}"
         )
+        pruning = None
+        if self.keep_finished > 0:
+            pruning = asyncio.create_task(
+                keep_pruning(
+                    self.store,
+                    self.keep_finished,
+                    may_prune=self._may_prune,
+                    log=self._say,
+                    stop=stop,
+                    first_after=self.interval,
+                )
+            )
         try:
             while not stop.is_set():
                 self.store.check_path()  # deleted or replaced: stop, and say why
@@ -232,6 +252,10 @@ class Agent:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=self.interval)
         finally:
+            if pruning is not None:
+                pruning.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pruning
             with contextlib.suppress(StoreError):
                 await self.store.stop_agent(self.host, agent_id=self.agent_id)
             self._say(f"stopped serving {self.host}")

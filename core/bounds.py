@@ -77,6 +77,14 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             low=1, high=20, why_low="one attempt is the least", why_high=_COUNT_HIGH, duration=False
         ),
     },
+    "store": {
+        "keep_finished": Bound(
+            low=1.0,
+            high=MAX_DURATION,
+            why_low="a finished task would leave the store before anyone reads it",
+            why_high=_DATE,
+        ),
+    },
     "monitor": {
         "refresh": Bound(
             low=0.25,

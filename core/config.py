@@ -53,6 +53,8 @@ STEP_ONLY_KEYS = (
     "retry_backoff",
 )
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
+STORE_DEFAULTS: dict[str, float] = {"keep_finished": 30 * 86400.0}
+"""``[store] keep_finished``: how long a finished task stays (0: for ever); see retention."""
 WATCH_DEFAULTS: dict[str, float] = {
     "interval": 30.0,
     "digest_every": 86400.0,
@@ -227,6 +229,8 @@ class Config:
     step_types: Mapping[str, Limits] = field(default_factory=dict)
     store_path: Path | str | None = None
     """A SQLite file, or a ``postgresql://`` URL (kept as a string)."""
+    keep_finished: float = STORE_DEFAULTS["keep_finished"]
+    """Seconds a finished task stays in the store before it is pruned (0: never pruned)."""
     refresh: float = MONITOR_DEFAULTS["refresh"]
     finished_window: float = MONITOR_DEFAULTS["finished_window"]
     watch: WatchSettings = field(default_factory=WatchSettings)
@@ -454,8 +458,8 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
 
     store = _table(path, data, "store")
     for key in store:
-        if key != "path":
-            raise _unknown(path, "store", key, ["path"])
+        if key not in ("path", *STORE_DEFAULTS):
+            raise _unknown(path, "store", key, ["path", *STORE_DEFAULTS])
     store_path = store.get("path")
     if store_path is not None and (not isinstance(store_path, str) or not store_path):
         raise ConfigError(f"{_where(path)} [store]: path must be a non-empty string")
@@ -466,12 +470,14 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         if key not in MONITOR_DEFAULTS:
             raise _unknown(path, "monitor", key, list(MONITOR_DEFAULTS))
         values[key] = _duration(path, "monitor", key, value, family="monitor")
+    keep_finished = _keep_finished(path, store, values["finished_window"])
 
     return Config(
         path=path,
         defaults=limits,
         step_types=step_types,
         store_path=store_location(store_path) if store_path else None,
+        keep_finished=keep_finished,
         refresh=values["refresh"],
         finished_window=values["finished_window"],
         watch=_watch(path, _table(path, data, "watch")),
@@ -481,6 +487,22 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         schedules=_schedules(path, _table(path, data, "schedules")),
         sources=_sources(path, data.get("sources", [])),
     )
+
+
+def _keep_finished(path: Path | None, store: Mapping[str, Any], window: float) -> float:
+    """``[store] keep_finished``: zero (keep every task) or at least ``[monitor]
+    finished_window``, so that no task leaves the store while the dashboard still shows it."""
+    if "keep_finished" not in store:
+        return max(STORE_DEFAULTS["keep_finished"], window)
+    value = store["keep_finished"]
+    keep = _duration(path, "store", "keep_finished", value, family="store", zero=True)
+    if 0 < keep < window:
+        raise ConfigError(
+            f"{_where(path)} [store]: keep_finished = {value!r} must be at least [monitor] "
+            f'finished_window = "{format_duration(window)}" (or "0s": keep every task), '
+            "so that no finished task leaves the store while dashboards still show it"
+        )
+    return keep
 
 
 def _agent(path: Path | None, table: Mapping[str, Any]) -> AgentSettings:
@@ -750,11 +772,19 @@ def render_defaults() -> str:
     watch["stage_kill_factor"] = STAGE_KILL_FACTOR
     watch["renotify"] = watch.pop("renotify")
     oncall = {k: format_duration(v) for k, v in ONCALL_DEFAULTS.items()}
+    store = {k: format_duration(v) for k, v in STORE_DEFAULTS.items()}
     return "\n".join(
         [
             '# zombietop configuration. Durations: ms, s, m, h, d ("90s", "15m", "1h30m").',
             "# `zombietop config check` validates this file; unknown keys are errors.",
             "",
+            "# The store: path is a SQLite file or a postgresql:// URL (--db and $ZOMBIETOP_DB",
+            "# come first; with none, a file in the XDG state dir). Finished tasks older than",
+            "# keep_finished leave it with their events and heartbeats, a few at a time, unless",
+            "# something still needs them (an open incident, a task waiting behind them, a kill,",
+            "# an ack); the watchdog prunes, or the agents where no watchdog runs. At least",
+            '# [monitor] finished_window; "0s": keep every task.',
+            tomli_w.dumps({"store": store}) + '# path = "/var/lib/zombietop/zombietop.db"\n',
             "# How often the dashboard and the watchdog poll the store, and how long",
             "# finished tasks stay on screen.",
             tomli_w.dumps({"monitor": monitor}),

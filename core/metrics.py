@@ -16,13 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prometheus_client import (
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    generate_latest,
-    write_to_textfile,
-)
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -30,8 +24,11 @@ from zombietop.errors import ZombietopError
 from zombietop.model import Health
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.notify import DeliveryResult
+from zombietop.private import replace_file
 
 TASK_LABELS = ("task_id", "step_type", "host")
+TEXTFILE_MODE = 0o644
+"""node_exporter reads the textfile as a user of its own; only we may write it."""
 POLL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Seconds: a poll of a small store takes milliseconds, one that lags past the default 30s
 interval makes the watchdog withhold its verdicts."""
@@ -109,9 +106,14 @@ class Metrics:
 
     def write_textfile(self, path: Path) -> None:
         """Write the text format to ``path`` atomically, for node_exporter's textfile collector
-        (a file beside it, renamed over it: the collector never reads half a file)."""
+        (a new file beside it, renamed over it: the collector never reads half a file).
+
+        The folder is node_exporter's, so the new file is made as zombietop makes its private
+        ones: a random name opened with ``O_EXCL | O_NOFOLLOW``, never a name another user of
+        the folder could have planted a link at.
+        """
         try:
-            write_to_textfile(str(path), self.registry)
+            replace_file(path, self.render(), mode=TEXTFILE_MODE)
         except OSError as exc:
             raise ZombietopError(
                 f"cannot write metrics to {path}: {exc.strerror or exc}; "

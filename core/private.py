@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat
 from pathlib import Path
 
@@ -177,3 +178,38 @@ def read_regular(path: Path | str, *, limit: int) -> tuple[bytes, os.stat_result
     finally:
         os.close(fd)
     return data, info
+
+
+NEW_NAME_TRIES = 8
+
+
+def replace_file(path: Path | str, data: bytes, *, mode: int = FILE_MODE) -> Path:
+    """Write ``data`` to ``path`` whole: into a new file beside it (``O_EXCL``, never through
+    a link, given ``mode`` whatever the umask), synced, then renamed over ``path``, so a reader
+    sees the old file or the new one, never half of one.
+
+    The new file's name is random: a name planted in the folder is skipped, never opened. A
+    link at ``path`` itself is replaced, never followed. ``OSError`` when it cannot be done.
+    """
+    path = Path(path)
+    for _ in range(NEW_NAME_TRIES):
+        new = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = _open(new, _NEW)
+        except FileExistsError:
+            continue
+        break
+    else:
+        raise FileExistsError(errno.EEXIST, f"no free temporary name beside {path}")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.rename(new, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(new)
+        raise
+    return path

@@ -9,6 +9,7 @@ paged again, and when, is the on-call loop's (``zombietop.oncall``): acks, silen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import time
@@ -29,6 +30,7 @@ from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
 from zombietop.oncall import FollowUp, OnCall, capped_words, notice_line
 from zombietop.output import last_output_of, with_last_output
 from zombietop.printable import printable
+from zombietop.retention import keep_pruning, prune
 from zombietop.schedules import ScheduleHealth
 from zombietop.sources import Origin
 from zombietop.withheld import WithheldStretch
@@ -39,6 +41,8 @@ CLOSE_DELIVERY_WINDOW = 5.0
 """Seconds a stopping watchdog gives the deliveries in flight (the store keeps the rest)."""
 LEASE_INTERVALS = 3
 """The watchdog lease lasts this many ``[watch] interval``s: a standby takes over after it."""
+ONCE_PRUNE_BUDGET = 10.0
+"""Seconds a ``--once`` run spends pruning at most; the next run goes on from there."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -889,6 +893,18 @@ class Watchdog:
         ``after_tick`` hears of every look as it ends (the systemd watchdog ping, for one).
         """
         stop = stop or asyncio.Event()
+        pruning = None
+        if not once and self._prunes:
+            pruning = asyncio.create_task(
+                keep_pruning(
+                    self.store,
+                    self.config.keep_finished,
+                    may_prune=self._may_prune,
+                    log=self.log,
+                    stop=stop,
+                    first_after=self.config.watch.interval,
+                )
+            )
         try:
             while True:
                 report = await self.tick()
@@ -898,6 +914,7 @@ class Watchdog:
                     await self._stop_if_replaced(stop)
                 if once:
                     await self._drain(stop)
+                    await self._prune_once(stop)
                     return
                 try:
                     await asyncio.wait_for(stop.wait(), self.config.watch.interval)
@@ -905,5 +922,31 @@ class Watchdog:
                 except TimeoutError:
                     continue
         finally:
+            if pruning is not None:
+                pruning.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pruning
             await self.outbox.close(CLOSE_DELIVERY_WINDOW)
             await self.release()
+
+    @property
+    def _prunes(self) -> bool:
+        return self.config.keep_finished > 0 and not self.dry_run
+
+    async def _may_prune(self) -> bool:
+        """Only the active watchdog prunes (a standby's store is the same store)."""
+        return self._active is True
+
+    async def _prune_once(self, stop: asyncio.Event) -> None:
+        """A ``--once`` run (from cron) prunes too, for at most ``ONCE_PRUNE_BUDGET``."""
+        if not self._prunes or not await self._may_prune():
+            return
+        try:
+            run = await prune(
+                self.store, self.config.keep_finished, stop=stop, budget=ONCE_PRUNE_BUDGET
+            )
+        except StoreError as exc:
+            self.log(f"could not prune finished tasks ({exc})")
+            return
+        if run.tasks:
+            self.log(run.words(self.config.keep_finished))

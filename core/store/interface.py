@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
@@ -39,6 +40,19 @@ from zombietop.start_identity import StartIdentity
 
 HISTORY_LIMIT = 120
 """Heartbeats kept per task for sparklines; older ones are trimmed as new ones arrive."""
+
+FinishedKey = tuple[float, str]
+"""Where a task stands among the finished ones: ``(finished_at, task_id)``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PruneBatch:
+    """What one prune transaction removed."""
+
+    task_ids: tuple[str, ...]
+    """The tasks removed, oldest first, with their events, heartbeats, lease and the rest."""
+    last: FinishedKey | None
+    """The last task removed: the next batch starts after it (None when nothing was)."""
 
 
 class Store(abc.ABC):
@@ -423,6 +437,28 @@ class Store(abc.ABC):
         self, request_id: int, *, outcome: str, message: str, actor: str
     ) -> HostRequest | None:
         """Record what became of a request, with an event; None if it was already finished."""
+
+    # Retention -----------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def prune_finished(
+        self, before: float, *, limit: int, after: FinishedKey | None = None
+    ) -> PruneBatch:
+        """Remove, in one short write transaction, up to ``limit`` tasks finished before
+        ``before`` (store time), oldest first after ``after``, with everything kept of them.
+
+        A task something still needs stays: an open incident, an unfinished task that names
+        it upstream, an open kill or host request, an ack in force.
+        """
+
+    @abc.abstractmethod
+    async def finished_counts(self, before: float) -> dict[TaskState, int]:
+        """How many tasks finished before ``before``, by state."""
+
+    @abc.abstractmethod
+    async def finished_page(self, after: FinishedKey, *, limit: int) -> list[TaskRecord]:
+        """Up to ``limit`` tasks finished before ``after``, newest first: pass the last one's
+        ``(finished_at, task_id)`` for the next page, ``(moment, "")`` for the first."""
 
     # The watchdog's own lease and its undelivered pages ------------------------------------
 

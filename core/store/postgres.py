@@ -29,9 +29,10 @@ from zombietop.store.sql_store import Duplicate, SQLStore, fill_columns
 APPLICATION = "zombietop"
 CONNECT_TIMEOUT_S = 10.0
 _SQL = queries.load("postgresql")
-MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
+MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in range(1, 12))
 SCHEMA_VERSION = len(MIGRATIONS)
-"""The same numbering as the SQLite store: v3 on either backend holds the same tables."""
+"""Numbered apart from the SQLite store's (which had migrations of its own): each .sql file
+says which SQLite version a PostgreSQL one matches."""
 
 _PARAM = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
 

@@ -28,7 +28,7 @@ from zombietop.store.sqlite_inline import InlineConnection
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
-MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12))
+MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in range(1, 14))
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 5000
 BEGIN_RETRIES = 4
@@ -138,7 +138,16 @@ class SQLiteStore(SQLStore[Connection]):
             _create_private_file(path)
         if path.is_dir():
             raise StoreError(f"{path} is a directory, not a store file; pass the file with --db")
-        target = f"file:{quote(str(path))}?mode=ro" if read_only else str(path)
+        if read_only:
+            target = _read_only_uri(path)
+        elif _on_read_only_filesystem(path):
+            raise ReadOnlyStore(
+                f"store {path} is on a read-only filesystem, so it can only be read: "
+                "`zombietop --read-only`, `zombietop status` and `zombietop silences` read it; "
+                "remount it read-write to run jobs or act on them"
+            )
+        else:
+            target = str(path)
         db: Connection
         try:
             if inline:
@@ -389,6 +398,40 @@ class SQLiteStore(SQLStore[Connection]):
             return await self._row(db, name, params)
         except sqlite3.IntegrityError:
             raise Duplicate(name) from None
+
+
+def _on_read_only_filesystem(path: Path) -> bool:
+    """True when the store's folder is mounted read-only (``errors=remount-ro``, a snapshot
+    mounted for a post-mortem, a ``mount --bind -o ro``)."""
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _read_only_uri(path: Path) -> str:
+    """How to open the store read-only without creating a file beside it.
+
+    A reader of a WAL database needs the ``-wal`` and ``-shm`` files, and makes them when they
+    are missing: on a read-only filesystem it cannot. With both there (the writers were cut
+    off by the remount), SQLite reads them as they are. With no write-ahead log, or an empty
+    one, the main file holds every commit and nothing can change it: ``immutable=1`` reads it
+    exactly, with no locks and no files.
+    """
+    uri = f"file:{quote(str(path))}"
+    if not _on_read_only_filesystem(path):
+        return uri + "?mode=ro"
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    if wal.exists() and shm.exists():
+        return uri + "?mode=ro"
+    if not wal.exists() or wal.stat().st_size == 0:
+        return uri + "?immutable=1"
+    raise ReadOnlyStore(
+        f"store {path} is on a read-only filesystem, and its write-ahead log {wal} holds "
+        f"changes that SQLite reads only with {shm}, which is missing and cannot be created "
+        f"there; copy {path} and {wal} to a writable folder and pass that copy with --db, or "
+        "remount the filesystem read-write"
+    )
 
 
 def _create_private_file(path: Path) -> None:

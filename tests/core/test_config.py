@@ -385,6 +385,11 @@ BOUND_CASES = [
      "[watch]: stage_kill_factor must be 0 (never kill) or a number above 1"),
     ("watch", "stage_kill_factor", "high", "[watch]\nstage_kill_factor = 1e300\n",
      "[watch]: stage_kill_factor = 1e+300 is above its ceiling of 100"),
+    # [store]
+    ("store", "keep_finished", "low", '[store]\nkeep_finished = "500ms"\n',
+     '[store]: keep_finished = "500ms" is below its floor of "1s"'),
+    ("store", "keep_finished", "high", '[store]\nkeep_finished = 1e10\n',
+     '[store]: keep_finished = 10000000000.0 is above its ceiling of "36500d"'),
     # [oncall]
     ("oncall", "ack_for", "low", '[oncall]\nack_for = "1ms"\n',
      '[oncall]: ack_for = "1ms" is below its floor of "1m"'),

@@ -9,8 +9,10 @@ import json
 import os
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
@@ -319,7 +321,7 @@ def test_status_prometheus_prints_the_same_metrics_once(
 ) -> None:
     code = main(["status", "--prometheus", "--db", str(fleet_db)])
     out = capsys.readouterr().out
-    assert code == 2  # CRITICAL still: the exit status follows the Nagios plugin API
+    assert code == 0  # written: what is critical is in the metrics, not the exit status
     samples = parse(out)
     assert value(samples, "zombietop_store_up") == 1
     for health in Health:
@@ -336,14 +338,16 @@ def test_status_prometheus_writes_a_textfile_atomically(
     textfiles.mkdir()
     target = textfiles / "zombietop.prom"
     target.write_text("# an older run's file\n")
-    assert main(["status", "--prometheus", "--output", str(target), "--db", str(fleet_db)]) == 2
+    assert main(["status", "--prometheus", "--output", str(target), "--db", str(fleet_db)]) == 0
     assert capsys.readouterr().out == ""
     assert [p.name for p in textfiles.iterdir()] == ["zombietop.prom"]  # no temporary left
     assert value(parse(target.read_text()), "zombietop_store_up") == 1
+    # node_exporter reads it as a user of its own; only we write it, whatever the umask.
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
 
-    # The store gone: UNKNOWN, and the textfile says so for node_exporter.
+    # The store gone: the textfile says so for node_exporter, and it was written: exit 0.
     code = main(["status", "--prometheus", "--output", str(target), "--db", str(tmp_path / "no")])
-    assert code == 3
+    assert code == 0
     assert "no store at" in capsys.readouterr().err
     samples = parse(target.read_text())
     assert value(samples, "zombietop_store_up") == 0 and "zombietop_tasks" not in samples
@@ -366,6 +370,51 @@ def test_status_prometheus_usage_errors_are_unknown(
         code = int(exc.code or 0)
     assert code == 3
     assert capsys.readouterr().err.strip()
+
+
+def test_the_textfile_idiom_updates_while_something_is_critical(
+    fleet_db: Path, tmp_path: Path
+) -> None:
+    """``status --prometheus > f.tmp && mv f.tmp f.prom``, in a real shell, on a store whose
+    tasks are critical (the Nagios code would be 2): the file is updated."""
+    target = tmp_path / "zombietop.prom"
+    command = " ".join(
+        f"'{part}'" for part in (sys.executable, "-m", "zombietop.tui", "status", "--prometheus")
+    )
+    done = subprocess.run(
+        ["sh", "-c", f"{command} --db '{fleet_db}' > f.tmp && mv f.tmp '{target}'"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    samples = parse(target.read_text())
+    assert value(samples, "zombietop_store_up") == 1
+    assert value(samples, "zombietop_tasks", health="stalled") >= 1
+
+
+def test_the_textfile_is_never_written_through_a_planted_link(
+    fleet_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another user of node_exporter's folder plants links where a temporary file would go
+    (prometheus-client's name is ``<file>.<pid>.<thread>``) and at the file itself: every
+    link stays a link to an untouched victim, and the textfile is a plain file of ours."""
+    folder = tmp_path / "textfile"
+    folder.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious\n")
+    target = folder / "zombietop.prom"
+    planted = folder / f"zombietop.prom.{os.getpid()}.{threading.current_thread().ident}"
+    planted.symlink_to(victim)
+    target.symlink_to(victim)
+    code = main(["status", "--prometheus", "--output", str(target), "--db", str(fleet_db)])
+    assert victim.read_bytes() == b"precious\n"
+    assert planted.is_symlink() and not target.is_symlink()
+    assert code == 0, capsys.readouterr().err
+    assert stat.S_ISREG(os.lstat(target).st_mode) and os.lstat(target).st_nlink == 1
+    assert value(parse(target.read_text()), "zombietop_store_up") == 1
+    assert sorted(p.name for p in folder.iterdir()) == sorted([planted.name, target.name])
 
 
 def test_status_prometheus_cannot_write_is_unknown(
@@ -404,7 +453,7 @@ def test_status_prometheus_on_a_terminal_escapes_control_characters(fleet_db: Pa
             shown += chunk
     finally:
         os.close(primary)
-    assert process.returncode == 2, process.stderr
+    assert process.returncode == 0, process.stderr
     assert b"zombietop_task_info" in shown
     assert b"\x1b" not in shown and b"\\x1b]0;owned" in shown
 

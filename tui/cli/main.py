@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import select
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -41,7 +43,8 @@ STATUS_EPILOG = """\
 exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a
 budget, a schedule running long); 2 CRITICAL (a task dead, stalled or
 reclaimable, a schedule missed); 3 UNKNOWN (the store or config cannot be read,
-or a usage error)."""
+or a usage error). With --prometheus: 0 once the metrics are written (the store's
+state is in them), 3 when they cannot be."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -255,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--prometheus",
         action="store_true",
         help="the Prometheus text format, as `watch --metrics` serves it "
-        "(for node_exporter's textfile collector)",
+        "(for node_exporter's textfile collector); exits 0 once written",
     )
     status.add_argument(
         "--output",
@@ -268,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--all",
         action="store_true",
         help="include every finished task, not just those of the last [monitor] "
-        "finished_window (1h by default)",
+        "finished_window (1h by default): the older ones follow, newest first, as read",
     )
     status.set_defaults(handler=cmd_status)
 
@@ -393,7 +396,39 @@ def _eta(text: str) -> str:
     return text
 
 
+EXIT_PIPE = 128 + signal.SIGPIPE
+"""What a shell sees from a command whose reader closed the pipe early (``| head -1``)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. A reader that closes stdout early ends it quietly, as SIGPIPE ends
+    ``cat``: no traceback, exit status 141."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        # Python flushes stdout once more at exit: let what is still buffered go nowhere.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_PIPE
+
+
+def _stdout_closed() -> bool:
+    """True when nothing reads stdout any more (the pipe's reader is gone)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:

@@ -6,19 +6,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import secrets
 import shutil
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from zombietop.classify import ASK_A_HUMAN, format_progress
+from zombietop.classify import ASK_A_HUMAN, classify, format_progress
+from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.errors import MissingExtra, ZombietopError
 from zombietop.extras import require
 from zombietop.heartbeat_line import format_timestamp
-from zombietop.model import Ack, AgentPresence, Health, ProcessSample, Silence, WatchdogLease
+from zombietop.model import (
+    Ack,
+    AgentPresence,
+    Health,
+    ProcessSample,
+    Silence,
+    TaskState,
+    WatchdogLease,
+)
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.oncall import capped_words
 from zombietop.output import LastOutput, last_outputs, with_last_output
@@ -26,7 +37,8 @@ from zombietop.printable import ERROR_LIMIT, bounded, printable
 from zombietop.procs import PsutilProbe
 from zombietop.schedules import ScheduleHealth, ScheduleView
 from zombietop.sources import Origin, open_sources
-from zombietop.store import open_store
+from zombietop.store import Store, open_store
+from zombietop.store.interface import FinishedKey
 from zombietop.tui.cli.context import context_of
 
 
@@ -338,33 +350,46 @@ def render_table(
     """Render the snapshot as plain text: counts (and the ``watchdog`` line when given, from
     ``watchdog_words``), one row per task cut at ``width`` (None: whole rows), then what to
     act on."""
-    lines = _table_lines(snapshot, width, outputs or {})
-    if watchdog is not None:
-        lines.insert(1, watchdog)
-    return shown(lines)
+    table = Table(snapshot, width, outputs or {}, watchdog=watchdog)
+    return shown([*table.head(), *table.tail()])
 
 
-def _table_lines(
-    snapshot: Snapshot, width: int | None, outputs: Mapping[str, LastOutput]
-) -> list[str]:
-    counts = "  ".join(f"{health} {n}" for health, n in snapshot.counts.items() if n)
-    lines = [counts or "no tasks in the store"]
-    if not snapshot.tasks:
-        return [*lines, *_oncall_lines(snapshot)]
-    header = (
-        "HEALTH",
-        "TASK",
-        "STAGE",
-        "PROGRESS",
-        "HEARTBEAT",
-        "LEASE",
-        "ATTEMPT",
-        "FLAGS",
-        "ON-CALL",
-    )
-    now = _read_at(snapshot)
-    rows = [
-        tuple(
+HEADER = (
+    "HEALTH",
+    "TASK",
+    "STAGE",
+    "PROGRESS",
+    "HEARTBEAT",
+    "LEASE",
+    "ATTEMPT",
+    "FLAGS",
+    "ON-CALL",
+)
+
+
+class Table:
+    """The readable ``status``: the head (counts and the snapshot's rows), rows added after it
+    as they are read (``status --all``'s older tasks), and the tail (what to act on)."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        width: int | None,
+        outputs: Mapping[str, LastOutput],
+        *,
+        watchdog: str | None = None,
+        more: bool = False,
+    ) -> None:
+        """``more``: rows will follow the snapshot's, so the header is due even without any."""
+        self.snapshot, self.width, self.outputs, self.watchdog = snapshot, width, outputs, watchdog
+        self.now = _read_at(snapshot)
+        self.rows = [self.cells(view) for view in snapshot.tasks]
+        self.has_rows = bool(self.rows) or more
+        self.widths = [max(len(row[i]) for row in [HEADER, *self.rows]) for i in range(len(HEADER))]
+
+    def cells(self, view: TaskView) -> tuple[str, ...]:
+        now = self.now
+        return tuple(
             printable(cell)
             for cell in (
                 str(view.health),
@@ -375,17 +400,36 @@ def _table_lines(
                 _lease_words(view, now),
                 str(view.task.attempt),
                 ",".join(str(f) for f in view.verdict.flags) or "-",
-                _oncall_words(view, snapshot),
+                _oncall_words(view, self.snapshot),
             )
         )
-        for view in snapshot.tasks
-    ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines.append("")
-    for row in [header, *rows]:
-        lines.append(
-            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()[:width]
-        )
+
+    def line(self, row: tuple[str, ...]) -> str:
+        """One row, padded to the widths so far; a wider cell widens its column from here on
+        (rows read as they come cannot be measured before they are printed)."""
+        self.widths = [max(w, len(cell)) for w, cell in zip(self.widths, row, strict=True)]
+        cells = (cell.ljust(w) for cell, w in zip(row, self.widths, strict=True))
+        return "  ".join(cells).rstrip()[: self.width]
+
+    def head(self) -> list[str]:
+        counts = "  ".join(f"{health} {n}" for health, n in self.snapshot.counts.items() if n)
+        lines = [counts or "no tasks in the store"]
+        if self.watchdog is not None:
+            lines.append(self.watchdog)
+        if self.has_rows:
+            lines.append("")
+            lines.extend(self.line(row) for row in [HEADER, *self.rows])
+        return lines
+
+    def tail(self) -> list[str]:
+        snapshot = self.snapshot
+        if not self.has_rows:
+            return _oncall_lines(snapshot)
+        return _tail_lines(snapshot, self.outputs, self.now)
+
+
+def _tail_lines(snapshot: Snapshot, outputs: Mapping[str, LastOutput], now: float) -> list[str]:
+    lines: list[str] = []
     urgent = [view for view in snapshot.tasks if view.health.pages]
     if urgent:
         lines.append("")
@@ -471,9 +515,15 @@ async def cmd_status(args: argparse.Namespace) -> int:
             await open_store(ctx.db, read_only=True) as store,
             open_sources(ctx.sources) as sources,
         ):
+            # --all streams the store's older finished tasks; an engine's are read whole.
+            stream = args.all and not sources
             probe = PsutilProbe()  # so a task whose process died shows as dead
             monitor = Monitor(
-                store, ctx.config, probe=probe, include_finished=args.all, sources=sources
+                store,
+                ctx.config,
+                probe=probe,
+                include_finished=args.all and not stream,
+                sources=sources,
             )
             snapshot = await monitor.poll()
             if any(_first_sight(view.process) for view in snapshot.tasks):
@@ -482,8 +532,14 @@ async def cmd_status(args: argparse.Namespace) -> int:
                 snapshot = await monitor.poll()
             if snapshot.error:
                 raise ZombietopError(snapshot.error)
+            older = None
+            if stream and snapshot.taken_at is not None:
+                older = await Older.count(store, ctx.config, snapshot.taken_at)
+                snapshot = older.counted_in(snapshot)
             outputs = last_outputs(store, (view.task for view in snapshot.tasks), monitor.host)
             watchdog = await store.watchdog_lease()
+            if not args.prometheus:
+                await _print_snapshot(args, snapshot, outputs, watchdog, older)
     except ZombietopError as exc:
         if args.nagios:
             print(nagios_unknown(str(exc)))
@@ -491,20 +547,115 @@ async def cmd_status(args: argparse.Namespace) -> int:
             print(bounded(f"zombietop: {exc}", limit=ERROR_LIMIT), file=sys.stderr)
         if args.prometheus:
             # node_exporter still learns something: zombietop_store_up 0.
-            _print_prometheus(Snapshot(taken_at=None, error=str(exc)), args.output)
+            return _prometheus_exit(Snapshot(taken_at=None, error=str(exc)), args.output)
         return Level.UNKNOWN
     if args.prometheus:
-        if not _print_prometheus(snapshot, args.output):
-            return Level.UNKNOWN
-    elif args.json:
-        print(json.dumps(snapshot_to_json(snapshot, outputs, watchdog), indent=2))
+        return _prometheus_exit(snapshot, args.output)
+    return level(snapshot)
+
+
+async def _print_snapshot(
+    args: argparse.Namespace,
+    snapshot: Snapshot,
+    outputs: Mapping[str, LastOutput],
+    watchdog: WatchdogLease | None,
+    older: Older | None,
+) -> None:
+    """Print the snapshot as asked, then (``--all``) the older tasks as they are read."""
+    if args.json:
+        await _print_json(snapshot_to_json(snapshot, outputs, watchdog), snapshot, older)
     elif args.nagios:
         print(nagios_output(snapshot, outputs))
     else:
         # Said once a watchdog has held the store; a store never watched stays as it was.
         words = None if watchdog is None else watchdog_words(watchdog, snapshot.taken_at)
-        print(render_table(snapshot, _table_width(), outputs, watchdog=words))
-    return level(snapshot)
+        more = older is not None and older.total > 0
+        table = Table(snapshot, _table_width(), outputs, watchdog=words, more=more)
+        print(shown(table.head()))
+        if older is not None:
+            async for view in older.views():
+                print(printable(table.line(table.cells(view))))
+        tail = table.tail()
+        if tail:
+            print(shown(tail))
+
+
+async def _print_json(obj: dict[str, Any], snapshot: Snapshot, older: Older | None) -> None:
+    """The ``--json`` object, its older tasks written into ``tasks`` one by one as read."""
+    if older is None:
+        print(json.dumps(obj, indent=2))
+        return
+    # A random marker where the older tasks go: no text from the store can be it.
+    marker = secrets.token_hex(16)
+    text = json.dumps({**obj, "tasks": [*obj["tasks"], marker]}, indent=2)
+    head, rest = text.split(json.dumps(marker), 1)
+    head = head.rstrip()
+    more = head.endswith(",")
+    sys.stdout.write(head.removesuffix(","))
+    now = _read_at(snapshot)
+    async for view in older.views():
+        item = json.dumps(_task_json(view, snapshot, None, now), indent=2)
+        sys.stdout.write(("," if more else "") + "\n    " + item.replace("\n", "\n    "))
+        more = True
+    sys.stdout.write(rest + "\n")
+
+
+FINISHED_PAGE = 500
+"""Finished tasks ``status --all`` reads at a time: its memory is one page's, whatever the
+store holds."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Older:
+    """The tasks finished before the finished window, for ``status --all``: counted first, then
+    read a page at a time, newest first, and judged as they come."""
+
+    store: Store
+    config: Config
+    now: float
+    since: float
+    counts: Mapping[TaskState, int]
+
+    @classmethod
+    async def count(cls, store: Store, config: Config, now: float) -> Older:
+        """Count them; ``now`` is the snapshot's moment (its window ends there)."""
+        since = now - config.finished_window
+        counts = await store.finished_counts(since)
+        return cls(store=store, config=config, now=now, since=since, counts=counts)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def counted_in(self, snapshot: Snapshot) -> Snapshot:
+        """The snapshot with these tasks in its counts."""
+        counts = dict(snapshot.counts)
+        for state, n in self.counts.items():
+            counts[Health(state.value)] = counts.get(Health(state.value), 0) + n
+        return replace(snapshot, counts=counts)
+
+    async def views(self) -> AsyncIterator[TaskView]:
+        after: FinishedKey = (self.since, "")
+        while True:
+            page = await self.store.finished_page(after, limit=FINISHED_PAGE)
+            for record in page:
+                task = record.task
+                limits = self.config.limits_for(task.step_type)
+                verdict = classify(self.now, task, record.lease, record.heartbeat, None, limits)
+                yield TaskView(
+                    task=task,
+                    lease=record.lease,
+                    heartbeat=record.heartbeat,
+                    process=None,
+                    limits=limits,
+                    verdict=verdict,
+                    pending_kill=record.pending_kill,
+                )
+            if len(page) < FINISHED_PAGE:
+                return
+            last = page[-1].task
+            assert last.finished_at is not None
+            after = (last.finished_at, last.task_id)
 
 
 def _table_width() -> int | None:
@@ -516,6 +667,13 @@ def _table_width() -> int | None:
 def _first_sight(process: ProcessSample | None) -> bool:
     """True for a live process sampled once: its CPU% needs a second look."""
     return process is not None and not process.gone and process.cpu_percent is None
+
+
+def _prometheus_exit(snapshot: Snapshot, output: Path | None) -> int:
+    """Print or write the metrics; exit 0 once they are out, whatever the tasks' state: the
+    textfile idiom (``status --prometheus > f.tmp && mv f.tmp f.prom``) must update while
+    something is critical, and while the store is down (``zombietop_store_up 0``)."""
+    return Level.OK if _print_prometheus(snapshot, output) else Level.UNKNOWN
 
 
 def _print_prometheus(snapshot: Snapshot, output: Path | None) -> bool:

@@ -239,6 +239,13 @@ CREATE TABLE schedules_seen (
     PRIMARY KEY (name, step, cron, tz)
 );
 
+-- schema_v11 --
+-- Retention (see sqlite.sql schema_v13): finished tasks in (finished_at, task_id) order, and a
+-- pruned task's host requests by its id.
+DROP INDEX tasks_finished_at;
+CREATE INDEX tasks_finished_at ON tasks (finished_at, task_id);
+CREATE INDEX host_requests_task ON host_requests (task_id);
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 
@@ -684,3 +691,65 @@ WHERE t.state NOT IN ('succeeded', 'failed', 'discarded') AND e.kind IN ('page',
 -- select_last_watchdog_digest --
 SELECT MAX(at) AS at FROM events
 WHERE kind = 'watchdog' AND data::jsonb ->> 'digest' IS NOT NULL
+
+-- select_prunable_tasks --
+-- As in sqlite.sql. The rows are locked, and those another writer holds are skipped: an
+-- action, a kill or an ack on a task holds its row, so none of them races the prune.
+SELECT t.task_id, t.finished_at FROM tasks t
+WHERE t.finished_at < :before
+  AND t.finished_at >= :after_at AND (t.finished_at > :after_at OR t.task_id > :after_id::text)
+  AND NOT EXISTS (SELECT 1 FROM pending_kills k WHERE k.task_id = t.task_id AND k.outcome IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM host_requests r
+                  WHERE r.task_id = t.task_id AND r.finished_at IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM acks a WHERE a.task_id = t.task_id AND a.until_at > :now)
+  AND t.task_id NOT IN (SELECT jsonb_array_elements_text(w.upstream::jsonb) FROM tasks w
+                        WHERE w.finished_at IS NULL)
+  AND COALESCE((SELECT e.data::jsonb ->> 'page' FROM events e
+                WHERE e.task_id = t.task_id AND e.kind IN ('page', 'watchdog')
+                  AND e.data::jsonb ->> 'page' IN ('incident', 'all_clear')
+                  AND NOT (e.data::jsonb ? 'released')
+                ORDER BY e.event_id DESC LIMIT 1), '') <> 'incident'
+ORDER BY t.finished_at, t.task_id
+LIMIT :limit
+FOR UPDATE OF t SKIP LOCKED
+
+-- prune_events --
+DELETE FROM events WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- prune_heartbeat_history --
+DELETE FROM heartbeat_history WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- prune_heartbeats --
+DELETE FROM heartbeats WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- prune_leases --
+DELETE FROM leases WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- prune_acks --
+DELETE FROM acks WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- prune_process_samples --
+DELETE FROM process_samples
+WHERE source IS NULL AND task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- prune_pending_kills --
+DELETE FROM pending_kills
+WHERE source IS NULL AND task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- prune_host_requests --
+DELETE FROM host_requests
+WHERE source IS NULL AND task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- prune_tasks --
+DELETE FROM tasks WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- count_finished_before --
+SELECT state, count(*) AS n FROM tasks WHERE finished_at < :before GROUP BY state
+
+-- select_finished_page --
+-- As in sqlite.sql: a page of the tasks finished before the cursor, newest first.
+{task_records}
+WHERE t.finished_at <= :after_at
+  AND (t.finished_at < :after_at OR t.task_id < :after_id::text)
+ORDER BY t.finished_at DESC, t.task_id DESC
+LIMIT :limit
