@@ -154,7 +154,7 @@ async def start_task_process(
     lease = await real_store.acquire_lease(task_id, owner="test-owner", ttl=60)
     # Tagged as `zombietop run` tags its command: the executor signals only a process tied to
     # its task in /proc, never one the store's pid and start time alone point at.
-    env = {**os.environ, "ZOMBIETOP_TASK": task_id} if tagged else None
+    env = {**os.environ, **attempt_tags(task_id)} if tagged else None
     proc = children.start(["sh", "-c", script], env=env)
     wait_for_file(ready)
     start = read_start(proc.pid)
@@ -174,6 +174,11 @@ async def start_task_process(
         host=host or this_host(),
     )
     return proc
+
+
+def attempt_tags(task_id: str, attempt: int = 1) -> dict[str, str]:
+    """What `zombietop run` puts in its command's environment to tie it to one attempt."""
+    return {"ZOMBIETOP_TASK": task_id, "ZOMBIETOP_ATTEMPT": str(attempt)}
 
 
 def start_with_pid(
