@@ -463,6 +463,7 @@ async def test_a_kill_ends_the_setsid_children_of_the_attempt_too(
     setsid_child = next(
         k.pid for k in psutil.Process(leader).children() if k.cmdline() == ["sleep", "3011"]
     )
+    children.track_group(setsid_child)  # ended at the test's end, should the test fail
     assert os.getsid(setsid_child) == setsid_child and os.getsid(leader) != setsid_child
 
     result = await asyncio.to_thread(
@@ -506,6 +507,7 @@ async def test_a_child_outside_the_group_that_ignores_term_is_killed_after_the_g
     proc = await start_task_process(pinned_store, children, script, ready)
     await wait_for(lambda: _has(proc, deaf), what="the setsid child to exec")
     outside = _outside(proc, deaf)
+    children.track_group(outside)
     executor = Executor(pinned_store, fast_config, clock=fake_clock)
 
     sent = await executor.kill("t1", expected_token=1, actor="oncall")
@@ -614,6 +616,7 @@ async def test_resume_stops_the_children_of_the_old_copy_that_left_its_group(
     proc = await start_task_process(pinned_store, children, script, ready)
     await wait_for(lambda: _has(proc, ["sleep", "3017"]), what="the setsid child")
     outside = _outside(proc, ["sleep", "3017"])
+    children.track_group(outside)
     outcome = await Executor(pinned_store, fast_config, clock=fake_clock).resume(
         "t1", expected_token=1, actor="oncall"
     )
