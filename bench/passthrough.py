@@ -1,14 +1,20 @@
-"""Pass-through: how fast `zombietop run` copies a command's output, against the command alone.
+"""Pass-through: how fast `zombietop run` copies a command's output, against `cat` and the
+command alone.
 
-Each kind of output is written by the same small Python program, once straight to a pipe and
-once under `zombietop run`, and read to its end by this script: wall clock and CPU time (user
-and system, of the whole process tree), median of N. The CPU time the wrapper adds is what the
-pass-through costs; on a busy machine it is also the steadier figure. The
-kinds: plain log lines; lines with `p=` inside (URLs), which make the wrapper search each chunk
-for heartbeat lines; lines that begin with `p=` and are no heartbeat line, which make it parse
-them until it gives up; real heartbeat lines, which make it give the hint once and stop.
+First, against `cat`: a file of MB megabytes of log lines is read by `cat FILE`, by
+`zombietop run -- cat FILE` and, for the wrapper's start-up alone, by `zombietop run -- true`,
+the three alternated run by run, each read to its end through a pipe by this script. Printed:
+wall clock and CPU time (user and system, of the whole process tree), median of N, and the
+rate of the copy itself: MB over the wrapped run less the start-up, against MB over `cat`.
 
-    python bench/passthrough.py [--runs 5] [--mb 200]
+Then each kind of output is written by the same small Python program, once straight to a pipe
+and once under `zombietop run`. The CPU time the wrapper adds is what the pass-through costs;
+on a busy machine it is also the steadier figure. The kinds: plain log lines; lines with `p=`
+inside (URLs), which make the wrapper search each chunk for heartbeat lines; lines that begin
+with `p=` and are no heartbeat line, which make it parse them until it gives up; real heartbeat
+lines, which make it give the hint once and stop.
+
+    python bench/passthrough.py [--runs 5] [--mb 200] [--cat-only]
 """
 
 from __future__ import annotations
@@ -56,13 +62,57 @@ def timed(argv: list[str]) -> tuple[float, float]:
     return wall, cpu
 
 
+def medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    wall, cpu = (statistics.median(x) for x in zip(*runs, strict=True))
+    return wall, cpu
+
+
+def against_cat(tmp: Path, db: Path, runs: int, mb: int) -> None:
+    data = tmp / "log.txt"
+    with data.open("wb") as out:
+        line = KINDS["plain"].encode() * 1000
+        left = mb * 1024 * 1024
+        while left > 0:
+            out.write(line[:left])
+            left -= len(line)
+    run = [sys.executable, "-m", "zombietop.tui", "--db", str(db), "run", "--"]
+    commands = {
+        "cat FILE": ["cat", str(data)],
+        "zombietop run -- cat FILE": [*run, "cat", str(data)],
+        "zombietop run -- true": [*run, "true"],
+    }
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    for _ in range(runs):  # alternated, so that a busy moment hits all three
+        for name, argv in commands.items():
+            times[name].append(timed(argv))
+    print(f"against cat: {mb} MB of log lines per run, median of {runs}")
+    print(f"{'command':<28} {'wall':>7} {'cpu':>7}")
+    for name in commands:
+        wall, cpu = medians(times[name])
+        print(f"{name:<28} {wall:>6.2f}s {cpu:>6.2f}s")
+    cat_wall, _ = medians(times["cat FILE"])
+    wrapped_wall, _ = medians(times["zombietop run -- cat FILE"])
+    start_wall, _ = medians(times["zombietop run -- true"])
+    copy = max(wrapped_wall - start_wall, 1e-9)
+    print(
+        f"whole run: {wrapped_wall / cat_wall:.1f}x cat's wall clock; the copy alone "
+        f"(less the start-up): {mb / copy:.0f} MB/s against cat's {mb / cat_wall:.0f} MB/s, "
+        f"{copy / cat_wall:.1f}x"
+    )
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--mb", type=int, default=200)
+    parser.add_argument("--cat-only", action="store_true", help="only the run against cat")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "z.db"
+        against_cat(Path(tmp), db, args.runs, args.mb)
+        if args.cat_only:
+            return
         print(f"{args.mb} MB per run, median of {args.runs}")
         print(
             f"{'output':<10} {'wall alone':>10} {'wrapped':>8} {'cpu alone':>10} {'wrapped':>8}"

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.clock import Clock
 from zombietop.config import Config, Limits
@@ -32,6 +30,21 @@ from zombietop.private import state_subdir
 from zombietop.procs import read_start, spawn_detached, this_host, tie, untied
 from zombietop.start_identity import ProcessStart, same_start, start_words
 from zombietop.store import Store, location_of
+from zombietop.sweep import spared
+from zombietop.task_processes import (
+    Outside,
+    alive_as,
+    counted,
+    group_left,
+    group_members,
+    kill_is_tied,
+    outside_group,
+    pids_words,
+    processes,
+    sessions,
+    signal_each,
+    signal_target,
+)
 
 
 def fill_placeholders(command: Sequence[str], task: Task) -> list[str]:
@@ -43,75 +56,9 @@ def fill_placeholders(command: Sequence[str], task: Task) -> list[str]:
     ]
 
 
-def signal_target(pid: int) -> int | None:
-    """Return the process group to signal for ``pid``, or None to signal ``pid`` alone.
-
-    ``zombietop run`` starts each task as the leader of its own group, so the group takes its
-    grandchildren with it. A process that does not lead its group (an SDK job started from a
-    shell) shares it with others, and our own group is never a target.
-    """
-    try:
-        pgid = os.getpgid(pid)
-    except (ProcessLookupError, PermissionError):
-        return None
-    return pgid if pgid == pid and pgid != os.getpgrp() else None
-
-
-def alive_as(pid: int, start: ProcessStart | None) -> bool:
-    """True while ``pid`` is the same process (the same start) and has not exited."""
-    if not same_start(start, read_start(pid)):
-        return False
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
-
-
-def group_members(pgid: int) -> list[int]:
-    """PIDs in process group ``pgid`` that have not exited (zombies do not count)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return []
-    except PermissionError:
-        pass
-    members = []
-    for proc in psutil.process_iter(["status"]):
-        try:
-            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                members.append(proc.pid)
-        except (ProcessLookupError, PermissionError):
-            continue
-    return members
-
-
-def _group_left(kill: PendingKill) -> list[int]:
-    """The members of the process group that got SIGTERM still alive; none once its number
-    belongs to another group.
-
-    A group id cannot be reused while any member lives. The number is its leader's pid,
-    though: once the whole group is gone, a new process can get that pid and lead a new
-    group of the same number, which the leader's start tells apart.
-    """
-    if kill.pgid is None:
-        return []
-    members = group_members(kill.pgid)
-    if kill.pgid == kill.pid and kill.pid in members and not alive_as(kill.pid, kill.pid_start):
-        return []
-    return members
-
-
 Vouch = Callable[[PendingKill], str | None]
 """For a kill of a read-only source's task: None when the source, read just now, still says the
 task runs as the kill's process on this host; else why not (nothing is then signalled)."""
-
-
-def _kill_is_tied(kill: PendingKill, leader: bool, members: Sequence[int]) -> bool:
-    """True when a pending kill (a store row too) may SIGKILL: its group is led by its pid, and
-    the pid, or once that exited a member of its group, carries the task's tag."""
-    if kill.pgid not in (None, kill.pid):
-        return False
-    return any(tie(pid, kill.task_id) for pid in ([kill.pid] if leader else members))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -388,7 +335,10 @@ class Executor:
             # The store's pid alone is not trusted (see ``tie``): resume, signal nothing.
             return f"; pid {pid} is alive but carries no tag of {task.task_id}: not signalled", None
         pgid = await asyncio.to_thread(signal_target, pid)
+        outside = await asyncio.to_thread(outside_group, task.task_id, pid, pgid, spared=spared())
         target = f"process group {pgid}" if pgid is not None else f"pid {pid}"
+        if outside:
+            target += f" and {processes(len(outside))} outside it ({pids_words(outside)})"
         how = "SIGTERM"
         for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
@@ -398,14 +348,16 @@ class Executor:
                     else:
                         os.kill(pid, each)
             except ProcessLookupError:
-                break
+                if not outside:
+                    break
             except PermissionError:
                 return "", (
                     f"not resuming {task.task_id}: its old process (pid {pid}) is still alive "
                     f"and not ours to signal; stop it as its owner (kill {pid}), then resume"
                 )
+            outside = await asyncio.to_thread(signal_each, outside, sig, task.task_id)
             how = sig.name
-            if await self._gone_within(pid, task.pid_start, limits.kill_grace):
+            if await self._gone_within(pid, task.pid_start, outside, limits.kill_grace):
                 break
         else:
             return "", (
@@ -415,10 +367,17 @@ class Executor:
         return f"; stopped the old copy first ({target} exited after {how})", None
 
     @staticmethod
-    async def _gone_within(pid: int, start: ProcessStart | None, seconds: float) -> bool:
-        """Wait up to ``seconds`` of real time for ``pid`` to exit (a real process's grace)."""
+    async def _gone_within(
+        pid: int, start: ProcessStart | None, outside: Sequence[Outside], seconds: float
+    ) -> bool:
+        """Wait up to ``seconds`` of real time for ``pid`` and ``outside`` to exit (a real
+        process's grace)."""
         deadline = time.monotonic() + seconds
-        while await asyncio.to_thread(alive_as, pid, start):
+
+        def alive() -> bool:
+            return alive_as(pid, start) or any(each.alive() for each in outside)
+
+        while await asyncio.to_thread(alive):
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(0.05)
@@ -557,6 +516,13 @@ class Executor:
                 request, Outcome.IDENTITY_MISMATCH, untied(pid, task.task_id), token=token
             )
         pgid = signal_target(pid)
+        # A child that left the group (setsid) outlives a signal to it: found by its tag.
+        outside = (
+            []
+            if source is not None
+            else await asyncio.to_thread(outside_group, task.task_id, pid, pgid, spared=spared())
+        )
+        members = await asyncio.to_thread(group_members, pgid) if pgid is not None else [pid]
         # Recorded before the signal: if we die right after SIGTERM, whoever polls next still
         # owes the process its SIGKILL. A signal that fails closes the record at once.
         try:
@@ -602,13 +568,27 @@ class Executor:
                 f"not allowed to signal {target} (owned by another user); "
                 "run zombietop as its owner",
             )
+        outside = await asyncio.to_thread(signal_each, outside, signal.SIGTERM, task.task_id)
+        also = ""
+        if outside:
+            everyone = [*members, *(each.pid for each in outside)]
+            also = (
+                f", and to {processes(len(outside))} of {task.task_id} outside that group "
+                f"({pids_words(outside)}): {counted(len(everyone), sessions(everyone))}"
+            )
         return await self._done(
             request,
             Outcome.TERM_SENT,
-            f"SIGTERM sent to {target} of {task.task_id}; "
-            f"SIGKILL in {format_age(grace)} if it is still alive",
+            f"SIGTERM sent to {target} of {task.task_id}{also}; "
+            f"SIGKILL in {format_age(grace)} if {'any' if outside else 'it'} is still alive",
             token=token,
-            data={**dict(data or {}), "pid": pid, "pgid": pgid, "deadline": kill.deadline},
+            data={
+                **dict(data or {}),
+                "pid": pid,
+                "pgid": pgid,
+                "deadline": kill.deadline,
+                "outside": [each.to_data() for each in outside],
+            },
         )
 
     async def _close(
@@ -650,28 +630,38 @@ class Executor:
         self, kill: PendingKill, now: float, vouch: Vouch | None
     ) -> ActionOutcome | None:
         leader = await asyncio.to_thread(alive_as, kill.pid, kill.pid_start)
-        members = await asyncio.to_thread(_group_left, kill)
+        members = await asyncio.to_thread(group_left, kill)
+        outside = await self._outside_of(kill)
+        left = [each for each in outside if await asyncio.to_thread(each.alive)]
         elapsed = now - kill.term_sent_at
         request = ActionRequest(
             kind=ActionKind.KILL, task_id=kill.task_id, expected_token=None, actor=kill.requested_by
         )
-        if not leader and not members:
+        if not leader and not members and not left:
+            too = f", and the {processes(len(outside))} outside its group too" if outside else ""
             outcome, message = (
                 Outcome.EXITED,
-                f"pid {kill.pid} exited after TERM in {elapsed:.1f} s",
+                f"pid {kill.pid} exited after TERM in {elapsed:.1f} s{too}",
             )
         elif now < kill.deadline:
             return None
         elif kill.source is not None and vouch is not None and (why := vouch(kill)) is not None:
             outcome, message = Outcome.IDENTITY_MISMATCH, why
-        elif kill.source is None and not await asyncio.to_thread(
-            _kill_is_tied, kill, leader, members
+        elif (
+            kill.source is None
+            and (leader or members)
+            and not await asyncio.to_thread(kill_is_tied, kill, leader, members)
         ):
             outcome, message = Outcome.IDENTITY_MISMATCH, untied(kill.pid, kill.task_id)
         else:
-            target = f"process group {kill.pgid}" if members else f"pid {kill.pid}"
+            targets = []
+            if leader or members:
+                targets.append(f"process group {kill.pgid}" if members else f"pid {kill.pid}")
+            if left:
+                targets.append(f"{processes(len(left))} outside it ({pids_words(left)})")
             outcome = Outcome.ESCALATED
-            message = f"{target} still alive {elapsed:.1f} s after TERM: sent SIGKILL"
+            alive = " and ".join(targets)
+            message = f"{alive} still alive {elapsed:.1f} s after TERM: sent SIGKILL"
         # Close first: of two zombietops finishing the same kill, only the winner signals.
         closed = await self.store.close_kill(
             kill.task_id,
@@ -683,19 +673,35 @@ class Executor:
         if closed is None:
             return None
         if outcome is Outcome.ESCALATED:
-            message = await asyncio.to_thread(self._sigkill, kill, message)
+            message = await asyncio.to_thread(self._sigkill, kill, message, left)
         return ActionOutcome(request=request, outcome=outcome, message=message)
 
-    def _sigkill(self, kill: PendingKill, message: str) -> str:
+    async def _outside_of(self, kill: PendingKill) -> list[Outside]:
+        """The processes outside its group that the kill's SIGTERM went to, as its event
+        recorded them (none for a kill recorded by an older zombietop)."""
+        if kill.source is not None:
+            return []
+        events = await self.store.events(task_id=kill.task_id, kind=EventKind.ACTION, limit=20)
+        for event in events:
+            data = event.data
+            sent = data.get("outcome") == str(Outcome.TERM_SENT)
+            if sent and data.get("deadline") == kill.deadline:
+                found = (Outside.from_data(each) for each in data.get("outside") or ())
+                return [each for each in found if each is not None]
+        return []
+
+    def _sigkill(self, kill: PendingKill, message: str, outside: Sequence[Outside]) -> str:
+        killed = signal_each(outside, signal.SIGKILL, kill.task_id)
         try:
-            if kill.pgid is not None and _group_left(kill):
+            if kill.pgid is not None and group_left(kill):
                 os.killpg(kill.pgid, signal.SIGKILL)
             elif alive_as(kill.pid, kill.pid_start):
                 os.kill(kill.pid, signal.SIGKILL)
-            else:
+            elif not killed:
                 return f"pid {kill.pid} exited just before SIGKILL was due"
         except ProcessLookupError:
-            return f"pid {kill.pid} exited just before SIGKILL was due"
+            if not killed:
+                return f"pid {kill.pid} exited just before SIGKILL was due"
         except PermissionError:
             return f"SIGKILL to pid {kill.pid} was not permitted"
         return message

@@ -2,7 +2,8 @@
 
 The wrapper copies the command's stdout and stderr to its own, byte for byte (cron still mails
 them), and keeps the last ``KEEP`` bytes of both, interleaved, in a file per attempt beside the
-store: ``<store>.d/output/<task>.<attempt>.out``, mode 0600 in a folder only its owner reads.
+store: ``<store>.d/output/<task>.<attempt>.out``, mode 0600 in a folder only its owner reads
+(at most ``TRIM_AT`` bytes while the attempt runs, ``KEEP`` once it ended).
 Older attempts' files are pruned as a new one starts. What a job wrote is untrusted: whoever
 shows it passes it through ``zombietop.printable.printable``.
 """
@@ -13,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +23,16 @@ from zombietop.durations import format_age
 from zombietop.locations import safe_name, state_dir
 from zombietop.model import Task
 from zombietop.printable import printable
-from zombietop.private import create_new, open_append, open_read, state_subdir
+from zombietop.private import create_new, open_read, state_subdir
 from zombietop.store import Store, location_of
 
 KEEP = 64 * 1024
 """Bytes of output kept per attempt."""
+TRIM_AT = 16 * KEEP
+"""How large the file of a running attempt grows before its end is moved to its top."""
+FLOOD_WRITE_EVERY = 0.1
+"""Seconds between writes of a flood's latest chunk to the file: a reader is shown the output
+at most that much late, and the copy does not pay a file write per read."""
 ATTEMPTS_KEPT = 2
 """Attempts of one task whose output stays on disk: this one and the one before."""
 SHOWN_LINES = 200
@@ -52,54 +59,114 @@ def output_path(store_path: Path | str, task_id: str, attempt: int) -> Path:
 class OutputLog:
     """Append a command's output to its attempt's file, keeping the last ``KEEP`` bytes.
 
-    The file grows to twice ``KEEP``, then is rewritten with its last ``KEEP`` bytes (from a
-    line start): bounded on disk, and one rewrite per ``KEEP`` bytes written, not per write.
-    Written from the threads that pump the command's two pipes, hence the lock.
+    The file grows to ``TRIM_AT``, then its last ``KEEP`` bytes (from a line start) are moved to
+    its top in place and the rest is cut off: bounded on disk, one 64 KiB move per MiB written,
+    and the same file (0600, never through a link) all along. A write of ``KEEP`` bytes or more
+    (a command that floods its output, read 64 KiB at a time) leaves nothing before it worth
+    keeping: the latest such write replaces the file's content at most every
+    ``FLOOD_WRITE_EVERY`` seconds, and before any other write. ``close`` leaves the last
+    ``KEEP`` bytes.
+
+    A write that fails (a full disk) is dropped and counted in ``error``, never raised: the
+    output still passes through, and the next write tries again. Written from the threads that
+    pump the command's two pipes, hence the lock.
     """
 
-    def __init__(self, path: Path, *, keep: int = KEEP) -> None:
+    def __init__(self, path: Path, *, keep: int = KEEP, trim_at: int = TRIM_AT) -> None:
         self.path = path
         self.keep = keep
+        self.trim_at = max(trim_at, 2 * keep)
         self.lines = 0
         """Newlines written so far: the ``out_lines`` of observed heartbeats."""
+        self.error: OSError | None = None
+        """The first write that failed, if one did (the kept tail has a gap)."""
         self._lock = threading.Lock()
-        # Never through a planted link, always 0600: see zombietop.private.
+        # Never through a planted link, always 0600: see zombietop.private. Written at the
+        # descriptor's offset (no O_APPEND), so the tail can be moved to the top in place.
         self._fd = create_new(path)
+        self._read = open_read(path)
         self._size = 0
+        self._flood: bytes | None = None
+        """The latest write of ``keep`` bytes or more, while it has not reached the file."""
+        self._flood_due = 0.0
 
     def write(self, data: bytes) -> None:
         with self._lock:
             if self._fd < 0:
                 return
-            os.write(self._fd, data)
-            self._size += len(data)
-            self.lines += data.count(b"\n")
-            if self._size > 2 * self.keep:
-                self._compact()
+            self.lines += _newlines(data)
+            try:
+                if len(data) >= self.keep:
+                    self._flood = data
+                    if time.monotonic() >= self._flood_due:
+                        self._write_flood()
+                    return
+                self._write_flood()
+                if self._size + len(data) > self.trim_at:
+                    self._trim()
+                _write_all(self._fd, data)
+                self._size += len(data)
+            except OSError as exc:
+                self.error = self.error or exc
+                self._resync()
 
-    def _compact(self) -> None:
-        with open(open_read(self.path), "rb") as handle:
-            handle.seek(-self.keep, os.SEEK_END)
-            tail = handle.read()
-        start = tail.find(b"\n")
-        if 0 <= start < len(tail) - 1:
-            tail = tail[start + 1 :]  # from a line start: no half line at the top
-        fresh = self.path.with_name(self.path.name + ".new")
-        fd = create_new(fresh)
-        try:
-            os.write(fd, tail)
-        finally:
-            os.close(fd)
-        os.replace(fresh, self.path)
-        os.close(self._fd)
-        self._fd = open_append(self.path)
-        self._size = len(tail)
+    def _write_flood(self) -> None:
+        if self._flood is not None:
+            self._replace(_from_line_start(self._flood[-self.keep :]))
+            self._flood = None
+            self._flood_due = time.monotonic() + FLOOD_WRITE_EVERY
+
+    def _trim(self) -> None:
+        """Keep only the last ``keep`` bytes written, from a line start."""
+        tail = os.pread(self._read, self.keep, max(0, self._size - self.keep))
+        self._replace(_from_line_start(tail))
+
+    def _replace(self, data: bytes) -> None:
+        # The end moves to the top before the cut: a reader of the file's end (the detail
+        # view, a page) sees the same last lines before, during and after.
+        os.pwrite(self._fd, data, 0)
+        os.ftruncate(self._fd, len(data))
+        os.lseek(self._fd, len(data), os.SEEK_SET)
+        self._size = len(data)
+
+    def _resync(self) -> None:
+        """After a failed write, carry on from wherever the file really ends."""
+        with contextlib.suppress(OSError):
+            self._size = os.lseek(self._fd, 0, os.SEEK_END)
 
     def close(self) -> None:
         with self._lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+            if self._fd < 0:
+                return
+            with contextlib.suppress(OSError):
+                self._write_flood()
+                if self._size > self.keep:
+                    self._trim()
+            os.close(self._fd)
+            os.close(self._read)
+            self._fd = -1
+
+
+def _newlines(data: bytes) -> int:
+    """How many newlines ``data`` holds.
+
+    ``bytes.count`` looks at one byte after the other; ``replace`` finds them with memchr, a
+    third of the cost, and this count is most of what the copy of a flood costs
+    (docs/benchmarks.md, section 15).
+    """
+    return len(data) - len(data.replace(b"\n", b""))
+
+
+def _from_line_start(tail: bytes) -> bytes:
+    """``tail`` without the half line at its top, unless it is all one line."""
+    start = tail.find(b"\n")
+    return tail[start + 1 :] if 0 <= start < len(tail) - 1 else tail
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def prune_attempts(store_path: Path | str, task_id: str, attempt: int) -> None:

@@ -4,17 +4,24 @@ The wrapper takes the lease, starts the command as the leader of its own process
 then does three things until the command exits: renews the lease every heartbeat_interval
 (only while the command lives and the lease is still ours), turns the last new line of
 ``$ZOMBIETOP_HEARTBEAT_FILE`` into a heartbeat, and forwards SIGTERM, SIGINT and SIGHUP to the
-command's group. If the lease is lost it stops the command (TERM, grace, KILL) rather than keep
-a second owner running.
+command's group (its handlers are in place before the command starts). If the lease is lost it
+stops the command (TERM, grace, KILL) rather than keep a second owner running.
 
-The command's stdout and stderr reach ours through pipes, byte for byte, and their last 64 KiB
-are kept beside the store (``zombietop.output``). Should the wrapper die, the command's next
-write finds no reader (EPIPE; SIGPIPE kills most commands): like a lost lease, that stops it
-rather than leave it running unsupervised.
+The command's process is recorded first, before anything that can fail: the wrapper needs no
+new thread once the command runs (``zombietop.child``), and one that cannot start is said and
+done without. Its stdout and stderr reach ours through ``zombietop.passthrough``, and their
+last 64 KiB are kept beside the store (``zombietop.output``). Should the wrapper die, the
+command's next write finds no reader (EPIPE; SIGPIPE kills most commands): like a lost lease,
+that stops it rather than leave it running unsupervised.
 
 While the command writes no heartbeat lines (or none for heartbeat_timeout), the wrapper looks
 at its process tree every heartbeat_interval and records an observed heartbeat when its CPU
 time, I/O or output moved: proof of activity, never of progress.
+
+When the store cannot take the exit (a full disk), the wrapper keeps trying every
+heartbeat_interval and renews the lease meanwhile, for as long as the lease can be renewed
+(``lease_ttl`` after the last renewal that worked), then exits with the command's status and
+says what was not recorded.
 """
 
 from __future__ import annotations
@@ -26,15 +33,16 @@ import os
 import signal
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from zombietop.child import Child, exit_status
 from zombietop.claim import Claim, claim_task, owner_name
 from zombietop.config import Config, Limits
+from zombietop.durations import format_age
 from zombietop.errors import (
     HeartbeatParseError,
     LeaseLost,
@@ -47,9 +55,11 @@ from zombietop.heartbeat_line import MAX_LINE, parse_line
 from zombietop.locations import clean_env, safe_name, store_location, task_file_name
 from zombietop.model import EventKind, PendingKill, TaskState
 from zombietop.output import OutputLog, private_output_path, prune_attempts
+from zombietop.passthrough import Passthrough
 from zombietop.printable import printable
 from zombietop.private import open_read, state_subdir, write_new
 from zombietop.procs import TreeActivity, read_start, this_host
+from zombietop.start_identity import ProcessStart
 from zombietop.store import Store, location_of
 from zombietop.stray_beats import StrayBeats
 
@@ -87,11 +97,6 @@ def forwarded_signals() -> tuple[signal.Signals, ...]:
     on entry), and the grace would end in a SIGKILL.
     """
     return tuple(sig for sig in FORWARDED if signal.getsignal(sig) != signal.SIG_IGN)
-
-
-def exit_status(returncode: int) -> int:
-    """The shell's convention: a death by signal N exits 128 + N."""
-    return returncode if returncode >= 0 else 128 - returncode
 
 
 class HeartbeatTail:
@@ -145,59 +150,6 @@ class HeartbeatTail:
         return newest
 
 
-class Passthrough:
-    """Copy the command's stdout and stderr to ours, unchanged, and keep their tail.
-
-    One thread per pipe: a slow reader of our stdout (a pager, a full pipe) blocks only the
-    copy, never the renewals and heartbeats on the event loop.
-    """
-
-    def __init__(self, log: OutputLog) -> None:
-        self.log = log
-        self.stray = StrayBeats()
-        out_read, self.stdout = os.pipe()
-        err_read, self.stderr = os.pipe()
-        self._threads = [
-            threading.Thread(target=self._pump, args=(out_read, 1), daemon=True, name="stdout"),
-            threading.Thread(target=self._pump, args=(err_read, 2), daemon=True, name="stderr"),
-        ]
-        self._reads = (out_read, err_read)
-
-    def start(self) -> None:
-        """Start copying; the child holds the write ends now, so ours are closed."""
-        os.close(self.stdout)
-        os.close(self.stderr)
-        for thread in self._threads:
-            thread.start()
-
-    def _pump(self, source: int, target: int) -> None:
-        at_line_start = True
-        try:
-            while data := os.read(source, 65536):
-                with contextlib.suppress(OSError):
-                    _write_all(target, data)  # our stdout gone: keep the tail regardless
-                self.log.write(data)
-                if not self.stray.done:
-                    self.stray.feed(data, at_line_start=at_line_start)
-                    at_line_start = data.endswith(b"\n")
-        finally:
-            os.close(source)
-
-    def finish(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the pipes to drain, then close the log."""
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        self.log.close()
-
-    def close(self) -> None:
-        """Undo a pass-through whose command never started."""
-        for fd in (self.stdout, self.stderr, *self._reads):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.log.close()
-
-
 def _beat_file_used(beat_file: Path) -> bool:
     """True when the command wrote to its heartbeat file at all."""
     try:
@@ -206,10 +158,8 @@ def _beat_file_used(beat_file: Path) -> bool:
         return False
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+def _seconds(seconds: float) -> str:
+    return f"{seconds:g}s" if seconds < 60 else format_age(seconds)
 
 
 class Runner:
@@ -239,6 +189,11 @@ class Runner:
         self.stray: StrayBeats | None = None
         """Heartbeat lines in the command's output, when it is passed through."""
         self.store_gone = False
+        self.lease_until = math.inf
+        """When the lease ends unless renewed (monotonic): the claim's or the last renewal's
+        start, plus lease_ttl."""
+        self.unrecorded: ProcessStart | None = None
+        """The command's start while the store has not taken it yet (tried again each round)."""
 
     def _say(self, text: str) -> None:
         print(printable(f"zombietop: {text}"), file=self.err, flush=True)
@@ -255,6 +210,7 @@ class Runner:
         type_limits = self.config.limits_for(spec.step_type)
         # Before the claim: a state directory that is not safely ours must not leave it claimed.
         folder = self._heartbeat_folder()
+        claimed_at = time.monotonic()
         claim = await claim_task(
             self.store,
             task_id=task_id,
@@ -268,9 +224,8 @@ class Runner:
             cwd=cwd,
             host=self.host,
         )
+        self.lease_until = claimed_at + type_limits.lease_ttl
         limits = self.config.limits_for(claim.task.step_type)
-        if not spec.task_id:
-            self._say(f"task {task_id}")
         beat_file = write_new(folder / f"{task_file_name(task_id)}.{claim.token}.hb")
         try:
             return await self._supervise(claim, limits, spec, beat_file)
@@ -304,44 +259,58 @@ class Runner:
         return env
 
     async def _supervise(self, claim: Claim, limits: Limits, spec: RunSpec, beat_file: Path) -> int:
-        task_id, owner, token = claim.task.task_id, claim.owner, claim.token
-        cwd = spec.cwd or claim.task.cwd or os.getcwd()
+        started = await self.store.now()
         output = self._output_log(claim)
-        pipes = Passthrough(output) if output is not None else None
+        pipes = Passthrough(output, self._say) if output is not None else None
+        loop = asyncio.get_running_loop()
+        child = Child()
+        handled = forwarded_signals()
+        # Before the start: a signal that comes while the command starts is forwarded to it
+        # once its pid is known, never left to kill the wrapper and orphan the command.
+        for sig in handled:
+            loop.add_signal_handler(sig, self._forward, child, sig, limits.kill_grace)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *spec.command,
-                cwd=cwd,
-                env=self._env(claim, beat_file),
-                process_group=0,
-                stdout=None if pipes is None else pipes.stdout,
-                stderr=None if pipes is None else pipes.stderr,
-            )
-        except OSError as exc:
-            if pipes is not None:
-                pipes.close()
-            reason = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
-            self._say(reason)
-            await self.store.finish_task(
-                task_id,
-                owner=owner,
-                token=token,
-                state=TaskState.FAILED,
-                exit_code=EXIT_CANNOT_START,
-                reason=reason,
-            )
-            return EXIT_CANNOT_START
-        if pipes is not None:
-            self.stray = pipes.stray
-            pipes.start()
-        try:
-            code = await self._watch(claim, limits, proc, beat_file, pipes)
+            if not spec.task_id:
+                self._say(f"task {claim.task.task_id}")
+            try:
+                child.start(
+                    spec.command,
+                    cwd=spec.cwd or claim.task.cwd or os.getcwd(),
+                    env=self._env(claim, beat_file),
+                    stdout=None if pipes is None else pipes.stdout,
+                    stderr=None if pipes is None else pipes.stderr,
+                )
+            except OSError as exc:
+                if pipes is not None:
+                    pipes.close()
+                return await self._not_started(claim, spec, exc)
+            for early in sorted(self.forwarded):
+                child.signal_group(early)  # it came while the command started
+            try:
+                code = await self._watch(claim, limits, child, beat_file, pipes, started)
+            finally:
+                if pipes is not None:
+                    await pipes.finish(PUMP_DRAIN)
         finally:
-            if pipes is not None:
-                await asyncio.to_thread(pipes.finish, PUMP_DRAIN)
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+            child.close()
         # All the output is in: a command that printed its beats and exited says so too.
         await self._mind_stray_beats(claim, file_used=_beat_file_used(beat_file), seen_by=math.inf)
         return code
+
+    async def _not_started(self, claim: Claim, spec: RunSpec, exc: OSError) -> int:
+        reason = f"cannot start {spec.command[0]!r}: {exc.strerror or exc}"
+        self._say(reason)
+        await self.store.finish_task(
+            claim.task.task_id,
+            owner=claim.owner,
+            token=claim.token,
+            state=TaskState.FAILED,
+            exit_code=EXIT_CANNOT_START,
+            reason=reason,
+        )
+        return EXIT_CANNOT_START
 
     def _output_log(self, claim: Claim) -> OutputLog | None:
         if self.store_path is None:
@@ -359,48 +328,33 @@ class Runner:
         self,
         claim: Claim,
         limits: Limits,
-        proc: asyncio.subprocess.Process,
+        child: Child,
         beat_file: Path,
         pipes: Passthrough | None,
+        started: float,
     ) -> int:
-        task_id, owner, token = claim.task.task_id, claim.owner, claim.token
-        started = await self.store.now()
-        start = await asyncio.to_thread(read_start, proc.pid)
-        loop = asyncio.get_running_loop()
-        handled = forwarded_signals()
-        for sig in handled:
-            loop.add_signal_handler(sig, self._forward, proc, sig, limits.kill_grace)
+        task_id = claim.task.task_id
+        # First, before anything that can fail: once the store has the process, a kill and
+        # the probe find it even if the wrapper dies right after.
+        await self._record_process(claim, child)
+        if pipes is not None:
+            self.stray = pipes.stray
+            pipes.start()
         tail = HeartbeatTail(beat_file)
+        helpers = [
+            asyncio.create_task(self._renew(claim, limits, child)),
+            asyncio.create_task(self._tail(claim, limits, tail)),
+            asyncio.create_task(self._observe(claim, limits, child, pipes)),
+        ]
         try:
-            if start is not None:
-                try:
-                    await self.store.set_process(
-                        task_id,
-                        owner=owner,
-                        token=token,
-                        pid=proc.pid,
-                        pid_start_time=start.time,
-                        pid_start_identity=start.identity,
-                        host=self.host,
-                    )
-                except StoreReplaced as exc:
-                    self._lose_store(exc, claim)
-            helpers = [
-                asyncio.create_task(self._renew(claim, limits, proc)),
-                asyncio.create_task(self._tail(claim, limits, tail)),
-                asyncio.create_task(self._observe(claim, limits, proc, pipes)),
-            ]
-            try:
-                returncode = await proc.wait()
-            finally:
-                for helper in helpers:
-                    helper.cancel()
-                await asyncio.gather(*helpers, return_exceptions=True)
+            returncode = await child.wait()
         finally:
-            for sig in handled:
-                loop.remove_signal_handler(sig)
+            for helper in helpers:
+                helper.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+        code = exit_status(returncode)
         if self.store_gone:
-            return exit_status(returncode)
+            return code
         try:
             if self.lost is None:
                 # The command's last words count: read what it wrote just before it exited, or
@@ -408,12 +362,105 @@ class Runner:
                 tail.last_line()
                 if tail.latest is not None:
                     await self._record_line(claim, tail.latest)
-                await self._record_exit(claim, proc.pid, returncode, started)
+                assert child.pid is not None
+                pid = child.pid
+                await self._keep_trying(
+                    claim,
+                    limits,
+                    f"the exit of {task_id} (exit {code})",
+                    lambda: self._record_exit(claim, pid, returncode, started),
+                )
             else:
                 await self._record_lost(claim, returncode)
         except StoreReplaced as exc:
             self._lose_store(exc, claim)
-        return exit_status(returncode)
+        return code
+
+    async def _record_process(self, claim: Claim, child: Child) -> None:
+        """Record the command's pid and start; when the store fails, say so and leave it to
+        the next round."""
+        assert child.pid is not None
+        # Read here, not on a thread: a thread may not start now (the user's process limit),
+        # and this is one small /proc read.
+        start = read_start(child.pid)
+        if start is None:
+            return  # gone already: its exit is what gets recorded
+        self.unrecorded = start
+        try:
+            await self._set_process(claim, child.pid, start)
+        except StoreError as exc:
+            self._say(f"could not record the process of {claim.task.task_id} yet: {exc}")
+
+    async def _set_process(self, claim: Claim, pid: int, start: ProcessStart) -> None:
+        try:
+            await self.store.set_process(
+                claim.task.task_id,
+                owner=claim.owner,
+                token=claim.token,
+                pid=pid,
+                pid_start_time=start.time,
+                pid_start_identity=start.identity,
+                host=self.host,
+            )
+        except StoreReplaced as exc:
+            self._lose_store(exc, claim)
+        except LeaseLost:
+            pass  # the renew loop notices and stops the command
+        self.unrecorded = None
+
+    async def _keep_trying(
+        self, claim: Claim, limits: Limits, what: str, write: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Write ``what`` to the store. While the store fails (a full disk), try again every
+        heartbeat_interval, renewing the lease meanwhile, for as long as the lease can be
+        renewed; say on stderr what is waited for, and how it ended."""
+        try:
+            await write()
+            return
+        except LeaseLost as exc:
+            self._say(f"{what} is not recorded: {exc}")
+            return
+        except StoreReplaced:
+            raise
+        except StoreError as exc:
+            error = exc
+        interval, ttl = limits.heartbeat_interval, limits.lease_ttl
+        self._say(
+            f"cannot record {what} yet: {error}; trying again every {_seconds(interval)}, and "
+            f"renewing the lease meanwhile, until the lease cannot be renewed for {_seconds(ttl)}"
+        )
+        tries = 1
+        while True:
+            await asyncio.sleep(interval)
+            ended: LeaseLost | None = None
+            try:
+                await self._renew_once(claim, limits)
+            except LeaseLost as exc:
+                ended = exc  # an end is still taken just past expiry, if nobody took over
+            except StoreReplaced:
+                raise
+            except StoreError:
+                pass  # the same store that cannot take the exit; the lease has its ttl
+            tries += 1
+            try:
+                await write()
+            except LeaseLost as exc:
+                self._say(f"{what} is not recorded: {exc}")
+                return
+            except StoreReplaced:
+                raise
+            except StoreError as exc:
+                error = exc
+            else:
+                self._say(f"recorded {what} after {tries} tries")
+                return
+            if ended is not None or time.monotonic() >= self.lease_until:
+                break
+        self._say(
+            f"gave up: {what} is not recorded ({error}), and the lease could not be renewed for "
+            f"{_seconds(ttl)}; {claim.task.task_id} stays unfinished in the store: resume or "
+            "discard it once the store works again"
+        )
 
     def _lose_store(self, exc: StoreReplaced, claim: Claim) -> None:
         """The store's path names another file now (or none): the command is not at fault, so
@@ -422,56 +469,62 @@ class Runner:
             self.store_gone = True
             self._say(f"{exc}; {claim.task.task_id} keeps running unrecorded")
 
-    def _forward(self, proc: asyncio.subprocess.Process, sig: int, grace: float) -> None:
+    def _forward(self, child: Child, sig: int, grace: float) -> None:
         first = not self.forwarded
         self.forwarded.add(sig)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
+        child.signal_group(sig)  # nothing yet if it has not started: it gets it as it does
         if first:
             # Whoever stops us will not wait forever: neither do we, or the command outlives us.
-            asyncio.get_running_loop().call_later(grace, self._kill_group, proc)
+            asyncio.get_running_loop().call_later(grace, self._kill_group, child)
 
-    def _kill_group(self, proc: asyncio.subprocess.Process) -> None:
-        if proc.returncode is None:
+    def _kill_group(self, child: Child) -> None:
+        if child.pid is not None and child.returncode is None:
             self._say(
                 f"the command ignored {self._forwarded_names()} for the grace; sending SIGKILL"
             )
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            child.signal_group(signal.SIGKILL)
 
     def _forwarded_names(self) -> str:
         return ", ".join(signal.Signals(s).name for s in sorted(self.forwarded))
 
-    async def _renew(self, claim: Claim, limits: Limits, proc: asyncio.subprocess.Process) -> None:
+    async def _renew(self, claim: Claim, limits: Limits, child: Child) -> None:
         while True:
             await asyncio.sleep(limits.heartbeat_interval)
-            if proc.returncode is not None:
+            if child.returncode is not None:
                 return
             try:
-                self.store.check_path()
-                await self.store.renew_lease(
-                    claim.task.task_id, owner=claim.owner, token=claim.token, ttl=limits.lease_ttl
-                )
+                await self._renew_once(claim, limits)
             except LeaseLost as exc:
                 self.lost = str(exc)
                 self._say(f"{exc}; stopping the command so two owners never run")
-                await self._stop(proc, limits.kill_grace)
+                await self._stop(child, limits.kill_grace)
                 return
             except StoreReplaced as exc:
                 self._lose_store(exc, claim)
             except StoreError as exc:
                 # A busy store is not a lost lease: try again next interval, the TTL has room.
                 self._say(f"could not renew the lease on {claim.task.task_id}: {exc}")
+                continue
+            if self.unrecorded is not None and child.pid is not None:
+                with contextlib.suppress(StoreError):
+                    await self._set_process(claim, child.pid, self.unrecorded)
 
-    async def _stop(self, proc: asyncio.subprocess.Process, grace: float) -> None:
+    async def _renew_once(self, claim: Claim, limits: Limits) -> None:
+        """Renew the lease once; on success, move ``lease_until`` on."""
+        asked_at = time.monotonic()
+        self.store.check_path()
+        await self.store.renew_lease(
+            claim.task.task_id, owner=claim.owner, token=claim.token, ttl=limits.lease_ttl
+        )
+        self.lease_until = asked_at + limits.lease_ttl
+
+    async def _stop(self, child: Child, grace: float) -> None:
         """TERM the command's group, give it ``grace`` seconds, then KILL it."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
+        child.signal_group(signal.SIGTERM)
         try:
-            await asyncio.wait_for(proc.wait(), timeout=grace)
+            await asyncio.wait_for(child.wait(), timeout=grace)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            child.signal_group(signal.SIGKILL)
 
     async def _tail(self, claim: Claim, limits: Limits, tail: HeartbeatTail) -> None:
         interval = self.tail_interval or min(limits.heartbeat_interval / 2, 1.0)
@@ -511,19 +564,22 @@ class Runner:
         self,
         claim: Claim,
         limits: Limits,
-        proc: asyncio.subprocess.Process,
+        child: Child,
         pipes: Passthrough | None,
     ) -> None:
         """Record an observed heartbeat each interval the command's tree did something while
         the command wrote no heartbeat line (or none for the heartbeat timeout)."""
-        activity = TreeActivity(proc.pid)
+        assert child.pid is not None
+        activity = TreeActivity(child.pid)
         last: tuple[float, int, int] | None = None
         while True:
             await asyncio.sleep(limits.heartbeat_interval)
-            if proc.returncode is not None:
+            if child.returncode is not None:
                 return
             lines = 0 if pipes is None else pipes.log.lines
-            cpu_s, io = await asyncio.to_thread(activity.read)
+            # On the loop, not a thread: one may not start now (the user's process limit), and
+            # a tree costs a few small /proc reads.
+            cpu_s, io = activity.read()
             now = (round(cpu_s, 2), io, lines)
             moved = last is not None and now != last
             quiet = (
@@ -560,6 +616,7 @@ class Runner:
             self._say(f"could not record a heartbeat for {task_id}: {exc}")
 
     async def _record_exit(self, claim: Claim, pid: int, returncode: int, started: float) -> None:
+        """Record how the command ended; raise ``LeaseLost`` when the task is not ours now."""
         task_id = claim.task.task_id
         code = exit_status(returncode)
         record = await self.store.get_record(task_id)
@@ -573,18 +630,15 @@ class Runner:
             state, reason = TaskState.FAILED, f"killed by {signal.Signals(-returncode).name}"
         else:
             state, reason = TaskState.FAILED, None  # the exit code says it all
-        try:
-            await self.store.finish_task(
-                task_id,
-                owner=claim.owner,
-                token=claim.token,
-                state=state,
-                exit_code=code,
-                reason=reason,
-                stopped_by=stopped_by,
-            )
-        except LeaseLost as exc:
-            self._say(f"not recording the exit of {task_id}: {exc}")
+        await self.store.finish_task(
+            task_id,
+            owner=claim.owner,
+            token=claim.token,
+            state=state,
+            exit_code=code,
+            reason=reason,
+            stopped_by=stopped_by,
+        )
 
     def _stopped_by(
         self, kill: PendingKill | None, pid: int, returncode: int, started: float

@@ -92,23 +92,24 @@ def _names_store(cmdline: Sequence[str], cwd: str | None, key: str) -> bool:
     return False
 
 
-def _spared() -> set[int]:
-    """This process and its ancestors: the caller asked for the sweep and must survive it."""
-    spared = {os.getpid()}
+def spared() -> set[int]:
+    """This process and its ancestors: the caller asked for the sweep (or the kill) and must
+    survive it."""
+    kept = {os.getpid()}
     with contextlib.suppress(psutil.Error):
-        spared.update(p.pid for p in psutil.Process().parents())
-    return spared
+        kept.update(p.pid for p in psutil.Process().parents())
+    return kept
 
 
 def find(store: Path) -> list[Found]:
     """Return every live process of this user that belongs to ``store``."""
     key = store_key(store)
     uid = os.getuid()
-    spared = _spared()
+    kept = spared()
     found = []
     for proc in psutil.process_iter(["pid", "uids", "status", "cmdline", "create_time"]):
         info = proc.info
-        if info["pid"] in spared or info["uids"] is None or info["uids"].real != uid:
+        if info["pid"] in kept or info["uids"] is None or info["uids"].real != uid:
             continue
         if info["status"] == psutil.STATUS_ZOMBIE or info["create_time"] is None:
             continue

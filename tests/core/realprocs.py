@@ -5,12 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pwd
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import psutil
 import pytest
@@ -149,7 +154,7 @@ async def start_task_process(
     lease = await real_store.acquire_lease(task_id, owner="test-owner", ttl=60)
     # Tagged as `zombietop run` tags its command: the executor signals only a process tied to
     # its task in /proc, never one the store's pid and start time alone point at.
-    env = {**os.environ, "ZOMBIETOP_TASK": task_id} if tagged else None
+    env = {**os.environ, **attempt_tags(task_id)} if tagged else None
     proc = children.start(["sh", "-c", script], env=env)
     wait_for_file(ready)
     start = read_start(proc.pid)
@@ -169,6 +174,11 @@ async def start_task_process(
         host=host or this_host(),
     )
     return proc
+
+
+def attempt_tags(task_id: str, attempt: int = 1) -> dict[str, str]:
+    """What `zombietop run` puts in its command's environment to tie it to one attempt."""
+    return {"ZOMBIETOP_TASK": task_id, "ZOMBIETOP_ATTEMPT": str(attempt)}
 
 
 def start_with_pid(
@@ -196,3 +206,143 @@ def pid_alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+@contextlib.contextmanager
+def throwaway_user() -> Iterator[pwd.struct_passwd]:
+    """A new OS user (root only; skip otherwise), deleted again afterwards with whatever it
+    still runs: every process of it is one the test started."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create a second user with useradd; run the suite as root")
+    if shutil.which("useradd") is None or shutil.which("setpriv") is None:
+        pytest.skip("useradd and setpriv (util-linux) are needed to act as a second user")
+    name = f"zt{uuid.uuid4().hex[:8]}"
+    subprocess.run(
+        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+        check=True,
+        capture_output=True,
+    )
+    user = pwd.getpwnam(name)
+    try:
+        yield user
+    finally:
+        end_processes_of(user.pw_uid)
+        subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+def as_user(user: pwd.struct_passwd, *argv: str) -> list[str]:
+    """``argv`` run as ``user`` (real and effective ids, no extra groups), by setpriv's exec."""
+    return [
+        "setpriv",
+        f"--reuid={user.pw_uid}",
+        f"--regid={user.pw_gid}",
+        "--clear-groups",
+        "--",
+        *argv,
+    ]
+
+
+def uids_of(pid: int) -> int | None:
+    """The real uid of ``pid``; None when it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    line = next(line for line in status.splitlines() if line.startswith("Uid:"))
+    return int(line.split()[1])
+
+
+def tasks_of(uid: int) -> int:
+    """What RLIMIT_NPROC counts for ``uid``: the threads of its processes, zombies included."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{name}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields["Uid"].split()[0]) == uid:
+            total += int(fields["Threads"])
+    return total
+
+
+def end_processes_of(uid: int) -> None:
+    """SIGKILL every process of ``uid`` (a user the test made), stopped first so that none
+    starts another meanwhile."""
+    for _ in range(50):
+        pids = [int(n) for n in os.listdir("/proc") if n.isdigit() and uids_of(int(n)) == uid]
+        if not pids:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+        time.sleep(0.05)
+
+
+def blocked_writing_to_a_pipe(pid: int) -> bool:
+    """True while the main thread of ``pid`` waits in a write to a full pipe."""
+    try:
+        return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
+
+
+class Said:
+    """The lines a process writes on a pipe, read on a thread as they come."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._ended = False
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: BinaryIO) -> None:
+        with stream:
+            for raw in stream:
+                with self._changed:
+                    self.lines.append(raw.decode(errors="replace"))
+                    self._changed.notify_all()
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> bool:
+        """True once a line holds ``text``; False if the stream ends (or times out) first."""
+
+        def seen() -> bool:
+            return any(text in line for line in self.lines)
+
+        with self._changed:
+            self._changed.wait_for(lambda: self._ended or seen(), timeout)
+            return seen()
+
+    def all(self, timeout: float = 30.0) -> str:
+        """Everything, once the stream ended (or ``timeout`` passed)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._ended, timeout)
+            return "".join(self.lines)
+
+
+class FullPipe:
+    """A pipe whose buffer is full, so the first write to it blocks until the test drains it."""
+
+    def __init__(self) -> None:
+        self.read, self.write = os.pipe()
+        os.set_blocking(self.write, False)
+        self._filled = 0
+        for size in (1 << 16, 1):
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    self._filled += os.write(self.write, b"x" * size)
+        os.set_blocking(self.write, True)
+
+    def drain(self) -> Said:
+        """Read it from now on, the filling left out; the test's copy of the write end (the
+        child has its own) is closed."""
+        os.close(self.write)
+        stream = os.fdopen(self.read, "rb")
+        stream.read(self._filled)
+        return Said(stream)

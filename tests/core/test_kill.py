@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -13,9 +14,12 @@ import psutil
 
 from tests.core.realprocs import (
     Children,
+    as_user,
+    attempt_tags,
     pid_alive,
     start_task_process,
     start_with_pid,
+    throwaway_user,
     wait_for,
     wait_for_file,
     zombietop,
@@ -24,8 +28,10 @@ from tests.stores import open_for_test
 from zombietop.actions import Outcome
 from zombietop.clock import CLOCK_TICKS, FakeClock, host_boottime
 from zombietop.config import Config
+from zombietop.errors import TaskNotFound
 from zombietop.executor import Executor
 from zombietop.model import EventKind
+from zombietop.procs import read_start
 from zombietop.start_identity import start_words
 from zombietop.store import Store
 
@@ -418,3 +424,204 @@ async def test_an_sdk_job_started_by_hand_is_tied_by_its_open_file_and_killed(
     async with await open_for_test(db) as store:
         task = (await store.get_record("by-hand")).task
     assert task.state == "interrupted"
+
+
+# Processes of the attempt that left its group -----------------------------------------------
+
+
+def _outside(proc: subprocess.Popen[bytes], argv: list[str]) -> int:
+    """The pid of the descendant of ``proc`` running ``argv`` (a child that left its group)."""
+    for kid in psutil.Process(proc.pid).children(recursive=True):
+        if kid.cmdline() == argv:
+            assert os.getpgid(kid.pid) != proc.pid  # it did leave the group
+            return kid.pid
+    raise AssertionError(f"no {argv} under pid {proc.pid}")
+
+
+async def test_a_kill_ends_the_setsid_children_of_the_attempt_too(
+    db: Path, fast_config_path: Path, children: Children, tmp_path: Path
+) -> None:
+    """The reported fault: `sh -c 'setsid sleep 3011 & ...; sleep 300'` under `zombietop run`,
+    then `zombietop kill e --yes`: the child kept running with ZOMBIETOP_TASK=e, the task was
+    marked interrupted, and a resume ran a second copy beside it."""
+    ready = tmp_path / "ready"
+    script = f"setsid sleep 3011 & : > {ready}; sleep 300"
+    wrapper = children.start(
+        zombietop(db, fast_config_path, "run", "--task", "e", "--", "sh", "-c", script),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    wait_for_file(ready)
+    async with await open_for_test(db) as store:
+        await wait_for(lambda: _pid_of(store, "e"), what="the task's process")
+        leader = (await store.get_task("e")).pid
+    assert leader is not None
+    await wait_for(
+        lambda: any(k.cmdline() == ["sleep", "3011"] for k in psutil.Process(leader).children()),
+        what="the setsid child",
+    )
+    setsid_child = next(
+        k.pid for k in psutil.Process(leader).children() if k.cmdline() == ["sleep", "3011"]
+    )
+    children.track_group(setsid_child)  # ended at the test's end, should the test fail
+    assert os.getsid(setsid_child) == setsid_child and os.getsid(leader) != setsid_child
+
+    result = await asyncio.to_thread(
+        subprocess.run,
+        zombietop(db, fast_config_path, "kill", "e", "--yes"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        f"e: term_sent: SIGTERM sent to process group {leader} of e, and to 1 process of e "
+        f"outside that group (pid {setsid_child}): 3 processes in 2 sessions; SIGKILL in 1s "
+        "if any is still alive"
+    ) in result.stdout
+    assert "e: exited:" in result.stdout
+    await wait_for(lambda: not pid_alive(setsid_child), what="the setsid child to end")
+    assert await asyncio.to_thread(wrapper.wait, 20) == 128 + signal.SIGTERM
+    async with await open_for_test(db) as store:
+        assert (await store.get_task("e")).state == "interrupted"
+
+
+async def _pid_of(store: Store, task_id: str) -> bool:
+    try:
+        return (await store.get_task(task_id)).pid is not None
+    except TaskNotFound:
+        return False
+
+
+async def test_a_child_outside_the_group_that_ignores_term_is_killed_after_the_grace(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    ready = tmp_path / "ready"
+    deaf = ["sleep", "3012"]
+    script = f"setsid sh -c \"trap '' TERM; : > {ready}; exec sleep 3012\" & wait"
+    proc = await start_task_process(pinned_store, children, script, ready)
+    await wait_for(lambda: _has(proc, deaf), what="the setsid child to exec")
+    outside = _outside(proc, deaf)
+    children.track_group(outside)
+    executor = Executor(pinned_store, fast_config, clock=fake_clock)
+
+    sent = await executor.kill("t1", expected_token=1, actor="oncall")
+    assert sent.outcome is Outcome.TERM_SENT
+    assert f"and to 1 process of t1 outside that group (pid {outside})" in sent.message
+    assert await asyncio.to_thread(proc.wait, 5) == -signal.SIGTERM  # the group is gone
+    fake_clock.advance(0.5)
+    assert await executor.complete_pending_kills() == []  # within the grace: not exited
+    assert pid_alive(outside)
+
+    fake_clock.advance(1.0)
+    done = await executor.complete_pending_kills()
+    assert [d.outcome for d in done] == [Outcome.ESCALATED], [d.message for d in done]
+    assert f"1 process outside it (pid {outside}) still alive" in done[0].message
+    await wait_for(lambda: not pid_alive(outside), what="SIGKILL to reach it")
+
+
+def _has(proc: subprocess.Popen[bytes], argv: list[str]) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return any(k.cmdline() == argv for k in psutil.Process(proc.pid).children(recursive=True))
+    return False
+
+
+async def test_other_attempts_other_stores_and_other_users_are_never_signalled(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    """Each carries ZOMBIETOP_TASK=t1 and lives outside the task's group: anyone can set a
+    variable, and the same task id runs in other stores and other attempts."""
+    ready = tmp_path / "ready"
+    proc = await start_task_process(
+        pinned_store, children, RESPECTS_TERM.format(ready=ready), ready
+    )
+    tags = {**os.environ, **attempt_tags("t1")}
+    others = [
+        children.start(["sleep", "3013"], env={**tags, "ZOMBIETOP_ATTEMPT": "2"}),
+        children.start(["sleep", "3013"], env={**tags, "ZOMBIETOP_DB": "/elsewhere/z.db"}),
+    ]
+    with throwaway_user() as user:
+        others.append(children.start(as_user(user, "sleep", "3013"), env=tags))
+        await wait_for(
+            lambda: all(psutil.Process(o.pid).cmdline() == ["sleep", "3013"] for o in others),
+            what="the others to run",
+        )
+        sent = await Executor(pinned_store, fast_config, clock=fake_clock).kill(
+            "t1", expected_token=1, actor="oncall"
+        )
+        assert sent.outcome is Outcome.TERM_SENT
+        assert "outside" not in sent.message, sent.message
+        assert await asyncio.to_thread(proc.wait, 5) == -signal.SIGTERM
+        assert all(other.poll() is None for other in others)
+
+
+async def test_a_tagged_process_that_took_the_pid_of_one_outside_gets_no_sigkill(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    """Every process signalled is checked again by its start before the SIGKILL: the one
+    outside the group left after TERM, and a process of the same attempt got its pid."""
+    ready = tmp_path / "ready"
+    proc = await start_task_process(pinned_store, children, IGNORES_TERM.format(ready=ready), ready)
+    tags = {**os.environ, **attempt_tags("t1")}
+    first = children.start(["sleep", "3015"], env=tags, process_group=None, start_new_session=True)
+    await wait_for(lambda: _runs(first, ["sleep", "3015"]), what="the first process")
+    started = read_start(first.pid)
+    assert started is not None and started.identity is not None
+    ticks = started.identity.ticks
+    executor = Executor(pinned_store, fast_config, clock=fake_clock)
+    sent = await executor.kill("t1", expected_token=1, actor="oncall")
+    assert f"(pid {first.pid})" in sent.message, sent.message
+    assert await asyncio.to_thread(first.wait, 5) == -signal.SIGTERM
+    await wait_for(lambda: _ticks_now() > ticks, what="the next clock tick")
+    second = start_with_pid(
+        children, first.pid, ["sleep", "3016"], env=tags, process_group=None, start_new_session=True
+    )
+
+    fake_clock.advance(fast_config.defaults.kill_grace + 1)
+    done = await executor.complete_pending_kills()
+    assert [d.outcome for d in done] == [Outcome.ESCALATED], [d.message for d in done]
+    assert "outside" not in done[0].message
+    assert await asyncio.to_thread(proc.wait, 5) == -signal.SIGKILL
+    assert second.poll() is None and pid_alive(second.pid)
+
+
+def _runs(proc: subprocess.Popen[bytes], argv: list[str]) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return psutil.Process(proc.pid).cmdline() == argv
+    return False
+
+
+async def test_resume_stops_the_children_of_the_old_copy_that_left_its_group(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    ready = tmp_path / "ready"
+    script = f"setsid sleep 3017 & : > {ready}; wait"
+    proc = await start_task_process(pinned_store, children, script, ready)
+    await wait_for(lambda: _has(proc, ["sleep", "3017"]), what="the setsid child")
+    outside = _outside(proc, ["sleep", "3017"])
+    children.track_group(outside)
+    outcome = await Executor(pinned_store, fast_config, clock=fake_clock).resume(
+        "t1", expected_token=1, actor="oncall"
+    )
+    assert (
+        f"stopped the old copy first (process group {proc.pid} and 1 process outside it "
+        f"(pid {outside}) exited after SIGTERM)"
+    ) in outcome.message, outcome.message
+    await wait_for(lambda: not pid_alive(outside), what="the old copy's setsid child to end")

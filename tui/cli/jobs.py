@@ -45,7 +45,9 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         about="Run a command as a task: take its lease and renew it while the command lives, "
         "turn each line the command appends to $ZOMBIETOP_HEARTBEAT_FILE into a heartbeat, "
         "forward SIGTERM, SIGINT and SIGHUP to it, record how it ended, and exit with its "
-        "status. Refuse to start (exit 2) while an --after task has not succeeded.",
+        "status. When the store cannot take the end (a full disk), keep trying while the "
+        "lease can be renewed. Refuse to start (exit 2) while an --after task has not "
+        "succeeded.",
         examples=(
             "zombietop run --task export-2031 --type export -- ./export.sh",
             "zombietop run --task load-2031 --after export-2031 -- ./load.sh",
@@ -86,10 +88,11 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         ),
         (
             ActionKind.KILL,
-            "SIGTERM the task's process group, SIGKILL after kill_grace",
-            "Kill a task gracefully: SIGTERM to its process group, then SIGKILL after "
-            "kill_grace only if the same process (pid and start time) is still alive. A task "
-            "on another host is killed by that host's agent.",
+            "SIGTERM the task's processes, SIGKILL after kill_grace",
+            "Kill a task gracefully: SIGTERM to its process group and to the processes of its "
+            "attempt that left the group (setsid), then SIGKILL after kill_grace to those that "
+            "are still the same processes (pid and start time). A task on another host is "
+            "killed by that host's agent.",
             "hung on the partner API",
         ),
     ):
