@@ -84,7 +84,7 @@ def actor() -> str:
     return f"{real_user()}@{socket.gethostname()}"
 
 
-async def run_dashboard(
+async def launch_dashboard(
     config: Config,
     db: Path,
     *,
