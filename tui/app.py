@@ -36,7 +36,7 @@ from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
 from zombietop.tui.task_order import SortMode, in_snapshot_order, ordered
 from zombietop.tui.textual_compat import install_cropped_updates, quiet_driver
-from zombietop.tui.untrusted import shown_markup
+from zombietop.tui.untrusted import escaped_markup
 
 NOTE_SECONDS = 60.0
 """How long a row shows the outcome of the last action taken on it."""
@@ -338,7 +338,7 @@ class ZombietopApp(App[None]):
             return None
         view = self.snapshot.by_id().get(task_id)
         if view is None:
-            self.notify(f"{shown_markup(task_id)} is no longer on screen", severity="warning")
+            self.notify(f"{escaped_markup(task_id)} is no longer on screen", severity="warning")
         return view
 
     def request_ack(self, task_id: str) -> None:
@@ -353,7 +353,7 @@ class ZombietopApp(App[None]):
         if view is None:
             return
         if self.snapshot.oncall.ack_for(task_id) is None:
-            self.notify(f"{shown_markup(task_id)} is not acked", severity="warning", timeout=5)
+            self.notify(f"{escaped_markup(task_id)} is not acked", severity="warning", timeout=5)
         else:
             self.run_unack(task_id)
 
@@ -363,10 +363,10 @@ class ZombietopApp(App[None]):
         try:
             ended = await self.desk.unack(task_id)
         except ZombietopError as exc:
-            self.notify(shown_markup(str(exc)), title="refused", severity="error", timeout=15)
+            self.notify(escaped_markup(str(exc)), title="refused", severity="error", timeout=15)
             return
         said = "was no longer acked" if ended is None else "unacked: re-notify resumes"
-        self.notify(f"{shown_markup(task_id)} {said}", title="done", timeout=10)
+        self.notify(f"{escaped_markup(task_id)} {said}", title="done", timeout=10)
         self._show_effect()
 
     def request_silence(self, task_id: str) -> None:
@@ -389,7 +389,7 @@ class ZombietopApp(App[None]):
                 ack = await self.desk.ack(
                     asked.task_id, reason=asked.reason, duration=asked.duration
                 )
-                said = f"{shown_markup(ack.task_id)} acked for {format_duration(asked.duration)}"
+                said = f"{escaped_markup(ack.task_id)} acked for {format_duration(asked.duration)}"
             else:
                 made = await self.desk.silence(
                     matcher=asked.matcher,
@@ -398,11 +398,11 @@ class ZombietopApp(App[None]):
                     duration=asked.duration,
                 )
                 said = (
-                    f"silence {made.silence_id} ({made.matcher} {shown_markup(made.pattern)}) "
+                    f"silence {made.silence_id} ({made.matcher} {escaped_markup(made.pattern)}) "
                     f"for {format_duration(asked.duration)}"
                 )
         except ZombietopError as exc:
-            self.notify(shown_markup(str(exc)), title="refused", severity="error", timeout=15)
+            self.notify(escaped_markup(str(exc)), title="refused", severity="error", timeout=15)
             return
         self.notify(said, title="done", timeout=10)
         self._show_effect()

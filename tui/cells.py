@@ -20,7 +20,7 @@ from zombietop.model import BudgetFlag, Health
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCall
 from zombietop.tui.healths import GLYPHS, STYLES
-from zombietop.tui.untrusted import shown
+from zombietop.tui.untrusted import printable_text
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 DASH = Text("-", style="dim")
@@ -121,7 +121,7 @@ TASK_GROWS_BY = 16
 
 
 def _task(view: TaskView, now: float, note: str | None, *, width: int = TASK_WIDTH) -> Text:
-    text = shown(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+    text = printable_text(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
     return with_marks(text, row_marks(view, now, note), width)
 
 
@@ -154,7 +154,7 @@ def with_marks(text: Text, marks: Sequence[Mark], width: int) -> Text:
 
 def _stage(view: TaskView, now: float, note: str | None) -> Text:
     beat = view.heartbeat
-    return shown(beat.stage) if beat is not None and beat.stage else DASH
+    return printable_text(beat.stage) if beat is not None and beat.stage else DASH
 
 
 def _progress(view: TaskView, now: float, note: str | None) -> Text:
@@ -188,7 +188,7 @@ def upstream_text(waiting_on: Sequence[tuple[str, Health]]) -> Text:
         "blocked by " if blocked is not None else "after ",
         style="bold" if blocked is not None else "",
     )
-    text.append_text(shown(upstream))
+    text.append_text(printable_text(upstream))
     text.append(f" ({health})", style=STYLES[health])
     if len(waiting_on) > 1:
         text.append(f" +{len(waiting_on) - 1}")
@@ -315,8 +315,8 @@ def _owner(view: TaskView, now: float, note: str | None) -> Text:
     if owner is None and host is None:
         return DASH
     if owner is not None and host is not None and owner.endswith(f"@{host}"):
-        return shown(owner)
-    return shown(f"{owner or '-'}@{host or '?'}")
+        return printable_text(owner)
+    return printable_text(f"{owner or '-'}@{host or '?'}")
 
 
 COLUMNS: tuple[Column, ...] = (

@@ -26,7 +26,7 @@ from zombietop.tui.cells import ACKED, BAR_STYLE, FLAG_MARKS, MARKS, SILENCED, b
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import DETAIL_KEYS, KEYS, TaskKeys, display_key
 from zombietop.tui.source import SnapshotSource
-from zombietop.tui.untrusted import shown
+from zombietop.tui.untrusted import printable_text
 from zombietop.tui.widgets.events_pane import event_line
 
 
@@ -62,7 +62,7 @@ def _budget_row(budget: Budget) -> Text:
 
 def _row(grid: Table, label: str, value: str | Text) -> None:
     """Add a row whose value is untrusted text: shown printable, never read as markup."""
-    grid.add_row(label, shown(value) if isinstance(value, str) else value)
+    grid.add_row(label, printable_text(value) if isinstance(value, str) else value)
 
 
 def oncall_rows(grid: Table, view: TaskView, oncall: OnCall, now: float) -> None:
@@ -153,8 +153,8 @@ def describe(
         grid,
         "task",
         Text.assemble(
-            shown(task.task_id, "bold"),
-            shown(f"  run {task.run_id}  step {task.step}  type {task.step_type}"),
+            printable_text(task.task_id, "bold"),
+            printable_text(f"  run {task.run_id}  step {task.step}  type {task.step_type}"),
         ),
     )
     if origin is not None:
@@ -217,7 +217,7 @@ def describe(
     _row(grid, "lease", lease_words(view, now))
     _row(grid, "process", process_words(view))
     if view.agent_note is not None:
-        _row(grid, "agent", shown(view.agent_note, style="bold yellow"))
+        _row(grid, "agent", printable_text(view.agent_note, style="bold yellow"))
     skew = view.clock_skew_s
     if skew is not None and abs(skew) >= 1:
         side = "ahead of" if skew > 0 else "behind"
@@ -340,15 +340,17 @@ class DetailScreen(TaskKeys):
         now = self.now
         context = self.query_one("#context", Static)
         if view is None:
-            context.update(shown(f"{self.task_id} is no longer in the store's recent tasks"))
+            context.update(
+                printable_text(f"{self.task_id} is no longer in the store's recent tasks")
+            )
             return
         title = health_label(view.health)
-        title.append_text(shown(f"  {view.task_id}"))
+        title.append_text(printable_text(f"  {view.task_id}"))
         self.title = printable(view.task_id)
         context_line = view.verdict.context(now)
         if view.health in ASK_A_HUMAN:
             context_line = with_last_output(context_line, self.last_output, now)
-        context.update(Text.assemble(title, "\n", shown(context_line)))
+        context.update(Text.assemble(title, "\n", printable_text(context_line)))
         points = [p.progress for p in self.history if p.progress is not None]
         label = (
             f"progress over the last {len(points)} heartbeats"
