@@ -26,6 +26,7 @@ from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCallDesk
 from zombietop.printable import printable
 from zombietop.tui import messages
+from zombietop.tui.messages import TaskAction
 from zombietop.tui.cells import marked_notes
 from zombietop.tui.keys import QUIT_KEYS, TaskKeys, display_key, keys_for
 from zombietop.tui.screens.confirm import ConfirmScreen
@@ -270,19 +271,23 @@ class ZombietopApp(App[None]):
     def on_task_asked(self, message: messages.TaskAsked) -> None:
         task_id = message.task_id
         match message.action:
-            case "detail":
+            case TaskAction.DETAIL:
                 now = self.data_now(self.clock.now())
                 self.push_screen(
                     DetailScreen(task_id, self.source, self.snapshot, now, self.read_only)
                 )
-            case "ack":
+            case TaskAction.ACK:
                 self.request_ack(task_id)
-            case "unack":
+            case TaskAction.UNACK:
                 self.request_unack(task_id)
-            case "silence":
+            case TaskAction.SILENCE:
                 self.request_silence(task_id)
-            case action:
-                self.request_action(ActionKind(action), task_id)
+            case TaskAction.RESUME:
+                self.request_action(ActionKind.RESUME, task_id)
+            case TaskAction.DISCARD:
+                self.request_action(ActionKind.DISCARD, task_id)
+            case TaskAction.KILL:
+                self.request_action(ActionKind.KILL, task_id)
 
     def request_action(self, kind: ActionKind, task_id: str) -> None:
         """Capture the task and its lease token now, then ask; act only on ``y``."""

@@ -130,12 +130,12 @@ class DashboardScreen(TaskKeys):
     def action_detail(self) -> None:
         task_id = self.table.selected_task_id
         if task_id is not None:
-            self.post_message(messages.TaskAsked("detail", task_id))
+            self.post_message(messages.TaskAsked(messages.TaskAction.DETAIL, task_id))
 
     @on(TaskList.Selected)
     def _row_selected(self, event: TaskList.Selected) -> None:
         event.stop()
-        self.post_message(messages.TaskAsked("detail", event.task_id))
+        self.post_message(messages.TaskAsked(messages.TaskAction.DETAIL, event.task_id))
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
