@@ -26,9 +26,9 @@ from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCallDesk
 from zombietop.printable import printable
 from zombietop.tui import messages
-from zombietop.tui.messages import TaskAction
-from zombietop.tui.cells import marked_notes
+from zombietop.tui.cells import RowNote, row_notes
 from zombietop.tui.keys import QUIT_KEYS, TaskKeys, display_key, keys_for
+from zombietop.tui.messages import TaskAction
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
@@ -122,11 +122,11 @@ class ZombietopApp(App[None]):
         """
         return self.snapshot.taken_at if self.snapshot.taken_at is not None else now
 
-    def current_notes(self, now: float) -> dict[str, str]:
+    def current_notes(self, now: float) -> dict[str, RowNote]:
         """Each row's note: its last action's outcome, and its ack or silence mark."""
         self.notes = {k: v for k, v in self.notes.items() if v[1] > now}
         words = {task_id: word for task_id, (word, _) in self.notes.items()}
-        return marked_notes(words, self.snapshot)
+        return row_notes(words, self.snapshot)
 
     def ordered_views(self, snapshot: Snapshot) -> tuple[TaskView, ...]:
         return ordered(snapshot, self.sort_mode, self.filter_text)

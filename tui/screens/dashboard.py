@@ -14,7 +14,7 @@ from textual.widgets import Footer, Input
 from zombietop.model import Event
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.tui import messages
-from zombietop.tui.cells import columns_for_width
+from zombietop.tui.cells import RowNote, columns_for_width
 from zombietop.tui.keys import TaskKeys, bindings
 from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.wall import WallScreen
@@ -89,7 +89,9 @@ class DashboardScreen(TaskKeys):
         if columns != self.table.shown_columns:
             self.table.set_columns(columns)
 
-    def show_views(self, views: Sequence[TaskView], now: float, notes: Mapping[str, str]) -> None:
+    def show_views(
+        self, views: Sequence[TaskView], now: float, notes: Mapping[str, RowNote]
+    ) -> None:
         """Show these rows, their ages as of ``now`` and each row's note."""
         self.table.show(views, now, notes)
 
