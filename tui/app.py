@@ -36,7 +36,7 @@ from zombietop.tui.screens.oncall import AckAsk, AckScreen, SilenceAsk, SilenceS
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
 from zombietop.tui.task_order import SortMode, in_snapshot_order, ordered
-from zombietop.tui.textual_compat import install_cropped_updates, quiet_driver
+from zombietop.tui.textual_compat import quiet_driver
 from zombietop.tui.untrusted import escaped_markup
 
 NOTE_SECONDS = 60.0
@@ -74,8 +74,6 @@ class ZombietopApp(App[None]):
         oncall: OnCallSettings | None = None,
     ) -> None:
         super().__init__()
-        # Partial updates then write the changed cells, not every line from its left edge.
-        install_cropped_updates()
         self.source = source
         # The wall never acts, whatever it was handed.
         self.executor = None if wall else executor
