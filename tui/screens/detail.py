@@ -138,7 +138,7 @@ def process_words(view: TaskView) -> str:
     )
 
 
-def describe(
+def facts_table(
     view: TaskView,
     now: float,
     oncall: OnCall | None = None,
@@ -146,8 +146,7 @@ def describe(
     last_output: LastOutput | None = None,
 ) -> Table:
     """Every fact about the task, as label/value rows (``origin``: the engine it came from)."""
-    task, beat = view.task, view.heartbeat
-    verdict = view.verdict
+    task, verdict = view.task, view.verdict
     grid = _grid()
     _row(
         grid,
@@ -158,22 +157,7 @@ def describe(
         ),
     )
     if origin is not None:
-        grid.add_row("source", Text(printable(f"{origin.source} ({origin.capability})")))
-        ids = "  ".join(
-            f"{key} {value}" for key, value in origin.ids.items() if value not in (None, "", -1)
-        )
-        grid.add_row(origin.kind, Text(printable(ids)))
-        if task.quarantined:
-            grid.add_row(
-                "hold",
-                Text(
-                    printable(
-                        f"held in zombietop only by {task.quarantined_by}: "
-                        f"{task.quarantine_reason or '-'} (never written into {origin.kind})"
-                    ),
-                    style="bold yellow",
-                ),
-            )
+        origin_rows(grid, view, origin)
     _row(grid, "state", f"{task.state}, attempt {task.attempt}")
     if oncall is not None:
         oncall_rows(grid, view, oncall, now)
@@ -181,34 +165,8 @@ def describe(
         _row(grid, "reason", reason.words(now))
     for flag in verdict.flags:
         _row(grid, "flag", Text(str(flag), style=FLAG_MARKS[flag].style))
-    if beat is not None:
-        if beat.reports_progress:
-            _row(
-                grid,
-                "stage",
-                f"{beat.stage or '-'} at {format_progress(beat.progress)}"
-                + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
-            )
-        else:
-            _row(grid, "stage", "not reported: the command writes no heartbeat lines")
-        counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
-        _row(grid, "counters", counters)
-        age = now - beat.written_at
-        heartbeat = Text(f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})")
-        if beat.observed:
-            heartbeat.append(
-                "  observed: the command's CPU, I/O or output moved; it reports no progress",
-                style="bold yellow",
-            )
-        grid.add_row("heartbeat", heartbeat)
-        if beat.request_name:
-            _row(
-                grid,
-                "request",
-                f"{beat.request_name}" + (f" trace {beat.trace_id}" if beat.trace_id else ""),
-            )
-    else:
-        _row(grid, "heartbeat", "none yet")
+    heartbeat_rows(grid, view, now)
+    beat = view.heartbeat
     _row(
         grid,
         "checkpoint",
@@ -238,6 +196,60 @@ def describe(
     _row(grid, "stage budget", _budget_row(budgets.stage))
     _row(grid, "task budget", _budget_row(budgets.task))
     return grid
+
+
+def origin_rows(grid: Table, view: TaskView, origin: Origin) -> None:
+    """Where the task comes from: the source, its ids there, and a hold kept only here."""
+    task = view.task
+    grid.add_row("source", Text(printable(f"{origin.source} ({origin.capability})")))
+    ids = "  ".join(
+        f"{key} {value}" for key, value in origin.ids.items() if value not in (None, "", -1)
+    )
+    grid.add_row(origin.kind, Text(printable(ids)))
+    if task.quarantined:
+        grid.add_row(
+            "hold",
+            Text(
+                printable(
+                    f"held in zombietop only by {task.quarantined_by}: "
+                    f"{task.quarantine_reason or '-'} (never written into {origin.kind})"
+                ),
+                style="bold yellow",
+            ),
+        )
+
+
+def heartbeat_rows(grid: Table, view: TaskView, now: float) -> None:
+    """What the latest heartbeat says: stage and progress, counters, age, request."""
+    beat = view.heartbeat
+    if beat is None:
+        _row(grid, "heartbeat", "none yet")
+        return
+    if beat.reports_progress:
+        _row(
+            grid,
+            "stage",
+            f"{beat.stage or '-'} at {format_progress(beat.progress)}"
+            + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
+        )
+    else:
+        _row(grid, "stage", "not reported: the command writes no heartbeat lines")
+    counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
+    _row(grid, "counters", counters)
+    age = now - beat.written_at
+    heartbeat = Text(f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})")
+    if beat.observed:
+        heartbeat.append(
+            "  observed: the command's CPU, I/O or output moved; it reports no progress",
+            style="bold yellow",
+        )
+    grid.add_row("heartbeat", heartbeat)
+    if beat.request_name:
+        _row(
+            grid,
+            "request",
+            f"{beat.request_name}" + (f" trace {beat.trace_id}" if beat.trace_id else ""),
+        )
 
 
 class DetailScreen(TaskKeys):
@@ -365,7 +377,7 @@ class DetailScreen(TaskKeys):
         spark.data = points
         origin = self.snapshot.origins.get(self.task_id)
         self.query_one("#facts", Static).update(
-            describe(view, now, self.snapshot.oncall, origin, self.last_output)
+            facts_table(view, now, self.snapshot.oncall, origin, self.last_output)
         )
         self.query_one("#events", Static).update(self._events_text(self.events))
         self._show_output(now)
