@@ -53,6 +53,13 @@ class TaskAsked(Message):
     task_id: str
 
 
+@dataclass
+class OutputAsked(Message):
+    """The detail screen opened its output pane: read the task's last output afresh."""
+
+    task_id: str
+
+
 class SortCycled(Message):
     pass
 

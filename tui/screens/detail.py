@@ -8,24 +8,24 @@ from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Sparkline, Static
 
-from zombietop.classify import ASK_A_HUMAN, Budget, format_progress
+from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
-from zombietop.model import Event, HistoryPoint
-from zombietop.monitor import Snapshot, TaskView
+from zombietop.model import Event
+from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall, capped_words
-from zombietop.output import LastOutput, with_last_output
+from zombietop.output import LastOutput
 from zombietop.printable import printable
 from zombietop.sources import Origin
 from zombietop.tui.cells import ACKED, BAR_STYLE, FLAG_MARKS, MARKS, SILENCED, bar
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import DETAIL_KEYS, KEYS, TaskKeys, display_key
-from zombietop.tui.source import SnapshotSource
+from zombietop.tui.messages import OutputAsked
+from zombietop.tui.screen_state import DetailState, TaskRecord
 from zombietop.tui.untrusted import printable_text
 from zombietop.tui.widgets.events_pane import event_line
 
@@ -285,23 +285,20 @@ class DetailScreen(TaskKeys):
     }
     """
 
-    def __init__(
-        self, task_id: str, source: SnapshotSource, snapshot: Snapshot, now: float, read_only: bool
-    ) -> None:
+    def __init__(self, task_id: str, read_only: bool, state: DetailState) -> None:
         super().__init__(read_only=read_only)
         self.task_id = task_id
-        self.source = source
-        """Where the task's history, events and output are read."""
-        self.snapshot = snapshot
-        self.now = now
-        """The moment the snapshot speaks for: ages are read as of then."""
-        self.history: list[HistoryPoint] = []
-        self.events: list[Event] = []
-        self.last_output: LastOutput | None = None
+        self.state = state
+        """What the app handed last: the snapshot, the page line and the task's record."""
 
     @property
     def key_task_id(self) -> str:
         return self.task_id
+
+    @property
+    def record(self) -> TaskRecord:
+        """The task's history, events and last output, as the app last read them."""
+        return self.state.record
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -316,40 +313,28 @@ class DetailScreen(TaskKeys):
 
     def on_mount(self) -> None:
         self.show()
-        self.load()
 
-    @work(exclusive=True, group="detail", exit_on_error=False)
-    async def load(self) -> None:
-        """Fetch this task's heartbeat history and events (store reads, off the UI's thread)."""
-        self.history = await self.source.history(self.task_id)
-        self.events = await self.source.events(self.task_id, limit=50)
-        await self._load_output()
-        self.show()
-
-    async def _load_output(self) -> None:
-        view = self.snapshot.by_id().get(self.task_id)
-        if view is not None:
-            self.last_output = await self.source.last_output(view.task)
-
-    def show_snapshot(self, snapshot: Snapshot, now: float) -> None:
-        """Show the task as this snapshot has it, its ages as of ``now``."""
-        acked = self._acked()
-        self.snapshot, self.now = snapshot, now
-        if self._acked() != acked:
+    def show_detail(self, state: DetailState) -> None:
+        """Show the task as ``state`` has it (the app hands one after every poll and read)."""
+        before, self.state = self.state, state
+        if not self.is_mounted:
+            return  # on_mount shows the latest state
+        if _acked(before, self.task_id) != _acked(state, self.task_id):
             self.refresh_bindings()
         self.show()
-
-    def _acked(self) -> bool:
-        return self.snapshot.oncall.ack_for(self.task_id) is not None
+        new_output = state.record.last_output is not before.record.last_output
+        if new_output and self.has_class("show-output"):
+            # Read afresh because the pane opened: show its end, the latest lines.
+            self.query_one("#output-pane", VerticalScroll).scroll_end(animate=False)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "unack" and not self._acked():
+        if action == "unack" and not _acked(self.state, self.task_id):
             return False  # u shows in the footer only while the task is acked
         return super().check_action(action, parameters)
 
     def show(self) -> None:
-        view = self.snapshot.by_id().get(self.task_id)
-        now = self.now
+        state = self.state
+        snapshot, view, now, record = state.snapshot, state.view, state.now, state.record
         context = self.query_one("#context", Static)
         if view is None:
             context.update(
@@ -359,11 +344,8 @@ class DetailScreen(TaskKeys):
         title = health_label(view.health)
         title.append_text(printable_text(f"  {view.task_id}"))
         self.title = printable(view.task_id)
-        context_line = view.verdict.context(now)
-        if view.health in ASK_A_HUMAN:
-            context_line = with_last_output(context_line, self.last_output, now)
-        context.update(Text.assemble(title, "\n", printable_text(context_line)))
-        points = [p.progress for p in self.history if p.progress is not None]
+        context.update(Text.assemble(title, "\n", printable_text(state.page_line)))
+        points = [p.progress for p in record.history if p.progress is not None]
         label = (
             f"progress over the last {len(points)} heartbeats"
             if points
@@ -375,16 +357,15 @@ class DetailScreen(TaskKeys):
         spark = self.query_one("#spark", Sparkline)
         spark.display = bool(points)
         spark.data = points
-        origin = self.snapshot.origins.get(self.task_id)
+        origin = snapshot.origins.get(self.task_id)
         self.query_one("#facts", Static).update(
-            facts_table(view, now, self.snapshot.oncall, origin, self.last_output)
+            facts_table(view, now, snapshot.oncall, origin, record.last_output)
         )
-        self.query_one("#events", Static).update(self._events_text(self.events))
-        self._show_output(now)
+        self.query_one("#events", Static).update(self._events_text(record.events))
+        self._show_output(record.last_output, now)
 
-    def _show_output(self, now: float) -> None:
+    def _show_output(self, last: LastOutput | None, now: float) -> None:
         pane = self.query_one("#output-pane", VerticalScroll)
-        last = self.last_output
         if last is None:
             pane.border_title = "last output"
             self.query_one("#output", Static).update(
@@ -400,15 +381,12 @@ class DetailScreen(TaskKeys):
             Text("\n".join(printable(line) for line in last.lines))
         )
 
-    @work(exclusive=True, group="detail-output", exit_on_error=False)
-    async def action_toggle_output(self) -> None:
-        """Show or hide the last lines the task wrote; read afresh each time they are shown."""
+    def action_toggle_output(self) -> None:
+        """Show or hide the last lines the task wrote; the app reads them afresh each time
+        they are shown."""
         self.toggle_class("show-output")
         if self.has_class("show-output"):
-            await self._load_output()
-            self.show()
-            pane = self.query_one("#output-pane", VerticalScroll)
-            pane.scroll_end(animate=False)
+            self.post_message(OutputAsked(self.task_id))
 
     @staticmethod
     def _events_text(events: Sequence[Event]) -> Text:
@@ -423,3 +401,7 @@ class DetailScreen(TaskKeys):
 
     def action_back(self) -> None:
         self.dismiss()
+
+
+def _acked(state: DetailState, task_id: str) -> bool:
+    return state.snapshot.oncall.ack_for(task_id) is not None
