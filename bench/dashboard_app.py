@@ -18,6 +18,7 @@ from zombietop.config import default_config
 from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.tui.app import ZombietopApp
 from zombietop.tui.sample import SampleSource, synthetic_records
+from zombietop.tui.textual_compat import install_cropped_updates
 
 
 class TickingSource(SampleSource):
@@ -44,6 +45,7 @@ def main() -> None:
         replace(build_snapshot(start + second, base, config, {}), taken_at=start + second)
         for second in range(10)
     ]
+    install_cropped_updates()  # as `zombietop` runs it (tui/launch.py)
     ZombietopApp(
         TickingSource(snapshots, start),
         executor=None,

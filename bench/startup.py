@@ -32,8 +32,10 @@ from pathlib import Path
 from zombietop.config import default_config
 from zombietop.tui.app import ZombietopApp
 from zombietop.tui.poller import ThreadedMonitor
+from zombietop.tui.textual_compat import install_cropped_updates
 
 async def main():
+    install_cropped_updates()  # as `zombietop` runs it (tui/launch.py)
     source = await ThreadedMonitor.open(Path(sys.argv[1]), default_config(), read_only=True)
     app = ZombietopApp(source, refresh=1.0)
 

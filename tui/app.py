@@ -22,12 +22,22 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.config import OnCallSettings
 from zombietop.durations import format_duration
 from zombietop.errors import ZombietopError
+from zombietop.model import Event
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCallDesk
+from zombietop.output import LastOutput
 from zombietop.printable import printable
 from zombietop.tui import messages
-from zombietop.tui.cells import marked_notes
 from zombietop.tui.keys import QUIT_KEYS, TaskKeys, display_key, keys_for
+from zombietop.tui.messages import TaskAction
+from zombietop.tui.screen_state import (
+    NO_ROWS,
+    Rows,
+    ScreenState,
+    ShowsState,
+    TaskRecord,
+    detail_state,
+)
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
@@ -35,8 +45,8 @@ from zombietop.tui.screens.oncall import AckAsk, AckScreen, SilenceAsk, SilenceS
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
 from zombietop.tui.task_order import SortMode, in_snapshot_order, ordered
-from zombietop.tui.textual_compat import install_cropped_updates, quiet_driver
-from zombietop.tui.untrusted import shown_markup
+from zombietop.tui.textual_compat import quiet_driver
+from zombietop.tui.untrusted import escaped_markup
 
 NOTE_SECONDS = 60.0
 """How long a row shows the outcome of the last action taken on it."""
@@ -73,8 +83,6 @@ class ZombietopApp(App[None]):
         oncall: OnCallSettings | None = None,
     ) -> None:
         super().__init__()
-        # Partial updates then write the changed cells, not every line from its left edge.
-        install_cropped_updates()
         self.source = source
         # The wall never acts, whatever it was handed.
         self.executor = None if wall else executor
@@ -99,6 +107,10 @@ class ZombietopApp(App[None]):
         self._timer: Timer | None = None
         self.notes: dict[str, tuple[str, float]] = {}
         """Task id -> (outcome word, until when): the last action's outcome, shown in its row."""
+        self.rows = NO_ROWS
+        """The table's rows as the last poll or change of order left them."""
+        self.events: Sequence[Event] | None = None
+        """The latest events, read while the events pane is open."""
         self.main: DashboardScreen | WallScreen = (
             WallScreen(store_label, refresh)
             if wall
@@ -121,27 +133,36 @@ class ZombietopApp(App[None]):
         """
         return self.snapshot.taken_at if self.snapshot.taken_at is not None else now
 
-    def current_notes(self, now: float) -> dict[str, str]:
-        """Each row's note: its last action's outcome, and its ack or silence mark."""
+    def current_outcomes(self, now: float) -> dict[str, str]:
+        """Each task's last action's outcome, while it is still shown (``NOTE_SECONDS``)."""
         self.notes = {k: v for k, v in self.notes.items() if v[1] > now}
-        words = {task_id: word for task_id, (word, _) in self.notes.items()}
-        return marked_notes(words, self.snapshot)
+        return {task_id: word for task_id, (word, _) in self.notes.items()}
 
     def ordered_views(self, snapshot: Snapshot) -> tuple[TaskView, ...]:
         return ordered(snapshot, self.sort_mode, self.filter_text)
 
-    def _show_views(self, views: Sequence[TaskView], now: float) -> None:
-        if isinstance(self.main, DashboardScreen):
-            self.main.show_views(views, self.data_now(now), self.current_notes(now))
+    def _new_rows(self, views: Sequence[TaskView], now: float) -> None:
+        self.rows = Rows(views=views, now=self.data_now(now), outcomes=self.current_outcomes(now))
+
+    def screen_state(self, now: float) -> ScreenState:
+        """The app's snapshot, rows, events and choices, with ``now`` for the clock."""
+        return ScreenState(
+            snapshot=self.snapshot,
+            now=now,
+            rows=self.rows,
+            events=self.events,
+            sort_mode=self.sort_mode,
+            filter_text=self.filter_text,
+            paused_at=self.paused_at,
+        )
 
     def _show_state(self, now: float) -> None:
-        """Hand the app's snapshot, clock and choices to the main screen."""
-        if isinstance(self.main, DashboardScreen):
-            self.main.show_state(
-                self.snapshot, now, self.paused_at, self.sort_mode, self.filter_text
-            )
-        else:
-            self.main.show_state(self.snapshot, now)
+        """Hand the app's state to every screen that shows it: the main screen, whichever it
+        is, and a wall opened over the dashboard."""
+        state = self.screen_state(now)
+        for screen in self.screen_stack:
+            if isinstance(screen, ShowsState):
+                screen.show_state(state)
 
     def _order_key(self) -> tuple[object, ...]:
         return (self.sort_mode, self.filter_text)
@@ -154,14 +175,13 @@ class ZombietopApp(App[None]):
         if self.executor is not None and not self.read_only:
             outcomes = list(await self.executor.complete_pending_kills())
         key = self._order_key()
-        views: tuple[TaskView, ...] = ()  # the wall shows counts and offenders, no table
-        if not self.wall:
-            # Filtering and sorting thousands of views is CPU work: off the UI's loop.
-            views = (
-                snapshot.tasks
-                if in_snapshot_order(self.sort_mode, self.filter_text)
-                else await asyncio.to_thread(self.ordered_views, snapshot)
-            )
+        # Filtering and sorting thousands of views is CPU work: off the UI's loop. In the
+        # snapshot's order (always, on the wall) the views are the snapshot's own tuple.
+        views = (
+            snapshot.tasks
+            if in_snapshot_order(self.sort_mode, self.filter_text)
+            else await asyncio.to_thread(self.ordered_views, snapshot)
+        )
         events = await self.source.events(limit=50) if self.events_open else None
         self.post_message(
             messages.SnapshotReady(
@@ -170,26 +190,26 @@ class ZombietopApp(App[None]):
         )
 
     def on_screen_ready(self, message: messages.ScreenReady) -> None:
-        self.poll()
+        if self.paused_at is None:
+            self.poll()
+        else:
+            # A wall opened over a paused dashboard shows the paused data; it polls nothing.
+            self._show_state(self.clock.now())
 
     def on_snapshot_ready(self, message: messages.SnapshotReady) -> None:
         first = self.snapshot.taken_at is None and message.snapshot.taken_at is not None
         for outcome in message.kill_outcomes:
             self.report(outcome)
         self.snapshot = message.snapshot
-        if isinstance(self.main, DashboardScreen):
-            views = message.views
-            if message.order_key != self._order_key():
-                views = self.ordered_views(message.snapshot)
-            self._show_views(views, message.now)
-            if message.events is not None:
-                self.main.show_events(message.events)
+        views = message.views
+        if message.order_key != self._order_key():
+            views = self.ordered_views(message.snapshot)
+        self._new_rows(views, message.now)
+        if message.events is not None:
+            self.events = message.events
         self._show_state(message.now)
-        for screen in self.screen_stack:  # a detail under a dialog too, shown when it closes
-            if isinstance(screen, DetailScreen):
-                screen.show_snapshot(self.snapshot, self.data_now(message.now))
-            elif isinstance(screen, WallScreen) and screen is not self.main:
-                screen.show_state(self.snapshot, message.now)
+        for screen in self._details():
+            self._show_detail(screen, screen.record, message.now)
         if first and self.on_first_snapshot is not None:
             self.on_first_snapshot()
 
@@ -251,7 +271,7 @@ class ZombietopApp(App[None]):
     def _reorder(self) -> None:
         """Re-filter and re-sort now (after a filter or sort change; not on a poll)."""
         now = self.clock.now()
-        self._show_views(self.ordered_views(self.snapshot), now)
+        self._new_rows(self.ordered_views(self.snapshot), now)
         self._show_state(now)
 
     def on_events_toggled(self, message: messages.EventsToggled) -> None:
@@ -261,28 +281,80 @@ class ZombietopApp(App[None]):
 
     @work(exclusive=True, group="events", exit_on_error=False)
     async def load_events(self) -> None:
-        events = await self.source.events(limit=50)
-        if isinstance(self.main, DashboardScreen):
-            self.main.show_events(events)
+        self.events = await self.source.events(limit=50)
+        self._show_state(self.clock.now())
 
-    # Actions --------------------------------------------------------------------------------
+    # What a key asks for a task -------------------------------------------------------------
 
     def on_task_asked(self, message: messages.TaskAsked) -> None:
         task_id = message.task_id
         match message.action:
-            case "detail":
-                now = self.data_now(self.clock.now())
-                self.push_screen(
-                    DetailScreen(task_id, self.source, self.snapshot, now, self.read_only)
-                )
-            case "ack":
+            case TaskAction.DETAIL:
+                self.open_detail(task_id)
+            case TaskAction.ACK:
                 self.request_ack(task_id)
-            case "unack":
+            case TaskAction.UNACK:
                 self.request_unack(task_id)
-            case "silence":
+            case TaskAction.SILENCE:
                 self.request_silence(task_id)
-            case action:
-                self.request_action(ActionKind(action), task_id)
+            case TaskAction.RESUME:
+                self.request_action(ActionKind.RESUME, task_id)
+            case TaskAction.DISCARD:
+                self.request_action(ActionKind.DISCARD, task_id)
+            case TaskAction.KILL:
+                self.request_action(ActionKind.KILL, task_id)
+
+    # The detail screen ----------------------------------------------------------------------
+
+    def open_detail(self, task_id: str) -> None:
+        """Show the task as the snapshot has it, then read its record from the source."""
+        now = self.data_now(self.clock.now())
+        state = detail_state(self.snapshot, task_id, now)
+        self.push_screen(DetailScreen(task_id, self.read_only, state))
+        self.load_record(task_id)
+
+    def _details(self, task_id: str | None = None) -> list[DetailScreen]:
+        """The detail screens open (of ``task_id``), a detail under a dialog too: it shows
+        what is true when the dialog closes."""
+        return [
+            screen
+            for screen in self.screen_stack
+            if isinstance(screen, DetailScreen) and task_id in (None, screen.task_id)
+        ]
+
+    def _show_detail(self, screen: DetailScreen, record: TaskRecord, now: float) -> None:
+        state = detail_state(self.snapshot, screen.task_id, self.data_now(now), record)
+        screen.show_detail(state)
+
+    async def _last_output(self, task_id: str) -> LastOutput | None:
+        view = self.snapshot.by_id().get(task_id)
+        return None if view is None else await self.source.last_output(view.task)
+
+    @work(exclusive=True, group="detail", exit_on_error=False)
+    async def load_record(self, task_id: str) -> None:
+        """Read the task's heartbeat history, events and last output (store reads, off the
+        UI's thread) and show them in its detail screen."""
+        history = await self.source.history(task_id)
+        events = await self.source.events(task_id, limit=50)
+        record = TaskRecord(
+            history=tuple(history),
+            events=tuple(events),
+            last_output=await self._last_output(task_id),
+        )
+        for screen in self._details(task_id):
+            self._show_detail(screen, record, self.clock.now())
+
+    def on_output_asked(self, message: messages.OutputAsked) -> None:
+        self.load_output(message.task_id)
+
+    @work(exclusive=True, group="detail-output", exit_on_error=False)
+    async def load_output(self, task_id: str) -> None:
+        """Read the task's last output afresh for its detail screen's output pane."""
+        last = await self._last_output(task_id)
+        for screen in self._details(task_id):
+            self._show_detail(screen, replace(screen.record, last_output=last), self.clock.now())
+
+    # Actions --------------------------------------------------------------------------------
 
     def request_action(self, kind: ActionKind, task_id: str) -> None:
         """Capture the task and its lease token now, then ask; act only on ``y``."""
@@ -338,7 +410,7 @@ class ZombietopApp(App[None]):
             return None
         view = self.snapshot.by_id().get(task_id)
         if view is None:
-            self.notify(f"{shown_markup(task_id)} is no longer on screen", severity="warning")
+            self.notify(f"{escaped_markup(task_id)} is no longer on screen", severity="warning")
         return view
 
     def request_ack(self, task_id: str) -> None:
@@ -353,7 +425,7 @@ class ZombietopApp(App[None]):
         if view is None:
             return
         if self.snapshot.oncall.ack_for(task_id) is None:
-            self.notify(f"{shown_markup(task_id)} is not acked", severity="warning", timeout=5)
+            self.notify(f"{escaped_markup(task_id)} is not acked", severity="warning", timeout=5)
         else:
             self.run_unack(task_id)
 
@@ -363,10 +435,10 @@ class ZombietopApp(App[None]):
         try:
             ended = await self.desk.unack(task_id)
         except ZombietopError as exc:
-            self.notify(shown_markup(str(exc)), title="refused", severity="error", timeout=15)
+            self.notify(escaped_markup(str(exc)), title="refused", severity="error", timeout=15)
             return
         said = "was no longer acked" if ended is None else "unacked: re-notify resumes"
-        self.notify(f"{shown_markup(task_id)} {said}", title="done", timeout=10)
+        self.notify(f"{escaped_markup(task_id)} {said}", title="done", timeout=10)
         self._show_effect()
 
     def request_silence(self, task_id: str) -> None:
@@ -389,7 +461,7 @@ class ZombietopApp(App[None]):
                 ack = await self.desk.ack(
                     asked.task_id, reason=asked.reason, duration=asked.duration
                 )
-                said = f"{shown_markup(ack.task_id)} acked for {format_duration(asked.duration)}"
+                said = f"{escaped_markup(ack.task_id)} acked for {format_duration(asked.duration)}"
             else:
                 made = await self.desk.silence(
                     matcher=asked.matcher,
@@ -398,11 +470,11 @@ class ZombietopApp(App[None]):
                     duration=asked.duration,
                 )
                 said = (
-                    f"silence {made.silence_id} ({made.matcher} {shown_markup(made.pattern)}) "
+                    f"silence {made.silence_id} ({made.matcher} {escaped_markup(made.pattern)}) "
                     f"for {format_duration(asked.duration)}"
                 )
         except ZombietopError as exc:
-            self.notify(shown_markup(str(exc)), title="refused", severity="error", timeout=15)
+            self.notify(escaped_markup(str(exc)), title="refused", severity="error", timeout=15)
             return
         self.notify(said, title="done", timeout=10)
         self._show_effect()

@@ -20,7 +20,7 @@ from zombietop.model import BudgetFlag, Health
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCall
 from zombietop.tui.healths import GLYPHS, STYLES
-from zombietop.tui.untrusted import shown
+from zombietop.tui.untrusted import printable_text
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 DASH = Text("-", style="dim")
@@ -63,7 +63,7 @@ class Column:
     key: str
     label: str
     width: int
-    render: Callable[[TaskView, float, str | None], Text]
+    render: Callable[[TaskView, float, RowNote | None], Text]
     changes: Callable[[TaskView, float], float] | None = None
     """When the cell may next read differently for the same view and note (a moment no later
     than the real one); None when it reads the same at any moment."""
@@ -95,7 +95,7 @@ def row_changes(view: TaskView, now: float, columns: Sequence[Column]) -> float:
     return soonest
 
 
-def _health(view: TaskView, now: float, note: str | None) -> Text:
+def _health(view: TaskView, now: float, note: RowNote | None) -> Text:
     """The health word, or what is happening to the task right now (a kill counting down, an
     action waiting for another host's agent). An action's outcome goes beside the id."""
     kill = view.pending_kill
@@ -120,8 +120,8 @@ TASK_GROWS_BY = 16
 """At most this many spare cells widen the task column, for long ids and the marks' words."""
 
 
-def _task(view: TaskView, now: float, note: str | None, *, width: int = TASK_WIDTH) -> Text:
-    text = shown(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+def _task(view: TaskView, now: float, note: RowNote | None, *, width: int = TASK_WIDTH) -> Text:
+    text = printable_text(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
     return with_marks(text, row_marks(view, now, note), width)
 
 
@@ -152,12 +152,12 @@ def with_marks(text: Text, marks: Sequence[Mark], width: int) -> Text:
     return text
 
 
-def _stage(view: TaskView, now: float, note: str | None) -> Text:
+def _stage(view: TaskView, now: float, note: RowNote | None) -> Text:
     beat = view.heartbeat
-    return shown(beat.stage) if beat is not None and beat.stage else DASH
+    return printable_text(beat.stage) if beat is not None and beat.stage else DASH
 
 
-def _progress(view: TaskView, now: float, note: str | None) -> Text:
+def _progress(view: TaskView, now: float, note: RowNote | None) -> Text:
     beat = view.heartbeat
     if beat is None or beat.progress is None:
         return Text(f"{bar(None, 8)}    ?", style="dim")
@@ -167,7 +167,7 @@ def _progress(view: TaskView, now: float, note: str | None) -> Text:
     return text
 
 
-def _progress_or_upstream(view: TaskView, now: float, note: str | None) -> Text:
+def _progress_or_upstream(view: TaskView, now: float, note: RowNote | None) -> Text:
     """A waiting task has no progress: it says what it waits behind instead."""
     if view.waiting_on:
         return upstream_text(view.waiting_on)
@@ -188,14 +188,14 @@ def upstream_text(waiting_on: Sequence[tuple[str, Health]]) -> Text:
         "blocked by " if blocked is not None else "after ",
         style="bold" if blocked is not None else "",
     )
-    text.append_text(shown(upstream))
+    text.append_text(printable_text(upstream))
     text.append(f" ({health})", style=STYLES[health])
     if len(waiting_on) > 1:
         text.append(f" +{len(waiting_on) - 1}")
     return text
 
 
-def _heartbeat(view: TaskView, now: float, note: str | None) -> Text:
+def _heartbeat(view: TaskView, now: float, note: RowNote | None) -> Text:
     age = view.verdict.heartbeat_age(now)
     if age is None:
         return DASH
@@ -213,7 +213,7 @@ def _heartbeat_changes(view: TaskView, now: float) -> float:
     return math.inf if age is None else glance_changes(now, age, rising=True)
 
 
-def _lease(view: TaskView, now: float, note: str | None) -> Text:
+def _lease(view: TaskView, now: float, note: RowNote | None) -> Text:
     left = view.verdict.lease_expires_in(now)
     if left is None:
         return DASH
@@ -274,7 +274,7 @@ BUDGET_BAR = 4
 """Cells in a budget column's bar."""
 
 
-def _stage_budget(view: TaskView, now: float, note: str | None) -> Text:
+def _stage_budget(view: TaskView, now: float, note: RowNote | None) -> Text:
     return _budget_text(view.verdict.budgets(now).stage, BUDGET_BAR)
 
 
@@ -282,7 +282,7 @@ def _stage_budget_changes(view: TaskView, now: float) -> float:
     return _budget_changes(view.verdict.budgets(now).stage, BUDGET_BAR, now)
 
 
-def _task_budget(view: TaskView, now: float, note: str | None) -> Text:
+def _task_budget(view: TaskView, now: float, note: RowNote | None) -> Text:
     return _budget_text(view.verdict.budgets(now).task, BUDGET_BAR)
 
 
@@ -290,7 +290,7 @@ def _task_budget_changes(view: TaskView, now: float) -> float:
     return _budget_changes(view.verdict.budgets(now).task, BUDGET_BAR, now)
 
 
-def _pid(view: TaskView, now: float, note: str | None) -> Text:
+def _pid(view: TaskView, now: float, note: RowNote | None) -> Text:
     pid = view.task.pid
     if pid is None:
         return DASH
@@ -305,18 +305,18 @@ def _pid(view: TaskView, now: float, note: str | None) -> Text:
     return Text(f"{pid}{cpu}")
 
 
-def _attempt(view: TaskView, now: float, note: str | None) -> Text:
+def _attempt(view: TaskView, now: float, note: RowNote | None) -> Text:
     return Text(f"#{view.task.attempt}")
 
 
-def _owner(view: TaskView, now: float, note: str | None) -> Text:
+def _owner(view: TaskView, now: float, note: RowNote | None) -> Text:
     owner = view.lease.owner if view.lease is not None else None
     host = view.task.host
     if owner is None and host is None:
         return DASH
     if owner is not None and host is not None and owner.endswith(f"@{host}"):
-        return shown(owner)
-    return shown(f"{owner or '-'}@{host or '?'}")
+        return printable_text(owner)
+    return printable_text(f"{owner or '-'}@{host or '?'}")
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -388,7 +388,7 @@ def same_cell(before: Text, after: Text) -> bool:
 
 
 def row_cells(
-    view: TaskView, now: float, columns: Sequence[Column], notes: Mapping[str, str]
+    view: TaskView, now: float, columns: Sequence[Column], notes: Mapping[str, RowNote]
 ) -> Cells:
     """The text of every cell in ``columns`` for one task at ``now``."""
     note = notes.get(view.task_id)
@@ -412,9 +412,9 @@ def cell_widths(cells: Cells, columns: Sequence[Column]) -> tuple[int, ...]:
 
 # Marks --------------------------------------------------------------------------------------
 # What else is true of a row goes beside its id: the last action's outcome, the budget flags,
-# the on-call marks. A row's note carries the outcome and, after a newline, the on-call marks
-# ("acked", "silenced" or both): the table recomputes a row whose note changed, so an ack shows
-# at the next poll without the table knowing what an ack is.
+# the on-call marks. The outcome and the on-call marks come in the row's note (``RowNote``): the
+# table recomputes a row whose note changed, so an ack shows at the next poll without the table
+# knowing what an ack is.
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,7 +426,6 @@ class Mark:
     style: str
 
 
-MARK_SEPARATOR = "\n"
 ACKED, SILENCED = "acked", "silenced"
 MARKS: dict[str, Mark] = {
     ACKED: Mark("⚑", ACKED, "bold cyan"),
@@ -442,21 +441,33 @@ FLAG_MARKS: dict[BudgetFlag, Mark] = {
 """A budget overrun: ``!request`` is a request running past its budget."""
 
 
-def row_marks(view: TaskView, now: float, note: str | None) -> list[Mark]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RowNote:
+    """What the app knows of a row beyond its view: the last action's outcome, the on-call
+    marks."""
+
+    outcome: str | None = None
+    """The outcome of the last action this dashboard took on the task (``term sent``)."""
+    oncall: tuple[Mark, ...] = ()
+    """The task's on-call marks: acked, silenced, both or none."""
+
+
+def row_marks(view: TaskView, now: float, note: RowNote | None) -> list[Mark]:
     """The marks beside a task id: the last action's outcome, the flags, then on-call marks."""
     marks = []
     outcome = _outcome(view, now, note)
     if outcome is not None:
         marks.append(Mark(OUTCOME_GLYPH, outcome, "bold"))
     marks.extend(FLAG_MARKS[flag] for flag in view.verdict.flags)
-    marks.extend(MARKS[word] for word in note_marks(note))
+    if note is not None:
+        marks.extend(note.oncall)
     return marks
 
 
-def _outcome(view: TaskView, now: float, note: str | None) -> str | None:
+def _outcome(view: TaskView, now: float, note: RowNote | None) -> str | None:
     """The last action's outcome for a minute: the one this dashboard saw, or else the
     outcome of a kill the store finished (another dashboard's, the watchdog's)."""
-    outcome = note_outcome(note)
+    outcome = None if note is None else note.outcome
     kill = view.pending_kill
     if outcome == "term sent" and kill is not None and (kill.pending or kill.outcome is not None):
         outcome = None  # the countdown says it now, and then the kill's own outcome
@@ -471,48 +482,33 @@ def _outcome(view: TaskView, now: float, note: str | None) -> str | None:
     return outcome
 
 
-def oncall_marks(oncall: OnCall, view: TaskView) -> tuple[str, ...]:
-    """The task's on-call words: ``acked``, ``silenced``, both or none."""
+def oncall_marks(oncall: OnCall, view: TaskView) -> tuple[Mark, ...]:
+    """The task's on-call marks: acked, silenced, both or none."""
     marks = []
     if oncall.ack_for(view.task_id) is not None:
-        marks.append(ACKED)
+        marks.append(MARKS[ACKED])
     if oncall.silences and oncall.silence_for(view.task) is not None:
-        marks.append(SILENCED)
+        marks.append(MARKS[SILENCED])
     return tuple(marks)
 
 
-def marked_notes(notes: Mapping[str, str], snapshot: Snapshot) -> dict[str, str]:
-    """The rows' notes with each task's on-call mark added."""
+def row_notes(outcomes: Mapping[str, str], snapshot: Snapshot) -> dict[str, RowNote]:
+    """Each row's note: the outcome of its last action (``outcomes``, by task id) and its
+    on-call marks."""
+    notes = {task_id: RowNote(outcome=outcome) for task_id, outcome in outcomes.items()}
     oncall = snapshot.oncall
-    merged = dict(notes)
     if not oncall.acks and not oncall.silences:
-        return merged
+        return notes
     for view in snapshot.tasks:
         marks = oncall_marks(oncall, view)
         if marks:
-            merged[view.task_id] = notes.get(view.task_id, "") + MARK_SEPARATOR + " ".join(marks)
-    return merged
+            notes[view.task_id] = RowNote(outcome=outcomes.get(view.task_id), oncall=marks)
+    return notes
 
 
-def note_outcome(note: str | None) -> str | None:
-    """The action outcome part of a row's note."""
-    if note is None:
-        return None
-    outcome = note.partition(MARK_SEPARATOR)[0]
-    return outcome or None
-
-
-def note_marks(note: str | None) -> tuple[str, ...]:
-    """The on-call mark words of a row's note."""
-    if note is None or MARK_SEPARATOR not in note:
-        return ()
-    return tuple(note.partition(MARK_SEPARATOR)[2].split())
-
-
-def mark_text(marks: Sequence[str]) -> Text:
+def mark_text(marks: Sequence[Mark]) -> Text:
     """``⚑acked `` / ``⊘silenced ``: what goes before a context line on the wall."""
     text = Text()
-    for word in marks:
-        mark = MARKS[word]
+    for mark in marks:
         text.append(f"{mark.glyph}{mark.word} ", style=mark.style)
     return text

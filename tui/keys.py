@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from zombietop.actions import ActionKind
-from zombietop.tui.messages import TaskAsked
+from zombietop.tui.messages import TaskAction, TaskAsked
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +158,7 @@ class TaskKeys(Screen[None]):
         # Hidden from the footer and never run: read-only means no action keys at all.
         return not (self.read_only and action in MUTATING_ACTIONS)
 
-    def _ask(self, action: str) -> None:
+    def _ask(self, action: TaskAction) -> None:
         task_id = self.key_task_id
         if task_id is None:
             self.notify("no task selected", severity="warning")
@@ -166,19 +166,19 @@ class TaskKeys(Screen[None]):
             self.post_message(TaskAsked(action, task_id))
 
     def action_resume(self) -> None:
-        self._ask("resume")
+        self._ask(TaskAction.RESUME)
 
     def action_discard(self) -> None:
-        self._ask("discard")
+        self._ask(TaskAction.DISCARD)
 
     def action_kill(self) -> None:
-        self._ask("kill")
+        self._ask(TaskAction.KILL)
 
     def action_ack(self) -> None:
-        self._ask("ack")
+        self._ask(TaskAction.ACK)
 
     def action_unack(self) -> None:
-        self._ask("unack")
+        self._ask(TaskAction.UNACK)
 
     def action_silence(self) -> None:
-        self._ask("silence")
+        self._ask(TaskAction.SILENCE)

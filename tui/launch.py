@@ -84,7 +84,7 @@ def actor() -> str:
     return f"{real_user()}@{socket.gethostname()}"
 
 
-async def run_dashboard(
+async def launch_dashboard(
     config: Config,
     db: Path,
     *,
@@ -93,8 +93,10 @@ async def run_dashboard(
     refresh: float | None,
     sources: Sequence[SourceSettings] = (),
 ) -> int:
-    """Run the dashboard on ``db``; return the exit status."""
+    """Open the store at ``db``, run the dashboard over it until it exits, hand over the kills
+    still in their grace, and return the exit status."""
     from zombietop.tui.app import ZombietopApp
+    from zombietop.tui.textual_compat import install_cropped_updates
 
     if refresh is not None and refresh <= 0:
         raise ZombietopError(
@@ -117,6 +119,10 @@ async def run_dashboard(
             # Tasks of a read-only source: their actions never reach the store's executor.
             executor = SourceActions(source.monitor, store_executor)
         try:
+            # Partial updates then write the changed cells, not every line from its left edge.
+            # It patches Textual for the whole process: done here, where the process is the
+            # dashboard's, not in the app, which tests and tools build too.
+            install_cropped_updates()
             app = ZombietopApp(
                 source,
                 executor=executor,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from textual.message import Message
 
@@ -30,11 +31,32 @@ class ScreenReady(Message):
     """The main screen's widgets exist: poll, so the first snapshot has somewhere to go."""
 
 
+class TaskAction(StrEnum):
+    """What a key can ask the app to do with one task (the names of the keys' actions)."""
+
+    DETAIL = "detail"
+    """Open the task's detail screen."""
+    ACK = "ack"
+    UNACK = "unack"
+    SILENCE = "silence"
+    RESUME = "resume"
+    """Resume, discard and kill go to the executor, after a confirmation."""
+    DISCARD = "discard"
+    KILL = "kill"
+
+
 @dataclass
 class TaskAsked(Message):
-    """A key asked for one task's resume, discard, kill, ack, silence or detail (KEYS' names)."""
+    """A key asked the app to do something with one task."""
 
-    action: str
+    action: TaskAction
+    task_id: str
+
+
+@dataclass
+class OutputAsked(Message):
+    """The detail screen opened its output pane: read the task's last output afresh."""
+
     task_id: str
 
 

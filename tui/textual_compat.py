@@ -130,7 +130,8 @@ def install_cropped_updates() -> bool:
 
     Nothing changes when the shims are off, Textual is not the tested version, its
     ``ChopsUpdate`` is no longer built from the three attributes the copy reads, or someone
-    else replaced the method already.
+    else replaced the method already. It patches Textual for the whole process, so the app
+    never calls it: ``tui/launch.py`` does, before it builds the app.
     """
     global _stock_render_segments
     if not enabled("cropped_updates"):

@@ -11,6 +11,7 @@ from textual.screen import Screen
 from zombietop.clock import FakeClock
 from zombietop.tui.app import ZombietopApp
 from zombietop.tui.sample import NOW, RecordingDesk, RecordingExecutor, SampleSource
+from zombietop.tui.textual_compat import install_cropped_updates
 from zombietop.tui.widgets.task_list import TaskList
 
 
@@ -23,6 +24,8 @@ def make_app(
     clock: FakeClock | None = None,
     desk: RecordingDesk | None = None,
 ) -> ZombietopApp:
+    # As `zombietop` runs it (tui/launch.py): the snapshots and repaint tests see its updates.
+    install_cropped_updates()
     source = source or SampleSource(read_only=read_only)
     if executor is None and not read_only:
         executor = RecordingExecutor()

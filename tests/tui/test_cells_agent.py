@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from zombietop.model import HostRequest
-from zombietop.tui.cells import BY_KEY, task_column
+from zombietop.tui.cells import BY_KEY, RowNote, task_column
 from zombietop.tui.sample import NOW, sample_snapshot
 
 
@@ -65,6 +65,12 @@ def test_a_kill_finished_elsewhere_replaces_the_term_sent_note() -> None:
     )
     view = replace(_view(), pending_kill=kill)
     task = task_column(40)
-    assert task.render(view, NOW, "term sent").plain == "resize-9001 ↯escalated !request"
-    assert task.render(view, NOW, "relaunched").plain == "resize-9001 ↯relaunched !request"
-    assert BY_KEY["health"].render(view, NOW, "term sent").plain == "● healthy"
+    assert (
+        task.render(view, NOW, RowNote(outcome="term sent")).plain
+        == "resize-9001 ↯escalated !request"
+    )
+    assert (
+        task.render(view, NOW, RowNote(outcome="relaunched")).plain
+        == "resize-9001 ↯relaunched !request"
+    )
+    assert BY_KEY["health"].render(view, NOW, RowNote(outcome="term sent")).plain == "● healthy"

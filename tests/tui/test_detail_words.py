@@ -11,13 +11,13 @@ from rich.console import Console
 from zombietop.model import Lease, ProcessSample, TaskRecord, TaskState
 from zombietop.monitor import TaskView, build_snapshot
 from zombietop.tui.sample import NOW, sample_config, sample_records
-from zombietop.tui.screens.detail import describe
+from zombietop.tui.screens.detail import facts_table
 
 
 def _row(view: TaskView, label: str) -> str:
     """The detail view's row ``label``, as it reads."""
     console = Console(width=200, record=True)
-    console.print(describe(view, NOW))
+    console.print(facts_table(view, NOW))
     for line in console.export_text().splitlines():
         name, _, value = line.strip().partition("  ")
         if name == label:

@@ -10,7 +10,16 @@ import pytest
 from tests.tui.helpers import make_app, settle
 from zombietop.model import Health, PendingKill
 from zombietop.monitor import build_snapshot
-from zombietop.tui.cells import BY_KEY, MARKS, columns_for_width, marked_notes, row_cells
+from zombietop.tui.cells import (
+    ACKED,
+    BY_KEY,
+    MARKS,
+    SILENCED,
+    RowNote,
+    columns_for_width,
+    row_cells,
+    row_notes,
+)
 from zombietop.tui.healths import GLYPHS, STYLES
 from zombietop.tui.sample import (
     NOW,
@@ -23,12 +32,12 @@ from zombietop.tui.sample import (
 from zombietop.tui.widgets.task_list import TaskList
 
 
-def _cells(task_id: str, width: int, notes: dict[str, str] | None = None) -> list[str]:
+def _cells(task_id: str, width: int, outcomes: dict[str, str] | None = None) -> list[str]:
     snapshot = sample_snapshot(oncall=True)
     columns = columns_for_width(width - 1)
     view = snapshot.by_id()[task_id]
-    notes = marked_notes(notes or {}, snapshot)
-    return [cell.plain for cell in row_cells(view, NOW, columns, notes)]
+    marked = row_notes(outcomes or {}, snapshot)
+    return [cell.plain for cell in row_cells(view, NOW, columns, marked)]
 
 
 @pytest.mark.parametrize("width", [80, 120, 160])
@@ -59,11 +68,22 @@ def test_marks_never_crop_the_id_they_stand_beside() -> None:
     """Where the words do not fit, the glyphs do; where not even they fit, the id wins."""
     snapshot = sample_snapshot(oncall=True)
     view = snapshot.by_id()["thumbs-7781"]
-    note = "escalated\nsilenced"
+    note = RowNote(outcome="escalated", oncall=(MARKS[SILENCED],))
     task = BY_KEY["task"]  # 18 cells: "thumbs-7781 ↯escalated ⊘silenced" does not fit
     assert task.render(view, NOW, note).plain == "thumbs-7781 ↯⊘"
     long = replace(view, task=replace(view.task, task_id="t" * 17))
     assert task.render(long, NOW, note).plain == "t" * 17
+
+
+def test_a_rows_note_keeps_the_outcome_and_the_oncall_marks_apart() -> None:
+    """The app's outcomes and the snapshot's acks and silences meet in one typed note per row,
+    which the task cell reads as it is: nothing is joined into a string and parsed back."""
+    snapshot = sample_snapshot(oncall=True)
+    notes = row_notes({"export-2031": "resumed", "etl-0417": "term sent"}, snapshot)
+    assert notes["export-2031"] == RowNote(outcome="resumed", oncall=(MARKS[ACKED],))
+    assert notes["etl-0417"] == RowNote(outcome="term sent")
+    assert notes["thumbs-7781"] == RowNote(oncall=(MARKS[SILENCED],))
+    assert "resize-9001" not in notes
 
 
 def test_a_waiting_row_says_what_it_waits_behind() -> None:

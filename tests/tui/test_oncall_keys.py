@@ -11,7 +11,7 @@ from textual.widgets import Input, RadioButton, Static
 from tests.tui.helpers import make_app, notified, settle
 from zombietop.model import Matcher, Silence
 from zombietop.oncall import current
-from zombietop.tui.messages import TaskAsked
+from zombietop.tui.messages import TaskAction, TaskAsked
 from zombietop.tui.sample import NOW, RecordingDesk, SampleSource, sample_snapshot
 from zombietop.tui.screens.oncall import AckScreen, SilenceScreen
 from zombietop.tui.widgets.events_pane import EventsPane
@@ -98,8 +98,8 @@ async def test_u_unacks_an_acked_task_and_says_so_of_one_that_is_not() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         said = notified(app)
-        app.on_task_asked(TaskAsked("unack", "etl-0417"))  # not acked: nothing written
-        app.on_task_asked(TaskAsked("unack", "export-2031"))  # ana's ack
+        app.on_task_asked(TaskAsked(TaskAction.UNACK, "etl-0417"))  # not acked: nothing written
+        app.on_task_asked(TaskAsked(TaskAction.UNACK, "export-2031"))  # ana's ack
         await settle(pilot)
     assert desk.unacked == ["export-2031"]
     assert "etl-0417 is not acked" in said
@@ -130,11 +130,11 @@ async def test_the_detail_view_offers_u_only_while_its_task_is_acked() -> None:
     app = make_app(SampleSource([sample_snapshot(oncall=True)]), desk=desk)
     async with app.run_test(size=(110, 40)) as pilot:
         await settle(pilot)
-        app.on_task_asked(TaskAsked("detail", "etl-0417"))
+        app.on_task_asked(TaskAsked(TaskAction.DETAIL, "etl-0417"))
         await settle(pilot)
         assert app.screen.check_action("unack", ()) is False
         await pilot.press("escape")
-        app.on_task_asked(TaskAsked("detail", "export-2031"))
+        app.on_task_asked(TaskAsked(TaskAction.DETAIL, "export-2031"))
         await settle(pilot)
         assert app.screen.check_action("unack", ()) is True
         await pilot.press("u")

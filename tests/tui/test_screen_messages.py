@@ -9,6 +9,7 @@ from textual.message import Message
 
 from zombietop.tui import messages
 from zombietop.tui.sample import NOW, SampleSource, sample_snapshot
+from zombietop.tui.screen_state import Rows, ScreenState, detail_state
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
 from zombietop.tui.task_order import SortMode
@@ -40,7 +41,8 @@ async def test_the_dashboard_shows_what_it_is_handed_and_asks_by_message() -> No
         screen = DashboardScreen("store", 2.0, False, SortMode.URGENCY)
         await app.push_screen(screen)
         await pilot.pause()
-        screen.show_views(snapshot.tasks, NOW, {})
+        rows = Rows(views=snapshot.tasks, now=NOW, outcomes={})
+        screen.show_state(ScreenState(snapshot=snapshot, now=NOW, rows=rows))
         await pilot.pause()
         first = screen.query_one(TaskList).selected_task_id
         assert first == snapshot.tasks[0].task_id
@@ -67,7 +69,7 @@ async def test_read_only_the_detail_screen_asks_nothing_and_shows_no_action_keys
     snapshot = await source.poll()
     task_id = snapshot.tasks[0].task_id
     async with app.run_test(size=(100, 40)) as pilot:
-        await app.push_screen(DetailScreen(task_id, source, snapshot, NOW, True))
+        await app.push_screen(DetailScreen(task_id, True, detail_state(snapshot, task_id, NOW)))
         await pilot.press("r", "d", "K", "a", "A")
         await pilot.pause()
         shown = {active.binding.action for active in app.screen.active_bindings.values()}
@@ -81,7 +83,7 @@ async def test_the_detail_screen_asks_for_its_task() -> None:
     snapshot = await source.poll()
     task_id = snapshot.tasks[1].task_id
     async with app.run_test(size=(100, 40)) as pilot:
-        await app.push_screen(DetailScreen(task_id, source, snapshot, NOW, False))
+        await app.push_screen(DetailScreen(task_id, False, detail_state(snapshot, task_id, NOW)))
         await pilot.press("r", "A")
         await pilot.pause()
     assert app.asked == [

@@ -16,7 +16,7 @@ from textual.pilot import Pilot
 
 from tests.tui.helpers import TableApp
 from zombietop.monitor import TaskView, build_snapshot
-from zombietop.tui.cells import BAR_STYLE, COLUMNS, columns_for_width, row_cells
+from zombietop.tui.cells import BAR_STYLE, COLUMNS, RowNote, columns_for_width, row_cells
 from zombietop.tui.sample import NOW, sample_config, synthetic_records
 from zombietop.tui.widgets.task_list import TaskList
 
@@ -319,7 +319,9 @@ async def test_untrusted_words_wider_than_their_column_are_cut_with_an_ellipsis(
     async with app.run_test(size=(160, 12)) as pilot:
         table = app.query_one(TaskList)
         table.set_columns(COLUMNS)
-        table.show([replace(views[0], task=long), views[1]], NOW, {"x" * 40: "term sent"})
+        table.show(
+            [replace(views[0], task=long), views[1]], NOW, {"x" * 40: RowNote(outcome="term sent")}
+        )
         await pilot.pause()
         line = lines(table)[0]
         assert "x" * 17 + "…" in line and "x" * 19 not in line

@@ -275,6 +275,19 @@ def test_install_is_idempotent_and_keeps_textuals_method() -> None:
     assert stock.__qualname__ == "ChopsUpdate.render_segments"
 
 
+def test_building_the_app_patches_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only ``zombietop`` itself (tui/launch.py) patches Textual: an app built by a test or a
+    tool leaves the process as it found it."""
+    from zombietop.tui.app import ZombietopApp
+    from zombietop.tui.sample import SampleSource
+
+    stock = stock_render_segments()
+    monkeypatch.setattr(ChopsUpdate, "render_segments", stock)
+    ZombietopApp(SampleSource())
+    ZombietopApp(SampleSource(), wall=True)
+    assert ChopsUpdate.render_segments is stock
+
+
 @pytest.mark.parametrize("version", [(8, 1), (8, 3), (9, 0), None])
 def test_install_leaves_other_textual_versions_alone(
     version: tuple[int, int] | None, monkeypatch: pytest.MonkeyPatch

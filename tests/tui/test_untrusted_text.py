@@ -26,7 +26,7 @@ from zombietop.tui.cells import COLUMNS, row_cells
 from zombietop.tui.cli.status import nagios_output, render_table, snapshot_to_json
 from zombietop.tui.sample import NOW, _alive, hostile_records, sample_config
 from zombietop.tui.screens.confirm import consequence, facts
-from zombietop.tui.screens.detail import describe
+from zombietop.tui.screens.detail import facts_table
 from zombietop.tui.widgets.events_pane import event_line
 from zombietop.tui.widgets.offenders import offender_lines
 
@@ -123,7 +123,7 @@ INTERFACES: dict[str, Interface] = {
     "dashboard cells": lambda s, e: " ".join(
         c.plain for c in row_cells(_view(s), NOW, COLUMNS, {})
     ),
-    "detail": lambda s, e: _plain(describe(_view(s), NOW)),
+    "detail": lambda s, e: _plain(facts_table(_view(s), NOW)),
     "events pane": lambda s, e: event_line(e).plain,
     "kill dialog": lambda s, e: (
         consequence(ActionKind.KILL, _view(s)).plain + "\n" + facts(_view(s), NOW).plain

@@ -155,10 +155,10 @@ def _lease_of_the_run(task_id: str) -> tuple[str, int]:
 
 async def cmd_dashboard(args: argparse.Namespace) -> int:
     require("the dashboard", "textual", "rich")
-    from zombietop.tui.launch import run_dashboard
+    from zombietop.tui.launch import launch_dashboard
 
     ctx = context_of(args)
-    return await run_dashboard(
+    return await launch_dashboard(
         ctx.config,
         ctx.db,
         read_only=args.read_only,

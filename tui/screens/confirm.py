@@ -15,12 +15,12 @@ from zombietop.actions import ActionKind, ActionRequest
 from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.monitor import TaskView
-from zombietop.tui.untrusted import shown, shown_markup
+from zombietop.tui.untrusted import escaped_markup, printable_text
 
 
 def consequence(kind: ActionKind, view: TaskView) -> Text:
     """One sentence: what the action will do to this task, printable."""
-    return shown(_consequence(kind, view))
+    return printable_text(_consequence(kind, view))
 
 
 def _consequence(kind: ActionKind, view: TaskView) -> str:
@@ -65,7 +65,7 @@ def facts(view: TaskView, now: float) -> Text:
         if index:
             text.append("\n")
         text.append(f"{label:>10}  ", style="dim")
-        text.append_text(shown(value, style="bold"))
+        text.append_text(printable_text(value, style="bold"))
     return text
 
 
@@ -113,7 +113,7 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         kind = self.request.kind
         with Vertical() as box:
-            box.border_title = shown_markup(f"{kind} {self.request.task_id}?")
+            box.border_title = escaped_markup(f"{kind} {self.request.task_id}?")
             yield Static(consequence(kind, self.view), id="consequence")
             yield Static(facts(self.view, self.now), id="facts")
             with Horizontal():

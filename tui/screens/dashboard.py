@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from textual import on
@@ -11,11 +10,11 @@ from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.widgets import Footer, Input
 
-from zombietop.model import Event
-from zombietop.monitor import Snapshot, TaskView
+from zombietop.monitor import Snapshot
 from zombietop.tui import messages
-from zombietop.tui.cells import columns_for_width
+from zombietop.tui.cells import columns_for_width, row_notes
 from zombietop.tui.keys import TaskKeys, bindings
+from zombietop.tui.screen_state import Rows, ScreenState
 from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.task_order import SortMode
@@ -52,6 +51,8 @@ class DashboardScreen(TaskKeys):
         self.refresh_s = refresh_s
         self._first_sort = sort_mode
         """What the header says until the first snapshot; then ``show_state`` says."""
+        self._shown: ScreenState | None = None
+        """The state shown last: its rows and events are shown again only when new."""
 
     def compose(self) -> ComposeResult:
         yield StatusHeader()
@@ -89,37 +90,36 @@ class DashboardScreen(TaskKeys):
         if columns != self.table.shown_columns:
             self.table.set_columns(columns)
 
-    def show_views(self, views: Sequence[TaskView], now: float, notes: Mapping[str, str]) -> None:
-        """Show these rows, their ages as of ``now`` and each row's note."""
-        self.table.show(views, now, notes)
-
-    def show_state(
-        self,
-        snapshot: Snapshot,
-        now: float,
-        paused_at: float | None,
-        sort_mode: SortMode,
-        filter_text: str,
-    ) -> None:
-        """Show the app's snapshot, clock and choices in the header, banner and events pane."""
+    def show_state(self, state: ScreenState) -> None:
+        """Show the app's state: the rows when they are new, the header, banner and events."""
+        shown, self._shown = self._shown, state
+        snapshot = state.snapshot
+        if shown is None or state.rows is not shown.rows:
+            self.show_rows(state.rows, snapshot)
+        filter_text = state.filter_text
         self.query_one(StatusHeader).show(
             snapshot,
-            now,
-            sort_label=str(sort_mode),
+            state.now,
+            sort_label=str(state.sort_mode),
             filter_label=(
-                f"{filter_text!r} ({self.table.row_count} of {len(snapshot.tasks)})"
+                f"{filter_text!r} ({len(state.rows.views)} of {len(snapshot.tasks)})"
                 if filter_text
                 else ""
             ),
         )
         banner = self.query_one(Banner)
-        banner.now = now
+        banner.now = state.now
         banner.snapshot = snapshot
-        banner.paused_at = paused_at
-        self.query_one(EventsPane).silences = snapshot.oncall.silences
+        banner.paused_at = state.paused_at
+        pane = self.query_one(EventsPane)
+        pane.silences = snapshot.oncall.silences
+        if state.events is not None and (shown is None or state.events is not shown.events):
+            pane.set_events(state.events)
 
-    def show_events(self, events: Sequence[Event]) -> None:
-        self.query_one(EventsPane).set_events(events)
+    def show_rows(self, rows: Rows, snapshot: Snapshot) -> None:
+        """Show these rows, their ages as of ``rows.now``, each with its outcome and its
+        on-call marks in ``snapshot``."""
+        self.table.show(rows.views, rows.now, row_notes(rows.outcomes, snapshot))
 
     # Keys (the task keys are TaskKeys') ------------------------------------------------------
 
@@ -130,12 +130,12 @@ class DashboardScreen(TaskKeys):
     def action_detail(self) -> None:
         task_id = self.table.selected_task_id
         if task_id is not None:
-            self.post_message(messages.TaskAsked("detail", task_id))
+            self.post_message(messages.TaskAsked(messages.TaskAction.DETAIL, task_id))
 
     @on(TaskList.Selected)
     def _row_selected(self, event: TaskList.Selected) -> None:
         event.stop()
-        self.post_message(messages.TaskAsked("detail", event.task_id))
+        self.post_message(messages.TaskAsked(messages.TaskAction.DETAIL, event.task_id))
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)

@@ -8,25 +8,25 @@ from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Sparkline, Static
 
-from zombietop.classify import ASK_A_HUMAN, Budget, format_progress
+from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
-from zombietop.model import Event, HistoryPoint
-from zombietop.monitor import Snapshot, TaskView
+from zombietop.model import Event
+from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall, capped_words
-from zombietop.output import LastOutput, with_last_output
+from zombietop.output import LastOutput
 from zombietop.printable import printable
 from zombietop.sources import Origin
 from zombietop.tui.cells import ACKED, BAR_STYLE, FLAG_MARKS, MARKS, SILENCED, bar
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import DETAIL_KEYS, KEYS, TaskKeys, display_key
-from zombietop.tui.source import SnapshotSource
-from zombietop.tui.untrusted import shown
+from zombietop.tui.messages import OutputAsked
+from zombietop.tui.screen_state import DetailState, TaskRecord
+from zombietop.tui.untrusted import printable_text
 from zombietop.tui.widgets.events_pane import event_line
 
 
@@ -62,7 +62,7 @@ def _budget_row(budget: Budget) -> Text:
 
 def _row(grid: Table, label: str, value: str | Text) -> None:
     """Add a row whose value is untrusted text: shown printable, never read as markup."""
-    grid.add_row(label, shown(value) if isinstance(value, str) else value)
+    grid.add_row(label, printable_text(value) if isinstance(value, str) else value)
 
 
 def oncall_rows(grid: Table, view: TaskView, oncall: OnCall, now: float) -> None:
@@ -138,7 +138,7 @@ def process_words(view: TaskView) -> str:
     )
 
 
-def describe(
+def facts_table(
     view: TaskView,
     now: float,
     oncall: OnCall | None = None,
@@ -146,34 +146,18 @@ def describe(
     last_output: LastOutput | None = None,
 ) -> Table:
     """Every fact about the task, as label/value rows (``origin``: the engine it came from)."""
-    task, beat = view.task, view.heartbeat
-    verdict = view.verdict
+    task, verdict = view.task, view.verdict
     grid = _grid()
     _row(
         grid,
         "task",
         Text.assemble(
-            shown(task.task_id, "bold"),
-            shown(f"  run {task.run_id}  step {task.step}  type {task.step_type}"),
+            printable_text(task.task_id, "bold"),
+            printable_text(f"  run {task.run_id}  step {task.step}  type {task.step_type}"),
         ),
     )
     if origin is not None:
-        grid.add_row("source", Text(printable(f"{origin.source} ({origin.capability})")))
-        ids = "  ".join(
-            f"{key} {value}" for key, value in origin.ids.items() if value not in (None, "", -1)
-        )
-        grid.add_row(origin.kind, Text(printable(ids)))
-        if task.quarantined:
-            grid.add_row(
-                "hold",
-                Text(
-                    printable(
-                        f"held in zombietop only by {task.quarantined_by}: "
-                        f"{task.quarantine_reason or '-'} (never written into {origin.kind})"
-                    ),
-                    style="bold yellow",
-                ),
-            )
+        origin_rows(grid, view, origin)
     _row(grid, "state", f"{task.state}, attempt {task.attempt}")
     if oncall is not None:
         oncall_rows(grid, view, oncall, now)
@@ -181,34 +165,8 @@ def describe(
         _row(grid, "reason", reason.words(now))
     for flag in verdict.flags:
         _row(grid, "flag", Text(str(flag), style=FLAG_MARKS[flag].style))
-    if beat is not None:
-        if beat.reports_progress:
-            _row(
-                grid,
-                "stage",
-                f"{beat.stage or '-'} at {format_progress(beat.progress)}"
-                + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
-            )
-        else:
-            _row(grid, "stage", "not reported: the command writes no heartbeat lines")
-        counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
-        _row(grid, "counters", counters)
-        age = now - beat.written_at
-        heartbeat = Text(f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})")
-        if beat.observed:
-            heartbeat.append(
-                "  observed: the command's CPU, I/O or output moved; it reports no progress",
-                style="bold yellow",
-            )
-        grid.add_row("heartbeat", heartbeat)
-        if beat.request_name:
-            _row(
-                grid,
-                "request",
-                f"{beat.request_name}" + (f" trace {beat.trace_id}" if beat.trace_id else ""),
-            )
-    else:
-        _row(grid, "heartbeat", "none yet")
+    heartbeat_rows(grid, view, now)
+    beat = view.heartbeat
     _row(
         grid,
         "checkpoint",
@@ -217,7 +175,7 @@ def describe(
     _row(grid, "lease", lease_words(view, now))
     _row(grid, "process", process_words(view))
     if view.agent_note is not None:
-        _row(grid, "agent", shown(view.agent_note, style="bold yellow"))
+        _row(grid, "agent", printable_text(view.agent_note, style="bold yellow"))
     skew = view.clock_skew_s
     if skew is not None and abs(skew) >= 1:
         side = "ahead of" if skew > 0 else "behind"
@@ -238,6 +196,60 @@ def describe(
     _row(grid, "stage budget", _budget_row(budgets.stage))
     _row(grid, "task budget", _budget_row(budgets.task))
     return grid
+
+
+def origin_rows(grid: Table, view: TaskView, origin: Origin) -> None:
+    """Where the task comes from: the source, its ids there, and a hold kept only here."""
+    task = view.task
+    grid.add_row("source", Text(printable(f"{origin.source} ({origin.capability})")))
+    ids = "  ".join(
+        f"{key} {value}" for key, value in origin.ids.items() if value not in (None, "", -1)
+    )
+    grid.add_row(origin.kind, Text(printable(ids)))
+    if task.quarantined:
+        grid.add_row(
+            "hold",
+            Text(
+                printable(
+                    f"held in zombietop only by {task.quarantined_by}: "
+                    f"{task.quarantine_reason or '-'} (never written into {origin.kind})"
+                ),
+                style="bold yellow",
+            ),
+        )
+
+
+def heartbeat_rows(grid: Table, view: TaskView, now: float) -> None:
+    """What the latest heartbeat says: stage and progress, counters, age, request."""
+    beat = view.heartbeat
+    if beat is None:
+        _row(grid, "heartbeat", "none yet")
+        return
+    if beat.reports_progress:
+        _row(
+            grid,
+            "stage",
+            f"{beat.stage or '-'} at {format_progress(beat.progress)}"
+            + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
+        )
+    else:
+        _row(grid, "stage", "not reported: the command writes no heartbeat lines")
+    counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
+    _row(grid, "counters", counters)
+    age = now - beat.written_at
+    heartbeat = Text(f"{format_age(age)} old (#{beat.seq}, written {_stamp(beat.written_at)})")
+    if beat.observed:
+        heartbeat.append(
+            "  observed: the command's CPU, I/O or output moved; it reports no progress",
+            style="bold yellow",
+        )
+    grid.add_row("heartbeat", heartbeat)
+    if beat.request_name:
+        _row(
+            grid,
+            "request",
+            f"{beat.request_name}" + (f" trace {beat.trace_id}" if beat.trace_id else ""),
+        )
 
 
 class DetailScreen(TaskKeys):
@@ -273,23 +285,20 @@ class DetailScreen(TaskKeys):
     }
     """
 
-    def __init__(
-        self, task_id: str, source: SnapshotSource, snapshot: Snapshot, now: float, read_only: bool
-    ) -> None:
+    def __init__(self, task_id: str, read_only: bool, state: DetailState) -> None:
         super().__init__(read_only=read_only)
         self.task_id = task_id
-        self.source = source
-        """Where the task's history, events and output are read."""
-        self.snapshot = snapshot
-        self.now = now
-        """The moment the snapshot speaks for: ages are read as of then."""
-        self.history: list[HistoryPoint] = []
-        self.events: list[Event] = []
-        self.last_output: LastOutput | None = None
+        self.state = state
+        """What the app handed last: the snapshot, the page line and the task's record."""
 
     @property
     def key_task_id(self) -> str:
         return self.task_id
+
+    @property
+    def record(self) -> TaskRecord:
+        """The task's history, events and last output, as the app last read them."""
+        return self.state.record
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -304,52 +313,39 @@ class DetailScreen(TaskKeys):
 
     def on_mount(self) -> None:
         self.show()
-        self.load()
 
-    @work(exclusive=True, group="detail", exit_on_error=False)
-    async def load(self) -> None:
-        """Fetch this task's heartbeat history and events (store reads, off the UI's thread)."""
-        self.history = await self.source.history(self.task_id)
-        self.events = await self.source.events(self.task_id, limit=50)
-        await self._load_output()
-        self.show()
-
-    async def _load_output(self) -> None:
-        view = self.snapshot.by_id().get(self.task_id)
-        if view is not None:
-            self.last_output = await self.source.last_output(view.task)
-
-    def show_snapshot(self, snapshot: Snapshot, now: float) -> None:
-        """Show the task as this snapshot has it, its ages as of ``now``."""
-        acked = self._acked()
-        self.snapshot, self.now = snapshot, now
-        if self._acked() != acked:
+    def show_detail(self, state: DetailState) -> None:
+        """Show the task as ``state`` has it (the app hands one after every poll and read)."""
+        before, self.state = self.state, state
+        if not self.is_mounted:
+            return  # on_mount shows the latest state
+        if _acked(before, self.task_id) != _acked(state, self.task_id):
             self.refresh_bindings()
         self.show()
-
-    def _acked(self) -> bool:
-        return self.snapshot.oncall.ack_for(self.task_id) is not None
+        new_output = state.record.last_output is not before.record.last_output
+        if new_output and self.has_class("show-output"):
+            # Read afresh because the pane opened: show its end, the latest lines.
+            self.query_one("#output-pane", VerticalScroll).scroll_end(animate=False)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "unack" and not self._acked():
+        if action == "unack" and not _acked(self.state, self.task_id):
             return False  # u shows in the footer only while the task is acked
         return super().check_action(action, parameters)
 
     def show(self) -> None:
-        view = self.snapshot.by_id().get(self.task_id)
-        now = self.now
+        state = self.state
+        snapshot, view, now, record = state.snapshot, state.view, state.now, state.record
         context = self.query_one("#context", Static)
         if view is None:
-            context.update(shown(f"{self.task_id} is no longer in the store's recent tasks"))
+            context.update(
+                printable_text(f"{self.task_id} is no longer in the store's recent tasks")
+            )
             return
         title = health_label(view.health)
-        title.append_text(shown(f"  {view.task_id}"))
+        title.append_text(printable_text(f"  {view.task_id}"))
         self.title = printable(view.task_id)
-        context_line = view.verdict.context(now)
-        if view.health in ASK_A_HUMAN:
-            context_line = with_last_output(context_line, self.last_output, now)
-        context.update(Text.assemble(title, "\n", shown(context_line)))
-        points = [p.progress for p in self.history if p.progress is not None]
+        context.update(Text.assemble(title, "\n", printable_text(state.page_line)))
+        points = [p.progress for p in record.history if p.progress is not None]
         label = (
             f"progress over the last {len(points)} heartbeats"
             if points
@@ -361,16 +357,15 @@ class DetailScreen(TaskKeys):
         spark = self.query_one("#spark", Sparkline)
         spark.display = bool(points)
         spark.data = points
-        origin = self.snapshot.origins.get(self.task_id)
+        origin = snapshot.origins.get(self.task_id)
         self.query_one("#facts", Static).update(
-            describe(view, now, self.snapshot.oncall, origin, self.last_output)
+            facts_table(view, now, snapshot.oncall, origin, record.last_output)
         )
-        self.query_one("#events", Static).update(self._events_text(self.events))
-        self._show_output(now)
+        self.query_one("#events", Static).update(self._events_text(record.events))
+        self._show_output(record.last_output, now)
 
-    def _show_output(self, now: float) -> None:
+    def _show_output(self, last: LastOutput | None, now: float) -> None:
         pane = self.query_one("#output-pane", VerticalScroll)
-        last = self.last_output
         if last is None:
             pane.border_title = "last output"
             self.query_one("#output", Static).update(
@@ -386,15 +381,12 @@ class DetailScreen(TaskKeys):
             Text("\n".join(printable(line) for line in last.lines))
         )
 
-    @work(exclusive=True, group="detail-output", exit_on_error=False)
-    async def action_toggle_output(self) -> None:
-        """Show or hide the last lines the task wrote; read afresh each time they are shown."""
+    def action_toggle_output(self) -> None:
+        """Show or hide the last lines the task wrote; the app reads them afresh each time
+        they are shown."""
         self.toggle_class("show-output")
         if self.has_class("show-output"):
-            await self._load_output()
-            self.show()
-            pane = self.query_one("#output-pane", VerticalScroll)
-            pane.scroll_end(animate=False)
+            self.post_message(OutputAsked(self.task_id))
 
     @staticmethod
     def _events_text(events: Sequence[Event]) -> Text:
@@ -409,3 +401,7 @@ class DetailScreen(TaskKeys):
 
     def action_back(self) -> None:
         self.dismiss()
+
+
+def _acked(state: DetailState, task_id: str) -> bool:
+    return state.snapshot.oncall.ack_for(task_id) is not None

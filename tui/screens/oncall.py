@@ -20,7 +20,7 @@ from zombietop.model import Matcher
 from zombietop.monitor import TaskView
 from zombietop.printable import printable
 from zombietop.tui.cells import ACKED, MARKS, SILENCED
-from zombietop.tui.untrusted import shown, shown_markup
+from zombietop.tui.untrusted import escaped_markup, printable_text
 
 SILENCE_DEFAULT = 3600.0
 """What the silence dialog offers: an hour; longer is a choice someone makes on purpose."""
@@ -125,7 +125,7 @@ class AckScreen(_OnCallDialog):
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
-            box.border_title = f"ack {shown_markup(self.view.task_id)}"
+            box.border_title = f"ack {escaped_markup(self.view.task_id)}"
             yield Static(
                 Text.assemble(
                     (f"{MARKS[ACKED].glyph} ", MARKS[ACKED].style),
@@ -163,7 +163,7 @@ class SilenceScreen(_OnCallDialog):
     def compose(self) -> ComposeResult:
         task = self.view.task
         with Vertical() as box:
-            box.border_title = f"silence {shown_markup(task.task_id)}"
+            box.border_title = f"silence {escaped_markup(task.task_id)}"
             yield Static(
                 Text.assemble(
                     (f"{MARKS[SILENCED].glyph} ", MARKS[SILENCED].style),
@@ -172,9 +172,11 @@ class SilenceScreen(_OnCallDialog):
                 )
             )
             with RadioSet(id="rule"):
-                yield RadioButton(shown(f"this task: {task.task_id}"), value=True, id="task")
                 yield RadioButton(
-                    shown(f"every task of step type {task.step_type}"), id="step_type"
+                    printable_text(f"this task: {task.task_id}"), value=True, id="task"
+                )
+                yield RadioButton(
+                    printable_text(f"every task of step type {task.step_type}"), id="step_type"
                 )
             yield Label("reason (required): whoever is paged next asks why")
             yield Input(placeholder="e.g. maintenance night on the partner API", id="reason")

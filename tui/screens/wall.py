@@ -11,7 +11,6 @@ from textual.containers import Grid
 from textual.screen import Screen
 from textual.widgets import Footer, Label
 
-from zombietop.monitor import Snapshot
 from zombietop.tui.healths import (
     ACTIVE_HEALTHS,
     ALL_CLEAR,
@@ -22,6 +21,7 @@ from zombietop.tui.healths import (
     health_count,
 )
 from zombietop.tui.messages import ScreenReady
+from zombietop.tui.screen_state import ScreenState
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.header import StatusHeader
 from zombietop.tui.widgets.health_card import HealthCard
@@ -101,8 +101,9 @@ class WallScreen(Screen[None]):
     def action_back(self) -> None:
         self.dismiss()
 
-    def show_state(self, snapshot: Snapshot, now: float) -> None:
-        """Show the app's snapshot and clock (the wall has no pause, no sort and no filter)."""
+    def show_state(self, state: ScreenState) -> None:
+        """Show the app's snapshot and clock (the wall has no table, pause, sort or filter)."""
+        snapshot, now = state.snapshot, state.now
         self.query_one(StatusHeader).show(snapshot, now, sort_label="", filter_label="")
         banner = self.query_one(Banner)
         banner.now = now

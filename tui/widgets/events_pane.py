@@ -14,7 +14,7 @@ from zombietop.model import Event, Silence
 from zombietop.oncall import capped_words
 from zombietop.printable import printable
 from zombietop.tui.cells import MARKS, SILENCED
-from zombietop.tui.untrusted import shown
+from zombietop.tui.untrusted import printable_text
 
 
 def silence_line(silence: Silence) -> Text:
@@ -34,10 +34,10 @@ def silence_line(silence: Silence) -> Text:
 def event_line(event: Event) -> Text:
     stamp = time.strftime("%H:%M:%S", time.gmtime(event.at))
     line = Text(f"{stamp} ", style="dim")
-    line.append_text(shown(f"{event.task_id or '-':<16} ", style="bold"))
-    line.append_text(shown(f"{event.kind:<12} ", style="cyan"))
-    line.append_text(shown(f"{event.actor}: ", style="dim"))
-    line.append_text(shown(event.message))
+    line.append_text(printable_text(f"{event.task_id or '-':<16} ", style="bold"))
+    line.append_text(printable_text(f"{event.kind:<12} ", style="cyan"))
+    line.append_text(printable_text(f"{event.actor}: ", style="dim"))
+    line.append_text(printable_text(event.message))
     return line
 
 

@@ -23,7 +23,7 @@ from zombietop.tui.healths import (
     count_of,
     health_count,
 )
-from zombietop.tui.untrusted import shown
+from zombietop.tui.untrusted import printable_text
 from zombietop.tui.widgets.text_lines import TextLines
 
 
@@ -117,7 +117,7 @@ class StatusHeader(TextLines):
         # The first line never wraps (a wrapped line moves every row below it, and the clock
         # could no longer tick in place): a long store path gives way in its middle.
         room = self.size.width - 2 - line.cell_len - rest.cell_len
-        line.append_text(shown(f"  {shorten_middle(printable(self.store), room - 2)}"))
+        line.append_text(printable_text(f"  {shorten_middle(printable(self.store), room - 2)}"))
         line.append_text(rest)
         return line
 

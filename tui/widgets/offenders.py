@@ -11,7 +11,7 @@ from zombietop.monitor import Snapshot
 from zombietop.printable import printable
 from zombietop.tui.cells import mark_text, oncall_marks
 from zombietop.tui.healths import ALL_CLEAR, ATTENTION_HEALTHS, GLYPHS, STYLES
-from zombietop.tui.untrusted import shown
+from zombietop.tui.untrusted import printable_text
 from zombietop.tui.widgets.text_lines import TextLines
 
 
@@ -34,7 +34,7 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
         said = Text.assemble(
             (f"{GLYPHS[view.health]} ", STYLES[view.health]),
             mark_text(oncall_marks(snapshot.oncall, view)),
-            shown(view.verdict.context(now)),
+            printable_text(view.verdict.context(now)),
         )
         wrapped = said.wrap(console, width)
         if index and len(lines) + len(wrapped) > height - 1:

@@ -30,6 +30,7 @@ from zombietop.tui.cells import (
     CELL_PADDING,
     Cells,
     Column,
+    RowNote,
     cell_widths,
     row_cells,
     row_changes,
@@ -69,7 +70,7 @@ class _Row:
     read the same until ``until`` (``row_changes``)."""
 
     view: TaskView
-    note: str | None
+    note: RowNote | None
     at: float
     until: float
     cells: Cells
@@ -152,7 +153,7 @@ class TaskList(ScrollView, can_focus=True):
         self._index: dict[str, int] | None = None
         """Task id -> row, built when something asks where a task is."""
         self._now = 0.0
-        self._notes: Mapping[str, str] = {}
+        self._notes: Mapping[str, RowNote] = {}
         self._rows: LRUCache[str, _Row] = LRUCache(ROWS_KEPT)
         self._strips: LRUCache[Hashable, Strip] = LRUCache(STRIPS_KEPT)
         self._cells: LRUCache[Hashable, list[Segment]] = LRUCache(CELLS_KEPT)
@@ -220,7 +221,7 @@ class TaskList(ScrollView, can_focus=True):
         self,
         views: Sequence[TaskView],
         now: float,
-        notes: Mapping[str, str],
+        notes: Mapping[str, RowNote],
         *,
         select: str | None = None,
     ) -> None:
