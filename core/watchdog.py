@@ -46,8 +46,8 @@ ONCE_PRUNE_BUDGET = 10.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TickReport:
-    """What one look at the store led to."""
+class LookReport:
+    """What one look of the watchdog (one ``tick``) found and did."""
 
     taken_at: float | None
     withheld: str | None = None
@@ -229,7 +229,7 @@ class Watchdog:
 
     # One look ------------------------------------------------------------------------------
 
-    async def tick(self) -> TickReport:
+    async def tick(self) -> LookReport:
         """Poll once, react to what changed, and deliver what is due. Never raises for the store."""
         if not self._restored:
             await self.restore()
@@ -262,7 +262,7 @@ class Watchdog:
         deliveries = await self.outbox.flush() if self._active is not False else []
         for line in tick.logs:
             self.log(line)
-        return TickReport(
+        return LookReport(
             taken_at=snapshot.taken_at,
             withheld=withheld,
             active=self._active is not False,
@@ -886,7 +886,7 @@ class Watchdog:
         *,
         once: bool = False,
         stop: asyncio.Event | None = None,
-        after_tick: Callable[[TickReport], None] | None = None,
+        after_tick: Callable[[LookReport], None] | None = None,
     ) -> None:
         """Tick every ``[watch] interval`` until ``stop`` is set (or once).
 

@@ -28,7 +28,7 @@ from zombietop.tui.cli.context import (
     context_of,
     source_flags,
 )
-from zombietop.watchdog import LogNotifier, TickReport, Watchdog
+from zombietop.watchdog import LogNotifier, LookReport, Watchdog
 
 if TYPE_CHECKING:
     # prometheus-client and aiohttp take a while to import: only `--metrics` pays for them.
@@ -91,7 +91,7 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             _log(f"serving Prometheus metrics at {endpoint.url}{endpoint.reach}")
         systemd = SystemdNotifier.from_env()
         ping = SystemdPing(systemd)
-        after_tick: Callable[[TickReport], None] = ping
+        after_tick: Callable[[LookReport], None] = ping
         if endpoint is not None:
             after_tick = MetricsUpdate(dog, endpoint, then=after_tick)
         try:
@@ -112,14 +112,14 @@ class MetricsUpdate:
     the endpoint render the body every scrape gets until the next look."""
 
     def __init__(
-        self, dog: Watchdog, endpoint: MetricsEndpoint, *, then: Callable[[TickReport], None]
+        self, dog: Watchdog, endpoint: MetricsEndpoint, *, then: Callable[[LookReport], None]
     ) -> None:
         self.dog = dog
         self.endpoint = endpoint
         self.metrics: Metrics = endpoint.metrics
         self.then = then
 
-    def __call__(self, report: TickReport) -> None:
+    def __call__(self, report: LookReport) -> None:
         self.metrics.update(
             self.dog.monitor.last,
             incidents_open=len(self.dog.incidents),
@@ -139,9 +139,9 @@ class SystemdPing:
     def __init__(self, systemd: SystemdNotifier) -> None:
         self.systemd = systemd
         self.ready = False
-        self.last: TickReport | None = None
+        self.last: LookReport | None = None
 
-    def __call__(self, report: TickReport) -> None:
+    def __call__(self, report: LookReport) -> None:
         self.last = report
         fields = {"WATCHDOG": "1", "STATUS": status_line(report)}
         if not self.ready:
@@ -150,7 +150,7 @@ class SystemdPing:
         self.systemd.notify(**fields)
 
 
-def status_line(report: TickReport) -> str:
+def status_line(report: LookReport) -> str:
     """What ``systemctl status`` shows: what this look found, or why it found nothing."""
     if not report.active:
         return report.withheld or "standby"
