@@ -200,6 +200,30 @@ class ChannelThreads:
         return await asyncio.get_running_loop().run_in_executor(self._pool, call, *args)
 
 
+class LogNotifier:
+    """Write each page to a log instead of sending it.
+
+    The watchdog uses one when no ``[notify]`` channel is configured (the page goes to the
+    watch's log, as the log's first line says), and ``dry_run()`` for ``--dry-run`` (the page
+    is shown, not sent).
+    """
+
+    def __init__(
+        self, log: Callable[[str], None], *, name: str = "watch log", kind: str = "log"
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self._log = log
+
+    @classmethod
+    def dry_run(cls, log: Callable[[str], None]) -> LogNotifier:
+        """The ``--dry-run`` channel: show the page instead of sending it."""
+        return cls(log, name="dry-run", kind="dry-run")
+
+    async def send(self, page: Page) -> None:
+        self._log(f"PAGE ({page.kind}) {page.shown}")
+
+
 def build_notifiers(settings: NotifySettings) -> list[Notifier]:
     notifiers: list[Notifier] = []
     if settings.command:

@@ -26,7 +26,7 @@ from zombietop.errors import StoreError, StoreReplaced
 from zombietop.incident_book import SCHEDULE_KEY, Incident, IncidentBook
 from zombietop.model import BudgetFlag, EventKind, Health, TaskState, WatchdogLease
 from zombietop.monitor import Monitor, Snapshot, TaskView
-from zombietop.notify import DeliveryResult, Notifier, Outbox, Page
+from zombietop.notify import DeliveryResult, LogNotifier, Notifier, Outbox, Page
 from zombietop.oncall import FollowUp, OnCall, capped_words, notice_line
 from zombietop.output import last_output_of, with_last_output
 from zombietop.printable import printable
@@ -81,31 +81,6 @@ def _ended_by_kill(view: TaskView) -> bool:
     return view.health is Health.DEAD and kill is not None and kill.pid == view.task.pid
 
 
-class PrintNotifier:
-    """``--dry-run``: show the page instead of sending it."""
-
-    name = kind = "dry-run"
-
-    def __init__(self, log: Callable[[str], None]) -> None:
-        self._log = log
-
-    async def send(self, page: Page) -> None:
-        self._log(f"PAGE ({page.kind}) {page.shown}")
-
-
-class LogNotifier:
-    """No ``[notify]`` channel: the page goes to the watch's log, as its first line says."""
-
-    name = "watch log"
-    kind = "log"
-
-    def __init__(self, log: Callable[[str], None]) -> None:
-        self._log = log
-
-    async def send(self, page: Page) -> None:
-        self._log(f"PAGE ({page.kind}) {page.shown}")
-
-
 @dataclass(slots=True)
 class _Tick:
     now: float = 0.0
@@ -154,7 +129,7 @@ class Watchdog:
         self.monotonic = monotonic or (self.clock.now if clock else time.monotonic)
         self.wall = wall or (self.clock.now if clock else time.time)
         self.outbox = Outbox(
-            [PrintNotifier(self.log)] if dry_run else notifiers,
+            [LogNotifier.dry_run(self.log)] if dry_run else notifiers,
             config.notify,
             self.clock,
             on_result=self._delivered,

@@ -15,7 +15,7 @@ from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.extras import require
 from zombietop.monitor import Monitor
-from zombietop.notify import Notifier, build_notifiers
+from zombietop.notify import LogNotifier, Notifier, build_notifiers
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
 from zombietop.sd_notify import SystemdNotifier
@@ -28,7 +28,7 @@ from zombietop.tui.cli.context import (
     context_of,
     source_flags,
 )
-from zombietop.watchdog import LogNotifier, LookReport, Watchdog
+from zombietop.watchdog import LookReport, Watchdog
 
 if TYPE_CHECKING:
     # prometheus-client and aiohttp take a while to import: only `--metrics` pays for them.
