@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import ipaddress
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -17,6 +19,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from zombietop.config import ListenAddress
 from zombietop.http_server import HttpServer, send_bytes
 from zombietop.metrics import Metrics
+
+if TYPE_CHECKING:
+    from zombietop.watchdog import LookReport, Watchdog
 
 
 class MetricsEndpoint:
@@ -95,3 +100,25 @@ class MetricsEndpoint:
         if self._rendering is not None:
             await asyncio.wait([self._rendering])
         self._thread.shutdown(wait=False)
+
+
+class MetricsUpdate:
+    """After each look: hand the metrics its snapshot, open incidents and deliveries, and have
+    the endpoint render the body every scrape gets until the next look."""
+
+    def __init__(
+        self, dog: Watchdog, endpoint: MetricsEndpoint, *, then: Callable[[LookReport], None]
+    ) -> None:
+        self.dog = dog
+        self.endpoint = endpoint
+        self.metrics: Metrics = endpoint.metrics
+        self.then = then
+
+    def __call__(self, report: LookReport) -> None:
+        self.metrics.update(
+            self.dog.monitor.last,
+            incidents_open=len(self.dog.incidents),
+            deliveries=report.deliveries,
+        )
+        self.endpoint.publish()
+        self.then(report)

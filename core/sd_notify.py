@@ -11,6 +11,12 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from zombietop.printable import printable
+
+if TYPE_CHECKING:
+    from zombietop.watchdog import LookReport
 
 
 class SystemdNotifier:
@@ -57,3 +63,37 @@ class SystemdNotifier:
         if self._socket is not None:
             self._socket.close()
             self._socket = None
+
+
+class SystemdPing:
+    """After each look: ``READY=1`` the first time, ``WATCHDOG=1`` always, and the counts.
+
+    ``WATCHDOG=1`` comes only from a look that finished, so a watchdog wedged in a round
+    misses its unit's ``WatchdogSec`` and systemd restarts it.
+    """
+
+    def __init__(self, systemd: SystemdNotifier) -> None:
+        self.systemd = systemd
+        self.ready = False
+        self.last: LookReport | None = None
+
+    def __call__(self, report: LookReport) -> None:
+        self.last = report
+        fields = {"WATCHDOG": "1", "STATUS": status_line(report)}
+        if not self.ready:
+            fields = {"READY": "1", **fields}
+            self.ready = True
+        self.systemd.notify(**fields)
+
+
+def status_line(report: LookReport) -> str:
+    """What ``systemctl status`` shows: what this look found, or why it found nothing."""
+    if not report.active:
+        return report.withheld or "standby"
+    if report.withheld is not None:
+        return printable(f"withholding verdicts: {report.withheld}")
+    found = [f"{n} {health}" for health, n in report.counts.items() if n]
+    if report.missed_schedules:
+        found.append(f"{report.missed_schedules} schedule(s) missed")
+    paging = sum(n for health, n in report.counts.items() if health.pages)
+    return f"{paging + report.missed_schedules} needing a human; {', '.join(found) or 'no tasks'}"
