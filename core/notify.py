@@ -366,6 +366,21 @@ class Outbox:
         results, self._results = self._results, []
         return results
 
+    async def drain(self, window: float, stop: asyncio.Event) -> None:
+        """Give failed deliveries up to ``window`` seconds to land, unless ``stop`` is set: a
+        ``--once`` run does before it exits."""
+        deadline = asyncio.get_running_loop().time() + window
+        while self.pending and not stop.is_set():
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                self.log(
+                    f"{self.pending} page deliveries not delivered yet; "
+                    "giving up for this run (the store keeps them for the next one)"
+                )
+                return
+            await self.wait(min(self.settings.retry_backoff, left, 5.0))
+            await self.flush()
+
     async def wait(self, timeout: float) -> None:
         """Wait until a delivery in flight ends, or ``timeout`` seconds if none is."""
         if self._flying:

@@ -246,27 +246,13 @@ class Watchdog:
 
     # The loop ------------------------------------------------------------------------------
 
-    async def _drain(self, stop: asyncio.Event) -> None:
-        """Before a ``--once`` run exits, give failed deliveries a bounded chance to land."""
-        deadline = asyncio.get_running_loop().time() + ONCE_DELIVERY_WINDOW
-        while self.outbox.pending and not stop.is_set():
-            left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                self.log(
-                    f"{self.outbox.pending} page deliveries not delivered yet; "
-                    "giving up for this run (the store keeps them for the next one)"
-                )
-                return
-            await self.outbox.wait(min(self.config.notify.retry_backoff, left, 5.0))
-            await self.outbox.flush()
-
     async def _stop_if_replaced(self, stop: asyncio.Event) -> None:
         """A store deleted or replaced under us is never read again by this process: deliver
         the page about it, then stop (a supervisor restarting us opens what the path holds)."""
         try:
             self.store.check_path()
         except StoreReplaced:
-            await self._drain(stop)
+            await self.outbox.drain(ONCE_DELIVERY_WINDOW, stop)
             raise
 
     async def run(
@@ -301,7 +287,7 @@ class Watchdog:
                 if report.blind:
                     await self._stop_if_replaced(stop)
                 if once:
-                    await self._drain(stop)
+                    await self.outbox.drain(ONCE_DELIVERY_WINDOW, stop)
                     await self._prune_once(stop)
                     return
                 try:
