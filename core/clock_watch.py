@@ -1,5 +1,7 @@
 """Whether a look's ages can be trusted: the clocks the watchdog measures them by, watched.
 
+A look is one round of the watchdog: one poll of the store and what it leads to.
+
 Every age (a heartbeat's, a lease's) is the store's clock less a moment the store holds. On
 SQLite, the store's clock is read in this very process (the anchor plus this host's boot clock),
 so a process that reads its boot clock wrong sees every task an hour old at its first look. Two

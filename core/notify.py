@@ -2,7 +2,8 @@
 
 Deliveries run in the background, at most ``DELIVERY_CONCURRENCY`` at once, and the channels
 that block (a webhook, apprise) on threads of their own: a paging endpoint that hangs never holds
-up a look, nor the threads the store and the process probe use. A delivery that fails is retried
+up the watchdog's next look (its next poll of the store), nor the threads the store and the
+process probe use. A delivery that fails is retried
 with doubling backoff up to ``max_attempts``; detection goes on meanwhile. Every attempt's
 outcome is handed back so the watchdog can record it as an event. Past ``[notify]
 digest_after`` task pages at one look, they go as digests (``zombietop.digest``).

@@ -4,6 +4,9 @@ Under a unit with ``Type=notify`` systemd sets ``$NOTIFY_SOCKET`` to a datagram 
 message is newline-separated ``KEY=VALUE`` pairs. ``READY=1`` ends start-up, ``WATCHDOG=1``
 resets the unit's ``WatchdogSec`` timer (systemd restarts the unit when it runs out), and
 ``STATUS=`` is the line ``systemctl status`` shows. Outside systemd this does nothing.
+
+``SystemdPing`` is what ``zombietop watch`` sends after each look of the watchdog (one round:
+one poll of the store and what it leads to, ``zombietop.watchdog``).
 """
 
 from __future__ import annotations
@@ -68,8 +71,8 @@ class SystemdNotifier:
 class SystemdPing:
     """After each look: ``READY=1`` the first time, ``WATCHDOG=1`` always, and the counts.
 
-    ``WATCHDOG=1`` comes only from a look that finished, so a watchdog wedged in a round
-    misses its unit's ``WatchdogSec`` and systemd restarts it.
+    ``WATCHDOG=1`` comes only from a look that finished, so a watchdog stuck in the middle of
+    one misses its unit's ``WatchdogSec`` and systemd restarts it.
     """
 
     def __init__(self, systemd: SystemdNotifier) -> None:

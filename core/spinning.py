@@ -2,7 +2,8 @@
 together in a digest every ``[watch] digest_every``.
 
 A spinning task beats but makes no progress ("one link is slow"): worth a line in the log and
-in the event log, not a human woken up.
+in the event log, not a human woken up. A look is one round of the watchdog: one poll of the
+store and what it leads to.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""``zombietop watch``: the headless watchdog, in a loop or once from cron."""
+"""``zombietop watch``: the headless watchdog, in a loop or once from cron.
+
+Only the command line and the wiring: the watchdog, its systemd ping and its metrics
+endpoint live in core (``zombietop.watchdog``, ``sd_notify``, ``metrics_endpoint``).
+"""
 
 from __future__ import annotations
 
