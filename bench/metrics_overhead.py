@@ -36,10 +36,9 @@ from scripts.fleet_store import beat_once, enlist, is_silent
 from zombietop.clock import FakeClock
 from zombietop.config import default_config, parse_listen
 from zombietop.metrics import Metrics
-from zombietop.metrics_endpoint import MetricsEndpoint
+from zombietop.metrics_endpoint import MetricsEndpoint, MetricsUpdate
 from zombietop.monitor import Monitor
 from zombietop.store import Store, open_store
-from zombietop.tui.cli.watch import MetricsUpdate
 from zombietop.watchdog import Watchdog
 
 NOW = 1_796_000_000.0

@@ -36,7 +36,7 @@ from zombietop.model import EventKind
 from zombietop.monitor import Monitor
 from zombietop.notify import CommandNotifier
 from zombietop.store import open_store
-from zombietop.watchdog import TickReport, Watchdog
+from zombietop.watchdog import LookReport, Watchdog
 
 CONFIG = """\
 [thresholds]
@@ -100,7 +100,7 @@ async def storm(db: Path, folder: Path, looks: int, interval: float) -> None:
     command = CommandNotifier(["sh", "-c", f"cat >> {pages_log}"], timeout=10)
     peaks = Peaks()
     peaks.start()
-    seen: list[tuple[float, float, TickReport]] = []
+    seen: list[tuple[float, float, LookReport]] = []
     async with await open_store(db) as store:
         monitor = Monitor(store, config, reuse_verdicts=True)
         dog = Watchdog(
@@ -114,7 +114,7 @@ async def storm(db: Path, folder: Path, looks: int, interval: float) -> None:
         begun = time.monotonic()
         last_end = [begun]
 
-        def after(report: TickReport) -> None:
+        def after(report: LookReport) -> None:
             now = time.monotonic()
             seen.append((last_end[0] - begun, now - begun, report))
             last_end[0] = now

@@ -42,10 +42,11 @@ AGENT_INTERVAL_S = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TickReport:
-    """What one tick did."""
+class AgentRound:
+    """What one round of the agent (one ``tick``) did on its host."""
 
     sampled: int
+    """Tasks whose processes were sampled into the store (the store's and the sources')."""
     carried_out: tuple[ActionOutcome, ...] = ()
     kills_finished: tuple[ActionOutcome, ...] = ()
 
@@ -110,7 +111,7 @@ class Agent:
     def _say(self, text: str) -> None:
         print(printable(f"zombietop agent: {text}"), file=self.err, flush=True)
 
-    async def tick(self) -> TickReport:
+    async def tick(self) -> AgentRound:
         """Do one round of the four duties; store errors propagate to the caller."""
         await self.store.record_agent_beat(
             self.host,
@@ -172,7 +173,7 @@ class Agent:
         finished = await self.actions.complete_pending_kills()
         for done in finished:
             self._say(f"kill {done.request.task_id}: {done.outcome}: {done.message}")
-        return TickReport(
+        return AgentRound(
             sampled=sampled, carried_out=tuple(carried_out), kills_finished=tuple(finished)
         )
 

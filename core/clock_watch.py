@@ -1,5 +1,7 @@
 """Whether a look's ages can be trusted: the clocks the watchdog measures them by, watched.
 
+A look is one round of the watchdog: one poll of the store and what it leads to.
+
 Every age (a heartbeat's, a lease's) is the store's clock less a moment the store holds. On
 SQLite, the store's clock is read in this very process (the anchor plus this host's boot clock),
 so a process that reads its boot clock wrong sees every task an hour old at its first look. Two
@@ -14,11 +16,15 @@ beats written since the last look with their ages (this host reads the store's c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from zombietop.clock import boottime_offset_ns, host_boottime
 from zombietop.durations import format_age
+
+if TYPE_CHECKING:
+    from zombietop.monitor import TaskView
 
 JUMP_TOLERANCE = 5.0
 """Seconds by which a clock may disagree with this host's monotonic clock between two looks
@@ -56,6 +62,15 @@ class Beat:
     task_id: str
     seq: int
     written_at: float
+
+
+def beats_of(views: Iterable[TaskView]) -> list[Beat]:
+    """The last beat of each executing task, as the clock watch compares them across looks."""
+    return [
+        Beat(task_id=view.task_id, seq=view.heartbeat.seq, written_at=view.heartbeat.written_at)
+        for view in views
+        if view.heartbeat is not None and view.task.state.executing
+    ]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

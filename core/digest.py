@@ -1,5 +1,7 @@
 """Many task pages at one look become a few digests: a mass incident pages a human per group.
 
+A look is one round of the watchdog: one poll of the store and what it leads to.
+
 Up to ``[notify] digest_after`` task pages at one look go out one by one. Past it, the pages
 of each kind (incident, renotify, all-clear, an overrun) and health are grouped by host, and a
 group of more than one goes as one digest that still lists the worst few with their line:

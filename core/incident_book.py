@@ -1,21 +1,37 @@
-"""The watchdog's book of open incidents: which are open, what was said, what was done once.
+"""The watchdog's book of incidents: which are open, what was said, what was done once; and
+how an incident opens, is paged again, retried and closed.
 
-Its memory is the event log, so a watchdog that restarts, or runs from cron (``--once``),
-pages once per incident too. ``restore`` reads it back through one store query per concern
-(every open incident, the one-shot reactions on unfinished tasks), never the newest N events:
-a busy log must not make an old open incident look new.
+An incident opens when a task's health pages: the task is quarantined first, then a human is
+paged with one line (unless a silence holds the page). While it is open, the on-call loop
+(``zombietop.oncall``) says when it is owed another notice. It closes when the task's health
+no longer pages, or the task is gone: the hold is let go of, the ack ended, the all-clear paged.
+The book judges one task at a time, as one look of the watchdog (one poll of the store and what
+it leads to) hands it each task's view.
+
+The book's memory is the event log, so a watchdog that restarts, or runs from cron
+(``--once``), pages once per incident too. ``restore`` reads it back through one store query
+per concern (every open incident, the one-shot reactions on unfinished tasks), never the
+newest N events: a busy log must not make an old open incident look new.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from zombietop.actions import ActionKind
+from zombietop.durations import format_age
 from zombietop.errors import StoreError
-from zombietop.model import Health
-from zombietop.oncall import Notices
+from zombietop.model import EventKind, Health, Silence, TaskState
+from zombietop.monitor import Snapshot, TaskView
+from zombietop.oncall import FollowUp, Notices, capped_words, notice_line
+from zombietop.output import last_output_of, with_last_output
+from zombietop.quarantines import Quarantines
+from zombietop.schedules import ScheduleHealth
 from zombietop.store import Store
+from zombietop.watchdog_hands import Hands, Look
 
 SCHEDULE_KEY = "schedule:"
 """An open schedule incident's key in ``Notices``: the prefix, then the schedule's name."""
@@ -36,10 +52,20 @@ def notice_key(task_id: str | None, data: Mapping[str, Any]) -> str | None:
     return task_id
 
 
+def ended_by_kill(view: TaskView) -> bool:
+    """True when the task is dead because a kill (an operator's or ours) ended this very process."""
+    kill = view.pending_kill
+    return view.health is Health.DEAD and kill is not None and kill.pid == view.task.pid
+
+
 class IncidentBook:
     """Open incidents (tasks and schedules), their notices, and the one-shot keys taken."""
 
-    def __init__(self) -> None:
+    def __init__(self, hands: Hands, *, renotify: float) -> None:
+        self.hands = hands
+        self.quarantines = Quarantines(hands)
+        self.renotify = renotify
+        """``[watch] renotify``: seconds between the notices of an incident nobody acked."""
         self.incidents: dict[str, Incident] = {}
         self.notices = Notices()
         """Pages sent per open incident (tasks and schedules), for re-notify and silences."""
@@ -70,3 +96,196 @@ class IncidentBook:
                 )
             if isinstance(event.data.get("key"), str):
                 self.once.add(event.data["key"])
+
+    async def judge(self, view: TaskView, look: Look) -> None:
+        """Open, follow up or close the task's incident, as its health says."""
+        task_id, health = view.task_id, view.health
+        if health.pages and ended_by_kill(view):
+            # Between a killed command's exit and its wrapper recording it, the task looks dead
+            # for a moment: the kill's outcome is the news, not a new incident (or an all-clear).
+            pass
+        elif health.pages:
+            if task_id not in self.incidents:
+                await self.open(view, look)
+            else:
+                await self.follow_up(view, look)
+            await self.auto_retry(view, look)
+        elif task_id in self.incidents:
+            await self.close(view, look)
+
+    async def open(self, view: TaskView, look: Look) -> None:
+        """Quarantine the task, then page: an incident is open only once its hold is written,
+        so a hold that fails (a full disk) is tried again at every look (every poll)."""
+        if not await self.quarantines.place(view, look):
+            return
+        hands, task_id = self.hands, view.task_id
+        context = view.verdict.context(look.now)
+        self.incidents[task_id] = Incident(task_id=task_id, health=view.health, opened_at=look.now)
+        page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
+        # The job's last words, and how old they are: "the last log line was at 03:42".
+        last = await asyncio.to_thread(last_output_of, hands.store, view.task, hands.monitor.host)
+        line = with_last_output(context, last, look.now)
+        silence = look.oncall.silence_for(view.task)
+        self.notices.opened(task_id, at=self.incidents[task_id].opened_at, paged=silence is None)
+        if silence is not None:
+            await self._held_by(silence, view, context, page_key, look)
+            return
+        hands.page(look, "incident", line, view=view)
+        await hands.record(
+            EventKind.PAGE,
+            line,
+            task_id,
+            {"page": "incident", "key": page_key, "health": str(view.health)},
+        )
+
+    async def _held_by(
+        self, silence: Silence, view: TaskView, context: str, page_key: str, look: Look
+    ) -> None:
+        """Detected, shown and counted, never paged: the page goes out if the silence ends
+        while the incident is still open (``follow_up``)."""
+        look.logs.append(
+            f"silenced (not paged: silence {silence.silence_id}, {silence.rule}"
+            f"{capped_words(silence)}): {context}"
+        )
+        await self.hands.record(
+            EventKind.WATCHDOG,
+            f"held by silence {silence.silence_id}: {context}",
+            view.task_id,
+            {
+                "page": "incident",
+                "key": page_key,
+                "health": str(view.health),
+                "held": silence.silence_id,
+            },
+        )
+
+    async def follow_up(self, view: TaskView, look: Look) -> None:
+        """Page an open incident again when the on-call loop says it is owed a page."""
+        oncall = look.oncall
+        due = self.notices.due(
+            view.task_id,
+            now=self.hands.clock.now(),
+            interval=self.renotify,
+            acked=oncall.ack_for(view.task_id) is not None,
+            silenced=oncall.silence_for(view.task) is not None,
+        )
+        if due is not None:
+            line = view.verdict.context(look.now)
+            await self.notice(look, view.task_id, due, line, view=view)
+
+    async def notice(
+        self,
+        look: Look,
+        key: str,
+        due: FollowUp,
+        line: str,
+        *,
+        view: TaskView | None = None,
+        schedule: str | None = None,
+    ) -> None:
+        """Send the next notice of an open incident: the same line, its number, how long open."""
+        hands = self.hands
+        now = hands.clock.now()
+        notice = self.notices.get(key)
+        assert notice is not None
+        number = self.notices.sent(key, at=now)
+        text = notice_line(line, notice=number, open_for=now - notice.opened_at)
+        kind = "incident" if due is FollowUp.RELEASE else "renotify"
+        data: dict[str, Any] = {"page": kind, "notice": number}
+        if due is FollowUp.RELEASE:
+            data["released"] = True
+        if schedule is not None:
+            data.update(schedule=schedule, health=str(ScheduleHealth.MISSED))
+            hands.page_schedule(look, kind, text)
+        else:
+            assert view is not None
+            data["health"] = str(view.health)
+            hands.page(look, kind, text, view=view)
+        await hands.record(EventKind.PAGE, text, None if view is None else view.task_id, data)
+
+    async def close(self, view: TaskView, look: Look) -> None:
+        """The task's health no longer pages: let go of the hold, end the ack, page the
+        all-clear."""
+        task_id, task = view.task_id, view.task
+        incident = self.incidents.pop(task_id)
+        health = await self.quarantines.let_go(view, look)
+        took = format_age(max(look.now - incident.opened_at, 0.0))
+        now = str(health)
+        if health is Health.QUARANTINED and task.state is TaskState.INTERRUPTED:
+            # Killed while held: what ended it is the kill, the hold only stays.
+            now = f"{TaskState.INTERRUPTED} (still quarantined)"
+            health = Health.INTERRUPTED
+        line = f"{task_id} all clear: now {now} (was {incident.health} for {took})"
+        await self._end_ack(task_id, look)
+        if await self._closed_unpaged(task_id, line, look):
+            return
+        self.hands.page(look, "all_clear", line, view=view, health=health)
+        await self.hands.record(
+            EventKind.PAGE, line, task_id, {"page": "all_clear", "health": str(health)}
+        )
+
+    async def close_vanished(self, snapshot: Snapshot, look: Look) -> None:
+        """Close the incidents of tasks the snapshot no longer holds (finished and pruned)."""
+        present = {view.task_id for view in snapshot.tasks}
+        for task_id in [t for t in self.incidents if t not in present]:
+            incident = self.incidents.pop(task_id)
+            line = f"{task_id} all clear: no longer active (was {incident.health})"
+            await self._end_ack(task_id, look)
+            if await self._closed_unpaged(task_id, line, look):
+                continue
+            self.hands.page(look, "all_clear", line)
+            await self.hands.record(EventKind.PAGE, line, task_id, {"page": "all_clear"})
+
+    async def _closed_unpaged(self, task_id: str, line: str, look: Look) -> bool:
+        """Close the incident's notices; True (and no page) when a silence held every page."""
+        notice = self.notices.closed(task_id)
+        if notice is None or notice.notices > 0:
+            return False
+        look.logs.append(f"silenced (not paged): {line}")
+        await self.hands.record(
+            EventKind.WATCHDOG, line, task_id, {"page": "all_clear", "held": True}
+        )
+        return True
+
+    async def _end_ack(self, task_id: str, look: Look) -> None:
+        """An ack lasts until it expires or its incident ends: this one ended."""
+        hands = self.hands
+        if hands.dry_run or look.oncall.ack_for(task_id) is None:
+            return
+        try:
+            await hands.store.unack_task(task_id, by=hands.actor, reason="the incident ended")
+        except StoreError as exc:
+            look.logs.append(f"could not end the ack of {task_id}: {exc}")
+
+    async def auto_retry(self, view: TaskView, look: Look) -> None:
+        """Resume a dead or reclaimable task of a step type with ``auto_retry = true``, within
+        its retry limit, with a backoff that doubles each attempt."""
+        limits = view.limits
+        if not limits.auto_retry or view.health not in (Health.DEAD, Health.RECLAIMABLE):
+            return
+        task, incident = view.task, self.incidents[view.task_id]
+        if task.attempt >= limits.max_retries:
+            key = f"retry-limit:{task.task_id}:{task.attempt}"
+            if key not in self.once:
+                self.once.add(key)
+                message = (
+                    f"{task.task_id}: auto_retry stopped after {task.attempt} attempts; "
+                    "a human decides"
+                )
+                look.logs.append(message)
+                await self.hands.record(EventKind.WATCHDOG, message, task.task_id, {"key": key})
+            return
+        due = incident.opened_at + limits.retry_backoff * 2 ** (task.attempt - 1)
+        if look.now < due:
+            return
+        reason = (
+            f"auto_retry: attempt {task.attempt + 1} of {limits.max_retries} after {view.health}"
+        )
+        outcome = await self.hands.act(view, ActionKind.RESUME, reason, look)
+        if outcome is not None:
+            await self.hands.record(
+                EventKind.WATCHDOG,
+                f"{reason}: {outcome.message}",
+                task.task_id,
+                {"retry": task.attempt + 1},
+            )

@@ -1,8 +1,10 @@
 """``/metrics`` over HTTP: one body rendered per look, on a thread, served as is to everyone.
 
-A scrape never renders (4 MB at 10,000 tasks) and never waits on the watchdog's loop for
-long: it is handed the body of the last look, whoever asks and however many ask. The server
-is ``zombietop.http_server``'s, with its bounds.
+A look is one round of the watchdog: one poll of the store and what it leads to
+(``zombietop.watchdog``). A scrape never renders (4 MB at 10,000 tasks) and never waits on
+the watchdog's loop for long: it is handed the body of the last look, whoever asks and however
+many ask. The server is ``zombietop.http_server``'s, with its bounds. ``MetricsUpdate`` hands
+each look's outcome to the metrics and the endpoint.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import ipaddress
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -17,6 +21,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from zombietop.config import ListenAddress
 from zombietop.http_server import HttpServer, send_bytes
 from zombietop.metrics import Metrics
+
+if TYPE_CHECKING:
+    from zombietop.watchdog import LookReport, Watchdog
 
 
 class MetricsEndpoint:
@@ -95,3 +102,25 @@ class MetricsEndpoint:
         if self._rendering is not None:
             await asyncio.wait([self._rendering])
         self._thread.shutdown(wait=False)
+
+
+class MetricsUpdate:
+    """After each look: hand the metrics its snapshot, open incidents and deliveries, and have
+    the endpoint render the body every scrape gets until the next look."""
+
+    def __init__(
+        self, dog: Watchdog, endpoint: MetricsEndpoint, *, then: Callable[[LookReport], None]
+    ) -> None:
+        self.dog = dog
+        self.endpoint = endpoint
+        self.metrics: Metrics = endpoint.metrics
+        self.then = then
+
+    def __call__(self, report: LookReport) -> None:
+        self.metrics.update(
+            self.dog.monitor.last,
+            incidents_open=len(self.dog.incidents),
+            deliveries=report.deliveries,
+        )
+        self.endpoint.publish()
+        self.then(report)

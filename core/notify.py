@@ -2,7 +2,8 @@
 
 Deliveries run in the background, at most ``DELIVERY_CONCURRENCY`` at once, and the channels
 that block (a webhook, apprise) on threads of their own: a paging endpoint that hangs never holds
-up a look, nor the threads the store and the process probe use. A delivery that fails is retried
+up the watchdog's next look (its next poll of the store), nor the threads the store and the
+process probe use. A delivery that fails is retried
 with doubling backoff up to ``max_attempts``; detection goes on meanwhile. Every attempt's
 outcome is handed back so the watchdog can record it as an event. Past ``[notify]
 digest_after`` task pages at one look, they go as digests (``zombietop.digest``).
@@ -200,6 +201,30 @@ class ChannelThreads:
         return await asyncio.get_running_loop().run_in_executor(self._pool, call, *args)
 
 
+class LogNotifier:
+    """Write each page to a log instead of sending it.
+
+    The watchdog uses one when no ``[notify]`` channel is configured (the page goes to the
+    watch's log, as the log's first line says), and ``dry_run()`` for ``--dry-run`` (the page
+    is shown, not sent).
+    """
+
+    def __init__(
+        self, log: Callable[[str], None], *, name: str = "watch log", kind: str = "log"
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self._log = log
+
+    @classmethod
+    def dry_run(cls, log: Callable[[str], None]) -> LogNotifier:
+        """The ``--dry-run`` channel: show the page instead of sending it."""
+        return cls(log, name="dry-run", kind="dry-run")
+
+    async def send(self, page: Page) -> None:
+        self._log(f"PAGE ({page.kind}) {page.shown}")
+
+
 def build_notifiers(settings: NotifySettings) -> list[Notifier]:
     notifiers: list[Notifier] = []
     if settings.command:
@@ -341,6 +366,21 @@ class Outbox:
         await asyncio.sleep(0)
         results, self._results = self._results, []
         return results
+
+    async def drain(self, window: float, stop: asyncio.Event) -> None:
+        """Give failed deliveries up to ``window`` seconds to land, unless ``stop`` is set: a
+        ``--once`` run does before it exits."""
+        deadline = asyncio.get_running_loop().time() + window
+        while self.pending and not stop.is_set():
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                self.log(
+                    f"{self.pending} page deliveries not delivered yet; "
+                    "giving up for this run (the store keeps them for the next one)"
+                )
+                return
+            await self.wait(min(self.settings.retry_backoff, left, 5.0))
+            await self.flush()
 
     async def wait(self, timeout: float) -> None:
         """Wait until a delivery in flight ends, or ``timeout`` seconds if none is."""

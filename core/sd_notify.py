@@ -4,6 +4,9 @@ Under a unit with ``Type=notify`` systemd sets ``$NOTIFY_SOCKET`` to a datagram 
 message is newline-separated ``KEY=VALUE`` pairs. ``READY=1`` ends start-up, ``WATCHDOG=1``
 resets the unit's ``WatchdogSec`` timer (systemd restarts the unit when it runs out), and
 ``STATUS=`` is the line ``systemctl status`` shows. Outside systemd this does nothing.
+
+``SystemdPing`` is what ``zombietop watch`` sends after each look of the watchdog (one round:
+one poll of the store and what it leads to, ``zombietop.watchdog``).
 """
 
 from __future__ import annotations
@@ -11,6 +14,12 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from zombietop.printable import printable
+
+if TYPE_CHECKING:
+    from zombietop.watchdog import LookReport
 
 
 class SystemdNotifier:
@@ -57,3 +66,37 @@ class SystemdNotifier:
         if self._socket is not None:
             self._socket.close()
             self._socket = None
+
+
+class SystemdPing:
+    """After each look: ``READY=1`` the first time, ``WATCHDOG=1`` always, and the counts.
+
+    ``WATCHDOG=1`` comes only from a look that finished, so a watchdog stuck in the middle of
+    one misses its unit's ``WatchdogSec`` and systemd restarts it.
+    """
+
+    def __init__(self, systemd: SystemdNotifier) -> None:
+        self.systemd = systemd
+        self.ready = False
+        self.last: LookReport | None = None
+
+    def __call__(self, report: LookReport) -> None:
+        self.last = report
+        fields = {"WATCHDOG": "1", "STATUS": status_line(report)}
+        if not self.ready:
+            fields = {"READY": "1", **fields}
+            self.ready = True
+        self.systemd.notify(**fields)
+
+
+def status_line(report: LookReport) -> str:
+    """What ``systemctl status`` shows: what this look found, or why it found nothing."""
+    if not report.active:
+        return report.withheld or "standby"
+    if report.withheld is not None:
+        return printable(f"withholding verdicts: {report.withheld}")
+    found = [f"{n} {health}" for health, n in report.counts.items() if n]
+    if report.missed_schedules:
+        found.append(f"{report.missed_schedules} schedule(s) missed")
+    paging = sum(n for health, n in report.counts.items() if health.pages)
+    return f"{paging + report.missed_schedules} needing a human; {', '.join(found) or 'no tasks'}"

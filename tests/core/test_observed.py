@@ -18,6 +18,7 @@ from zombietop.config import Config
 from zombietop.errors import TaskNotFound
 from zombietop.model import Health, HeartbeatSource
 from zombietop.monitor import Monitor
+from zombietop.notify import LogNotifier
 from zombietop.output import (
     KEEP,
     TRIM_AT,
@@ -29,7 +30,7 @@ from zombietop.output import (
 )
 from zombietop.procs import PsutilProbe
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import PrintNotifier, Watchdog
+from zombietop.watchdog import Watchdog
 
 BUSY = "while :; do :; done"
 """A legacy command: all CPU, no heartbeat line, no output."""
@@ -205,7 +206,7 @@ async def test_the_last_output_is_passed_through_kept_and_shown(
         Monitor(real_store, fast_config, probe=PsutilProbe()),
         fast_config,
         executor=None,
-        notifiers=[PrintNotifier(said.append)],
+        notifiers=[LogNotifier.dry_run(said.append)],
         log=lambda line: None,
     )
     await watchdog.tick()

@@ -11,9 +11,9 @@ import pytest
 
 from tests.core.test_watchdog import INTERVAL, ListNotifier, start, watchdog
 from zombietop.clock import FakeClock
+from zombietop.sd_notify import status_line
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.tui.cli.watch import status_line
 from zombietop.watchdog import LEASE_INTERVALS, Watchdog
 
 

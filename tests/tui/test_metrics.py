@@ -29,13 +29,12 @@ from zombietop.config import default_config, parse_listen
 from zombietop.errors import ZombietopError
 from zombietop.heartbeat_line import BeatLine
 from zombietop.metrics import Metrics
-from zombietop.metrics_endpoint import MetricsEndpoint
+from zombietop.metrics_endpoint import MetricsEndpoint, MetricsUpdate
 from zombietop.model import Health, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store, open_store, sqlite
 from zombietop.tui.cli.main import main
-from zombietop.tui.cli.watch import MetricsUpdate
 from zombietop.tui.sample import sample_snapshot
 from zombietop.watchdog import Watchdog
 

@@ -83,11 +83,11 @@ def _env() -> dict[str, str]:
 
 def test_status_counts_missed_schedules_among_what_needs_a_human() -> None:
     from zombietop.model import Health
-    from zombietop.tui.cli.watch import status_line
-    from zombietop.watchdog import TickReport
+    from zombietop.sd_notify import status_line
+    from zombietop.watchdog import LookReport
 
-    report = TickReport(
+    report = LookReport(
         taken_at=0.0, counts={Health.STALLED: 1, Health.HEALTHY: 3}, missed_schedules=1
     )
     assert status_line(report) == "2 needing a human; 1 stalled, 3 healthy, 1 schedule(s) missed"
-    assert status_line(TickReport(taken_at=0.0)) == "0 needing a human; no tasks"
+    assert status_line(LookReport(taken_at=0.0)) == "0 needing a human; no tasks"

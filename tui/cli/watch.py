@@ -1,4 +1,8 @@
-"""``zombietop watch``: the headless watchdog, in a loop or once from cron."""
+"""``zombietop watch``: the headless watchdog, in a loop or once from cron.
+
+Only the command line and the wiring: the watchdog, its systemd ping and its metrics
+endpoint live in core (``zombietop.watchdog``, ``sd_notify``, ``metrics_endpoint``).
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,16 @@ import signal
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from zombietop.config import ListenAddress, parse_listen
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.extras import require
 from zombietop.monitor import Monitor
-from zombietop.notify import Notifier, build_notifiers
+from zombietop.notify import LogNotifier, Notifier, build_notifiers
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
-from zombietop.sd_notify import SystemdNotifier
+from zombietop.sd_notify import SystemdNotifier, SystemdPing
 from zombietop.sources import open_sources
 from zombietop.store import open_store
 from zombietop.tui.cli.context import (
@@ -28,12 +31,7 @@ from zombietop.tui.cli.context import (
     context_of,
     source_flags,
 )
-from zombietop.watchdog import LogNotifier, TickReport, Watchdog
-
-if TYPE_CHECKING:
-    # prometheus-client and aiohttp take a while to import: only `--metrics` pays for them.
-    from zombietop.metrics import Metrics
-    from zombietop.metrics_endpoint import MetricsEndpoint
+from zombietop.watchdog import LookReport, Watchdog
 
 
 def _log(line: str) -> None:
@@ -83,15 +81,16 @@ async def cmd_watch(args: argparse.Namespace) -> int:
         )
         endpoint = metrics = None
         if address is not None:
+            # prometheus-client and aiohttp take a while to import: only `--metrics` pays for them.
             from zombietop.metrics import Metrics
-            from zombietop.metrics_endpoint import MetricsEndpoint
+            from zombietop.metrics_endpoint import MetricsEndpoint, MetricsUpdate
 
             metrics = Metrics([notifier.kind for notifier in dog.outbox.notifiers])
             endpoint = await MetricsEndpoint.start(metrics, address)
             _log(f"serving Prometheus metrics at {endpoint.url}{endpoint.reach}")
         systemd = SystemdNotifier.from_env()
         ping = SystemdPing(systemd)
-        after_tick: Callable[[TickReport], None] = ping
+        after_tick: Callable[[LookReport], None] = ping
         if endpoint is not None:
             after_tick = MetricsUpdate(dog, endpoint, then=after_tick)
         try:
@@ -105,62 +104,6 @@ async def cmd_watch(args: argparse.Namespace) -> int:
         # Cron must hear that this look saw nothing: the store could not be read.
         return EXIT_ERROR
     return EXIT_OK
-
-
-class MetricsUpdate:
-    """After each look: hand the metrics its snapshot, open incidents and deliveries, and have
-    the endpoint render the body every scrape gets until the next look."""
-
-    def __init__(
-        self, dog: Watchdog, endpoint: MetricsEndpoint, *, then: Callable[[TickReport], None]
-    ) -> None:
-        self.dog = dog
-        self.endpoint = endpoint
-        self.metrics: Metrics = endpoint.metrics
-        self.then = then
-
-    def __call__(self, report: TickReport) -> None:
-        self.metrics.update(
-            self.dog.monitor.last,
-            incidents_open=len(self.dog.incidents),
-            deliveries=report.deliveries,
-        )
-        self.endpoint.publish()
-        self.then(report)
-
-
-class SystemdPing:
-    """After each look: ``READY=1`` the first time, ``WATCHDOG=1`` always, and the counts.
-
-    ``WATCHDOG=1`` comes only from a look that finished, so a watchdog wedged in a round
-    misses its unit's ``WatchdogSec`` and systemd restarts it.
-    """
-
-    def __init__(self, systemd: SystemdNotifier) -> None:
-        self.systemd = systemd
-        self.ready = False
-        self.last: TickReport | None = None
-
-    def __call__(self, report: TickReport) -> None:
-        self.last = report
-        fields = {"WATCHDOG": "1", "STATUS": status_line(report)}
-        if not self.ready:
-            fields = {"READY": "1", **fields}
-            self.ready = True
-        self.systemd.notify(**fields)
-
-
-def status_line(report: TickReport) -> str:
-    """What ``systemctl status`` shows: what this look found, or why it found nothing."""
-    if not report.active:
-        return report.withheld or "standby"
-    if report.withheld is not None:
-        return printable(f"withholding verdicts: {report.withheld}")
-    found = [f"{n} {health}" for health, n in report.counts.items() if n]
-    if report.missed_schedules:
-        found.append(f"{report.missed_schedules} schedule(s) missed")
-    paging = sum(n for health, n in report.counts.items() if health.pages)
-    return f"{paging + report.missed_schedules} needing a human; {', '.join(found) or 'no tasks'}"
 
 
 def add_parser(

@@ -1,0 +1,93 @@
+"""Whether one poll of the store can be acted on, and what to say when it cannot.
+
+A look of the watchdog (one poll of the store and what follows it) acts on its verdicts only
+when the store could be read, read in time, and its ages can be trusted (``ClockWatch``).
+Otherwise its verdicts are withheld: nothing is quarantined, killed or paged on them. The
+watchdog pages itself when the store cannot be read, and again when it can; a stretch of
+withheld looks is logged once as it starts and once as it ends (``WithheldStretch``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from zombietop.clock_watch import ClockWatch, beats_of
+from zombietop.model import EventKind
+from zombietop.monitor import Snapshot
+from zombietop.watchdog_hands import Hands, Look
+from zombietop.withheld import WithheldStretch
+
+
+class PollTrust:
+    """Decide whether a poll's snapshot can be acted on; page and log what changes."""
+
+    def __init__(
+        self,
+        hands: Hands,
+        clocks: ClockWatch,
+        *,
+        interval: float,
+        monotonic: Callable[[], float],
+    ) -> None:
+        self.hands = hands
+        self.clocks = clocks
+        self.interval = interval
+        """``[watch] interval``: a poll that takes longer lags behind the store."""
+        self.monotonic = monotonic
+        self.stretch = WithheldStretch()
+        self._store_down = False
+        """The watchdog paged that it cannot read the store, and has not paged the all-clear."""
+
+    async def check_store(self, snapshot: Snapshot, look: Look, *, standby: bool) -> str | None:
+        """Withhold verdicts (and say so, once) while the store cannot be read or lags."""
+        hands = self.hands
+        if snapshot.error is not None:
+            reason = f"cannot read store {hands.store.describe()}: {snapshot.error}"
+            if not self._store_down:
+                self._store_down = True
+                if standby:
+                    # The active watchdog pages it, if it too cannot read the store.
+                    look.logs.append(f"standby: {reason}")
+                    return reason
+                hands.page(
+                    look,
+                    "watchdog",
+                    f"zombietop watchdog {reason} - verdicts withheld until it can",
+                )
+            return reason
+        if self._store_down:
+            self._store_down = False
+            hands.page(
+                look, "all_clear", f"zombietop watchdog reads {hands.store.describe()} again"
+            )
+        if snapshot.poll_seconds > self.interval:
+            reason = (
+                f"store lags: one poll took {snapshot.poll_seconds:.1f}s, "
+                f"longer than the {self.interval:g}s interval"
+            )
+            return reason
+        return None
+
+    async def check_clocks(
+        self, snapshot: Snapshot, looked: tuple[float, float], walled_at: float, look: Look
+    ) -> str | None:
+        """Withhold verdicts for a look whose ages cannot be trusted (``ClockWatch``).
+
+        ``looked`` is this host's monotonic clock before and after the poll, ``walled_at`` its
+        wall clock before it.
+        """
+        assert snapshot.taken_at is not None
+        verdict = self.clocks.check(snapshot.taken_at, beats_of(snapshot.tasks), looked, walled_at)
+        look.logs.extend(verdict.said)
+        if verdict.recorded is not None:
+            line = f"verdicts withheld: {verdict.recorded}"
+            look.logs.append(line)
+            look.told = True
+            await self.hands.record(EventKind.WATCHDOG, line, None, {})
+        return verdict.withheld
+
+    def note_withheld(self, withheld: str | None, look: Look) -> None:
+        """Log the start and the end of a stretch of looks whose verdicts are withheld."""
+        news = self.stretch.look(withheld, self.monotonic(), told=look.told)
+        if news is not None:
+            look.logs.append(news)

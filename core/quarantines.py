@@ -1,0 +1,122 @@
+"""The watchdog's quarantines: placed when an incident opens, let go when the task recovers.
+
+A task of zombietop's own store is held in the store. A task of a read-only source (an
+engine's database) is held on zombietop's side only: an event in the store that the monitor
+shows as the hold, never a write into the engine's database. A hold that cannot be written
+(a full disk) is tried again at every look of the watchdog (one poll of the store and what
+follows it); the watchdog pages once that it cannot write the store, and once when it can.
+"""
+
+from __future__ import annotations
+
+from zombietop.errors import StoreError
+from zombietop.model import EventKind, Health
+from zombietop.monitor import TaskView
+from zombietop.sources import Origin
+from zombietop.watchdog_hands import Hands, Look
+
+
+class Quarantines:
+    """Place and let go of the watchdog's holds on tasks."""
+
+    def __init__(self, hands: Hands) -> None:
+        self.hands = hands
+        self._unheld: set[str] = set()
+        """Tasks whose quarantine could not be written: tried again each look, paged once held."""
+        self._write_down = False
+        """The watchdog paged that it cannot write the store, and has not paged the all-clear."""
+
+    async def place(self, view: TaskView, look: Look) -> bool:
+        """Quarantine the task unless it is already; False when the hold could not be written."""
+        hands, task_id = self.hands, view.task_id
+        if not view.task.quarantined:
+            first = next(
+                (r.words(look.now) for r in view.verdict.reasons if r.health is view.health),
+                str(view.health),
+            )
+            origin = hands.origin_of(task_id)
+            if origin is not None:
+                await self._hold(view, origin, f"{view.health}: {first}", look)
+            elif hands.dry_run:
+                look.logs.append(f"would quarantine {task_id}: {first}")
+            else:
+                try:
+                    await hands.store.set_quarantine(
+                        task_id,
+                        quarantined=True,
+                        actor=hands.actor,
+                        reason=f"{view.health}: {first}",
+                    )
+                except StoreError as exc:
+                    self._failed(view, look, exc)
+                    return False
+                look.logs.append(f"quarantined {task_id}: {first}")
+        if task_id in self._unheld:
+            self._unheld.discard(task_id)
+            if not self._unheld and self._write_down:
+                self._write_down = False
+                hands.page(
+                    look, "all_clear", f"zombietop watchdog writes {hands.store.describe()} again"
+                )
+        return True
+
+    async def let_go(self, view: TaskView, look: Look) -> Health:
+        """Let go of the hold this watchdog placed on a task whose incident ends; return the
+        health the all-clear speaks of."""
+        hands, task_id, health, task = self.hands, view.task_id, view.health, view.task
+        origin = hands.origin_of(task_id)
+        if origin is not None and task.quarantined_by == hands.actor and not hands.dry_run:
+            await hands.record(
+                EventKind.UNQUARANTINED,
+                f"hold released: now {health}",
+                task_id,
+                {"source": origin.source, "reason": "recovered"},
+            )
+        elif (
+            health is Health.QUARANTINED
+            and task.quarantined_by == hands.actor
+            and task.state.executing
+        ):
+            # It recovered by itself: let go of the hold we placed, and tell the human.
+            if not hands.dry_run:
+                try:
+                    await hands.store.set_quarantine(
+                        task_id, quarantined=False, actor=hands.actor, reason="recovered"
+                    )
+                except StoreError as exc:
+                    look.logs.append(f"could not release quarantine on {task_id}: {exc}")
+            health = Health.HEALTHY
+        return health
+
+    async def _hold(self, view: TaskView, origin: Origin, reason: str, look: Look) -> None:
+        """Quarantine a read-only source's task on zombietop's side only: an event in the store
+        that the monitor shows as the hold, never a write into the engine's database."""
+        where = f"in zombietop only ({origin.kind} is read-only: nothing written there)"
+        if self.hands.dry_run:
+            look.logs.append(f"would hold {view.task_id} {where}: {reason}")
+            return
+        await self.hands.record(
+            EventKind.QUARANTINED,
+            f"held {where}: {reason}",
+            view.task_id,
+            {"source": origin.source, "reason": reason},
+        )
+        look.logs.append(f"held {view.task_id} {where}: {reason}")
+
+    def _failed(self, view: TaskView, look: Look, exc: StoreError) -> None:
+        task_id = view.task_id
+        if task_id not in self._unheld:
+            self._unheld.add(task_id)
+            look.logs.append(
+                f"could not quarantine {task_id} ({exc}); trying again every look, "
+                "its incident opens once the hold is written"
+            )
+        if not self._write_down:
+            # The human hears of it now, from the watchdog itself, not once space is freed.
+            self._write_down = True
+            self.hands.page(
+                look,
+                "watchdog",
+                f"zombietop watchdog cannot write {self.hands.store.describe()}: could not "
+                f"quarantine {task_id} ({view.health}): {exc} - free the store's disk",
+            )

@@ -1,0 +1,107 @@
+"""``Quarantines`` alone: the watchdog's holds placed, let go of, and retried on a full disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.core.test_watchdog import start
+from tests.core.test_watchdog_retry import fill, small_fs
+from tests.core.watchdog_parts import ACTOR, hands_on
+from zombietop.clock import FakeClock
+from zombietop.heartbeat_line import parse_line
+from zombietop.model import Health
+from zombietop.quarantines import Quarantines
+from zombietop.store import Store
+from zombietop.store.sqlite import SQLiteStore
+
+pytestmark = pytest.mark.backends("sqlite")
+__all__ = ["small_fs"]  # the fixture, used by name
+
+
+async def test_a_stalled_task_is_held_in_the_store_with_its_reason(
+    store: Store, clock: FakeClock
+) -> None:
+    await start(store)
+    clock.advance(200)
+    parts = hands_on(store, clock)
+    holds = Quarantines(parts.hands)
+    view, look = await parts.judged()
+    assert await holds.place(view, look)
+    task = await store.get_task("export-2031")
+    assert task.quarantined and task.quarantined_by == ACTOR
+    assert look.logs == ["quarantined export-2031: heartbeat 3m20s old (timeout 2m)"]
+    # Held already: nothing written again, nothing said.
+    view, again = await parts.judged()
+    assert await holds.place(view, again) and again.logs == []
+
+
+async def test_a_dry_run_only_says_what_it_would_hold(store: Store, clock: FakeClock) -> None:
+    await start(store)
+    clock.advance(200)
+    parts = hands_on(store, clock, dry_run=True)
+    view, look = await parts.judged()
+    assert await Quarantines(parts.hands).place(view, look)
+    assert look.logs == ["would quarantine export-2031: heartbeat 3m20s old (timeout 2m)"]
+    assert not (await store.get_task("export-2031")).quarantined
+
+
+async def test_the_hold_of_a_task_that_recovered_is_let_go_of(
+    store: Store, clock: FakeClock
+) -> None:
+    token = await start(store)
+    clock.advance(200)
+    parts = hands_on(store, clock)
+    holds = Quarantines(parts.hands)
+    await holds.place(*await parts.judged())
+    await store.record_heartbeat(
+        "export-2031", parse_line("stage=transform p=62"), owner="w1", token=token
+    )
+    view, look = await parts.judged()
+    assert view.health is Health.QUARANTINED  # beating again, still held
+    assert await holds.let_go(view, look) is Health.HEALTHY
+    assert not (await store.get_task("export-2031")).quarantined and look.logs == []
+
+
+async def test_a_hold_placed_by_someone_else_stays(store: Store, clock: FakeClock) -> None:
+    token = await start(store)
+    await store.set_quarantine("export-2031", quarantined=True, actor="ana", reason="looking")
+    await store.record_heartbeat(
+        "export-2031", parse_line("stage=transform p=62"), owner="w1", token=token
+    )
+    parts = hands_on(store, clock)
+    assert await Quarantines(parts.hands).let_go(*await parts.judged()) is Health.QUARANTINED
+    assert (await store.get_task("export-2031")).quarantined_by == "ana"
+
+
+async def test_a_hold_that_cannot_be_written_pages_once_and_is_retried_until_it_is(
+    small_fs: Path,
+) -> None:
+    clock = FakeClock()
+    store = await SQLiteStore.open(small_fs / "z.db", create=True, clock=clock)
+    try:
+        await start(store)
+        clock.advance(200)
+        parts = hands_on(store, clock)
+        holds = Quarantines(parts.hands)
+        async with store._read() as db:  # an empty WAL: the next write must grow it
+            await db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        filler = fill(small_fs)
+        looks = []
+        for _ in range(2):
+            view, look = await parts.judged()
+            assert not await holds.place(view, look)
+            looks.append(look)
+        assert len(looks[0].logs) == 1 and looks[1].logs == []
+        assert looks[0].logs[0].startswith("could not quarantine export-2031 (")
+        assert [p.kind for p in looks[0].pages + looks[1].pages] == ["watchdog"]
+        assert looks[0].pages[0].line.endswith("- free the store's disk")
+        filler.unlink()
+        view, look = await parts.judged()
+        assert await holds.place(view, look)
+        assert [p.kind for p in look.pages] == ["all_clear"]
+        assert look.pages[0].line == f"zombietop watchdog writes {store.describe()} again"
+        assert (await store.get_task("export-2031")).quarantined
+    finally:
+        await store.close()
