@@ -40,7 +40,7 @@ from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, Lease, Row, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
-from zombietop.sources import Capability, Origin, SourceRecord
+from zombietop.sources.base import Capability, Origin, SourceRecord
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
 
