@@ -276,7 +276,7 @@ class AirflowSource:
         """``3`` or ``2``: which Airflow wrote the database (from its columns)."""
         self.revision: str | None = None
         """Airflow's alembic revision."""
-        self._sql = load(f"airflow_{self.backend}")
+        self._sql = load(f"airflow_{self.backend}", package="zombietop.sources")
         self._sqlite: sqlite3.Connection | None = None
         self._pg: Any = None
         self._lock = asyncio.Lock()
