@@ -4,6 +4,11 @@ zombietop's store is read and written. An engine's database (Airflow's metadata 
 is a read-only source: the monitor reads its task records every poll and judges them with the
 same vocabulary, and no action ever writes to it. A source says what it can do, which clock its
 times are on, and how its records map onto zombietop's tasks, leases and heartbeats.
+
+- ``base``: the contract every source keeps, and the ``Engine`` each engine's module declares;
+- ``registry``: the table of engines (``ENGINES``), which checks a URL and opens its source;
+- one module per engine (``airflow``), with its SQL in ``sql/<engine>_<backend>.sql``;
+- here: what the monitor does with every source (clocks, holds, the engines' limits).
 """
 
 from __future__ import annotations
@@ -13,21 +18,24 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from zombietop.locations import check_source_url
 from zombietop.model import EventKind, Heartbeat, Lease, PendingKill, Task, TaskRecord
-from zombietop.sources.base import Capability, Origin, Source, SourceRecord
+from zombietop.sources.base import Capability, Engine, Origin, Source, SourceRecord
+from zombietop.sources.registry import ENGINES, check_source_url, open_source
 
 if TYPE_CHECKING:
-    # Only for annotations: the config validates source URLs with this module.
+    # Only for annotations: the config checks source URLs with this package.
     from zombietop.config import Config, SourceSettings
-    from zombietop.store import Store
+    from zombietop.store.interface import Store
 
 __all__ = [
+    "ENGINES",
     "Capability",
+    "Engine",
     "JudgingConfig",
     "Origin",
     "Source",
     "SourceRecord",
+    "check_source_url",
     "open_source",
     "open_sources",
     "read_holds",
@@ -35,13 +43,6 @@ __all__ = [
     "shifted",
     "with_hold",
 ]
-
-
-def open_source(url: str, *, heartbeat_timeout: float | None = None) -> Source:
-    """A source for ``url`` (not yet opened)."""
-    from zombietop.sources.airflow import AirflowSource
-
-    return AirflowSource(check_source_url(url), heartbeat_timeout=heartbeat_timeout)
 
 
 def shifted(record: TaskRecord, offset: float) -> TaskRecord:

@@ -15,6 +15,9 @@ transactions) and never written. Each task instance becomes one zombietop task:
 A heartbeat from Airflow proves its supervisor lives, not that the task's code moves
 (apache/airflow#13747): for a task on this host the process probe reads the task's own pid, so
 a hung task still reads "alive, cpu 0%" beside its fresh heartbeat.
+
+The module declares its engine (``ENGINE``, at the end) for the table in ``registry.py``; its
+SQL is in ``sql/airflow_sqlite.sql`` and ``sql/airflow_postgresql.sql``.
 """
 
 from __future__ import annotations
@@ -29,20 +32,29 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from zombietop.actions import ActionKind
 from zombietop.clock import Clock, SystemClock
-from zombietop.config import Limits
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, Lease, Row, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
-from zombietop.sources.base import Capability, Origin, SourceRecord
+from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
+
+if TYPE_CHECKING:
+    # Only for annotations: the config imports the sources to check their URLs, so an import of
+    # the config here, when the code runs, would close a circle.
+    from zombietop.config import Limits
+
+SCHEMES = ("airflow+sqlite", "airflow+postgresql", "airflow+postgres")
+"""The URL schemes of an Airflow database, as in Airflow's own ``sql_alchemy_conn``."""
+FORMS = ("airflow+sqlite:///PATH", "airflow+postgresql://USER@HOST/DB")
+"""How a person writes them, for help and error texts."""
 
 AIRFLOW_HEARTBEAT_TIMEOUT = 300.0
 """Airflow's own ``[scheduler] task_instance_heartbeat_timeout`` default, in seconds: past it,
@@ -71,6 +83,22 @@ _STATES: dict[str | None, TaskState] = {
 }
 _SAID_AS_IS = frozenset({"running", "queued", "success", "failed"})
 """Airflow states that zombietop's word says whole; every other one is kept as the reason."""
+
+
+def check_url(url: str) -> str:
+    """Return ``url`` if it names an Airflow database zombietop can read, else raise saying how
+    to write one."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme not in SCHEMES:
+        raise SourceError(
+            f"source {printable_url(url)!r}: not an Airflow database; use {' or '.join(FORMS)}"
+        )
+    if scheme == "airflow+sqlite" and not url.partition(":///")[2]:
+        raise SourceError(
+            f"source {url!r}: no database file; use airflow+sqlite:///PATH "
+            "(airflow+sqlite:////abs/path for an absolute one, as in Airflow's own URL)"
+        )
+    return url
 
 
 def airflow_task_id(dag_id: str, task_id: str, run_id: str, map_index: int | None) -> str:
@@ -473,3 +501,8 @@ class AirflowSource:
                 "Mark as failed"
             )
         return None
+
+
+ENGINE = Engine(
+    kind=AirflowSource.kind, schemes=SCHEMES, forms=FORMS, check_url=check_url, make=AirflowSource
+)

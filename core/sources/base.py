@@ -1,9 +1,10 @@
-"""The contract every source keeps: what it can do, where a task came from, and the calls the
-monitor makes on it."""
+"""The contract every source keeps: what it can do, where a task came from, the calls the
+monitor makes on it, and how its module declares its engine for the table
+(``zombietop.sources.registry``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
@@ -12,6 +13,7 @@ from zombietop.actions import ActionKind
 from zombietop.model import TaskRecord
 
 if TYPE_CHECKING:
+    # Only for annotations: the config imports the sources to check their URLs.
     from zombietop.config import Limits
 
 
@@ -81,3 +83,28 @@ class Source(Protocol):
         """Why ``kind`` cannot be done to this task here, naming the engine's own command; None
         when zombietop can do it (a kill of a local process)."""
         ...
+
+
+class SourceFactory(Protocol):
+    """Make a source, not yet opened, from a URL its engine has checked."""
+
+    def __call__(self, url: str, *, heartbeat_timeout: float | None = None) -> Source: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Engine:
+    """One kind of source, as its module declares it (a module-level ``ENGINE``) for the table
+    in ``zombietop.sources.registry``."""
+
+    kind: str
+    """Its name: the part of its URLs' scheme before ``+``, and the ``Origin.kind`` of its
+    tasks (``airflow``)."""
+    schemes: tuple[str, ...]
+    """The URL schemes it reads, each ``KIND+BACKEND`` (``airflow+sqlite``)."""
+    forms: tuple[str, ...]
+    """How its URLs are written, for help and error texts (``airflow+sqlite:///PATH``)."""
+    check_url: Callable[[str], str]
+    """Return the URL when the engine can read it; else raise ``SourceError`` saying what to
+    write instead."""
+    make: SourceFactory
+    """Make one of its sources from a checked URL: usually the source's class."""
