@@ -127,7 +127,7 @@ def local_hostnames(host: str) -> frozenset[str]:
     return frozenset({host, socket.gethostname(), socket.getfqdn()})
 
 
-def record_from_row(
+def task_instance_record(
     row: Row,
     *,
     source: str,
@@ -137,23 +137,43 @@ def record_from_row(
 ) -> SourceRecord:
     """Map one task instance row onto zombietop's task, lease and heartbeat (reads the start
     time of a local pid, nothing else)."""
-    dag_id, ti_task_id, run_id = row["dag_id"], row["task_id"], row["run_id"]
-    map_index = row["map_index"]
-    task_id = airflow_task_id(dag_id, ti_task_id, run_id, map_index)
+    task = _task(row, host=host, local=local, now=now)
+    lease = heartbeat = None
+    if task.state.executing:
+        # Airflow has no leases: its worker holds the task instance until the scheduler fails
+        # it, so zombietop sees a lease held without an expiry (never reclaimable).
+        lease = Lease(
+            task_id=task.task_id,
+            owner=f"airflow@{row['hostname'] or '?'}",
+            token=_try_number(row),
+            acquired_at=task.started_at,
+        )
+        beat_at = _epoch(row["heartbeat_at"])
+        if beat_at is not None:
+            # A heartbeat of life, not of progress: progress "moves" with every beat, so
+            # Airflow's tasks are never called spinning from it.
+            heartbeat = Heartbeat(
+                task_id=task.task_id,
+                written_at=beat_at,
+                progress_changed_at=beat_at,
+                stage_started_at=task.started_at if task.started_at is not None else beat_at,
+            )
+    return SourceRecord(
+        record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat),
+        origin=_origin(row, source),
+    )
+
+
+def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
+    """zombietop's task for one task instance row."""
     airflow_state: str | None = row["state"]
     state = _STATES.get(airflow_state, TaskState.QUEUED)
-    start = _epoch(row["start_date"])
-    end = _epoch(row["end_date"])
-    queued = _epoch(row["queued_dttm"])
-    updated = _epoch(row["updated_at"])
-    beat_at = _epoch(row["heartbeat_at"])
-    hostname: str | None = row["hostname"] or None
-    on_this_host = hostname is not None and hostname in local
-    try_number = int(row["try_number"] or 0)
-    running = state is TaskState.RUNNING
-    if running and beat_at is None:
+    if state is TaskState.RUNNING and _epoch(row["heartbeat_at"]) is None:
         # Claimed but never beat: zombietop's start grace covers it (Airflow never did).
         state = TaskState.STARTING
+    start = _epoch(row["start_date"])
+    hostname: str | None = row["hostname"] or None
+    on_this_host = hostname is not None and hostname in local
     pid: int | None = row["pid"] if state.executing else None
     pid_start: ProcessStart | None = None
     if pid is not None and on_this_host:
@@ -161,14 +181,15 @@ def record_from_row(
     reason = None
     if airflow_state not in _SAID_AS_IS:
         reason = f"airflow state {airflow_state or 'none'}"
-    created = queued or start or updated or now
-    task = Task(
-        task_id=task_id,
-        run_id=run_id,
-        step=ti_task_id,
-        step_type=dag_id,
+    updated = _epoch(row["updated_at"])
+    created = _epoch(row["queued_dttm"]) or start or updated or now
+    return Task(
+        task_id=airflow_task_id(row["dag_id"], row["task_id"], row["run_id"], row["map_index"]),
+        run_id=row["run_id"],
+        step=row["task_id"],
+        step_type=row["dag_id"],
         state=state,
-        attempt=max(try_number, 1),
+        attempt=max(_try_number(row), 1),
         host=host if on_this_host else hostname,
         pid=pid,
         pid_start_time=None if pid_start is None else pid_start.time,
@@ -177,49 +198,33 @@ def record_from_row(
         created_at=created,
         claimed_at=start if state.executing else None,
         started_at=start,
-        finished_at=end if state.finished else None,
+        finished_at=_epoch(row["end_date"]) if state.finished else None,
         updated_at=updated or created,
     )
-    lease = None
-    if state.executing:
-        # Airflow has no leases: its worker holds the task instance until the scheduler fails
-        # it, so zombietop sees a lease held without an expiry (never reclaimable).
-        lease = Lease(
-            task_id=task_id,
-            owner=f"airflow@{hostname or '?'}",
-            token=try_number,
-            acquired_at=start,
-        )
-    heartbeat = None
-    if beat_at is not None and state.executing:
-        # A heartbeat of life, not of progress: progress "moves" with every beat, so Airflow's
-        # tasks are never called spinning from it.
-        heartbeat = Heartbeat(
-            task_id=task_id,
-            written_at=beat_at,
-            progress_changed_at=beat_at,
-            stage_started_at=start if start is not None else beat_at,
-        )
-    operator = row["custom_operator_name"] or row["operator"]
+
+
+def _try_number(row: Row) -> int:
+    return int(row["try_number"] or 0)
+
+
+def _origin(row: Row, source: str) -> Origin:
+    """Where a task instance came from, with Airflow's own names for it."""
     logical = row["logical_date"]
-    origin = Origin(
+    return Origin(
         source=source,
         kind="airflow",
         capability=Capability.READ_ONLY,
         ids={
-            "dag_id": dag_id,
-            "task_id": ti_task_id,
-            "run_id": run_id,
-            "map_index": map_index,
-            "try_number": try_number,
-            "operator": operator,
-            "state": airflow_state,
-            "hostname": hostname,
+            "dag_id": row["dag_id"],
+            "task_id": row["task_id"],
+            "run_id": row["run_id"],
+            "map_index": row["map_index"],
+            "try_number": _try_number(row),
+            "operator": row["custom_operator_name"] or row["operator"],
+            "state": row["state"],
+            "hostname": row["hostname"] or None,
             "logical_date": None if logical is None else _iso(_epoch(logical)),
         },
-    )
-    return SourceRecord(
-        record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat), origin=origin
     )
 
 
@@ -449,7 +454,7 @@ class AirflowSource:
         out: list[SourceRecord] = []
         last, kept = self._last, {}
         for row in rows:
-            found = record_from_row(row, source=self.name, host=host, local=local, now=now)
+            found = task_instance_record(row, source=self.name, host=host, local=local, now=now)
             task_id = found.record.task.task_id
             before = last.get(task_id)
             # The same objects for what did not change, so the monitor can keep its verdicts.
