@@ -81,7 +81,8 @@ class Source(Protocol):
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         """Why ``kind`` cannot be done to this task here, naming the engine's own command; None
-        when zombietop can do it (a kill of a local process)."""
+        when zombietop can do it. zombietop only ever kills a source's task's process
+        (``source_actions``), so a read-only source refuses resume and discard."""
         ...
 
 

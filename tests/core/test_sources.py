@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from zombietop.actions import ActionKind
+from zombietop.actions import ActionKind, ActionRequest, Outcome
 from zombietop.classify import classify
 from zombietop.clock import FakeClock
 from zombietop.config import Limits, default_config, default_limits, load_config
 from zombietop.errors import SourceError
+from zombietop.executor import Executor
 from zombietop.model import EventKind, Health, Heartbeat, Lease, Task, TaskRecord, TaskState
+from zombietop.monitor import Monitor
+from zombietop.source_actions import SourceActions
 from zombietop.sources import (
     ENGINES,
     Capability,
@@ -163,6 +166,7 @@ async def test_holds_are_read_from_zombietops_events(tmp_path) -> None:
 
 MEMORY_ENGINE = """
 from zombietop.errors import SourceError
+from zombietop.executor import Executor
 from zombietop.sources.base import Engine
 
 
@@ -250,3 +254,27 @@ def test_a_table_line_whose_module_declares_no_engine_says_which(
             check_source_url("none+x://y")
     finally:
         sys.modules.pop("zt_no_engine", None)
+
+
+async def test_only_a_kill_is_carried_out_on_a_source_task_whatever_the_source_refuses(
+    tmp_path: Path,
+) -> None:
+    """FakeSource refuses nothing: a resume of its task is still refused, never tried."""
+    clock = FakeClock(NOW)
+    store = await SQLiteStore.open(tmp_path / "z.db", create=True, clock=clock)
+    try:
+        monitor = Monitor(
+            store, default_config(), clock=clock, sources=[FakeSource(0.0, [_record()])]
+        )
+        await monitor.poll()
+        request = ActionRequest(
+            kind=ActionKind.RESUME, task_id="dag/t/run", expected_token=1, actor="me"
+        )
+        done = await SourceActions(monitor, Executor(store, default_config())).run(request)
+    finally:
+        await store.close()
+    assert done.outcome is Outcome.REFUSED
+    assert done.message == (
+        "dag/t/run is a task of fake://one: zombietop does nothing to a source's tasks but kill "
+        "their process; resume it in the engine itself"
+    )
