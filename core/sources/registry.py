@@ -46,7 +46,7 @@ def spoken_list(items: list[str]) -> str:
 
 
 def source_forms() -> str:
-    """How every source URL zombietop reads is written, for help texts."""
+    """How every source URL zombietop reads is written: ``A, B or C``."""
     return spoken_list([form for found in engines() for form in found.forms])
 
 
