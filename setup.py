@@ -2,8 +2,8 @@
 
 ``core/`` installs as ``zombietop`` and ``tui/`` as ``zombietop.tui``. Every folder under
 either is found here, so a new one cannot be left out of the wheel: a folder of Python modules is
-a sub-package, and a folder of data (``core/store/sql/``) a namespace package whose files
-pyproject.toml's package-data names.
+a sub-package, and a folder of data (``core/store/sql/``, ``core/sources/sql/``) a namespace
+package whose files pyproject.toml's package-data names.
 """
 
 from setuptools import find_namespace_packages, setup

@@ -19,7 +19,7 @@ from zombietop.bounds import BOUNDS
 from zombietop.durations import format_duration, parse_duration
 from zombietop.errors import ConfigError, NotARegularFile, SourceError
 from zombietop.extras import require
-from zombietop.locations import check_source_url, store_location
+from zombietop.locations import store_location
 from zombietop.private import read_regular
 from zombietop.redact import redact_url
 
@@ -522,6 +522,9 @@ def _agent(path: Path | None, table: Mapping[str, Any]) -> AgentSettings:
 
 
 def _sources(path: Path | None, entries: Any) -> tuple[SourceSettings, ...]:
+    # Imported only for a config that names sources: a job reads its config too, and needs none.
+    from zombietop.sources import check_source_url
+
     example = '[[sources]]\nurl = "airflow+postgresql://zombietop@db/airflow"'
     if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
         raise ConfigError(

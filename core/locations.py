@@ -1,9 +1,10 @@
 """Where things are: the store, the sources, the files kept beside the store, and the
 environment a job is given.
 
-A store is a SQLite file or a ``postgresql://`` URL; a source is an ``airflow+...`` URL. Beside a
-store ``zombietop.db`` lives ``zombietop.db.d/`` with ``logs/`` (relaunched attempts),
-``heartbeats/`` (the files ``zombietop run`` tails) and ``checkpoints/`` (the SDK's default).
+A store is a SQLite file or a ``postgresql://`` URL; a source is a URL too, and the table of
+engines (``zombietop.sources.registry``) says which ones zombietop reads. Beside a store
+``zombietop.db`` lives ``zombietop.db.d/`` with ``logs/`` (relaunched attempts), ``heartbeats/``
+(the files ``zombietop run`` tails) and ``checkpoints/`` (the SDK's default).
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import os
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
-
-from zombietop.errors import SourceError
 
 
 def default_store_path() -> Path:
@@ -39,9 +38,6 @@ def store_location(text: str | Path) -> Path | str:
     return Path(text).expanduser()
 
 
-SOURCE_SCHEMES = ("airflow+sqlite", "airflow+postgresql", "airflow+postgres")
-
-
 def printable_url(url: str) -> str:
     """``url`` without its password, for screens and logs."""
     parts = urlsplit(url)
@@ -49,22 +45,6 @@ def printable_url(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
     return parts._replace(netloc=netloc).geturl()
-
-
-def check_source_url(url: str) -> str:
-    """Return ``url`` if zombietop can read it as a source, else raise naming the forms it can."""
-    scheme = url.split("://", 1)[0] if "://" in url else ""
-    if scheme not in SOURCE_SCHEMES:
-        raise SourceError(
-            f"source {printable_url(url)!r}: unknown kind; use airflow+sqlite:///PATH "
-            "or airflow+postgresql://USER@HOST/DB"
-        )
-    if scheme == "airflow+sqlite" and not url.partition(":///")[2]:
-        raise SourceError(
-            f"source {url!r}: no database file; use airflow+sqlite:///PATH "
-            "(airflow+sqlite:////abs/path for an absolute one, as in Airflow's own URL)"
-        )
-    return url
 
 
 LEASE_ENV = (
@@ -126,8 +106,8 @@ def adopt_legacy_file(legacy: Path, path: Path) -> None:
 
 
 SOURCES_ENV = "ZOMBIETOP_SOURCES"
-"""Source URLs (one a line) a command reads besides ``--source``: how a dashboard hands its
-``--source`` URLs to the process that finishes its kills, out of sight of ``ps``."""
+"""Source URLs (one on each line) that a command reads besides ``--source``: how a dashboard
+hands its ``--source`` URLs to the process that finishes its kills, out of sight of ``ps``."""
 
 
 def clean_env() -> dict[str, str]:

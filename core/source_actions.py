@@ -6,8 +6,11 @@
   whoever finishes pending kills (this dashboard, a background ``zombietop kill`` it leaves
   when it exits, the host's agent). A process on another host is killed by that host's agent,
   which reads the source itself;
-- quarantine is a hold on zombietop's side: an event in zombietop's store, shown and paged,
-  never written into the engine.
+- a hold (the watchdog's quarantine) stays on zombietop's side: an event in zombietop's store,
+  shown and paged, never written into the engine (``sources.read_holds``).
+
+It lives beside the monitor and the executor it joins, not in ``sources/``: the monitor imports
+the sources, so a module of theirs that imported the monitor would close a circle.
 
 Every other task's action goes to the store's executor unchanged.
 """
@@ -91,7 +94,14 @@ class SourceActions:
                 request,
                 f"task changed since you looked: try {request.expected_token} is now {view.token}",
             )
-        assert request.kind is ActionKind.KILL  # the source refused the others
+        if request.kind is not ActionKind.KILL:
+            # Every read-only source refuses these with the engine's own command; one that
+            # forgets still never has anything done to its task here.
+            return _refused(
+                request,
+                f"{request.task_id} is a task of {source.name}: zombietop does nothing to a "
+                f"source's tasks but kill their process; {request.kind} it in the engine itself",
+            )
         task = view.task
         if task.pid is not None and task.host != self.monitor.host:
             if task.host is None:

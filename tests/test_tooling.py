@@ -75,6 +75,38 @@ def test_a_private_textual_import_outside_the_compat_module_breaks_a_contract(
     assert "zombietop.private_probe imports textual._two_way_dict" in result.stdout
 
 
+def unfolded(root: Path, package: str) -> Path:
+    """Make ``zombietop/<package>`` a real folder of links, so a test can add a module to it
+    without writing into the repository."""
+    folder = root / "zombietop" / package
+    folder.unlink()
+    folder.mkdir()
+    for entry in (REPO / "core" / package).iterdir():
+        if entry.name != "__pycache__":
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("package", "line", "broken"),
+    [
+        ("sources", "from zombietop.store.sqlite import SQLiteStore\n", "Sources import nothing"),
+        ("sources", "from zombietop.store import open_store\n", "Sources import nothing"),
+        ("store", "from zombietop.sources import Origin\n", "The store never imports a source"),
+    ],
+)
+def test_a_source_and_the_store_importing_each_other_break_a_contract(
+    tmp_path: Path, package: str, line: str, broken: str
+) -> None:
+    root = staged(tmp_path)
+    (unfolded(root, package) / "probe.py").write_text(line)
+    result = lint_imports(root)
+    assert result.returncode == 1
+    assert f"zombietop.{package}.probe -> " in result.stdout
+    verdict = next(line for line in result.stdout.splitlines() if line.startswith(broken))
+    assert " BROKEN" in verdict, result.stdout
+
+
 @pytest.mark.parametrize("name", ["core", "tui"])
 def test_the_folders_names_are_not_importable(tmp_path: Path, name: str) -> None:
     """Outside the checkout, only ``zombietop`` is installed: no ``core``, no ``tui``."""

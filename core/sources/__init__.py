@@ -4,99 +4,45 @@ zombietop's store is read and written. An engine's database (Airflow's metadata 
 is a read-only source: the monitor reads its task records every poll and judges them with the
 same vocabulary, and no action ever writes to it. A source says what it can do, which clock its
 times are on, and how its records map onto zombietop's tasks, leases and heartbeats.
+
+- ``base``: the contract every source keeps, and the ``Engine`` each engine's module declares;
+- ``registry``: the table of engines (``ENGINES``), which checks a URL and opens its source;
+- one module per engine (``airflow``), with its SQL in ``sql/<engine>_<backend>.sql``;
+- here: what the monitor does with every source (clocks, holds, the engines' limits).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from zombietop.actions import ActionKind
-from zombietop.locations import check_source_url
 from zombietop.model import EventKind, Heartbeat, Lease, PendingKill, Task, TaskRecord
+from zombietop.sources.base import Capability, Engine, Origin, Source, SourceRecord
+from zombietop.sources.registry import ENGINES, check_source_url, open_source
 
 if TYPE_CHECKING:
-    # Only for annotations: the config validates source URLs with this module.
-    from zombietop.config import Config, Limits, SourceSettings
-    from zombietop.store import Store
+    # Only for annotations: the config checks source URLs with this package.
+    from zombietop.config import Config, SourceSettings
+    from zombietop.store.interface import Store
 
-
-class Capability(StrEnum):
-    """What zombietop may do to a source's tasks."""
-
-    READ_ONLY = "read-only"
-    """Records are read, never written: resume and discard are refused with the engine's own
-    command, kill goes to the local process (identity-checked), holds stay on zombietop's side."""
-    READ_AND_ACT = "read-and-act"
-    """zombietop's own store: every action is carried out there."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Origin:
-    """Where one task came from, with the engine's own names for it."""
-
-    source: str
-    """The source's printable name (its URL without a password)."""
-    kind: str
-    """The engine: ``airflow``."""
-    capability: Capability
-    ids: Mapping[str, str | int | None] = field(default_factory=dict)
-    """The engine's identifiers, e.g. dag_id, task_id, run_id, map_index, try_number, operator."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SourceRecord:
-    """A task record read from a source, with where it came from."""
-
-    record: TaskRecord
-    origin: Origin
-
-
-class Source(Protocol):
-    """A read-only engine database the monitor polls beside its store."""
-
-    name: str
-    kind: str
-    capability: Capability
-    clock: str
-    """Which clock the source's times are on, in words (e.g. ``the PostgreSQL server's now()``);
-    ``now()`` reads it, so the monitor can put every record on the store's clock."""
-
-    async def open(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-    async def now(self) -> float:
-        """The source's clock, epoch seconds."""
-        ...
-
-    async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
-        """Every unfinished task, and those finished at or after ``since`` (its own clock).
-
-        ``host`` is the monitor's: a task running there is given the pid start time that the
-        process probe checks its identity against.
-        """
-        ...
-
-    def limits(self, base: Limits) -> Limits:
-        """The limits for one of its step types, from the effective ``base`` (engine defaults
-        fill what the config leaves at zombietop's built-in defaults)."""
-        ...
-
-    def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
-        """Why ``kind`` cannot be done to this task here, naming the engine's own command; None
-        when zombietop can do it (a kill of a local process)."""
-        ...
-
-
-def open_source(url: str, *, heartbeat_timeout: float | None = None) -> Source:
-    """A source for ``url`` (not yet opened)."""
-    from zombietop.sources.airflow import AirflowSource
-
-    return AirflowSource(check_source_url(url), heartbeat_timeout=heartbeat_timeout)
+__all__ = [
+    "ENGINES",
+    "Capability",
+    "Engine",
+    "JudgingConfig",
+    "Origin",
+    "Source",
+    "SourceRecord",
+    "check_source_url",
+    "open_source",
+    "open_sources",
+    "read_holds",
+    "read_sources",
+    "shifted",
+    "with_hold",
+]
 
 
 def shifted(record: TaskRecord, offset: float) -> TaskRecord:

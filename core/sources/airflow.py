@@ -15,6 +15,9 @@ transactions) and never written. Each task instance becomes one zombietop task:
 A heartbeat from Airflow proves its supervisor lives, not that the task's code moves
 (apache/airflow#13747): for a task on this host the process probe reads the task's own pid, so
 a hung task still reads "alive, cpu 0%" beside its fresh heartbeat.
+
+The module declares its engine (``ENGINE``, at the end) for the table in ``registry.py``; its
+SQL is in ``sql/airflow_sqlite.sql`` and ``sql/airflow_postgresql.sql``.
 """
 
 from __future__ import annotations
@@ -29,20 +32,29 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from zombietop.actions import ActionKind
 from zombietop.clock import Clock, SystemClock
-from zombietop.config import Limits
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, Lease, Row, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
-from zombietop.sources import Capability, Origin, SourceRecord
+from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
+
+if TYPE_CHECKING:
+    # Only for annotations: the config imports the sources to check their URLs, so an import of
+    # the config here, when the code runs, would close a circle.
+    from zombietop.config import Limits
+
+SCHEMES = ("airflow+sqlite", "airflow+postgresql", "airflow+postgres")
+"""The URL schemes of an Airflow database, as in Airflow's own ``sql_alchemy_conn``."""
+FORMS = ("airflow+sqlite:///PATH", "airflow+postgresql://USER@HOST/DB")
+"""How a person writes them, for help and error texts."""
 
 AIRFLOW_HEARTBEAT_TIMEOUT = 300.0
 """Airflow's own ``[scheduler] task_instance_heartbeat_timeout`` default, in seconds: past it,
@@ -73,6 +85,22 @@ _SAID_AS_IS = frozenset({"running", "queued", "success", "failed"})
 """Airflow states that zombietop's word says whole; every other one is kept as the reason."""
 
 
+def check_url(url: str) -> str:
+    """Return ``url`` if it names an Airflow database zombietop can read, else raise saying how
+    to write one."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme not in SCHEMES:
+        raise SourceError(
+            f"source {printable_url(url)!r}: not an Airflow database; use {' or '.join(FORMS)}"
+        )
+    if scheme == "airflow+sqlite" and not url.partition(":///")[2]:
+        raise SourceError(
+            f"source {url!r}: no database file; use airflow+sqlite:///PATH "
+            "(airflow+sqlite:////abs/path for an absolute one, as in Airflow's own URL)"
+        )
+    return url
+
+
 def airflow_task_id(dag_id: str, task_id: str, run_id: str, map_index: int | None) -> str:
     """zombietop's id for a task instance: ``DAG/TASK/RUN``, ``[MAP_INDEX]`` when mapped."""
     mapped = f"[{map_index}]" if map_index is not None and map_index >= 0 else ""
@@ -99,7 +127,7 @@ def local_hostnames(host: str) -> frozenset[str]:
     return frozenset({host, socket.gethostname(), socket.getfqdn()})
 
 
-def record_from_row(
+def task_instance_record(
     row: Row,
     *,
     source: str,
@@ -109,23 +137,43 @@ def record_from_row(
 ) -> SourceRecord:
     """Map one task instance row onto zombietop's task, lease and heartbeat (reads the start
     time of a local pid, nothing else)."""
-    dag_id, ti_task_id, run_id = row["dag_id"], row["task_id"], row["run_id"]
-    map_index = row["map_index"]
-    task_id = airflow_task_id(dag_id, ti_task_id, run_id, map_index)
+    task = _task(row, host=host, local=local, now=now)
+    lease = heartbeat = None
+    if task.state.executing:
+        # Airflow has no leases: its worker holds the task instance until the scheduler fails
+        # it, so zombietop sees a lease held without an expiry (never reclaimable).
+        lease = Lease(
+            task_id=task.task_id,
+            owner=f"airflow@{row['hostname'] or '?'}",
+            token=_try_number(row),
+            acquired_at=task.started_at,
+        )
+        beat_at = _epoch(row["heartbeat_at"])
+        if beat_at is not None:
+            # A heartbeat of life, not of progress: progress "moves" with every beat, so
+            # Airflow's tasks are never called spinning from it.
+            heartbeat = Heartbeat(
+                task_id=task.task_id,
+                written_at=beat_at,
+                progress_changed_at=beat_at,
+                stage_started_at=task.started_at if task.started_at is not None else beat_at,
+            )
+    return SourceRecord(
+        record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat),
+        origin=_origin(row, source),
+    )
+
+
+def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
+    """zombietop's task for one task instance row."""
     airflow_state: str | None = row["state"]
     state = _STATES.get(airflow_state, TaskState.QUEUED)
-    start = _epoch(row["start_date"])
-    end = _epoch(row["end_date"])
-    queued = _epoch(row["queued_dttm"])
-    updated = _epoch(row["updated_at"])
-    beat_at = _epoch(row["heartbeat_at"])
-    hostname: str | None = row["hostname"] or None
-    on_this_host = hostname is not None and hostname in local
-    try_number = int(row["try_number"] or 0)
-    running = state is TaskState.RUNNING
-    if running and beat_at is None:
+    if state is TaskState.RUNNING and _epoch(row["heartbeat_at"]) is None:
         # Claimed but never beat: zombietop's start grace covers it (Airflow never did).
         state = TaskState.STARTING
+    start = _epoch(row["start_date"])
+    hostname: str | None = row["hostname"] or None
+    on_this_host = hostname is not None and hostname in local
     pid: int | None = row["pid"] if state.executing else None
     pid_start: ProcessStart | None = None
     if pid is not None and on_this_host:
@@ -133,14 +181,15 @@ def record_from_row(
     reason = None
     if airflow_state not in _SAID_AS_IS:
         reason = f"airflow state {airflow_state or 'none'}"
-    created = queued or start or updated or now
-    task = Task(
-        task_id=task_id,
-        run_id=run_id,
-        step=ti_task_id,
-        step_type=dag_id,
+    updated = _epoch(row["updated_at"])
+    created = _epoch(row["queued_dttm"]) or start or updated or now
+    return Task(
+        task_id=airflow_task_id(row["dag_id"], row["task_id"], row["run_id"], row["map_index"]),
+        run_id=row["run_id"],
+        step=row["task_id"],
+        step_type=row["dag_id"],
         state=state,
-        attempt=max(try_number, 1),
+        attempt=max(_try_number(row), 1),
         host=host if on_this_host else hostname,
         pid=pid,
         pid_start_time=None if pid_start is None else pid_start.time,
@@ -149,49 +198,33 @@ def record_from_row(
         created_at=created,
         claimed_at=start if state.executing else None,
         started_at=start,
-        finished_at=end if state.finished else None,
+        finished_at=_epoch(row["end_date"]) if state.finished else None,
         updated_at=updated or created,
     )
-    lease = None
-    if state.executing:
-        # Airflow has no leases: its worker holds the task instance until the scheduler fails
-        # it, so zombietop sees a lease held without an expiry (never reclaimable).
-        lease = Lease(
-            task_id=task_id,
-            owner=f"airflow@{hostname or '?'}",
-            token=try_number,
-            acquired_at=start,
-        )
-    heartbeat = None
-    if beat_at is not None and state.executing:
-        # A heartbeat of life, not of progress: progress "moves" with every beat, so Airflow's
-        # tasks are never called spinning from it.
-        heartbeat = Heartbeat(
-            task_id=task_id,
-            written_at=beat_at,
-            progress_changed_at=beat_at,
-            stage_started_at=start if start is not None else beat_at,
-        )
-    operator = row["custom_operator_name"] or row["operator"]
+
+
+def _try_number(row: Row) -> int:
+    return int(row["try_number"] or 0)
+
+
+def _origin(row: Row, source: str) -> Origin:
+    """Where a task instance came from, with Airflow's own names for it."""
     logical = row["logical_date"]
-    origin = Origin(
+    return Origin(
         source=source,
         kind="airflow",
         capability=Capability.READ_ONLY,
         ids={
-            "dag_id": dag_id,
-            "task_id": ti_task_id,
-            "run_id": run_id,
-            "map_index": map_index,
-            "try_number": try_number,
-            "operator": operator,
-            "state": airflow_state,
-            "hostname": hostname,
+            "dag_id": row["dag_id"],
+            "task_id": row["task_id"],
+            "run_id": row["run_id"],
+            "map_index": row["map_index"],
+            "try_number": _try_number(row),
+            "operator": row["custom_operator_name"] or row["operator"],
+            "state": row["state"],
+            "hostname": row["hostname"] or None,
             "logical_date": None if logical is None else _iso(_epoch(logical)),
         },
-    )
-    return SourceRecord(
-        record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat), origin=origin
     )
 
 
@@ -276,7 +309,7 @@ class AirflowSource:
         """``3`` or ``2``: which Airflow wrote the database (from its columns)."""
         self.revision: str | None = None
         """Airflow's alembic revision."""
-        self._sql = load(f"airflow_{self.backend}")
+        self._sql = load(f"airflow_{self.backend}", package="zombietop.sources")
         self._sqlite: sqlite3.Connection | None = None
         self._pg: Any = None
         self._lock = asyncio.Lock()
@@ -421,7 +454,7 @@ class AirflowSource:
         out: list[SourceRecord] = []
         last, kept = self._last, {}
         for row in rows:
-            found = record_from_row(row, source=self.name, host=host, local=local, now=now)
+            found = task_instance_record(row, source=self.name, host=host, local=local, now=now)
             task_id = found.record.task.task_id
             before = last.get(task_id)
             # The same objects for what did not change, so the monitor can keep its verdicts.
@@ -473,3 +506,8 @@ class AirflowSource:
                 "Mark as failed"
             )
         return None
+
+
+ENGINE = Engine(
+    kind=AirflowSource.kind, schemes=SCHEMES, forms=FORMS, check_url=check_url, make=AirflowSource
+)

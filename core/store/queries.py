@@ -1,4 +1,8 @@
-"""Named SQL blocks, one ``.sql`` file per backend, read once."""
+"""Named SQL blocks, one ``.sql`` file per backend, read once.
+
+The store reads its own ``sql/`` folder; a source reads the ``sql/`` folder of its own package
+(``zombietop.sources``) with the same loader.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,10 @@ _NAME = re.compile(r"^-- ([a-z0-9_]+) --$", re.MULTILINE)
 
 
 @cache
-def load(backend: str) -> dict[str, str]:
-    """Return ``{name: sql}`` for ``sql/<backend>.sql``; blocks start with ``-- name --``."""
-    sql = resources.files("zombietop.store").joinpath("sql", f"{backend}.sql")
+def load(backend: str, package: str = "zombietop.store") -> dict[str, str]:
+    """Return ``{name: sql}`` for ``sql/<backend>.sql`` in ``package``; blocks start with
+    ``-- name --``."""
+    sql = resources.files(package).joinpath("sql", f"{backend}.sql")
     text = sql.read_text(encoding="utf-8")
     pieces = _NAME.split(text)
     # pieces = [preamble, name1, body1, name2, body2, ...]

@@ -25,11 +25,10 @@ from zombietop.actions import ActionKind
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.errors import ConfigError, SourceError
-from zombietop.locations import check_source_url
 from zombietop.model import Health
 from zombietop.monitor import Monitor, Snapshot
 from zombietop.procs import PsutilProbe, this_host
-from zombietop.sources import Capability
+from zombietop.sources import Capability, check_source_url
 from zombietop.sources.airflow import AirflowSource, airflow_task_id
 from zombietop.store.sqlite import SQLiteStore
 

@@ -1,25 +1,39 @@
-"""The source interface without an engine: clocks, holds, limits and the no-expiry lease."""
+"""The source interface without an engine: the table of engines, clocks, holds, limits and the
+no-expiry lease."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+import textwrap
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 
-from zombietop.actions import ActionKind
+import pytest
+
+from zombietop.actions import ActionKind, ActionRequest, Outcome
 from zombietop.classify import classify
 from zombietop.clock import FakeClock
 from zombietop.config import Limits, default_config, default_limits, load_config
+from zombietop.errors import SourceError
+from zombietop.executor import Executor
 from zombietop.model import EventKind, Health, Heartbeat, Lease, Task, TaskRecord, TaskState
+from zombietop.monitor import Monitor
+from zombietop.source_actions import SourceActions
 from zombietop.sources import (
+    ENGINES,
     Capability,
     JudgingConfig,
     Origin,
     SourceRecord,
+    check_source_url,
+    open_source,
     read_holds,
     read_sources,
     shifted,
 )
 from zombietop.sources.airflow import AirflowSource
+from zombietop.sources.registry import engine, engines
 from zombietop.store.sqlite import SQLiteStore
 
 NOW = 1_796_000_000.0
@@ -148,3 +162,119 @@ async def test_holds_are_read_from_zombietops_events(tmp_path) -> None:
     finally:
         await store.close()
     assert holds == {"a/b/c": (NOW, "watchdog@h", "stalled: late")}
+
+
+MEMORY_ENGINE = """
+from zombietop.errors import SourceError
+from zombietop.executor import Executor
+from zombietop.sources.base import Engine
+
+
+class MemorySource:
+    def __init__(self, url, *, heartbeat_timeout=None):
+        self.url, self.heartbeat_timeout = url, heartbeat_timeout
+
+
+def check_url(url):
+    if not url.partition("://")[2]:
+        raise SourceError(f"source {url!r}: no list name; use memory+list://NAME")
+    return url
+
+
+ENGINE = Engine(
+    kind="memory",
+    schemes=("memory+list",),
+    forms=("memory+list://NAME",),
+    check_url=check_url,
+    make=MemorySource,
+)
+"""
+
+
+@pytest.fixture
+def memory_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A new engine as README's "Adding a source" says: its module, and one line in the table."""
+    name = "zt_memory_engine"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(MEMORY_ENGINE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(ENGINES, "memory", name)
+    yield name
+    sys.modules.pop(name, None)
+
+
+def test_every_engine_in_the_table_declares_itself() -> None:
+    assert ENGINES, "the table names no engine"
+    for kind in ENGINES:
+        found = engine(kind)
+        assert found.kind == kind
+        assert found.schemes and all(s.startswith(f"{kind}+") for s in found.schemes)
+        assert found.forms and all(f.split("://")[0] in found.schemes for f in found.forms)
+
+
+def test_a_new_engine_is_its_module_and_one_line(memory_engine: str, tmp_path: Path) -> None:
+    source = open_source("memory+list://jobs", heartbeat_timeout=30.0)
+    assert type(source).__module__ == memory_engine
+    assert (source.url, source.heartbeat_timeout) == ("memory+list://jobs", 30.0)
+    # The engine checks its own URLs, with its own words.
+    with pytest.raises(SourceError, match=r"^source 'memory\+list://': no list name; use"):
+        check_source_url("memory+list://")
+    # The config takes its URLs with no change of its own.
+    path = tmp_path / "config.toml"
+    path.write_text('[[sources]]\nurl = "memory+list://jobs"\n')
+    assert [s.url for s in load_config(path).sources] == ["memory+list://jobs"]
+
+
+@pytest.mark.parametrize("url", ["mysql://db/airflow", "airflow+mssql://db", "no-scheme"])
+def test_an_unknown_kind_lists_every_scheme_in_the_table(memory_engine: str, url: str) -> None:
+    with pytest.raises(SourceError) as raised:
+        check_source_url(url)
+    message = str(raised.value)
+    assert message.startswith(f"source {url!r}: unknown kind; zombietop reads these kinds")
+    schemes = [scheme for found in engines() for scheme in found.schemes]
+    assert "memory+list" in schemes
+    assert ", ".join(schemes) in message
+    assert "memory+list://NAME" in message
+
+
+def test_an_unknown_kind_hides_the_password() -> None:
+    with pytest.raises(SourceError) as raised:
+        check_source_url("mysql://zombietop:secret@db/airflow")
+    assert "secret" not in str(raised.value)
+    assert "'mysql://zombietop:***@db/airflow'" in str(raised.value)
+
+
+def test_a_table_line_whose_module_declares_no_engine_says_which(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "zt_no_engine.py").write_text("ENGINE = None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(ENGINES, "none", "zt_no_engine")
+    try:
+        with pytest.raises(RuntimeError, match="zt_no_engine declares no ENGINE of kind 'none'"):
+            check_source_url("none+x://y")
+    finally:
+        sys.modules.pop("zt_no_engine", None)
+
+
+async def test_only_a_kill_is_carried_out_on_a_source_task_whatever_the_source_refuses(
+    tmp_path: Path,
+) -> None:
+    """FakeSource refuses nothing: a resume of its task is still refused, never tried."""
+    clock = FakeClock(NOW)
+    store = await SQLiteStore.open(tmp_path / "z.db", create=True, clock=clock)
+    try:
+        monitor = Monitor(
+            store, default_config(), clock=clock, sources=[FakeSource(0.0, [_record()])]
+        )
+        await monitor.poll()
+        request = ActionRequest(
+            kind=ActionKind.RESUME, task_id="dag/t/run", expected_token=1, actor="me"
+        )
+        done = await SourceActions(monitor, Executor(store, default_config())).run(request)
+    finally:
+        await store.close()
+    assert done.outcome is Outcome.REFUSED
+    assert done.message == (
+        "dag/t/run is a task of fake://one: zombietop does nothing to a source's tasks but kill "
+        "their process; resume it in the engine itself"
+    )

@@ -10,12 +10,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from zombietop.config import Config, SourceSettings, load_config, resolve_config_path
-from zombietop.locations import (
-    SOURCES_ENV,
-    check_source_url,
-    default_store_path,
-    store_location,
-)
+from zombietop.locations import SOURCES_ENV, default_store_path, store_location
+from zombietop.sources import check_source_url
 
 EXIT_OK, EXIT_NOT_DONE, EXIT_ERROR = 0, 1, 2
 """Done; asked but not (yet) done (a kill an agent must carry out); failed or misused."""
@@ -53,7 +49,7 @@ def source_flags() -> argparse.ArgumentParser:
         action="append",
         default=argparse.SUPPRESS,
         metavar="URL",
-        help="also read an engine's tasks from its database, read-only (repeatable): "
+        help="also read an engine's tasks from its database, read-only (repeatable), e.g. "
         "airflow+sqlite:///PATH or airflow+postgresql://USER@HOST/DB",
     )
     return flags
