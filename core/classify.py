@@ -14,14 +14,20 @@ from functools import partial
 
 from zombietop.config import Limits
 from zombietop.durations import format_age, format_duration
-from zombietop.model import BudgetFlag, Health, Heartbeat, Lease, ProcessSample, Task, TaskState
+from zombietop.model import (
+    BudgetFlag,
+    Health,
+    Heartbeat,
+    Lease,
+    ProcessSample,
+    RowOrder,
+    Task,
+    TaskState,
+)
 
 INF = float("inf")
 # An I/O-idle process is worth mentioning in the context line after this long.
 IO_IDLE_WORTH_SAYING = 60.0
-ASK_A_HUMAN = frozenset(
-    {Health.DEAD, Health.RECLAIMABLE, Health.STALLED, Health.QUARANTINED, Health.INTERRUPTED}
-)
 _FINISHED_HEALTH = {
     TaskState.SUCCEEDED: Health.SUCCEEDED,
     TaskState.FAILED: Health.FAILED,
@@ -487,7 +493,7 @@ def _context(
     if task.state is TaskState.INTERRUPTED:
         parts.append(f"checkpoint {task.checkpoint}" if task.checkpoint else "no checkpoint")
     line = f"{head} " + ", ".join(parts)
-    if health in ASK_A_HUMAN:
+    if health.asks_a_human:
         line += " - resume or discard"
     return line
 
@@ -525,25 +531,20 @@ def _process_words(process: ProcessSample) -> str:
     return words
 
 
-SILENCE_ORDERED = frozenset({Health.DEAD, Health.RECLAIMABLE, Health.STALLED})
-"""Healths whose rows sort longest without a heartbeat first."""
-FLAT_ORDERED = frozenset({Health.SPINNING})
-"""Healths whose rows sort longest flat first: they beat, so their silence is no order at all.
-Every other health sorts by task id."""
-
-
 def sort_key(task_id: str, verdict: Verdict) -> tuple[int, float, str]:
-    """Most urgent first; within a silent health the longest without a heartbeat first, within
-    ``spinning`` the longest flat first; then by id, so rows keep their place as they beat.
+    """Most urgent first; then as the health's ``order`` says (the longest without a heartbeat
+    first, or the longest without progress first); then by id, so rows keep their place as
+    they beat.
 
     Ordered by a moment (when the heartbeat was written, when progress last moved), not by an
     age, so verdicts reached at different moments sort together; a task without that moment
     comes after those with it.
     """
     health = verdict.health
-    if health in SILENCE_ORDERED:
+    order = health.order
+    if order is RowOrder.SILENCE:
         moment = verdict.heartbeat_at
-    elif health in FLAT_ORDERED:
+    elif order is RowOrder.FLAT:
         moment = verdict.progress_changed_at
     else:
         return (health.rank, 0.0, task_id)

@@ -261,7 +261,7 @@ class IncidentBook:
         """Resume a dead or reclaimable task of a step type with ``auto_retry = true``, within
         its retry limit, with a backoff that doubles each attempt."""
         limits = view.limits
-        if not limits.auto_retry or view.health not in (Health.DEAD, Health.RECLAIMABLE):
+        if not limits.auto_retry or not view.health.retryable:
             return
         task, incident = view.task, self.incidents[view.task_id]
         if task.attempt >= limits.max_retries:

@@ -174,14 +174,10 @@ def _progress_or_upstream(view: TaskView, now: float, note: RowNote | None) -> T
     return _progress(view, now, note)
 
 
-GOING_WELL = frozenset({Health.HEALTHY, Health.STARTING, Health.QUEUED})
-"""Upstream healths a task merely waits behind; behind any other it is blocked."""
-
-
 def upstream_text(waiting_on: Sequence[tuple[str, Health]]) -> Text:
     """``blocked by export-2031 (stalled)``, ``after ingest-5119 (healthy) +1``."""
     upstream, health = waiting_on[0]
-    blocked = next(((u, h) for u, h in waiting_on if h not in GOING_WELL), None)
+    blocked = next(((u, h) for u, h in waiting_on if h.blocks_dependents), None)
     if blocked is not None:
         upstream, health = blocked
     text = Text(

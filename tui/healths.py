@@ -43,22 +43,6 @@ STYLES: dict[Health, str] = {
     Health.DISCARDED: "dim",
 }
 
-ACTIVE_HEALTHS = tuple(
-    h for h in Health if h not in (Health.SUCCEEDED, Health.FAILED, Health.DISCARDED)
-)
-FINISHED_HEALTHS = (Health.SUCCEEDED, Health.FAILED, Health.DISCARDED)
-ATTENTION_HEALTHS = frozenset(
-    {
-        Health.DEAD,
-        Health.RECLAIMABLE,
-        Health.STALLED,
-        Health.SPINNING,
-        Health.QUARANTINED,
-        Health.INTERRUPTED,
-    }
-)
-"""Healths a wall screen lists as offenders."""
-
 ALL_CLEAR = "✓ all clear: nothing needs a human"
 
 
@@ -88,5 +72,5 @@ def all_clear(snapshot: Snapshot) -> bool:
         snapshot.taken_at is not None
         and not snapshot.quarantined
         and not snapshot.missed
-        and not any(snapshot.counts.get(health, 0) for health in ATTENTION_HEALTHS)
+        and not any(n for health, n in snapshot.counts.items() if health.needs_attention)
     )

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from zombietop.classify import ASK_A_HUMAN
 from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.output import LastOutput, with_last_output
@@ -95,7 +94,7 @@ def page_line(view: TaskView, last_output: LastOutput | None, now: float) -> str
     """The task's one-line context as the watchdog pages it: a task that needs a human ends
     with its last output and how old that is."""
     line = view.verdict.context(now)
-    if view.health in ASK_A_HUMAN:
+    if view.health.asks_a_human:
         line = with_last_output(line, last_output, now)
     return line
 

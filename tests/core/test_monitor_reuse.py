@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import zombietop.monitor as monitor_module
+import zombietop.reuse as reuse_module
 from tests.core.test_monitor import running
 from tests.stores import open_kill_for_test
 from zombietop.clock import FakeClock
@@ -18,7 +18,8 @@ from zombietop.config import default_config
 from zombietop.errors import ZombietopError
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import ProcessSample, Task, TaskRecord, TaskState
-from zombietop.monitor import Monitor, Snapshot, _Kept, build_snapshot
+from zombietop.monitor import Monitor, Snapshot, build_snapshot
+from zombietop.reuse import KeptSnapshot
 from zombietop.store import Store
 
 
@@ -238,15 +239,15 @@ async def test_judging_only_what_changed_agrees_with_classifying_afresh(
     waiting behind upstream, with local processes appearing, dying and vanishing: at every
     step a reusing monitor on a store of its own shows what a fresh one shows."""
     followed = []
-    follow = _Kept.follow
+    follow = KeptSnapshot.follow
 
-    def counting(kept: _Kept, *args: Any) -> Snapshot:
+    def counting(kept: KeptSnapshot, *args: Any) -> Snapshot:
         followed.append(True)
         return follow(kept, *args)
 
-    monkeypatch.setattr(_Kept, "follow", counting)
+    monkeypatch.setattr(KeptSnapshot, "follow", counting)
     if seed == 2:
-        monkeypatch.setattr(monitor_module, "_DUE_SLACK", -(10**6))  # rebuild its heap each poll
+        monkeypatch.setattr(reuse_module, "_DUE_SLACK", -(10**6))  # rebuild its heap each poll
     config = replace(default_config(), finished_window=2000.0)
     rng = random.Random(seed)
     probe = ScriptedProbe()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from zombietop.monitor import build_snapshot
-from zombietop.tui.healths import ATTENTION_HEALTHS, GLYPHS
+from zombietop.tui.healths import GLYPHS
 from zombietop.tui.sample import NOW, sample_config, sample_snapshot, synthetic_records
 from zombietop.tui.widgets.offenders import ALL_CLEAR, offender_lines
 
@@ -18,7 +18,7 @@ def _said(snapshot_now: float, views: object) -> list[str]:
 
 def test_the_most_urgent_that_fit_come_first_and_the_last_line_counts_the_rest() -> None:
     snapshot = sample_snapshot()
-    offending = [view for view in snapshot.tasks if view.health in ATTENTION_HEALTHS]
+    offending = [view for view in snapshot.tasks if view.health.needs_attention]
     assert len(offending) == 6
     lines = offender_lines(snapshot, CONSOLE, 60, 8)
     assert len(lines) <= 8
@@ -34,13 +34,13 @@ def test_the_most_urgent_that_fit_come_first_and_the_last_line_counts_the_rest()
 
 def test_every_offender_that_fits_is_listed_without_a_count() -> None:
     snapshot = sample_snapshot()
-    offending = [view for view in snapshot.tasks if view.health in ATTENTION_HEALTHS]
+    offending = [view for view in snapshot.tasks if view.health.needs_attention]
     lines = offender_lines(snapshot, CONSOLE, 200, 40)
     assert [line.plain for line in lines] == _said(NOW, offending)
 
 
 def test_a_fleet_with_no_offender_says_so() -> None:
     snapshot = build_snapshot(NOW, synthetic_records(50), sample_config(), {})
-    assert not any(view.health in ATTENTION_HEALTHS for view in snapshot.tasks)
+    assert not any(view.health.needs_attention for view in snapshot.tasks)
     lines = offender_lines(snapshot, CONSOLE, 200, 12)
     assert [line.plain for line in lines] == [ALL_CLEAR]

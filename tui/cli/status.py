@@ -11,11 +11,10 @@ import shutil
 import sys
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, replace
-from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from zombietop.classify import ASK_A_HUMAN, classify, format_progress
+from zombietop.classify import classify, format_progress
 from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.errors import MissingExtra, ZombietopError
@@ -25,6 +24,7 @@ from zombietop.model import (
     Ack,
     AgentPresence,
     Health,
+    NagiosLevel,
     ProcessSample,
     Silence,
     TaskState,
@@ -41,18 +41,8 @@ from zombietop.store import Store, open_store
 from zombietop.store.interface import FinishedKey
 from zombietop.tui.cli.context import context_of
 
-
-class Level(IntEnum):
-    """How ``status`` exits: the Nagios plugin API, which every monitoring system reads."""
-
-    OK = 0
-    """Nothing needs a human."""
-    WARNING = 1
-    """A task is spinning or over one of its budgets, or a schedule runs long: look soon."""
-    CRITICAL = 2
-    """A task is dead, stalled or reclaimable, or a schedule missed: act now."""
-    UNKNOWN = 3
-    """The store or the config could not be read: zombietop cannot say."""
+Level = NagiosLevel
+"""How ``status`` exits: the Nagios plugin API, which every monitoring system reads."""
 
 
 def level(snapshot: Snapshot) -> Level:
@@ -61,17 +51,18 @@ def level(snapshot: Snapshot) -> Level:
     Acks and silences change who is paged, never the state: a silenced stall is still CRITICAL,
     as a Nagios downtime leaves a host DOWN.
     """
-    if snapshot.paging or snapshot.missed:
-        return Level.CRITICAL
-    if any(_warns(view) for view in snapshot.tasks) or any(
-        view.health is ScheduleHealth.RUNNING_LONG for view in snapshot.schedules
-    ):
-        return Level.WARNING
-    return Level.OK
+    levels = [_level_of(view) for view in snapshot.tasks]
+    if snapshot.missed:
+        levels.append(Level.CRITICAL)
+    if any(view.health is ScheduleHealth.RUNNING_LONG for view in snapshot.schedules):
+        levels.append(Level.WARNING)
+    return max(levels, default=Level.OK)
 
 
-def _warns(view: TaskView) -> bool:
-    return view.health is Health.SPINNING or bool(view.verdict.flags)
+def _level_of(view: TaskView) -> Level:
+    """The task's health's level; a task over one of its budgets is at least a WARNING."""
+    health_level = view.health.nagios_level
+    return max(health_level, Level.WARNING) if view.verdict.flags else health_level
 
 
 def _human_lines(
@@ -82,7 +73,7 @@ def _human_lines(
     lines = []
     for view in views:
         line = view.verdict.context(now)
-        if view.health in ASK_A_HUMAN:
+        if view.health.asks_a_human:
             line = with_last_output(line, outputs.get(view.task_id), now)
         lines.append(line)
     return lines
@@ -95,15 +86,14 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
     """
     state = level(snapshot)
     urgent = [view for view in snapshot.tasks if view.health.pages]
-    warned = [view for view in snapshot.tasks if _warns(view) and not view.health.pages]
+    warned = [view for view in snapshot.tasks if _level_of(view) is Level.WARNING]
     over = sum(1 for view in snapshot.tasks if view.verdict.flags)
     found = [f"{snapshot.counts[h]} {h}" for h in Health if h.pages and snapshot.counts[h]]
     if snapshot.missed:
         found.append(f"{snapshot.missed} schedule{'s' if snapshot.missed > 1 else ''} missed")
     if snapshot.silenced:
         found.append(f"{snapshot.silenced} silenced")
-    if snapshot.counts[Health.SPINNING]:
-        found.append(f"{snapshot.counts[Health.SPINNING]} spinning")
+    found.extend(f"{snapshot.counts[h]} {h}" for h in Health if h.warns and snapshot.counts[h])
     if over:
         found.append(f"{over} over budget")
     summary = ", ".join(found) or f"{len(snapshot.tasks)} tasks, none stuck"

@@ -11,15 +11,8 @@ from textual.containers import Grid
 from textual.screen import Screen
 from textual.widgets import Footer, Label
 
-from zombietop.tui.healths import (
-    ACTIVE_HEALTHS,
-    ALL_CLEAR,
-    ATTENTION_HEALTHS,
-    FINISHED_HEALTHS,
-    all_clear,
-    count_of,
-    health_count,
-)
+from zombietop.model import Health
+from zombietop.tui.healths import ALL_CLEAR, all_clear, count_of, health_count
 from zombietop.tui.messages import ScreenReady
 from zombietop.tui.screen_state import ScreenState
 from zombietop.tui.widgets.banner import Banner
@@ -80,8 +73,9 @@ class WallScreen(Screen[None]):
         yield Banner()
         yield Label(ALL_CLEAR, id="all-clear")
         with Grid(id="cards"):
-            for health in ACTIVE_HEALTHS:
-                yield HealthCard(health)
+            for health in Health:
+                if not health.finished:
+                    yield HealthCard(health)
             yield TextLines(id="finished")
         yield Offenders()
         if self.back:
@@ -113,13 +107,14 @@ class WallScreen(Screen[None]):
         self.set_class(clear, "-all-clear")
         for card in self.query(HealthCard):
             card.count = count_of(snapshot, card.health)
-            card.display = not (clear and card.health in ATTENTION_HEALTHS)
+            card.display = not (clear and card.health.needs_attention)
         # Each count as a span of its line, as in the header (a line's own style would take
         # the terminal's green and red, not the theme's).
         self.query_one("#finished", TextLines).show_lines(
             [
                 Text.assemble(health_count(health, count_of(snapshot, health)))
-                for health in FINISHED_HEALTHS
+                for health in Health
+                if health.finished
             ]
         )
         self.query_one(Offenders).show(snapshot)

@@ -15,14 +15,7 @@ from zombietop.monitor import Snapshot
 from zombietop.printable import printable
 from zombietop.schedules import ScheduleHealth
 from zombietop.tui.cells import ACKED, MARKS, SILENCED
-from zombietop.tui.healths import (
-    ACTIVE_HEALTHS,
-    ALL_CLEAR,
-    FINISHED_HEALTHS,
-    all_clear,
-    count_of,
-    health_count,
-)
+from zombietop.tui.healths import ALL_CLEAR, all_clear, count_of, health_count
 from zombietop.tui.untrusted import printable_text
 from zombietop.tui.widgets.text_lines import TextLines
 
@@ -128,8 +121,8 @@ class StatusHeader(TextLines):
             shown_healths = [h for h in Health if counts[h]]
             items = [Text(ALL_CLEAR, style="bold green")]
         else:
-            finished = [h for h in FINISHED_HEALTHS if counts[h]]
-            shown_healths, items = [*ACTIVE_HEALTHS, *finished], []
+            shown_healths = [h for h in Health if not h.finished or counts[h]]
+            items = []
         items += [health_count(health, counts[health]) for health in shown_healths]
         # Wrap between counts, never inside one ("interrupted" alone on a line reads wrong).
         width = max(self.size.width - 2, 20)

@@ -8,7 +8,7 @@ from textual.widget import Widget
 from textual.widgets import Digits, Label
 
 from zombietop.model import Health
-from zombietop.tui.healths import ATTENTION_HEALTHS, GLYPHS
+from zombietop.tui.healths import GLYPHS
 
 
 class HealthCard(Widget):
@@ -57,6 +57,4 @@ class HealthCard(Widget):
         self.query_one(Digits).update(str(count))
         self.set_class(count == 0, "-zero")
         self.set_class(count > 0 and self.health.pages, "-alarm")
-        self.set_class(
-            count > 0 and not self.health.pages and self.health in ATTENTION_HEALTHS, "-warn"
-        )
+        self.set_class(count > 0 and not self.health.pages and self.health.needs_attention, "-warn")

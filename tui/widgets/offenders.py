@@ -10,7 +10,7 @@ from rich.text import Text
 from zombietop.monitor import Snapshot
 from zombietop.printable import printable
 from zombietop.tui.cells import mark_text, oncall_marks
-from zombietop.tui.healths import ALL_CLEAR, ATTENTION_HEALTHS, GLYPHS, STYLES
+from zombietop.tui.healths import ALL_CLEAR, GLYPHS, STYLES
 from zombietop.tui.untrusted import printable_text
 from zombietop.tui.widgets.text_lines import TextLines
 
@@ -19,7 +19,7 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
     """The most urgent tasks' one-line contexts wrapped to ``width``, as many as fit in
     ``height`` lines; the last line then says how many more there are."""
     width = max(width, 1)
-    offending = sum(snapshot.counts.get(health, 0) for health in ATTENTION_HEALTHS)
+    offending = sum(n for health, n in snapshot.counts.items() if health.needs_attention)
     if not offending and not snapshot.missed:
         return list(Text(ALL_CLEAR, style="green").wrap(console, width))
     lines: list[Text] = []
@@ -29,7 +29,7 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
             lines.extend(said.wrap(console, width))
     now = snapshot.taken_at or 0.0
     # The snapshot is most urgent first, and these are the most urgent healths: its head.
-    worst = takewhile(lambda view: view.health in ATTENTION_HEALTHS, snapshot.tasks)
+    worst = takewhile(lambda view: view.health.needs_attention, snapshot.tasks)
     for index, view in enumerate(worst):
         said = Text.assemble(
             (f"{GLYPHS[view.health]} ", STYLES[view.health]),

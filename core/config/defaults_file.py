@@ -1,0 +1,140 @@
+"""``zombietop config init``: the default config as a TOML file, with comments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from zombietop.config.settings import (
+    METRICS_EXAMPLE,
+    MONITOR_DEFAULTS,
+    ONCALL_DEFAULTS,
+    STAGE_KILL_FACTOR,
+    STORE_DEFAULTS,
+    THRESHOLD_DEFAULTS,
+    TIMEOUT_DEFAULTS,
+    WATCH_DEFAULTS,
+)
+from zombietop.durations import format_duration
+from zombietop.errors import ConfigError
+from zombietop.extras import require
+
+
+def render_defaults() -> str:
+    """Return the default config as TOML (written with tomli-w), with comments between sections."""
+    require("`zombietop config init`", "tomli_w")
+    import tomli_w
+
+    return "\n".join(
+        [*_runtime_sections(tomli_w.dumps), *COMMENTED_EXAMPLES, *_limit_sections(tomli_w.dumps)]
+    )
+
+
+Dumps = Callable[[Mapping[str, Any]], str]
+"""``tomli_w.dumps``, passed in: tomli-w is an extra, imported only by ``config init``."""
+
+
+def _runtime_sections(dumps: Dumps) -> list[str]:
+    """The head, then [store], [monitor], [watch] and [oncall], with their defaults."""
+    monitor = {k: format_duration(v) for k, v in MONITOR_DEFAULTS.items()}
+    watch: dict[str, Any] = {k: format_duration(v) for k, v in WATCH_DEFAULTS.items()}
+    watch["stage_kill_factor"] = STAGE_KILL_FACTOR
+    watch["renotify"] = watch.pop("renotify")
+    oncall = {k: format_duration(v) for k, v in ONCALL_DEFAULTS.items()}
+    store = {k: format_duration(v) for k, v in STORE_DEFAULTS.items()}
+    return [
+        '# zombietop configuration. Durations: ms, s, m, h, d ("90s", "15m", "1h30m").',
+        "# `zombietop config check` validates this file; unknown keys are errors.",
+        "",
+        "# The store: path is a SQLite file or a postgresql:// URL (--db and $ZOMBIETOP_DB",
+        "# come first; with none, a file in the XDG state dir). Finished tasks older than",
+        "# keep_finished leave it with their events and heartbeats, a few at a time, unless",
+        "# something still needs them (an open incident, a task waiting behind them, a kill,",
+        "# an ack); the watchdog prunes, or the agents where no watchdog runs. At least",
+        '# [monitor] finished_window; "0s": keep every task.',
+        dumps({"store": store}) + '# path = "/var/lib/zombietop/zombietop.db"\n',
+        "# How often the dashboard and the watchdog poll the store, and how long",
+        "# finished tasks stay on screen.",
+        dumps({"monitor": monitor}),
+        "# The headless watchdog (`zombietop watch`): how often it looks, how often it sends",
+        "# the digest of spinning tasks, after how many stage timeouts in one stage it kills",
+        "# gracefully (the first overrun only pages; 0 never kills), how often an open",
+        '# incident nobody acked or silenced is paged again ("2nd notice"; "0s": never), and',
+        "# where it serves Prometheus metrics (HOST:PORT, at /metrics; off unless set).",
+        dumps({"watch": watch}) + f'# metrics = "{METRICS_EXAMPLE}"\n',
+        "# The on-call loop: how long an ack lasts unless told (`zombietop ack --for`, the",
+        "# dashboard's `a`), and the longest a silence may be set for (every silence ends).",
+        dumps({"oncall": oncall}),
+    ]
+
+
+COMMENTED_EXAMPLES = (
+    "# Schedules: a step expected to start at cron times (five fields, read in tz, an",
+    "# IANA zone, default UTC). No task of the step started within grace of a fire time:",
+    "# missed (paged like a stall, status exits 2). A run still going at the next fire",
+    "# time, or past max_runtime (optional): running_long.",
+    "# [schedules.nightly-export]",
+    '# step = "export"',
+    '# cron = "30 2 * * *"',
+    '# tz = "Europe/Berlin"',
+    '# grace = "10m"',
+    '# max_runtime = "3h"',
+    "",
+    "# Where pages go; every channel configured gets every page, retried with backoff.",
+    "# [notify]",
+    '# command = ["/usr/local/bin/page-oncall"]  # the line on stdin, in $ZOMBIETOP_PAGE',
+    '# webhook = "https://hooks.slack.com/services/..."   # JSON POST, {"text": line}',
+    '# apprise = ["pagerduty://KEY@ROUTING", "mailto://user:pass@example.com"]',
+    "# digest_after = 20  # past this many task pages at one look: digests by health, host",
+    "",
+    "# `zombietop agent` carries out what other hosts ask only for its own OS user and",
+    "# for the users listed here; every request it refuses is an event.",
+    "# [agent]",
+    '# allow = ["deploy"]',
+    "",
+)
+"""[schedules], [notify] and [agent] have no defaults: the file shows an example of each,
+commented out."""
+
+
+def _limit_sections(dumps: Dumps) -> list[str]:
+    """[thresholds] and [timeouts] with their defaults, and an example of [step_types]."""
+    thresholds = {k: format_duration(v) for k, v in THRESHOLD_DEFAULTS.items()}
+    timeouts = {k: format_duration(v) for k, v in TIMEOUT_DEFAULTS.items()}
+    return [
+        "# Detection. heartbeat_interval: how often `zombietop run` and the SDK beat, renew.",
+        "# No heartbeat for heartbeat_timeout -> stalled; lease not renewed for lease_ttl ->",
+        "# reclaimable; no progress for progress_timeout -> spinning; no first heartbeat",
+        "# within start_grace -> stalled. Rules: heartbeat_interval x 2 <= heartbeat_timeout",
+        "# < lease_ttl, and heartbeat_timeout < progress_timeout.",
+        dumps({"thresholds": thresholds}),
+        "# Layered budgets, inner strictly shorter than outer: request < stage < task.",
+        "# A stage overrun pages and a second overrun kills (SIGTERM, kill_grace, SIGKILL);",
+        "# a task overrun is only logged, because a checkpoint can resume it.",
+        dumps({"timeouts": timeouts}),
+        "# Per step type, any key above plus resume_command / compensate_command",
+        "# (argument lists with {task_id} and {checkpoint}), and auto_retry = true for",
+        "# idempotent work the watchdog may retry by itself (max_retries attempts in all,",
+        "# retry_backoff before the first, doubling after):",
+        "#",
+        "# [step_types.export]",
+        '# stage = "45m"',
+        '# resume_command = ["my-engine", "resume", "{task_id}", "--from", "{checkpoint}"]',
+        "",
+    ]
+
+
+def write_defaults(path: Path, *, force: bool = False) -> None:
+    """Write the default config to ``path``; refuse to overwrite unless ``force``."""
+    if path.exists() and not path.is_file():
+        # Writing to a FIFO would block until someone reads it, and a device is no config.
+        raise ConfigError(f"{path} is not a regular file; give the path of a file to write")
+    if path.exists() and not force:
+        raise ConfigError(f"{path} already exists; pass --force to overwrite it")
+    text = render_defaults()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write config ({exc.strerror})") from None

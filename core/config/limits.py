@@ -1,0 +1,135 @@
+"""Thresholds and timeouts: the global set and each step type's, each section applied over
+the values before it, and the rules between them checked."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from zombietop.config.settings import (
+    DEFAULT_SOURCE,
+    DURATION_KEYS,
+    STEP_ONLY_KEYS,
+    THRESHOLD_DEFAULTS,
+    TIMEOUT_DEFAULTS,
+    Limits,
+    default_limits,
+)
+from zombietop.config.values import (
+    read_command,
+    read_duration,
+    read_whole,
+    section_table,
+    unknown_key,
+    where,
+)
+from zombietop.durations import format_duration
+from zombietop.errors import ConfigError
+
+
+def apply_section(
+    base: Limits, path: Path | None, section: str, table: Mapping[str, Any], allowed: list[str]
+) -> Limits:
+    """Return ``base`` with the keys of ``table`` (the section ``section``) over it, each value
+    checked and noted as coming from that section."""
+    changes: dict[str, Any] = {}
+    sources = dict(base.sources)
+    label = f"{where(path)} [{section}]"
+    for key, value in table.items():
+        if key not in allowed:
+            raise unknown_key(path, section, key, allowed)
+        if key in DURATION_KEYS:
+            changes[key] = read_duration(path, section, key, value, family="limits")
+        elif key == "retry_backoff":
+            changes[key] = read_duration(path, section, key, value, family="step_types")
+        elif key == "max_retries":
+            changes[key] = read_whole(path, section, key, value, family="step_types")
+        elif key == "auto_retry":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{label}: auto_retry must be true or false, not {value!r}")
+            changes[key] = value
+        else:
+            changes[key] = read_command(path, section, key, value)
+        sources[key] = label
+    return replace(base, **changes, sources=sources)
+
+
+def read_limits(path: Path | None, data: Mapping[str, Any]) -> tuple[Limits, dict[str, Limits]]:
+    """The global limits ([thresholds] and [timeouts] over the defaults) and each step type's
+    ([step_types.NAME] over the global ones), each set checked against ``RULES``."""
+    limits = default_limits()
+    limits = apply_section(
+        limits,
+        path,
+        "thresholds",
+        section_table(path, data, "thresholds"),
+        list(THRESHOLD_DEFAULTS),
+    )
+    limits = apply_section(
+        limits, path, "timeouts", section_table(path, data, "timeouts"), list(TIMEOUT_DEFAULTS)
+    )
+    validate(limits, path, None)
+
+    step_types: dict[str, Limits] = {}
+    allowed = [*DURATION_KEYS, *STEP_ONLY_KEYS]
+    for name, table in section_table(path, data, "step_types").items():
+        section = f"step_types.{name}"
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{where(path)}: [{section}] must be a table of overrides")
+        merged = apply_section(replace(limits, step_type=name), path, section, table, allowed)
+        validate(merged, path, name)
+        step_types[name] = merged
+    return limits, step_types
+
+
+# (inner, outer, factor, strict, why): factor * inner must be < outer (or <= when not strict).
+RULES: tuple[tuple[str, str, float, bool, str], ...] = (
+    ("request", "stage", 1.0, True, "a request must time out before its stage does"),
+    ("stage", "task", 1.0, True, "a stage must time out before its task does"),
+    (
+        "heartbeat_interval",
+        "heartbeat_timeout",
+        2.0,
+        False,
+        "a task must be able to miss one beat without being called stalled",
+    ),
+    (
+        "heartbeat_timeout",
+        "lease_ttl",
+        1.0,
+        True,
+        "a silent task must be quarantined before its lease can be reclaimed",
+    ),
+    ("heartbeat_timeout", "progress_timeout", 1.0, True, "silence must be noticed before slowness"),
+    ("kill_grace", "stage", 1.0, True, "a kill's grace must fit inside a stage"),
+)
+
+
+def validate(limits: Limits, path: Path | None, step_type: str | None) -> None:
+    """Raise ``ConfigError`` naming the file, section, both keys and values of a broken rule."""
+    section = f"step_types.{step_type}" if step_type else None
+    for inner, outer, factor, strict, why in RULES:
+        a = getattr(limits, inner)
+        b = getattr(limits, outer)
+        ok = factor * a < b if strict else factor * a <= b
+        if ok:
+            continue
+        named = section or DURATION_KEYS[inner]
+        scaled = f" x {factor:g}" if factor != 1.0 else ""
+        relation = "shorter than" if strict else "at most"
+        raise ConfigError(
+            f'{where(path)} [{named}]: {inner} = "{format_duration(a)}"{scaled}'
+            f"{_origin(limits, inner, path, named)} must be {relation} "
+            f'{outer} = "{format_duration(b)}"{_origin(limits, outer, path, named)} ({why})'
+        )
+
+
+def _origin(limits: Limits, key: str, path: Path | None, section: str) -> str:
+    source = limits.source(key)
+    if source == f"{where(path)} [{section}]":
+        return ""
+    if source == DEFAULT_SOURCE:
+        return " (default)"
+    return " (from [" + source.rsplit("[", 1)[-1] + ")"

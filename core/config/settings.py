@@ -1,0 +1,237 @@
+"""The settings zombietop reads from config.toml, as frozen dataclasses, with their defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_SOURCE = "default"
+
+
+THRESHOLD_DEFAULTS: dict[str, float] = {
+    "heartbeat_interval": 10.0,
+    "heartbeat_timeout": 120.0,
+    "lease_ttl": 300.0,
+    "progress_timeout": 1800.0,
+    "start_grace": 60.0,
+}
+TIMEOUT_DEFAULTS: dict[str, float] = {
+    "request": 90.0,
+    "stage": 900.0,
+    "task": 21600.0,
+    "kill_grace": 30.0,
+}
+DURATION_KEYS = {
+    **{k: "thresholds" for k in THRESHOLD_DEFAULTS},
+    **{k: "timeouts" for k in TIMEOUT_DEFAULTS},
+}
+# Keys only a step type may set: how to resume or compensate work run by another engine.
+STEP_ONLY_KEYS = (
+    "resume_command",
+    "compensate_command",
+    "auto_retry",
+    "max_retries",
+    "retry_backoff",
+)
+MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
+STORE_DEFAULTS: dict[str, float] = {"keep_finished": 30 * 86400.0}
+"""``[store] keep_finished``: how long a finished task stays (0: for ever); see retention."""
+WATCH_DEFAULTS: dict[str, float] = {
+    "interval": 30.0,
+    "digest_every": 86400.0,
+    "renotify": 1800.0,
+}
+ONCALL_DEFAULTS: dict[str, float] = {"ack_for": 7200.0, "max_silence": 7 * 86400.0}
+SCHEDULE_GRACE = 300.0
+STAGE_KILL_FACTOR = 2.0
+NOTIFY_DEFAULTS: dict[str, float] = {"retry_backoff": 10.0, "timeout": 10.0}
+NOTIFY_MAX_ATTEMPTS = 8
+NOTIFY_DIGEST_AFTER = 20
+"""``[notify] digest_after``: when one round of the watchdog has more task pages of one kind
+than this, each group (by health and host) goes as one digest, not as one page per task."""
+METRICS_EXAMPLE = "127.0.0.1:9464"
+"""Where ``[watch] metrics`` would serve: this host only, on the port Prometheus lists for us."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """One effective set of thresholds and timeouts (global, or a step type after merging)."""
+
+    heartbeat_interval: float
+    heartbeat_timeout: float
+    lease_ttl: float
+    progress_timeout: float
+    start_grace: float
+    request: float
+    stage: float
+    task: float
+    kill_grace: float
+    resume_command: tuple[str, ...] | None = None
+    compensate_command: tuple[str, ...] | None = None
+    auto_retry: bool = False
+    max_retries: int = 3
+    """With auto_retry: how many attempts in all before the watchdog leaves it to a human."""
+    retry_backoff: float = 60.0
+    """With auto_retry: wait before the first retry, doubling for each one after."""
+    step_type: str | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Key -> where its value came from: ``default``, or a file and section."""
+
+    def source(self, key: str) -> str:
+        return self.sources.get(key, DEFAULT_SOURCE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListenAddress:
+    """Where an HTTP endpoint listens: a host (or address) and a port (0: any free port)."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+def parse_listen(text: str) -> ListenAddress:
+    """Read ``HOST:PORT``, ``[IPV6]:PORT`` or a bare ``PORT`` (which listens on loopback only).
+
+    Raise ``ValueError`` saying what a good one looks like.
+    """
+    example = f"e.g. {METRICS_EXAMPLE} (this host only) or 0.0.0.0:9464 (every interface)"
+    host, sep, port_text = text.strip().rpartition(":")
+    if not sep:
+        host, port_text = "127.0.0.1", text.strip()
+    elif host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"{text!r}: put an IPv6 address in brackets, e.g. [::1]:9464")
+    if not host or any(c.isspace() or c in "[]/" for c in host):
+        raise ValueError(f"{text!r} is not HOST:PORT; give the host too, {example}")
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"{text!r}: the port must be a number from 0 to 65535, {example}")
+    return ListenAddress(host=host, port=int(port_text))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchSettings:
+    """``[watch]``: how the headless watchdog runs."""
+
+    interval: float = WATCH_DEFAULTS["interval"]
+    digest_every: float = WATCH_DEFAULTS["digest_every"]
+    stage_kill_factor: float = STAGE_KILL_FACTOR
+    """Kill a task still in one stage after this many stage timeouts; 0 never kills."""
+    metrics: ListenAddress | None = None
+    """Serve Prometheus metrics here while the watchdog runs; None serves none."""
+    renotify: float = WATCH_DEFAULTS["renotify"]
+    """Page an open incident nobody acked or silenced again after this long; 0 never does."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OnCallSettings:
+    """``[oncall]``: acks and silences."""
+
+    ack_for: float = ONCALL_DEFAULTS["ack_for"]
+    """How long an ack lasts when nobody says (the dashboard's and ``zombietop ack``'s default)."""
+    max_silence: float = ONCALL_DEFAULTS["max_silence"]
+    """The longest a silence may last: every silence ends, so none is forgotten for good."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    """``[schedules.NAME]``: a step expected to start at cron times."""
+
+    name: str
+    step: str
+    cron: str
+    """Five fields: minute hour day-of-month month day-of-week."""
+    tz: str = "UTC"
+    """An IANA zone the cron times are read in (so 02:30 stays 02:30 across a DST change)."""
+    grace: float = SCHEDULE_GRACE
+    """How long after a fire time a run may start before the schedule is missed."""
+    max_runtime: float | None = None
+    """A run still going after this long shows ``running_long`` (None: only overlap does)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NotifySettings:
+    """``[notify]``: where pages go. Every configured channel gets every page."""
+
+    command: tuple[str, ...] | None = None
+    webhook: str | None = None
+    apprise: tuple[str, ...] = ()
+    retry_backoff: float = NOTIFY_DEFAULTS["retry_backoff"]
+    timeout: float = NOTIFY_DEFAULTS["timeout"]
+    max_attempts: int = NOTIFY_MAX_ATTEMPTS
+    digest_after: int = NOTIFY_DIGEST_AFTER
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.command or self.webhook or self.apprise)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSettings:
+    """``[agent]``: whom the agent on this host acts for besides its own user."""
+
+    allow: tuple[str, ...] = ()
+    """OS user names whose requests the agent carries out; its own user's always are."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSettings:
+    """One ``[[sources]]`` entry (or ``--source URL``): an engine's database to watch read-only."""
+
+    url: str
+    heartbeat_timeout: float | None = None
+    """None: the engine's own default (Airflow's task_instance_heartbeat_timeout, 300 s)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """Everything zombietop reads from ``config.toml``."""
+
+    path: Path | None
+    defaults: Limits
+    step_types: Mapping[str, Limits] = field(default_factory=dict)
+    store_path: Path | str | None = None
+    """A SQLite file, or a ``postgresql://`` URL (kept as a string)."""
+    keep_finished: float = STORE_DEFAULTS["keep_finished"]
+    """Seconds a finished task stays in the store before it is pruned (0: never pruned)."""
+    refresh: float = MONITOR_DEFAULTS["refresh"]
+    finished_window: float = MONITOR_DEFAULTS["finished_window"]
+    watch: WatchSettings = field(default_factory=WatchSettings)
+    notify: NotifySettings = field(default_factory=NotifySettings)
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    oncall: OnCallSettings = field(default_factory=OnCallSettings)
+    schedules: tuple[Schedule, ...] = ()
+    sources: tuple[SourceSettings, ...] = ()
+    written_at: float | None = None
+    """When the config file was last written (its mtime), None without one: a schedule it
+    holds cannot have been configured later, so its fire times since then are judged."""
+
+    def limits_for(self, step_type: str | None) -> Limits:
+        """Return the effective limits for a step type (the global set when it has none)."""
+        if step_type is not None and step_type in self.step_types:
+            return self.step_types[step_type]
+        return self.defaults
+
+
+def default_limits() -> Limits:
+    values = {**THRESHOLD_DEFAULTS, **TIMEOUT_DEFAULTS}
+    return Limits(
+        heartbeat_interval=values["heartbeat_interval"],
+        heartbeat_timeout=values["heartbeat_timeout"],
+        lease_ttl=values["lease_ttl"],
+        progress_timeout=values["progress_timeout"],
+        start_grace=values["start_grace"],
+        request=values["request"],
+        stage=values["stage"],
+        task=values["task"],
+        kill_grace=values["kill_grace"],
+    )
+
+
+def default_config() -> Config:
+    return Config(path=None, defaults=default_limits())
