@@ -80,7 +80,10 @@ class _Row:
 
 
 class TaskList(ScrollView, can_focus=True):
-    """Tasks one a line under a header row, with a cursor; ``show`` puts a poll's views in."""
+    """The tasks, one on each line, under a header row, with a cursor.
+
+    ``show`` puts in the views of one poll.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         # Enter opens the detail view (the screen handles Selected); say so in the footer.

@@ -51,8 +51,8 @@ def _changed_in_place(before: Text, after: Text) -> tuple[int, int] | None:
 
 
 class TextLines(Widget):
-    """Lines of text, one a row, shown with ``show_lines``; each is drawn once while it reads
-    the same. A line wider than the widget wraps, moving every line below it."""
+    """Lines of text, one on each row, shown with ``show_lines``. A line is drawn again only
+    when its text changes. A line wider than the widget wraps, moving every line below it."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
