@@ -1,10 +1,14 @@
 """The store: zombietop's own record of tasks, leases, heartbeats, events and pages.
 
 - ``interface``: the async API every backend implements (``Store``);
-- ``sql_store``: the logic and SQL both backends share;
+- ``sql_store``: the logic both backends share, composed from one module per concern
+  (``tasks``, ``leases``, ``beats``, ``events``, ``kills``, ``agents``, ``oncall``, ``paging``,
+  ``retention``) over ``sql_base``;
 - ``sqlite`` (the default, one file per host) and ``postgres`` (for fleets);
+- ``columns``: the columns of a joined task row, which the SQL and the reader share;
 - ``poll_cache``: what a poll has already read, so the next one reads only what changed;
-- ``queries``: the named SQL blocks of ``sql/``, one file per backend;
+- ``queries``: the named SQL blocks of ``sql/``: ``sql/common/<concern>.sql`` for the blocks both
+  backends share, ``sql/<backend>/<concern>.sql`` for the ones each writes its own way;
 - ``sqlite_inline``: SQLite statements on the caller's thread, for a loop of its own.
 """
 

@@ -1,55 +1,22 @@
-"""The columns both stores read, and the reader for one joined task row."""
+"""What a poll has already read, so the next one reads only what changed; and the reader of one
+joined task row (its columns are in ``columns``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from zombietop.model import (
-    Heartbeat,
-    Lease,
-    PendingKill,
-    PollChanges,
-    ProcessSample,
-    Task,
-    TaskRecord,
-)
-
-TASK_COLUMNS = (
-    "task_id run_id step step_type state attempt upstream host pid pid_start_time command cwd "
-    "checkpoint exit_code state_reason heartbeat_error heartbeat_error_at quarantined_at "
-    "quarantined_by quarantine_reason created_at claimed_at started_at finished_at updated_at "
-    "pid_boot_id pid_start_ticks"
-).split()
-LEASE_COLUMNS = "task_id owner token acquired_at renewed_at expires_at".split()
-HEARTBEAT_COLUMNS = (
-    "task_id stage progress counters checkpoint eta_s request_name request_started_at trace_id "
-    "reported_at written_at progress_changed_at stage_started_at seq source"
-).split()
-KILL_COLUMNS = (
-    "task_id pid pid_start_time pgid host requested_by term_sent_at deadline outcome finished_at "
-    "source pid_boot_id pid_start_ticks"
-).split()
-_PARTS = (
-    [f"l.{c} AS l_{c}" for c in LEASE_COLUMNS]
-    + [f"h.{c} AS h_{c}" for c in HEARTBEAT_COLUMNS]
-    + [f"k.{c} AS k_{c}" for c in KILL_COLUMNS]
-)
-_COLUMNS = ", ".join([f"t.{c}" for c in TASK_COLUMNS] + _PARTS)
-_KILL_COLUMNS = ", ".join(f"k.{c}" for c in KILL_COLUMNS)
-REQUEST_COLUMNS = (
-    "request_id task_id host kind expected_token actor reason requested_at claimed_by "
-    "claimed_at outcome message finished_at requester_uid requester source"
-).split()
-
+from zombietop.model import Heartbeat, Lease, PendingKill, PollChanges, Task, TaskRecord
+from zombietop.store.columns import HEARTBEAT_COLUMNS, KILL_COLUMNS, LEASE_COLUMNS, TASK_COLUMNS
 
 _T = len(TASK_COLUMNS)
 _L = _T + len(LEASE_COLUMNS)
 _H = _L + len(HEARTBEAT_COLUMNS)
 
 
-def record_from_row(row: Iterable[Any]) -> TaskRecord:
-    """Split one joined poll row (a sqlite3.Row or an asyncpg Record) into its parts."""
+def task_record(row: Iterable[Any]) -> TaskRecord:
+    """The task record of one joined row (``columns.TASK_RECORDS``; a sqlite3.Row or an
+    asyncpg Record), split into its parts."""
     return record_from_values(tuple(row))
 
 
@@ -200,34 +167,3 @@ class PollCache:
         else:
             self._finished.pop(task_id, None)
         return task_id
-
-
-def already_requested(kind: str, task_id: str, host: str) -> str:
-    """The refusal for a second request of the same action while one waits for an agent."""
-    return (
-        f"a {kind} of {task_id} is already waiting for the agent on {host}; "
-        "wait for it (zombietop status shows it)"
-    )
-
-
-def sample_params(
-    task_id: str, host: str, sample: ProcessSample, now: float, source: str | None = None
-) -> dict[str, Any]:
-    """The named parameters of ``upsert_process_sample`` (the same on both backends)."""
-    return {
-        "task_id": task_id,
-        "host": host,
-        "source": source,
-        "pid": sample.pid,
-        "alive": sample.alive,
-        "identity_ok": sample.identity_ok,
-        "status": sample.status,
-        "cpu_percent": sample.cpu_percent,
-        "rss_bytes": sample.rss_bytes,
-        "threads": sample.threads,
-        "io_idle_s": sample.io_idle_s,
-        "children": sample.children,
-        "create_time": sample.create_time,
-        "sampled_at": sample.sampled_at,
-        "now": now,
-    }

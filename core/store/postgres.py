@@ -5,6 +5,10 @@ reads the server's clock (``_now_in``), so a lease's expiry is judged by one clo
 fleet: a host whose own clock is off can neither steal a live lease nor keep an expired one.
 Events are written in the same transaction as the change they record; the schema is versioned
 and migrated on open.
+
+Its SQL is in ``sql/common/`` and ``sql/postgresql/`` (the schema in
+``sql/postgresql/migrations.sql``); the blocks write parameters as ``:name``, which this module
+turns into asyncpg's ``$n``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from zombietop.clock import Clock
 from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
 from zombietop.model import Task
 from zombietop.store import queries
-from zombietop.store.sql_store import Duplicate, SQLStore, fill_columns
+from zombietop.store.columns import fill_columns
+from zombietop.store.sql_base import Duplicate
+from zombietop.store.sql_store import SQLStore
 
 APPLICATION = "zombietop"
 CONNECT_TIMEOUT_S = 10.0

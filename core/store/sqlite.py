@@ -1,7 +1,8 @@
 """The SQLite store: WAL, busy timeout, ``BEGIN IMMEDIATE`` for each write, migrated on open.
 
 The store's logic is ``sql_store``'s; this module opens the file, translates sqlite3's errors
-and runs the named queries of ``sql/sqlite.sql``.
+and runs the named queries of ``sql/common/`` and ``sql/sqlite/`` (its schema is
+``sql/sqlite/migrations.sql``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from zombietop.clock import AnchoredClock, Clock, SystemClock, boot_identity, ho
 from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing, StoreReplaced
 from zombietop.model import Task
 from zombietop.store import queries
-from zombietop.store.sql_store import Duplicate, SQLStore, fill_columns
+from zombietop.store.columns import fill_columns
+from zombietop.store.sql_base import Duplicate
+from zombietop.store.sql_store import SQLStore
 from zombietop.store.sqlite_inline import InlineConnection
 
 SQL = queries.load("sqlite")

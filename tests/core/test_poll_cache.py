@@ -10,13 +10,8 @@ from typing import Any
 import pytest
 
 from zombietop.model import Heartbeat, Lease, PendingKill, Task, TaskRecord
-from zombietop.store.poll_cache import (
-    HEARTBEAT_COLUMNS,
-    KILL_COLUMNS,
-    LEASE_COLUMNS,
-    TASK_COLUMNS,
-    record_from_values,
-)
+from zombietop.store.columns import HEARTBEAT_COLUMNS, KILL_COLUMNS, LEASE_COLUMNS, TASK_COLUMNS
+from zombietop.store.poll_cache import record_from_values
 
 
 def row(rng: random.Random, task_id: str) -> tuple[Any, ...]:

@@ -16,7 +16,7 @@ from zombietop.clock import FakeClock
 from zombietop.errors import ZombietopError
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import TaskRecord, TaskState
-from zombietop.store.poll_cache import TASK_COLUMNS
+from zombietop.store.columns import TASK_COLUMNS
 from zombietop.store.sqlite import APPLICATION_ID, MIGRATIONS, SQLiteStore, _statements
 
 WINDOW = 600.0

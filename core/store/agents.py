@@ -1,0 +1,48 @@
+"""The agents of a fleet: one per host, beating to say it is there.
+
+Its SQL is in ``sql/common/agents.sql``.
+"""
+
+from __future__ import annotations
+
+from zombietop.model import AgentPresence, Task
+from zombietop.store.sql_base import Conn, SQLBase
+
+
+class Agents(SQLBase[Conn]):
+    """Record an agent's beat and stop, and read the agents and their host's tasks."""
+
+    async def record_agent_beat(
+        self, host: str, *, agent_id: str, pid: int, interval: float, reported_at: float
+    ) -> AgentPresence:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            await self._run(
+                db,
+                "upsert_agent",
+                {
+                    "host": host,
+                    "agent_id": agent_id,
+                    "pid": pid,
+                    "interval_s": float(interval),
+                    "now": now,
+                    "reported_at": float(reported_at),
+                },
+            )
+            rows = await self._rows(db, "select_agents", {})
+        return next(AgentPresence.from_row(r) for r in rows if r["host"] == host)
+
+    async def stop_agent(self, host: str, *, agent_id: str) -> None:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            await self._run(db, "stop_agent", {"host": host, "agent_id": agent_id, "now": now})
+
+    async def agents(self) -> list[AgentPresence]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_agents", {})
+        return [AgentPresence.from_row(row) for row in rows]
+
+    async def active_tasks_on(self, host: str) -> list[Task]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_active_tasks_on_host", {"host": host})
+        return [Task.from_row(row) for row in rows]

@@ -1,0 +1,193 @@
+"""Heartbeats (reported by a job or observed by ``zombietop run``), their history, and the
+process samples an agent or a source reports.
+
+Its SQL is in ``sql/common/beats.sql`` and ``sql/<backend>/beats.sql``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from zombietop.errors import LeaseLost
+from zombietop.heartbeat_line import BeatLine
+from zombietop.model import EventKind, Heartbeat, HistoryPoint, ProcessSample, StoredSample
+from zombietop.store.interface import HISTORY_LIMIT
+from zombietop.store.sql_base import Conn, SQLBase
+
+
+def _on_store_clock(moment: float | None, reported_at: float | None, now: float) -> float | None:
+    """A moment the worker read off its own clock (``req_at``), moved onto the store's by the
+    skew its beat shows (``at`` against ``now``), and never after ``now``: a worker whose
+    clock is an hour behind must not look an hour into a request, nor one ahead not at all."""
+    if moment is None:
+        return None
+    if reported_at is not None:
+        moment -= reported_at - now
+    return min(moment, now)
+
+
+def sample_params(
+    task_id: str, host: str, sample: ProcessSample, now: float, source: str | None = None
+) -> dict[str, Any]:
+    """The named parameters of ``upsert_process_sample`` (the same on both backends)."""
+    return {
+        "task_id": task_id,
+        "host": host,
+        "source": source,
+        "pid": sample.pid,
+        "alive": sample.alive,
+        "identity_ok": sample.identity_ok,
+        "status": sample.status,
+        "cpu_percent": sample.cpu_percent,
+        "rss_bytes": sample.rss_bytes,
+        "threads": sample.threads,
+        "io_idle_s": sample.io_idle_s,
+        "children": sample.children,
+        "create_time": sample.create_time,
+        "sampled_at": sample.sampled_at,
+        "now": now,
+    }
+
+
+class Beats(SQLBase[Conn]):
+    """Record and read heartbeats and process samples."""
+
+    async def record_heartbeat(
+        self,
+        task_id: str,
+        beat: BeatLine,
+        *,
+        owner: str | None = None,
+        token: int | None = None,
+    ) -> Heartbeat:
+        async with self._write() as db:
+            task, now = await self._locked(db, task_id)
+            if task.state.finished:
+                raise LeaseLost(f"{task_id} is {task.state}; its heartbeats are no longer recorded")
+            if owner is not None and token is not None:
+                await self._fence(db, now, task_id, owner, token)
+            params = {
+                "task_id": task_id,
+                "stage": beat.stage,
+                "progress": beat.progress,
+                "counters": json.dumps(dict(beat.counters), sort_keys=True),
+                "checkpoint": beat.checkpoint,
+                "eta_s": beat.eta_s,
+                "request_name": beat.request,
+                "request_at": _on_store_clock(beat.request_at, beat.at, now),
+                "trace_id": beat.trace,
+                "reported_at": beat.at,
+                "now": now,
+            }
+            row = await self._row(db, "upsert_heartbeat", params)
+            seq = int(row[0]) if row else 1
+            await self._run(
+                db,
+                "insert_heartbeat_history",
+                {
+                    "task_id": task_id,
+                    "seq": seq,
+                    "now": now,
+                    "stage": beat.stage,
+                    "progress": beat.progress,
+                },
+            )
+            if seq > HISTORY_LIMIT:
+                await self._run(
+                    db,
+                    "trim_heartbeat_history",
+                    {"task_id": task_id, "oldest_dropped": seq - HISTORY_LIMIT},
+                )
+            await self._run(
+                db, "mark_running", {"task_id": task_id, "checkpoint": beat.checkpoint, "now": now}
+            )
+            stored = await self._row(db, "select_heartbeat", {"task_id": task_id})
+            assert stored is not None
+            return Heartbeat.from_row(stored)
+
+    async def record_observed_heartbeat(
+        self, task_id: str, counters: Mapping[str, float], *, owner: str, token: int
+    ) -> Heartbeat:
+        async with self._write() as db:
+            task, now = await self._locked(db, task_id)
+            if task.state.finished:
+                raise LeaseLost(f"{task_id} is {task.state}; its heartbeats are no longer recorded")
+            await self._fence(db, now, task_id, owner, token)
+            params = {
+                "task_id": task_id,
+                "counters": json.dumps(dict(counters), sort_keys=True),
+                "now": now,
+            }
+            row = await self._row(db, "observe_heartbeat", params)
+            assert row is not None
+            seq = int(row[0])
+            await self._run(
+                db,
+                "insert_heartbeat_history",
+                {"task_id": task_id, "seq": seq, "now": now, "stage": row[1], "progress": row[2]},
+            )
+            if seq > HISTORY_LIMIT:
+                await self._run(
+                    db,
+                    "trim_heartbeat_history",
+                    {"task_id": task_id, "oldest_dropped": seq - HISTORY_LIMIT},
+                )
+            await self._run(db, "mark_running_observed", {"task_id": task_id, "now": now})
+            stored = await self._row(db, "select_heartbeat", {"task_id": task_id})
+            assert stored is not None
+            return Heartbeat.from_row(stored)
+
+    async def record_heartbeat_error(self, task_id: str, message: str) -> None:
+        async with self._write() as db:
+            _, now = await self._locked(db, task_id)
+            await self._run(
+                db, "set_heartbeat_error", {"task_id": task_id, "message": message, "now": now}
+            )
+            await self._event(
+                db,
+                now,
+                kind=EventKind.HEARTBEAT_REJECTED,
+                actor="zombietop",
+                task_id=task_id,
+                message=message,
+            )
+
+    async def heartbeat_history(
+        self, task_id: str, limit: int = HISTORY_LIMIT
+    ) -> list[HistoryPoint]:
+        async with self._read() as db:
+            rows = await self._rows(
+                db, "select_heartbeat_history", {"task_id": task_id, "limit": limit}
+            )
+        return [
+            HistoryPoint(written_at=row["written_at"], stage=row["stage"], progress=row["progress"])
+            for row in reversed(rows)
+        ]
+
+    # Process samples -----------------------------------------------------------------------
+
+    async def record_process_samples(
+        self, host: str, samples: Mapping[str, ProcessSample], *, source: str | None = None
+    ) -> None:
+        if not samples and source is None:
+            return
+        async with self._write() as db:
+            now = await self._now_in(db)
+            await self._run_many(
+                db,
+                "upsert_process_sample",
+                [
+                    sample_params(task_id, host, sample, now, source)
+                    for task_id, sample in samples.items()
+                ],
+            )
+            if source is not None:
+                params = {"host": host, "source": source, "now": now}
+                await self._run(db, "prune_source_samples", params)
+
+    async def process_samples(self) -> dict[str, StoredSample]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_process_samples", {})
+        return {row["task_id"]: StoredSample.from_row(row) for row in rows}

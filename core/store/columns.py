@@ -1,0 +1,61 @@
+"""The columns both stores read, and how a named block asks for them.
+
+A task record is read as one joined row: the task's columns, then its lease's, its latest
+heartbeat's and its latest kill's, each prefixed (``l_``, ``h_``, ``k_``). The poll cache
+(``poll_cache``) splits such a row by these lists, so the SQL and the reader share them.
+"""
+
+from __future__ import annotations
+
+TASK_COLUMNS = (
+    "task_id run_id step step_type state attempt upstream host pid pid_start_time command cwd "
+    "checkpoint exit_code state_reason heartbeat_error heartbeat_error_at quarantined_at "
+    "quarantined_by quarantine_reason created_at claimed_at started_at finished_at updated_at "
+    "pid_boot_id pid_start_ticks"
+).split()
+LEASE_COLUMNS = "task_id owner token acquired_at renewed_at expires_at".split()
+HEARTBEAT_COLUMNS = (
+    "task_id stage progress counters checkpoint eta_s request_name request_started_at trace_id "
+    "reported_at written_at progress_changed_at stage_started_at seq source"
+).split()
+KILL_COLUMNS = (
+    "task_id pid pid_start_time pgid host requested_by term_sent_at deadline outcome finished_at "
+    "source pid_boot_id pid_start_ticks"
+).split()
+REQUEST_COLUMNS = (
+    "request_id task_id host kind expected_token actor reason requested_at claimed_by "
+    "claimed_at outcome message finished_at requester_uid requester source"
+).split()
+
+RECORD_COLUMNS = ", ".join(
+    [f"t.{c}" for c in TASK_COLUMNS]
+    + [f"l.{c} AS l_{c}" for c in LEASE_COLUMNS]
+    + [f"h.{c} AS h_{c}" for c in HEARTBEAT_COLUMNS]
+    + [f"k.{c} AS k_{c}" for c in KILL_COLUMNS]
+)
+"""The select list of one joined task record, in the order ``poll_cache`` splits it."""
+
+KILL_SELECT = ", ".join(f"k.{c}" for c in KILL_COLUMNS)
+"""A kill's columns, read from ``pending_kills k``."""
+
+TASK_RECORDS = f"""SELECT {RECORD_COLUMNS}
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+LEFT JOIN pending_kills k ON k.kill_id =
+    (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)"""
+"""Every task with its lease, latest beat and latest kill: what the poll and record reads
+select (a block adds its own WHERE)."""
+
+
+def fill_columns(sql: str) -> str:
+    """Put the shared column lists and joins into a named block's ``{columns}``-style
+    placeholders (``{task_records}`` is the joined read of whole task records)."""
+    return (
+        sql.replace("{task_records}", TASK_RECORDS)
+        .replace("{columns}", RECORD_COLUMNS)
+        .replace("{kill_columns}", KILL_SELECT)
+        .replace("{task_columns}", ", ".join(TASK_COLUMNS))
+        .replace("{heartbeat_columns}", ", ".join(HEARTBEAT_COLUMNS))
+        .replace("{request_columns}", ", ".join(REQUEST_COLUMNS))
+    )

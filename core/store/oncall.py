@@ -1,0 +1,166 @@
+"""The on-call loop: acks (someone is on a task's incident), silences (a rule that holds
+pages), and what the schedule checks read (a step's runs, when a schedule was first seen).
+
+Its SQL is in ``sql/common/oncall.sql``.
+"""
+
+from __future__ import annotations
+
+from zombietop.durations import format_age, format_duration
+from zombietop.errors import ActionRefused
+from zombietop.model import Ack, EventKind, Silence, StepRuns
+from zombietop.store.sql_base import Conn, SQLBase
+
+
+class OnCall(SQLBase[Conn]):
+    """Acks, silences and schedules."""
+
+    async def ack_task(self, task_id: str, *, by: str, reason: str | None, duration: float) -> Ack:
+        async with self._write() as db:
+            _, now = await self._locked(db, task_id)
+            until = now + duration
+            await self._run(
+                db,
+                "upsert_ack",
+                {"task_id": task_id, "actor": by, "reason": reason, "now": now, "until_at": until},
+            )
+            why = f": {reason}" if reason else ""
+            await self._event(
+                db,
+                now,
+                kind=EventKind.ACK,
+                actor=by,
+                task_id=task_id,
+                message=f"acked by {by} for {format_age(duration)}{why}",
+                data={"action": "ack", "by": by, "reason": reason, "until": until},
+            )
+            row = await self._row(db, "select_ack", {"task_id": task_id})
+        assert row is not None
+        return Ack.from_row(row)
+
+    async def unack_task(self, task_id: str, *, by: str, reason: str) -> Ack | None:
+        async with self._write() as db:
+            _, now = await self._locked(db, task_id)
+            row = await self._row(db, "select_ack", {"task_id": task_id})
+            if row is None:
+                return None
+            await self._run(db, "delete_ack", {"task_id": task_id})
+            ended = Ack.from_row(row)
+            await self._event(
+                db,
+                now,
+                kind=EventKind.ACK,
+                actor=by,
+                task_id=task_id,
+                message=f"ack by {ended.by} ended by {by}: {reason}",
+                data={"action": "unack", "by": by, "reason": reason, "acked_by": ended.by},
+            )
+        return ended
+
+    async def acks(self) -> list[Ack]:
+        async with self._read() as db:
+            now = await self._now_in(db)
+            rows = await self._rows(db, "select_acks", {"now": now})
+        return [Ack.from_row(row) for row in rows]
+
+    # Silences ------------------------------------------------------------------------------
+
+    async def add_silence(
+        self, *, matcher: str, pattern: str, by: str, reason: str, duration: float
+    ) -> Silence:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            until = now + duration
+            row = await self._insert(
+                db,
+                "insert_silence",
+                {
+                    "matcher": matcher,
+                    "pattern": pattern,
+                    "actor": by,
+                    "reason": reason,
+                    "now": now,
+                    "until_at": until,
+                },
+            )
+            assert row is not None
+            silence_id = int(row[0])
+            await self._event(
+                db,
+                now,
+                kind=EventKind.SILENCE,
+                actor=by,
+                task_id=None,
+                message=f"silence {silence_id} ({matcher} {pattern}) by {by} for "
+                f"{format_duration(duration)}: {reason}",
+                data={
+                    "action": "silence",
+                    "silence_id": silence_id,
+                    "matcher": matcher,
+                    "pattern": pattern,
+                    "by": by,
+                    "reason": reason,
+                    "until": until,
+                },
+            )
+            stored = await self._row(db, "select_silence", {"silence_id": silence_id})
+        assert stored is not None
+        return Silence.from_row(stored)
+
+    async def end_silence(self, silence_id: int, *, by: str) -> Silence:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            changed = await self._run(
+                db, "end_silence", {"silence_id": silence_id, "actor": by, "now": now}
+            )
+            row = await self._row(db, "select_silence", {"silence_id": silence_id})
+            if row is None:
+                raise ActionRefused(
+                    f"no silence {silence_id} in store {self._where()}; "
+                    "`zombietop silences` lists the active ones"
+                )
+            ended = Silence.from_row(row)
+            if changed != 1:
+                raise ActionRefused(
+                    f"silence {silence_id} ({ended.rule}) has already ended; "
+                    "`zombietop silences` lists the active ones"
+                )
+            await self._event(
+                db,
+                now,
+                kind=EventKind.SILENCE,
+                actor=by,
+                task_id=None,
+                message=f"silence {silence_id} ({ended.rule}) ended by {by}",
+                data={"action": "unsilence", "silence_id": silence_id, "by": by},
+            )
+        return ended
+
+    async def silences(self) -> list[Silence]:
+        async with self._read() as db:
+            now = await self._now_in(db)
+            rows = await self._rows(db, "select_active_silences", {"now": now})
+        return [Silence.from_row(row) for row in rows]
+
+    # Schedules -----------------------------------------------------------------------------
+
+    async def step_runs(self, step: str) -> StepRuns:
+        async with self._read() as db:
+            row = await self._row(db, "select_step_runs", {"step": step})
+        if row is None:
+            return StepRuns()
+        return StepRuns(last_started=row["last_started"], running_since=row["running_since"])
+
+    async def see_schedule(self, *, name: str, step: str, cron: str, tz: str, at: float) -> float:
+        key = {"name": name, "step": step, "cron": cron, "tz": tz}
+        async with self._write() as db:
+            await self._run(db, "insert_schedule_seen", {**key, "first_seen": at})
+            row = await self._row(db, "select_schedule_seen", key)
+        assert row is not None
+        return float(row["first_seen"])
+
+    async def schedule_seen(self, *, name: str, step: str, cron: str, tz: str) -> float | None:
+        key = {"name": name, "step": step, "cron": cron, "tz": tz}
+        async with self._read() as db:
+            row = await self._row(db, "select_schedule_seen", key)
+        return None if row is None else float(row["first_seen"])

@@ -1,0 +1,72 @@
+"""Retention (``[store] keep_finished``): finished tasks are pruned oldest first, and
+``status --all`` reads the older ones a page at a time, newest first.
+
+Its SQL is in ``sql/common/retention.sql`` and ``sql/<backend>/retention.sql``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from zombietop.model import TaskRecord, TaskState
+from zombietop.store.interface import FinishedKey, PruneBatch
+from zombietop.store.poll_cache import task_record
+from zombietop.store.sql_base import Conn, SQLBase
+
+PRUNED_WITH_A_TASK = (
+    "prune_events",
+    "prune_heartbeat_history",
+    "prune_heartbeats",
+    "prune_leases",
+    "prune_acks",
+    "prune_process_samples",
+    "prune_pending_kills",
+    "prune_host_requests",
+    "prune_tasks",
+)
+"""What a pruned task takes with it, each a named statement over the batch's ids (the tasks
+last, so nothing is left pointing at a task that is gone)."""
+
+
+class Retention(SQLBase[Conn]):
+    """Prune finished tasks, count them, and read them page by page."""
+
+    async def prune_finished(
+        self, before: float, *, limit: int, after: FinishedKey | None = None
+    ) -> PruneBatch:
+        after_at, after_id = after if after is not None else (float("-inf"), "")
+        async with self._write() as db:
+            now = await self._now_in(db)
+            rows = await self._rows(
+                db,
+                "select_prunable_tasks",
+                {
+                    "before": before,
+                    "after_at": after_at,
+                    "after_id": after_id,
+                    "now": now,
+                    "limit": limit,
+                },
+            )
+            if not rows:
+                return PruneBatch(task_ids=(), last=None)
+            ids = {"ids": json.dumps([row[0] for row in rows])}
+            for name in PRUNED_WITH_A_TASK:
+                await self._run(db, name, ids)
+        return PruneBatch(
+            task_ids=tuple(row[0] for row in rows), last=(float(rows[-1][1]), rows[-1][0])
+        )
+
+    async def finished_counts(self, before: float) -> dict[TaskState, int]:
+        async with self._read() as db:
+            rows = await self._rows(db, "count_finished_before", {"before": before})
+        return {TaskState(row[0]): int(row[1]) for row in rows}
+
+    async def finished_page(self, after: FinishedKey, *, limit: int) -> list[TaskRecord]:
+        async with self._read() as db:
+            rows = await self._rows(
+                db,
+                "select_finished_page",
+                {"after_at": after[0], "after_id": after[1], "limit": limit},
+            )
+        return [task_record(row) for row in rows]

@@ -1,0 +1,59 @@
+-- Tasks: create, read, poll, finish, quarantine, resume and discard.
+-- Both backends run these blocks as written (core/store/tasks.py); the blocks each writes
+-- its own way are in sqlite/tasks.sql and postgresql/tasks.sql.
+
+-- select_task --
+SELECT {task_columns} FROM tasks WHERE task_id = :task_id
+
+-- select_all_tasks --
+{task_records}
+
+-- select_task_record --
+{task_records}
+WHERE t.task_id = :task_id
+
+-- insert_task --
+INSERT INTO tasks (task_id, run_id, step, step_type, state, attempt, upstream, host, command, cwd,
+                   created_at, updated_at)
+VALUES (:task_id, :run_id, :step, :step_type, :state, 1, :upstream, :host, :command, :cwd,
+        :now, :now)
+
+-- set_process --
+UPDATE tasks SET pid = :pid, pid_start_time = :pid_start_time, pid_boot_id = :pid_boot_id,
+    pid_start_ticks = :pid_start_ticks, host = :host, updated_at = :now
+WHERE task_id = :task_id
+
+-- finish_task --
+UPDATE tasks SET state = :state, exit_code = :exit_code, state_reason = :reason,
+    finished_at = :finished_at, updated_at = :now
+WHERE task_id = :task_id
+
+-- set_quarantine --
+UPDATE tasks SET quarantined_at = :quarantined_at, quarantined_by = :actor,
+    quarantine_reason = :reason, updated_at = :now
+WHERE task_id = :task_id
+
+-- bump_lease_token --
+-- Resume and discard take the lease from whoever holds it: the token grows and nobody owns it,
+-- so the old owner's renew, fenced heartbeat and finish all fail.
+INSERT INTO leases (task_id, owner, token, acquired_at, renewed_at, expires_at)
+VALUES (:task_id, NULL, :token, NULL, :now, NULL)
+ON CONFLICT (task_id) DO UPDATE SET
+    owner = NULL, token = excluded.token, renewed_at = excluded.renewed_at, expires_at = NULL
+
+-- requeue_task --
+-- Keep the checkpoint and the heartbeat (where it was); forget the old process and the end.
+UPDATE tasks SET state = 'queued', attempt = attempt + 1, pid = NULL, pid_start_time = NULL,
+    pid_boot_id = NULL, pid_start_ticks = NULL, exit_code = NULL, state_reason = :reason, heartbeat_error = NULL, heartbeat_error_at = NULL,
+    quarantined_at = NULL, quarantined_by = NULL, quarantine_reason = NULL,
+    claimed_at = NULL, started_at = NULL, finished_at = NULL, updated_at = :now
+WHERE task_id = :task_id
+
+-- delete_heartbeat --
+-- A requeued task has no latest beat until its next attempt beats (history stays for sparklines),
+-- so the new attempt is judged by its start grace, not by the old attempt's silence.
+DELETE FROM heartbeats WHERE task_id = :task_id
+
+-- discard_task --
+UPDATE tasks SET state = 'discarded', state_reason = :reason, finished_at = :now, updated_at = :now
+WHERE task_id = :task_id

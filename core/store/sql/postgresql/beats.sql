@@ -1,0 +1,70 @@
+-- Heartbeats, their history and the process samples.
+-- The PostgreSQL text of the blocks the two backends write differently (core/store/beats.py);
+-- the blocks they share are in common/beats.sql.
+
+-- upsert_heartbeat --
+-- As in sqlite/beats.sql: progress_changed_at moves only when stage, progress, counters or
+-- checkpoint change, stage_started_at only when the stage does; every right-hand side sees the
+-- old row.
+INSERT INTO heartbeats AS hb (task_id, stage, progress, counters, checkpoint, eta_s, request_name,
+                        request_started_at, trace_id, reported_at, written_at,
+                        progress_changed_at, stage_started_at, seq)
+VALUES (:task_id, :stage::text, :progress::double precision, :counters, :checkpoint::text,
+        :eta_s, :request_name::text,
+        COALESCE(:request_at::double precision,
+                 CASE WHEN :request_name::text IS NOT NULL THEN :now::double precision END),
+        :trace_id, :reported_at, :now, :now, :now,
+        (SELECT COALESCE(max(seq), 0) + 1 FROM heartbeat_history WHERE task_id = :task_id))
+ON CONFLICT (task_id) DO UPDATE SET
+    progress_changed_at = CASE
+        WHEN hb.stage IS NOT DISTINCT FROM excluded.stage
+             AND hb.progress IS NOT DISTINCT FROM excluded.progress
+             -- An observation's counters ride along; they are activity, not progress.
+             AND (hb.counters::jsonb - 'cpu_s' - 'io_bytes' - 'out_lines')
+                 = (excluded.counters::jsonb - 'cpu_s' - 'io_bytes' - 'out_lines')
+             AND hb.checkpoint IS NOT DISTINCT FROM excluded.checkpoint
+        THEN hb.progress_changed_at ELSE excluded.written_at END,
+    stage_started_at = CASE
+        WHEN hb.stage IS NOT DISTINCT FROM excluded.stage THEN hb.stage_started_at
+        ELSE excluded.written_at END,
+    stage = excluded.stage, progress = excluded.progress, counters = excluded.counters,
+    checkpoint = excluded.checkpoint, eta_s = excluded.eta_s,
+    request_started_at = CASE
+        WHEN excluded.request_name IS NULL THEN NULL
+        WHEN :request_at::double precision IS NOT NULL THEN :request_at::double precision
+        WHEN hb.request_name IS NOT DISTINCT FROM excluded.request_name
+        THEN COALESCE(hb.request_started_at, excluded.written_at)
+        ELSE excluded.written_at END,
+    request_name = excluded.request_name,
+    trace_id = excluded.trace_id, reported_at = excluded.reported_at,
+    written_at = excluded.written_at, seq = hb.seq + 1, source = 'reported'
+RETURNING seq
+
+-- observe_heartbeat --
+-- As in sqlite/beats.sql: counters added, time moved, stage and progress kept.
+INSERT INTO heartbeats AS hb (task_id, counters, written_at, progress_changed_at,
+                              stage_started_at, seq, source)
+VALUES (:task_id, :counters, :now, :now, :now,
+        (SELECT COALESCE(max(seq), 0) + 1 FROM heartbeat_history WHERE task_id = :task_id),
+        'observed')
+ON CONFLICT (task_id) DO UPDATE SET
+    counters = (hb.counters::jsonb || excluded.counters::jsonb)::text,
+    written_at = excluded.written_at, seq = hb.seq + 1, source = 'observed'
+RETURNING seq, stage, progress
+
+-- insert_heartbeat_history --
+INSERT INTO heartbeat_history (task_id, seq, written_at, stage, progress)
+VALUES (:task_id, :seq, :now, :stage::text, :progress::double precision)
+
+-- mark_running --
+-- Later beats touch the task's row only when they change it (see sqlite/beats.sql).
+UPDATE tasks SET
+    state = CASE WHEN state = 'starting' THEN 'running' ELSE state END,
+    started_at = COALESCE(started_at, :now),
+    checkpoint = COALESCE(:checkpoint::text, checkpoint),
+    heartbeat_error = NULL, heartbeat_error_at = NULL,
+    updated_at = :now
+WHERE task_id = :task_id
+  AND (state = 'starting' OR started_at IS NULL OR heartbeat_error IS NOT NULL
+       OR heartbeat_error_at IS NOT NULL
+       OR (:checkpoint::text IS NOT NULL AND checkpoint IS DISTINCT FROM :checkpoint::text))

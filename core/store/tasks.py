@@ -1,0 +1,314 @@
+"""The store's tasks: create, read and poll them, record their process and end, quarantine,
+resume and discard them.
+
+Its SQL is in ``sql/common/tasks.sql`` and ``sql/<backend>/tasks.sql``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from zombietop.errors import ActionRefused, LeaseLost, StoreError
+from zombietop.model import EventKind, Lease, PollChanges, Task, TaskRecord, TaskState
+from zombietop.start_identity import StartIdentity
+from zombietop.store.poll_cache import PollCache, task_record
+from zombietop.store.sql_base import Conn, Duplicate, SQLBase, identity_params
+
+
+class Tasks(SQLBase[Conn]):
+    """Tasks, from their creation to their end, and the operator's resume and discard."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._poll_cache = PollCache()
+
+    async def create_task(
+        self,
+        *,
+        task_id: str,
+        run_id: str,
+        step: str,
+        step_type: str,
+        actor: str,
+        upstream: Sequence[str] = (),
+        command: Sequence[str] = (),
+        cwd: str | None = None,
+        host: str | None = None,
+    ) -> Task:
+        if not task_id or not task_id.strip():
+            raise StoreError("a task id must not be empty")
+        async with self._write() as db:
+            now = await self._now_in(db)
+            try:
+                await self._insert(
+                    db,
+                    "insert_task",
+                    {
+                        "task_id": task_id,
+                        "run_id": run_id,
+                        "step": step,
+                        "step_type": step_type,
+                        "state": TaskState.QUEUED.value,
+                        "upstream": json.dumps(list(upstream)),
+                        "host": host,
+                        "command": json.dumps(list(command)) if command else None,
+                        "cwd": cwd,
+                        "now": now,
+                    },
+                )
+            except Duplicate:
+                raise StoreError(f"task {task_id!r} already exists in {self._where()}") from None
+            await self._event(
+                db,
+                now,
+                kind=EventKind.TASK_CREATED,
+                actor=actor,
+                task_id=task_id,
+                message=f"created {task_id} (run {run_id}, step {step}, type {step_type})",
+                data={"upstream": list(upstream)},
+            )
+            return await self._task_in(db, task_id)
+
+    async def get_task(self, task_id: str) -> Task:
+        async with self._read() as db:
+            return await self._task_in(db, task_id)
+
+    async def get_record(self, task_id: str) -> TaskRecord:
+        async with self._read() as db:
+            row = await self._row(db, "select_task_record", {"task_id": task_id})
+            if row is None:
+                raise await self._missing_in(db, task_id)
+        return task_record(row)
+
+    async def poll(self, finished_since: float | None) -> list[TaskRecord]:
+        cache = self._poll_cache
+        async with self._read() as db:
+            # The revision is read before the rows: a change committed in between is read
+            # again next poll (if not already now), never missed.
+            revision = await self._revision(db)
+            if finished_since is not None and cache.can_follow(revision, finished_since):
+                rows = await self._rows(db, "select_tasks_changed", {"rev": cache.changes})
+                return cache.follow(rows, revision, finished_since)
+            if finished_since is None:
+                rows = await self._rows(db, "select_all_tasks", {})
+            else:
+                rows = await self._rows(
+                    db, "select_tasks_for_poll", {"finished_since": finished_since}
+                )
+        return cache.reload(rows, revision, finished_since)
+
+    def poll_changes(self) -> PollChanges | None:
+        return self._poll_cache.last
+
+    async def set_process(
+        self,
+        task_id: str,
+        *,
+        owner: str,
+        token: int,
+        pid: int,
+        pid_start_time: float,
+        host: str,
+        pid_start_identity: StartIdentity | None = None,
+    ) -> None:
+        async with self._write() as db:
+            await self._hold(db, task_id)
+            now = await self._now_in(db)
+            await self._fence(db, now, task_id, owner, token)
+            await self._run(
+                db,
+                "set_process",
+                {
+                    "task_id": task_id,
+                    "pid": pid,
+                    "pid_start_time": pid_start_time,
+                    **identity_params(pid_start_identity),
+                    "host": host,
+                    "now": now,
+                },
+            )
+
+    async def finish_task(
+        self,
+        task_id: str,
+        *,
+        owner: str,
+        token: int,
+        state: TaskState,
+        exit_code: int | None = None,
+        reason: str | None = None,
+        stopped_by: str | None = None,
+    ) -> Task:
+        if state not in (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.INTERRUPTED):
+            raise ValueError(f"finish_task ends in succeeded, failed or interrupted, not {state}")
+        async with self._write() as db:
+            held = await self._hold(db, task_id)
+            now = await self._now_in(db)
+            lease = await self._lease_in(db, task_id)
+            # Finishing is allowed just past expiry as long as nobody took the lease over:
+            # the work is done, and recording that beats leaving a zombie behind.
+            if lease is None or lease.owner != owner or lease.token != token:
+                raise LeaseLost(
+                    f"{owner} (token {token}) no longer owns {task_id}; not recording its end"
+                )
+            before = held or await self._task_in(db, task_id)
+            await self._run(
+                db,
+                "finish_task",
+                {
+                    "task_id": task_id,
+                    "state": state.value,
+                    "exit_code": exit_code,
+                    "reason": reason,
+                    "finished_at": None if state is TaskState.INTERRUPTED else now,
+                    "now": now,
+                },
+            )
+            await self._run(
+                db,
+                "release_lease",
+                {"task_id": task_id, "owner": owner, "token": token, "now": now},
+            )
+            exit_text = "" if exit_code is None else f" (exit {exit_code})"
+            await self._event(
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=owner,
+                task_id=task_id,
+                message=f"{before.state} -> {state}{exit_text}" + (f": {reason}" if reason else ""),
+                data={
+                    "from": before.state.value,
+                    "to": state.value,
+                    "exit_code": exit_code,
+                    "stopped_by": stopped_by,
+                    "token": token,
+                },
+            )
+            await self._event(
+                db,
+                now,
+                kind=EventKind.LEASE_RELEASED,
+                actor=owner,
+                task_id=task_id,
+                message=f"{owner} released token {token}",
+                data={"owner": owner, "token": token},
+            )
+            return await self._task_in(db, task_id)
+
+    async def set_quarantine(
+        self, task_id: str, *, quarantined: bool, actor: str, reason: str | None = None
+    ) -> Task:
+        async with self._write() as db:
+            before, now = await self._locked(db, task_id)
+            if before.quarantined == quarantined:
+                return before
+            await self._run(
+                db,
+                "set_quarantine",
+                {
+                    "task_id": task_id,
+                    "quarantined_at": now if quarantined else None,
+                    "actor": actor if quarantined else None,
+                    "reason": reason if quarantined else None,
+                    "now": now,
+                },
+            )
+            why = f": {reason}" if reason else ""
+            await self._event(
+                db,
+                now,
+                kind=EventKind.QUARANTINED if quarantined else EventKind.UNQUARANTINED,
+                actor=actor,
+                task_id=task_id,
+                message=("quarantined" if quarantined else "released from quarantine") + why,
+            )
+            return await self._task_in(db, task_id)
+
+    # Resume and discard: the operator takes the lease away ---------------------------------
+
+    async def _take_for_action(
+        self, db: Conn, task_id: str, expected_token: int | None, verb: str
+    ) -> tuple[Task, Lease | None, float]:
+        """Hold and re-read the task inside the transaction; refuse if it moved on."""
+        task, now = await self._locked(db, task_id)
+        lease = await self._lease_in(db, task_id)
+        token = None if lease is None else lease.token
+        if token != expected_token:
+            raise ActionRefused(
+                f"task changed since you looked: token {expected_token} is now {token}; "
+                f"look again before you {verb} {task_id}"
+            )
+        if task.state in (TaskState.SUCCEEDED, TaskState.DISCARDED):
+            raise ActionRefused(f"{task_id} is {task.state}; there is nothing to {verb}")
+        return task, lease, now
+
+    async def _bump_token(
+        self, db: Conn, now: float, task_id: str, lease: Lease | None, actor: str
+    ) -> Lease:
+        token = (0 if lease is None else lease.token) + 1
+        await self._run(db, "bump_lease_token", {"task_id": task_id, "token": token, "now": now})
+        held = "" if lease is None or lease.owner is None else f" from {lease.owner}"
+        await self._event(
+            db,
+            now,
+            kind=EventKind.LEASE_RECLAIMED,
+            actor=actor,
+            task_id=task_id,
+            message=f"{actor} took the lease{held}: token {token - 1} -> {token}, no owner",
+            data={
+                "token": token,
+                "previous_owner": None if lease is None else lease.owner,
+                "previous_token": None if lease is None else lease.token,
+            },
+        )
+        return Lease(task_id=task_id, owner=None, token=token, renewed_at=now)
+
+    async def resume_task(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> tuple[Task, Lease]:
+        async with self._write() as db:
+            before, lease, now = await self._take_for_action(db, task_id, expected_token, "resume")
+            new_lease = await self._bump_token(db, now, task_id, lease, actor)
+            await self._run(db, "requeue_task", {"task_id": task_id, "reason": reason, "now": now})
+            await self._run(db, "delete_heartbeat", {"task_id": task_id})
+            why = f": {reason}" if reason else ""
+            await self._event(
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=actor,
+                task_id=task_id,
+                message=f"{before.state} -> queued for attempt {before.attempt + 1}{why}",
+                data={
+                    "from": before.state.value,
+                    "to": TaskState.QUEUED.value,
+                    "token": new_lease.token,
+                    "checkpoint": before.checkpoint,
+                },
+            )
+            return await self._task_in(db, task_id), new_lease
+
+    async def discard_task(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> tuple[Task, Lease]:
+        async with self._write() as db:
+            before, lease, now = await self._take_for_action(db, task_id, expected_token, "discard")
+            new_lease = await self._bump_token(db, now, task_id, lease, actor)
+            await self._run(db, "discard_task", {"task_id": task_id, "reason": reason, "now": now})
+            why = f": {reason}" if reason else ""
+            await self._event(
+                db,
+                now,
+                kind=EventKind.STATE_CHANGED,
+                actor=actor,
+                task_id=task_id,
+                message=f"{before.state} -> discarded{why}",
+                data={
+                    "from": before.state.value,
+                    "to": TaskState.DISCARDED.value,
+                    "token": new_lease.token,
+                },
+            )
+            return await self._task_in(db, task_id), new_lease
