@@ -20,16 +20,15 @@ from typing import Any, Generic, TypeVar
 
 from zombietop.durations import format_age, format_duration
 from zombietop.errors import ActionRefused, LeaseHeld, LeaseLost, StoreError, TaskNotFound
+from zombietop.fleet import AgentPresence, HostRequest, StoredSample, WatchdogLease
 from zombietop.heartbeat_line import BeatLine
 from zombietop.identity import real_user
 from zombietop.model import (
     Ack,
-    AgentPresence,
     Event,
     EventKind,
     Heartbeat,
     HistoryPoint,
-    HostRequest,
     Lease,
     PendingKill,
     PollChanges,
@@ -37,11 +36,9 @@ from zombietop.model import (
     Silence,
     StepRuns,
     StoredPage,
-    StoredSample,
     Task,
     TaskRecord,
     TaskState,
-    WatchdogLease,
     WatchdogMemory,
 )
 from zombietop.start_identity import StartIdentity

@@ -18,7 +18,8 @@ import pytest
 from rich.console import Console, RenderableType
 
 from zombietop.actions import ActionKind
-from zombietop.model import AgentPresence, Event, EventKind, TaskRecord
+from zombietop.fleet import AgentPresence
+from zombietop.model import Event, EventKind, TaskRecord
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.notify import Page
 from zombietop.printable import UNSAFE, printable
