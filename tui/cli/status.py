@@ -19,17 +19,9 @@ from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.errors import MissingExtra, ZombietopError
 from zombietop.extras import require
+from zombietop.fleet import AgentPresence, WatchdogLease
 from zombietop.heartbeat_line import format_timestamp
-from zombietop.model import (
-    Ack,
-    AgentPresence,
-    Health,
-    NagiosLevel,
-    ProcessSample,
-    Silence,
-    TaskState,
-    WatchdogLease,
-)
+from zombietop.model import Ack, Health, NagiosLevel, ProcessSample, Silence, TaskState
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.oncall import capped_words
 from zombietop.output import LastOutput, last_outputs, with_last_output
