@@ -101,7 +101,7 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
     lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}"]
     lines.extend(printable(view.line) for view in snapshot.schedules if view.health.pages)
     lines.extend(_human_lines([*urgent, *warned], outputs or {}, _read_at(snapshot)))
-    return shown(lines)
+    return printable_lines(lines)
 
 
 def nagios_unknown(reason: str) -> str:
@@ -333,7 +333,7 @@ def render_table(
     ``watchdog_words``), one row per task cut at ``width`` (None: whole rows), then what to
     act on."""
     table = Table(snapshot, width, outputs or {}, watchdog=watchdog)
-    return shown([*table.head(), *table.tail()])
+    return printable_lines([*table.head(), *table.tail()])
 
 
 HEADER = (
@@ -427,7 +427,7 @@ def _tail_lines(snapshot: Snapshot, outputs: Mapping[str, LastOutput], now: floa
     return lines
 
 
-def shown(lines: list[str]) -> str:
+def printable_lines(lines: list[str]) -> str:
     """Join ``lines`` for a terminal, each made printable: the text comes from the store."""
     return "\n".join(printable(line) for line in lines)
 
@@ -553,13 +553,13 @@ async def _print_snapshot(
         words = None if watchdog is None else watchdog_words(watchdog, snapshot.taken_at)
         more = older is not None and older.total > 0
         table = Table(snapshot, _table_width(), outputs, watchdog=words, more=more)
-        print(shown(table.head()))
+        print(printable_lines(table.head()))
         if older is not None:
             async for view in older.views():
                 print(printable(table.line(table.cells(view))))
         tail = table.tail()
         if tail:
-            print(shown(tail))
+            print(printable_lines(tail))
 
 
 async def _print_json(obj: dict[str, Any], snapshot: Snapshot, older: Older | None) -> None:
