@@ -564,9 +564,12 @@ def _speed(text: str) -> float:
     return speed
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     """Register ``zombietop demo`` on the ``zombietop`` subparsers. Its store is its own: it
-    never takes ``$ZOMBIETOP_DB``, ``[store] path`` or a config file."""
+    never takes ``$ZOMBIETOP_DB``, ``[store] path`` or a config file, so not ``common``."""
+    del common
     demo = sub.add_parser(
         "demo",
         help="start real jobs that show every kind of zombie, and open the dashboard on them",

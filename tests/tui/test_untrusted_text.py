@@ -24,7 +24,8 @@ from zombietop.monitor import Snapshot, TaskView
 from zombietop.notify import Page
 from zombietop.printable import UNSAFE, printable
 from zombietop.tui.cells import COLUMNS, row_cells
-from zombietop.tui.cli.status import nagios_output, render_table, snapshot_to_json
+from zombietop.tui.cli.status import nagios_output, render_table
+from zombietop.tui.cli.status_json import snapshot_to_json
 from zombietop.tui.sample import NOW, _alive, hostile_records, sample_config
 from zombietop.tui.screens.confirm import consequence, facts
 from zombietop.tui.screens.detail import facts_table
