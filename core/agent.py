@@ -27,8 +27,9 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.errors import StoreError
 from zombietop.executor import Executor
+from zombietop.fleet import HostRequest
 from zombietop.identity import real_user
-from zombietop.model import EventKind, HostRequest, Task
+from zombietop.model import EventKind, Task
 from zombietop.monitor import Monitor, ProcessProbe, Snapshot
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe, this_host

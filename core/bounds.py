@@ -26,7 +26,8 @@ class Bound:
     duration: bool = True
     """False for a count or a factor: shown as a plain number."""
 
-    def shown(self, value: float) -> str:
+    def as_written(self, value: float) -> str:
+        """``value`` as a config file writes it: a quoted duration, or a plain number."""
         return f'"{format_duration(value)}"' if self.duration else f"{value:g}"
 
     def problem(self, value: float) -> str | None:
@@ -34,9 +35,9 @@ class Bound:
         if self.low <= value <= self.high:
             return None
         if value < self.low:
-            low = self.shown(self.low)
+            low = self.as_written(self.low)
             return f"is below its floor of {low}: {self.why_low}; give {low} or more"
-        high = self.shown(self.high)
+        high = self.as_written(self.high)
         return f"is above its ceiling of {high}: {self.why_high}; give {high} or less"
 
 

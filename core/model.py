@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from zombietop.durations import format_age
+from zombietop.rows import Row, RowReads, column, json_mapping, json_tuple, read_row
 from zombietop.start_identity import ProcessStart, StartIdentity
-
-
-class Row(Protocol):
-    """A database row read by column name (sqlite3.Row, an asyncpg Record, a dict)."""
-
-    def __getitem__(self, key: str, /) -> Any: ...
 
 
 class TaskState(StrEnum):
@@ -248,8 +242,8 @@ def _start(time: float | None, identity: StartIdentity | None) -> ProcessStart |
     return None if time is None else ProcessStart(time=time, identity=identity)
 
 
-def _json_tuple(text: str | None) -> tuple[str, ...]:
-    return tuple(json.loads(text)) if text and text != "[]" else ()
+def _start_identity(row: Row) -> StartIdentity | None:
+    return StartIdentity.from_columns(row["pid_boot_id"], row["pid_start_ticks"])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -299,36 +293,15 @@ class Task:
 
     @classmethod
     def from_row(cls, row: Row) -> Task:
-        return cls(
-            task_id=row["task_id"],
-            run_id=row["run_id"],
-            step=row["step"],
-            step_type=row["step_type"],
-            state=TaskState(row["state"]),
-            attempt=row["attempt"],
-            upstream=_json_tuple(row["upstream"]),
-            host=row["host"],
-            pid=row["pid"],
-            pid_start_time=row["pid_start_time"],
-            pid_start_identity=StartIdentity.from_columns(
-                row["pid_boot_id"], row["pid_start_ticks"]
-            ),
-            command=_json_tuple(row["command"]),
-            cwd=row["cwd"],
-            checkpoint=row["checkpoint"],
-            exit_code=row["exit_code"],
-            state_reason=row["state_reason"],
-            heartbeat_error=row["heartbeat_error"],
-            heartbeat_error_at=row["heartbeat_error_at"],
-            quarantined_at=row["quarantined_at"],
-            quarantined_by=row["quarantined_by"],
-            quarantine_reason=row["quarantine_reason"],
-            created_at=row["created_at"],
-            claimed_at=row["claimed_at"],
-            started_at=row["started_at"],
-            finished_at=row["finished_at"],
-            updated_at=row["updated_at"],
-        )
+        return read_row(cls, row, _TASK_READS)
+
+
+_TASK_READS: RowReads = {
+    "state": column("state", TaskState),
+    "upstream": column("upstream", json_tuple),
+    "command": column("command", json_tuple),
+    "pid_start_identity": _start_identity,
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -354,14 +327,7 @@ class Lease:
 
     @classmethod
     def from_row(cls, row: Row) -> Lease:
-        return cls(
-            task_id=row["task_id"],
-            owner=row["owner"],
-            token=row["token"],
-            acquired_at=row["acquired_at"],
-            renewed_at=row["renewed_at"],
-            expires_at=row["expires_at"],
-        )
+        return read_row(cls, row)
 
 
 class HeartbeatSource(StrEnum):
@@ -429,23 +395,13 @@ class Heartbeat:
 
     @classmethod
     def from_row(cls, row: Row) -> Heartbeat:
-        return cls(
-            task_id=row["task_id"],
-            stage=row["stage"],
-            progress=row["progress"],
-            counters=json.loads(row["counters"]) if row["counters"] else {},
-            checkpoint=row["checkpoint"],
-            eta_s=row["eta_s"],
-            request_name=row["request_name"],
-            request_started_at=row["request_started_at"],
-            trace_id=row["trace_id"],
-            reported_at=row["reported_at"],
-            written_at=row["written_at"],
-            progress_changed_at=row["progress_changed_at"],
-            stage_started_at=row["stage_started_at"],
-            seq=row["seq"],
-            source=HeartbeatSource(row["source"]),
-        )
+        return read_row(cls, row, _HEARTBEAT_READS)
+
+
+_HEARTBEAT_READS: RowReads = {
+    "counters": column("counters", json_mapping),
+    "source": column("source", HeartbeatSource),
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -533,15 +489,10 @@ class Event:
 
     @classmethod
     def from_row(cls, row: Row) -> Event:
-        return cls(
-            event_id=row["event_id"],
-            at=row["at"],
-            task_id=row["task_id"],
-            kind=row["kind"],
-            actor=row["actor"],
-            message=row["message"],
-            data=json.loads(row["data"]) if row["data"] else {},
-        )
+        return read_row(cls, row, _EVENT_READS)
+
+
+_EVENT_READS: RowReads = {"data": column("data", json_mapping)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -596,22 +547,10 @@ class PendingKill:
 
     @classmethod
     def from_row(cls, row: Row) -> PendingKill:
-        return cls(
-            task_id=row["task_id"],
-            pid=row["pid"],
-            pid_start_time=row["pid_start_time"],
-            host=row["host"],
-            requested_by=row["requested_by"],
-            term_sent_at=row["term_sent_at"],
-            deadline=row["deadline"],
-            outcome=row["outcome"],
-            finished_at=row["finished_at"],
-            pgid=row["pgid"],
-            source=row["source"],
-            pid_start_identity=StartIdentity.from_columns(
-                row["pid_boot_id"], row["pid_start_ticks"]
-            ),
-        )
+        return read_row(cls, row, _KILL_READS)
+
+
+_KILL_READS: RowReads = {"pid_start_identity": _start_identity}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -641,79 +580,6 @@ class PollChanges:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AgentPresence:
-    """The last beat of a host's ``zombietop agent``, as the store recorded it."""
-
-    host: str
-    agent_id: str
-    pid: int
-    interval_s: float
-    """How often the agent said it would beat; it counts as gone after a few missed beats."""
-    started_at: float
-    seen_at: float
-    """The store's clock at the last beat."""
-    reported_at: float | None = None
-    """The agent host's own clock at the last beat."""
-    stopped_at: float | None = None
-    """Set when the agent shut down cleanly."""
-
-    @property
-    def clock_skew_s(self) -> float | None:
-        """How far the host's clock is ahead of the store's (negative: behind)."""
-        return None if self.reported_at is None else self.reported_at - self.seen_at
-
-    def absent_after(self) -> float:
-        """Seconds of silence after which nobody should count on this agent."""
-        return 3 * self.interval_s + 1.0
-
-    def present(self, now: float) -> bool:
-        return self.stopped_at is None and now - self.seen_at <= self.absent_after()
-
-    @classmethod
-    def from_row(cls, row: Row) -> AgentPresence:
-        return cls(
-            host=row["host"],
-            agent_id=row["agent_id"],
-            pid=row["pid"],
-            interval_s=row["interval_s"],
-            started_at=row["started_at"],
-            seen_at=row["seen_at"],
-            reported_at=row["reported_at"],
-            stopped_at=row["stopped_at"],
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WatchdogLease:
-    """Which ``zombietop watch`` acts on the store; the others wait as standbys."""
-
-    owner: str
-    host: str
-    pid: int
-    token: int
-    """Grows each time the lease changes hands."""
-    acquired_at: float
-    renewed_at: float
-    expires_at: float
-    """Store time after which a standby may take over."""
-
-    def active(self, now: float) -> bool:
-        return now <= self.expires_at
-
-    @classmethod
-    def from_row(cls, row: Row) -> WatchdogLease:
-        return cls(
-            owner=row["owner"],
-            host=row["host"],
-            pid=row["pid"],
-            token=row["token"],
-            acquired_at=row["acquired_at"],
-            renewed_at=row["renewed_at"],
-            expires_at=row["expires_at"],
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class StoredPage:
     """A page still owed to one channel, kept in the store until it is delivered."""
 
@@ -729,96 +595,7 @@ class StoredPage:
 
     @classmethod
     def from_row(cls, row: Row) -> StoredPage:
-        return cls(
-            page_id=row["page_id"],
-            notifier=row["notifier"],
-            kind=row["kind"],
-            line=row["line"],
-            task_id=row["task_id"],
-            health=row["health"],
-            page_at=row["page_at"],
-            attempts=row["attempts"],
-            next_at=row["next_at"],
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoredSample:
-    """A process sample an agent wrote to the store, for dashboards on other hosts."""
-
-    host: str
-    sample: ProcessSample
-    written_at: float
-    """The store's clock when the agent wrote it; an old sample says nothing about now."""
-
-    @classmethod
-    def from_row(cls, row: Row) -> StoredSample:
-        sample = ProcessSample(
-            pid=row["pid"],
-            alive=bool(row["alive"]),
-            identity_ok=bool(row["identity_ok"]),
-            status=row["status"],
-            cpu_percent=row["cpu_percent"],
-            rss_bytes=row["rss_bytes"],
-            threads=row["threads"],
-            io_idle_s=row["io_idle_s"],
-            children=row["children"],
-            create_time=row["create_time"],
-            sampled_at=row["sampled_at"],
-        )
-        return cls(host=row["host"], sample=sample, written_at=row["written_at"])
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HostRequest:
-    """An action asked for on one host and owed by the agent of the task's host."""
-
-    request_id: int
-    task_id: str
-    host: str
-    kind: str
-    """An ``zombietop.actions.ActionKind`` value."""
-    expected_token: int | None
-    actor: str
-    reason: str | None
-    requested_at: float
-    claimed_by: str | None = None
-    claimed_at: float | None = None
-    outcome: str | None = None
-    message: str | None = None
-    finished_at: float | None = None
-    requester_uid: int | None = None
-    """The real uid of the process that asked, as it recorded itself (None: from before v6)."""
-    requester: str | None = None
-    """That uid's user name on the asking host."""
-    source: str | None = None
-    """The read-only source whose task this is (None: the store's own): the agent reads the
-    task from that source itself, never from the request."""
-
-    @property
-    def pending(self) -> bool:
-        return self.finished_at is None
-
-    @classmethod
-    def from_row(cls, row: Row) -> HostRequest:
-        return cls(
-            request_id=row["request_id"],
-            task_id=row["task_id"],
-            host=row["host"],
-            kind=row["kind"],
-            expected_token=row["expected_token"],
-            actor=row["actor"],
-            reason=row["reason"],
-            requested_at=row["requested_at"],
-            claimed_by=row["claimed_by"],
-            claimed_at=row["claimed_at"],
-            outcome=row["outcome"],
-            message=row["message"],
-            finished_at=row["finished_at"],
-            requester_uid=row["requester_uid"],
-            requester=row["requester"],
-            source=row["source"],
-        )
+        return read_row(cls, row)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -854,13 +631,7 @@ class Ack:
 
     @classmethod
     def from_row(cls, row: Row) -> Ack:
-        return cls(
-            task_id=row["task_id"],
-            by=row["actor"],
-            reason=row["reason"],
-            acked_at=row["acked_at"],
-            until=row["until_at"],
-        )
+        return read_row(cls, row, _ACK_READS)
 
     def active(self, now: float) -> bool:
         return now < self.until
@@ -869,6 +640,9 @@ class Ack:
         """``acked by ana 12m ago: restarting the partner API`` (untrusted parts unescaped)."""
         why = f": {self.reason}" if self.reason else ""
         return f"acked by {self.by} {format_age(max(now - self.acked_at, 0))} ago{why}"
+
+
+_ACK_READS: RowReads = {"by": column("actor"), "until": column("until_at")}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -890,17 +664,7 @@ class Silence:
 
     @classmethod
     def from_row(cls, row: Row) -> Silence:
-        return cls(
-            silence_id=row["silence_id"],
-            matcher=Matcher(row["matcher"]),
-            pattern=row["pattern"],
-            by=row["actor"],
-            reason=row["reason"],
-            created_at=row["created_at"],
-            until=row["until_at"],
-            ended_at=row["ended_at"],
-            ended_by=row["ended_by"],
-        )
+        return read_row(cls, row, _SILENCE_READS)
 
     def active(self, now: float) -> bool:
         return self.ended_at is None and now < self.until
@@ -916,3 +680,11 @@ class Silence:
     def rule(self) -> str:
         """``task export-*``, ``step_type export``, ``host web-3``."""
         return f"{self.matcher} {self.pattern}"
+
+
+_SILENCE_READS: RowReads = {
+    "matcher": column("matcher", Matcher),
+    "by": column("actor"),
+    "until": column("until_at"),
+    "set_until": None,
+}

@@ -19,11 +19,11 @@ from typing import Protocol
 from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.errors import ZombietopError
+from zombietop.fleet import HostRequest
 from zombietop.model import (
     Event,
     EventKind,
     HistoryPoint,
-    HostRequest,
     PollChanges,
     ProcessSample,
     Task,

@@ -11,15 +11,13 @@ from operator import attrgetter
 from zombietop.classify import Verdict, classify, sort_key
 from zombietop.config import Config, Limits
 from zombietop.durations import format_age
+from zombietop.fleet import AgentPresence, HostRequest, StoredSample
 from zombietop.model import (
-    AgentPresence,
     Health,
     Heartbeat,
-    HostRequest,
     Lease,
     PendingKill,
     ProcessSample,
-    StoredSample,
     Task,
     TaskRecord,
     TaskState,

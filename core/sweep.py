@@ -37,7 +37,8 @@ class Found:
     why: str
     """``tag`` (its environment names the store) or ``--db`` (its command line does)."""
 
-    def describe(self) -> str:
+    def words(self) -> str:
+        """``pid 4121 (python export.py)``: the process as a log line names it."""
         return f"pid {self.pid} ({' '.join(self.cmdline)[:120]})"
 
 
@@ -182,7 +183,7 @@ def stop_all(
             if found.pid not in killed and _signal(found, signal.SIGKILL):
                 killed[found.pid] = found
                 if log is not None:
-                    log(f"{found.describe()} still alive {grace:g}s after SIGTERM: sent SIGKILL")
+                    log(f"{found.words()} still alive {grace:g}s after SIGTERM: sent SIGKILL")
         time.sleep(SWEEP_POLL_S)
         alive = find(store)
     return SweepReport(

@@ -36,8 +36,9 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.clock_watch import ClockWatch
 from zombietop.config import Config
 from zombietop.errors import StoreError, StoreReplaced
+from zombietop.fleet import WatchdogLease
 from zombietop.incident_book import IncidentBook
-from zombietop.model import EventKind, Health, WatchdogLease
+from zombietop.model import EventKind, Health
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Page
 from zombietop.poll_trust import PollTrust

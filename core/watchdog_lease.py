@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from zombietop.durations import format_duration
 from zombietop.errors import StoreError
-from zombietop.model import WatchdogLease
+from zombietop.fleet import WatchdogLease
 from zombietop.notify import Outbox
 from zombietop.store import Store
 from zombietop.watchdog_hands import Look

@@ -407,7 +407,7 @@ def stopped(report: SweepReport) -> str:
 
 def _require_clean(report: SweepReport) -> None:
     if not report.clean:
-        left = "; ".join(found.describe() for found in report.survivors)
+        left = "; ".join(found.words() for found in report.survivors)
         raise ZombietopError(f"could not stop every demo process, still alive: {left}")
 
 
@@ -426,7 +426,7 @@ def _store_args(paths: DemoPaths) -> str:
     return f"--db {shlex.quote(str(paths.db))} --config {shlex.quote(str(paths.config))}"
 
 
-def describe(paths: DemoPaths, speed: float, *, dashboard: bool) -> str:
+def demo_guide(paths: DemoPaths, speed: float, *, dashboard: bool) -> str:
     """What runs and what each job shows; then how to act, watch and stop."""
     me, store = _me(), _store_args(paths)
     width = max(len(job.task_id) for job in JOBS)
@@ -463,8 +463,8 @@ def _quit(signum: int, frame: FrameType | None) -> None:
     raise _Quit(signal.Signals(signum).name)
 
 
-def run_dashboard(paths: DemoPaths) -> int:
-    """Run the dashboard in the foreground and return its exit status."""
+def run_demo_dashboard(paths: DemoPaths) -> int:
+    """Run the dashboard on the demo's store in the foreground and return its exit status."""
     # Like a shell: the dashboard owns the terminal; we wait, deaf to the keys meant for it.
     previous = {
         sig: signal.signal(sig, handler)
@@ -522,12 +522,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         stop(paths)
         raise
     # Printed before the dashboard too: it is what the screen shows again once the dashboard ends.
-    print(describe(paths, speed, dashboard=not args.no_tui), flush=True)
+    print(demo_guide(paths, speed, dashboard=not args.no_tui), flush=True)
     if args.no_tui:
         return 0
     status = None
     try:
-        status = run_dashboard(paths)
+        status = run_demo_dashboard(paths)
     except _Quit as exc:
         _say(f"zombietop demo: {exc}; stopping the demo")
     finally:
@@ -564,9 +564,12 @@ def _speed(text: str) -> float:
     return speed
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     """Register ``zombietop demo`` on the ``zombietop`` subparsers. Its store is its own: it
-    never takes ``$ZOMBIETOP_DB``, ``[store] path`` or a config file."""
+    never takes ``$ZOMBIETOP_DB``, ``[store] path`` or a config file, so not ``common``."""
+    del common
     demo = sub.add_parser(
         "demo",
         help="start real jobs that show every kind of zombie, and open the dashboard on them",

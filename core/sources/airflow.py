@@ -40,8 +40,9 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import printable_url
-from zombietop.model import Heartbeat, Lease, Row, Task, TaskRecord, TaskState
+from zombietop.model import Heartbeat, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
+from zombietop.rows import Row
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load

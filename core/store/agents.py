@@ -5,7 +5,8 @@ Its SQL is in ``sql/common/agents.sql``.
 
 from __future__ import annotations
 
-from zombietop.model import AgentPresence, Task
+from zombietop.fleet import AgentPresence
+from zombietop.model import Task
 from zombietop.store.sql_base import Conn, SQLBase
 
 

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from zombietop.errors import LeaseLost
+from zombietop.fleet import StoredSample
 from zombietop.heartbeat_line import BeatLine
-from zombietop.model import EventKind, Heartbeat, HistoryPoint, ProcessSample, StoredSample
+from zombietop.model import EventKind, Heartbeat, HistoryPoint, ProcessSample
 from zombietop.store.interface import HISTORY_LIMIT
 from zombietop.store.sql_base import Conn, SQLBase
 

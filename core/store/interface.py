@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
+from zombietop.fleet import AgentPresence, HostRequest, StoredSample, WatchdogLease
 from zombietop.heartbeat_line import BeatLine
 from zombietop.model import (
     Ack,
-    AgentPresence,
     Event,
     Heartbeat,
     HistoryPoint,
-    HostRequest,
     Lease,
     PendingKill,
     PollChanges,
@@ -29,11 +28,9 @@ from zombietop.model import (
     Silence,
     StepRuns,
     StoredPage,
-    StoredSample,
     Task,
     TaskRecord,
     TaskState,
-    WatchdogLease,
     WatchdogMemory,
 )
 from zombietop.start_identity import StartIdentity

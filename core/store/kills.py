@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from zombietop.errors import ActionRefused, StoreError
+from zombietop.fleet import HostRequest
 from zombietop.identity import real_user
-from zombietop.model import EventKind, HostRequest, PendingKill
+from zombietop.model import EventKind, PendingKill
 from zombietop.start_identity import StartIdentity
 from zombietop.store.sql_base import Conn, Duplicate, SQLBase, identity_params
 

@@ -5,7 +5,8 @@ Its SQL is in ``sql/common/paging.sql`` and ``sql/<backend>/paging.sql``.
 
 from __future__ import annotations
 
-from zombietop.model import Event, StoredPage, WatchdogLease, WatchdogMemory
+from zombietop.fleet import WatchdogLease
+from zombietop.model import Event, StoredPage, WatchdogMemory
 from zombietop.store.sql_base import Conn, SQLBase
 
 

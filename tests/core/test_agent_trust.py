@@ -30,8 +30,9 @@ from zombietop.agent import Agent
 from zombietop.clock import FakeClock
 from zombietop.config import AgentSettings, Config, load_config
 from zombietop.executor import Executor
+from zombietop.fleet import HostRequest
 from zombietop.identity import real_user
-from zombietop.model import EventKind, HostRequest
+from zombietop.model import EventKind
 from zombietop.procs import read_start, tie
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore

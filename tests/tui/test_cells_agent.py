@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from zombietop.model import HostRequest
+from zombietop.fleet import HostRequest
 from zombietop.tui.cells import BY_KEY, RowNote, task_column
 from zombietop.tui.sample import NOW, sample_snapshot
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zombietop.tui.demo import JOBS, DemoPaths, describe
+from zombietop.tui.demo import JOBS, DemoPaths, demo_guide
 
 
 def test_the_demo_says_what_the_user_sees_without_in_house_words(tmp_path: Path) -> None:
-    said = describe(DemoPaths(db=tmp_path / "demo.db"), 1.0, dashboard=True)
+    said = demo_guide(DemoPaths(db=tmp_path / "demo.db"), 1.0, dashboard=True)
     for job in JOBS:
         assert job.task_id in said and job.shows in said
     assert "seed" not in said.casefold()

@@ -18,12 +18,14 @@ import pytest
 from rich.console import Console, RenderableType
 
 from zombietop.actions import ActionKind
-from zombietop.model import AgentPresence, Event, EventKind, TaskRecord
+from zombietop.fleet import AgentPresence
+from zombietop.model import Event, EventKind, TaskRecord
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.notify import Page
 from zombietop.printable import UNSAFE, printable
 from zombietop.tui.cells import COLUMNS, row_cells
-from zombietop.tui.cli.status import nagios_output, render_table, snapshot_to_json
+from zombietop.tui.cli.status import nagios_output, render_table
+from zombietop.tui.cli.status_json import snapshot_to_json
 from zombietop.tui.sample import NOW, _alive, hostile_records, sample_config
 from zombietop.tui.screens.confirm import consequence, facts
 from zombietop.tui.screens.detail import facts_table

@@ -35,7 +35,9 @@ from zombietop.tui.cli.context import (
 KILL_POLL_S = 0.1
 
 
-def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     """Register run, resume, discard and kill on the ``zombietop`` subparsers."""
     run = add_command(
         sub,

@@ -29,8 +29,21 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     """Register the on-call commands on the ``zombietop`` subparsers."""
+    _add_ack(sub, common)
+    _add_unack(sub, common)
+    _add_silence(sub, common)
+    _add_silences(sub, common)
+    _add_unsilence(sub, common)
+
+
+def _add_ack(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``zombietop ack TASK``: someone is on the task's incident."""
     ack = add_command(
         sub,
         "ack",
@@ -52,6 +65,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ack.add_argument("--reason", help="what you are doing about it, for the event log")
     ack.set_defaults(handler=cmd_ack)
 
+
+def _add_unack(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``zombietop unack TASK``: end the task's ack."""
     unack = add_command(
         sub,
         "unack",
@@ -65,6 +83,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     unack.add_argument("task", metavar="TASK", help="the task id")
     unack.set_defaults(handler=cmd_unack)
 
+
+def _add_silence(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``zombietop silence``: hold the pages of the tasks a rule matches."""
     silence = add_command(
         sub,
         "silence",
@@ -95,6 +118,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     silence.add_argument("--reason", required=True, help="why: whoever is paged next asks")
     silence.set_defaults(handler=cmd_silence)
 
+
+def _add_silences(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``zombietop silences``: list the silences in force."""
     silences = add_command(
         sub,
         "silences",
@@ -108,6 +136,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     silences.add_argument("--json", action="store_true", help="one JSON list, for scripts")
     silences.set_defaults(handler=cmd_silences)
 
+
+def _add_unsilence(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``zombietop unsilence ID``: end a silence now."""
     unsilence = add_command(
         sub,
         "unsilence",
@@ -260,14 +293,17 @@ async def cmd_unsilence(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def silence_json(silence: Silence) -> dict[str, Any]:
+def silence_json(silence: Silence, *, created: bool = True) -> dict[str, Any]:
+    """A silence as ``silences --json`` lists it. ``status --json`` shows it without when it
+    was created (``created=False``), as it always has."""
+    made = {"created_at": format_timestamp(silence.created_at)} if created else {}
     return {
         "id": silence.silence_id,
         "matcher": str(silence.matcher),
         "pattern": silence.pattern,
         "by": silence.by,
         "reason": silence.reason,
-        "created_at": format_timestamp(silence.created_at),
+        **made,
         "until": format_timestamp(silence.until),
         "set_until": None if silence.set_until is None else format_timestamp(silence.set_until),
     }

@@ -19,27 +19,19 @@ from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.errors import MissingExtra, ZombietopError
 from zombietop.extras import require
-from zombietop.heartbeat_line import format_timestamp
-from zombietop.model import (
-    Ack,
-    AgentPresence,
-    Health,
-    NagiosLevel,
-    ProcessSample,
-    Silence,
-    TaskState,
-    WatchdogLease,
-)
+from zombietop.fleet import AgentPresence, WatchdogLease
+from zombietop.model import Health, NagiosLevel, ProcessSample, TaskState
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.oncall import capped_words
 from zombietop.output import LastOutput, last_outputs, with_last_output
 from zombietop.printable import ERROR_LIMIT, bounded, printable
 from zombietop.procs import PsutilProbe
-from zombietop.schedules import ScheduleHealth, ScheduleView
-from zombietop.sources import Origin, open_sources
+from zombietop.schedules import ScheduleHealth
+from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
 from zombietop.store.interface import FinishedKey
-from zombietop.tui.cli.context import context_of
+from zombietop.tui.cli.context import EXIT_UNKNOWN, add_command, context_of, source_flags
+from zombietop.tui.cli.status_json import read_at, snapshot_to_json, task_json
 
 Level = NagiosLevel
 """How ``status`` exits: the Nagios plugin API, which every monitoring system reads."""
@@ -108,85 +100,13 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
     )
     lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}"]
     lines.extend(printable(view.line) for view in snapshot.schedules if view.health.pages)
-    lines.extend(_human_lines([*urgent, *warned], outputs or {}, _read_at(snapshot)))
-    return shown(lines)
+    lines.extend(_human_lines([*urgent, *warned], outputs or {}, read_at(snapshot)))
+    return printable_lines(lines)
 
 
 def nagios_unknown(reason: str) -> str:
     """The plugin output when zombietop cannot look: the reason, and no performance data."""
     return bounded(f"ZOMBIETOP UNKNOWN - {reason}", limit=ERROR_LIMIT)
-
-
-def snapshot_to_json(
-    snapshot: Snapshot,
-    outputs: Mapping[str, LastOutput] | None = None,
-    watchdog: WatchdogLease | None = None,
-) -> dict[str, Any]:
-    """The documented ``status --json`` object; ``outputs`` are the tasks' kept output."""
-    outputs = outputs or {}
-    now = _read_at(snapshot)
-    return {
-        "generated_at": None if snapshot.taken_at is None else format_timestamp(snapshot.taken_at),
-        "counts": {str(health): n for health, n in snapshot.counts.items()},
-        "host": snapshot.host,
-        "watchdog": _watchdog_json(watchdog, snapshot.taken_at),
-        "agents": [_agent_json(agent, snapshot.taken_at) for agent in snapshot.agents],
-        "tasks": [
-            _task_json(view, snapshot, outputs.get(view.task_id), now) for view in snapshot.tasks
-        ],
-        "schedules": [_schedule_json(view) for view in snapshot.schedules],
-        "silences": [_silence_json(silence) for silence in snapshot.oncall.silences],
-    }
-
-
-def _schedule_json(view: ScheduleView) -> dict[str, Any]:
-    schedule = view.schedule
-    return {
-        "name": schedule.name,
-        "step": schedule.step,
-        "cron": schedule.cron,
-        "tz": schedule.tz,
-        "next_due": format_timestamp(view.next_due),
-        "last_due": format_timestamp(view.last_due),
-        "last_started": None if view.last_started is None else format_timestamp(view.last_started),
-        "first_seen": format_timestamp(view.first_seen),
-        "health": str(view.health),
-        "line": view.line,
-    }
-
-
-def _ack_json(ack: Ack | None) -> dict[str, Any] | None:
-    if ack is None:
-        return None
-    return {"by": ack.by, "reason": ack.reason, "until": format_timestamp(ack.until)}
-
-
-def _silence_json(silence: Silence | None) -> dict[str, Any] | None:
-    if silence is None:
-        return None
-    return {
-        "id": silence.silence_id,
-        "matcher": str(silence.matcher),
-        "pattern": silence.pattern,
-        "by": silence.by,
-        "reason": silence.reason,
-        "until": format_timestamp(silence.until),
-        "set_until": None if silence.set_until is None else format_timestamp(silence.set_until),
-    }
-
-
-def _watchdog_json(lease: WatchdogLease | None, now: float | None) -> dict[str, Any] | None:
-    """The watchdog holding the store's watchdog lease (``active`` false once it lapsed)."""
-    if lease is None:
-        return None
-    return {
-        "owner": lease.owner,
-        "host": lease.host,
-        "pid": lease.pid,
-        "token": lease.token,
-        "active": now is not None and lease.active(now),
-        "renewed_s_ago": None if now is None else _round(now - lease.renewed_at),
-    }
 
 
 def watchdog_words(lease: WatchdogLease | None, now: float | None) -> str:
@@ -197,122 +117,6 @@ def watchdog_words(lease: WatchdogLease | None, now: float | None) -> str:
     if lease.active(now):
         return f"watchdog: {lease.owner} active (renewed {ago} ago)"
     return f"watchdog: none active; {lease.owner} last renewed its lease {ago} ago"
-
-
-def _agent_json(agent: AgentPresence, now: float | None) -> dict[str, Any]:
-    return {
-        "host": agent.host,
-        "present": now is not None and agent.present(now),
-        "last_seen_s": None if now is None else _round(now - agent.seen_at),
-        "stopped": agent.stopped_at is not None,
-        "pid": agent.pid,
-        "interval_s": agent.interval_s,
-        "clock_skew_s": _round(agent.clock_skew_s),
-    }
-
-
-def _origin_json(origin: Origin | None) -> dict[str, Any] | None:
-    """Where a task came from when not the store: the engine and its own identifiers."""
-    if origin is None:
-        return None
-    return {
-        "kind": origin.kind,
-        "name": origin.source,
-        "capability": str(origin.capability),
-        origin.kind: dict(origin.ids),
-    }
-
-
-def _task_json(
-    view: TaskView, snapshot: Snapshot, last: LastOutput | None, now: float
-) -> dict[str, Any]:
-    """One task's object, its ages and words composed at ``now``."""
-    task, verdict, beat = view.task, view.verdict, view.heartbeat
-    budgets = verdict.budgets(now)
-    return {
-        "task_id": task.task_id,
-        "run_id": task.run_id,
-        "step": task.step,
-        "step_type": task.step_type,
-        "state": str(task.state),
-        "health": str(verdict.health),
-        "reasons": [
-            {"code": r.code, "message": r.words(now), "age_s": r.age(now), "limit_s": r.limit}
-            for r in verdict.reasons
-        ],
-        "flags": [str(flag) for flag in verdict.flags],
-        "stage": beat.stage if beat else None,
-        "progress": beat.progress if beat else None,
-        "counters": dict(beat.counters) if beat else {},
-        "heartbeat_source": str(beat.source) if beat else None,
-        "last_output": None
-        if last is None
-        else {"line": last.line, "age_s": _round(last.age(now))},
-        "checkpoint": task.checkpoint,
-        "heartbeat_age_s": _round(verdict.heartbeat_age(now)),
-        "lease_expires_in_s": _round(verdict.lease_expires_in(now)),
-        "owner": view.lease.owner if view.lease else None,
-        "token": view.token,
-        "pid": task.pid,
-        "host": task.host,
-        "remote": view.remote,
-        "process": _process_json(view),
-        "clock_skew_s": _round(view.clock_skew_s),
-        "agent_note": view.agent_note,
-        "host_request": _request_json(view),
-        "attempt": task.attempt,
-        "exit_code": task.exit_code,
-        "quarantined": task.quarantined,
-        "budgets": {
-            name: {"used_s": _round(b.used_s), "limit_s": b.limit_s, "source": b.source}
-            for name, b in (
-                ("request", budgets.request),
-                ("stage", budgets.stage),
-                ("task", budgets.task),
-            )
-        },
-        "context": verdict.context(now),
-        "ack": _ack_json(snapshot.oncall.ack_for(task.task_id)),
-        "silence": _silence_json(snapshot.oncall.silence_for(task)),
-        "source": _origin_json(snapshot.origins.get(task.task_id)),
-    }
-
-
-def _process_json(view: TaskView) -> dict[str, Any] | None:
-    sample = view.process
-    if sample is None:
-        return None
-    return {
-        "pid": sample.pid,
-        "alive": sample.alive and not sample.gone,
-        "status": sample.status,
-        "cpu_percent": _round(sample.cpu_percent),
-        "rss_bytes": sample.rss_bytes,
-        "seen_by": view.task.host if view.remote else "this host",
-    }
-
-
-def _request_json(view: TaskView) -> dict[str, Any] | None:
-    asked = view.host_request
-    if asked is None:
-        return None
-    return {
-        "kind": asked.kind,
-        "host": asked.host,
-        "actor": asked.actor,
-        "requested_at": format_timestamp(asked.requested_at),
-        "claimed_by": asked.claimed_by,
-    }
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
-
-
-def _read_at(snapshot: Snapshot) -> float:
-    """The moment a snapshot's ages are read at: when it was taken (before any poll it holds
-    no task to read)."""
-    return snapshot.taken_at or 0.0
 
 
 def _heartbeat_words(view: TaskView, now: float) -> str:
@@ -341,7 +145,7 @@ def render_table(
     ``watchdog_words``), one row per task cut at ``width`` (None: whole rows), then what to
     act on."""
     table = Table(snapshot, width, outputs or {}, watchdog=watchdog)
-    return shown([*table.head(), *table.tail()])
+    return printable_lines([*table.head(), *table.tail()])
 
 
 HEADER = (
@@ -372,7 +176,7 @@ class Table:
     ) -> None:
         """``more``: rows will follow the snapshot's, so the header is due even without any."""
         self.snapshot, self.width, self.outputs, self.watchdog = snapshot, width, outputs, watchdog
-        self.now = _read_at(snapshot)
+        self.now = read_at(snapshot)
         self.rows = [self.cells(view) for view in snapshot.tasks]
         self.has_rows = bool(self.rows) or more
         self.widths = [max(len(row[i]) for row in [HEADER, *self.rows]) for i in range(len(HEADER))]
@@ -435,7 +239,7 @@ def _tail_lines(snapshot: Snapshot, outputs: Mapping[str, LastOutput], now: floa
     return lines
 
 
-def shown(lines: list[str]) -> str:
+def printable_lines(lines: list[str]) -> str:
     """Join ``lines`` for a terminal, each made printable: the text comes from the store."""
     return "\n".join(printable(line) for line in lines)
 
@@ -455,7 +259,7 @@ def _oncall_words(view: TaskView, snapshot: Snapshot) -> str:
 def _oncall_lines(snapshot: Snapshot) -> list[str]:
     """The schedules, acks and silences under the table, one line each."""
     lines: list[str] = []
-    now = _read_at(snapshot)
+    now = read_at(snapshot)
     if snapshot.schedules:
         lines.append("")
         lines.extend(f"schedule {printable(view.line)}" for view in snapshot.schedules)
@@ -561,13 +365,13 @@ async def _print_snapshot(
         words = None if watchdog is None else watchdog_words(watchdog, snapshot.taken_at)
         more = older is not None and older.total > 0
         table = Table(snapshot, _table_width(), outputs, watchdog=words, more=more)
-        print(shown(table.head()))
+        print(printable_lines(table.head()))
         if older is not None:
             async for view in older.views():
                 print(printable(table.line(table.cells(view))))
         tail = table.tail()
         if tail:
-            print(shown(tail))
+            print(printable_lines(tail))
 
 
 async def _print_json(obj: dict[str, Any], snapshot: Snapshot, older: Older | None) -> None:
@@ -582,9 +386,9 @@ async def _print_json(obj: dict[str, Any], snapshot: Snapshot, older: Older | No
     head = head.rstrip()
     more = head.endswith(",")
     sys.stdout.write(head.removesuffix(","))
-    now = _read_at(snapshot)
+    now = read_at(snapshot)
     async for view in older.views():
-        item = json.dumps(_task_json(view, snapshot, None, now), indent=2)
+        item = json.dumps(task_json(view, snapshot, None, now), indent=2)
         sys.stdout.write(("," if more else "") + "\n    " + item.replace("\n", "\n    "))
         more = True
     sys.stdout.write(rest + "\n")
@@ -688,3 +492,59 @@ def _print_prometheus(snapshot: Snapshot, output: Path | None) -> bool:
         text = "\n".join(printable(line) for line in text.splitlines()) + "\n"
     sys.stdout.write(text)
     return True
+
+
+STATUS_EPILOG = """\
+exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a
+budget, a schedule running long); 2 CRITICAL (a task dead, stalled or
+reclaimable, a schedule missed); 3 UNKNOWN (the store or config cannot be read,
+or a usage error). With --prometheus: 0 once the metrics are written (the store's
+state is in them), 3 when they cannot be."""
+
+
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    status = add_command(
+        sub,
+        "status",
+        parents=[common, source_flags()],
+        summary="print one snapshot; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (Nagios)",
+        about="Print one snapshot of the store, for scripts and monitoring systems: a table "
+        "(cut to the terminal's width on a terminal, whole rows in a pipe or a file), then the "
+        "page line of every task that needs a human.",
+        examples=(
+            "zombietop status",
+            "zombietop status --nagios",
+            "zombietop status --json --all",
+        ),
+        epilog=STATUS_EPILOG,
+    )
+    status.usage_exit = EXIT_UNKNOWN
+    form = status.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+    form.add_argument(
+        "--nagios",
+        action="store_true",
+        help="the Nagios plugin output: a summary line with performance data",
+    )
+    form.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="the Prometheus text format, as `watch --metrics` serves it "
+        "(for node_exporter's textfile collector); exits 0 once written",
+    )
+    status.add_argument(
+        "--output",
+        type=Path,
+        metavar="PATH",
+        help="with --prometheus: write to PATH atomically (e.g. "
+        "/var/lib/prometheus/node-exporter/zombietop.prom) instead of stdout",
+    )
+    status.add_argument(
+        "--all",
+        action="store_true",
+        help="include every finished task, not just those of the last [monitor] "
+        "finished_window (1h by default): the older ones follow, newest first, as read",
+    )
+    status.set_defaults(handler=cmd_status)

@@ -1,0 +1,193 @@
+"""``zombietop status --json``: one snapshot as the documented JSON object."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from zombietop.fleet import AgentPresence, WatchdogLease
+from zombietop.heartbeat_line import format_timestamp
+from zombietop.model import Ack, Silence
+from zombietop.monitor import Snapshot, TaskView
+from zombietop.output import LastOutput
+from zombietop.schedules import ScheduleView
+from zombietop.sources import Origin
+from zombietop.tui.cli.oncall import silence_json
+
+
+def snapshot_to_json(
+    snapshot: Snapshot,
+    outputs: Mapping[str, LastOutput] | None = None,
+    watchdog: WatchdogLease | None = None,
+) -> dict[str, Any]:
+    """The documented ``status --json`` object; ``outputs`` are the tasks' kept output."""
+    outputs = outputs or {}
+    now = read_at(snapshot)
+    return {
+        "generated_at": None if snapshot.taken_at is None else format_timestamp(snapshot.taken_at),
+        "counts": {str(health): n for health, n in snapshot.counts.items()},
+        "host": snapshot.host,
+        "watchdog": _watchdog_json(watchdog, snapshot.taken_at),
+        "agents": [_agent_json(agent, snapshot.taken_at) for agent in snapshot.agents],
+        "tasks": [
+            task_json(view, snapshot, outputs.get(view.task_id), now) for view in snapshot.tasks
+        ],
+        "schedules": [_schedule_json(view) for view in snapshot.schedules],
+        "silences": [silence_json(silence, created=False) for silence in snapshot.oncall.silences],
+    }
+
+
+def _schedule_json(view: ScheduleView) -> dict[str, Any]:
+    schedule = view.schedule
+    return {
+        "name": schedule.name,
+        "step": schedule.step,
+        "cron": schedule.cron,
+        "tz": schedule.tz,
+        "next_due": format_timestamp(view.next_due),
+        "last_due": format_timestamp(view.last_due),
+        "last_started": None if view.last_started is None else format_timestamp(view.last_started),
+        "first_seen": format_timestamp(view.first_seen),
+        "health": str(view.health),
+        "line": view.line,
+    }
+
+
+def _ack_json(ack: Ack | None) -> dict[str, Any] | None:
+    if ack is None:
+        return None
+    return {"by": ack.by, "reason": ack.reason, "until": format_timestamp(ack.until)}
+
+
+def _task_silence_json(silence: Silence | None) -> dict[str, Any] | None:
+    return None if silence is None else silence_json(silence, created=False)
+
+
+def _watchdog_json(lease: WatchdogLease | None, now: float | None) -> dict[str, Any] | None:
+    """The watchdog holding the store's watchdog lease (``active`` false once it lapsed)."""
+    if lease is None:
+        return None
+    return {
+        "owner": lease.owner,
+        "host": lease.host,
+        "pid": lease.pid,
+        "token": lease.token,
+        "active": now is not None and lease.active(now),
+        "renewed_s_ago": None if now is None else _round(now - lease.renewed_at),
+    }
+
+
+def _agent_json(agent: AgentPresence, now: float | None) -> dict[str, Any]:
+    return {
+        "host": agent.host,
+        "present": now is not None and agent.present(now),
+        "last_seen_s": None if now is None else _round(now - agent.seen_at),
+        "stopped": agent.stopped_at is not None,
+        "pid": agent.pid,
+        "interval_s": agent.interval_s,
+        "clock_skew_s": _round(agent.clock_skew_s),
+    }
+
+
+def _origin_json(origin: Origin | None) -> dict[str, Any] | None:
+    """Where a task came from when not the store: the engine and its own identifiers."""
+    if origin is None:
+        return None
+    return {
+        "kind": origin.kind,
+        "name": origin.source,
+        "capability": str(origin.capability),
+        origin.kind: dict(origin.ids),
+    }
+
+
+def task_json(
+    view: TaskView, snapshot: Snapshot, last: LastOutput | None, now: float
+) -> dict[str, Any]:
+    """One task's object, its ages and words composed at ``now``."""
+    task, verdict, beat = view.task, view.verdict, view.heartbeat
+    budgets = verdict.budgets(now)
+    return {
+        "task_id": task.task_id,
+        "run_id": task.run_id,
+        "step": task.step,
+        "step_type": task.step_type,
+        "state": str(task.state),
+        "health": str(verdict.health),
+        "reasons": [
+            {"code": r.code, "message": r.words(now), "age_s": r.age(now), "limit_s": r.limit}
+            for r in verdict.reasons
+        ],
+        "flags": [str(flag) for flag in verdict.flags],
+        "stage": beat.stage if beat else None,
+        "progress": beat.progress if beat else None,
+        "counters": dict(beat.counters) if beat else {},
+        "heartbeat_source": str(beat.source) if beat else None,
+        "last_output": None
+        if last is None
+        else {"line": last.line, "age_s": _round(last.age(now))},
+        "checkpoint": task.checkpoint,
+        "heartbeat_age_s": _round(verdict.heartbeat_age(now)),
+        "lease_expires_in_s": _round(verdict.lease_expires_in(now)),
+        "owner": view.lease.owner if view.lease else None,
+        "token": view.token,
+        "pid": task.pid,
+        "host": task.host,
+        "remote": view.remote,
+        "process": _process_json(view),
+        "clock_skew_s": _round(view.clock_skew_s),
+        "agent_note": view.agent_note,
+        "host_request": _request_json(view),
+        "attempt": task.attempt,
+        "exit_code": task.exit_code,
+        "quarantined": task.quarantined,
+        "budgets": {
+            name: {"used_s": _round(b.used_s), "limit_s": b.limit_s, "source": b.source}
+            for name, b in (
+                ("request", budgets.request),
+                ("stage", budgets.stage),
+                ("task", budgets.task),
+            )
+        },
+        "context": verdict.context(now),
+        "ack": _ack_json(snapshot.oncall.ack_for(task.task_id)),
+        "silence": _task_silence_json(snapshot.oncall.silence_for(task)),
+        "source": _origin_json(snapshot.origins.get(task.task_id)),
+    }
+
+
+def _process_json(view: TaskView) -> dict[str, Any] | None:
+    sample = view.process
+    if sample is None:
+        return None
+    return {
+        "pid": sample.pid,
+        "alive": sample.alive and not sample.gone,
+        "status": sample.status,
+        "cpu_percent": _round(sample.cpu_percent),
+        "rss_bytes": sample.rss_bytes,
+        "seen_by": view.task.host if view.remote else "this host",
+    }
+
+
+def _request_json(view: TaskView) -> dict[str, Any] | None:
+    asked = view.host_request
+    if asked is None:
+        return None
+    return {
+        "kind": asked.kind,
+        "host": asked.host,
+        "actor": asked.actor,
+        "requested_at": format_timestamp(asked.requested_at),
+        "claimed_by": asked.claimed_by,
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def read_at(snapshot: Snapshot) -> float:
+    """The moment a snapshot's ages are read at: when it was taken (before any poll it holds
+    no task to read)."""
+    return snapshot.taken_at or 0.0
