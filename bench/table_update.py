@@ -25,7 +25,7 @@ from textual.app import App, ComposeResult
 
 from zombietop.monitor import build_snapshot
 from zombietop.tui.cells import COLUMNS
-from zombietop.tui.sample import NOW, sample_config, synthetic_records
+from zombietop.tui.testing import NOW, sample_config, synthetic_records
 from zombietop.tui.widgets.task_list import TaskList
 
 

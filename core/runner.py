@@ -4,8 +4,9 @@ The wrapper takes the lease, starts the command as the leader of its own process
 then does three things until the command exits: renews the lease every heartbeat_interval
 (only while the command lives and the lease is still ours), turns the last new line of
 ``$ZOMBIETOP_HEARTBEAT_FILE`` into a heartbeat, and forwards SIGTERM, SIGINT and SIGHUP to the
-command's group (its handlers are in place before the command starts). If the lease is lost it
-stops the command (TERM, grace, KILL) rather than keep a second owner running.
+command's group (``zombietop.signal_forwarding``; its handlers are in place before the
+command starts). If the lease is lost it stops the command (TERM, grace, KILL) rather than keep a
+second owner running.
 
 The command's process is recorded first, before anything that can fail: the wrapper needs no
 new thread once the command runs (``zombietop.child``), and one that cannot start is said and
@@ -21,7 +22,8 @@ time, I/O or output moved: proof of activity, never of progress.
 When the store cannot take the exit (a full disk), the wrapper keeps trying every
 heartbeat_interval and renews the lease meanwhile, for as long as the lease can be renewed
 (``lease_ttl`` after the last renewal that worked), then exits with the command's status and
-says what was not recorded.
+says what was not recorded. What the end is recorded as, and who stopped the command, is
+``zombietop.run_exit``.
 """
 
 from __future__ import annotations
@@ -53,17 +55,18 @@ from zombietop.errors import (
 )
 from zombietop.heartbeat_line import MAX_LINE, parse_line
 from zombietop.locations import clean_env, safe_name, store_location, task_file_name
-from zombietop.model import EventKind, PendingKill, TaskState
+from zombietop.model import EventKind, TaskState
 from zombietop.output import OutputLog, private_output_path, prune_attempts
 from zombietop.passthrough import Passthrough
 from zombietop.printable import printable
 from zombietop.private import open_read, state_subdir, write_new
 from zombietop.procs import TreeActivity, read_start, this_host
+from zombietop.run_exit import record_exit, record_lost
+from zombietop.signal_forwarding import SignalForwarding
 from zombietop.start_identity import ProcessStart
 from zombietop.store import Store, location_of
 from zombietop.stray_beats import StrayBeats
 
-FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 EXIT_CANNOT_START = 127
 PUMP_DRAIN = 2.0
 """Seconds to wait, once the command exits, for the rest of its output: a background child
@@ -85,18 +88,6 @@ class RunSpec:
 def default_task_id(command: Sequence[str]) -> str:
     """Name an unnamed task after its command: ``backup.sh-1a2b3c``."""
     return f"{safe_name(Path(command[0]).name)}-{os.urandom(3).hex()}"
-
-
-def forwarded_signals() -> tuple[signal.Signals, ...]:
-    """Return the signals of ``FORWARDED`` that this process was not started ignoring.
-
-    A signal ignored on entry stays ignored, by the wrapper and (inherited) by its command, as
-    a shell does it: ``nohup zombietop run ...`` lives through a hangup, and ``zombietop run ...
-    &`` in a script ignores SIGINT like everything else started there. Forwarding such a signal
-    anyway would reach a command that cannot trap it (the shell drops a trap on a signal ignored
-    on entry), and the grace would end in a SIGKILL.
-    """
-    return tuple(sig for sig in FORWARDED if signal.getsignal(sig) != signal.SIG_IGN)
 
 
 class HeartbeatTail:
@@ -182,7 +173,7 @@ class Runner:
         self.store_path: Path | str | None = where
         self.tail_interval = tail_interval
         self.err = err or sys.stderr
-        self.forwarded: set[int] = set()
+        self.signals = SignalForwarding(self._say)
         self.lost: str | None = None
         self.line_at: float | None = None
         """When the command's latest heartbeat line was read (monotonic), None before one."""
@@ -262,13 +253,10 @@ class Runner:
         started = await self.store.now()
         output = self._output_log(claim)
         pipes = Passthrough(output, self._say) if output is not None else None
-        loop = asyncio.get_running_loop()
         child = Child()
-        handled = forwarded_signals()
         # Before the start: a signal that comes while the command starts is forwarded to it
         # once its pid is known, never left to kill the wrapper and orphan the command.
-        for sig in handled:
-            loop.add_signal_handler(sig, self._forward, child, sig, limits.kill_grace)
+        self.signals.install(child, limits.kill_grace)
         try:
             if not spec.task_id:
                 self._say(f"task {claim.task.task_id}")
@@ -284,16 +272,14 @@ class Runner:
                 if pipes is not None:
                     pipes.close()
                 return await self._not_started(claim, spec, exc)
-            for early in sorted(self.forwarded):
-                child.signal_group(early)  # it came while the command started
+            self.signals.pass_early(child)
             try:
                 code = await self._watch(claim, limits, child, beat_file, pipes, started)
             finally:
                 if pipes is not None:
                     await pipes.finish(PUMP_DRAIN)
         finally:
-            for sig in handled:
-                loop.remove_signal_handler(sig)
+            self.signals.remove()
             child.close()
         # All the output is in: a command that printed its beats and exited says so too.
         await self._mind_stray_beats(claim, file_used=_beat_file_used(beat_file), seen_by=math.inf)
@@ -368,10 +354,17 @@ class Runner:
                     claim,
                     limits,
                     f"the exit of {task_id} (exit {code})",
-                    lambda: self._record_exit(claim, pid, returncode, started),
+                    lambda: record_exit(
+                        self.store,
+                        claim,
+                        pid=pid,
+                        returncode=returncode,
+                        started=started,
+                        signals=self.signals,
+                    ),
                 )
             else:
-                await self._record_lost(claim, returncode)
+                await record_lost(self.store, claim, returncode, self.lost)
         except StoreReplaced as exc:
             self._lose_store(exc, claim)
         return code
@@ -468,24 +461,6 @@ class Runner:
         if not self.store_gone:
             self.store_gone = True
             self._say(f"{exc}; {claim.task.task_id} keeps running unrecorded")
-
-    def _forward(self, child: Child, sig: int, grace: float) -> None:
-        first = not self.forwarded
-        self.forwarded.add(sig)
-        child.signal_group(sig)  # nothing yet if it has not started: it gets it as it does
-        if first:
-            # Whoever stops us will not wait forever: neither do we, or the command outlives us.
-            asyncio.get_running_loop().call_later(grace, self._kill_group, child)
-
-    def _kill_group(self, child: Child) -> None:
-        if child.pid is not None and child.returncode is None:
-            self._say(
-                f"the command ignored {self._forwarded_names()} for the grace; sending SIGKILL"
-            )
-            child.signal_group(signal.SIGKILL)
-
-    def _forwarded_names(self) -> str:
-        return ", ".join(signal.Signals(s).name for s in sorted(self.forwarded))
 
     async def _renew(self, claim: Claim, limits: Limits, child: Child) -> None:
         while True:
@@ -614,72 +589,3 @@ class Runner:
             pass  # the renew loop notices and stops the command
         except StoreError as exc:
             self._say(f"could not record a heartbeat for {task_id}: {exc}")
-
-    async def _record_exit(self, claim: Claim, pid: int, returncode: int, started: float) -> None:
-        """Record how the command ended; raise ``LeaseLost`` when the task is not ours now."""
-        task_id = claim.task.task_id
-        code = exit_status(returncode)
-        record = await self.store.get_record(task_id)
-        stopped_by = self._stopped_by(record.pending_kill, pid, returncode, started)
-        if stopped_by is not None:
-            # Killed is killed: a polite TERM handler that exits 0 has not finished the work.
-            state, reason = TaskState.INTERRUPTED, f"stopped by {stopped_by} (exit {code})"
-        elif returncode == 0:
-            state, reason = TaskState.SUCCEEDED, None
-        elif returncode < 0:
-            state, reason = TaskState.FAILED, f"killed by {signal.Signals(-returncode).name}"
-        else:
-            state, reason = TaskState.FAILED, None  # the exit code says it all
-        await self.store.finish_task(
-            task_id,
-            owner=claim.owner,
-            token=claim.token,
-            state=state,
-            exit_code=code,
-            reason=reason,
-            stopped_by=stopped_by,
-        )
-
-    def _stopped_by(
-        self, kill: PendingKill | None, pid: int, returncode: int, started: float
-    ) -> str | None:
-        """Who stopped the command, or None when it reached its exit on its own."""
-        if kill is not None and kill.pid == pid and kill.term_sent_at >= started:
-            return f"a kill by {kill.requested_by}"
-        if self.forwarded:
-            return f"{self._forwarded_names()} (forwarded by zombietop run)"
-        if -returncode in FORWARDED:
-            # Signalled straight at the command by someone outside zombietop.
-            return f"{signal.Signals(-returncode).name} from outside zombietop"
-        return None
-
-    async def _record_lost(self, claim: Claim, returncode: int) -> None:
-        """Record that the command was stopped because its lease was lost.
-
-        Interrupted if the lease is still ours to end (it expired and nobody took it over);
-        otherwise the state belongs to the new owner, and the task's events say what happened.
-        """
-        code = exit_status(returncode)
-        stopped_by = "zombietop run, on losing the lease"
-        try:
-            await self.store.finish_task(
-                claim.task.task_id,
-                owner=claim.owner,
-                token=claim.token,
-                state=TaskState.INTERRUPTED,
-                exit_code=code,
-                reason=f"stopped by {stopped_by} (exit {code}): {self.lost}",
-                stopped_by=stopped_by,
-            )
-            return
-        except (LeaseLost, StoreError):
-            pass
-        with contextlib.suppress(StoreError):
-            await self.store.record_event(
-                kind=EventKind.NOTE,
-                actor=claim.owner,
-                task_id=claim.task.task_id,
-                message=f"the command of token {claim.token} was stopped after its lease was "
-                f"lost (exit {code}): {self.lost}",
-                data={"exit_code": code, "stopped_by": stopped_by, "token": claim.token},
-            )

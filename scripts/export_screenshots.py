@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 
 from zombietop.clock import FakeClock
 from zombietop.tui.app import ZombietopApp
-from zombietop.tui.sample import (
+from zombietop.tui.testing import (
     NOW,
     RecordingDesk,
     RecordingExecutor,

@@ -10,7 +10,7 @@ from textual.screen import Screen
 
 from zombietop.clock import FakeClock
 from zombietop.tui.app import ZombietopApp
-from zombietop.tui.sample import NOW, RecordingDesk, RecordingExecutor, SampleSource
+from zombietop.tui.testing import NOW, RecordingDesk, RecordingExecutor, SampleSource
 from zombietop.tui.textual_compat import install_cropped_updates
 from zombietop.tui.widgets.task_list import TaskList
 

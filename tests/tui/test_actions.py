@@ -13,7 +13,9 @@ from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.model import TaskState
 from zombietop.monitor import build_snapshot
 from zombietop.tui.keys import KEYS, display_key
-from zombietop.tui.sample import (
+from zombietop.tui.screens.confirm import ConfirmScreen
+from zombietop.tui.screens.help import HelpScreen
+from zombietop.tui.testing import (
     NOW,
     RecordingExecutor,
     SampleSource,
@@ -22,8 +24,6 @@ from zombietop.tui.sample import (
     sample_samples,
     sample_snapshot,
 )
-from zombietop.tui.screens.confirm import ConfirmScreen
-from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.widgets.task_list import TaskList
 
 KEY_FOR = {ActionKind.RESUME: "r", ActionKind.DISCARD: "d", ActionKind.KILL: "K"}

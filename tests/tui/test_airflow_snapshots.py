@@ -22,7 +22,7 @@ from zombietop.model import Event, HistoryPoint
 from zombietop.monitor import Monitor, Snapshot
 from zombietop.sources.airflow import AirflowSource
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.tui.sample import NOW, SampleSource
+from zombietop.tui.testing import NOW, SampleSource
 
 SHOWN_AS = "airflow+postgresql://zombietop@airflow-db/airflow"
 RUN = "scheduled__2026-11-29T04:00:00+00:00"

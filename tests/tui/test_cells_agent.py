@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from zombietop.fleet import HostRequest
 from zombietop.tui.cells import BY_KEY, RowNote, task_column
-from zombietop.tui.sample import NOW, sample_snapshot
+from zombietop.tui.testing import NOW, sample_snapshot
 
 
 def _view(task_id: str = "resize-9001"):  # type: ignore[no-untyped-def]

@@ -22,7 +22,7 @@ from zombietop.tui.cells import (
     row_changes,
     same_cell,
 )
-from zombietop.tui.sample import NOW, sample_config, sample_records, sample_samples
+from zombietop.tui.testing import NOW, sample_config, sample_records, sample_samples
 
 RECORDS = sample_records(kill_pending={"thumbs-7781"})
 FAR = 3 * 86400.0

@@ -9,7 +9,7 @@ from tests.tui.helpers import make_app, settle
 from zombietop.model import Health
 from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.tui import healths
-from zombietop.tui.sample import (
+from zombietop.tui.testing import (
     NOW,
     SampleSource,
     sample_config,

@@ -10,8 +10,8 @@ from rich.console import Console
 
 from zombietop.model import Lease, ProcessSample, TaskRecord, TaskState
 from zombietop.monitor import TaskView, build_snapshot
-from zombietop.tui.sample import NOW, sample_config, sample_records
 from zombietop.tui.screens.detail import facts_table
+from zombietop.tui.testing import NOW, sample_config, sample_records
 
 
 def _row(view: TaskView, label: str) -> str:

@@ -9,11 +9,11 @@ from tests.tui.helpers import help_text, make_app, settle
 from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.tui.keys import KEYS
 from zombietop.tui.messages import TaskAction
-from zombietop.tui.sample import NOW, SampleSource, sample_config, sample_records, sample_samples
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.detail import DetailScreen
 from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.wall import WallScreen
+from zombietop.tui.testing import NOW, SampleSource, sample_config, sample_records, sample_samples
 from zombietop.tui.widgets.task_list import TaskList
 
 

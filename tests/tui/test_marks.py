@@ -21,7 +21,7 @@ from zombietop.tui.cells import (
     row_notes,
 )
 from zombietop.tui.healths import GLYPHS, STYLES
-from zombietop.tui.sample import (
+from zombietop.tui.testing import (
     NOW,
     SampleSource,
     sample_config,

@@ -35,7 +35,7 @@ from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store, open_store, sqlite
 from zombietop.tui.cli.main import main
-from zombietop.tui.sample import sample_snapshot
+from zombietop.tui.testing import sample_snapshot
 from zombietop.watchdog import Watchdog
 
 REPO = Path(__file__).resolve().parents[2]

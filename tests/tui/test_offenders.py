@@ -6,7 +6,7 @@ from rich.console import Console
 
 from zombietop.monitor import build_snapshot
 from zombietop.tui.healths import GLYPHS
-from zombietop.tui.sample import NOW, sample_config, sample_snapshot, synthetic_records
+from zombietop.tui.testing import NOW, sample_config, sample_snapshot, synthetic_records
 from zombietop.tui.widgets.offenders import ALL_CLEAR, offender_lines
 
 CONSOLE = Console(width=200)

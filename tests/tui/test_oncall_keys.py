@@ -12,8 +12,8 @@ from tests.tui.helpers import make_app, notified, settle
 from zombietop.model import Matcher, Silence
 from zombietop.oncall import current
 from zombietop.tui.messages import TaskAction, TaskAsked
-from zombietop.tui.sample import NOW, RecordingDesk, SampleSource, sample_snapshot
 from zombietop.tui.screens.oncall import AckScreen, SilenceScreen
+from zombietop.tui.testing import NOW, RecordingDesk, SampleSource, sample_snapshot
 from zombietop.tui.widgets.events_pane import EventsPane
 
 

@@ -44,7 +44,7 @@ async def test_the_first_snapshot_on_screen_is_announced_once() -> None:
     """The dashboard settles its heap (``gc.freeze``) once the first data is drawn: not before a
     poll has succeeded, and not again on later polls."""
     from tests.tui.helpers import make_app, settle
-    from zombietop.tui.sample import SampleSource
+    from zombietop.tui.testing import SampleSource
 
     source = SampleSource()
     source.fail_with = "database is locked"

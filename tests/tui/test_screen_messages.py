@@ -8,11 +8,11 @@ from textual.app import App
 from textual.message import Message
 
 from zombietop.tui import messages
-from zombietop.tui.sample import NOW, SampleSource, sample_snapshot
 from zombietop.tui.screen_state import Rows, ScreenState, detail_state
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
 from zombietop.tui.task_order import SortMode
+from zombietop.tui.testing import NOW, SampleSource, sample_snapshot
 from zombietop.tui.widgets.task_list import TaskList
 
 

@@ -15,17 +15,17 @@ from tests.tui.helpers import make_app, settle
 from zombietop.monitor import Snapshot
 from zombietop.output import LastOutput
 from zombietop.tui import messages
-from zombietop.tui.sample import (
+from zombietop.tui.screen_state import ShowsState, TaskRecord, detail_state, page_line
+from zombietop.tui.screens.dashboard import DashboardScreen
+from zombietop.tui.screens.detail import DetailScreen
+from zombietop.tui.screens.wall import WallScreen
+from zombietop.tui.testing import (
     NOW,
     SampleSource,
     sample_events,
     sample_history,
     sample_snapshot,
 )
-from zombietop.tui.screen_state import ShowsState, TaskRecord, detail_state, page_line
-from zombietop.tui.screens.dashboard import DashboardScreen
-from zombietop.tui.screens.detail import DetailScreen
-from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.health_card import HealthCard
 

@@ -1,4 +1,4 @@
-"""What the dashboard looks like, frozen clock, sample fleet (tui/sample.py)."""
+"""What the dashboard looks like, frozen clock, sample fleet (tui/testing/)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from textual.pilot import Pilot
 from tests.tui.helpers import make_app, settle
 from zombietop.clock import FakeClock
 from zombietop.monitor import build_snapshot
-from zombietop.tui.sample import (
+from zombietop.tui.testing import (
     NOW,
     SampleSource,
     sample_config,
@@ -122,7 +122,7 @@ def test_error_banner(snap_compare):
 
 
 def _hostile_app():  # type: ignore[no-untyped-def]
-    from zombietop.tui.sample import hostile_events, hostile_snapshot
+    from zombietop.tui.testing import hostile_events, hostile_snapshot
 
     return make_app(SampleSource([hostile_snapshot()], events=hostile_events()))
 

@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from tests.tui.helpers import TableApp
 from zombietop.monitor import TaskView, build_snapshot
 from zombietop.tui.cells import BAR_STYLE, COLUMNS, RowNote, columns_for_width, row_cells
-from zombietop.tui.sample import NOW, sample_config, synthetic_records
+from zombietop.tui.testing import NOW, sample_config, synthetic_records
 from zombietop.tui.widgets.task_list import TaskList
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zombietop.tui.sample import sample_snapshot
 from zombietop.tui.task_order import SortMode, ordered
+from zombietop.tui.testing import sample_snapshot
 
 
 def test_unfiltered_urgency_is_the_snapshots_own_tuple() -> None:

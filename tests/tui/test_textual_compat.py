@@ -279,7 +279,7 @@ def test_building_the_app_patches_nothing(monkeypatch: pytest.MonkeyPatch) -> No
     """Only ``zombietop`` itself (tui/launch.py) patches Textual: an app built by a test or a
     tool leaves the process as it found it."""
     from zombietop.tui.app import ZombietopApp
-    from zombietop.tui.sample import SampleSource
+    from zombietop.tui.testing import SampleSource
 
     stock = stock_render_segments()
     monkeypatch.setattr(ChopsUpdate, "render_segments", stock)
@@ -330,7 +330,7 @@ async def test_on_another_textual_the_dashboard_draws_with_textuals_own_methods(
     from textual.drivers.linux_driver import LinuxDriver
 
     from zombietop.monitor import TaskView, build_snapshot
-    from zombietop.tui.sample import NOW, sample_config, sample_records, sample_samples
+    from zombietop.tui.testing import NOW, sample_config, sample_records, sample_samples
 
     stock = stock_render_segments()
     monkeypatch.setattr(ChopsUpdate, "render_segments", stock)
@@ -417,7 +417,7 @@ def partial_updates(app: App[None]) -> list[ChopsUpdate]:
 async def test_a_one_cell_change_on_the_dashboard_writes_about_that_cell() -> None:
     """The real app at 80x24: a new lease cell in a row is written as that cell, no more."""
     from zombietop.monitor import TaskView, build_snapshot
-    from zombietop.tui.sample import NOW, sample_config, sample_records, sample_samples
+    from zombietop.tui.testing import NOW, sample_config, sample_records, sample_samples
 
     app = make_app(read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -26,9 +26,9 @@ from zombietop.printable import UNSAFE, printable
 from zombietop.tui.cells import COLUMNS, row_cells
 from zombietop.tui.cli.status import nagios_output, render_table
 from zombietop.tui.cli.status_json import snapshot_to_json
-from zombietop.tui.sample import NOW, _alive, hostile_records, sample_config
 from zombietop.tui.screens.confirm import consequence, facts
 from zombietop.tui.screens.detail import facts_table
+from zombietop.tui.testing import NOW, alive_process, hostile_records, sample_config
 from zombietop.tui.widgets.events_pane import event_line
 from zombietop.tui.widgets.offenders import offender_lines
 
@@ -82,7 +82,7 @@ def _snapshot(field: str, value: str) -> Snapshot:
     from zombietop.monitor import build_snapshot
 
     record = _with(field, value)
-    samples = {record.task.task_id: _alive(6666, 0.0, started_ago=2400)}
+    samples = {record.task.task_id: alive_process(6666, 0.0, started_ago=2400)}
     snapshot = build_snapshot(NOW, [record], sample_config(), samples)
     if field == "agent":
         agent = AgentPresence(

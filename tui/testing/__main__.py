@@ -1,0 +1,34 @@
+"""Run the dashboard on the sample fleet: ``python -m zombietop.tui.testing``."""
+
+from __future__ import annotations
+
+import sys
+
+from zombietop.clock import FakeClock
+from zombietop.tui.app import ZombietopApp
+from zombietop.tui.testing.builders import NOW
+from zombietop.tui.testing.fakes import RecordingDesk, RecordingExecutor, SampleSource
+from zombietop.tui.testing.fleet import sample_snapshot
+
+
+def main() -> None:
+    """Run the dashboard on the sample fleet: ``python -m zombietop.tui.testing [--wall]``.
+
+    ``--read-only`` hides the action keys. The fleet is the one the snapshot tests and
+    ``scripts/export_screenshots.py`` use.
+    """
+    wall = "--wall" in sys.argv
+    read_only = "--read-only" in sys.argv
+    ZombietopApp(
+        SampleSource([sample_snapshot(oncall=True)], read_only=read_only),
+        executor=None if read_only else RecordingExecutor(),
+        desk=None if read_only else RecordingDesk(),
+        clock=FakeClock(NOW),
+        wall=wall,
+        store_label="sample fleet",
+        actor="you@sample",
+    ).run()
+
+
+if __name__ == "__main__":
+    main()
