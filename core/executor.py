@@ -44,6 +44,7 @@ from zombietop.task_processes import (
     sessions,
     signal_each,
     signal_target,
+    still_alive,
 )
 
 
@@ -629,20 +630,16 @@ class Executor:
     async def _complete(
         self, kill: PendingKill, now: float, vouch: Vouch | None
     ) -> ActionOutcome | None:
-        leader = await asyncio.to_thread(alive_as, kill.pid, kill.pid_start)
-        members = await asyncio.to_thread(group_left, kill)
         outside = await self._outside_of(kill)
-        left = [each for each in outside if await asyncio.to_thread(each.alive)]
+        leader, members, left = await asyncio.to_thread(still_alive, kill, outside)
         elapsed = now - kill.term_sent_at
         request = ActionRequest(
             kind=ActionKind.KILL, task_id=kill.task_id, expected_token=None, actor=kill.requested_by
         )
+        too = f", and the {processes(len(outside))} outside its group too" if outside else ""
+        exited = Outcome.EXITED, f"pid {kill.pid} exited after TERM in {elapsed:.1f} s{too}"
         if not leader and not members and not left:
-            too = f", and the {processes(len(outside))} outside its group too" if outside else ""
-            outcome, message = (
-                Outcome.EXITED,
-                f"pid {kill.pid} exited after TERM in {elapsed:.1f} s{too}",
-            )
+            outcome, message = exited
         elif now < kill.deadline:
             return None
         elif kill.source is not None and vouch is not None and (why := vouch(kill)) is not None:
@@ -652,7 +649,13 @@ class Executor:
             and (leader or members)
             and not await asyncio.to_thread(kill_is_tied, kill, leader, members)
         ):
-            outcome, message = Outcome.IDENTITY_MISMATCH, untied(kill.pid, kill.task_id)
+            # A process in the middle of its exit shows no environment any more: the group
+            # may have been ending while its tag was read, and then nothing is left to kill.
+            leader, members, left = await asyncio.to_thread(still_alive, kill, outside)
+            if leader or members or left:
+                outcome, message = Outcome.IDENTITY_MISMATCH, untied(kill.pid, kill.task_id)
+            else:
+                outcome, message = exited
         else:
             targets = []
             if leader or members:

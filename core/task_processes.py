@@ -191,6 +191,15 @@ def group_left(kill: PendingKill) -> list[int]:
     return members
 
 
+def still_alive(
+    kill: PendingKill, outside: Sequence[Outside]
+) -> tuple[bool, list[int], list[Outside]]:
+    """What of a kill's targets is alive now: its pid, its group's members, and the processes
+    outside the group."""
+    leader = alive_as(kill.pid, kill.pid_start)
+    return leader, group_left(kill), [each for each in outside if each.alive()]
+
+
 def kill_is_tied(kill: PendingKill, leader: bool, members: Sequence[int]) -> bool:
     """True when a pending kill (a store row too) may SIGKILL: its group is led by its pid, and
     the pid, or once that exited a member of its group, carries the task's tag."""

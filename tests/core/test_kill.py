@@ -456,10 +456,13 @@ async def test_a_kill_ends_the_setsid_children_of_the_attempt_too(
         await wait_for(lambda: _pid_of(store, "e"), what="the task's process")
         leader = (await store.get_task("e")).pid
     assert leader is not None
-    await wait_for(
-        lambda: any(k.cmdline() == ["sleep", "3011"] for k in psutil.Process(leader).children()),
-        what="the setsid child",
-    )
+    # The count below is of processes that run: the setsid child, and the `sleep 300` the
+    # shell starts only after it wrote the ready file.
+    for argv in (["sleep", "3011"], ["sleep", "300"]):
+        await wait_for(
+            lambda argv=argv: any(k.cmdline() == argv for k in psutil.Process(leader).children()),
+            what=f"the shell's child {' '.join(argv)}",
+        )
     setsid_child = next(
         k.pid for k in psutil.Process(leader).children() if k.cmdline() == ["sleep", "3011"]
     )
@@ -544,7 +547,7 @@ async def test_other_attempts_other_stores_and_other_users_are_never_signalled(
     proc = await start_task_process(
         pinned_store, children, RESPECTS_TERM.format(ready=ready), ready
     )
-    tags = {**os.environ, **attempt_tags("t1")}
+    tags = {**os.environ, **attempt_tags("t1", pinned_store)}
     others = [
         children.start(["sleep", "3013"], env={**tags, "ZOMBIETOP_ATTEMPT": "2"}),
         children.start(["sleep", "3013"], env={**tags, "ZOMBIETOP_DB": "/elsewhere/z.db"}),
@@ -575,7 +578,7 @@ async def test_a_tagged_process_that_took_the_pid_of_one_outside_gets_no_sigkill
     outside the group left after TERM, and a process of the same attempt got its pid."""
     ready = tmp_path / "ready"
     proc = await start_task_process(pinned_store, children, IGNORES_TERM.format(ready=ready), ready)
-    tags = {**os.environ, **attempt_tags("t1")}
+    tags = {**os.environ, **attempt_tags("t1", pinned_store)}
     first = children.start(["sleep", "3015"], env=tags, process_group=None, start_new_session=True)
     await wait_for(lambda: _runs(first, ["sleep", "3015"]), what="the first process")
     started = read_start(first.pid)
