@@ -126,8 +126,16 @@ async def wait_for(
     timeout: float = 10.0,
     interval: float = 0.02,
     what: str = "condition",
+    while_running: subprocess.Popen[bytes] | None = None,
 ) -> None:
-    """Poll ``check`` until it is true; fail the test after ``timeout`` seconds."""
+    """Poll ``check`` until it is true; fail the test after ``timeout`` seconds.
+
+    With ``while_running``, wait for as long as that process runs (``timeout`` then only
+    bounds a hang: at most ``HANG_S``), and fail at once when it exits: on a busy machine a
+    Python process can take many seconds to start, and that is no failure.
+    """
+    if while_running is not None:
+        timeout = max(timeout, HANG_S)
     deadline = time.monotonic() + timeout
     while True:
         result = check()
@@ -135,9 +143,18 @@ async def wait_for(
             result = await result
         if result:
             return
+        if while_running is not None and while_running.poll() is not None:
+            raise AssertionError(
+                f"pid {while_running.pid} exited ({while_running.returncode}) before {what}"
+            )
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(interval)
+
+
+HANG_S = 60.0
+"""How long a process that still runs may take to do what a test waits for: far more than the
+busiest machine needs, and less than the test's own timeout (pytest's, 120 s)."""
 
 
 def wait_for_file(path: Path, timeout: float = 10.0) -> None:

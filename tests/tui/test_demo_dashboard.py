@@ -26,6 +26,8 @@ from zombietop.sweep import stop_all
 from zombietop.tui.demo import CHECKPOINTED, STUBBORN, DemoPaths
 
 SPEED = "10"
+FOCUS_ON_THE_TABLE = "K Kill"
+"""In the footer while the task table has the focus, and not while the filter has it."""
 DEADLINE_S = 60.0
 
 pytestmark = [
@@ -62,14 +64,16 @@ class Terminal:
     def keys(self, *keys: str, literal: bool = False) -> None:
         self.tmux("send-keys", "-t", "demo", *(["-l"] if literal else []), *keys)
 
-    def wait_for(self, text: str, timeout: float = DEADLINE_S) -> str:
+    def wait_for(self, text: str, timeout: float = DEADLINE_S, *, gone: bool = False) -> str:
+        """Wait until ``text`` is on the screen (or, ``gone``, no longer on it)."""
         deadline = time.monotonic() + timeout
         while True:
             screen = self.screen()
-            if text in screen:
+            if (text in screen) != gone:
                 return screen
             if time.monotonic() > deadline:
-                raise AssertionError(f"never saw {text!r} on screen; last screen:\n{screen}")
+                never = "never stopped seeing" if gone else "never saw"
+                raise AssertionError(f"{never} {text!r} on screen; last screen:\n{screen}")
             time.sleep(0.1)
 
 
@@ -115,9 +119,13 @@ def select(term: Terminal, task_id: str) -> None:
     time.sleep(0.5)
     term.keys("/")
     term.wait_for("filter: task id")
+    # The footer lists the task keys only while the table has the focus: a K typed before the
+    # focus is back on the table would go into the filter.
+    term.wait_for(FOCUS_ON_THE_TABLE, gone=True)
     term.keys(task_id, literal=True)
     term.keys("Enter")
     term.wait_for("(1 of ")  # the header counts the rows the filter leaves
+    term.wait_for(FOCUS_ON_THE_TABLE)
 
 
 def test_in_the_dashboard_a_kill_escalates_and_a_resume_carries_on_from_the_checkpoint(
