@@ -8,9 +8,11 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.core.realprocs import (
     Children,
@@ -104,6 +106,38 @@ async def test_term_ignoring_group_is_killed_after_the_grace_and_not_before(
     await wait_for(lambda: not any(pid_alive(kid) for kid in kids), what="grandchildren to die")
     kinds = [(e.kind, e.data.get("outcome")) for e in await pinned_store.events(task_id="t1")]
     assert (EventKind.ACTION, "escalated") in kinds and (EventKind.ACTION, "term_sent") in kinds
+
+
+async def test_a_group_that_ends_while_its_tag_is_read_has_exited(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process in the middle of its exit shows an empty environment. The group's members,
+    ending just as the SIGKILL was due, read as untagged, and the kill said the group "carries
+    no tag" when nothing was left of it."""
+    ready = tmp_path / "ready"
+    proc = await start_task_process(pinned_store, children, IGNORES_TERM.format(ready=ready), ready)
+    kids = _grandchildren(proc.pid)
+    executor = Executor(pinned_store, fast_config, clock=fake_clock)
+    sent = await executor.kill("t1", expected_token=1, actor="oncall")
+    assert sent.outcome is Outcome.TERM_SENT, sent.message
+
+    def ends_as_it_is_read(*_: object) -> bool:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+        for kid in kids:
+            while pid_alive(kid):
+                time.sleep(0.01)
+        return False  # what /proc said of them: no environment left to read
+
+    monkeypatch.setattr("zombietop.executor.kill_is_tied", ends_as_it_is_read)
+    fake_clock.advance(fast_config.defaults.kill_grace + 0.1)
+    done = await executor.complete_pending_kills()
+    assert [d.outcome for d in done] == [Outcome.EXITED], [d.message for d in done]
 
 
 async def test_reused_pid_is_never_signalled(
