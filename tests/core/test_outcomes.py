@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.realprocs import FAST_CONFIG, Children, wait_for, zombietop
+from tests.core.realprocs import Children, wait_for, zombietop
 from zombietop.errors import TaskNotFound, UpstreamBlocked
 from zombietop.model import EventKind, TaskState
 from zombietop.sdk import Job
@@ -23,20 +23,6 @@ POLITE = (
     "while :; do sleep 0.05; done"
 )
 """A job whose TERM handler exits 0: the polite kind, and not finished."""
-
-
-@pytest.fixture
-def patient_config(tmp_path: Path) -> Path:
-    """The fast config with a kill grace no job here reaches: these jobs end on TERM by their
-    own handler, and how long that takes on a busy machine is not what they test (a SIGKILL
-    after a 1 s grace turned a polite exit 0 into -9 under load)."""
-    path = tmp_path / "patient.toml"
-    path.write_text(
-        FAST_CONFIG.replace('kill_grace = "1s"', 'kill_grace = "5m"')
-        .replace('stage = "20s"', 'stage = "10m"')  # a grace must fit inside a stage,
-        .replace('task = "1m"', 'task = "1h"')  # and a stage inside a task
-    )
-    return path
 
 
 def _cli(db: Path, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -70,16 +56,16 @@ async def _state_change(store: SQLiteStore, task_id: str) -> dict[str, object]:
 
 
 async def test_a_kill_of_a_job_that_exits_0_is_interrupted_and_blocks_its_dependent(
-    real_store: SQLiteStore, db: Path, patient_config: Path, children: Children
+    real_store: SQLiteStore, db: Path, patient_config_path: Path, children: Children
 ) -> None:
     wrapper = children.start(
-        zombietop(db, patient_config, "run", "--task", "up", "--", "sh", "-c", POLITE),
+        zombietop(db, patient_config_path, "run", "--task", "up", "--", "sh", "-c", POLITE),
         stderr=subprocess.PIPE,
     )
     await wait_for(lambda: _beating(real_store, "up"), what="the job's first heartbeat")
 
     killed = await asyncio.to_thread(
-        _cli, db, patient_config, "kill", "up", "--yes", "--reason", "half-done test"
+        _cli, db, patient_config_path, "kill", "up", "--yes", "--reason", "half-done test"
     )
     assert killed.returncode == 0, killed.stderr
     code = await asyncio.to_thread(wrapper.wait, 20)
@@ -91,13 +77,13 @@ async def test_a_kill_of_a_job_that_exits_0_is_interrupted_and_blocks_its_depend
     assert change["exit_code"] == 0 and "kill by" in str(change["stopped_by"])
 
     status = json.loads(
-        (await asyncio.to_thread(_cli, db, patient_config, "status", "--json", "--all")).stdout
+        (await asyncio.to_thread(_cli, db, patient_config_path, "status", "--json", "--all")).stdout
     )
     (up,) = [t for t in status["tasks"] if t["task_id"] == "up"]
     assert up["health"] == "interrupted"
 
     after = await asyncio.to_thread(
-        _cli, db, patient_config, "run", "--task", "down", "--after", "up", "--", "true"
+        _cli, db, patient_config_path, "run", "--task", "down", "--after", "up", "--", "true"
     )
     assert after.returncode != 0
     assert "upstream up was interrupted" in after.stderr
@@ -212,16 +198,16 @@ with Job("sdk-polite", db=sys.argv[1], config=sys.argv[2], handle_sigterm=False)
 
 
 async def test_an_sdk_job_that_handles_term_itself_and_exits_0_after_a_kill_is_interrupted(
-    real_store: SQLiteStore, db: Path, patient_config: Path, children: Children, tmp_path: Path
+    real_store: SQLiteStore, db: Path, patient_config_path: Path, children: Children, tmp_path: Path
 ) -> None:
     script = tmp_path / "polite.py"
     script.write_text(SDK_POLITE)
     # --task on its command line ties the process to the task, so the kill may signal it.
     job = children.start(
-        [sys.executable, str(script), str(db), str(patient_config), "--task", "sdk-polite"]
+        [sys.executable, str(script), str(db), str(patient_config_path), "--task", "sdk-polite"]
     )
     await wait_for(lambda: _beating(real_store, "sdk-polite"), what="the SDK job's first beat")
-    killed = await asyncio.to_thread(_cli, db, patient_config, "kill", "sdk-polite", "--yes")
+    killed = await asyncio.to_thread(_cli, db, patient_config_path, "kill", "sdk-polite", "--yes")
     assert killed.returncode == 0, killed.stderr
     assert await asyncio.to_thread(job.wait, 20) == 0
     task = await real_store.get_task("sdk-polite")
@@ -229,12 +215,21 @@ async def test_an_sdk_job_that_handles_term_itself_and_exits_0_after_a_kill_is_i
         task.state_reason or ""
     )
     after = await asyncio.to_thread(
-        _cli, db, patient_config, "run", "--task", "next", "--after", "sdk-polite", "--", "true"
+        _cli,
+        db,
+        patient_config_path,
+        "run",
+        "--task",
+        "next",
+        "--after",
+        "sdk-polite",
+        "--",
+        "true",
     )
     assert after.returncode != 0 and "was interrupted" in after.stderr
 
     def sdk_dependent() -> None:
-        with Job("next-sdk", db=db, config=patient_config, after=["sdk-polite"]):
+        with Job("next-sdk", db=db, config=patient_config_path, after=["sdk-polite"]):
             raise AssertionError("the SDK started a dependent of an interrupted task")
 
     with pytest.raises(UpstreamBlocked, match="upstream sdk-polite was interrupted"):

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,10 @@ pytestmark = [
 class Terminal:
     """A private tmux server with one window of a fixed size."""
 
-    def __init__(self, socket: str, size: tuple[int, int]) -> None:
-        self.socket = socket
+    def __init__(self, name: str, size: tuple[int, int]) -> None:
+        # Unique on the host: tmux keeps its sockets in one folder per user, and a second run
+        # of the suite (another checkout, the same test) must never share or kill this server.
+        self.socket = f"{name}-{uuid.uuid4().hex[:8]}"
         self.size = size
 
     def tmux(self, *args: str) -> str:
@@ -78,8 +81,8 @@ class Terminal:
 
 
 @pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    term = Terminal(f"zombietop-demo-test-{tmp_path.name}", (120, 50))
+def terminal() -> Iterator[Terminal]:
+    term = Terminal("zombietop-demo-test", (120, 50))
     try:
         yield term
     finally:
