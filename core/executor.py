@@ -524,6 +524,7 @@ class Executor:
             else await asyncio.to_thread(outside_group, task.task_id, pid, pgid, spared=spared())
         )
         members = await asyncio.to_thread(group_members, pgid) if pgid is not None else [pid]
+        in_sessions = await asyncio.to_thread(sessions, members)  # before the signal, see there
         # Recorded before the signal: if we die right after SIGTERM, whoever polls next still
         # owes the process its SIGKILL. A signal that fails closes the record at once.
         try:
@@ -573,9 +574,10 @@ class Executor:
         also = ""
         if outside:
             everyone = [*members, *(each.pid for each in outside)]
+            in_sessions |= {each.session for each in outside}
             also = (
                 f", and to {processes(len(outside))} of {task.task_id} outside that group "
-                f"({pids_words(outside)}): {counted(len(everyone), sessions(everyone))}"
+                f"({pids_words(outside)}): {counted(len(everyone), len(in_sessions))}"
             )
         return await self._done(
             request,

@@ -108,13 +108,14 @@ def _tags(env: Mapping[str, str]) -> tuple[str, str, str | None] | None:
     return task, attempt, env.get(STORE_ENV)
 
 
-def sessions(pids: Iterable[int]) -> int:
-    """How many sessions the live ``pids`` are in."""
+def sessions(pids: Iterable[int]) -> set[int]:
+    """The sessions the live ``pids`` are in (read them before a signal: a process that has
+    ended has none to read)."""
     found = set()
     for pid in pids:
         with contextlib.suppress(OSError):
             found.add(os.getsid(pid))
-    return len(found)
+    return found
 
 
 def processes(count: int) -> str:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -36,6 +37,7 @@ from zombietop.model import EventKind
 from zombietop.procs import read_start
 from zombietop.start_identity import start_words
 from zombietop.store import Store
+from zombietop.task_processes import Outside, signal_each
 
 # Two sleeping grandchildren in the group; the shell itself waits for them.
 RESPECTS_TERM = "sleep 30 & sleep 30 & : > {ready}; wait"
@@ -516,7 +518,7 @@ async def test_a_kill_ends_the_setsid_children_of_the_attempt_too(
         f"e: term_sent: SIGTERM sent to process group {leader} of e, and to 1 process of e "
         f"outside that group (pid {setsid_child}): 3 processes in 2 sessions; SIGKILL in 5m00s "
         "if any is still alive"
-    ) in result.stdout
+    ) in result.stdout, result.stdout
     assert "e: exited:" in result.stdout
     await wait_for(lambda: not pid_alive(setsid_child), what="the setsid child to end")
     assert await asyncio.to_thread(wrapper.wait, 20) == 128 + signal.SIGTERM
@@ -560,6 +562,35 @@ async def test_a_child_outside_the_group_that_ignores_term_is_killed_after_the_g
     assert [d.outcome for d in done] == [Outcome.ESCALATED], [d.message for d in done]
     assert f"1 process outside it (pid {outside}) still alive" in done[0].message
     await wait_for(lambda: not pid_alive(outside), what="SIGKILL to reach it")
+
+
+async def test_the_sessions_a_term_reached_are_counted_before_they_end(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sessions were read after the SIGTERM: on a busy machine a process had ended and
+    been reaped by then, and the kill said "3 processes in 1 session"."""
+    ready = tmp_path / "ready"
+    proc = await start_task_process(pinned_store, children, ALONE.format(ready=ready), ready)
+    tags = {**os.environ, **attempt_tags("t1", pinned_store)}
+    apart = children.start(["sleep", "3019"], env=tags, process_group=None, start_new_session=True)
+    await wait_for(lambda: _runs(apart, ["sleep", "3019"]), what="the process outside")
+    real_signal_each = signal_each
+
+    def each_ends_at_once(*args: Any) -> list[Outside]:
+        signalled = real_signal_each(*args)
+        assert proc.wait(5) == -signal.SIGTERM and apart.wait(5) == -signal.SIGTERM  # reaped
+        return signalled
+
+    monkeypatch.setattr("zombietop.executor.signal_each", each_ends_at_once)
+    sent = await Executor(pinned_store, fast_config, clock=fake_clock).kill(
+        "t1", expected_token=1, actor="oncall"
+    )
+    assert f"(pid {apart.pid}): 2 processes in 2 sessions;" in sent.message, sent.message
 
 
 def _has(proc: subprocess.Popen[bytes], argv: list[str]) -> bool:
