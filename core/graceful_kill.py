@@ -38,6 +38,7 @@ from zombietop.task_processes import (
     sessions,
     signal_each,
     signal_target,
+    still_alive,
 )
 
 Vouch = Callable[[PendingKill], str | None]
@@ -90,6 +91,7 @@ class GracefulKill:
             else await asyncio.to_thread(outside_group, task.task_id, pid, pgid, spared=spared())
         )
         members = await asyncio.to_thread(group_members, pgid) if pgid is not None else [pid]
+        in_sessions = await asyncio.to_thread(sessions, members)  # before the signal, see there
         # Recorded before the signal: if we die right after SIGTERM, whoever polls next still
         # owes the process its SIGKILL. A signal that fails closes the record at once.
         try:
@@ -114,7 +116,9 @@ class GracefulKill:
         if failed is not None:
             return failed
         outside = await asyncio.to_thread(signal_each, outside, signal.SIGTERM, task.task_id)
-        return await self._term_sent(request, task, kill, pgid, members, outside, grace, data)
+        return await self._term_sent(
+            request, task, kill, pgid, len(members), in_sessions, outside, grace, data
+        )
 
     async def _checked_start(
         self,
@@ -215,21 +219,24 @@ class GracefulKill:
         task: Task,
         kill: PendingKill,
         pgid: int | None,
-        members: Sequence[int],
+        member_count: int,
+        in_sessions: set[int],
         outside: Sequence[Outside],
         grace: float,
         data: Mapping[str, Any] | None,
     ) -> ActionOutcome:
-        """Record that SIGTERM went out, with what the SIGKILL must later find."""
+        """Record that SIGTERM went out, with what the SIGKILL must later find. ``in_sessions``
+        are the sessions of the group's members, read before the signal."""
         assert task.pid is not None
         pid = task.pid
         target = f"process group {pgid}" if pgid is not None else f"pid {pid}"
         also = ""
         if outside:
-            everyone = [*members, *(each.pid for each in outside)]
+            everyone = member_count + len(outside)
+            in_sessions = in_sessions | {each.session for each in outside}
             also = (
                 f", and to {processes(len(outside))} of {task.task_id} outside that group "
-                f"({pids_words(outside)}): {counted(len(everyone), sessions(everyone))}"
+                f"({pids_words(outside)}): {counted(everyone, len(in_sessions))}"
             )
         return await recorded(
             self.store,
@@ -285,20 +292,16 @@ class GracefulKill:
     async def _complete(
         self, kill: PendingKill, now: float, vouch: Vouch | None
     ) -> ActionOutcome | None:
-        leader = await asyncio.to_thread(alive_as, kill.pid, kill.pid_start)
-        members = await asyncio.to_thread(group_left, kill)
         outside = await self._outside_of(kill)
-        left = [each for each in outside if await asyncio.to_thread(each.alive)]
+        leader, members, left = await asyncio.to_thread(still_alive, kill, outside)
         elapsed = now - kill.term_sent_at
         request = ActionRequest(
             kind=ActionKind.KILL, task_id=kill.task_id, expected_token=None, actor=kill.requested_by
         )
+        too = f", and the {processes(len(outside))} outside its group too" if outside else ""
+        exited = Outcome.EXITED, f"pid {kill.pid} exited after TERM in {elapsed:.1f} s{too}"
         if not leader and not members and not left:
-            too = f", and the {processes(len(outside))} outside its group too" if outside else ""
-            outcome, message = (
-                Outcome.EXITED,
-                f"pid {kill.pid} exited after TERM in {elapsed:.1f} s{too}",
-            )
+            outcome, message = exited
         elif now < kill.deadline:
             return None
         elif kill.source is not None and vouch is not None and (why := vouch(kill)) is not None:
@@ -308,7 +311,13 @@ class GracefulKill:
             and (leader or members)
             and not await asyncio.to_thread(kill_is_tied, kill, leader, members)
         ):
-            outcome, message = Outcome.IDENTITY_MISMATCH, untied(kill.pid, kill.task_id)
+            # A process in the middle of its exit shows no environment any more: the group
+            # may have been ending while its tag was read, and then nothing is left to kill.
+            leader, members, left = await asyncio.to_thread(still_alive, kill, outside)
+            if leader or members or left:
+                outcome, message = Outcome.IDENTITY_MISMATCH, untied(kill.pid, kill.task_id)
+            else:
+                outcome, message = exited
         else:
             targets = []
             if leader or members:

@@ -571,6 +571,8 @@ class Runner:
                 )
             except LeaseLost:
                 return  # the renew loop notices and stops the command
+            except StoreReplaced as exc:
+                self._lose_store(exc, claim)  # said once, however busy the command is
             except StoreError as exc:
                 self._say(f"could not record activity of {claim.task.task_id}: {exc}")
 
@@ -587,5 +589,7 @@ class Runner:
             await self.store.record_heartbeat(task_id, beat, owner=claim.owner, token=claim.token)
         except LeaseLost:
             pass  # the renew loop notices and stops the command
+        except StoreReplaced as exc:
+            self._lose_store(exc, claim)
         except StoreError as exc:
             self._say(f"could not record a heartbeat for {task_id}: {exc}")

@@ -108,13 +108,14 @@ def _tags(env: Mapping[str, str]) -> tuple[str, str, str | None] | None:
     return task, attempt, env.get(STORE_ENV)
 
 
-def sessions(pids: Iterable[int]) -> int:
-    """How many sessions the live ``pids`` are in."""
+def sessions(pids: Iterable[int]) -> set[int]:
+    """The sessions the live ``pids`` are in (read them before a signal: a process that has
+    ended has none to read)."""
     found = set()
     for pid in pids:
         with contextlib.suppress(OSError):
             found.add(os.getsid(pid))
-    return len(found)
+    return found
 
 
 def processes(count: int) -> str:
@@ -189,6 +190,15 @@ def group_left(kill: PendingKill) -> list[int]:
     if kill.pgid == kill.pid and kill.pid in members and not alive_as(kill.pid, kill.pid_start):
         return []
     return members
+
+
+def still_alive(
+    kill: PendingKill, outside: Sequence[Outside]
+) -> tuple[bool, list[int], list[Outside]]:
+    """What of a kill's targets is alive now: its pid, its group's members, and the processes
+    outside the group."""
+    leader = alive_as(kill.pid, kill.pid_start)
+    return leader, group_left(kill), [each for each in outside if each.alive()]
 
 
 def kill_is_tied(kill: PendingKill, leader: bool, members: Sequence[int]) -> bool:

@@ -29,6 +29,26 @@ def fast_config(fast_config_path: Path) -> Config:
 
 
 @pytest.fixture
+def patient_config_path(tmp_path: Path) -> Path:
+    """The fast config with a kill grace no test reaches, for the tests of jobs that end on
+    TERM: how long that takes on a busy machine is not what they test, and a 1 s grace of real
+    time turned a polite exit into a SIGKILL under load. A kill or a resume still returns as
+    soon as the job is gone."""
+    path = tmp_path / "patient.toml"
+    path.write_text(
+        FAST_CONFIG.replace('kill_grace = "1s"', 'kill_grace = "5m"')
+        .replace('stage = "20s"', 'stage = "10m"')  # a grace must fit inside a stage,
+        .replace('task = "1m"', 'task = "1h"')  # and a stage inside a task
+    )
+    return path
+
+
+@pytest.fixture
+def patient_config(patient_config_path: Path) -> Config:
+    return load_config(patient_config_path)
+
+
+@pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "zombietop.db"
 

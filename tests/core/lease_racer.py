@@ -1,7 +1,10 @@
-"""One contender in the lease race: acquire, renew, release and reclaim at random until told to stop.
+"""One contender in the lease race: acquire, renew, release and reclaim at random.
 
-Run as ``python lease_racer.py DB NAME SECONDS SEED``. Exits 0 when only lease refusals
-happened; any other error (a "database is locked" above all) is printed and exits 1.
+Run as ``python lease_racer.py DB NAME OPERATIONS SEED``. It opens the store, prints ``ready``,
+and waits for a line on stdin, so that every contender starts at once however slow the machine
+is; then it does OPERATIONS operations (a fixed amount of work, never a length of time). Exits 0
+when only lease refusals happened; any other error (a "database is locked" above all) is printed
+and exits 1.
 """
 
 from __future__ import annotations
@@ -9,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
-import time
 
 from zombietop.errors import LeaseHeld, LeaseLost
 from zombietop.store import open_store
@@ -18,13 +20,13 @@ TTL = 0.12
 TASKS = ("race-a", "race-b")
 
 
-async def race(db: str, name: str, seconds: float, seed: int) -> int:
+async def race(db: str, name: str, operations: int, seed: int) -> int:
     rng = random.Random(seed)
     held: dict[str, int] = {}
-    operations = 0
     async with await open_store(db) as store:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+        print("ready", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
+        for _ in range(operations):
             task_id = rng.choice(TASKS)
             try:
                 if task_id in held:
@@ -45,12 +47,10 @@ async def race(db: str, name: str, seconds: float, seed: int) -> int:
                     held[task_id] = lease.token
             except (LeaseHeld, LeaseLost):
                 held.pop(task_id, None)
-            operations += 1
             await asyncio.sleep(rng.uniform(0, 0.002))
-    print(operations)
     return 0
 
 
 if __name__ == "__main__":
-    db, name, seconds, seed = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
-    sys.exit(asyncio.run(race(db, name, seconds, seed)))
+    db, name, operations, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    sys.exit(asyncio.run(race(db, name, operations, seed)))

@@ -23,7 +23,7 @@ import pytest
 from zombietop.clock import CLOCK_TICKS
 from zombietop.procs import read_start, this_host
 from zombietop.start_identity import StartIdentity
-from zombietop.store import Store
+from zombietop.store import Store, location_of
 
 # Short thresholds so that stalled, reclaimable and a kill's grace happen within seconds.
 FAST_CONFIG = """\
@@ -54,15 +54,26 @@ def zombietop(db: Path | str, fast_config_path: Path, *args: str) -> list[str]:
     return [*ZOMBIETOP, "--db", str(db), "--config", str(fast_config_path), *args]
 
 
+CHILD_MARK = "ZOMBIETOP_TEST_CHILDREN"
+"""Set in the environment of every child a test starts, with a value of that test's own: every
+descendant inherits it, also one that left the group or the session, so the test's end finds
+and kills them all (a ``setsid sleep 3011`` left by a failed test would otherwise run on, and
+match the tags of a later test's task)."""
+
+
 class Children:
     """Real child processes a test starts; whatever is left is killed, group and all, at the end."""
 
     def __init__(self) -> None:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.groups: set[int] = set()
+        self.mark = uuid.uuid4().hex
 
     def start(self, argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
         kwargs.setdefault("process_group", 0)
+        env = kwargs.get("env")
+        base = os.environ if env is None else env
+        kwargs["env"] = {**base, CHILD_MARK: self.mark}  # type: ignore[dict-item]
         # env execs the command: the pid is the command's.
         proc = subprocess.Popen([*DEFAULT_SIGNALS, *argv], **kwargs)  # type: ignore[call-overload]
         self.procs.append(proc)
@@ -76,7 +87,7 @@ class Children:
     def cleanup(self) -> None:
         # `zombietop run` starts its command in a process group of its own: kill every
         # descendant too, or a busy command outlives the test (and the suite) forever.
-        for descendant in self._descendants():
+        for descendant in [*self._descendants(), *self._marked()]:
             with contextlib.suppress(psutil.Error):
                 descendant.kill()
         for pgid in self.groups:
@@ -90,6 +101,15 @@ class Children:
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
+
+    def _marked(self) -> list[psutil.Process]:
+        """The live processes that carry this test's mark: descendants that left the group."""
+        found: list[psutil.Process] = []
+        for proc in psutil.process_iter():
+            with contextlib.suppress(psutil.Error):
+                if proc.environ().get(CHILD_MARK) == self.mark:
+                    found.append(proc)
+        return found
 
     def _descendants(self) -> list[psutil.Process]:
         found: list[psutil.Process] = []
@@ -106,8 +126,16 @@ async def wait_for(
     timeout: float = 10.0,
     interval: float = 0.02,
     what: str = "condition",
+    while_running: subprocess.Popen[bytes] | None = None,
 ) -> None:
-    """Poll ``check`` until it is true; fail the test after ``timeout`` seconds."""
+    """Poll ``check`` until it is true; fail the test after ``timeout`` seconds.
+
+    With ``while_running``, wait for as long as that process runs (``timeout`` then only
+    bounds a hang: at most ``HANG_S``), and fail at once when it exits: on a busy machine a
+    Python process can take many seconds to start, and that is no failure.
+    """
+    if while_running is not None:
+        timeout = max(timeout, HANG_S)
     deadline = time.monotonic() + timeout
     while True:
         result = check()
@@ -115,9 +143,18 @@ async def wait_for(
             result = await result
         if result:
             return
+        if while_running is not None and while_running.poll() is not None:
+            raise AssertionError(
+                f"pid {while_running.pid} exited ({while_running.returncode}) before {what}"
+            )
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(interval)
+
+
+HANG_S = 60.0
+"""How long a process that still runs may take to do what a test waits for: far more than the
+busiest machine needs, and less than the test's own timeout (pytest's, 120 s)."""
 
 
 def wait_for_file(path: Path, timeout: float = 10.0) -> None:
@@ -154,7 +191,7 @@ async def start_task_process(
     lease = await real_store.acquire_lease(task_id, owner="test-owner", ttl=60)
     # Tagged as `zombietop run` tags its command: the executor signals only a process tied to
     # its task in /proc, never one the store's pid and start time alone point at.
-    env = {**os.environ, **attempt_tags(task_id)} if tagged else None
+    env = {**os.environ, **attempt_tags(task_id, real_store)} if tagged else None
     proc = children.start(["sh", "-c", script], env=env)
     wait_for_file(ready)
     start = read_start(proc.pid)
@@ -176,9 +213,15 @@ async def start_task_process(
     return proc
 
 
-def attempt_tags(task_id: str, attempt: int = 1) -> dict[str, str]:
-    """What `zombietop run` puts in its command's environment to tie it to one attempt."""
-    return {"ZOMBIETOP_TASK": task_id, "ZOMBIETOP_ATTEMPT": str(attempt)}
+def attempt_tags(task_id: str, store: Store, attempt: int = 1) -> dict[str, str]:
+    """What `zombietop run` puts in its command's environment to tie it to one attempt of
+    ``store``'s task. The store is part of it: every test names its task t1, and a process of
+    another test's t1 must never look like one of this test's attempt."""
+    return {
+        "ZOMBIETOP_TASK": task_id,
+        "ZOMBIETOP_ATTEMPT": str(attempt),
+        "ZOMBIETOP_DB": str(location_of(store)),
+    }
 
 
 def start_with_pid(

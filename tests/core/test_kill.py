@@ -8,9 +8,12 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import psutil
+import pytest
 
 from tests.core.realprocs import (
     Children,
@@ -34,6 +37,7 @@ from zombietop.model import EventKind
 from zombietop.procs import read_start
 from zombietop.start_identity import start_words
 from zombietop.store import Store
+from zombietop.task_processes import Outside, signal_each
 
 # Two sleeping grandchildren in the group; the shell itself waits for them.
 RESPECTS_TERM = "sleep 30 & sleep 30 & : > {ready}; wait"
@@ -104,6 +108,38 @@ async def test_term_ignoring_group_is_killed_after_the_grace_and_not_before(
     await wait_for(lambda: not any(pid_alive(kid) for kid in kids), what="grandchildren to die")
     kinds = [(e.kind, e.data.get("outcome")) for e in await pinned_store.events(task_id="t1")]
     assert (EventKind.ACTION, "escalated") in kinds and (EventKind.ACTION, "term_sent") in kinds
+
+
+async def test_a_group_that_ends_while_its_tag_is_read_has_exited(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process in the middle of its exit shows an empty environment. The group's members,
+    ending just as the SIGKILL was due, read as untagged, and the kill said the group "carries
+    no tag" when nothing was left of it."""
+    ready = tmp_path / "ready"
+    proc = await start_task_process(pinned_store, children, IGNORES_TERM.format(ready=ready), ready)
+    kids = _grandchildren(proc.pid)
+    executor = Executor(pinned_store, fast_config, clock=fake_clock)
+    sent = await executor.kill("t1", expected_token=1, actor="oncall")
+    assert sent.outcome is Outcome.TERM_SENT, sent.message
+
+    def ends_as_it_is_read(*_: object) -> bool:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+        for kid in kids:
+            while pid_alive(kid):
+                time.sleep(0.01)
+        return False  # what /proc said of them: no environment left to read
+
+    monkeypatch.setattr("zombietop.graceful_kill.kill_is_tied", ends_as_it_is_read)
+    fake_clock.advance(fast_config.defaults.kill_grace + 0.1)
+    done = await executor.complete_pending_kills()
+    assert [d.outcome for d in done] == [Outcome.EXITED], [d.message for d in done]
 
 
 async def test_reused_pid_is_never_signalled(
@@ -306,7 +342,7 @@ async def test_pending_kill_is_finished_by_the_next_zombietop_process(
 async def test_cli_kill_reports_exit_after_term(
     live_store: Store,
     store_location: Path | str,
-    fast_config_path: Path,
+    patient_config_path: Path,
     children: Children,
     tmp_path: Path,
 ) -> None:
@@ -314,7 +350,7 @@ async def test_cli_kill_reports_exit_after_term(
     proc = await start_task_process(live_store, children, RESPECTS_TERM.format(ready=ready), ready)
     result = await asyncio.to_thread(
         subprocess.run,
-        zombietop(store_location, fast_config_path, "kill", "t1", "--yes", "--reason", "hung"),
+        zombietop(store_location, patient_config_path, "kill", "t1", "--yes", "--reason", "hung"),
         capture_output=True,
         text=True,
         timeout=30,
@@ -374,7 +410,7 @@ async def test_resume_first_stops_an_orphan_that_is_still_running(
 
 async def test_resume_of_a_term_respecting_orphan_needs_no_sigkill(
     pinned_store: Store,
-    fast_config: Config,
+    patient_config: Config,
     fake_clock: FakeClock,
     children: Children,
     tmp_path: Path,
@@ -383,7 +419,7 @@ async def test_resume_of_a_term_respecting_orphan_needs_no_sigkill(
     proc = await start_task_process(
         pinned_store, children, RESPECTS_TERM.format(ready=ready), ready
     )
-    executor = Executor(pinned_store, fast_config, clock=fake_clock)
+    executor = Executor(pinned_store, patient_config, clock=fake_clock)
     outcome = await executor.resume("t1", expected_token=1, actor="oncall", reason="retry")
     assert "exited after SIGTERM" in outcome.message, outcome.message
     assert await asyncio.to_thread(proc.wait, 5) == -signal.SIGTERM
@@ -403,16 +439,16 @@ with Job("by-hand", db=sys.argv[1], config=sys.argv[2]) as job:
 
 
 async def test_an_sdk_job_started_by_hand_is_tied_by_its_open_file_and_killed(
-    db: Path, fast_config_path: Path, children: Children, tmp_path: Path
+    db: Path, patient_config_path: Path, children: Children, tmp_path: Path
 ) -> None:
     ready = tmp_path / "ready"
     job = children.start(
-        [sys.executable, "-c", BY_HAND, str(db), str(fast_config_path), str(ready)]
+        [sys.executable, "-c", BY_HAND, str(db), str(patient_config_path), str(ready)]
     )
     wait_for_file(ready)
     result = await asyncio.to_thread(
         subprocess.run,
-        zombietop(db, fast_config_path, "kill", "by-hand", "--yes", "--reason", "hung"),
+        zombietop(db, patient_config_path, "kill", "by-hand", "--yes", "--reason", "hung"),
         capture_output=True,
         text=True,
         timeout=30,
@@ -439,7 +475,7 @@ def _outside(proc: subprocess.Popen[bytes], argv: list[str]) -> int:
 
 
 async def test_a_kill_ends_the_setsid_children_of_the_attempt_too(
-    db: Path, fast_config_path: Path, children: Children, tmp_path: Path
+    db: Path, patient_config_path: Path, children: Children, tmp_path: Path
 ) -> None:
     """The reported fault: `sh -c 'setsid sleep 3011 & ...; sleep 300'` under `zombietop run`,
     then `zombietop kill e --yes`: the child kept running with ZOMBIETOP_TASK=e, the task was
@@ -447,7 +483,7 @@ async def test_a_kill_ends_the_setsid_children_of_the_attempt_too(
     ready = tmp_path / "ready"
     script = f"setsid sleep 3011 & : > {ready}; sleep 300"
     wrapper = children.start(
-        zombietop(db, fast_config_path, "run", "--task", "e", "--", "sh", "-c", script),
+        zombietop(db, patient_config_path, "run", "--task", "e", "--", "sh", "-c", script),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -456,10 +492,13 @@ async def test_a_kill_ends_the_setsid_children_of_the_attempt_too(
         await wait_for(lambda: _pid_of(store, "e"), what="the task's process")
         leader = (await store.get_task("e")).pid
     assert leader is not None
-    await wait_for(
-        lambda: any(k.cmdline() == ["sleep", "3011"] for k in psutil.Process(leader).children()),
-        what="the setsid child",
-    )
+    # The count below is of processes that run: the setsid child, and the `sleep 300` the
+    # shell starts only after it wrote the ready file.
+    for argv in (["sleep", "3011"], ["sleep", "300"]):
+        await wait_for(
+            lambda argv=argv: any(k.cmdline() == argv for k in psutil.Process(leader).children()),
+            what=f"the shell's child {' '.join(argv)}",
+        )
     setsid_child = next(
         k.pid for k in psutil.Process(leader).children() if k.cmdline() == ["sleep", "3011"]
     )
@@ -468,7 +507,7 @@ async def test_a_kill_ends_the_setsid_children_of_the_attempt_too(
 
     result = await asyncio.to_thread(
         subprocess.run,
-        zombietop(db, fast_config_path, "kill", "e", "--yes"),
+        zombietop(db, patient_config_path, "kill", "e", "--yes"),
         capture_output=True,
         text=True,
         timeout=30,
@@ -477,9 +516,9 @@ async def test_a_kill_ends_the_setsid_children_of_the_attempt_too(
     assert result.returncode == 0, result.stdout + result.stderr
     assert (
         f"e: term_sent: SIGTERM sent to process group {leader} of e, and to 1 process of e "
-        f"outside that group (pid {setsid_child}): 3 processes in 2 sessions; SIGKILL in 1s "
+        f"outside that group (pid {setsid_child}): 3 processes in 2 sessions; SIGKILL in 5m00s "
         "if any is still alive"
-    ) in result.stdout
+    ) in result.stdout, result.stdout
     assert "e: exited:" in result.stdout
     await wait_for(lambda: not pid_alive(setsid_child), what="the setsid child to end")
     assert await asyncio.to_thread(wrapper.wait, 20) == 128 + signal.SIGTERM
@@ -525,6 +564,35 @@ async def test_a_child_outside_the_group_that_ignores_term_is_killed_after_the_g
     await wait_for(lambda: not pid_alive(outside), what="SIGKILL to reach it")
 
 
+async def test_the_sessions_a_term_reached_are_counted_before_they_end(
+    pinned_store: Store,
+    fast_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sessions were read after the SIGTERM: on a busy machine a process had ended and
+    been reaped by then, and the kill said "3 processes in 1 session"."""
+    ready = tmp_path / "ready"
+    proc = await start_task_process(pinned_store, children, ALONE.format(ready=ready), ready)
+    tags = {**os.environ, **attempt_tags("t1", pinned_store)}
+    apart = children.start(["sleep", "3019"], env=tags, process_group=None, start_new_session=True)
+    await wait_for(lambda: _runs(apart, ["sleep", "3019"]), what="the process outside")
+    real_signal_each = signal_each
+
+    def each_ends_at_once(*args: Any) -> list[Outside]:
+        signalled = real_signal_each(*args)
+        assert proc.wait(5) == -signal.SIGTERM and apart.wait(5) == -signal.SIGTERM  # reaped
+        return signalled
+
+    monkeypatch.setattr("zombietop.graceful_kill.signal_each", each_ends_at_once)
+    sent = await Executor(pinned_store, fast_config, clock=fake_clock).kill(
+        "t1", expected_token=1, actor="oncall"
+    )
+    assert f"(pid {apart.pid}): 2 processes in 2 sessions;" in sent.message, sent.message
+
+
 def _has(proc: subprocess.Popen[bytes], argv: list[str]) -> bool:
     with contextlib.suppress(psutil.Error):
         return any(k.cmdline() == argv for k in psutil.Process(proc.pid).children(recursive=True))
@@ -544,7 +612,7 @@ async def test_other_attempts_other_stores_and_other_users_are_never_signalled(
     proc = await start_task_process(
         pinned_store, children, RESPECTS_TERM.format(ready=ready), ready
     )
-    tags = {**os.environ, **attempt_tags("t1")}
+    tags = {**os.environ, **attempt_tags("t1", pinned_store)}
     others = [
         children.start(["sleep", "3013"], env={**tags, "ZOMBIETOP_ATTEMPT": "2"}),
         children.start(["sleep", "3013"], env={**tags, "ZOMBIETOP_DB": "/elsewhere/z.db"}),
@@ -575,7 +643,7 @@ async def test_a_tagged_process_that_took_the_pid_of_one_outside_gets_no_sigkill
     outside the group left after TERM, and a process of the same attempt got its pid."""
     ready = tmp_path / "ready"
     proc = await start_task_process(pinned_store, children, IGNORES_TERM.format(ready=ready), ready)
-    tags = {**os.environ, **attempt_tags("t1")}
+    tags = {**os.environ, **attempt_tags("t1", pinned_store)}
     first = children.start(["sleep", "3015"], env=tags, process_group=None, start_new_session=True)
     await wait_for(lambda: _runs(first, ["sleep", "3015"]), what="the first process")
     started = read_start(first.pid)
@@ -606,7 +674,7 @@ def _runs(proc: subprocess.Popen[bytes], argv: list[str]) -> bool:
 
 async def test_resume_stops_the_children_of_the_old_copy_that_left_its_group(
     pinned_store: Store,
-    fast_config: Config,
+    patient_config: Config,
     fake_clock: FakeClock,
     children: Children,
     tmp_path: Path,
@@ -617,7 +685,7 @@ async def test_resume_stops_the_children_of_the_old_copy_that_left_its_group(
     await wait_for(lambda: _has(proc, ["sleep", "3017"]), what="the setsid child")
     outside = _outside(proc, ["sleep", "3017"])
     children.track_group(outside)
-    outcome = await Executor(pinned_store, fast_config, clock=fake_clock).resume(
+    outcome = await Executor(pinned_store, patient_config, clock=fake_clock).resume(
         "t1", expected_token=1, actor="oncall"
     )
     assert (

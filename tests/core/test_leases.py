@@ -17,6 +17,7 @@ from zombietop.model import EventKind, TaskState
 from zombietop.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
+RACER_OPERATIONS = 50
 
 
 async def new_task(store: Store, task_id: str = "t1") -> None:
@@ -132,12 +133,12 @@ async def test_concurrent_acquires_in_one_process_have_one_winner(store: Store) 
 
 @pytest.mark.slow
 async def test_multi_process_lease_race(store_location: Path | str) -> None:
-    """Six processes fight over two leases for three seconds on one store (a SQLite file, or a
-    PostgreSQL database on the server's real clock).
+    """Six processes, started together, fight over two leases on one store (a SQLite file, or a
+    PostgreSQL database on the server's real clock), 50 operations each.
 
     Replaying the event log must show: a grant only when nobody holds a live lease (so never two
     owners at once), every token one more than the last, no renewal with a stale token or after
-    expiry, and no process dying of "database is locked".
+    expiry, and no process dying of "database is locked". How fast they go is for bench/.
     """
     async with await open_for_test(store_location, create=True) as store:
         for task_id in ("race-a", "race-b"):
@@ -150,9 +151,10 @@ async def test_multi_process_lease_race(store_location: Path | str) -> None:
                 str(Path(__file__).with_name("lease_racer.py")),
                 str(store_location),
                 f"racer{i}",
-                "3",
+                str(RACER_OPERATIONS),
                 str(i),
             ],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -160,11 +162,20 @@ async def test_multi_process_lease_race(store_location: Path | str) -> None:
         )
         for i in range(6)
     ]
-    outputs = [racer.communicate(timeout=60) for racer in racers]
+    try:
+        # Each says "ready" once its store is open; then all are let go at once.
+        for racer in racers:
+            assert racer.stdout is not None
+            said = await asyncio.to_thread(racer.stdout.readline)
+            assert said == "ready\n", said + (racer.stderr.read() if racer.stderr else "")
+        outputs = [racer.communicate("go\n", timeout=100) for racer in racers]
+    finally:
+        for racer in racers:
+            racer.kill()  # none is left waiting for its "go" should the test fail
+            racer.communicate()
     for racer, (_out, err) in zip(racers, outputs, strict=True):
         assert racer.returncode == 0, err
         assert "locked" not in err
-    assert sum(int(out.strip()) for out, _ in outputs) > 200
 
     async with await open_for_test(store_location) as store:
         events = sorted(await store.events(limit=1_000_000), key=lambda e: e.event_id)

@@ -56,16 +56,16 @@ async def _state_change(store: SQLiteStore, task_id: str) -> dict[str, object]:
 
 
 async def test_a_kill_of_a_job_that_exits_0_is_interrupted_and_blocks_its_dependent(
-    real_store: SQLiteStore, db: Path, fast_config_path: Path, children: Children
+    real_store: SQLiteStore, db: Path, patient_config_path: Path, children: Children
 ) -> None:
     wrapper = children.start(
-        zombietop(db, fast_config_path, "run", "--task", "up", "--", "sh", "-c", POLITE),
+        zombietop(db, patient_config_path, "run", "--task", "up", "--", "sh", "-c", POLITE),
         stderr=subprocess.PIPE,
     )
     await wait_for(lambda: _beating(real_store, "up"), what="the job's first heartbeat")
 
     killed = await asyncio.to_thread(
-        _cli, db, fast_config_path, "kill", "up", "--yes", "--reason", "half-done test"
+        _cli, db, patient_config_path, "kill", "up", "--yes", "--reason", "half-done test"
     )
     assert killed.returncode == 0, killed.stderr
     code = await asyncio.to_thread(wrapper.wait, 20)
@@ -77,13 +77,13 @@ async def test_a_kill_of_a_job_that_exits_0_is_interrupted_and_blocks_its_depend
     assert change["exit_code"] == 0 and "kill by" in str(change["stopped_by"])
 
     status = json.loads(
-        (await asyncio.to_thread(_cli, db, fast_config_path, "status", "--json", "--all")).stdout
+        (await asyncio.to_thread(_cli, db, patient_config_path, "status", "--json", "--all")).stdout
     )
     (up,) = [t for t in status["tasks"] if t["task_id"] == "up"]
     assert up["health"] == "interrupted"
 
     after = await asyncio.to_thread(
-        _cli, db, fast_config_path, "run", "--task", "down", "--after", "up", "--", "true"
+        _cli, db, patient_config_path, "run", "--task", "down", "--after", "up", "--", "true"
     )
     assert after.returncode != 0
     assert "upstream up was interrupted" in after.stderr
@@ -198,16 +198,16 @@ with Job("sdk-polite", db=sys.argv[1], config=sys.argv[2], handle_sigterm=False)
 
 
 async def test_an_sdk_job_that_handles_term_itself_and_exits_0_after_a_kill_is_interrupted(
-    real_store: SQLiteStore, db: Path, fast_config_path: Path, children: Children, tmp_path: Path
+    real_store: SQLiteStore, db: Path, patient_config_path: Path, children: Children, tmp_path: Path
 ) -> None:
     script = tmp_path / "polite.py"
     script.write_text(SDK_POLITE)
     # --task on its command line ties the process to the task, so the kill may signal it.
     job = children.start(
-        [sys.executable, str(script), str(db), str(fast_config_path), "--task", "sdk-polite"]
+        [sys.executable, str(script), str(db), str(patient_config_path), "--task", "sdk-polite"]
     )
     await wait_for(lambda: _beating(real_store, "sdk-polite"), what="the SDK job's first beat")
-    killed = await asyncio.to_thread(_cli, db, fast_config_path, "kill", "sdk-polite", "--yes")
+    killed = await asyncio.to_thread(_cli, db, patient_config_path, "kill", "sdk-polite", "--yes")
     assert killed.returncode == 0, killed.stderr
     assert await asyncio.to_thread(job.wait, 20) == 0
     task = await real_store.get_task("sdk-polite")
@@ -215,12 +215,21 @@ async def test_an_sdk_job_that_handles_term_itself_and_exits_0_after_a_kill_is_i
         task.state_reason or ""
     )
     after = await asyncio.to_thread(
-        _cli, db, fast_config_path, "run", "--task", "next", "--after", "sdk-polite", "--", "true"
+        _cli,
+        db,
+        patient_config_path,
+        "run",
+        "--task",
+        "next",
+        "--after",
+        "sdk-polite",
+        "--",
+        "true",
     )
     assert after.returncode != 0 and "was interrupted" in after.stderr
 
     def sdk_dependent() -> None:
-        with Job("next-sdk", db=db, config=fast_config_path, after=["sdk-polite"]):
+        with Job("next-sdk", db=db, config=patient_config_path, after=["sdk-polite"]):
             raise AssertionError("the SDK started a dependent of an interrupted task")
 
     with pytest.raises(UpstreamBlocked, match="upstream sdk-polite was interrupted"):

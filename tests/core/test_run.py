@@ -79,7 +79,8 @@ async def test_heartbeats_show_then_stalled_then_reclaimable_when_the_wrapper_di
         record = await real_store.get_record("t1") if await _exists(real_store, "t1") else None
         return bool(record and record.heartbeat and record.heartbeat.stage == "transform")
 
-    await wait_for(beat_seen, what="the transform heartbeat")
+    # The wrapper is a Python process that imports zombietop first: seconds at load.
+    await wait_for(beat_seen, what="the transform heartbeat", while_running=wrapper)
     task = await real_store.get_task("t1")
     assert task.pid is not None and task.command == ("sh", "-c", BEATS_THEN_HANGS)
     children.track_group(task.pid)
@@ -92,11 +93,8 @@ async def test_heartbeats_show_then_stalled_then_reclaimable_when_the_wrapper_di
     assert shown["pid"] == task.pid and shown["state"] == "running"
 
     # The script hangs: no heartbeat for 600 ms while the wrapper keeps the lease alive.
-    await wait_for(lambda: _health(monitor, "t1"), timeout=10)
     await wait_for(
-        lambda: _is(monitor, "t1", Health.STALLED),
-        timeout=10,
-        what="stalled",
+        lambda: _is(monitor, "t1", Health.STALLED), what="stalled", while_running=wrapper
     )
     assert _status(db, fast_config_path)["t1"]["health"] == "stalled"
 

@@ -23,6 +23,7 @@ import pytest
 
 from tests.core.realprocs import (
     FAST_CONFIG,
+    HANG_S,
     Children,
     FullPipe,
     Said,
@@ -30,6 +31,7 @@ from tests.core.realprocs import (
     blocked_writing_to_a_pipe,
     tasks_of,
     throwaway_user,
+    uids_of,
     wait_for,
     zombietop,
 )
@@ -221,15 +223,23 @@ async def test_a_process_limit_reached_as_the_command_starts_leaves_it_supervise
     bomb: list[subprocess.Popen[bytes]] = []
     try:
         await wait_for(
-            lambda: blocked_writing_to_a_pipe(wrapper.pid), timeout=60, what="the wrapper to wait"
+            lambda: blocked_writing_to_a_pipe(wrapper.pid),
+            what="the wrapper to wait",
+            while_running=wrapper,
         )
         assert _task_row(db) is not None  # claimed, not started
         wanted = LIMIT - 1  # room for the command alone
         for _ in range(wanted - tasks_of(job_user.pw_uid)):
             bomb.append(children.start(as_user(job_user, "sleep", "600")))
-        await wait_for(
-            lambda: tasks_of(job_user.pw_uid) == wanted, what=f"{wanted} processes of the user"
-        )
+
+        def all_the_users() -> bool:
+            """True once every filler runs as the user (each goes through env and setpriv
+            first, as root: a hundred of them take a while on a busy machine)."""
+            assert all(filler.poll() is None for filler in bomb), "a filler exited"
+            return all(uids_of(filler.pid) == job_user.pw_uid for filler in bomb)
+
+        await wait_for(all_the_users, timeout=HANG_S, interval=0.1, what="the fillers")
+        assert tasks_of(job_user.pw_uid) == wanted
         said = stderr.drain()
         # The command runs and holds the last process the user may have: no thread can start.
         for stream in ("stdout", "stderr"):

@@ -9,7 +9,9 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from tests.core.realprocs import Children, start_task_process, zombietop
+import psutil
+
+from tests.core.realprocs import Children, pid_alive, start_task_process, wait_for, zombietop
 from zombietop.actions import ActionKind, Outcome
 from zombietop.clock import FakeClock
 from zombietop.config import Config, WatchSettings
@@ -55,6 +57,7 @@ async def test_second_stage_overrun_kills_a_real_child_gracefully(
 ) -> None:
     ready = tmp_path / "ready"
     proc = await start_task_process(fake_store, children, f"sleep 60 & : > {ready}; wait", ready)
+    group = [proc.pid, *(kid.pid for kid in psutil.Process(proc.pid).children())]
     dog, notifier = make_watchdog(fake_store, fast_config, fake_clock)  # stage 20s, kill_grace 1s
     kills = []
     for step in range(1, 40):  # beating with moving progress: only the stage budget speaks
@@ -75,6 +78,9 @@ async def test_second_stage_overrun_kills_a_real_child_gracefully(
     beat = (await fake_store.get_record("t1")).heartbeat
     assert beat is not None and fake_clock.now() - beat.stage_started_at == 40
     assert await asyncio.to_thread(proc.wait, 10) == -signal.SIGTERM
+    # The kill has exited once its whole group is gone: the shell's `sleep 60` too, which on a
+    # busy machine may outlive the shell a while.
+    await wait_for(lambda: not any(pid_alive(pid) for pid in group), what="the group to end")
     fake_clock.advance(0.5)
     report = await dog.tick()
     # The exit is reported once: in the tick that sent TERM if the child was quick, else the next.

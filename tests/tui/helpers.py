@@ -7,6 +7,7 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.screen import Screen
+from textual.widgets import Input
 
 from zombietop.clock import FakeClock
 from zombietop.tui.app import ZombietopApp
@@ -48,6 +49,23 @@ async def settle(pilot: Pilot[None]) -> None:
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
     await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def steady_cursor(pilot: Pilot[None]) -> None:
+    """Stop every Input's cursor from blinking, and show the focused one's.
+
+    A blinking cursor is drawn or not by how long the machine took to reach the snapshot: on a
+    busy machine half a second passes and the picture changes. Focusing the box again shows its
+    cursor, as it was the moment the box got the focus.
+    """
+    focused = pilot.app.focused
+    for box in pilot.app.screen.query(Input):
+        box.cursor_blink = False
+    if isinstance(focused, Input):
+        focused.blur()
+        await pilot.pause()
+        focused.focus()
     await pilot.pause()
 
 

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from zombietop.sweep import stop_all
 from zombietop.tui.demo import CHECKPOINTED, STUBBORN, DemoPaths
 
 SPEED = "10"
+FOCUS_ON_THE_TABLE = "K Kill"
+"""In the footer while the task table has the focus, and not while the filter has it."""
 DEADLINE_S = 60.0
 
 pytestmark = [
@@ -39,8 +42,10 @@ pytestmark = [
 class Terminal:
     """A private tmux server with one window of a fixed size."""
 
-    def __init__(self, socket: str, size: tuple[int, int]) -> None:
-        self.socket = socket
+    def __init__(self, name: str, size: tuple[int, int]) -> None:
+        # Unique on the host: tmux keeps its sockets in one folder per user, and a second run
+        # of the suite (another checkout, the same test) must never share or kill this server.
+        self.socket = f"{name}-{uuid.uuid4().hex[:8]}"
         self.size = size
 
     def tmux(self, *args: str) -> str:
@@ -62,20 +67,22 @@ class Terminal:
     def keys(self, *keys: str, literal: bool = False) -> None:
         self.tmux("send-keys", "-t", "demo", *(["-l"] if literal else []), *keys)
 
-    def wait_for(self, text: str, timeout: float = DEADLINE_S) -> str:
+    def wait_for(self, text: str, timeout: float = DEADLINE_S, *, gone: bool = False) -> str:
+        """Wait until ``text`` is on the screen (or, ``gone``, no longer on it)."""
         deadline = time.monotonic() + timeout
         while True:
             screen = self.screen()
-            if text in screen:
+            if (text in screen) != gone:
                 return screen
             if time.monotonic() > deadline:
-                raise AssertionError(f"never saw {text!r} on screen; last screen:\n{screen}")
+                never = "never stopped seeing" if gone else "never saw"
+                raise AssertionError(f"{never} {text!r} on screen; last screen:\n{screen}")
             time.sleep(0.1)
 
 
 @pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    term = Terminal(f"zombietop-demo-test-{tmp_path.name}", (120, 50))
+def terminal() -> Iterator[Terminal]:
+    term = Terminal("zombietop-demo-test", (120, 50))
     try:
         yield term
     finally:
@@ -115,9 +122,13 @@ def select(term: Terminal, task_id: str) -> None:
     time.sleep(0.5)
     term.keys("/")
     term.wait_for("filter: task id")
+    # The footer lists the task keys only while the table has the focus: a K typed before the
+    # focus is back on the table would go into the filter.
+    term.wait_for(FOCUS_ON_THE_TABLE, gone=True)
     term.keys(task_id, literal=True)
     term.keys("Enter")
     term.wait_for("(1 of ")  # the header counts the rows the filter leaves
+    term.wait_for(FOCUS_ON_THE_TABLE)
 
 
 def test_in_the_dashboard_a_kill_escalates_and_a_resume_carries_on_from_the_checkpoint(

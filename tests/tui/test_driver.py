@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> Iterator[tuple[Terminal, psutil.Process]]:
-    term = Terminal(f"zombietop-driver-test-{tmp_path.name}", (60, 10))
+def app() -> Iterator[tuple[Terminal, psutil.Process]]:
+    term = Terminal("zombietop-driver-test", (60, 10))
     try:
         term.start(
             f"cd {REPO} && {sys.executable} -m tests.tui.quiet_keys; echo EXITED $?; sleep 30"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.pilot import Pilot
 
-from tests.tui.helpers import make_app, settle
+from tests.tui.helpers import make_app, settle, steady_cursor
 from zombietop.clock import FakeClock
 from zombietop.monitor import build_snapshot
 from zombietop.tui.testing import (
@@ -216,6 +216,7 @@ def test_ack_dialog(snap_compare):
         await settle(pilot)
         await pilot.press("down", "down", "a")
         await settle(pilot)
+        await steady_cursor(pilot)
 
     assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
 

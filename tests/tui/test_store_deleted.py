@@ -26,6 +26,7 @@ def test_rm_of_the_store_under_watch_run_and_agent_is_noticed(
     tmp_path: Path, children: Children
 ) -> None:
     db, config, started = tmp_path / "z.db", tmp_path / "c.toml", tmp_path / "started"
+    finish = tmp_path / "finish"
     config.write_text(FAST_CONFIG)
     subprocess.run(zombietop(db, config, "init"), check=True, capture_output=True)
     logs = {name: tmp_path / f"{name}.log" for name in ("watch", "run", "agent")}
@@ -33,7 +34,17 @@ def test_rm_of_the_store_under_watch_run_and_agent_is_noticed(
         "watch": zombietop(db, config, "watch", "--interval", "0.3"),
         "agent": zombietop(db, config, "agent", "--interval", "0.3"),
         "run": zombietop(
-            db, config, "run", "--task", "j", "--", "sh", "-c", f": > {started}; sleep 3"
+            db,
+            config,
+            "run",
+            "--task",
+            "j",
+            "--",
+            "sh",
+            "-c",
+            # Runs until the test says: the store must go while it runs, however slowly the
+            # watch and the agent start.
+            f": > {started}; while [ ! -e {finish} ]; do sleep 0.05; done",
         ),
     }
     procs = {}
@@ -52,6 +63,11 @@ def test_rm_of_the_store_under_watch_run_and_agent_is_noticed(
     assert f"store {db} was deleted or moved while open" in watch
     assert _wait_exit(procs["agent"]) == 2
     assert f"store {db} was deleted" in logs["agent"].read_text()
+    deadline = time.monotonic() + 60
+    while "j keeps running unrecorded" not in logs["run"].read_text():
+        assert procs["run"].poll() is None and time.monotonic() < deadline, logs["run"].read_text()
+        time.sleep(0.05)
+    finish.touch()
     assert _wait_exit(procs["run"]) == 0  # the command itself was fine
     run = logs["run"].read_text()
     assert run.count(f"store {db} was deleted") == 1, run
