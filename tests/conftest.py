@@ -36,6 +36,17 @@ NO_POSTGRES = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # syrupy fails the run for the snapshot of a snapshot test that skipped: it counts the
+    # test's SVG file as unused. Where the Airflow tests skip because their venv is missing, an
+    # unused snapshot is therefore only a warning. CI has the venvs (and requires them), so a
+    # stale snapshot still fails there.
+    from tests.airflow_env import venv
+
+    if venv("3") is None and not os.environ.get("ZOMBIETOP_REQUIRE_AIRFLOW"):
+        config.option.warn_unused_snapshots = True
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     if os.environ.get("ZOMBIETOP_TEST_PG"):
         return "postgresql: the server in ZOMBIETOP_TEST_PG"
