@@ -225,8 +225,9 @@ class IncidentBook:
         )
 
     async def close_vanished(self, snapshot: Snapshot, look: Look) -> None:
-        """Close the incidents of tasks the snapshot no longer holds (finished and pruned)."""
-        present = {view.task_id for view in snapshot.tasks}
+        """Close the incidents of tasks the snapshot no longer holds (finished and pruned);
+        those of a source that cannot be read stay open (``Snapshot.unread``)."""
+        present = {view.task_id for view in snapshot.tasks} | snapshot.unread
         for task_id in [t for t in self.incidents if t not in present]:
             incident = self.incidents.pop(task_id)
             line = f"{task_id} all clear: no longer active (was {incident.health})"

@@ -403,7 +403,8 @@ class AirflowSource:
             conn.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
             raise SourceError(
-                f"source {self.name}: cannot open read-only ({exc}); {readable_hint(self.path)}"
+                f"source {self.name}: cannot open read-only ({exc}); "
+                f"{readable_hint(self.path, str(exc))}"
             ) from None
         conn.row_factory = sqlite3.Row
         return conn
@@ -416,7 +417,8 @@ class AirflowSource:
         except sqlite3.Error as exc:
             assert self.path is not None
             raise SourceError(
-                f"source {self.name}: cannot read {what} ({exc}); {readable_hint(self.path)}"
+                f"source {self.name}: cannot read {what} ({exc}); "
+                f"{readable_hint(self.path, str(exc))}"
             ) from None
 
     def close_sqlite(self) -> None:

@@ -96,8 +96,14 @@ def same_file(before: FileMark, path: Path) -> bool:
         return False
 
 
-def readable_hint(path: Path) -> str:
-    """What to check when SQLite cannot open the file read-only."""
+def readable_hint(path: Path, problem: str = "") -> str:
+    """What to do when SQLite cannot open or read the file read-only; ``problem`` is SQLite's
+    own words."""
+    if "malformed" in problem or "not a database" in problem:
+        return (
+            f"the file is damaged or not a database (check it: sqlite3 {path} "
+            "'PRAGMA integrity_check'); zombietop reads it again at every poll"
+        )
     if os.access(path, os.R_OK):
         return f"zombietop's user needs read access to {path}, {path}-wal and {path}-shm"
     return f"zombietop's user cannot read {path}"

@@ -5,7 +5,7 @@ Airflow's user owns the database in a folder its group may write; zombietop runs
 user of that group. Both are real users, made here with useradd (root only: the tests skip
 otherwise). After zombietop's read, the folder holds what it held before, and a plain sqlite3
 write as Airflow's user (standing in for Airflow) still works. The database has Airflow 3's
-columns, made by hand: these tests need no Airflow venv.
+columns, made by hand (``tests/airflow_by_hand.py``): these tests need no Airflow venv.
 """
 
 from __future__ import annotations
@@ -27,22 +27,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.airflow_by_hand import add_task, make_database
 from zombietop.clock import FakeClock
 from zombietop.sources.airflow import AirflowSource
 
 pytestmark = pytest.mark.slow
-
-SCHEMA = """
-CREATE TABLE alembic_version (version_num TEXT);
-INSERT INTO alembic_version VALUES ('29ce7909c52b');
-CREATE TABLE dag_run (dag_id TEXT, run_id TEXT, logical_date TEXT);
-CREATE TABLE task_instance (
-    dag_id TEXT, task_id TEXT, run_id TEXT, map_index INTEGER DEFAULT -1,
-    try_number INTEGER, state TEXT, hostname TEXT, pid INTEGER, operator TEXT,
-    custom_operator_name TEXT, start_date TEXT, end_date TEXT, queued_dttm TEXT,
-    updated_at TEXT, last_heartbeat_at TEXT
-);
-"""
 
 READER = """
 import asyncio, json, sys
@@ -62,26 +51,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-def add_task(path: Path, task_id: str) -> None:
-    """A write as whoever runs this: Airflow queueing one task instance."""
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "INSERT INTO task_instance (dag_id, task_id, run_id, state, try_number) "
-        "VALUES ('etl', ?, 'r', 'queued', 1)",
-        (task_id,),
-    )
-    conn.commit()
-    conn.close()
-
-
-def make_database(path: Path, journal: str) -> None:
-    conn = sqlite3.connect(path)
-    conn.execute(f"PRAGMA journal_mode = {journal}")
-    conn.executescript(SCHEMA)
-    conn.close()
-    add_task(path, "extract")
 
 
 @dataclass

@@ -106,15 +106,16 @@ async def test_records_come_onto_the_stores_clock() -> None:
     assert base.heartbeat is not None
     ahead = replace(base, heartbeat=replace(base.heartbeat, written_at=NOW + 50))
     source = FakeSource(60.0, [ahead])
-    records, origins, owners = await read_sources([source], NOW, NOW - 3600, "here")
+    read = await read_sources([source], NOW, NOW - 3600, "here")
+    records, origins, owners = read.records, read.origins, read.owners
     beat = records[0].heartbeat
     assert beat is not None and beat.written_at == NOW - 10
     assert source.asked_since == NOW - 3600 + 60  # ``since`` on the source's own clock
     assert origins["dag/t/run"].kind == "fake" and owners["dag/t/run"] is source
     # Within the tolerance, records are taken as they are (the very same objects).
     same = FakeSource(0.2, [ahead])
-    records, _, _ = await read_sources([same], NOW, None, "here")
-    assert records[0] is ahead
+    read = await read_sources([same], NOW, None, "here")
+    assert read.records[0] is ahead
 
 
 def test_a_lease_without_expiry_is_never_reclaimable() -> None:
@@ -278,3 +279,25 @@ async def test_only_a_kill_is_carried_out_on_a_source_task_whatever_the_source_r
         "dag/t/run is a task of fake://one: zombietop does nothing to a source's tasks but kill "
         "their process; resume it in the engine itself"
     )
+
+
+class BrokenSource(FakeSource):
+    """A source whose every read fails, as a damaged file does."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0, [])
+        self.name = "fake://broken"
+
+    async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
+        raise SourceError("database disk image is malformed")
+
+
+async def test_one_source_that_cannot_be_read_hides_nothing_else() -> None:
+    good = FakeSource(0.0, [_record()])
+    read = await read_sources([BrokenSource(), good], NOW, None, "here")
+    assert [r.task.task_id for r in read.records] == ["dag/t/run"]
+    assert read.owners == {"dag/t/run": good}
+    # The error always names its source, so that whoever reads it knows where to look.
+    assert read.errors == {
+        "fake://broken": "source fake://broken: database disk image is malformed"
+    }
