@@ -373,7 +373,10 @@ class AirflowSource:
                 return self._run(self._kept(uri), read, what)
             # Airflow is stopped: read the file alone, on a connection for this read only.
             self.close_sqlite()
-            before = mark(path)
+            try:
+                before = mark(path)
+            except OSError as exc:
+                raise SourceError(f"source {self.name}: cannot read {path} ({exc})") from None
             conn = self._connect(uri)
             try:
                 found = self._run(conn, read, what)

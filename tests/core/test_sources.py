@@ -3,6 +3,8 @@ no-expiry lease."""
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 import textwrap
 from collections.abc import Iterator, Sequence
@@ -301,3 +303,33 @@ async def test_one_source_that_cannot_be_read_hides_nothing_else() -> None:
     assert read.errors == {
         "fake://broken": "source fake://broken: database disk image is malformed"
     }
+
+
+async def test_an_agent_keeps_the_samples_of_a_source_it_cannot_read(tmp_path: Path) -> None:
+    """Writing no samples for a source drops its earlier ones: a source that cannot be read
+    this round must not make its tasks' processes look unseen elsewhere."""
+    from zombietop.agent import Agent
+
+    clock = FakeClock(NOW)
+    base = _record()
+    running = replace(base, task=replace(base.task, host="host-a", pid=os.getpid()))
+    source = FakeSource(0.0, [running])
+    store = await SQLiteStore.open(tmp_path / "z.db", create=True, clock=clock)
+    err = io.StringIO()
+    try:
+        agent = Agent(
+            store, default_config(), host="host-a", clock=clock, err=err, sources=[source]
+        )
+        await agent.tick()
+        assert set(await store.process_samples()) == {"dag/t/run"}
+
+        async def broken(since: float | None, host: str) -> Sequence[SourceRecord]:
+            raise SourceError("source fake://one: database disk image is malformed")
+
+        source.poll = broken  # type: ignore[method-assign]
+        clock.advance(5)
+        await agent.tick()
+        assert set(await store.process_samples()) == {"dag/t/run"}
+        assert "cannot read source fake://one: database disk image is malformed" in err.getvalue()
+    finally:
+        await store.close()
