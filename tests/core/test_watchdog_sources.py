@@ -70,6 +70,22 @@ async def test_an_unreadable_source_hides_only_its_own_tasks(
         assert pages[1].line.startswith("export-2031 stalled")
         assert AIRFLOW_TASK in dog.incidents  # still open: not "no longer active"
 
+        # A watchdog started while the source cannot be read never saw its tasks: it keeps the
+        # incident it remembers from the event log open all the same.
+        other = ListNotifier()
+        fresh = Watchdog(
+            Monitor(store, cfg, clock=clock, sources=[source]),
+            cfg,
+            executor=None,
+            notifiers=[other],
+            clock=clock,
+            log=logs.append,
+            dry_run=True,
+        )
+        await fresh.tick()
+        assert AIRFLOW_TASK in fresh.incidents
+        assert not any("all clear" in line for line in logs)
+
         airflow.write_bytes(whole)  # restored: read again, and its incident was never closed
         await dog.tick()
         assert [(p.kind, p.line) for p in notifier.pages[3:]] == [
