@@ -192,6 +192,11 @@ class Agent:
         self._say_other_names(snapshot)
         samples = await self.probe.sample(local)
         for source in self.sources:
+            error = snapshot.source_errors.get(source.name)
+            if error is not None:
+                # Its samples stay as they were: writing none would drop them.
+                self._say(f"cannot read {error}")
+                continue
             mine = {
                 task.task_id: samples[task.task_id]
                 for task in local

@@ -225,7 +225,14 @@ class IncidentBook:
         )
 
     async def close_vanished(self, snapshot: Snapshot, look: Look) -> None:
-        """Close the incidents of tasks the snapshot no longer holds (finished and pruned)."""
+        """Close the incidents of tasks the snapshot no longer holds (finished and pruned).
+
+        None is closed while a source cannot be read: its tasks are missing from the snapshot,
+        though nothing says they ended, and a watchdog started meanwhile cannot tell them from
+        the store's (it never read that source). The store's wait the few looks it takes.
+        """
+        if snapshot.source_errors:
+            return
         present = {view.task_id for view in snapshot.tasks}
         for task_id in [t for t in self.incidents if t not in present]:
             incident = self.incidents.pop(task_id)

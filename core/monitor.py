@@ -41,7 +41,7 @@ from zombietop.snapshot import (
     build_snapshot,
     probed_here,
 )
-from zombietop.sources import JudgingConfig, Origin, Source, read_holds, read_sources
+from zombietop.sources import JudgingConfig, Source, SourcesRead, read_holds, read_sources
 from zombietop.store import Store
 
 __all__ = [
@@ -86,6 +86,8 @@ class Monitor:
         self.source_of: dict[str, Source] = {}
         """By task id, the source each task of the last poll came from (the store's: absent)."""
         self._judging = JudgingConfig()
+        self._source_tasks: dict[str, set[str]] = {}
+        """By source name, the task ids of its last good read (``Snapshot.unread``)."""
         self.probe = probe
         self.host = host or getattr(probe, "host", None) or this_host()
         self.clock = clock or SystemClock()
@@ -114,7 +116,7 @@ class Monitor:
         try:
             self.store.check_path()
             now = await self.store.now()
-            records, changes, config, origins = await self._records(now)
+            records, changes, config, read = await self._records(now)
             if kept is not None and not kept.follows(changes, config):
                 kept = None
             samples = await self._samples(records, changes, kept)
@@ -132,7 +134,9 @@ class Monitor:
             poll_seconds=time.perf_counter() - started,
             oncall=oncall,
             schedules=schedules,
-            origins=origins,
+            origins=read.origins,
+            source_errors=read.errors,
+            unread=self._unread(read),
         )
         if kept is not None:
             self._kept, self._by_id = kept, kept.by_id
@@ -146,16 +150,16 @@ class Monitor:
 
     async def _records(
         self, now: float
-    ) -> tuple[list[TaskRecord], PollChanges | None, Config, dict[str, Origin]]:
+    ) -> tuple[list[TaskRecord], PollChanges | None, Config, SourcesRead]:
         """Read the store's tasks and every source's: the records, what changed in the store
-        since its last poll, the config to judge the records by, and where each source's
-        task came from."""
+        since its last poll, the config to judge the records by, and what the sources' read
+        found (where each task came from, and which source could not be read)."""
         since = None if self.include_finished else now - self.config.finished_window
         records = await self.store.poll(since)
         changes = self.store.poll_changes()
         if not self.sources:
-            return records, changes, self.config, {}
-        extra, origins, self.source_of = await read_sources(
+            return records, changes, self.config, SourcesRead()
+        read = await read_sources(
             self.sources,
             now,
             since,
@@ -163,9 +167,23 @@ class Monitor:
             await read_holds(self.store),
             await self.store.source_kills(since),
         )
-        config = self._judging(self.config, [r.task for r in extra], self.source_of)
+        self.source_of = read.owners
+        config = self._judging(self.config, [r.task for r in read.records], self.source_of)
         # Sources have no change feed: their records join the store's, judged afresh.
-        return [*records, *extra], None, config, origins
+        return [*records, *read.records], None, config, read
+
+    def _unread(self, read: SourcesRead) -> frozenset[str]:
+        """The tasks of the sources that could not be read, as of their last good read (and
+        remember what each source that was read holds now)."""
+        held: dict[str, set[str]] = {
+            source.name: set() for source in self.sources if source.name not in read.errors
+        }
+        for task_id, source in read.owners.items():
+            held[source.name].add(task_id)
+        self._source_tasks.update(held)
+        return frozenset(
+            task_id for name in read.errors for task_id in self._source_tasks.get(name, ())
+        )
 
     async def _samples(
         self,

@@ -5,6 +5,9 @@ when the store could be read, read in time, and its ages can be trusted (``Clock
 Otherwise its verdicts are withheld: nothing is quarantined, killed or paged on them. The
 watchdog pages itself when the store cannot be read, and again when it can; a stretch of
 withheld looks is logged once as it starts and once as it ends (``WithheldStretch``).
+
+A source (an engine's database) that cannot be read withholds only the verdicts on its own
+tasks: the watchdog pages that once, naming the source, and once when it reads it again.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ class PollTrust:
         self.stretch = WithheldStretch()
         self._store_down = False
         """The watchdog paged that it cannot read the store, and has not paged the all-clear."""
+        self._sources_down: set[str] = set()
+        """The sources the watchdog paged it cannot read, and has not paged the all-clear of."""
 
     async def check_store(self, snapshot: Snapshot, look: Look, *, standby: bool) -> str | None:
         """Withhold verdicts (and say so, once) while the store cannot be read or lags."""
@@ -67,6 +72,26 @@ class PollTrust:
             )
             return reason
         return None
+
+    def check_sources(self, snapshot: Snapshot, look: Look, *, standby: bool) -> None:
+        """Page once when a source cannot be read, and once when it can again. Only that
+        source's tasks go unjudged meanwhile (``Snapshot.unread``): the store's and the other
+        sources' are acted on as ever."""
+        down = snapshot.source_errors
+        for name in sorted(down.keys() - self._sources_down):
+            line = (
+                f"zombietop watchdog cannot read {down[name]} - verdicts on its tasks "
+                "withheld until it can"
+            )
+            self._sources_down.add(name)
+            if standby:
+                # The active watchdog pages it, if it too cannot read the source.
+                look.logs.append(f"standby: {line}")
+            else:
+                self.hands.page(look, "watchdog", line)
+        for name in sorted(self._sources_down - down.keys()):
+            self._sources_down.discard(name)
+            self.hands.page(look, "all_clear", f"zombietop watchdog reads source {name} again")
 
     async def check_clocks(
         self, snapshot: Snapshot, looked: tuple[float, float], walled_at: float, look: Look

@@ -102,6 +102,12 @@ class Snapshot:
     """Every configured schedule, most urgent first."""
     origins: Mapping[str, Origin] = field(default_factory=dict)
     """By task id, the tasks read from a source other than the store (an engine's database)."""
+    source_errors: Mapping[str, str] = field(default_factory=dict)
+    """By source name, why that source could not be read in this poll (its tasks are then
+    missing here; the store's and the other sources' are not)."""
+    unread: frozenset[str] = frozenset()
+    """The tasks of the sources in ``source_errors``, as of their last good read in this
+    process: nothing is known of them now, so nothing is said or done about them."""
 
     @property
     def ok(self) -> bool:

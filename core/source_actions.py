@@ -39,12 +39,16 @@ class SourceActions:
 
     async def complete_pending_kills(self) -> list[ActionOutcome]:
         """Finish this host's pending kills, those of the sources' tasks vouched for by the
-        monitor's last poll of their source (none while that poll failed)."""
+        monitor's last poll of their source (none of a source while its poll failed)."""
         if self.inner is None:
             return []
         last = self.monitor.last
         read = last.taken_at is not None and last.error is None
-        sources = {source.name for source in self.monitor.sources} if read else set()
+        sources = (
+            {s.name for s in self.monitor.sources if s.name not in last.source_errors}
+            if read
+            else set()
+        )
         return await self.inner.complete_pending_kills(self.vouch, sources=sources)
 
     def vouch(self, kill: PendingKill) -> str | None:

@@ -208,6 +208,8 @@ class Watchdog:
             untrusted = await self.trust.check_clocks(snapshot, looked, walled_at, look)
             lease, standby = await self.lease.hold(look)
             withheld = standby or untrusted
+        if snapshot.ok:
+            self.trust.check_sources(snapshot, look, standby=self.lease.standby)
         if not self.lease.standby:  # a standby's silence is no stretch of ours
             self.trust.note_withheld(withheld, look)
         return withheld, lease
@@ -219,7 +221,8 @@ class Watchdog:
         for view in snapshot.tasks:
             await self._judge(view, look)
         await self.book.close_vanished(snapshot, look)
-        present = {view.task_id for view in snapshot.tasks}
+        # The tasks of a source that cannot be read are not gone: nothing is known of them.
+        present = {view.task_id for view in snapshot.tasks} | snapshot.unread
         for task_id in [t for t in self._last_health if t not in present]:
             del self._last_health[task_id]
         await self.schedules.check(snapshot, look)

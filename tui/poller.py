@@ -18,7 +18,7 @@ from zombietop.config import Config, SourceSettings
 from zombietop.model import Event, HistoryPoint, Task
 from zombietop.monitor import Monitor, ProcessProbe, Snapshot
 from zombietop.output import LastOutput
-from zombietop.sources import Source, open_source
+from zombietop.sources import Source, open_or_later, open_source
 from zombietop.store import open_store
 
 T = TypeVar("T")
@@ -60,8 +60,8 @@ class ThreadedMonitor:
             try:
                 for entry in sources:
                     source = open_source(entry.url, heartbeat_timeout=entry.heartbeat_timeout)
-                    await source.open()
                     opened.append(source)
+                    await open_or_later(source)
             except BaseException:
                 for source in opened:
                     await source.close()

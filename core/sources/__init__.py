@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from zombietop.errors import SourceError, ZombietopError
 from zombietop.model import EventKind, Heartbeat, Lease, PendingKill, Task, TaskRecord
 from zombietop.sources.base import Capability, Engine, Origin, Source, SourceRecord
 from zombietop.sources.registry import ENGINES, check_source_url, open_source
@@ -35,7 +36,9 @@ __all__ = [
     "Origin",
     "Source",
     "SourceRecord",
+    "SourcesRead",
     "check_source_url",
+    "open_or_later",
     "open_source",
     "open_sources",
     "read_holds",
@@ -116,6 +119,26 @@ def with_hold(record: TaskRecord, hold: Hold | None) -> TaskRecord:
     return replace(record, task=task)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourcesRead:
+    """What one read of every source found."""
+
+    records: list[TaskRecord] = field(default_factory=list)
+    """The tasks of the sources that could be read, on the store's clock."""
+    origins: dict[str, Origin] = field(default_factory=dict)
+    """By task id, where each task came from."""
+    owners: dict[str, Source] = field(default_factory=dict)
+    """By task id, the source each task came from."""
+    errors: dict[str, str] = field(default_factory=dict)
+    """By source name, why that source could not be read (what, where, what to do)."""
+
+
+def source_words(source: Source, exc: ZombietopError) -> str:
+    """The error of one source, always naming it."""
+    said = str(exc)
+    return said if said.startswith(f"source {source.name}") else f"source {source.name}: {said}"
+
+
 async def read_sources(
     sources: Sequence[Source],
     store_now: float,
@@ -123,29 +146,33 @@ async def read_sources(
     host: str,
     holds: Mapping[str, Hold] | None = None,
     kills: Mapping[str, PendingKill] | None = None,
-) -> tuple[list[TaskRecord], dict[str, Origin], dict[str, Source]]:
+) -> SourcesRead:
     """Read every source at ``store_now``: the records on the store's clock (with their
     zombietop-side ``holds`` and the ``kills`` zombietop's store keeps of them), each task's
-    origin, and which source each task came from."""
+    origin, which source each task came from, and the error of each source that could not be
+    read. One source that cannot be read hides nothing of the others."""
     holds = holds or {}
     kills = kills or {}
-    records: list[TaskRecord] = []
-    origins: dict[str, Origin] = {}
-    owners: dict[str, Source] = {}
+    found = SourcesRead()
     for source in sources:
-        offset = store_now - await source.now()
-        if abs(offset) < CLOCK_TOLERANCE:
-            offset = 0.0
-        for found in await source.poll(None if since is None else since - offset, host):
-            record = found.record if offset == 0.0 else shifted(found.record, offset)
+        try:
+            offset = store_now - await source.now()
+            if abs(offset) < CLOCK_TOLERANCE:
+                offset = 0.0
+            read = await source.poll(None if since is None else since - offset, host)
+        except ZombietopError as exc:
+            found.errors[source.name] = source_words(source, exc)
+            continue
+        for one in read:
+            record = one.record if offset == 0.0 else shifted(one.record, offset)
             record = with_hold(record, holds.get(record.task.task_id))
             kill = kills.get(record.task.task_id)
             if kill is not None and kill.source == source.name:
                 record = replace(record, pending_kill=kill)
-            records.append(record)
-            origins[record.task.task_id] = found.origin
-            owners[record.task.task_id] = source
-    return records, origins, owners
+            found.records.append(record)
+            found.origins[record.task.task_id] = one.origin
+            found.owners[record.task.task_id] = source
+    return found
 
 
 class JudgingConfig:
@@ -176,15 +203,23 @@ class JudgingConfig:
         return self._made
 
 
+async def open_or_later(source: Source) -> None:
+    """Open ``source``; one that cannot be opened yet is tried again at each poll, which says
+    why it cannot be read (a source that cannot be read hides nothing else)."""
+    with contextlib.suppress(SourceError):
+        await source.open()
+
+
 @contextlib.asynccontextmanager
 async def open_sources(settings: Sequence[SourceSettings]) -> AsyncIterator[list[Source]]:
-    """Open every source in ``settings`` (read-only), and close them all after."""
+    """Open every source in ``settings`` (read-only), and close them all after; a source that
+    cannot be opened now is opened by its first read that can (``open_or_later``)."""
     opened: list[Source] = []
     try:
         for entry in settings:
             source = open_source(entry.url, heartbeat_timeout=entry.heartbeat_timeout)
-            await source.open()
             opened.append(source)
+            await open_or_later(source)
         yield opened
     finally:
         for source in opened:

@@ -1,6 +1,7 @@
 """Airflow's metadata database (2.x and 3.x) as a read-only source.
 
-The database is opened read-only (SQLite with ``mode=ro``, PostgreSQL in read-only
+The database is opened read-only (SQLite with ``mode=ro``, or ``immutable=1`` while Airflow is
+stopped, so that no file is ever made beside it: ``sqlite_files``; PostgreSQL in read-only
 transactions) and never written. Each task instance becomes one zombietop task:
 
 - its id reads ``DAG/TASK/RUN`` (``[MAP_INDEX]`` after it when the task is mapped) and its step
@@ -28,11 +29,11 @@ import re
 import shlex
 import socket
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote
 
 from zombietop.actions import ActionKind
@@ -44,6 +45,7 @@ from zombietop.model import Heartbeat, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
 from zombietop.rows import Row
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
+from zombietop.sources.sqlite_files import mark, read_only_uri, readable_hint, same_file
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
 
@@ -56,6 +58,12 @@ SCHEMES = ("airflow+sqlite", "airflow+postgresql", "airflow+postgres")
 """The URL schemes of an Airflow database, as in Airflow's own ``sql_alchemy_conn``."""
 FORMS = ("airflow+sqlite:///PATH", "airflow+postgresql://USER@HOST/DB")
 """How a person writes them, for help and error texts."""
+
+T = TypeVar("T")
+
+READ_TRIES = 3
+"""Reads of a stopped Airflow's file in one poll, each thrown away when the file changed under
+it (Airflow started): then the next read goes through the files Airflow made."""
 
 AIRFLOW_HEARTBEAT_TIMEOUT = 300.0
 """Airflow's own ``[scheduler] task_instance_heartbeat_timeout`` default, in seconds: past it,
@@ -312,6 +320,8 @@ class AirflowSource:
         """Airflow's alembic revision."""
         self._sql = load(f"airflow_{self.backend}", package="zombietop.sources")
         self._sqlite: sqlite3.Connection | None = None
+        """The kept ``mode=ro`` connection; None while Airflow is stopped (``sqlite_files``)."""
+        self._sqlite_uri: str | None = None
         self._pg: Any = None
         self._lock = asyncio.Lock()
         self._last: dict[str, SourceRecord] = {}
@@ -347,34 +357,85 @@ class AirflowSource:
             raise self._pg_error(exc) from None
         return {r["name"] for r in cols}, revision
 
-    def _sqlite_connection(self) -> sqlite3.Connection:
-        if self._sqlite is not None:
-            return self._sqlite
+    def _sqlite_read(self, read: Callable[[sqlite3.Connection], T], what: str) -> T:
+        """``read`` on a read-only connection that leaves no file beside the database
+        (``sqlite_files``); ``what`` names the read for its error."""
         assert self.path is not None
-        if not self.path.is_file():
-            raise SourceError(
-                f"source {self.name}: no such Airflow database file; give the path of "
-                "Airflow's [database] sql_alchemy_conn"
-            )
-        uri = f"file:{quote(str(self.path))}?mode=ro"
+        path = self.path
+        for _ in range(READ_TRIES):
+            if not path.is_file():
+                raise SourceError(
+                    f"source {self.name}: no such Airflow database file; give the path of "
+                    "Airflow's [database] sql_alchemy_conn"
+                )
+            uri, immutable = read_only_uri(path, self.name)
+            if not immutable:
+                return self._run(self._kept(uri), read, what)
+            # Airflow is stopped: read the file alone, on a connection for this read only.
+            self.close_sqlite()
+            try:
+                before = mark(path)
+            except OSError as exc:
+                raise SourceError(f"source {self.name}: cannot read {path} ({exc})") from None
+            conn = self._connect(uri)
+            try:
+                found = self._run(conn, read, what)
+            finally:
+                conn.close()
+            if same_file(before, path):
+                return found
+            # Airflow started (or wrote) as we read: read again, the way the files now allow.
+        raise SourceError(
+            f"source {self.name}: {path} changed as it was read, {READ_TRIES} times; "
+            "it is read again at the next poll"
+        )
+
+    def _kept(self, uri: str) -> sqlite3.Connection:
+        """The kept ``mode=ro`` connection (made again when the URI to use changed)."""
+        if self._sqlite is not None and self._sqlite_uri == uri:
+            return self._sqlite
+        self.close_sqlite()
+        self._sqlite, self._sqlite_uri = self._connect(uri), uri
+        return self._sqlite
+
+    def _connect(self, uri: str) -> sqlite3.Connection:
+        assert self.path is not None
         try:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
             # Belt and braces: mode=ro refuses writes at the file, query_only at the statement.
             conn.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
-            raise SourceError(f"source {self.name}: cannot open read-only ({exc})") from None
+            raise SourceError(
+                f"source {self.name}: cannot open read-only ({exc}); "
+                f"{readable_hint(self.path, str(exc))}"
+            ) from None
         conn.row_factory = sqlite3.Row
-        self._sqlite = conn
         return conn
 
-    def _sqlite_schema(self) -> tuple[set[str], str | None]:
-        conn = self._sqlite_connection()
+    def _run(
+        self, conn: sqlite3.Connection, read: Callable[[sqlite3.Connection], T], what: str
+    ) -> T:
         try:
+            return read(conn)
+        except sqlite3.Error as exc:
+            assert self.path is not None
+            raise SourceError(
+                f"source {self.name}: cannot read {what} ({exc}); "
+                f"{readable_hint(self.path, str(exc))}"
+            ) from None
+
+    def close_sqlite(self) -> None:
+        if self._sqlite is not None:
+            self._sqlite.close()
+            self._sqlite, self._sqlite_uri = None, None
+
+    def _sqlite_schema(self) -> tuple[set[str], str | None]:
+        def read(conn: sqlite3.Connection) -> tuple[set[str], str | None]:
             cols = {r["name"] for r in conn.execute(self._sql["airflow_task_instance_columns"])}
             row = conn.execute(self._sql["airflow_schema_version"]).fetchone()
-        except sqlite3.Error as exc:
-            raise SourceError(f"source {self.name}: cannot read its schema ({exc})") from None
-        return cols, None if row is None else row[0]
+            return cols, None if row is None else row[0]
+
+        return self._sqlite_read(read, "its schema")
 
     async def _pg_connection(self) -> Any:
         if self._pg is not None and not self._pg.is_closed():
@@ -401,9 +462,7 @@ class AirflowSource:
         return SourceError(f"source {self.name}: cannot read ({exc})")
 
     async def close(self) -> None:
-        if self._sqlite is not None:
-            self._sqlite.close()
-            self._sqlite = None
+        self.close_sqlite()
         if self._pg is not None:
             await self._pg.close()
             self._pg = None
@@ -444,11 +503,10 @@ class AirflowSource:
             raise self._pg_error(exc) from None
 
     def _sqlite_rows(self, query: str, since: str | None) -> list[Row]:
-        conn = self._sqlite_connection()
-        try:
+        def read(conn: sqlite3.Connection) -> list[Row]:
             return list(conn.execute(query, (since,)).fetchall())
-        except sqlite3.Error as exc:
-            raise SourceError(f"source {self.name}: cannot read ({exc})") from None
+
+        return self._sqlite_read(read, "its task instances")
 
     def _records(self, rows: Sequence[Row], host: str, now: float) -> list[SourceRecord]:
         local = local_hostnames(host) if host == this_host() else frozenset({host})

@@ -30,6 +30,7 @@ from zombietop.monitor import Monitor, Snapshot
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.sources import Capability, check_source_url
 from zombietop.sources.airflow import AirflowSource, airflow_task_id
+from zombietop.sources.sqlite_files import read_only_uri
 from zombietop.store.sqlite import SQLiteStore
 
 pytestmark = pytest.mark.slow
@@ -191,11 +192,15 @@ async def test_the_connection_cannot_write(
 ) -> None:
     source = AirflowSource(airflow3_sqlite.url, clock=fake_clock)
     await source.open()
+    assert airflow3_sqlite.path is not None
+    # The connection the source reads by, whether Airflow runs (mode=ro) or not (immutable).
+    uri, _ = read_only_uri(airflow3_sqlite.path, source.name)
+    conn = source._connect(uri)
     try:
-        assert source._sqlite is not None
         with pytest.raises(sqlite3.OperationalError, match=r"readonly|read-only"):
-            source._sqlite.execute("DELETE FROM task_instance")
+            conn.execute("DELETE FROM task_instance")
     finally:
+        conn.close()
         await source.close()
 
 

@@ -3,6 +3,8 @@ no-expiry lease."""
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 import textwrap
 from collections.abc import Iterator, Sequence
@@ -106,15 +108,16 @@ async def test_records_come_onto_the_stores_clock() -> None:
     assert base.heartbeat is not None
     ahead = replace(base, heartbeat=replace(base.heartbeat, written_at=NOW + 50))
     source = FakeSource(60.0, [ahead])
-    records, origins, owners = await read_sources([source], NOW, NOW - 3600, "here")
+    read = await read_sources([source], NOW, NOW - 3600, "here")
+    records, origins, owners = read.records, read.origins, read.owners
     beat = records[0].heartbeat
     assert beat is not None and beat.written_at == NOW - 10
     assert source.asked_since == NOW - 3600 + 60  # ``since`` on the source's own clock
     assert origins["dag/t/run"].kind == "fake" and owners["dag/t/run"] is source
     # Within the tolerance, records are taken as they are (the very same objects).
     same = FakeSource(0.2, [ahead])
-    records, _, _ = await read_sources([same], NOW, None, "here")
-    assert records[0] is ahead
+    read = await read_sources([same], NOW, None, "here")
+    assert read.records[0] is ahead
 
 
 def test_a_lease_without_expiry_is_never_reclaimable() -> None:
@@ -278,3 +281,55 @@ async def test_only_a_kill_is_carried_out_on_a_source_task_whatever_the_source_r
         "dag/t/run is a task of fake://one: zombietop does nothing to a source's tasks but kill "
         "their process; resume it in the engine itself"
     )
+
+
+class BrokenSource(FakeSource):
+    """A source whose every read fails, as a damaged file does."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0, [])
+        self.name = "fake://broken"
+
+    async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
+        raise SourceError("database disk image is malformed")
+
+
+async def test_one_source_that_cannot_be_read_hides_nothing_else() -> None:
+    good = FakeSource(0.0, [_record()])
+    read = await read_sources([BrokenSource(), good], NOW, None, "here")
+    assert [r.task.task_id for r in read.records] == ["dag/t/run"]
+    assert read.owners == {"dag/t/run": good}
+    # The error always names its source, so that whoever reads it knows where to look.
+    assert read.errors == {
+        "fake://broken": "source fake://broken: database disk image is malformed"
+    }
+
+
+async def test_an_agent_keeps_the_samples_of_a_source_it_cannot_read(tmp_path: Path) -> None:
+    """Writing no samples for a source drops its earlier ones: a source that cannot be read
+    this round must not make its tasks' processes look unseen elsewhere."""
+    from zombietop.agent import Agent
+
+    clock = FakeClock(NOW)
+    base = _record()
+    running = replace(base, task=replace(base.task, host="host-a", pid=os.getpid()))
+    source = FakeSource(0.0, [running])
+    store = await SQLiteStore.open(tmp_path / "z.db", create=True, clock=clock)
+    err = io.StringIO()
+    try:
+        agent = Agent(
+            store, default_config(), host="host-a", clock=clock, err=err, sources=[source]
+        )
+        await agent.tick()
+        assert set(await store.process_samples()) == {"dag/t/run"}
+
+        async def broken(since: float | None, host: str) -> Sequence[SourceRecord]:
+            raise SourceError("source fake://one: database disk image is malformed")
+
+        source.poll = broken  # type: ignore[method-assign]
+        clock.advance(5)
+        await agent.tick()
+        assert set(await store.process_samples()) == {"dag/t/run"}
+        assert "cannot read source fake://one: database disk image is malformed" in err.getvalue()
+    finally:
+        await store.close()

@@ -41,14 +41,26 @@ def level(snapshot: Snapshot) -> Level:
     """The worst of the snapshot's tasks and schedules, as a plugin state.
 
     Acks and silences change who is paged, never the state: a silenced stall is still CRITICAL,
-    as a Nagios downtime leaves a host DOWN.
+    as a Nagios downtime leaves a host DOWN. A source that cannot be read is UNKNOWN, unless
+    what could be read is CRITICAL: a known "act now" is said before a "cannot say".
     """
     levels = [_level_of(view) for view in snapshot.tasks]
     if snapshot.missed:
         levels.append(Level.CRITICAL)
     if any(view.health is ScheduleHealth.RUNNING_LONG for view in snapshot.schedules):
         levels.append(Level.WARNING)
-    return max(levels, default=Level.OK)
+    worst = max(levels, default=Level.OK)
+    if snapshot.source_errors and worst is not Level.CRITICAL:
+        return Level.UNKNOWN
+    return worst
+
+
+def source_error_lines(snapshot: Snapshot) -> list[str]:
+    """One line per source that could not be read: its tasks are missing from the rest."""
+    return [
+        f"UNKNOWN {error} (its tasks are not shown)"
+        for _, error in sorted(snapshot.source_errors.items())
+    ]
 
 
 def _level_of(view: TaskView) -> Level:
@@ -88,6 +100,9 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
     found.extend(f"{snapshot.counts[h]} {h}" for h in Health if h.warns and snapshot.counts[h])
     if over:
         found.append(f"{over} over budget")
+    unread = len(snapshot.source_errors)
+    if unread:
+        found.append(f"{unread} source{'s' if unread > 1 else ''} cannot be read")
     summary = ", ".join(found) or f"{len(snapshot.tasks)} tasks, none stuck"
     perfdata = " ".join(
         [
@@ -98,7 +113,7 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
             f"acked={len(snapshot.oncall.acks)}",
         ]
     )
-    lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}"]
+    lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}", *source_error_lines(snapshot)]
     lines.extend(printable(view.line) for view in snapshot.schedules if view.health.pages)
     lines.extend(_human_lines([*urgent, *warned], outputs or {}, read_at(snapshot)))
     return printable_lines(lines)
@@ -207,7 +222,7 @@ class Table:
 
     def head(self) -> list[str]:
         counts = "  ".join(f"{health} {n}" for health, n in self.snapshot.counts.items() if n)
-        lines = [counts or "no tasks in the store"]
+        lines = [counts or "no tasks in the store", *source_error_lines(self.snapshot)]
         if self.watchdog is not None:
             lines.append(self.watchdog)
         if self.has_rows:
@@ -498,8 +513,9 @@ STATUS_EPILOG = """\
 exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a
 budget, a schedule running long); 2 CRITICAL (a task dead, stalled or
 reclaimable, a schedule missed); 3 UNKNOWN (the store or config cannot be read,
-or a usage error). With --prometheus: 0 once the metrics are written (the store's
-state is in them), 3 when they cannot be."""
+or a usage error; or a --source cannot be read and nothing is CRITICAL: the
+rest is printed all the same). With --prometheus: 0 once the metrics are written
+(the store's state is in them), 3 when they cannot be."""
 
 
 def add_parser(

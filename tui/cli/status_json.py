@@ -34,6 +34,10 @@ def snapshot_to_json(
         ],
         "schedules": [_schedule_json(view) for view in snapshot.schedules],
         "silences": [silence_json(silence, created=False) for silence in snapshot.oncall.silences],
+        "source_errors": [
+            {"source": name, "error": error}
+            for name, error in sorted(snapshot.source_errors.items())
+        ],
     }
 
 

@@ -47,6 +47,8 @@ class Banner(Widget):
             age = snapshot.age(self.now)
             old = "no data yet" if age is None else f"data {format_age(age)} old"
             lines.append(f"⚠ {old}: {snapshot.error}")
+        # A source that cannot be read hides only its own tasks: say which, and why.
+        lines.extend(f"⚠ {error}" for _, error in sorted(snapshot.source_errors.items()))
         if self.paused_at is not None:
             lines.append("‖ PAUSED: the table is frozen; press p to resume refreshing")
         return lines
