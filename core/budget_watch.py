@@ -13,8 +13,9 @@ from zombietop.actions import ActionKind
 from zombietop.classify import Budget
 from zombietop.clock_watch import ClockWatch
 from zombietop.durations import format_age, format_duration
+from zombietop.health import Flag
 from zombietop.incident_book import IncidentBook
-from zombietop.model import BudgetFlag, EventKind
+from zombietop.model import EventKind
 from zombietop.monitor import TaskView
 from zombietop.watchdog_hands import Hands, Look
 
@@ -42,14 +43,14 @@ class BudgetWatch:
         # as of this look.
         budgets = verdict.budgets(look.now)
         beat = view.heartbeat
-        if BudgetFlag.STAGE_OVERRUN in flags and budgets.stage.used_s is not None:
+        if Flag.STAGE_OVERRUN in flags and budgets.stage.used_s is not None:
             await self._stage(view, budgets.stage, look)
         once = self.book.once
-        if BudgetFlag.REQUEST_OVERRUN in flags and beat is not None:
+        if Flag.REQUEST_OVERRUN in flags and beat is not None:
             key = f"request:{task.task_id}:{beat.request_name}:{beat.request_started_at}"
             if key not in once:
                 await self._overrun(look, "request_overrun", verdict.context(look.now), key, view)
-        if BudgetFlag.TASK_OVERRUN in flags:
+        if Flag.TASK_OVERRUN in flags:
             key = f"task:{task.task_id}:{task.attempt}"
             if key not in once:
                 once.add(key)

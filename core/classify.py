@@ -14,16 +14,8 @@ from functools import partial
 
 from zombietop.config import Limits
 from zombietop.durations import format_age, format_duration
-from zombietop.model import (
-    BudgetFlag,
-    Health,
-    Heartbeat,
-    Lease,
-    ProcessSample,
-    RowOrder,
-    Task,
-    TaskState,
-)
+from zombietop.health import Flag, Health, RowOrder
+from zombietop.model import Heartbeat, Lease, ProcessSample, Task, TaskState
 
 INF = float("inf")
 # An I/O-idle process is worth mentioning in the context line after this long.
@@ -92,7 +84,7 @@ class Verdict:
 
     health: Health
     reasons: tuple[Reason, ...]
-    flags: tuple[BudgetFlag, ...]
+    flags: tuple[Flag, ...]
     stable_until: float
     """Until this moment the same inputs give the same health, flags and reason codes: the
     earliest threshold still ahead (a lease expiring, a heartbeat going stale, a budget running
@@ -408,16 +400,16 @@ def _used(
 
 def _overruns(
     used: tuple[float | None, float | None, float | None], limits: Limits
-) -> tuple[BudgetFlag, ...]:
+) -> tuple[Flag, ...]:
     """The flags of the budgets ``used`` runs over (as ``Budget.over``), request first."""
     request_used, stage_used, task_used = used
-    flags: list[BudgetFlag] = []
+    flags: list[Flag] = []
     if request_used is not None and request_used > limits.request:
-        flags.append(BudgetFlag.REQUEST_OVERRUN)
+        flags.append(Flag.REQUEST_OVERRUN)
     if stage_used is not None and stage_used > limits.stage:
-        flags.append(BudgetFlag.STAGE_OVERRUN)
+        flags.append(Flag.STAGE_OVERRUN)
     if task_used is not None and task_used > limits.task:
-        flags.append(BudgetFlag.TASK_OVERRUN)
+        flags.append(Flag.TASK_OVERRUN)
     return tuple(flags)
 
 
@@ -439,7 +431,7 @@ def _context(
     lease: Lease | None,
     process: ProcessSample | None,
     budgets_of: Callable[[float], Budgets],
-    flags: tuple[BudgetFlag, ...],
+    flags: tuple[Flag, ...],
     reasons: list[Reason],
     now: float,
 ) -> str:
@@ -478,9 +470,9 @@ def _context(
         parts.append(_process_words(process))
     budgets = budgets_of(now)
     for flag, budget, label in (
-        (BudgetFlag.REQUEST_OVERRUN, budgets.request, "request"),
-        (BudgetFlag.STAGE_OVERRUN, budgets.stage, "stage"),
-        (BudgetFlag.TASK_OVERRUN, budgets.task, "task"),
+        (Flag.REQUEST_OVERRUN, budgets.request, "request"),
+        (Flag.STAGE_OVERRUN, budgets.stage, "stage"),
+        (Flag.TASK_OVERRUN, budgets.task, "task"),
     ):
         if flag in flags and budget.used_s is not None:
             name = f" {heartbeat.request_name}" if label == "request" and heartbeat else ""
@@ -498,7 +490,7 @@ def _context(
     return line
 
 
-def _what_is_wrong(health: Health, flags: tuple[BudgetFlag, ...]) -> str:
+def _what_is_wrong(health: Health, flags: tuple[Flag, ...]) -> str:
     """The words a page leads with: ``stalled``, ``stalled, stage_overrun``, ``request_overrun``."""
     if not flags:
         return str(health)

@@ -24,7 +24,8 @@ from typing import Any
 from zombietop.actions import ActionKind
 from zombietop.durations import format_age
 from zombietop.errors import StoreError
-from zombietop.model import EventKind, Health, Silence, TaskState
+from zombietop.health import Health
+from zombietop.model import EventKind, Silence, TaskState
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import FollowUp, Notices, capped_words, notice_line
 from zombietop.output import last_output_of, with_last_output

@@ -21,7 +21,7 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from zombietop.errors import ZombietopError
-from zombietop.model import Health
+from zombietop.health import Health
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.notify import DeliveryResult
 from zombietop.private import replace_file

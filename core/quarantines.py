@@ -10,7 +10,8 @@ follows it); the watchdog pages once that it cannot write the store, and once wh
 from __future__ import annotations
 
 from zombietop.errors import StoreError
-from zombietop.model import EventKind, Health
+from zombietop.health import Health
+from zombietop.model import EventKind
 from zombietop.monitor import TaskView
 from zombietop.sources import Origin
 from zombietop.watchdog_hands import Hands, Look

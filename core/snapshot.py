@@ -12,8 +12,8 @@ from zombietop.classify import Verdict, classify, sort_key
 from zombietop.config import Config, Limits
 from zombietop.durations import format_age
 from zombietop.fleet import AgentPresence, HostRequest, StoredSample
+from zombietop.health import Health
 from zombietop.model import (
-    Health,
     Heartbeat,
     Lease,
     PendingKill,

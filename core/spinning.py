@@ -8,8 +8,9 @@ store and what it leads to.
 
 from __future__ import annotations
 
+from zombietop.health import Health
 from zombietop.incident_book import IncidentBook
-from zombietop.model import EventKind, Health
+from zombietop.model import EventKind
 from zombietop.monitor import TaskView
 from zombietop.watchdog_hands import Hands, Look
 

@@ -37,8 +37,9 @@ from zombietop.clock_watch import ClockWatch
 from zombietop.config import Config
 from zombietop.errors import StoreError, StoreReplaced
 from zombietop.fleet import WatchdogLease
+from zombietop.health import Health
 from zombietop.incident_book import IncidentBook
-from zombietop.model import EventKind, Health
+from zombietop.model import EventKind
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Page
 from zombietop.poll_trust import PollTrust

@@ -18,7 +18,8 @@ from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionR
 from zombietop.clock import Clock
 from zombietop.config import NotifySettings
 from zombietop.errors import StoreError
-from zombietop.model import EventKind, Health
+from zombietop.health import Health
+from zombietop.model import EventKind
 from zombietop.monitor import Monitor, TaskView
 from zombietop.notify import DeliveryResult, LogNotifier, Notifier, Outbox, Page
 from zombietop.oncall import OnCall

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
-from zombietop.model import BudgetFlag, Health
+from zombietop.health import Flag, Health
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCall
 from zombietop.tui.healths import GLYPHS, STYLES
@@ -429,10 +429,10 @@ MARKS: dict[str, Mark] = {
 }
 """The on-call marks, by word."""
 OUTCOME_GLYPH = "↯"
-FLAG_MARKS: dict[BudgetFlag, Mark] = {
-    BudgetFlag.REQUEST_OVERRUN: Mark(OVER, "request", "bold yellow"),
-    BudgetFlag.STAGE_OVERRUN: Mark(OVER, "stage", "bold yellow"),
-    BudgetFlag.TASK_OVERRUN: Mark(OVER, "task", "bold yellow"),
+FLAG_MARKS: dict[Flag, Mark] = {
+    Flag.REQUEST_OVERRUN: Mark(OVER, "request", "bold yellow"),
+    Flag.STAGE_OVERRUN: Mark(OVER, "stage", "bold yellow"),
+    Flag.TASK_OVERRUN: Mark(OVER, "task", "bold yellow"),
 }
 """A budget overrun: ``!request`` is a request running past its budget."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from zombietop.model import Health
+from zombietop.health import Health
 from zombietop.monitor import Snapshot
 
 GLYPHS: dict[Health, str] = {

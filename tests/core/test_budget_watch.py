@@ -16,9 +16,10 @@ from zombietop.budget_watch import BudgetWatch
 from zombietop.clock import FakeClock
 from zombietop.clock_watch import ClockWatch
 from zombietop.config import Config
+from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
 from zombietop.incident_book import Incident, IncidentBook
-from zombietop.model import EventKind, Health
+from zombietop.model import EventKind
 from zombietop.store import Store
 
 pytestmark = pytest.mark.backends("sqlite")

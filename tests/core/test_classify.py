@@ -9,7 +9,8 @@ import pytest
 
 from zombietop.classify import classify, sort_key
 from zombietop.config import default_limits
-from zombietop.model import BudgetFlag, Health, Heartbeat, Lease, ProcessSample, Task, TaskState
+from zombietop.health import Flag, Health
+from zombietop.model import Heartbeat, Lease, ProcessSample, Task, TaskState
 
 NOW = 1_796_000_000.0
 LIMITS = default_limits()  # heartbeat 2m, lease 5m, progress 30m, grace 1m; 90s < 15m < 6h
@@ -378,10 +379,10 @@ BUDGET_CASES = [
         "request-over",
         {"request_name": "s3.put", "request_started_at": NOW - 91},
         {},
-        (BudgetFlag.REQUEST_OVERRUN,),
+        (Flag.REQUEST_OVERRUN,),
     ),
-    ("stage-over", {"stage_started_at": NOW - 901}, {}, (BudgetFlag.STAGE_OVERRUN,)),
-    ("task-over", {}, {"started_at": NOW - 21601}, (BudgetFlag.TASK_OVERRUN,)),
+    ("stage-over", {"stage_started_at": NOW - 901}, {}, (Flag.STAGE_OVERRUN,)),
+    ("task-over", {}, {"started_at": NOW - 21601}, (Flag.TASK_OVERRUN,)),
     (
         "all-three",
         {
@@ -390,7 +391,7 @@ BUDGET_CASES = [
             "stage_started_at": NOW - 7 * 3600,
         },
         {"started_at": NOW - 8 * 3600},
-        (BudgetFlag.REQUEST_OVERRUN, BudgetFlag.STAGE_OVERRUN, BudgetFlag.TASK_OVERRUN),
+        (Flag.REQUEST_OVERRUN, Flag.STAGE_OVERRUN, Flag.TASK_OVERRUN),
     ),
     (
         "finished-tasks-carry-no-flags",
@@ -406,7 +407,7 @@ BUDGET_CASES = [
     [pytest.param(*case[1:], id=case[0]) for case in BUDGET_CASES],
 )
 def test_budget_flags(
-    beat_fields: dict[str, Any], task_fields: dict[str, Any], flags: tuple[BudgetFlag, ...]
+    beat_fields: dict[str, Any], task_fields: dict[str, Any], flags: tuple[Flag, ...]
 ) -> None:
     verdict = classify(NOW, task(**task_fields), lease(), beat(**beat_fields), None, LIMITS)
     assert verdict.flags == flags
@@ -415,7 +416,7 @@ def test_budget_flags(
 def test_budgets_are_not_a_health() -> None:
     verdict = classify(NOW, task(), lease(), beat(stage_for=3600), None, LIMITS)
     assert verdict.health is Health.HEALTHY
-    assert verdict.flags == (BudgetFlag.STAGE_OVERRUN,)
+    assert verdict.flags == (Flag.STAGE_OVERRUN,)
     assert verdict.budgets(NOW).stage.used_s == 3600
     assert verdict.budgets(NOW).stage.limit_s == 900
     assert verdict.budgets(NOW).stage.source == "default"
@@ -425,7 +426,7 @@ def test_budgets_are_not_a_health() -> None:
 def test_running_without_heartbeat_uses_its_start_for_the_stage_budget() -> None:
     verdict = classify(NOW, task(started_at=NOW - 1000), lease(), None, None, LIMITS)
     assert verdict.budgets(NOW).stage.used_s == 1000
-    assert BudgetFlag.STAGE_OVERRUN in verdict.flags
+    assert Flag.STAGE_OVERRUN in verdict.flags
 
 
 def test_the_seed_incident_page_line() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zombietop.model import HEALTH_TRAITS, Health, HealthTraits, NagiosLevel, RowOrder
+from zombietop.health import HEALTH_TRAITS, Health, HealthTraits, NagiosLevel, RowOrder
 
 REPO = Path(__file__).resolve().parents[2]
 H = Health

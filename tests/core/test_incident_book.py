@@ -14,9 +14,10 @@ from zombietop import oncall
 from zombietop.actions import ActionKind
 from zombietop.clock import FakeClock
 from zombietop.config import OnCallSettings, WatchSettings, load_config
+from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
 from zombietop.incident_book import IncidentBook
-from zombietop.model import EventKind, Health, Matcher
+from zombietop.model import EventKind, Matcher
 from zombietop.monitor import Snapshot
 from zombietop.store import Store
 

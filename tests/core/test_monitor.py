@@ -6,8 +6,9 @@ from pathlib import Path
 
 from zombietop.clock import FakeClock
 from zombietop.config import default_config
+from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
-from zombietop.model import Health, TaskState
+from zombietop.model import TaskState
 from zombietop.monitor import Monitor
 from zombietop.store import Store, open_store
 

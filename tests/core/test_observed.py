@@ -16,7 +16,8 @@ import psutil
 from tests.core.realprocs import Children, wait_for, zombietop
 from zombietop.config import Config
 from zombietop.errors import TaskNotFound
-from zombietop.model import Health, HeartbeatSource
+from zombietop.health import Health
+from zombietop.model import HeartbeatSource
 from zombietop.monitor import Monitor
 from zombietop.notify import LogNotifier
 from zombietop.output import (

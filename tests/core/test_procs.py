@@ -21,7 +21,8 @@ from tests.core.realprocs import Children, start_task_process, start_with_pid, w
 from zombietop import procs
 from zombietop.clock import CLOCK_TICKS, FakeClock, host_boottime
 from zombietop.config import Config
-from zombietop.model import Health, ProcessSample, Task, TaskState
+from zombietop.health import Health
+from zombietop.model import ProcessSample, Task, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import (
     ProcessReading,

@@ -10,8 +10,8 @@ from tests.core.test_watchdog import start
 from tests.core.test_watchdog_retry import fill, small_fs
 from tests.core.watchdog_parts import ACTOR, hands_on
 from zombietop.clock import FakeClock
+from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
-from zombietop.model import Health
 from zombietop.quarantines import Quarantines
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore

@@ -24,8 +24,9 @@ from tests.core.realprocs import (
 from zombietop.config import Config, load_config
 from zombietop.errors import LeaseLost
 from zombietop.executor import Executor
+from zombietop.health import Health
 from zombietop.locations import task_file_name
-from zombietop.model import Health, TaskState
+from zombietop.model import TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.store.sqlite import SQLiteStore

@@ -25,7 +25,7 @@ from zombietop.actions import ActionKind
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.errors import ConfigError, SourceError
-from zombietop.model import Health
+from zombietop.health import Health
 from zombietop.monitor import Monitor, Snapshot
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.sources import Capability, check_source_url

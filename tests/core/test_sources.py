@@ -19,7 +19,8 @@ from zombietop.clock import FakeClock
 from zombietop.config import Limits, default_config, default_limits, load_config
 from zombietop.errors import SourceError
 from zombietop.executor import Executor
-from zombietop.model import EventKind, Health, Heartbeat, Lease, Task, TaskRecord, TaskState
+from zombietop.health import Health
+from zombietop.model import EventKind, Heartbeat, Lease, Task, TaskRecord, TaskState
 from zombietop.monitor import Monitor
 from zombietop.source_actions import SourceActions
 from zombietop.sources import (

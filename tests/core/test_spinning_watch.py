@@ -10,9 +10,10 @@ import pytest
 from tests.core.test_watchdog import config, start
 from tests.core.watchdog_parts import Parts, hands_on
 from zombietop.clock import FakeClock
+from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
 from zombietop.incident_book import IncidentBook
-from zombietop.model import EventKind, Health
+from zombietop.model import EventKind
 from zombietop.spinning import SpinningWatch
 from zombietop.store import Store
 

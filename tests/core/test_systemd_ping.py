@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from zombietop.model import Health
+from zombietop.health import Health
 from zombietop.sd_notify import SystemdNotifier, SystemdPing, status_line
 from zombietop.watchdog import LookReport
 

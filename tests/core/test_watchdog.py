@@ -16,8 +16,9 @@ import pytest
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.clock import FakeClock
 from zombietop.config import Config, NotifySettings, WatchSettings, default_config
+from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
-from zombietop.model import EventKind, Health, TaskState
+from zombietop.model import EventKind, TaskState
 from zombietop.monitor import Monitor
 from zombietop.notify import Page, WebhookNotifier
 from zombietop.store import Store, open_store

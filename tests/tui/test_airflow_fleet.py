@@ -33,8 +33,8 @@ from zombietop.actions import ActionKind, ActionRequest, Outcome
 from zombietop.agent import Agent
 from zombietop.config import Config, SourceSettings, load_config
 from zombietop.executor import Executor
+from zombietop.health import Health
 from zombietop.locations import task_file_name
-from zombietop.model import Health
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.source_actions import SourceActions

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from zombietop.clock import FakeClock
+from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
-from zombietop.model import Health, TaskState
+from zombietop.model import TaskState
 from zombietop.procs import read_start, this_host
 from zombietop.store import open_store
 from zombietop.store.sqlite import SCHEMA_VERSION

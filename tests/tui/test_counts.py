@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.tui.helpers import make_app, settle
-from zombietop.model import Health
+from zombietop.health import Health
 from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.tui import healths
 from zombietop.tui.testing import (

@@ -3,7 +3,7 @@ things."""
 
 from __future__ import annotations
 
-from zombietop.model import Health
+from zombietop.health import Health
 from zombietop.tui.cells import FLAG_MARKS, MARKS, OUTCOME_GLYPH
 from zombietop.tui.healths import GLYPHS, STYLES
 

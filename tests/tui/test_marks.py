@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from tests.tui.helpers import make_app, settle
-from zombietop.model import Health, PendingKill
+from zombietop.health import Health
+from zombietop.model import PendingKill
 from zombietop.monitor import build_snapshot
 from zombietop.tui.cells import (
     ACKED,

@@ -27,10 +27,11 @@ from prometheus_client.samples import Sample
 from tests.tui.test_cli_status import ALL, build_store
 from zombietop.config import default_config, parse_listen
 from zombietop.errors import ZombietopError
+from zombietop.health import Health
 from zombietop.heartbeat_line import BeatLine
 from zombietop.metrics import Metrics
 from zombietop.metrics_endpoint import MetricsEndpoint, MetricsUpdate
-from zombietop.model import Health, TaskState
+from zombietop.model import TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store, open_store, sqlite

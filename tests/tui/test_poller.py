@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.core.test_sqlite_inline import aiosqlite_threads
 from zombietop.config import default_config
+from zombietop.health import Health
 from zombietop.heartbeat_line import BeatLine
-from zombietop.model import Health
 from zombietop.store import open_store
 from zombietop.tui.poller import ThreadedMonitor
 

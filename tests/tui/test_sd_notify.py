@@ -82,7 +82,7 @@ def _env() -> dict[str, str]:
 
 
 def test_status_counts_missed_schedules_among_what_needs_a_human() -> None:
-    from zombietop.model import Health
+    from zombietop.health import Health
     from zombietop.sd_notify import status_line
     from zombietop.watchdog import LookReport
 

@@ -20,7 +20,8 @@ from zombietop.durations import format_age
 from zombietop.errors import MissingExtra, ZombietopError
 from zombietop.extras import require
 from zombietop.fleet import AgentPresence, WatchdogLease
-from zombietop.model import Health, NagiosLevel, ProcessSample, TaskState
+from zombietop.health import Health, NagiosLevel
+from zombietop.model import ProcessSample, TaskState
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.oncall import capped_words
 from zombietop.output import LastOutput, last_outputs, with_last_output

@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from zombietop.model import BudgetFlag
+from zombietop.health import Flag
 from zombietop.tui.cells import (
     ACKED,
     FLAG_MARKS,
@@ -108,7 +108,7 @@ def marks_legend() -> Table:
     """What the marks beside a task id, and the other glyphs, mean."""
     legend = _two_columns()
     acked, silenced = MARKS[ACKED], MARKS[SILENCED]
-    flag = FLAG_MARKS[BudgetFlag.REQUEST_OVERRUN]
+    flag = FLAG_MARKS[Flag.REQUEST_OVERRUN]
     rows: list[tuple[Text, str]] = [
         (Text(acked.glyph + acked.word, style=acked.style), "Someone acked it: no re-notify"),
         (

@@ -11,7 +11,7 @@ from textual.containers import Grid
 from textual.screen import Screen
 from textual.widgets import Footer, Label
 
-from zombietop.model import Health
+from zombietop.health import Health
 from zombietop.tui.healths import ALL_CLEAR, all_clear, count_of, health_count
 from zombietop.tui.messages import ScreenReady
 from zombietop.tui.screen_state import ScreenState

@@ -10,7 +10,7 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.reactive import reactive
 
-from zombietop.model import Health
+from zombietop.health import Health
 from zombietop.monitor import Snapshot
 from zombietop.printable import printable
 from zombietop.schedules import ScheduleHealth

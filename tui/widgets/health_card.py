@@ -7,7 +7,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Digits, Label
 
-from zombietop.model import Health
+from zombietop.health import Health
 from zombietop.tui.healths import GLYPHS
 
 

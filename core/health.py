@@ -1,0 +1,202 @@
+"""What a verdict says: the healths in urgency order with what each one means to every module,
+and the flags shown beside a health."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+
+
+class RowOrder(StrEnum):
+    """How the rows of one health sort among themselves, after the health's rank."""
+
+    SILENCE = "silence"
+    """The longest without a heartbeat first."""
+    FLAT = "flat"
+    """The longest without progress first: these tasks beat, so their silence orders nothing."""
+    TASK_ID = "task_id"
+    """By task id, so that rows keep their place as they beat."""
+
+
+class NagiosLevel(IntEnum):
+    """A state of the Nagios plugin API, which every monitoring system reads: ``status`` exits
+    with the worst one it finds."""
+
+    OK = 0
+    """Nothing needs a human."""
+    WARNING = 1
+    """A task is spinning or over one of its budgets, or a schedule runs long: look soon."""
+    CRITICAL = 2
+    """A task is dead, stalled or reclaimable, or a schedule missed: act now."""
+    UNKNOWN = 3
+    """The store or the config could not be read: zombietop cannot say."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HealthTraits:
+    """What one health means to each module that reads it: one row of ``HEALTH_TRAITS``."""
+
+    pages: bool = False
+    """It wakes a human: the watchdog opens an incident, and ``status`` exits CRITICAL."""
+    warns: bool = False
+    """Someone should look soon, but nobody is woken: ``status`` exits WARNING."""
+    asks_a_human: bool = False
+    """A human must decide what to do: the page line ends with "resume or discard"."""
+    needs_attention: bool = False
+    """Something is wrong with the task: the wall lists it among the offenders."""
+    blocks_dependents: bool = False
+    """A task queued behind it is blocked, not just waiting for its turn."""
+    retryable: bool = False
+    """Its work surely runs no more, so the watchdog may run it again where the step type sets
+    ``auto_retry``."""
+    finished: bool = False
+    """The task has ended: the header and the wall count it apart from the active ones."""
+    order: RowOrder = RowOrder.TASK_ID
+    """How rows of this health sort among themselves."""
+
+    def __post_init__(self) -> None:
+        if self.pages and self.warns:
+            raise ValueError("a health pages or warns, never both: a page is already a warning")
+
+
+class Health(StrEnum):
+    """The verdict on a task; members are declared from most to least urgent.
+
+    Each member has one row in ``HEALTH_TRAITS``, which says what it pages, asks and warns and
+    how its rows sort; every module asks these properties, and none keeps a set of healths.
+    """
+
+    DEAD = "dead"
+    """Claims to run but its process is gone, a zombie, or its PID belongs to another process."""
+    RECLAIMABLE = "reclaimable"
+    """The lease expired: anyone may reclaim the task."""
+    STALLED = "stalled"
+    """No heartbeat within the heartbeat timeout ("playing dead"): page."""
+    SPINNING = "spinning"
+    """Beating, but progress has not moved within the progress timeout: log, lower severity."""
+    QUARANTINED = "quarantined"
+    """Held by the watchdog or an operator; dependents blocked until a human resolves it."""
+    INTERRUPTED = "interrupted"
+    """Stopped by a kill (operator, watchdog, lost lease) or SIGTERM, whatever its exit status."""
+    STARTING = "starting"
+    """Claimed, not yet beating, within its start grace."""
+    QUEUED = "queued"
+    """Waiting; no heartbeat expected."""
+    HEALTHY = "healthy"
+    """Running, heartbeat fresh, progress moving."""
+    SUCCEEDED = "succeeded"
+    """Finished successfully."""
+    FAILED = "failed"
+    """Finished with an error."""
+    DISCARDED = "discarded"
+    """Given up by an operator."""
+
+    @property
+    def rank(self) -> int:
+        """Position in urgency order: 0 is the most urgent."""
+        return _HEALTH_RANK[self]
+
+    @property
+    def traits(self) -> HealthTraits:
+        return HEALTH_TRAITS[self]
+
+    @property
+    def pages(self) -> bool:
+        return HEALTH_TRAITS[self].pages
+
+    @property
+    def warns(self) -> bool:
+        return HEALTH_TRAITS[self].warns
+
+    @property
+    def asks_a_human(self) -> bool:
+        return HEALTH_TRAITS[self].asks_a_human
+
+    @property
+    def needs_attention(self) -> bool:
+        return HEALTH_TRAITS[self].needs_attention
+
+    @property
+    def blocks_dependents(self) -> bool:
+        return HEALTH_TRAITS[self].blocks_dependents
+
+    @property
+    def retryable(self) -> bool:
+        return HEALTH_TRAITS[self].retryable
+
+    @property
+    def finished(self) -> bool:
+        return HEALTH_TRAITS[self].finished
+
+    @property
+    def order(self) -> RowOrder:
+        return HEALTH_TRAITS[self].order
+
+    @property
+    def nagios_level(self) -> NagiosLevel:
+        """What ``status`` exits with for a task of this health and no budget flag."""
+        traits = HEALTH_TRAITS[self]
+        if traits.pages:
+            return NagiosLevel.CRITICAL
+        return NagiosLevel.WARNING if traits.warns else NagiosLevel.OK
+
+
+_HEALTH_RANK = {health: rank for rank, health in enumerate(Health)}
+HEALTH_TRAITS: Mapping[Health, HealthTraits] = {
+    Health.DEAD: HealthTraits(
+        pages=True,
+        asks_a_human=True,
+        needs_attention=True,
+        blocks_dependents=True,
+        retryable=True,
+        order=RowOrder.SILENCE,
+    ),
+    Health.RECLAIMABLE: HealthTraits(
+        pages=True,
+        asks_a_human=True,
+        needs_attention=True,
+        blocks_dependents=True,
+        retryable=True,
+        order=RowOrder.SILENCE,
+    ),
+    # The process may still run: retrying a stalled task could run its work twice.
+    Health.STALLED: HealthTraits(
+        pages=True,
+        asks_a_human=True,
+        needs_attention=True,
+        blocks_dependents=True,
+        order=RowOrder.SILENCE,
+    ),
+    Health.SPINNING: HealthTraits(
+        warns=True, needs_attention=True, blocks_dependents=True, order=RowOrder.FLAT
+    ),
+    Health.QUARANTINED: HealthTraits(
+        asks_a_human=True, needs_attention=True, blocks_dependents=True
+    ),
+    Health.INTERRUPTED: HealthTraits(
+        asks_a_human=True, needs_attention=True, blocks_dependents=True
+    ),
+    Health.STARTING: HealthTraits(),
+    Health.QUEUED: HealthTraits(),
+    Health.HEALTHY: HealthTraits(),
+    Health.SUCCEEDED: HealthTraits(finished=True),
+    Health.FAILED: HealthTraits(finished=True, blocks_dependents=True),
+    Health.DISCARDED: HealthTraits(finished=True, blocks_dependents=True),
+}
+"""What each health pages, asks, warns, and how its rows sort: one row per member, so a new
+health is its member, its row here, its rule in ``classify`` and its look in
+``zombietop.tui.healths``."""
+
+
+class Flag(StrEnum):
+    """A condition shown beside the health, never instead of it: a budget overrun, or a run
+    judged against its queue or its job's history. Any flag makes ``status`` a WARNING, and a
+    page leads with it; each member says when it is raised."""
+
+    REQUEST_OVERRUN = "request_overrun"
+    """The in-flight request has run past the request timeout."""
+    STAGE_OVERRUN = "stage_overrun"
+    """The current stage has run past the stage timeout."""
+    TASK_OVERRUN = "task_overrun"
+    """The task has run past the task timeout (logged only, never kills)."""
