@@ -271,6 +271,24 @@ def clear_command(origin: Origin) -> str | None:
     return f"airflow tasks clear {dag} -t {task} -s {at} -e {at} -y"
 
 
+def clear_request(origin: Origin) -> str:
+    """The REST request that clears this one task instance, so Airflow runs its next try.
+
+    ``clearTaskInstances`` defaults ``dry_run`` and ``only_failed`` to true (Airflow 3.3): a
+    body without them clears nothing, and a running or succeeded task never. A mapped task is
+    named with its map index, or every index would be cleared.
+    """
+    ids = origin.ids
+    mapped = ids.get("map_index")
+    task: str | list[str | int] = str(ids["task_id"])
+    if isinstance(mapped, int) and mapped >= 0:
+        task = [task, mapped]
+    body = json.dumps(
+        {"dag_run_id": ids["run_id"], "task_ids": [task], "dry_run": False, "only_failed": False}
+    )
+    return f"POST /api/v2/dags/{quote(str(ids['dag_id']), safe='')}/clearTaskInstances {body}"
+
+
 def task_instance_path(origin: Origin) -> str:
     """The REST API path of this task instance (Airflow 3's /api/v2; 2.x serves /api/v1)."""
     ids = origin.ids
@@ -550,13 +568,13 @@ class AirflowSource:
         )
         where = f"{what} is Airflow's (read-only source {self.name}); zombietop never writes to it"
         if kind is ActionKind.RESUME:
-            body = json.dumps({"dag_run_id": ids["run_id"], "task_ids": [ids["task_id"]]})
-            api = (
-                f"POST /api/v2/dags/{quote(str(ids['dag_id']), safe='')}/clearTaskInstances {body}"
-            )
+            api = clear_request(origin)
             command = clear_command(origin)
             if command is None:
-                return f"{where}. Re-run it in Airflow (its run has no logical date): {api}"
+                return (
+                    f"{where}. Re-run it with Airflow's REST API (`airflow tasks clear` picks "
+                    f"runs by logical date, and this run has none): {api}, or in the UI: Clear"
+                )
             return f"{where}. Re-run it in Airflow: {command} (or {api})"
         if kind is ActionKind.DISCARD:
             return (

@@ -274,9 +274,18 @@ def test_refusals_name_the_airflow_command() -> None:
         "airflow tasks clear etl -t '^transform$' -s 2026-12-01T00:00:00+00:00 "
         "-e 2026-12-01T00:00:00+00:00 -y"
     ) in resume
-    assert 'POST /api/v2/dags/etl/clearTaskInstances {"dag_run_id": "manual__1"' in resume
-    no_date = replace(origin, ids={**origin.ids, "logical_date": None})
-    assert "airflow tasks clear" not in (source.refusal(ActionKind.RESUME, no_date) or "x")
+    # Not a dry run, and a task still running (or succeeded) is cleared too; only this index.
+    assert (
+        'POST /api/v2/dags/etl/clearTaskInstances {"dag_run_id": "manual__1", '
+        '"task_ids": [["transform", 3]], "dry_run": false, "only_failed": false}'
+    ) in resume
+    no_date = replace(origin, ids={**origin.ids, "logical_date": None, "map_index": -1})
+    manual = source.refusal(ActionKind.RESUME, no_date)
+    assert manual is not None and "airflow tasks clear etl" not in manual
+    assert manual.endswith(
+        'POST /api/v2/dags/etl/clearTaskInstances {"dag_run_id": "manual__1", '
+        '"task_ids": ["transform"], "dry_run": false, "only_failed": false}, or in the UI: Clear'
+    )
     assert "zombietop never writes to it" in resume
     discard = source.refusal(ActionKind.DISCARD, origin)
     assert discard is not None

@@ -179,7 +179,7 @@ def test_resume_and_discard_refused_with_the_airflow_command(
         "zombietop never writes to it. Re-run it in Airflow: airflow tasks clear etl "
         "-t '^transform$' -s 2026-12-01T00:00:00+00:00 -e 2026-12-01T00:00:00+00:00 -y "
         '(or POST /api/v2/dags/etl/clearTaskInstances {"dag_run_id": '
-        f'"{RUN}", "task_ids": ["transform"]}})'
+        f'"{RUN}", "task_ids": ["transform"], "dry_run": false, "only_failed": false}})'
     )
     discard = zombietop(tmp_path, airflow3_sqlite, "discard", task, "--yes")
     assert discard.returncode == 1

@@ -1,0 +1,161 @@
+"""A real Airflow 3 runs real DAGs, and zombietop watches it: the faults only zombietop sees.
+
+One Airflow for the module (``tests/airflow_scheduler.py``: api-server, scheduler and
+dag-processor, LocalExecutor, SQLite in WAL mode, a 12 s ``task_instance_heartbeat_timeout``),
+started once; every DAG run is triggered at the start, so the tests wait side by side. Each
+test watches through a real monitor (the source, the process probe) polled every half second,
+and prints how long zombietop and Airflow each took ("timing: ..."; README, "What zombietop
+sees, and when, against Airflow").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.airflow_env import need_venv
+from tests.airflow_scheduler import DAGS, HEARTBEAT_TIMEOUT, AirflowScheduler, running_airflow
+from zombietop.config import load_config
+from zombietop.monitor import Monitor
+from zombietop.procs import PsutilProbe
+from zombietop.snapshot import Snapshot, TaskView
+from zombietop.sources.airflow import AirflowSource
+from zombietop.store.sqlite import SQLiteStore
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+CONFIG = """\
+[thresholds]
+start_grace = "30s"
+"""
+"""zombietop's thresholds for Airflow's tasks in these tests."""
+
+POLL = 0.5
+"""Seconds between the monitor's polls."""
+
+
+@dataclass
+class Started:
+    """The Airflow of this module, and the run of each DAG triggered at its start."""
+
+    airflow: AirflowScheduler
+    runs: dict[str, str] = field(default_factory=dict)
+
+    def url(self) -> str:
+        return "airflow+" + self.airflow.conn.replace("+psycopg2", "")
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Started]:
+    venv = need_venv("3")
+    home = tmp_path_factory.mktemp("airflow-home")
+    with running_airflow(venv, home, f"sqlite:///{home / 'airflow.db'}") as running:
+        started = Started(running)
+        for dag_id in DAGS:
+            started.runs[dag_id] = running.trigger(dag_id)
+        yield started
+
+
+class Watch:
+    """A monitor over the module's Airflow, polled until a task reads as a test waits for."""
+
+    def __init__(self, monitor: Monitor, source: AirflowSource) -> None:
+        self.monitor = monitor
+        self.source = source
+        self.last: Snapshot | None = None
+
+    async def until(
+        self, task_id: str, want: Callable[[TaskView], bool], what: str, timeout: float = 120.0
+    ) -> tuple[float, TaskView]:
+        """The wall time and the view of the first poll where ``want`` holds for ``task_id``."""
+        import asyncio
+
+        deadline = time.monotonic() + timeout
+        while True:
+            snapshot = await self.monitor.poll()
+            assert snapshot.ok, snapshot.error
+            self.last = snapshot
+            view = snapshot.by_id().get(task_id)
+            if view is not None and want(view):
+                return time.time(), view
+            if time.monotonic() > deadline:
+                seen = "absent" if view is None else f"{view.health}: {self.words(view)}"
+                raise AssertionError(f"gave up after {timeout:g}s waiting for {what}; {seen}")
+            await asyncio.sleep(POLL)
+
+    def words(self, view: TaskView) -> str:
+        assert self.last is not None and self.last.taken_at is not None
+        return view.verdict.context(self.last.taken_at)
+
+
+@pytest.fixture
+async def watch(airflow: Started, tmp_path: Path) -> AsyncIterator[Watch]:
+    config = tmp_path / "config.toml"
+    config.write_text(CONFIG)
+    store = await SQLiteStore.open(tmp_path / "zombietop.db", create=True)
+    source = AirflowSource(airflow.url(), heartbeat_timeout=HEARTBEAT_TIMEOUT)
+    await source.open()
+    try:
+        yield Watch(Monitor(store, load_config(config), probe=PsutilProbe(), sources=[source]), source)
+    finally:
+        await source.close()
+        await store.close()
+
+
+def timing(what: str, seconds: float) -> None:
+    print(f"timing: {what}: {seconds:.1f}s")
+
+
+def zombietop(airflow: Started, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real command line against the module's Airflow, as an on-call engineer runs it."""
+    store, config = tmp_path / "cli.db", tmp_path / "config.toml"
+    if not config.exists():
+        config.write_text(CONFIG)
+    base = [sys.executable, "-m", "zombietop.tui", "--db", str(store), "--config", str(config)]
+    if not store.exists():
+        subprocess.run([*base, "init"], check=True, capture_output=True)
+    return subprocess.run(
+        [*base, *args[:1], "--source", airflow.url(), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def running(ti: dict[str, Any]) -> bool:
+    return ti["state"] == "running" and ti["pid"] is not None
+
+
+async def test_the_printed_clear_request_starts_try_2(
+    airflow: Started, watch: Watch, tmp_path: Path
+) -> None:
+    dag, run = "zt_clear", airflow.runs["zt_clear"]
+    first = airflow.airflow.wait_state(dag, run, "sleep", running, "running")
+    task = f"{dag}/sleep/{run}"
+    await watch.until(task, lambda v: v.task.state.executing, "zombietop to see it run")
+
+    refused = zombietop(airflow, tmp_path, "resume", task, "--yes")
+    assert refused.returncode == 1, refused.stderr
+    # A manual run has no logical date: the REST form, the only one that can name the run.
+    assert "airflow tasks clear zt_clear" not in refused.stdout
+    said = re.search(r"(POST) (/api/v2/\S+) (\{.*?\}), or in the UI", refused.stdout)
+    assert said is not None, refused.stdout
+    method, path, body = said.group(1), said.group(2), json.loads(said.group(3))
+
+    cleared = airflow.airflow.request(method, path, body)
+    assert [ti["task_id"] for ti in cleared["task_instances"]] == ["sleep"]
+    second = airflow.airflow.wait_state(
+        dag, run, "sleep", lambda ti: running(ti) and ti["try_number"] == 2, "running its try 2"
+    )
+    assert first["try_number"] == 1 and second["pid"] != first["pid"]
+    _, view = await watch.until(task, lambda v: v.task.attempt == 2, "zombietop to see try 2")
+    assert view.task.state.executing
