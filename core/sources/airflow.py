@@ -45,7 +45,14 @@ from zombietop.model import Heartbeat, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
 from zombietop.rows import Row
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
-from zombietop.sources.sqlite_files import mark, read_only_uri, readable_hint, same_file
+from zombietop.sources.sqlite_files import (
+    file_identity,
+    mark,
+    read_only_uri,
+    readable_hint,
+    replaced_words,
+    same_file,
+)
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
 
@@ -340,6 +347,8 @@ class AirflowSource:
         self._sqlite: sqlite3.Connection | None = None
         """The kept ``mode=ro`` connection; None while Airflow is stopped (``sqlite_files``)."""
         self._sqlite_uri: str | None = None
+        self._sqlite_file: tuple[int, int] | None = None
+        """The device and inode the kept connection opened (``sqlite_files.file_identity``)."""
         self._pg: Any = None
         self._lock = asyncio.Lock()
         self._last: dict[str, SourceRecord] = {}
@@ -388,7 +397,7 @@ class AirflowSource:
                 )
             uri, immutable = read_only_uri(path, self.name)
             if not immutable:
-                return self._run(self._kept(uri), read, what)
+                return self._run(self._kept(uri, path), read, what)
             # Airflow is stopped: read the file alone, on a connection for this read only.
             self.close_sqlite()
             try:
@@ -408,12 +417,23 @@ class AirflowSource:
             "it is read again at the next poll"
         )
 
-    def _kept(self, uri: str) -> sqlite3.Connection:
-        """The kept ``mode=ro`` connection (made again when the URI to use changed)."""
+    def _kept(self, uri: str, path: Path) -> sqlite3.Connection:
+        """The kept ``mode=ro`` connection (made again when the URI to use changed).
+
+        A kept connection reads the file it opened: when another file now sits at the path,
+        it is closed, the schema is read again, and this read fails saying so (the next one
+        reads the new file), so the old file's tasks are never judged as if they were current.
+        """
         if self._sqlite is not None and self._sqlite_uri == uri:
-            return self._sqlite
+            if file_identity(path) == self._sqlite_file:
+                return self._sqlite
+            self.close_sqlite()
+            self.schema = None
+            raise SourceError(replaced_words(self.name, path))
         self.close_sqlite()
+        opened = file_identity(path)  # before: a file moved there meanwhile is seen next read
         self._sqlite, self._sqlite_uri = self._connect(uri), uri
+        self._sqlite_file = opened
         return self._sqlite
 
     def _connect(self, uri: str) -> sqlite3.Connection:
