@@ -16,9 +16,14 @@ CREATE TABLE task_instance (
     dag_id TEXT, task_id TEXT, run_id TEXT, map_index INTEGER DEFAULT -1,
     try_number INTEGER, state TEXT, hostname TEXT, pid INTEGER, operator TEXT,
     custom_operator_name TEXT, start_date TEXT, end_date TEXT, queued_dttm TEXT,
-    updated_at TEXT, last_heartbeat_at TEXT
+    updated_at TEXT, last_heartbeat_at TEXT,
+    UNIQUE (dag_id, task_id, run_id, map_index)
 );
+CREATE INDEX ti_state ON task_instance (state);
+CREATE INDEX ti_state_lkp ON task_instance (dag_id, task_id, run_id, state);
+CREATE UNIQUE INDEX dag_run_key ON dag_run (dag_id, run_id);
 """
+"""Airflow 3's tables as zombietop reads them, with the indexes Airflow has that it reads by."""
 
 
 def utc_text(when: float) -> str:

@@ -44,6 +44,7 @@ from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
 from zombietop.rows import Row
+from zombietop.sources.airflow_reads import ReadPlan
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
 from zombietop.sources.sqlite_files import (
     file_identity,
@@ -352,6 +353,8 @@ class AirflowSource:
         self._pg: Any = None
         self._lock = asyncio.Lock()
         self._last: dict[str, SourceRecord] = {}
+        self._plan = ReadPlan(lambda row: _epoch(row["end_date"]))
+        """What each poll reads: in full now and then, else through Airflow's indexes."""
 
     def __repr__(self) -> str:
         return f"AirflowSource({self.name!r})"
@@ -371,6 +374,7 @@ class AirflowSource:
                 "is this Airflow's metadata database, migrated with `airflow db migrate`?"
             )
         self.revision = revision
+        self._plan.forget()
 
     async def _read_schema(self) -> tuple[set[str], str | None]:
         if self.backend == "sqlite":
@@ -521,28 +525,39 @@ class AirflowSource:
         if self.schema is None:
             await self.open()
         async with self._lock:
-            rows = await self._rows(since)
+            rows = await self._rows(since, self._clock.now())
             now = await self.now()
             found = await asyncio.to_thread(self._records, rows, host, now)
         return found
 
-    async def _rows(self, since: float | None) -> list[Row]:
-        query = self._sql[f"airflow_task_instances_v{self.schema}"]
-        when = None if since is None else datetime.fromtimestamp(since, tz=UTC)
+    async def _rows(self, since: float | None, now: float) -> list[Row]:
+        """This poll's task instances: a full read or an indexed one (``airflow_reads``)."""
+        keys = self._plan.next_read(since, now)
+        param: Any
+        if keys is not None:
+            query, param = self._sql[f"airflow_task_instances_indexed_v{self.schema}"], keys
+        else:
+            query = self._sql[f"airflow_task_instances_v{self.schema}"]
+            param = None if since is None else datetime.fromtimestamp(since, tz=UTC)
+            if self.backend == "sqlite" and param is not None:
+                # SQLAlchemy's text for UtcDateTime, so the comparison is the column's order.
+                param = param.strftime("%Y-%m-%d %H:%M:%S.%f")
+        rows = await self._query(query, param)
+        return self._plan.merge(rows, since, now, full=keys is None)
+
+    async def _query(self, query: str, param: Any) -> list[Row]:
         if self.backend == "sqlite":
-            # SQLAlchemy's text for UtcDateTime, so the comparison is the column's own order.
-            text = None if when is None else when.strftime("%Y-%m-%d %H:%M:%S.%f")
-            return await asyncio.to_thread(self._sqlite_rows, query, text)
+            return await asyncio.to_thread(self._sqlite_rows, query, param)
         conn = await self._pg_connection()
         try:
             async with conn.transaction(readonly=True, isolation="repeatable_read"):
-                return list(await conn.fetch(query, when))
+                return list(await conn.fetch(query, param))
         except Exception as exc:
             raise self._pg_error(exc) from None
 
-    def _sqlite_rows(self, query: str, since: str | None) -> list[Row]:
+    def _sqlite_rows(self, query: str, param: Any) -> list[Row]:
         def read(conn: sqlite3.Connection) -> list[Row]:
-            return list(conn.execute(query, (since,)).fetchall())
+            return list(conn.execute(query, (param,)).fetchall())
 
         return self._sqlite_read(read, "its task instances")
 

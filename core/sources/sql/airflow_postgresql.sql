@@ -11,6 +11,8 @@ WHERE table_name = 'task_instance' AND table_schema = current_schema()
 SELECT extract(epoch FROM clock_timestamp())::float8 AS now
 
 -- airflow_task_instances_v3 --
+-- A full read (``airflow_reads``): the finished ones too, which no index finds by end_date
+-- (the rows are put in key order after).
 -- Airflow 3: the task instance carries its own heartbeat (last_heartbeat_at).
 SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
        ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
@@ -20,9 +22,9 @@ LEFT JOIN dag_run AS dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id
 WHERE ti.state IS NULL
    OR ti.state NOT IN ('success', 'failed', 'skipped', 'upstream_failed', 'removed')
    OR $1::timestamptz IS NULL OR ti.end_date >= $1::timestamptz
-ORDER BY ti.dag_id, ti.task_id, ti.run_id, ti.map_index
 
 -- airflow_task_instances_v2 --
+-- A full read, as above.
 -- Airflow 2: the heartbeat is the LocalTaskJob's, through task_instance.job_id.
 SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
        ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
@@ -34,4 +36,35 @@ LEFT JOIN job ON job.id = ti.job_id
 WHERE ti.state IS NULL
    OR ti.state NOT IN ('success', 'failed', 'skipped', 'upstream_failed', 'removed')
    OR $1::timestamptz IS NULL OR ti.end_date >= $1::timestamptz
-ORDER BY ti.dag_id, ti.task_id, ti.run_id, ti.map_index
+
+-- airflow_task_instances_indexed_v3 --
+-- Between full reads (``airflow_reads``): the unfinished through ti_state, and those unfinished at
+-- the last read by their keys ($1: a JSON list of [dag_id, task_id, run_id, map_index]) through
+-- ti_state_lkp. Airflow's unfinished states (State.unfinished); the finished are listed above.
+SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
+       ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
+       ti.updated_at, ti.last_heartbeat_at AS heartbeat_at, dr.logical_date
+FROM task_instance AS ti
+LEFT JOIN dag_run AS dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id
+WHERE ti.state IS NULL
+   OR ti.state IN ('scheduled', 'queued', 'running', 'restarting', 'up_for_retry',
+                   'up_for_reschedule', 'deferred', 'awaiting_input')
+   OR (ti.dag_id, ti.task_id, ti.run_id, ti.map_index) IN
+          (SELECT k->>0, k->>1, k->>2, (k->>3)::int
+           FROM jsonb_array_elements($1::jsonb) AS k)
+
+-- airflow_task_instances_indexed_v2 --
+-- The same, for Airflow 2.
+SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
+       ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
+       ti.updated_at, job.latest_heartbeat AS heartbeat_at,
+       dr.execution_date AS logical_date
+FROM task_instance AS ti
+LEFT JOIN dag_run AS dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id
+LEFT JOIN job ON job.id = ti.job_id
+WHERE ti.state IS NULL
+   OR ti.state IN ('scheduled', 'queued', 'running', 'restarting', 'up_for_retry',
+                   'up_for_reschedule', 'deferred', 'awaiting_input')
+   OR (ti.dag_id, ti.task_id, ti.run_id, ti.map_index) IN
+          (SELECT k->>0, k->>1, k->>2, (k->>3)::int
+           FROM jsonb_array_elements($1::jsonb) AS k)
