@@ -290,9 +290,10 @@ def clear_request(origin: Origin) -> str:
     mapped = ids.get("map_index")
     task: str | list[str | int] = str(ids["task_id"])
     if isinstance(mapped, int) and mapped >= 0:
-        task = [task, mapped]
+        task = [str(ids["task_id"]), mapped]
+    tasks: list[str | list[str | int]] = [task]
     body = json.dumps(
-        {"dag_run_id": ids["run_id"], "task_ids": [task], "dry_run": False, "only_failed": False}
+        {"dag_run_id": ids["run_id"], "task_ids": tasks, "dry_run": False, "only_failed": False}
     )
     return f"POST /api/v2/dags/{quote(str(ids['dag_id']), safe='')}/clearTaskInstances {body}"
 

@@ -105,7 +105,9 @@ async def watch(airflow: Started, tmp_path: Path) -> AsyncIterator[Watch]:
     source = AirflowSource(airflow.url(), heartbeat_timeout=HEARTBEAT_TIMEOUT)
     await source.open()
     try:
-        yield Watch(Monitor(store, load_config(config), probe=PsutilProbe(), sources=[source]), source)
+        yield Watch(
+            Monitor(store, load_config(config), probe=PsutilProbe(), sources=[source]), source
+        )
     finally:
         await source.close()
         await store.close()
