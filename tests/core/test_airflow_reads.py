@@ -57,12 +57,12 @@ async def test_the_newly_finished_are_read_by_key_and_the_old_forgotten(
         # done ended before the window: forgotten; load is remembered, not read again.
         fake_clock.advance(window)
         _update(path, "DELETE FROM task_instance WHERE task_id = 'load'")
-        assert await _ids(source, now + 1) == {
+        assert await _ids(source, now + 0.5) == {
             "etl/extract/r": "queued", "etl/load/r": "failed", "etl/fresh/r": "queued",
         }  # fmt: skip
         # The next full read sees what the indexed ones cannot (a deleted row, here).
         fake_clock.advance(FULL_READ_EVERY)
-        assert await _ids(source, now + 1) == {"etl/extract/r": "queued", "etl/fresh/r": "queued"}
+        assert await _ids(source, now + 0.5) == {"etl/extract/r": "queued", "etl/fresh/r": "queued"}
     finally:
         await source.close()
 
