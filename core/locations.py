@@ -81,6 +81,19 @@ TIE_FOLDER = "running"
 /proc ties the process to the task when nothing in its environment or command line does."""
 
 
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode ``path`` names now (None once nothing is there).
+
+    An open SQLite connection keeps reading the file it opened, through its inode, after another
+    file was moved to the path (a restore, ``airflow db reset``): this tells the two apart.
+    """
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 def safe_name(task_id: str) -> str:
     """Make a task id safe to be part of a file name."""
     return _UNSAFE.sub("_", task_id)

@@ -40,14 +40,13 @@ from zombietop.actions import ActionKind
 from zombietop.clock import Clock, SystemClock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
-from zombietop.locations import printable_url
+from zombietop.locations import file_identity, printable_url
 from zombietop.model import Heartbeat, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
 from zombietop.rows import Row
 from zombietop.sources.airflow_reads import ReadPlan
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
 from zombietop.sources.sqlite_files import (
-    file_identity,
     mark,
     read_only_uri,
     readable_hint,
@@ -350,7 +349,7 @@ class AirflowSource:
         """The kept ``mode=ro`` connection; None while Airflow is stopped (``sqlite_files``)."""
         self._sqlite_uri: str | None = None
         self._sqlite_file: tuple[int, int] | None = None
-        """The device and inode the kept connection opened (``sqlite_files.file_identity``)."""
+        """The device and inode the kept connection opened (``locations.file_identity``)."""
         self._pg: Any = None
         self._lock = asyncio.Lock()
         self._last: dict[str, SourceRecord] = {}

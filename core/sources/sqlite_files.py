@@ -69,19 +69,6 @@ def mark(path: Path) -> FileMark:
     return FileMark(main=(main.st_dev, main.st_ino, main.st_size, main.st_mtime_ns), wal=log)
 
 
-def file_identity(path: Path) -> tuple[int, int] | None:
-    """The device and inode ``path`` names now (None once nothing is there).
-
-    A connection keeps reading the file it opened, through its inode, after a new file was
-    moved to the path (as ``airflow db reset`` or a restore does): this tells the two apart.
-    """
-    try:
-        found = path.stat()
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
-
-
 def replaced_words(name: str, path: Path) -> str:
     """What a source says at the read that found its file replaced (it reopens the path)."""
     return (

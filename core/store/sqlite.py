@@ -22,6 +22,7 @@ import aiosqlite
 
 from zombietop.clock import AnchoredClock, Clock, SystemClock, boot_identity, host_boottime
 from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing, StoreReplaced
+from zombietop.locations import file_identity
 from zombietop.model import Task
 from zombietop.store import queries
 from zombietop.store.columns import fill_columns
@@ -38,15 +39,6 @@ BEGIN_RETRIES = 4
 
 QUERIES = {name: fill_columns(sql) for name, sql in SQL.items() if not name.startswith("schema_v")}
 POLL_SQL = QUERIES["select_tasks_for_poll"]
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    """The device and inode ``path`` names now (None once nothing is there)."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_dev, stat.st_ino
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -110,7 +102,7 @@ class SQLiteStore(SQLStore[Connection]):
         self.path = path
         self._clock = clock
         self.read_only = read_only
-        self._file = _identity(path)
+        self._file = file_identity(path)
         """The file opened: a store deleted or replaced under an open connection still reads
         (the old inode), so each statement first checks the path still names it."""
         # One connection, one transaction at a time: coroutines sharing this store queue here.
@@ -290,7 +282,7 @@ class SQLiteStore(SQLStore[Connection]):
             raise
 
     def _check_file(self) -> None:
-        now = _identity(self.path)
+        now = file_identity(self.path)
         if now == self._file:
             return
         what = "deleted or moved" if now is None else "replaced by another file"

@@ -211,7 +211,8 @@ def test_in_the_dashboard_a_kill_escalates_and_a_resume_carries_on_from_the_chec
     screen = terminal.wait_for("none left running", timeout=30)
     assert "zombietop demo: stopped" in screen
     deadline = time.monotonic() + 10
-    while not exited.exists() and time.monotonic() < deadline:
+    # The shell's `> exited` makes the file before `echo` writes to it: wait for the line.
+    while not (exited.exists() and exited.read_text()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert exited.read_text().strip() == "0"
     assert_all_gone(demo, pids)
