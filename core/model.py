@@ -274,16 +274,6 @@ class EventKind(StrEnum):
     """A silence set or ended, with who and why."""
 
 
-LEASE_EVENTS = frozenset(
-    {
-        EventKind.LEASE_ACQUIRED,
-        EventKind.LEASE_RENEWED,
-        EventKind.LEASE_RELEASED,
-        EventKind.LEASE_RECLAIMED,
-    }
-)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Event:
     """One line of the append-only event log."""
