@@ -9,17 +9,24 @@ open incident is neither closed nor paged again while nothing can be known of it
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
-from tests.airflow_by_hand import add_finished, add_running, make_database
+from tests.airflow_by_hand import add_finished, add_running, make_database, utc_text
 from tests.core.test_watchdog import INTERVAL, ListNotifier, config, start
+from zombietop import oncall
 from zombietop.clock import FakeClock
+from zombietop.config import OnCallSettings
+from zombietop.model import EventKind
 from zombietop.monitor import Monitor
+from zombietop.notify import Page
 from zombietop.sources.airflow import AirflowSource
+from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
 from zombietop.watchdog import Watchdog
 
 AIRFLOW_TASK = "etl/load/r"
+RENOTIFY = 600.0
 
 
 async def test_an_unreadable_source_hides_only_its_own_tasks(
@@ -95,3 +102,98 @@ async def test_an_unreadable_source_hides_only_its_own_tasks(
     finally:
         await source.close()
         await store.close()
+
+
+async def test_an_ack_on_a_sources_task_holds_its_renotify_until_the_incident_ends(
+    tmp_path: Path, store: Store, clock: FakeClock
+) -> None:
+    """Item 9.3: an Airflow task instance is acked in zombietop's store (the engine is never
+    written); the watchdog honours it, and the all-clear ends it."""
+    airflow = tmp_path / "airflow.db"
+    make_database(airflow, "wal")
+    add_running(airflow, "load", started=clock.now() - 900, beat=clock.now() - 600)
+    source = AirflowSource(f"airflow+sqlite:///{airflow}", clock=clock)
+    await source.open()
+    cfg = config(renotify=RENOTIFY)
+
+    async def once() -> list[Page]:
+        # A fresh watchdog each time, as `watch --once` from cron: its memory is the event log.
+        notifier = ListNotifier()
+        dog = Watchdog(
+            Monitor(store, cfg, clock=clock, sources=[source]),
+            cfg,
+            executor=None,
+            notifiers=[notifier],
+            clock=clock,
+            log=lambda line: None,
+        )
+        await dog.tick()
+        return notifier.pages
+
+    try:
+        assert [(p.kind, p.task_id) for p in await once()] == [("incident", AIRFLOW_TASK)]
+        clock.advance(RENOTIFY)
+        assert [p.kind for p in await once()] == ["renotify"]
+
+        await oncall.ack(
+            store, OnCallSettings(), AIRFLOW_TASK, by="ana", duration=3 * RENOTIFY,
+            source=source.name,
+        )  # fmt: skip
+        for _ in range(2):
+            clock.advance(RENOTIFY)
+            assert await once() == []
+
+        beat(airflow, "load", clock.now())  # it beats again: the incident ends
+        assert [p.kind for p in await once()] == ["all_clear"]
+        assert await store.acks() == []
+        (ended,) = [
+            e for e in await store.events(kind=EventKind.ACK) if e.data["action"] == "unack"
+        ]
+        assert ended.message.endswith("the incident ended")
+        assert ended.data["source"] == source.name
+    finally:
+        await source.close()
+
+
+async def test_an_ack_on_a_sources_task_ends_in_time(
+    tmp_path: Path, store: Store, clock: FakeClock
+) -> None:
+    airflow = tmp_path / "airflow.db"
+    make_database(airflow, "wal")
+    add_running(airflow, "load", started=clock.now() - 900, beat=clock.now() - 600)
+    source = AirflowSource(f"airflow+sqlite:///{airflow}", clock=clock)
+    await source.open()
+    cfg = config(renotify=RENOTIFY)
+    notifier = ListNotifier()
+    dog = Watchdog(
+        Monitor(store, cfg, clock=clock, sources=[source]),
+        cfg,
+        executor=None,
+        notifiers=[notifier],
+        clock=clock,
+        log=lambda line: None,
+    )
+    try:
+        await dog.tick()
+        await oncall.ack(
+            store, OnCallSettings(), AIRFLOW_TASK, by="ana", duration=RENOTIFY, source=source.name
+        )
+        clock.advance(RENOTIFY - 1)
+        await dog.tick()
+        clock.advance(2)  # the ack ran out: the incident is loud again
+        await dog.tick()
+        assert [p.kind for p in notifier.pages] == ["incident", "renotify"]
+        assert notifier.pages[1].line.endswith("(2nd notice, open 10m01s)")
+    finally:
+        await source.close()
+
+
+def beat(path: Path, task_id: str, at: float) -> None:
+    """The task instance of DAG ``etl`` beats at ``at``, as Airflow's supervisor writes it."""
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "UPDATE task_instance SET last_heartbeat_at = ?, updated_at = ? WHERE task_id = ?",
+        (utc_text(at), utc_text(at), task_id),
+    )
+    conn.commit()
+    conn.close()
