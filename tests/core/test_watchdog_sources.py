@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 from tests.airflow_by_hand import add_finished, add_running, make_database, utc_text
-from tests.core.test_watchdog import INTERVAL, ListNotifier, config, start
+from tests.core.test_watchdog import INTERVAL, ListNotifier, RecordingExecutor, config, start
 from zombietop import oncall
 from zombietop.clock import FakeClock
-from zombietop.config import OnCallSettings
+from zombietop.config import OnCallSettings, load_config
 from zombietop.model import EventKind
 from zombietop.monitor import Monitor
 from zombietop.notify import Page
@@ -197,3 +198,46 @@ def beat(path: Path, task_id: str, at: float) -> None:
     )
     conn.commit()
     conn.close()
+
+
+async def test_a_stage_overrun_of_a_sources_task_says_nobody_kills_it(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """Item 6: with `stage = "2m"` for a DAG, the page says what will happen (no kill by the
+    watchdog, and who can kill it), and at twice the stage nothing claims a kill."""
+    airflow = tmp_path / "airflow.db"
+    make_database(airflow, "wal")
+    add_running(airflow, "load", started=clock.now() - 150, beat=clock.now())
+    path = tmp_path / "config.toml"
+    path.write_text('[step_types.etl]\nstage = "2m"\n')
+    cfg = replace(config(), step_types=load_config(path).step_types)
+    store = await SQLiteStore.open(tmp_path / "zombietop.db", create=True, clock=clock)
+    source = AirflowSource(f"airflow+sqlite:///{airflow}", clock=clock)
+    await source.open()
+    executor, notifier, logs = RecordingExecutor(), ListNotifier(), []
+    dog = Watchdog(
+        Monitor(store, cfg, clock=clock, sources=[source]),
+        cfg,
+        executor=executor,
+        notifiers=[notifier],
+        clock=clock,
+        log=logs.append,
+    )
+    try:
+        await dog.tick()
+        (page,) = notifier.pages
+        assert page.line.startswith(f"{AIRFLOW_TASK} stage_overrun: ")
+        assert page.line.endswith(
+            " - zombietop does not kill airflow's tasks on its own; kill it from the dashboard"
+        )
+        for _ in range(4):  # past twice the stage: 4m30s in a stage of 2m
+            clock.advance(30)
+            beat(airflow, "load", clock.now())
+            await dog.tick()
+        assert len(notifier.pages) == 1
+        assert executor.requests == []
+        said = [*logs, *(e.message for e in await store.events(task_id=AIRFLOW_TASK, limit=50))]
+        assert not [line for line in said if "not kill:" in line or "killing" in line], said
+    finally:
+        await source.close()
+        await store.close()
