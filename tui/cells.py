@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from zombietop.classify import Budget, format_progress
@@ -120,9 +121,36 @@ TASK_GROWS_BY = 16
 """At most this many spare cells widen the task column, for long ids and the marks' words."""
 
 
+CUT = "…"
+"""Where ``middle_cut`` took characters out of a task id."""
+
+
 def _task(view: TaskView, now: float, note: RowNote | None, *, width: int = TASK_WIDTH) -> Text:
     text = printable_text(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+    if text.cell_len > width:
+        text = Text(middle_cut(text.plain, width), style=text.style, no_wrap=True)
     return with_marks(text, row_marks(view, now, note), width)
+
+
+def middle_cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, cut in the middle: a third of the room keeps its
+    head, the rest its tail. Ids grow at the end (``DAG/TASK/RUN``, ``export-2031``), so the
+    tail is what tells one run of a task from the next: it is never the part cut."""
+    if cell_len(text) <= width:
+        return text
+    room = width - cell_len(CUT)
+    head_room = room // 3
+    head, used = "", 0
+    for char in text:
+        if used + cell_len(char) > head_room:
+            break
+        head, used = head + char, used + cell_len(char)
+    tail, used = "", 0
+    for char in reversed(text):
+        if used + cell_len(char) > room - cell_len(head):
+            break
+        tail, used = char + tail, used + cell_len(char)
+    return head + CUT + tail
 
 
 @cache
