@@ -13,7 +13,7 @@ import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
-from tests.airflow_by_hand import add_finished, add_running, make_database, utc_text
+from tests.airflow_by_hand import add_finished, add_running, add_task, make_database, utc_text
 from tests.core.test_watchdog import INTERVAL, ListNotifier, RecordingExecutor, config, start
 from zombietop import oncall
 from zombietop.clock import FakeClock
@@ -238,6 +238,70 @@ async def test_a_stage_overrun_of_a_sources_task_says_nobody_kills_it(
         assert executor.requests == []
         said = [*logs, *(e.message for e in await store.events(task_id=AIRFLOW_TASK, limit=50))]
         assert not [line for line in said if "not kill:" in line or "killing" in line], said
+    finally:
+        await source.close()
+        await store.close()
+
+
+async def test_only_transitions_into_or_out_of_a_paging_health_are_events(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """Item 8: 48 task instances are queued, run, stall together, recover and succeed: the
+    event log keeps the changes into and out of stalled, not the others (which were 96 for
+    48 tasks that only ran and succeeded)."""
+    airflow = tmp_path / "airflow.db"
+    make_database(airflow, "wal")
+    names = [f"t{n:02d}" for n in range(48)]
+    for name in names:
+        add_task(airflow, name)
+    store = await SQLiteStore.open(tmp_path / "zombietop.db", create=True, clock=clock)
+    source = AirflowSource(f"airflow+sqlite:///{airflow}", clock=clock)
+    await source.open()
+    cfg = config()
+    dog = Watchdog(
+        Monitor(store, cfg, clock=clock, sources=[source]),
+        cfg,
+        executor=None,
+        notifiers=[ListNotifier()],
+        clock=clock,
+        log=lambda line: None,
+    )
+
+    def set_all(state: str, *, beat: float | None = None, end: float | None = None) -> None:
+        conn = sqlite3.connect(airflow)
+        conn.execute(
+            "UPDATE task_instance SET state = ?, hostname = 'worker-7', pid = 4121, "
+            "start_date = ?, last_heartbeat_at = ?, end_date = ?, updated_at = ? "
+            "WHERE dag_id = 'etl'",
+            (
+                state,
+                utc_text(clock.now() - 30),
+                None if beat is None else utc_text(beat),
+                None if end is None else utc_text(end),
+                utc_text(clock.now()),
+            ),
+        )
+        conn.commit()
+        conn.close()
+
+    try:
+        await dog.tick()  # all queued
+        set_all("running", beat=clock.now())
+        clock.advance(INTERVAL)
+        await dog.tick()  # all healthy
+        clock.advance(400)  # past Airflow's 300 s: every one stalled
+        await dog.tick()
+        set_all("running", beat=clock.now())
+        await dog.tick()  # healthy again
+        set_all("success", end=clock.now())
+        clock.advance(INTERVAL)
+        await dog.tick()
+        events = await store.events(kind=EventKind.TRANSITION, limit=1000)
+        moves = sorted({e.message for e in events})
+        # Into stalled, and out of it into the watchdog's hold (its release is an event of
+        # its own); queued -> healthy and on to succeeded are none.
+        assert moves == ["healthy -> stalled", "stalled -> quarantined"]
+        assert len(events) == 2 * 49  # the 48 and etl/extract/r
     finally:
         await source.close()
         await store.close()
