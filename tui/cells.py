@@ -133,24 +133,36 @@ def _task(view: TaskView, now: float, note: RowNote | None, *, width: int = TASK
 
 
 def middle_cut(text: str, width: int) -> str:
-    """``text`` in at most ``width`` cells, cut in the middle: a third of the room keeps its
-    head, the rest its tail. Ids grow at the end (``DAG/TASK/RUN``, ``export-2031``), so the
-    tail is what tells one run of a task from the next: it is never the part cut."""
+    """``text`` in at most ``width`` cells, cut in the middle and never at its end: ids grow at
+    the end (``export-2031``, ``DAG/TASK/RUN``), so the tail is what tells one run of a task
+    from the next. The head keeps a third of the room; in a ``DAG/TASK/RUN`` id it starts at
+    the TASK and keeps half (the DAG is the step type, and one DAG's tasks share it)."""
     if cell_len(text) <= width:
         return text
     room = width - cell_len(CUT)
-    head_room = room // 3
-    head, used = "", 0
-    for char in text:
-        if used + cell_len(char) > head_room:
-            break
-        head, used = head + char, used + cell_len(char)
-    tail, used = "", 0
-    for char in reversed(text):
-        if used + cell_len(char) > room - cell_len(head):
-            break
-        tail, used = char + tail, used + cell_len(char)
+    head_from, head_room = text, room // 3
+    dag, _, rest = text.partition("/")
+    if rest.count("/") >= 1 and dag:
+        head_from, head_room = rest, room // 2
+        if cell_len(rest) <= room:
+            return CUT + rest
+    head = _cells_from(head_from, head_room)
+    tail = _cells_from(
+        text[len(text) - len(head_from) + len(head) :], room - cell_len(head), end=True
+    )
     return head + CUT + tail
+
+
+def _cells_from(text: str, room: int, *, end: bool = False) -> str:
+    """The longest start (or ``end``) of ``text`` that fits in ``room`` cells."""
+    kept: list[str] = []
+    used = 0
+    for char in reversed(text) if end else text:
+        if used + cell_len(char) > room:
+            break
+        kept.append(char)
+        used += cell_len(char)
+    return "".join(reversed(kept) if end else kept)
 
 
 @cache
