@@ -427,6 +427,8 @@ class Ack:
     reason: str | None
     acked_at: float
     until: float
+    source: str | None = None
+    """The read-only source whose task this is (its name); None for this store's own task."""
 
     @classmethod
     def from_row(cls, row: Row) -> Ack:
