@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 
-from rich.cells import cell_len
 from rich.text import Text
 
 from zombietop.classify import Budget, format_progress
@@ -21,6 +20,7 @@ from zombietop.health import Flag, Health
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCall
 from zombietop.tui.healths import GLYPHS, STYLES
+from zombietop.tui.short_ids import short_id
 from zombietop.tui.untrusted import printable_text
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -121,48 +121,11 @@ TASK_GROWS_BY = 16
 """At most this many spare cells widen the task column, for long ids and the marks' words."""
 
 
-CUT = "…"
-"""Where ``middle_cut`` took characters out of a task id."""
-
-
 def _task(view: TaskView, now: float, note: RowNote | None, *, width: int = TASK_WIDTH) -> Text:
     text = printable_text(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
     if text.cell_len > width:
-        text = Text(middle_cut(text.plain, width), style=text.style, no_wrap=True)
+        text = Text(short_id(text.plain, width), style=text.style, no_wrap=True)
     return with_marks(text, row_marks(view, now, note), width)
-
-
-def middle_cut(text: str, width: int) -> str:
-    """``text`` in at most ``width`` cells, cut in the middle and never at its end: ids grow at
-    the end (``export-2031``, ``DAG/TASK/RUN``), so the tail is what tells one run of a task
-    from the next. The head keeps a third of the room; in a ``DAG/TASK/RUN`` id it starts at
-    the TASK and keeps half (the DAG is the step type, and one DAG's tasks share it)."""
-    if cell_len(text) <= width:
-        return text
-    room = width - cell_len(CUT)
-    head_from, head_room = text, room // 3
-    dag, _, rest = text.partition("/")
-    if rest.count("/") >= 1 and dag:
-        head_from, head_room = rest, room // 2
-        if cell_len(rest) <= room:
-            return CUT + rest
-    head = _cells_from(head_from, head_room)
-    tail = _cells_from(
-        text[len(text) - len(head_from) + len(head) :], room - cell_len(head), end=True
-    )
-    return head + CUT + tail
-
-
-def _cells_from(text: str, room: int, *, end: bool = False) -> str:
-    """The longest start (or ``end``) of ``text`` that fits in ``room`` cells."""
-    kept: list[str] = []
-    used = 0
-    for char in reversed(text) if end else text:
-        if used + cell_len(char) > room:
-            break
-        kept.append(char)
-        used += cell_len(char)
-    return "".join(reversed(kept) if end else kept)
 
 
 @cache
