@@ -44,7 +44,7 @@ class OnCall(SQLBase[Conn]):
                 message=f"acked by {by} for {format_age(duration)}{why}",
                 data={"action": "ack", "by": by, "reason": reason, "until": until, **key},
             )
-            row = await self._row(db, self._select_ack(source), key)
+            row = await self._row(db, "select_ack" if source is None else "select_source_ack", key)
         assert row is not None
         return Ack.from_row(row)
 
@@ -54,7 +54,7 @@ class OnCall(SQLBase[Conn]):
         key = self._ack_key(task_id, source)
         async with self._write() as db:
             now = await self._ack_now(db, task_id, source)
-            row = await self._row(db, self._select_ack(source), key)
+            row = await self._row(db, "select_ack" if source is None else "select_source_ack", key)
             if row is None:
                 return None
             await self._run(db, "delete_ack" if source is None else "delete_source_ack", key)
@@ -73,10 +73,6 @@ class OnCall(SQLBase[Conn]):
     @staticmethod
     def _ack_key(task_id: str, source: str | None) -> dict[str, str]:
         return {"task_id": task_id} if source is None else {"task_id": task_id, "source": source}
-
-    @staticmethod
-    def _select_ack(source: str | None) -> str:
-        return "select_ack" if source is None else "select_source_ack"
 
     async def _ack_now(self, db: Conn, task_id: str, source: str | None) -> float:
         """The store's clock; for this store's own task, read after holding its row (which

@@ -36,36 +36,41 @@ def used_blocks() -> dict[str, set[str]]:
             continue
         backends = BACKEND_MODULES.get(path.name, BACKENDS)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            name = _block_name(node, path)
-            if name is not None:
+            for name in _block_names(node, path):
                 used.setdefault(name, set()).update(ONE_BACKEND.get(name, backends))
     for name in PRUNED_WITH_A_TASK:  # run in a loop over the tuple, by a variable
         used.setdefault(name, set()).update(BACKENDS)
     return used
 
 
-def _block_name(node: ast.AST, path: Path) -> str | None:
+def _block_names(node: ast.AST, path: Path) -> list[str]:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         called_on = node.func.value
         if not (isinstance(called_on, ast.Name) and called_on.id == "self"):
-            return None
+            return []
         if node.func.attr not in ADAPTER or len(node.args) < 2:
-            return None
-        arg = node.args[1]
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            return arg.value
-        # A block named by a variable is either the adapter passing its own argument on, or
-        # the prune loop (PRUNED_WITH_A_TASK, counted above); anything else this test can't see.
-        assert isinstance(arg, ast.Name) and arg.id == "name", (
-            f"{path.name}:{node.lineno} runs a block named by an expression this test cannot "
-            "read; name it with a string, or teach this test the new form"
-        )
-        return None
+            return []
+        return _named(node.args[1], path, node.lineno)
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
         if node.value.id in TABLES and isinstance(node.slice, ast.Constant):
             value = node.slice.value
-            return value if isinstance(value, str) else None
-    return None
+            return [value] if isinstance(value, str) else []
+    return []
+
+
+def _named(arg: ast.expr, path: Path, line: int) -> list[str]:
+    """The block names an argument can be: a string, or either string of ``a if c else b``."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return [arg.value]
+    if isinstance(arg, ast.IfExp):
+        return _named(arg.body, path, line) + _named(arg.orelse, path, line)
+    # A block named by a variable is either the adapter passing its own argument on, or
+    # the prune loop (PRUNED_WITH_A_TASK, counted above); anything else this test can't see.
+    assert isinstance(arg, ast.Name) and arg.id == "name", (
+        f"{path.name}:{line} runs a block named by an expression this test cannot "
+        "read; name it with a string, or teach this test the new form"
+    )
+    return []
 
 
 def defined_blocks(backend: str) -> list[tuple[str, str]]:
