@@ -15,11 +15,13 @@ from functools import partial
 from zombietop.config import Limits
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health, RowOrder
-from zombietop.model import Heartbeat, Lease, ProcessSample, Task, TaskState
+from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Task, TaskState
 
 INF = float("inf")
 # An I/O-idle process is worth mentioning in the context line after this long.
 IO_IDLE_WORTH_SAYING = 60.0
+STOPPED = ("stopped", "tracing-stop")
+"""Process statuses of a process that cannot run until someone sends it SIGCONT."""
 _FINISHED_HEALTH = {
     TaskState.SUCCEEDED: Health.SUCCEEDED,
     TaskState.FAILED: Health.FAILED,
@@ -178,6 +180,8 @@ def classify(
     if len(reasons) > 1:
         reasons.sort(key=_reason_rank)
     flags = _overruns(_used(now, task, heartbeat), limits) if executing else ()
+    if task.redelivered:
+        flags = (Flag.REDELIVERED, *flags)
     stable_until = _next_threshold(now, task, lease, heartbeat, limits) if executing else INF
     # The budgets and the page line are composed only for the few verdicts anyone reads.
     budgets = partial(_budgets, task, heartbeat, limits)
@@ -255,6 +259,15 @@ def _executing_rules(
         else:
             code, what = "process_zombie", f"pid {process.pid} exited and is a zombie (not reaped)"
         reasons.append(Reason(code=code, before=what, health=Health.DEAD))
+    elif (
+        process is not None
+        and process.status in STOPPED
+        and heartbeat is not None
+        and heartbeat.source is HeartbeatSource.SUPERVISOR
+    ):
+        # A worker that beats for its task goes on beating while the task's process is frozen.
+        what = f"pid {process.pid} stopped (SIGSTOP); the worker still beats"
+        reasons.append(Reason(code="process_stopped", before=what, health=Health.STALLED))
 
     if lease is None or not lease.held:
         reasons.append(
