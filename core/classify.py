@@ -248,26 +248,9 @@ def _executing_rules(
     limits: Limits,
     reasons: list[Reason],
 ) -> None:
-    if process is not None and process.gone:
-        if not process.alive:
-            code, what = "process_gone", f"pid {process.pid} is gone"
-        elif not process.identity_ok:
-            code, what = (
-                "pid_reused",
-                f"pid {process.pid} now belongs to another process (pid reused)",
-            )
-        else:
-            code, what = "process_zombie", f"pid {process.pid} exited and is a zombie (not reaped)"
-        reasons.append(Reason(code=code, before=what, health=Health.DEAD))
-    elif (
-        process is not None
-        and process.status in STOPPED
-        and heartbeat is not None
-        and heartbeat.source is HeartbeatSource.SUPERVISOR
-    ):
-        # A worker that beats for its task goes on beating while the task's process is frozen.
-        what = f"pid {process.pid} stopped (SIGSTOP); the worker still beats"
-        reasons.append(Reason(code="process_stopped", before=what, health=Health.STALLED))
+    said = _process_reason(process, heartbeat)
+    if said is not None:
+        reasons.append(said)
 
     if lease is None or not lease.held:
         reasons.append(
@@ -328,6 +311,33 @@ def _executing_rules(
 
     if task.quarantined:
         reasons.append(_quarantine_reason(task))
+
+
+def _process_reason(process: ProcessSample | None, heartbeat: Heartbeat | None) -> Reason | None:
+    """What the probe says against the task: its process gone (dead), or frozen while its
+    worker beats for it (stalled); None when neither."""
+    if process is None:
+        return None
+    if process.gone:
+        if not process.alive:
+            code, what = "process_gone", f"pid {process.pid} is gone"
+        elif not process.identity_ok:
+            code, what = (
+                "pid_reused",
+                f"pid {process.pid} now belongs to another process (pid reused)",
+            )
+        else:
+            code, what = "process_zombie", f"pid {process.pid} exited and is a zombie (not reaped)"
+        return Reason(code=code, before=what, health=Health.DEAD)
+    if (
+        process.status in STOPPED
+        and heartbeat is not None
+        and heartbeat.source is HeartbeatSource.SUPERVISOR
+    ):
+        # A worker that beats for its task goes on beating while the task's process is frozen.
+        what = f"pid {process.pid} stopped (SIGSTOP); the worker still beats"
+        return Reason(code="process_stopped", before=what, health=Health.STALLED)
+    return None
 
 
 def _no_activity(since: float, limit: tuple[str, float]) -> Reason:

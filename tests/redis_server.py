@@ -53,12 +53,18 @@ class ThrowawayRedis:
         self.proc = subprocess.Popen(
             [
                 self.binary,
-                "--port", str(self.port),
-                "--bind", "127.0.0.1",
-                "--dir", str(self.root),
-                "--save", "",
-                "--appendonly", "no",
-                "--databases", str(DATABASES),
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.root),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--databases",
+                str(DATABASES),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -69,9 +75,10 @@ class ThrowawayRedis:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"redis-server exited: {self.log_tail()}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.port), timeout=0.5
-            ) as sock:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock,
+            ):
                 sock.sendall(b"PING\r\n")
                 if sock.recv(16).startswith(b"+PONG"):
                     return

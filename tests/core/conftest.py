@@ -122,7 +122,9 @@ def redis_db(redis_server: ThrowawayRedis) -> int:
 
 
 @pytest.fixture
-def celery_workers(tmp_path: Path, redis_server: ThrowawayRedis, redis_db: int) -> Iterator[Workers]:
+def celery_workers(
+    tmp_path: Path, redis_server: ThrowawayRedis, redis_db: int
+) -> Iterator[Workers]:
     """Real Celery workers on this test's Redis database, all stopped after the test."""
     workers = Workers(tmp_path, redis_server.url(redis_db))
     try:

@@ -78,8 +78,9 @@ async def _watch(
     tmp_path: Path, url: str, clock: FakeClock, **options: float
 ) -> AsyncIterator[Watch]:
     query = "&".join(f"{k}={v}" for k, v in options.items())
-    source = CelerySource(url + (f"?{query}" if query else ""), clock=clock,
-                          heartbeat_timeout=SHORT_TIMEOUT)
+    source = CelerySource(
+        url + (f"?{query}" if query else ""), clock=clock, heartbeat_timeout=SHORT_TIMEOUT
+    )
     await source.open()
     tmp_path.mkdir(exist_ok=True)
     config = tmp_path / "config.toml"
@@ -170,7 +171,9 @@ async def test_a_stopped_child_is_stalled_while_ping_still_answers(
         assert watch.clock.now() - stopped_at <= 1.0  # the first poll after the stop
         # Celery's own tools still call it fine.
         assert all(v == {"ok": "pong"} for v in _inspect(celery_workers, "ping").values())
-        assert any(t["id"] == task_id for ts in _inspect(celery_workers, "active").values() for t in ts)
+        assert any(
+            t["id"] == task_id for ts in _inspect(celery_workers, "active").values() for t in ts
+        )
     finally:
         os.kill(child, signal.SIGCONT)
     assert _values(client) == before
