@@ -245,6 +245,10 @@ class CelerySource:
         if not base.source("heartbeat_timeout").endswith(own):
             changes["heartbeat_timeout"] = self.heartbeat_timeout
             sources["heartbeat_timeout"] = "Celery: seconds without an answer from the worker"
+        if not base.source("lease_ttl").endswith(own):
+            # An unacked message's lease is the transport's visibility timeout.
+            changes["lease_ttl"] = self.visibility_timeout
+            sources["lease_ttl"] = "Celery: the Redis transport's visibility_timeout"
         if not base.source("stage").endswith(own):
             # Celery reports no stages: the task is one stage, budgeted as the task.
             changes["stage"] = base.task

@@ -234,6 +234,8 @@ async def test_a_worker_killed_with_acks_late_leaves_a_lost_task_paged_with_its_
     words = view.verdict.context(clock.now())
     assert words.startswith(f"celery/zq.spin/{task_id} reclaimable: no heartbeat yet")
     assert "lease expired" in words
+    said = [reason.words(clock.now()) for reason in view.verdict.reasons]
+    assert any(w.startswith("lease expired") and w.endswith("(ttl 30s)") for w in said), said
     assert _values(client) == before
 
 
