@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,15 +21,17 @@ import redis
 
 from tests.queues_env import Workers, wait_for
 from tests.redis_server import ThrowawayRedis
-from zombietop.actions import ActionKind
+from zombietop.actions import ActionKind, ActionRequest, Outcome
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
-from zombietop.errors import SourceError
+from zombietop.errors import ConfigError, SourceError
+from zombietop.executor import Executor
 from zombietop.health import Flag, Health
 from zombietop.model import HeartbeatSource
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.snapshot import Snapshot, TaskView
+from zombietop.source_actions import SourceActions
 from zombietop.sources import open_source
 from zombietop.sources.celery import CelerySource
 from zombietop.store.sqlite import SQLiteStore
@@ -305,3 +308,60 @@ async def test_a_broker_that_does_not_answer_is_a_source_error(tmp_path: Path) -
 def test_a_wrong_url_says_how_to_write_one(url: str, words: str) -> None:
     with pytest.raises(SourceError, match=words):
         open_source(url)
+
+
+async def test_a_kill_goes_to_the_worker_child_after_its_identity_check(
+    celery_workers: Workers, watch: Watch, tmp_path: Path
+) -> None:
+    """The executor's kill, identity-checked against the child Celery names: SIGTERM to the
+    child alone (it leads no group), so the worker lives on and takes the next task."""
+    worker = celery_workers.start("w1")
+    task_id = _send(celery_workers, 60, tmp_path / "m")
+    child = _child(tmp_path / "m")
+    zid = f"celery/zq.spin/{task_id}"
+    view = await watch.view(zid)
+    assert view.lease is not None
+    executor = Executor(watch.monitor.store, watch.monitor.config)
+    request = ActionRequest(
+        kind=ActionKind.KILL, task_id=zid, expected_token=view.lease.token, actor="me"
+    )
+    done = await SourceActions(watch.monitor, executor).run(request)
+    assert done.outcome is Outcome.TERM_SENT, done.message
+    wait_for("the child to exit", lambda: _status_or_gone(child) in ("gone", "Z"))
+    assert worker.poll() is None  # the worker itself was not signalled
+    resume = await SourceActions(watch.monitor, executor).run(
+        ActionRequest(kind=ActionKind.RESUME, task_id=zid, expected_token=1, actor="me")
+    )
+    assert resume.outcome is Outcome.REFUSED
+    assert "use the engine's command" in resume.message
+
+
+def _status_or_gone(pid: int) -> str:
+    try:
+        return _status(pid)
+    except FileNotFoundError:
+        return "gone"
+
+
+async def test_a_missing_extra_is_one_line_naming_the_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "celery", None)
+    source = open_source("celery+redis://127.0.0.1:1/0")
+    with pytest.raises(SourceError) as raised:
+        await source.open()
+    words = str(raised.value)
+    assert "\n" not in words
+    assert "a Celery source needs celery, which is not installed" in words
+    assert "zombietop[celery]" in words
+
+
+def test_a_celery_source_in_the_config_is_checked_by_its_engine(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[[sources]]\nurl = "celery+redis://redis-host:6379/2?visibility_timeout=30"\n')
+    assert [s.url for s in load_config(path).sources] == [
+        "celery+redis://redis-host:6379/2?visibility_timeout=30"
+    ]
+    path.write_text('[[sources]]\nurl = "celery+redis://redis-host:6379/two"\n')
+    with pytest.raises(ConfigError, match="DB is a number"):
+        load_config(path)
