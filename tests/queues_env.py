@@ -142,3 +142,66 @@ def wait_for(what: str, check: Callable[[], Any], *, timeout: float = 30.0) -> A
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {timeout:g}s for {what}")
         time.sleep(0.1)
+
+
+RQ_TASKS = textwrap.dedent(
+    '''
+    import os
+    import time
+
+
+    def spin(seconds, marker):
+        """Burn CPU for ``seconds``; write ``marker`` with the horse's pid first."""
+        with open(marker, "a") as out:
+            out.write(f"{os.getpid()}\\n")
+        end = time.monotonic() + seconds
+        n = 0
+        while time.monotonic() < end:
+            n += 1
+        return n
+    '''
+)
+
+
+class RQWorkers:
+    """The RQ workers of one test, on one Redis database; every worker is stopped after."""
+
+    def __init__(self, folder: Path, url: str) -> None:
+        self.folder = folder
+        self.url = url
+        (folder / "zqrq.py").write_text(RQ_TASKS)
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, name: str) -> subprocess.Popen[bytes]:
+        """Start ``rq worker`` named ``name`` on the queue ``default``."""
+        log = open(self.folder / f"{name}.log", "wb")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rq.cli", "worker", "-u", self.url, "-n", name, "default"],
+            cwd=self.folder,
+            env={**os.environ, "PYTHONPATH": str(self.folder)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    def enqueue(self, seconds: float, marker: Path) -> str:
+        import redis
+        import rq
+
+        with redis.Redis.from_url(self.url) as conn:
+            job = rq.Queue("default", connection=conn).enqueue(
+                "zqrq.spin", seconds, str(marker), job_timeout=600
+            )
+            return str(job.id)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGCONT)
+                    os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        self.procs.clear()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.realprocs import FAST_CONFIG, Children
-from tests.queues_env import Workers
+from tests.queues_env import RQWorkers, Workers
 from tests.redis_server import NO_REDIS, ThrowawayRedis, find_server
 from tests.stores import open_for_test
 from zombietop.clock import FakeClock
@@ -127,6 +127,16 @@ def celery_workers(
 ) -> Iterator[Workers]:
     """Real Celery workers on this test's Redis database, all stopped after the test."""
     workers = Workers(tmp_path, redis_server.url(redis_db))
+    try:
+        yield workers
+    finally:
+        workers.stop()
+
+
+@pytest.fixture
+def rq_workers(tmp_path: Path, redis_server: ThrowawayRedis, redis_db: int) -> Iterator[RQWorkers]:
+    """Real RQ workers on this test's Redis database, all stopped after the test."""
+    workers = RQWorkers(tmp_path, redis_server.url(redis_db))
     try:
         yield workers
     finally:
