@@ -201,27 +201,37 @@ class CelerySource:
                 reads,
                 workers,
                 visibility_timeout=self.visibility_timeout,
+                heartbeat_timeout=self.heartbeat_timeout,
                 source=self.name,
                 host=host,
                 local=local,
             )
 
     def _read(self) -> Reads:
-        """Ask the workers (the three lists at once) and read the unacked messages."""
+        """Ask the workers (the three lists at once), then read the unacked messages.
+
+        Redis is pinged first, so a broker that does not answer fails the poll at once. The
+        unacked messages are read after the answers: a task that finishes between the two
+        reads is then gone from both, never left as an unacked message that nobody runs.
+        """
         read_at = self._clock.now()
+        try:
+            self._redis.ping()
+        except self._errors as exc:
+            raise SourceError(f"source {self.name}: cannot read Redis ({exc})") from None
         asked = {
             listed: self._pool.submit(self._inspect, listed)
             for listed in (ACTIVE, RESERVED, SCHEDULED)
         }
+        answered: dict[str, list[Sighting]] = {}
+        for listed, future in asked.items():
+            for worker, answer in future.result().items():
+                answered.setdefault(worker, []).extend(sightings_of(worker, listed, answer))
         try:
             entries = self._redis.hgetall(UNACKED)
             index = dict(self._redis.zrange(UNACKED_INDEX, 0, -1, withscores=True))
         except self._errors as exc:
             raise SourceError(f"source {self.name}: cannot read Redis ({exc})") from None
-        answered: dict[str, list[Sighting]] = {}
-        for listed, future in asked.items():
-            for worker, answer in future.result().items():
-                answered.setdefault(worker, []).extend(sightings_of(worker, listed, answer))
         return Reads(
             read_at=read_at,
             answered={worker: tuple(found) for worker, found in answered.items()},

@@ -72,6 +72,8 @@ class WorkerSeen:
 
     answered_at: float
     active: tuple[Sighting, ...] = ()
+    waiting: tuple[Sighting, ...] = ()
+    """Its reserved and scheduled tasks."""
 
 
 @dataclass(slots=True)
@@ -87,7 +89,10 @@ class WorkerMemory:
         """Remember this poll's answers; return every worker's latest, the silent ones too."""
         for worker, listed in reads.answered.items():
             active = tuple(s for s in listed if s.listed == ACTIVE)
-            self.workers[worker] = WorkerSeen(answered_at=reads.read_at, active=active)
+            waiting = tuple(s for s in listed if s.listed != ACTIVE)
+            self.workers[worker] = WorkerSeen(
+                answered_at=reads.read_at, active=active, waiting=waiting
+            )
         for worker, seen in list(self.workers.items()):
             if reads.read_at - seen.answered_at > self.kept_for:
                 del self.workers[worker]
@@ -160,12 +165,17 @@ def records(
     workers: Mapping[str, WorkerSeen],
     *,
     visibility_timeout: float,
+    heartbeat_timeout: float,
     source: str,
     host: str,
     local: frozenset[str],
 ) -> list[SourceRecord]:
     """One record per task id: what the workers run (the silent ones as last heard), what they
-    hold waiting, and the unacked messages that no worker reports."""
+    hold waiting, and the unacked messages that no worker reports.
+
+    A worker silent for less than ``heartbeat_timeout`` (one slow answer) still holds what it
+    last said it held; silent longer, its waiting tasks are judged by their unacked messages.
+    """
     seen: dict[str, list[Sighting]] = {}
     beats: dict[str, float] = {}
     for worker, listed in reads.answered.items():
@@ -176,8 +186,10 @@ def records(
         if worker in reads.answered:
             continue
         beats[worker] = last.answered_at
-        # A silent worker's waiting tasks are judged by their unacked messages alone.
-        for sighting in last.active:
+        held = last.active
+        if reads.read_at - last.answered_at <= heartbeat_timeout:
+            held += last.waiting
+        for sighting in held:
             seen.setdefault(sighting.task_id, []).append(sighting)
     unacked = {u.task_id: u for u in reads.unacked}
     out: list[SourceRecord] = []

@@ -365,3 +365,24 @@ def test_a_celery_source_in_the_config_is_checked_by_its_engine(tmp_path: Path) 
     path.write_text('[[sources]]\nurl = "celery+redis://redis-host:6379/two"\n')
     with pytest.raises(ConfigError, match="DB is a number"):
         load_config(path)
+
+
+async def test_a_frozen_worker_goes_stale_and_its_task_is_stalled(
+    celery_workers: Workers, watch: Watch, tmp_path: Path
+) -> None:
+    """The worker stopped: it answers nothing, so its heartbeat ages from its last
+    answer; past the heartbeat timeout the task it was running is stalled."""
+    worker = celery_workers.start("w1")
+    task_id = _send(celery_workers, 60, tmp_path / "m")
+    _child(tmp_path / "m")
+    zid = f"celery/zq.spin/{task_id}"
+    assert (await watch.view(zid)).health is Health.HEALTHY
+    os.kill(worker.pid, signal.SIGSTOP)  # the worker's main process; its child runs on
+    try:
+        watch.clock.advance(SHORT_TIMEOUT + 1)
+        view = (await watch.poll()).by_id()[zid]
+        assert _inspect(celery_workers, "ping") == {}
+    finally:
+        os.kill(worker.pid, signal.SIGCONT)
+    assert view.health is Health.STALLED
+    assert [r.code for r in view.verdict.reasons] == ["heartbeat_stale"]
