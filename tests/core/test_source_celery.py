@@ -9,7 +9,9 @@ this host's, moved on by hand where a test needs time to pass, so nothing sleeps
 from __future__ import annotations
 
 import os
+import re
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -386,3 +388,30 @@ async def test_a_frozen_worker_goes_stale_and_its_task_is_stalled(
         os.kill(worker.pid, signal.SIGCONT)
     assert view.health is Health.STALLED
     assert [r.code for r in view.verdict.reasons] == ["heartbeat_stale"]
+
+
+def test_status_through_the_command_line_is_critical_for_a_stopped_child(
+    celery_workers: Workers, tmp_path: Path, redis_server: ThrowawayRedis, redis_db: int
+) -> None:
+    """``zombietop status --nagios --source celery+redis://...``, the installed command."""
+    celery_workers.start("w1")
+    task_id = _send(celery_workers, 60, tmp_path / "m")
+    child = _child(tmp_path / "m")
+    store, config = tmp_path / "zombietop.db", tmp_path / "config.toml"
+    config.write_text("")
+    base = [sys.executable, "-m", "zombietop.tui", "--db", str(store), "--config", str(config)]
+    subprocess.run([*base, "init"], check=True, capture_output=True)
+    os.kill(child, signal.SIGSTOP)
+    try:
+        done = subprocess.run(
+            [*base, "status", "--nagios", "--source", redis_server.url(redis_db, "celery+redis")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.kill(child, signal.SIGCONT)
+    assert done.returncode == 2, done.stderr  # CRITICAL
+    assert done.stdout.startswith("ZOMBIETOP CRITICAL - 1 stalled")
+    line = rf"celery/zq.spin/{task_id} stalled: heartbeat \d+s old, pid {child} stopped cpu 0% "
+    assert re.search(line + "- resume or discard", done.stdout), done.stdout
