@@ -51,6 +51,14 @@ TASKS = textwrap.dedent(
         while time.monotonic() < end:
             n += 1
         return n
+
+
+    @app.task(name="zq.nap")
+    def nap(seconds, marker):
+        """Sleep for ``seconds`` (no CPU, no I/O); write ``marker`` with the child's pid first."""
+        with open(marker, "a") as out:
+            out.write(f"{os.getpid()}\\n")
+        time.sleep(seconds)
     '''
 )
 

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import replace
+
+import psutil
+import pytest
 
 from zombietop.model import TaskState
 from zombietop.sources.celery_reports import (
@@ -105,3 +110,19 @@ def test_the_reports_are_read_as_celery_writes_them() -> None:
         "celery",
         NOW - 5,
     )
+
+
+def test_a_child_born_after_the_task_started_is_not_its_process() -> None:
+    """The identity the probe checks: a pid older than ``time_start`` can be the child that
+    took the task; one born after it got the pid by reuse, so the start no process has."""
+    me = os.getpid()
+    own = psutil.Process(me).create_time()
+
+    def start_of(time_start: float) -> float | None:
+        sighting = replace(_sighting(ACTIVE), worker_pid=me, time_start=time_start)
+        reads = Reads(read_at=NOW, answered={"w1@vm": (sighting,)})
+        record = _judge(reads, WorkerMemory(kept_for=3600))["celery/tasks.export/t1"]
+        return record.task.pid_start_time  # type: ignore[attr-defined]
+
+    assert start_of(own + 60) == pytest.approx(own, abs=1)  # the child took it later: itself
+    assert start_of(own - 600) == own - 600  # born after the task started: a reused pid
