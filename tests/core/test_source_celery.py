@@ -80,7 +80,7 @@ class Watch:
 
 
 async def _watch(
-    tmp_path: Path, url: str, clock: FakeClock, **options: float
+    tmp_path: Path, url: str, clock: FakeClock, config_text: str = "", **options: float
 ) -> AsyncIterator[Watch]:
     query = "&".join(f"{k}={v}" for k, v in options.items())
     source = CelerySource(
@@ -89,7 +89,7 @@ async def _watch(
     await source.open()
     tmp_path.mkdir(exist_ok=True)
     config = tmp_path / "config.toml"
-    config.write_text("")
+    config.write_text(config_text)
     store = await SQLiteStore.open(tmp_path / "zombietop.db", create=True, clock=clock)
     monitor = Monitor(
         store, load_config(config), probe=PsutilProbe(clock=clock), clock=clock, sources=[source]
