@@ -73,9 +73,10 @@ class Workers:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(
-        self, name: str, *, acks_late: bool = False, visibility: float = 3600.0
+        self, name: str, *, acks_late: bool = False, visibility: float = 3600.0, host: str = "%h"
     ) -> subprocess.Popen[bytes]:
-        """Start ``celery worker`` named ``name@<this host>`` with one prefork child."""
+        """Start ``celery worker`` named ``name@HOST`` (this host's name unless told) with one
+        prefork child."""
         env = {
             **os.environ,
             "ZQ_BROKER": self.broker,
@@ -93,7 +94,7 @@ class Workers:
                 "zqtasks",
                 "worker",
                 "-n",
-                f"{name}@%h",
+                f"{name}@{host}",
                 "-c",
                 "1",
                 "-P",
