@@ -73,10 +73,17 @@ class Workers:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(
-        self, name: str, *, acks_late: bool = False, visibility: float = 3600.0, host: str = "%h"
+        self,
+        name: str,
+        *,
+        acks_late: bool = False,
+        visibility: float = 3600.0,
+        host: str = "%h",
+        pool: str = "prefork",
+        concurrency: int = 1,
     ) -> subprocess.Popen[bytes]:
         """Start ``celery worker`` named ``name@HOST`` (this host's name unless told) with one
-        prefork child."""
+        prefork child, unless told another pool and concurrency."""
         env = {
             **os.environ,
             "ZQ_BROKER": self.broker,
@@ -96,9 +103,9 @@ class Workers:
                 "-n",
                 f"{name}@{host}",
                 "-c",
-                "1",
+                str(concurrency),
                 "-P",
-                "prefork",
+                pool,
                 "-l",
                 "INFO",
                 "--without-mingle",
