@@ -166,14 +166,12 @@ async def test_a_stopped_child_is_stalled_while_ping_still_answers(
     os.kill(child, signal.SIGSTOP)
     try:
         wait_for("the child to stop", lambda: _status(child) == "T")
-        stopped_at = watch.clock.now()
         view = await watch.view(f"celery/zq.spin/{task_id}")
         assert view.health is Health.STALLED
         now = watch.clock.now()
         said = [reason.words(now) for reason in view.verdict.reasons]
         assert f"pid {child} stopped (SIGSTOP); the worker still beats" in said
         assert f"pid {child} stopped cpu 0%" in view.verdict.context(now)
-        assert watch.clock.now() - stopped_at <= 1.0  # the first poll after the stop
         # Celery's own tools still call it fine.
         assert all(v == {"ok": "pong"} for v in _inspect(celery_workers, "ping").values())
         assert any(
