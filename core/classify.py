@@ -15,11 +15,13 @@ from functools import partial
 from zombietop.config import Limits
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health, RowOrder
-from zombietop.model import Heartbeat, Lease, ProcessSample, Task, TaskState
+from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Task, TaskState
 
 INF = float("inf")
 # An I/O-idle process is worth mentioning in the context line after this long.
 IO_IDLE_WORTH_SAYING = 60.0
+STOPPED = ("stopped", "tracing-stop")
+"""Process statuses of a process that cannot run until someone sends it SIGCONT."""
 _FINISHED_HEALTH = {
     TaskState.SUCCEEDED: Health.SUCCEEDED,
     TaskState.FAILED: Health.FAILED,
@@ -178,6 +180,8 @@ def classify(
     if len(reasons) > 1:
         reasons.sort(key=_reason_rank)
     flags = _overruns(_used(now, task, heartbeat), limits) if executing else ()
+    if task.redelivered:
+        flags = (Flag.REDELIVERED, *flags)
     stable_until = _next_threshold(now, task, lease, heartbeat, limits) if executing else INF
     # The budgets and the page line are composed only for the few verdicts anyone reads.
     budgets = partial(_budgets, task, heartbeat, limits)
@@ -244,17 +248,9 @@ def _executing_rules(
     limits: Limits,
     reasons: list[Reason],
 ) -> None:
-    if process is not None and process.gone:
-        if not process.alive:
-            code, what = "process_gone", f"pid {process.pid} is gone"
-        elif not process.identity_ok:
-            code, what = (
-                "pid_reused",
-                f"pid {process.pid} now belongs to another process (pid reused)",
-            )
-        else:
-            code, what = "process_zombie", f"pid {process.pid} exited and is a zombie (not reaped)"
-        reasons.append(Reason(code=code, before=what, health=Health.DEAD))
+    said = _process_reason(process, heartbeat)
+    if said is not None:
+        reasons.append(said)
 
     if lease is None or not lease.held:
         reasons.append(
@@ -315,6 +311,33 @@ def _executing_rules(
 
     if task.quarantined:
         reasons.append(_quarantine_reason(task))
+
+
+def _process_reason(process: ProcessSample | None, heartbeat: Heartbeat | None) -> Reason | None:
+    """What the probe says against the task: its process gone (dead), or frozen while its
+    worker beats for it (stalled); None when neither."""
+    if process is None:
+        return None
+    if process.gone:
+        if not process.alive:
+            code, what = "process_gone", f"pid {process.pid} is gone"
+        elif not process.identity_ok:
+            code, what = (
+                "pid_reused",
+                f"pid {process.pid} now belongs to another process (pid reused)",
+            )
+        else:
+            code, what = "process_zombie", f"pid {process.pid} exited and is a zombie (not reaped)"
+        return Reason(code=code, before=what, health=Health.DEAD)
+    if (
+        process.status in STOPPED
+        and heartbeat is not None
+        and heartbeat.source is HeartbeatSource.SUPERVISOR
+    ):
+        # A worker that beats for its task goes on beating while the task's process is frozen.
+        what = f"pid {process.pid} stopped (SIGSTOP); the worker still beats"
+        return Reason(code="process_stopped", before=what, health=Health.STALLED)
+    return None
 
 
 def _no_activity(since: float, limit: tuple[str, float]) -> Reason:

@@ -31,6 +31,10 @@ PACKAGES = {
     "aiohttp": "aiohttp",
     "tomli_w": "tomli-w",
     "asyncpg": "asyncpg",
+    "celery": "celery",
+    "redis": "redis",
+    "packaging": "packaging",
+    "rq": "rq",
 }
 """Import name -> the name pip knows it by, for every module an extra brings."""
 

@@ -201,3 +201,6 @@ class Flag(StrEnum):
     """The current stage has run past the stage timeout."""
     TASK_OVERRUN = "task_overrun"
     """The task has run past the task timeout (logged only, never kills)."""
+    REDELIVERED = "redelivered"
+    """A queue handed the task to a worker again while it was still held: the same id active
+    twice, or active and reserved at once (Celery's acks_late past the visibility timeout)."""

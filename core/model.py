@@ -84,6 +84,9 @@ class Task:
     quarantined_at: float | None = None
     quarantined_by: str | None = None
     quarantine_reason: str | None = None
+    redelivered: bool = False
+    """A queue handed this task to a worker again while it was still held: seen active twice,
+    or active and waiting at once (the engine's word; never in zombietop's store)."""
     created_at: float
     claimed_at: float | None = None
     started_at: float | None = None
@@ -110,6 +113,7 @@ _TASK_READS: RowReads = {
     "upstream": column("upstream", json_tuple),
     "command": column("command", json_tuple),
     "pid_start_identity": _start_identity,
+    "redelivered": None,  # only a source's tasks are redelivered: no column in the store
 }
 
 
@@ -147,6 +151,9 @@ class HeartbeatSource(StrEnum):
     OBSERVED = "observed"
     """Written by ``zombietop run`` when the command's process tree used CPU, did I/O or wrote
     output while reporting nothing. Proof of activity, never of progress."""
+    SUPERVISOR = "supervisor"
+    """Written for the task by an engine's supervisor or worker (Airflow's task runner, a Celery
+    worker): proof of life, not of progress."""
 
 
 OBSERVED_COUNTERS = ("cpu_s", "io_bytes", "out_lines")

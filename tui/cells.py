@@ -436,8 +436,10 @@ FLAG_MARKS: dict[Flag, Mark] = {
     Flag.REQUEST_OVERRUN: Mark(OVER, "request", "bold yellow"),
     Flag.STAGE_OVERRUN: Mark(OVER, "stage", "bold yellow"),
     Flag.TASK_OVERRUN: Mark(OVER, "task", "bold yellow"),
+    Flag.REDELIVERED: Mark("⧉", "twice", "bold red"),
 }
-"""A budget overrun: ``!request`` is a request running past its budget."""
+"""A budget overrun: ``!request`` is a request running past its budget; ``⧉twice`` a task a
+queue handed out again while it ran."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,6 +19,8 @@ from zombietop.sources.base import Engine, Source
 
 ENGINES: dict[str, str] = {
     "airflow": "zombietop.sources.airflow",
+    "celery": "zombietop.sources.celery",
+    "rq": "zombietop.sources.rq",
 }
 """Each engine's kind (the part of its URLs' scheme before ``+``) and the module that reads it."""
 

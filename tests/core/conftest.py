@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.core.realprocs import FAST_CONFIG, Children
+from tests.queues_env import RQWorkers, Workers
+from tests.redis_server import NO_REDIS, ThrowawayRedis, find_server
 from tests.stores import open_for_test
 from zombietop.clock import FakeClock
 from zombietop.config import Config, load_config
@@ -93,3 +95,49 @@ def children() -> Iterator[Children]:
     kids = Children()
     yield kids
     kids.cleanup()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[ThrowawayRedis]:
+    """One throwaway redis-server for the session (tests/redis_server.py)."""
+    import os
+
+    binary = find_server()
+    if binary is None:
+        if os.environ.get("ZOMBIETOP_REQUIRE_REDIS"):
+            pytest.fail(NO_REDIS.replace("SKIPPED", "REQUIRED (ZOMBIETOP_REQUIRE_REDIS)"))
+        pytest.skip(NO_REDIS)
+    server = ThrowawayRedis(binary)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_db(redis_server: ThrowawayRedis) -> int:
+    """A Redis database of this test's own."""
+    return redis_server.fresh_db()
+
+
+@pytest.fixture
+def celery_workers(
+    tmp_path: Path, redis_server: ThrowawayRedis, redis_db: int
+) -> Iterator[Workers]:
+    """Real Celery workers on this test's Redis database, all stopped after the test."""
+    workers = Workers(tmp_path, redis_server.url(redis_db))
+    try:
+        yield workers
+    finally:
+        workers.stop()
+
+
+@pytest.fixture
+def rq_workers(tmp_path: Path, redis_server: ThrowawayRedis, redis_db: int) -> Iterator[RQWorkers]:
+    """Real RQ workers on this test's Redis database, all stopped after the test."""
+    workers = RQWorkers(tmp_path, redis_server.url(redis_db))
+    try:
+        yield workers
+    finally:
+        workers.stop()

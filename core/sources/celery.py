@@ -1,0 +1,287 @@
+"""Celery on Redis as a read-only source.
+
+Each poll asks the workers what they hold (``inspect active``, ``reserved`` and ``scheduled``,
+with a short timeout, in threads so the caller's event loop never waits on the network) and
+reads the Redis transport's ``unacked`` hash and ``unacked_index``, where a delivered message
+waits until it is acknowledged or its visibility timeout passes. Nothing is written to task
+state: the keys of the queues and of the transport's bookkeeping are only read. (An inspect is
+a broadcast: like ``celery inspect`` it makes its reply queue, on the pidbox exchange, for the
+length of the call.)
+
+- The id is ``QUEUE/TASKNAME/TASK_ID``; the step type is the task name, so
+  ``[step_types."tasks.export"]`` sets a task's thresholds.
+- An active task is running. Its heartbeat is its worker's last answer: proof that the worker
+  lives, not that the task moves (``HeartbeatSource.SUPERVISOR``). A worker that stops
+  answering keeps its tasks on screen, as it last listed them, so its heartbeat goes stale
+  (stalled); the process probe reads the child (``worker_pid``, checked against
+  ``time_start``): gone or reused is dead, stopped by SIGSTOP is stalled, though the worker
+  still answers ping.
+- Reserved and scheduled tasks are queued.
+- A task id active twice, or active and waiting at once, is flagged ``redelivered``.
+- An unacked message that no worker reports is lost: its visibility timeout is its lease, so
+  past it the task is reclaimable (the transport gives it to the next worker that asks).
+
+The module declares its engine (``ENGINE``, at the end) for the table in ``registry.py``; the
+mapping from the reports to tasks is in ``celery_reports``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlsplit
+
+from zombietop.actions import ActionKind
+from zombietop.clock import Clock, SystemClock
+from zombietop.errors import MissingExtra, SourceError
+from zombietop.extras import require
+from zombietop.locations import printable_url
+from zombietop.procs import this_host
+from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
+from zombietop.sources.celery_reports import (
+    ACTIVE,
+    RESERVED,
+    SCHEDULED,
+    Reads,
+    Sighting,
+    WorkerMemory,
+    local_hostnames,
+    records,
+    sightings_of,
+    unacked_of,
+)
+
+if TYPE_CHECKING:
+    from zombietop.config import Limits
+
+SCHEMES = ("celery+redis",)
+FORMS = ("celery+redis://HOST:PORT/DB",)
+OPTIONS = ("visibility_timeout", "inspect_timeout")
+"""What the URL's query may set, in seconds (``?visibility_timeout=30``)."""
+
+VISIBILITY_TIMEOUT = 3600.0
+"""kombu's default ``visibility_timeout``: set the query to the broker's own when it differs."""
+INSPECT_TIMEOUT = 1.0
+"""Seconds each poll waits for the workers' answers (``celery inspect`` waits 1 s too)."""
+CELERY_HEARTBEAT_TIMEOUT = 30.0
+"""Seconds without an answer from a worker before its tasks are stalled, unless the config
+says otherwise: many of Celery's 2 s heartbeats, so one slow answer does not page."""
+SILENT_WORKER_KEPT = 3600.0
+"""Seconds a worker that stopped answering keeps its tasks on screen."""
+UNACKED, UNACKED_INDEX = "unacked", "unacked_index"
+"""The Redis transport's own key names for delivered, unacknowledged messages."""
+
+
+def check_url(url: str) -> str:
+    """Return ``url`` if it names a Celery broker on Redis, else raise saying how to write one."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme not in SCHEMES:
+        raise SourceError(
+            f"source {printable_url(url)!r}: not a Celery broker; use {' or '.join(FORMS)}"
+        )
+    parts = urlsplit(url)
+    db = parts.path.strip("/")
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        raise SourceError(f"source {printable_url(url)!r}: the port is not a number") from None
+    if not parts.hostname or (db and not db.isdigit()):
+        raise SourceError(
+            f"source {printable_url(url)!r}: write {FORMS[0]} (DB is a number, 0 by default)"
+        )
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key not in OPTIONS:
+            raise SourceError(
+                f"source {printable_url(url)!r}: unknown option {key!r}; "
+                f"the options are {', '.join(OPTIONS)} (seconds)"
+            )
+        try:
+            if float(value) <= 0:
+                raise ValueError
+        except ValueError:
+            raise SourceError(
+                f"source {printable_url(url)!r}: {key} must be a number of seconds above 0"
+            ) from None
+    return url
+
+
+class CelerySource:
+    """One Celery broker on Redis, read-only; implements ``zombietop.sources.Source``."""
+
+    kind = "celery"
+    capability = Capability.READ_ONLY
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        heartbeat_timeout: float | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.url = url
+        self.name = printable_url(url)
+        self.heartbeat_timeout = (
+            CELERY_HEARTBEAT_TIMEOUT if heartbeat_timeout is None else heartbeat_timeout
+        )
+        parts = urlsplit(url)
+        options = dict(parse_qsl(parts.query))
+        self.visibility_timeout = float(options.get("visibility_timeout", VISIBILITY_TIMEOUT))
+        self.inspect_timeout = float(options.get("inspect_timeout", INSPECT_TIMEOUT))
+        self.broker = "redis://" + parts.netloc + (parts.path or "/0")
+        self.clock = "this host's clock (Celery's workers write their time() into the reports)"
+        self._clock = clock or SystemClock()
+        self._app: Any = None
+        self._redis: Any = None
+        self._errors: tuple[type[BaseException], ...] = (OSError,)
+        self._memory = WorkerMemory(kept_for=SILENT_WORKER_KEPT)
+        self._lock = asyncio.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="zombietop-celery")
+
+    def __repr__(self) -> str:
+        return f"CelerySource({self.name!r})"
+
+    async def open(self) -> None:
+        """Make the Celery client and the Redis connection, and check that Redis answers."""
+        try:
+            require("a Celery source", "celery", "redis", "packaging", extra="celery")
+        except MissingExtra as exc:
+            raise SourceError(f"source {self.name}: {exc}") from None
+        await asyncio.get_running_loop().run_in_executor(self._pool, self._connect)
+
+    def _connect(self) -> None:
+        import celery
+        import kombu.exceptions
+        import redis
+
+        self._errors = (OSError, redis.RedisError, kombu.exceptions.KombuError)
+        if self._redis is None:
+            self._redis = redis.Redis.from_url(
+                self.broker, socket_timeout=5, socket_connect_timeout=5
+            )
+        if self._app is None:
+            # Only a client: it never consumes a queue, so it never takes a task.
+            self._app = celery.Celery("zombietop", broker=self.broker, set_as_current=False)
+            self._app.conf.broker_connection_retry_on_startup = False
+            self._app.conf.broker_connection_max_retries = 0
+            self._app.conf.broker_transport_options = {
+                "visibility_timeout": self.visibility_timeout
+            }
+        try:
+            self._redis.ping()
+        except self._errors as exc:
+            raise SourceError(f"source {self.name}: cannot connect to Redis ({exc})") from None
+
+    async def close(self) -> None:
+        def shut() -> None:
+            if self._redis is not None:
+                self._redis.close()
+                self._redis = None
+            if self._app is not None:
+                self._app.close()
+                self._app = None
+
+        await asyncio.get_running_loop().run_in_executor(self._pool, shut)
+        self._pool.shutdown(wait=False)
+
+    async def now(self) -> float:
+        return self._clock.now()
+
+    async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
+        if self._app is None:
+            await self.open()
+        loop = asyncio.get_running_loop()
+        async with self._lock:
+            reads = await loop.run_in_executor(self._pool, self._read)
+            workers = self._memory.update(reads)
+            local = local_hostnames(host) if host == this_host() else frozenset({host})
+            return records(
+                reads,
+                workers,
+                visibility_timeout=self.visibility_timeout,
+                heartbeat_timeout=self.heartbeat_timeout,
+                source=self.name,
+                host=host,
+                local=local,
+            )
+
+    def _read(self) -> Reads:
+        """Ask the workers (the three lists at once), then read the unacked messages.
+
+        Redis is pinged first, so a broker that does not answer fails the poll at once. The
+        unacked messages are read after the answers: a task that finishes between the two
+        reads is then gone from both, never left as an unacked message that nobody runs.
+        """
+        read_at = self._clock.now()
+        try:
+            self._redis.ping()
+        except self._errors as exc:
+            raise SourceError(f"source {self.name}: cannot read Redis ({exc})") from None
+        asked = {
+            listed: self._pool.submit(self._inspect, listed)
+            for listed in (ACTIVE, RESERVED, SCHEDULED)
+        }
+        answered: dict[str, list[Sighting]] = {}
+        for listed, future in asked.items():
+            for worker, answer in future.result().items():
+                answered.setdefault(worker, []).extend(sightings_of(worker, listed, answer))
+        try:
+            entries = self._redis.hgetall(UNACKED)
+            index = dict(self._redis.zrange(UNACKED_INDEX, 0, -1, withscores=True))
+        except self._errors as exc:
+            raise SourceError(f"source {self.name}: cannot read Redis ({exc})") from None
+        return Reads(
+            read_at=read_at,
+            answered={worker: tuple(found) for worker, found in answered.items()},
+            unacked=tuple(unacked_of(entries, index)),
+        )
+
+    def _inspect(self, listed: str) -> dict[str, Any]:
+        inspect = self._app.control.inspect(timeout=self.inspect_timeout)
+        try:
+            answer = getattr(inspect, listed)()
+        except self._errors as exc:
+            raise SourceError(
+                f"source {self.name}: cannot ask the workers ({type(exc).__name__}: {exc})"
+            ) from None
+        return answer if isinstance(answer, dict) else {}
+
+    def limits(self, base: Limits) -> Limits:
+        own = f"[step_types.{base.step_type}]"
+        sources = dict(base.sources)
+        changes: dict[str, Any] = {}
+        if not base.source("heartbeat_timeout").endswith(own):
+            changes["heartbeat_timeout"] = self.heartbeat_timeout
+            sources["heartbeat_timeout"] = "Celery: seconds without an answer from the worker"
+        if not base.source("lease_ttl").endswith(own):
+            # An unacked message's lease is the transport's visibility timeout.
+            changes["lease_ttl"] = self.visibility_timeout
+            sources["lease_ttl"] = "Celery: the Redis transport's visibility_timeout"
+        if not base.source("stage").endswith(own):
+            # Celery reports no stages: the task is one stage, budgeted as the task.
+            changes["stage"] = base.task
+            sources["stage"] = "Celery: one stage per task (the task budget)"
+        return replace(base, **changes, sources=sources) if changes else base
+
+    def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
+        ids = origin.ids
+        what = f"{ids['queue']}/{ids['task_name']}/{ids['task_id']}"
+        where = f"{what} is Celery's (read-only source {self.name}); zombietop never writes to it"
+        if kind is ActionKind.RESUME:
+            return (
+                f"{where}: use the engine's command to run it again, e.g. "
+                f"app.send_task({str(ids['task_name'])!r}, ...) with its arguments"
+            )
+        if kind is ActionKind.DISCARD:
+            return (
+                f"{where}: use the engine's command: celery -b REDIS_URL control revoke "
+                f"{ids['task_id']}"
+            )
+        return None
+
+
+ENGINE = Engine(
+    kind=CelerySource.kind, schemes=SCHEMES, forms=FORMS, check_url=check_url, make=CelerySource
+)

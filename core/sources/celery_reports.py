@@ -1,0 +1,368 @@
+"""What Celery's workers and its Redis transport report, and how it becomes zombietop's tasks.
+
+Pure functions of one read (``Reads``) and of what earlier polls saw (``WorkerMemory``): no
+network, no clock; only the start time of a local pid is read, to check its identity. The
+source that does the reading is ``zombietop.sources.celery``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
+from zombietop.procs import read_start
+from zombietop.sources.base import Capability, Origin, SourceRecord
+from zombietop.start_identity import ProcessStart
+
+IDENTITY_SLACK = 5.0
+"""Seconds a worker's child may have started after the task's ``time_start`` and still be the
+same process. A prefork child is forked before it accepts a task, so it is older than the
+task; one born well after it got the pid by reuse."""
+
+ACTIVE, RESERVED, SCHEDULED = "active", "reserved", "scheduled"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sighting:
+    """One task as one worker reported it, in one of its three lists."""
+
+    task_id: str
+    name: str
+    queue: str
+    worker: str
+    """The worker's node name, ``celery@HOST``."""
+    listed: str
+    """``active``, ``reserved`` or ``scheduled``."""
+    worker_pid: int | None = None
+    """The pool child that runs it (active tasks only)."""
+    time_start: float | None = None
+    """When the child accepted it, epoch seconds (the worker's clock)."""
+    eta: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unacked:
+    """A message the Redis transport delivered and holds until it is acknowledged."""
+
+    task_id: str
+    name: str
+    queue: str
+    delivered_at: float
+    """Its score in ``unacked_index``: when a worker took it (the worker's clock)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reads:
+    """One poll's reads: the answers of the workers that answered, and the unacked messages."""
+
+    read_at: float
+    answered: Mapping[str, tuple[Sighting, ...]]
+    """By worker, everything it listed (a worker that answered with nothing maps to ())."""
+    unacked: tuple[Unacked, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSeen:
+    """What a worker said the last time it answered."""
+
+    answered_at: float
+    active: tuple[Sighting, ...] = ()
+    waiting: tuple[Sighting, ...] = ()
+    """Its reserved and scheduled tasks."""
+
+
+@dataclass(slots=True)
+class WorkerMemory:
+    """The last answer of every worker, so that a worker that stops answering (frozen, killed)
+    still shows the tasks it was running, with its last answer as its heartbeat."""
+
+    kept_for: float
+    """Seconds a silent worker's tasks are kept after its last answer."""
+    workers: dict[str, WorkerSeen] = field(default_factory=dict)
+
+    def update(self, reads: Reads) -> dict[str, WorkerSeen]:
+        """Remember this poll's answers; return every worker's latest, the silent ones too."""
+        for worker, listed in reads.answered.items():
+            active = tuple(s for s in listed if s.listed == ACTIVE)
+            waiting = tuple(s for s in listed if s.listed != ACTIVE)
+            self.workers[worker] = WorkerSeen(
+                answered_at=reads.read_at, active=active, waiting=waiting
+            )
+        for worker, seen in list(self.workers.items()):
+            if reads.read_at - seen.answered_at > self.kept_for:
+                del self.workers[worker]
+        return dict(self.workers)
+
+
+def sightings_of(worker: str, listed: str, answer: Any) -> list[Sighting]:
+    """The tasks in one worker's answer to ``inspect active``, ``reserved`` or ``scheduled``."""
+    found: list[Sighting] = []
+    for item in answer if isinstance(answer, list) else []:
+        if not isinstance(item, dict):
+            continue
+        eta = None
+        if listed == SCHEDULED:
+            eta = item.get("eta")
+            item = item.get("request") or {}
+        delivery = item.get("delivery_info") or {}
+        pid, start = item.get("worker_pid"), item.get("time_start")
+        found.append(
+            Sighting(
+                task_id=str(item.get("id") or "?"),
+                name=str(item.get("name") or item.get("type") or "?"),
+                queue=str(delivery.get("routing_key") or "?"),
+                worker=worker,
+                listed=listed,
+                worker_pid=pid if isinstance(pid, int) and pid > 0 else None,
+                time_start=float(start) if isinstance(start, int | float) else None,
+                eta=None if eta is None else str(eta),
+            )
+        )
+    return found
+
+
+def unacked_of(entries: Mapping[bytes, bytes], index: Mapping[bytes, float]) -> list[Unacked]:
+    """The messages in the transport's ``unacked`` hash (delivery tag -> ``[message, exchange,
+    routing key]``), each with its delivery time from ``unacked_index``."""
+    found: list[Unacked] = []
+    for tag, raw in entries.items():
+        try:
+            message, _exchange, routing_key = json.loads(raw)
+            headers = message.get("headers") or {}
+        except (ValueError, TypeError, AttributeError):
+            continue  # not a Celery message: nothing to say about it
+        delivered = index.get(tag)
+        if delivered is None or "id" not in headers:
+            continue
+        found.append(
+            Unacked(
+                task_id=str(headers["id"]),
+                name=str(headers.get("task") or "?"),
+                queue=str(routing_key or "?"),
+                delivered_at=float(delivered),
+            )
+        )
+    return found
+
+
+def celery_task_id(queue: str, name: str, task_id: str) -> str:
+    """zombietop's id for a Celery task: ``QUEUE/TASKNAME/TASK_ID``."""
+    return f"{queue}/{name}/{task_id}"
+
+
+def local_hostnames(host: str) -> frozenset[str]:
+    """Names a worker on this host may carry after ``@`` (Celery's default is the FQDN)."""
+    return frozenset({host, *machine_names()})
+
+
+@functools.cache
+def machine_names() -> frozenset[str]:
+    """This machine's host name and fully qualified name, asked once per process:
+    ``socket.getfqdn`` can ask the resolver, and every poll needs them."""
+    return frozenset({socket.gethostname(), socket.getfqdn()})
+
+
+def records(
+    reads: Reads,
+    workers: Mapping[str, WorkerSeen],
+    *,
+    visibility_timeout: float,
+    heartbeat_timeout: float,
+    source: str,
+    host: str,
+    local: frozenset[str],
+) -> list[SourceRecord]:
+    """One record per task id: what the workers run (the silent ones as last heard), what they
+    hold waiting, and the unacked messages that no worker reports.
+
+    A worker silent for less than ``heartbeat_timeout`` (one slow answer) still holds what it
+    last said it held; silent longer, its waiting tasks are judged by their unacked messages.
+    """
+    seen: dict[str, list[Sighting]] = {}
+    beats: dict[str, float] = {}
+    for worker, listed in reads.answered.items():
+        beats[worker] = reads.read_at
+        for sighting in listed:
+            seen.setdefault(sighting.task_id, []).append(sighting)
+    for worker, last in workers.items():
+        if worker in reads.answered:
+            continue
+        beats[worker] = last.answered_at
+        held = last.active
+        if reads.read_at - last.answered_at <= heartbeat_timeout:
+            held += last.waiting
+        for sighting in held:
+            seen.setdefault(sighting.task_id, []).append(sighting)
+    unacked = {u.task_id: u for u in reads.unacked}
+    out: list[SourceRecord] = []
+    for task_id, sightings in seen.items():
+        message = unacked.get(task_id)
+        silent = all(s.worker not in reads.answered for s in sightings)
+        out.append(
+            _sighted(
+                sightings,
+                beats,
+                expires=message.delivered_at + visibility_timeout if message and silent else None,
+                source=source,
+                host=host,
+                local=local,
+                now=reads.read_at,
+            )
+        )
+    for task_id, message in unacked.items():
+        if task_id not in seen:
+            out.append(_lost(message, visibility_timeout, source=source, now=reads.read_at))
+    return out
+
+
+def _sighted(
+    sightings: list[Sighting],
+    beats: Mapping[str, float],
+    *,
+    expires: float | None,
+    source: str,
+    host: str,
+    local: frozenset[str],
+    now: float,
+) -> SourceRecord:
+    active = sorted(
+        (s for s in sightings if s.listed == ACTIVE), key=lambda s: (s.time_start or 0, s.worker)
+    )
+    waiting = [s for s in sightings if s.listed != ACTIVE]
+    redelivered = len(active) > 1 or bool(active and waiting)
+    shown = active[0] if active else waiting[0]
+    zid = celery_task_id(shown.queue, shown.name, shown.task_id)
+    worker_host = shown.worker.partition("@")[2] or shown.worker
+    here = worker_host in local
+    state = TaskState.RUNNING if active else TaskState.QUEUED
+    pid = shown.worker_pid if active else None
+    start = _identity(pid, shown.time_start) if pid is not None and here else None
+    if active:
+        reason = None
+        if redelivered:
+            others = ", ".join(f"{s.listed} on {s.worker}" for s in sightings if s is not shown)
+            reason = f"delivered again while it ran: also {others}"
+    elif shown.listed == SCHEDULED:
+        reason = f"scheduled on {shown.worker} for {shown.eta or '?'}"
+    else:
+        reason = f"reserved by {shown.worker}, waiting for a free child"
+    started = shown.time_start if active else None
+    task = Task(
+        task_id=zid,
+        run_id=shown.task_id,
+        step=shown.name,
+        step_type=shown.name,
+        state=state,
+        host=host if here else worker_host,
+        pid=pid,
+        pid_start_time=None if start is None else start.time,
+        pid_start_identity=None if start is None else start.identity,
+        state_reason=reason,
+        redelivered=redelivered,
+        created_at=started if started is not None else now,
+        claimed_at=started,
+        started_at=started,
+        updated_at=now,
+    )
+    lease = heartbeat = None
+    if active:
+        lease = Lease(
+            task_id=zid,
+            owner=shown.worker,
+            token=len(active),
+            acquired_at=started,
+            expires_at=expires,
+        )
+        beat = beats.get(shown.worker, now)
+        # The worker's answer proves that it lives, not that the task moves.
+        heartbeat = Heartbeat(
+            task_id=zid,
+            written_at=beat,
+            progress_changed_at=beat,
+            stage_started_at=started if started is not None else beat,
+            source=HeartbeatSource.SUPERVISOR,
+        )
+    return SourceRecord(
+        record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat),
+        origin=_origin(source, shown, listed=[s.listed for s in sightings]),
+    )
+
+
+def _lost(message: Unacked, visibility_timeout: float, *, source: str, now: float) -> SourceRecord:
+    """An unacked message no worker reports: delivered, never acknowledged. Its visibility
+    timeout is its lease: past it the transport hands it to the next worker that asks."""
+    zid = celery_task_id(message.queue, message.name, message.task_id)
+    delivered = message.delivered_at
+    task = Task(
+        task_id=zid,
+        run_id=message.task_id,
+        step=message.name,
+        step_type=message.name,
+        state=TaskState.RUNNING,
+        state_reason=(
+            f"delivered at {_iso(delivered)} and never acknowledged; no worker reports it "
+            f"(visibility timeout {visibility_timeout:g}s)"
+        ),
+        created_at=delivered,
+        claimed_at=delivered,
+        started_at=delivered,
+        updated_at=now,
+    )
+    lease = Lease(
+        task_id=zid,
+        owner="unacked",
+        token=1,
+        acquired_at=delivered,
+        expires_at=delivered + visibility_timeout,
+    )
+    origin = Origin(
+        source=source,
+        kind="celery",
+        capability=Capability.READ_ONLY,
+        ids={
+            "queue": message.queue,
+            "task_name": message.name,
+            "task_id": message.task_id,
+            "worker": None,
+            "listed": "unacked",
+            "delivered_at": _iso(delivered),
+        },
+    )
+    return SourceRecord(record=TaskRecord(task=task, lease=lease, heartbeat=None), origin=origin)
+
+
+def _origin(source: str, shown: Sighting, *, listed: Sequence[str]) -> Origin:
+    return Origin(
+        source=source,
+        kind="celery",
+        capability=Capability.READ_ONLY,
+        ids={
+            "queue": shown.queue,
+            "task_name": shown.name,
+            "task_id": shown.task_id,
+            "worker": shown.worker,
+            "listed": ", ".join(listed),
+            "delivered_at": None,
+        },
+    )
+
+
+def _identity(pid: int, start: float | None) -> ProcessStart | None:
+    """The start the probe checks ``pid`` against: its own when it can be the child that took
+    the task, ``start`` itself (which no live process matches) when it was born after it."""
+    if start is None:
+        return None
+    actual = read_start(pid)
+    if actual is None or actual.time > start + IDENTITY_SLACK:
+        return ProcessStart(time=start)
+    return actual
+
+
+def _iso(when: float) -> str:
+    return datetime.fromtimestamp(when, tz=UTC).isoformat(timespec="seconds")
