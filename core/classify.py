@@ -15,10 +15,10 @@ from functools import partial
 from zombietop.config import Limits
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health, RowOrder
-from zombietop.model import Heartbeat, Lease, ProcessSample, Task, TaskState
+from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Task, TaskState
 
 INF = float("inf")
-# An I/O-idle process is worth mentioning in the context line after this long.
+# An idle process (no I/O, or no CPU and no I/O) is worth a word in the context line after this.
 IO_IDLE_WORTH_SAYING = 60.0
 _FINISHED_HEALTH = {
     TaskState.SUCCEEDED: Health.SUCCEEDED,
@@ -178,7 +178,9 @@ def classify(
     if len(reasons) > 1:
         reasons.sort(key=_reason_rank)
     flags = _overruns(_used(now, task, heartbeat), limits) if executing else ()
-    stable_until = _next_threshold(now, task, lease, heartbeat, limits) if executing else INF
+    stable_until = (
+        _next_threshold(now, task, lease, heartbeat, process, limits) if executing else INF
+    )
     # The budgets and the page line are composed only for the few verdicts anyone reads.
     budgets = partial(_budgets, task, heartbeat, limits)
     describe = partial(_context, task, health, heartbeat, lease, process, budgets, flags, reasons)
@@ -189,14 +191,27 @@ def classify(
         stable_until=stable_until,
         heartbeat_at=None if heartbeat is None else heartbeat.written_at,
         lease_expires_at=lease.expires_at if lease is not None and lease.held else None,
-        progress_changed_at=None if heartbeat is None else heartbeat.progress_changed_at,
+        progress_changed_at=_flat_since(heartbeat, reasons),
         describe=describe,
         budgets_of=budgets,
     )
 
 
+def _flat_since(heartbeat: Heartbeat | None, reasons: list[Reason]) -> float | None:
+    """When progress last moved: for a task spinning on an idle process, when it went idle."""
+    for reason in reasons:
+        if reason.code == "process_idle":
+            return reason.since
+    return None if heartbeat is None else heartbeat.progress_changed_at
+
+
 def _next_threshold(
-    now: float, task: Task, lease: Lease | None, heartbeat: Heartbeat | None, limits: Limits
+    now: float,
+    task: Task,
+    lease: Lease | None,
+    heartbeat: Heartbeat | None,
+    process: ProcessSample | None,
+    limits: Limits,
 ) -> float:
     """The earliest moment after ``now`` at which an executing task crosses a threshold.
 
@@ -217,6 +232,9 @@ def _next_threshold(
     else:
         moments.append(heartbeat.written_at + limits.heartbeat_timeout)
         moments.append(heartbeat.progress_changed_at + limits.progress_timeout)
+        idle_since = _idle_since(heartbeat, process)
+        if idle_since is not None:
+            moments.append(idle_since + limits.progress_timeout)
         moments.append(heartbeat.stage_started_at + limits.stage)
         if heartbeat.request_name and heartbeat.request_started_at is not None:
             moments.append(heartbeat.request_started_at + limits.request)
@@ -312,9 +330,34 @@ def _executing_rules(
             )
             limit = ("timeout", limits.progress_timeout)
             reasons.append(_late("progress_stuck", Health.SPINNING, words, limit))
+        else:
+            idle_since = _idle_since(heartbeat, process)
+            if idle_since is not None and now - idle_since > limits.progress_timeout:
+                reasons.append(_idle(heartbeat, idle_since, limits.progress_timeout))
 
     if task.quarantined:
         reasons.append(_quarantine_reason(task))
+
+
+def _idle_since(heartbeat: Heartbeat, process: ProcessSample | None) -> float | None:
+    """When the task's process last used CPU or did I/O, for a beat that proves only life;
+    None for a reported beat or when the probe cannot tell."""
+    if not heartbeat.proves_life_only or process is None or process.gone:
+        return None
+    return None if process.idle_s is None else process.sampled_at - process.idle_s
+
+
+def _idle(heartbeat: Heartbeat, since: float, limit: float) -> Reason:
+    """Spinning under beats that prove life only: the process behind them does nothing."""
+    who = "observed" if heartbeat.observed else "supervisor"
+    return Reason(
+        code="process_idle",
+        health=Health.SPINNING,
+        before=f"{who} beats; task process idle ",
+        since=since,
+        after=" (cpu 0%, no I/O)",
+        limit=limit,
+    )
 
 
 def _no_activity(since: float, limit: tuple[str, float]) -> Reason:
@@ -452,7 +495,7 @@ def _context(
         return f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
 
     if heartbeat is not None:
-        observed = "observed " if heartbeat.observed else ""
+        observed = "" if heartbeat.source is HeartbeatSource.REPORTED else f"{heartbeat.source} "
         parts.append(f"{observed}heartbeat {format_age(now - heartbeat.written_at)} old")
     elif task.state.executing:
         parts.append(f"no heartbeat yet ({format_age(now - _start_of(task))} since claim)")
@@ -518,7 +561,9 @@ def _process_words(process: ProcessSample) -> str:
             words += ","  # the figure after it is the tree's, not the first process's
     if process.cpu_percent is not None:
         words += f" cpu {process.cpu_percent:.0f}%"
-    if process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:
+    if process.idle_s is not None and process.idle_s >= IO_IDLE_WORTH_SAYING:
+        words += f", idle {format_age(process.idle_s)} (no CPU, no I/O)"
+    elif process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:
         words += f", no I/O for {format_age(process.io_idle_s)}"
     return words
 

@@ -147,6 +147,9 @@ class HeartbeatSource(StrEnum):
     OBSERVED = "observed"
     """Written by ``zombietop run`` when the command's process tree used CPU, did I/O or wrote
     output while reporting nothing. Proof of activity, never of progress."""
+    SUPERVISOR = "supervisor"
+    """Written for the task by an engine's supervisor or worker (Airflow's task runner, a Celery
+    worker): proof of life, not of progress."""
 
 
 OBSERVED_COUNTERS = ("cpu_s", "io_bytes", "out_lines")
@@ -182,6 +185,12 @@ class Heartbeat:
     def observed(self) -> bool:
         """True when ``zombietop run`` wrote this beat from what the command did."""
         return self.source is HeartbeatSource.OBSERVED
+
+    @property
+    def proves_life_only(self) -> bool:
+        """True when the beat proves that something lives, not that the task moves (observed or
+        written by a supervisor): the task process's CPU and I/O stand in for progress."""
+        return self.source is not HeartbeatSource.REPORTED
 
     @property
     def reports_progress(self) -> bool:
@@ -240,6 +249,9 @@ class ProcessSample:
     read_bytes_delta: int | None = None
     write_bytes_delta: int | None = None
     io_idle_s: float | None = None
+    idle_s: float | None = None
+    """Seconds, as of ``sampled_at``, since the tree last used CPU or did I/O (None: not known,
+    such as at the first sample or where the I/O cannot be read)."""
     children: int = 0
     create_time: float | None = None
     sampled_at: float

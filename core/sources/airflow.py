@@ -14,8 +14,9 @@ transactions) and never written. Each task instance becomes one zombietop task:
   schema says which: the columns ``task_instance`` has, and ``alembic_version``.
 
 A heartbeat from Airflow proves its supervisor lives, not that the task's code moves
-(apache/airflow#13747): for a task on this host the process probe reads the task's own pid, so
-a hung task still reads "alive, cpu 0%" beside its fresh heartbeat.
+(apache/airflow#13747): its beats are ``SUPERVISOR`` beats, and for a task on this host the
+process probe reads the task's own pid, so a hung task, idle past the progress timeout beside
+its fresh heartbeat, is spinning.
 
 The module declares its engine (``ENGINE``, at the end) for the table in ``registry.py``; its
 SQL is in ``sql/airflow_sqlite.sql`` and ``sql/airflow_postgresql.sql``.
@@ -41,7 +42,7 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import file_identity, printable_url
-from zombietop.model import Heartbeat, Lease, Task, TaskRecord, TaskState
+from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
 from zombietop.rows import Row
 from zombietop.sources.airflow_reads import ReadPlan
@@ -166,10 +167,11 @@ def task_instance_record(
         )
         beat_at = _epoch(row["heartbeat_at"])
         if beat_at is not None:
-            # A heartbeat of life, not of progress: progress "moves" with every beat, so
-            # Airflow's tasks are never called spinning from it.
+            # A heartbeat of life, not of progress: progress "moves" with every beat, so only
+            # the task process's CPU and I/O can call Airflow's tasks spinning.
             heartbeat = Heartbeat(
                 task_id=task.task_id,
+                source=HeartbeatSource.SUPERVISOR,
                 written_at=beat_at,
                 progress_changed_at=beat_at,
                 stage_started_at=task.started_at if task.started_at is not None else beat_at,
