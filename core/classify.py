@@ -142,6 +142,9 @@ def classify(
     executing = state.executing
     if state in _FINISHED_HEALTH:
         health = _FINISHED_HEALTH[state]
+        if process is not None and not process.gone:
+            health = Health.ORPHANED
+            reasons.append(_orphaned_reason(task, process, limits))
         reasons.append(_finished_reason(task))
     elif executing:
         _executing_rules(now, task, lease, heartbeat, process, limits, reasons)
@@ -183,7 +186,9 @@ def classify(
     )
     # The budgets and the page line are composed only for the few verdicts anyone reads.
     budgets = partial(_budgets, task, heartbeat, limits)
-    describe = partial(_context, task, health, heartbeat, lease, process, budgets, flags, reasons)
+    describe = partial(
+        _context, task, health, heartbeat, lease, process, limits, budgets, flags, reasons
+    )
     return Verdict(
         health=health,
         reasons=tuple(reasons),
@@ -310,33 +315,41 @@ def _executing_rules(
                 limit = ("timeout", limits.heartbeat_timeout)
                 reasons.append(_late("no_heartbeat", Health.STALLED, words, limit))
     else:
-        written = heartbeat.written_at
-        if now - written > limits.heartbeat_timeout and heartbeat.observed:
-            reasons.append(_no_activity(written, ("timeout", limits.heartbeat_timeout)))
-        elif now - written > limits.heartbeat_timeout:
-            words = ("heartbeat ", written, " old")
-            limit = ("timeout", limits.heartbeat_timeout)
-            reasons.append(_late("heartbeat_stale", Health.STALLED, words, limit))
-        elif (
-            now - heartbeat.progress_changed_at > limits.progress_timeout
-            and heartbeat.reports_progress
-        ):
-            # Spinning is a judgement on reported progress: observed beats only prove activity.
-            progress = format_progress(heartbeat.progress)
-            words = (
-                f"beating but progress unchanged at {progress} for ",
-                heartbeat.progress_changed_at,
-                "",
-            )
-            limit = ("timeout", limits.progress_timeout)
-            reasons.append(_late("progress_stuck", Health.SPINNING, words, limit))
-        else:
-            idle_since = _idle_since(heartbeat, process)
-            if idle_since is not None and now - idle_since > limits.progress_timeout:
-                reasons.append(_idle(heartbeat, idle_since, limits.progress_timeout))
+        reasons.extend(_beat_rules(now, heartbeat, process, limits))
 
     if task.quarantined:
         reasons.append(_quarantine_reason(task))
+
+
+def _beat_rules(
+    now: float, heartbeat: Heartbeat, process: ProcessSample | None, limits: Limits
+) -> list[Reason]:
+    """The rules for an executing task that has beaten: stale, or fresh but not moving."""
+    reasons: list[Reason] = []
+    written = heartbeat.written_at
+    if now - written > limits.heartbeat_timeout and heartbeat.observed:
+        reasons.append(_no_activity(written, ("timeout", limits.heartbeat_timeout)))
+    elif now - written > limits.heartbeat_timeout:
+        words = ("heartbeat ", written, " old")
+        limit = ("timeout", limits.heartbeat_timeout)
+        reasons.append(_late("heartbeat_stale", Health.STALLED, words, limit))
+    elif (
+        now - heartbeat.progress_changed_at > limits.progress_timeout and heartbeat.reports_progress
+    ):
+        # Spinning is a judgement on reported progress: observed beats only prove activity.
+        progress = format_progress(heartbeat.progress)
+        words = (
+            f"beating but progress unchanged at {progress} for ",
+            heartbeat.progress_changed_at,
+            "",
+        )
+        limit = ("timeout", limits.progress_timeout)
+        reasons.append(_late("progress_stuck", Health.SPINNING, words, limit))
+    else:
+        idle_since = _idle_since(heartbeat, process)
+        if idle_since is not None and now - idle_since > limits.progress_timeout:
+            reasons.append(_idle(heartbeat, idle_since, limits.progress_timeout))
+    return reasons
 
 
 def _idle_since(heartbeat: Heartbeat, process: ProcessSample | None) -> float | None:
@@ -395,11 +408,21 @@ def _quarantine_reason(task: Task) -> Reason:
     return _ago("quarantined", by, task.quarantined_at, why, Health.QUARANTINED)
 
 
-def _ago(code: str, head: str, at: float | None, tail: str, health: Health | None = None) -> Reason:
-    """``HEAD AGE ago TAIL``, or ``HEADTAIL`` when the moment is not known."""
+def _ago(
+    code: str,
+    head: str,
+    at: float | None,
+    tail: str,
+    health: Health | None = None,
+    *,
+    ago: bool = True,
+) -> Reason:
+    """``HEAD AGE ago TAIL`` (``HEAD AGE TAIL`` without ``ago``), or ``HEADTAIL`` when the
+    moment is not known."""
     if at is None:
         return Reason(code=code, health=health, before=head + tail)
-    return Reason(code=code, health=health, before=f"{head} ", since=at, after=f" ago{tail}")
+    after = f" ago{tail}" if ago else tail
+    return Reason(code=code, health=health, before=f"{head} ", since=at, after=after)
 
 
 def _interrupted_reason(task: Task, heartbeat: Heartbeat | None) -> Reason:
@@ -411,6 +434,21 @@ def _interrupted_reason(task: Task, heartbeat: Heartbeat | None) -> Reason:
         code="interrupted",
         before=f"{task.state_reason or 'stopped by SIGTERM'}{where}{checkpoint}",
         health=Health.INTERRUPTED,
+    )
+
+
+def _orphaned_reason(task: Task, process: ProcessSample, limits: Limits) -> Reason:
+    """``pid 17466 alive 18m after Airflow marked it failed``."""
+    after = (
+        f" after {limits.engine} marked it {task.state}" if limits.engine else " after it finished"
+    )
+    return _ago(
+        "process_orphaned",
+        f"pid {process.pid} alive",
+        task.finished_at,
+        after,
+        Health.ORPHANED,
+        ago=False,
     )
 
 
@@ -473,6 +511,7 @@ def _context(
     heartbeat: Heartbeat | None,
     lease: Lease | None,
     process: ProcessSample | None,
+    limits: Limits,
     budgets_of: Callable[[float], Budgets],
     flags: tuple[Flag, ...],
     reasons: list[Reason],
@@ -492,7 +531,8 @@ def _context(
         not task.state.executing and task.state is not TaskState.INTERRUPTED
     ):
         parts.extend(r.words(now) for r in reasons)
-        return f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
+        line = f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
+        return line + _ask(health, limits)
 
     if heartbeat is not None:
         observed = "" if heartbeat.source is HeartbeatSource.REPORTED else f"{heartbeat.source} "
@@ -510,7 +550,8 @@ def _context(
         else:
             parts.append(f"lease expires in {format_age(expires_at - now)}")
     if process is not None:
-        parts.append(_process_words(process))
+        # Idle past the progress timeout is worth saying however short that timeout is.
+        parts.append(_process_words(process, min(IO_IDLE_WORTH_SAYING, limits.progress_timeout)))
     budgets = budgets_of(now)
     for flag, budget, label in (
         (Flag.REQUEST_OVERRUN, budgets.request, "request"),
@@ -528,9 +569,19 @@ def _context(
     if task.state is TaskState.INTERRUPTED:
         parts.append(f"checkpoint {task.checkpoint}" if task.checkpoint else "no checkpoint")
     line = f"{head} " + ", ".join(parts)
-    if health.asks_a_human:
-        line += " - resume or discard"
-    return line
+    return line + _ask(health, limits)
+
+
+def _ask(health: Health, limits: Limits) -> str:
+    """What a page ends with: the actions that work on the task."""
+    if health.asks_to_kill:
+        return " - kill it"
+    if not health.asks_a_human:
+        return ""
+    if limits.engine:
+        # resume and discard are refused for an engine's task: name what works instead.
+        return f" - clear it in {limits.engine}, mark it failed, or kill it"
+    return " - resume or discard"
 
 
 def _what_is_wrong(health: Health, flags: tuple[Flag, ...]) -> str:
@@ -541,7 +592,8 @@ def _what_is_wrong(health: Health, flags: tuple[Flag, ...]) -> str:
     return said if health is Health.HEALTHY else f"{health}, {said}"
 
 
-def _process_words(process: ProcessSample) -> str:
+def _process_words(process: ProcessSample, idle_after: float = IO_IDLE_WORTH_SAYING) -> str:
+    """``pid 4121 alive cpu 0%``, with how long it has been idle past ``idle_after``."""
     if not process.alive:
         return f"pid {process.pid} gone"
     if not process.identity_ok:
@@ -561,7 +613,7 @@ def _process_words(process: ProcessSample) -> str:
             words += ","  # the figure after it is the tree's, not the first process's
     if process.cpu_percent is not None:
         words += f" cpu {process.cpu_percent:.0f}%"
-    if process.idle_s is not None and process.idle_s >= IO_IDLE_WORTH_SAYING:
+    if process.idle_s is not None and process.idle_s >= idle_after:
         words += f", idle {format_age(process.idle_s)} (no CPU, no I/O)"
     elif process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:
         words += f", no I/O for {format_age(process.io_idle_s)}"

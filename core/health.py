@@ -43,6 +43,10 @@ class HealthTraits:
     """Someone should look soon, but nobody is woken: ``status`` exits WARNING."""
     asks_a_human: bool = False
     """A human must decide what to do: the page line ends with "resume or discard"."""
+    asks_to_kill: bool = False
+    """A process runs on that nothing will stop: the page line ends with "kill it"."""
+    holds: bool = False
+    """The watchdog quarantines the task when its incident opens, so dependents wait."""
     needs_attention: bool = False
     """Something is wrong with the task: the wall lists it among the offenders."""
     blocks_dependents: bool = False
@@ -69,6 +73,8 @@ class Health(StrEnum):
 
     DEAD = "dead"
     """Claims to run but its process is gone, a zombie, or its PID belongs to another process."""
+    ORPHANED = "orphaned"
+    """Finished (by the engine's word or ours), but its process, identity checked, still runs."""
     RECLAIMABLE = "reclaimable"
     """The lease expired: anyone may reclaim the task."""
     STALLED = "stalled"
@@ -114,6 +120,14 @@ class Health(StrEnum):
         return HEALTH_TRAITS[self].asks_a_human
 
     @property
+    def asks_to_kill(self) -> bool:
+        return HEALTH_TRAITS[self].asks_to_kill
+
+    @property
+    def holds(self) -> bool:
+        return HEALTH_TRAITS[self].holds
+
+    @property
     def needs_attention(self) -> bool:
         return HEALTH_TRAITS[self].needs_attention
 
@@ -150,7 +164,12 @@ HEALTH_TRAITS: Mapping[Health, HealthTraits] = {
         needs_attention=True,
         blocks_dependents=True,
         retryable=True,
+        holds=True,
         order=RowOrder.SILENCE,
+    ),
+    # Its state is final, so there is nothing to hold: the process is what must stop.
+    Health.ORPHANED: HealthTraits(
+        pages=True, asks_to_kill=True, needs_attention=True, blocks_dependents=True
     ),
     Health.RECLAIMABLE: HealthTraits(
         pages=True,
@@ -158,6 +177,7 @@ HEALTH_TRAITS: Mapping[Health, HealthTraits] = {
         needs_attention=True,
         blocks_dependents=True,
         retryable=True,
+        holds=True,
         order=RowOrder.SILENCE,
     ),
     # The process may still run: retrying a stalled task could run its work twice.
@@ -166,6 +186,7 @@ HEALTH_TRAITS: Mapping[Health, HealthTraits] = {
         asks_a_human=True,
         needs_attention=True,
         blocks_dependents=True,
+        holds=True,
         order=RowOrder.SILENCE,
     ),
     Health.SPINNING: HealthTraits(

@@ -75,6 +75,9 @@ class Limits:
     retry_backoff: float = 60.0
     """With auto_retry: wait before the first retry, doubling for each one after."""
     step_type: str | None = None
+    engine: str | None = None
+    """The engine that runs the tasks judged by these limits (``Airflow``), for the words of
+    their verdicts and pages; None for zombietop's own tasks."""
     sources: Mapping[str, str] = field(default_factory=dict)
     """Key -> where its value came from: ``default``, or a file and section."""
 

@@ -192,7 +192,9 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
     start = _epoch(row["start_date"])
     hostname: str | None = row["hostname"] or None
     on_this_host = hostname is not None and hostname in local
-    pid: int | None = row["pid"] if state.executing else None
+    # A finished task's pid too: its process may live on (orphaned), and the monitor decides
+    # how long to look at it.
+    pid: int | None = row["pid"] if state.executing or state.finished else None
     pid_start: ProcessStart | None = None
     if pid is not None and on_this_host:
         pid_start = _identity(pid, start)
@@ -584,7 +586,7 @@ class AirflowSource:
     def limits(self, base: Limits) -> Limits:
         own = f"[step_types.{base.step_type}]"
         sources = dict(base.sources)
-        changes: dict[str, Any] = {}
+        changes: dict[str, Any] = {"engine": "Airflow"}
         if not base.source("heartbeat_timeout").endswith(own):
             changes["heartbeat_timeout"] = self.heartbeat_timeout
             sources["heartbeat_timeout"] = "Airflow's [scheduler] task_instance_heartbeat_timeout"
@@ -593,7 +595,7 @@ class AirflowSource:
             # (Airflow enforces its own execution_timeout), unless the DAG's section says.
             changes["stage"] = base.task
             sources["stage"] = "Airflow: one stage per task instance (the task budget)"
-        return replace(base, **changes, sources=sources) if changes else base
+        return replace(base, **changes, sources=sources)
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids

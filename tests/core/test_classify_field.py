@@ -1,16 +1,19 @@
-"""The rules a real Airflow showed were missing (issue 29): a task process idle under beats
-that prove only life is spinning, and how a page says it."""
+"""The rules a real Airflow showed were missing (issue 29): a finished task whose process lives
+on is orphaned, a task process idle under beats that prove only life is spinning, and the
+words a page ends with."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from tests.core.test_classify import LIMITS, NOW, beat, lease, proc, task
 from zombietop.classify import classify
+from zombietop.config import Limits
 from zombietop.health import Health
-from zombietop.model import Heartbeat, HeartbeatSource, ProcessSample, Task
+from zombietop.model import Heartbeat, HeartbeatSource, ProcessSample, Task, TaskState
 
 M = 60.0
 
@@ -110,3 +113,73 @@ def test_the_idle_reason_and_the_context_say_how_long() -> None:
     )
     # Spinning rows sort by how long they are flat: here, how long the process has been idle.
     assert verdict.progress_changed_at == NOW - 35 * M
+
+
+def finished(state: TaskState = TaskState.FAILED, ago: float = 18 * M, **overrides: Any) -> Task:
+    return task(state=state, finished_at=NOW - ago, **overrides)
+
+
+AIRFLOW = replace(LIMITS, engine="Airflow")
+
+# (id, task, process, limits, expected health, reason codes)
+ORPHAN_CASES = [
+    ("failed-alive", finished(), proc(), AIRFLOW, Health.ORPHANED, ["process_orphaned", "failed"]),
+    (
+        "succeeded-alive",
+        finished(TaskState.SUCCEEDED),
+        proc(),
+        LIMITS,
+        Health.ORPHANED,
+        ["process_orphaned", "succeeded"],
+    ),
+    (
+        "discarded-alive",
+        finished(TaskState.DISCARDED),
+        proc(),
+        LIMITS,
+        Health.ORPHANED,
+        ["process_orphaned", "discarded"],
+    ),
+    ("failed-gone", finished(), proc(alive=False), AIRFLOW, Health.FAILED, ["failed"]),
+    ("failed-pid-reused", finished(), proc(identity_ok=False), AIRFLOW, Health.FAILED, ["failed"]),
+    ("failed-zombie", finished(), proc(status="zombie"), AIRFLOW, Health.FAILED, ["failed"]),
+    ("failed-not-probed", finished(), None, AIRFLOW, Health.FAILED, ["failed"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("the_task", "the_proc", "limits", "health", "codes"),
+    [pytest.param(*case[1:], id=case[0]) for case in ORPHAN_CASES],
+)
+def test_a_finished_task_whose_process_lives_is_orphaned(
+    the_task: Task,
+    the_proc: ProcessSample | None,
+    limits: Limits,
+    health: Health,
+    codes: list[str],
+) -> None:
+    verdict = classify(NOW, the_task, None, None, the_proc, limits)
+    assert verdict.health is health
+    assert [r.code for r in verdict.reasons] == codes
+
+
+def test_the_orphan_page_names_the_pid_its_age_and_the_kill() -> None:
+    verdict = classify(NOW, finished(exit_code=1), None, None, proc(pid=17466), AIRFLOW)
+    assert verdict.context(NOW) == (
+        "export-2031 orphaned: pid 17466 alive 18m00s after Airflow marked it failed, "
+        "failed 18m00s ago (exit 1) - kill it"
+    )
+    ours = classify(NOW, finished(TaskState.DISCARDED), None, None, proc(pid=17466), LIMITS)
+    assert ours.context(NOW).startswith(
+        "export-2031 orphaned: pid 17466 alive 18m00s after it finished, discarded"
+    )
+    assert ours.context(NOW).endswith(" - kill it")
+
+
+def test_an_engine_task_page_names_the_actions_that_work() -> None:
+    """resume and discard are refused for an engine's task: the page says what works."""
+    stalled = classify(NOW, task(), lease(), supervisor(age=300), None, AIRFLOW)
+    assert stalled.health is Health.STALLED
+    assert stalled.context(NOW).endswith(" - clear it in Airflow, mark it failed, or kill it")
+    ours = classify(NOW, task(), lease(), beat(age=300), None, LIMITS)
+    assert ours.context(NOW).endswith(" - resume or discard")

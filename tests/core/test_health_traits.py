@@ -27,18 +27,23 @@ def healths(trait: str) -> set[Health]:
 @pytest.mark.parametrize(
     ("trait", "expected"),
     [
-        ("pages", {H.DEAD, H.RECLAIMABLE, H.STALLED}),
+        ("pages", {H.DEAD, H.ORPHANED, H.RECLAIMABLE, H.STALLED}),
+        ("asks_to_kill", {H.ORPHANED}),
+        ("holds", {H.DEAD, H.RECLAIMABLE, H.STALLED}),
         ("warns", {H.SPINNING}),
         ("asks_a_human", {H.DEAD, H.RECLAIMABLE, H.STALLED, H.QUARANTINED, H.INTERRUPTED}),
         (
             "needs_attention",
-            {H.DEAD, H.RECLAIMABLE, H.STALLED, H.SPINNING, H.QUARANTINED, H.INTERRUPTED},
+            {
+                *(H.DEAD, H.ORPHANED, H.RECLAIMABLE, H.STALLED, H.SPINNING),
+                *(H.QUARANTINED, H.INTERRUPTED),
+            },
         ),
         (
             "blocks_dependents",
             {
-                *(H.DEAD, H.RECLAIMABLE, H.STALLED, H.SPINNING, H.QUARANTINED, H.INTERRUPTED),
-                *(H.FAILED, H.DISCARDED),
+                *(H.DEAD, H.ORPHANED, H.RECLAIMABLE, H.STALLED, H.SPINNING),
+                *(H.QUARANTINED, H.INTERRUPTED, H.FAILED, H.DISCARDED),
             },
         ),
         ("retryable", {H.DEAD, H.RECLAIMABLE}),
