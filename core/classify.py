@@ -141,11 +141,7 @@ def classify(
     state = task.state
     executing = state.executing
     if state in _FINISHED_HEALTH:
-        health = _FINISHED_HEALTH[state]
-        if process is not None and not process.gone:
-            health = Health.ORPHANED
-            reasons.append(_orphaned_reason(task, process, limits))
-        reasons.append(_finished_reason(task))
+        health = _finished_rules(task, process, limits, reasons)
     elif executing:
         _executing_rules(now, task, lease, heartbeat, process, limits, reasons)
         # Most tasks are healthy: no reason, nothing to rank.
@@ -171,6 +167,8 @@ def classify(
                     )
                 )
             health = Health.QUARANTINED if task.quarantined else Health.QUEUED
+            if _queued_too_long(now, task, limits):
+                reasons.append(_queue_reason(task, limits))
 
     if task.heartbeat_error:
         error = f": {task.heartbeat_error}"
@@ -180,10 +178,11 @@ def classify(
 
     if len(reasons) > 1:
         reasons.sort(key=_reason_rank)
-    flags = _overruns(_used(now, task, heartbeat), limits) if executing else ()
-    stable_until = (
-        _next_threshold(now, task, lease, heartbeat, process, limits) if executing else INF
-    )
+    if executing:
+        flags = _overruns(_used(now, task, heartbeat), limits)
+        stable_until = _next_threshold(now, task, lease, heartbeat, process, limits)
+    else:
+        flags, stable_until = _queue_flags(now, task, limits)
     # The budgets and the page line are composed only for the few verdicts anyone reads.
     budgets = partial(_budgets, task, heartbeat, limits)
     describe = partial(
@@ -437,6 +436,18 @@ def _interrupted_reason(task: Task, heartbeat: Heartbeat | None) -> Reason:
     )
 
 
+def _finished_rules(
+    task: Task, process: ProcessSample | None, limits: Limits, reasons: list[Reason]
+) -> Health:
+    """A finished task's health: its own word, or orphaned while its process lives on."""
+    health = _FINISHED_HEALTH[task.state]
+    if process is not None and not process.gone:
+        health = Health.ORPHANED
+        reasons.append(_orphaned_reason(task, process, limits))
+    reasons.append(_finished_reason(task))
+    return health
+
+
 def _orphaned_reason(task: Task, process: ProcessSample, limits: Limits) -> Reason:
     """``pid 17466 alive 18m after Airflow marked it failed``."""
     after = (
@@ -449,6 +460,35 @@ def _orphaned_reason(task: Task, process: ProcessSample, limits: Limits) -> Reas
         after,
         Health.ORPHANED,
         ago=False,
+    )
+
+
+def _queued_too_long(now: float, task: Task, limits: Limits) -> bool:
+    return (
+        task.state is TaskState.QUEUED
+        and limits.queue_timeout > 0
+        and now - task.created_at > limits.queue_timeout
+    )
+
+
+def _queue_flags(now: float, task: Task, limits: Limits) -> tuple[tuple[Flag, ...], float]:
+    """The flags of a task that does not execute, and until when they hold."""
+    if _queued_too_long(now, task, limits):
+        return (Flag.QUEUED_TOO_LONG,), INF
+    if task.state is TaskState.QUEUED and limits.queue_timeout > 0:
+        return (), task.created_at + limits.queue_timeout
+    return (), INF
+
+
+def _queue_reason(task: Task, limits: Limits) -> Reason:
+    """``queued 35m (queue timeout 30m): airflow state scheduled, pool zt_empty: ...``."""
+    why = f": {task.state_reason}" if task.state_reason else ""
+    return Reason(
+        code="queued_too_long",
+        before="queued ",
+        since=task.created_at,
+        after=f" (queue timeout {format_duration(limits.queue_timeout)}){why}",
+        limit=limits.queue_timeout,
     )
 
 

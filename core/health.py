@@ -221,3 +221,31 @@ class Flag(StrEnum):
     """The current stage has run past the stage timeout."""
     TASK_OVERRUN = "task_overrun"
     """The task has run past the task timeout (logged only, never kills)."""
+    QUEUED_TOO_LONG = "queued_too_long"
+    """Queued or scheduled longer than ``queue_timeout``, with the engine's reason if known."""
+
+    @property
+    def traits(self) -> FlagTraits:
+        return FLAG_TRAITS[self]
+
+    @property
+    def pages_once(self) -> bool:
+        return FLAG_TRAITS[self].pages_once
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlagTraits:
+    """What one flag means to each module that reads it: one row of ``FLAG_TRAITS``."""
+
+    pages_once: bool = False
+    """The watchdog pages it once per task (the budget flags have their own reactions)."""
+
+
+FLAG_TRAITS: Mapping[Flag, FlagTraits] = {
+    Flag.REQUEST_OVERRUN: FlagTraits(),
+    Flag.STAGE_OVERRUN: FlagTraits(),
+    Flag.TASK_OVERRUN: FlagTraits(),
+    Flag.QUEUED_TOO_LONG: FlagTraits(pages_once=True),
+}
+"""What each flag pages: one row per member, so a new flag is its member, its row here and
+the rule in ``classify`` that raises it."""

@@ -15,7 +15,10 @@ THRESHOLD_DEFAULTS: dict[str, float] = {
     "lease_ttl": 300.0,
     "progress_timeout": 1800.0,
     "start_grace": 60.0,
+    "queue_timeout": 0.0,
 }
+ZERO_OFF_KEYS = frozenset({"queue_timeout"})
+"""Durations that 0 turns off."""
 TIMEOUT_DEFAULTS: dict[str, float] = {
     "request": 90.0,
     "stage": 900.0,
@@ -63,6 +66,8 @@ class Limits:
     lease_ttl: float
     progress_timeout: float
     start_grace: float
+    queue_timeout: float = 0.0
+    """A task queued or scheduled longer than this is ``queued_too_long`` (0: never)."""
     request: float
     stage: float
     task: float
@@ -229,6 +234,7 @@ def default_limits() -> Limits:
         lease_ttl=values["lease_ttl"],
         progress_timeout=values["progress_timeout"],
         start_grace=values["start_grace"],
+        queue_timeout=values["queue_timeout"],
         request=values["request"],
         stage=values["stage"],
         task=values["task"],

@@ -12,7 +12,7 @@ import pytest
 from tests.core.test_classify import LIMITS, NOW, beat, lease, proc, task
 from zombietop.classify import classify
 from zombietop.config import Limits
-from zombietop.health import Health
+from zombietop.health import Flag, Health
 from zombietop.model import Heartbeat, HeartbeatSource, ProcessSample, Task, TaskState
 
 M = 60.0
@@ -183,3 +183,54 @@ def test_an_engine_task_page_names_the_actions_that_work() -> None:
     assert stalled.context(NOW).endswith(" - clear it in Airflow, mark it failed, or kill it")
     ours = classify(NOW, task(), lease(), beat(age=300), None, LIMITS)
     assert ours.context(NOW).endswith(" - resume or discard")
+
+
+QUEUE = replace(LIMITS, queue_timeout=30 * M)
+WAITING = task(
+    state=TaskState.QUEUED,
+    created_at=NOW - 35 * M,
+    claimed_at=None,
+    started_at=None,
+    pid=None,
+    state_reason="airflow state scheduled, pool zt_empty: 0 of 0 slots open",
+)
+
+# (id, task, limits, flags, reason codes)
+QUEUE_CASES = [
+    ("queued-past-timeout", WAITING, QUEUE, [Flag.QUEUED_TOO_LONG], ["queued_too_long"]),
+    ("queued-at-timeout", replace(WAITING, created_at=NOW - 30 * M), QUEUE, [], []),
+    ("queue-timeout-off", WAITING, LIMITS, [], []),
+    ("running-is-not-queued", task(created_at=NOW - 35 * M), QUEUE, [], None),
+    (
+        "quarantined-queued-still-says-it",
+        replace(WAITING, quarantined_at=NOW - 60),
+        QUEUE,
+        [Flag.QUEUED_TOO_LONG],
+        ["quarantined", "queued_too_long"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("the_task", "limits", "flags", "codes"),
+    [pytest.param(*case[1:], id=case[0]) for case in QUEUE_CASES],
+)
+def test_a_task_queued_past_its_queue_timeout_is_flagged(
+    the_task: Task, limits: Limits, flags: list[Flag], codes: list[str] | None
+) -> None:
+    verdict = classify(NOW, the_task, lease(), beat(), None, limits)
+    assert list(verdict.flags) == flags
+    if codes is not None:  # None: an executing task, whose other reasons are not the point
+        assert [r.code for r in verdict.reasons] == codes
+        assert verdict.health in (Health.QUEUED, Health.QUARANTINED)
+
+
+def test_the_queue_flag_says_the_age_and_the_engine_reason() -> None:
+    verdict = classify(NOW, WAITING, None, None, None, QUEUE)
+    assert verdict.context(NOW) == (
+        "export-2031 queued, queued_too_long: queued 35m00s (queue timeout 30m): airflow state "
+        "scheduled, pool zt_empty: 0 of 0 slots open"
+    )
+    # Queued a while, not yet too long: the verdict holds until the timeout is crossed.
+    early = classify(NOW, replace(WAITING, created_at=NOW - 10 * M), None, None, None, QUEUE)
+    assert early.flags == () and early.stable_until == NOW + 20 * M
