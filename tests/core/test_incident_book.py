@@ -17,7 +17,7 @@ from zombietop.config import OnCallSettings, WatchSettings, load_config
 from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
 from zombietop.incident_book import IncidentBook
-from zombietop.model import EventKind, Matcher
+from zombietop.model import EventKind, Matcher, TaskState
 from zombietop.monitor import Snapshot
 from zombietop.store import Store
 
@@ -180,3 +180,24 @@ async def test_a_new_book_reads_the_open_incidents_back_from_the_event_log(
     assert f"incident:export-2031:1:{opened_at}" in second.once
     # It remembers the page: the next look sends no second one.
     assert await judge(parts, second) == []
+
+
+async def test_the_all_clear_counts_to_the_tasks_own_end_time(
+    store: Store, clock: FakeClock
+) -> None:
+    """A task that failed 69 s into its incident, seen by the next look minutes later, was
+    stalled for 1m09s, not until the look (an engine's end_date, or our own finish)."""
+    token = await start(store)
+    clock.advance(200)
+    parts = hands_on(store, clock)
+    book = book_of(parts)
+    await judge(parts, book)
+    clock.advance(69)
+    await store.finish_task(
+        "export-2031", owner="w1", token=token, state=TaskState.FAILED, exit_code=1
+    )
+    clock.advance(127)
+    view, look = await parts.judged()
+    await book.judge(view, look)
+    (line,) = [p.line for p in look.pages]
+    assert line.startswith("export-2031 all clear: now ") and line.endswith(" for 1m09s)")
