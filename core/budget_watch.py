@@ -76,14 +76,21 @@ class BudgetWatch:
         if used <= budget.limit_s:
             return
         key = f"stage:{task.task_id}:{task.attempt}:{stage}:{stage_start}"
-        factor = self.stage_kill_factor
+        origin = self.hands.origin_of(task.task_id)
+        # The watchdog never acts on an engine's task on its own (``Hands.act``): for one, the
+        # page says so, and who can kill it, rather than promise a kill nobody sends.
+        factor = self.stage_kill_factor if origin is None else 0.0
         kill_at = factor * budget.limit_s
         if key not in once:
-            then = (
-                f" - killed gracefully at {format_duration(kill_at)} in this stage"
-                if factor
-                else ""
-            )
+            if origin is not None and self.stage_kill_factor:
+                then = (
+                    f" - zombietop does not kill {origin.kind}'s tasks on its own; kill it from "
+                    "the dashboard"
+                )
+            elif factor:
+                then = f" - killed gracefully at {format_duration(kill_at)} in this stage"
+            else:
+                then = ""
             line = view.verdict.context(look.now) + then
             await self._overrun(look, "stage_overrun", line, key, view)
         kill_key = "kill:" + key

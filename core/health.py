@@ -91,10 +91,11 @@ class Health(StrEnum):
     """Waiting; no heartbeat expected."""
     HEALTHY = "healthy"
     """Running, heartbeat fresh, progress moving."""
+    FAILED = "failed"
+    """Finished with an error (above succeeded: a failed run among many good ones is the row
+    to see)."""
     SUCCEEDED = "succeeded"
     """Finished successfully."""
-    FAILED = "failed"
-    """Finished with an error."""
     DISCARDED = "discarded"
     """Given up by an operator."""
 
@@ -201,8 +202,8 @@ HEALTH_TRAITS: Mapping[Health, HealthTraits] = {
     Health.STARTING: HealthTraits(),
     Health.QUEUED: HealthTraits(),
     Health.HEALTHY: HealthTraits(),
-    Health.SUCCEEDED: HealthTraits(finished=True),
     Health.FAILED: HealthTraits(finished=True, blocks_dependents=True),
+    Health.SUCCEEDED: HealthTraits(finished=True),
     Health.DISCARDED: HealthTraits(finished=True, blocks_dependents=True),
 }
 """What each health pages, asks, warns, and how its rows sort: one row per member, so a new

@@ -263,10 +263,13 @@ class IncidentBook:
     async def _end_ack(self, task_id: str, look: Look) -> None:
         """An ack lasts until it expires or its incident ends: this one ended."""
         hands = self.hands
-        if hands.dry_run or look.oncall.ack_for(task_id) is None:
+        ack = look.oncall.ack_for(task_id)
+        if hands.dry_run or ack is None:
             return
         try:
-            await hands.store.unack_task(task_id, by=hands.actor, reason="the incident ended")
+            await hands.store.unack_task(
+                task_id, by=hands.actor, reason="the incident ended", source=ack.source
+            )
         except StoreError as exc:
             look.logs.append(f"could not end the ack of {task_id}: {exc}")
 

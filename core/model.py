@@ -286,16 +286,6 @@ class EventKind(StrEnum):
     """A silence set or ended, with who and why."""
 
 
-LEASE_EVENTS = frozenset(
-    {
-        EventKind.LEASE_ACQUIRED,
-        EventKind.LEASE_RENEWED,
-        EventKind.LEASE_RELEASED,
-        EventKind.LEASE_RECLAIMED,
-    }
-)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Event:
     """One line of the append-only event log."""
@@ -449,6 +439,8 @@ class Ack:
     reason: str | None
     acked_at: float
     until: float
+    source: str | None = None
+    """The read-only source whose task this is (its name); None for this store's own task."""
 
     @classmethod
     def from_row(cls, row: Row) -> Ack:

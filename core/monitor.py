@@ -128,7 +128,8 @@ class Monitor:
             if changes is None or not quiet:
                 kept = None
             snapshot = await self._snapshot(now, records, config, samples, fleet, kept, changes)
-            oncall, schedules = await self.oncall_reader.read(now, self.config)
+            owners = {task_id: source.name for task_id, source in read.owners.items()}
+            oncall, schedules = await self.oncall_reader.read(now, self.config, owners)
         except ZombietopError as exc:
             self.last = replace(self.last, error=str(exc), failed_at=self.clock.now())
             return self.last

@@ -9,7 +9,7 @@ event with who and why; the watchdog reads the rest of its memory from the event
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
@@ -80,14 +80,23 @@ def current(
     silences: Iterable[Silence],
     *,
     max_silence: float | None = None,
+    owners: Mapping[str, str] | None = None,
 ) -> OnCall:
     """Keep what is in force at ``now``, each silence capped at ``max_silence`` (this reader's
-    ``[oncall] max_silence``; None: as set)."""
+    ``[oncall] max_silence``; None: as set). ``owners`` names, by task id, the source each of
+    the sources' tasks came from in this poll: an ack counts only for the task of its own
+    source (or of this store, for an ack without one), so an ack on one Airflow's
+    DAG/TASK/RUN never quiets another's task of the same id."""
     if max_silence is not None:
         silences = [capped(s, max_silence) for s in silences]
+    owners = owners or {}
     return OnCall(
         at=now,
-        acks={ack.task_id: ack for ack in acks if ack.active(now)},
+        acks={
+            ack.task_id: ack
+            for ack in acks
+            if ack.active(now) and ack.source == owners.get(ack.task_id)
+        },
         silences=tuple(sorted((s for s in silences if s.active(now)), key=lambda s: s.until)),
     )
 
@@ -227,18 +236,22 @@ async def ack(
     by: str,
     reason: str | None = None,
     duration: float | None = None,
+    source: str | None = None,
 ) -> Ack:
-    """Ack a task's incident for ``duration`` (default ``[oncall] ack_for``)."""
+    """Ack a task's incident for ``duration`` (default ``[oncall] ack_for``); ``source`` names
+    the read-only source of a task the store does not hold (the ack is kept in the store)."""
     _writable(store, "ack")
     seconds = settings.ack_for if duration is None else duration
     _bounded(seconds, settings, "an ack")
-    return await store.ack_task(task_id, by=by, reason=reason or None, duration=seconds)
+    return await store.ack_task(
+        task_id, by=by, reason=reason or None, duration=seconds, source=source
+    )
 
 
-async def unack(store: Store, task_id: str, *, by: str) -> Ack | None:
-    """End a task's ack; None when it had none."""
+async def unack(store: Store, task_id: str, *, by: str, source: str | None = None) -> Ack | None:
+    """End a task's ack (of ``source``'s task, when given); None when it had none."""
     _writable(store, "unack")
-    return await store.unack_task(task_id, by=by, reason="unacked")
+    return await store.unack_task(task_id, by=by, reason="unacked", source=source)
 
 
 async def silence(
@@ -287,10 +300,20 @@ class OnCallDesk(Protocol):
 class Desk:
     """The on-call actions as a face calls them: one operator, one store, one config."""
 
-    def __init__(self, store: Store, settings: OnCallSettings, *, by: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        settings: OnCallSettings,
+        *,
+        by: str | None = None,
+        source_of: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings
         self.by = by or operator_name()
+        self.source_of = source_of or (lambda task_id: None)
+        """The name of the read-only source a task id came from (as the dashboard's last poll
+        read it); None for this store's own task."""
 
     @property
     def read_only(self) -> bool:
@@ -298,11 +321,17 @@ class Desk:
 
     async def ack(self, task_id: str, *, reason: str | None, duration: float | None) -> Ack:
         return await ack(
-            self.store, self.settings, task_id, by=self.by, reason=reason, duration=duration
+            self.store,
+            self.settings,
+            task_id,
+            by=self.by,
+            reason=reason,
+            duration=duration,
+            source=self.source_of(task_id),
         )
 
     async def unack(self, task_id: str) -> Ack | None:
-        return await unack(self.store, task_id, by=self.by)
+        return await unack(self.store, task_id, by=self.by, source=self.source_of(task_id))
 
     async def silence(
         self, *, matcher: Matcher, pattern: str, reason: str, duration: float

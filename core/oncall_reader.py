@@ -3,6 +3,8 @@ schedule judged, with the moment each schedule was first seen (which the store r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from zombietop.config import Config, Schedule
 from zombietop.errors import StoreError
 from zombietop.oncall import OnCall, current
@@ -19,14 +21,18 @@ class OnCallReader:
         self._seen: dict[tuple[str, str, str, str], float] = {}
         """When each schedule (name, step, cron, zone) was first seen, once the store said."""
 
-    async def read(self, now: float, config: Config) -> tuple[OnCall, tuple[ScheduleView, ...]]:
-        """The acks and silences in force (each silence capped by this reader's max_silence),
-        and every schedule judged, as of ``now``."""
+    async def read(
+        self, now: float, config: Config, owners: Mapping[str, str] | None = None
+    ) -> tuple[OnCall, tuple[ScheduleView, ...]]:
+        """The acks and silences in force (each silence capped by this reader's max_silence,
+        each ack on the task of its own source: ``owners``, see ``oncall.current``), and every
+        schedule judged, as of ``now``."""
         oncall = current(
             now,
             await self.store.acks(),
             await self.store.silences(),
             max_silence=config.oncall.max_silence,
+            owners=owners,
         )
         views = [
             judge(

@@ -234,11 +234,13 @@ class Watchdog:
                 look.logs.append(f"kill {outcome.request.task_id}: {outcome.message}")
 
     async def _judge(self, view: TaskView, look: Look) -> None:
-        """Record the task's transition, then let each part react to its verdict."""
+        """Record the task's transition into or out of a health that pages, then let each
+        part react to its verdict. The other changes (queued -> healthy -> succeeded, two
+        events per task of a busy Airflow) are the task's own record, not the watchdog's."""
         task_id, health = view.task_id, view.health
         previous = self._last_health.get(task_id)
         self._last_health[task_id] = health
-        if previous is not None and previous is not health:
+        if previous is not None and previous is not health and (previous.pages or health.pages):
             await self.hands.record(
                 EventKind.TRANSITION,
                 f"{previous} -> {health}",

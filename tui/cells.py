@@ -21,6 +21,7 @@ from zombietop.model import HeartbeatSource
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCall
 from zombietop.tui.healths import GLYPHS, STYLES
+from zombietop.tui.short_ids import short_id
 from zombietop.tui.untrusted import printable_text
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -123,6 +124,8 @@ TASK_GROWS_BY = 16
 
 def _task(view: TaskView, now: float, note: RowNote | None, *, width: int = TASK_WIDTH) -> Text:
     text = printable_text(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+    if text.cell_len > width:
+        text = Text(short_id(text.plain, width), style=text.style, no_wrap=True)
     return with_marks(text, row_marks(view, now, note), width)
 
 

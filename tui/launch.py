@@ -115,6 +115,13 @@ async def launch_dashboard(
         source = await ThreadedMonitor.open(
             db, config, read_only=read_only, probe=PsutilProbe(), sources=sources
         )
+        monitor = source.monitor
+
+        def source_name(task_id: str) -> str | None:
+            # An ack on a source's task is kept by that source's name (``Store.ack_task``).
+            owner = monitor.source_of.get(task_id)
+            return None if owner is None else owner.name
+
         if sources and store_executor is not None:
             # Tasks of a read-only source: their actions never reach the store's executor.
             executor = SourceActions(source.monitor, store_executor)
@@ -131,7 +138,7 @@ async def launch_dashboard(
                 store_label=store.describe(),
                 actor=actor(),
                 terminal_alive=terminal_alive,
-                desk=None if read_only else Desk(store, config.oncall),
+                desk=None if read_only else Desk(store, config.oncall, source_of=source_name),
                 oncall=config.oncall,
             )
             app.on_terminal_lost = lambda: hang_up(app, 129)

@@ -48,9 +48,9 @@ def apply_section(
             changes[key] = read_duration(path, section, key, value, family="step_types")
         elif key == "max_retries":
             changes[key] = read_whole(path, section, key, value, family="step_types")
-        elif key == "auto_retry":
+        elif key in ("auto_retry", "from_source"):
             if not isinstance(value, bool):
-                raise ConfigError(f"{label}: auto_retry must be true or false, not {value!r}")
+                raise ConfigError(f"{label}: {key} must be true or false, not {value!r}")
             changes[key] = value
         else:
             changes[key] = read_command(path, section, key, value)
@@ -81,9 +81,27 @@ def read_limits(path: Path | None, data: Mapping[str, Any]) -> tuple[Limits, dic
         if not isinstance(table, Mapping):
             raise ConfigError(f"{where(path)}: [{section}] must be a table of overrides")
         merged = apply_section(replace(limits, step_type=name), path, section, table, allowed)
+        if merged.from_source:
+            merged = one_stage(merged, path, section, "stage" in table)
         validate(merged, path, name)
         step_types[name] = merged
     return limits, step_types
+
+
+def one_stage(limits: Limits, path: Path | None, section: str, own_stage: bool) -> Limits:
+    """The limits of a ``from_source = true`` step type: a task instance is one stage, so a
+    stage the section does not set is the task budget (as the source itself judges it), and
+    zombietop never retries a source's task on its own."""
+    if limits.auto_retry:
+        raise ConfigError(
+            f"{where(path)} [{section}]: auto_retry = true with from_source = true: zombietop "
+            "never retries a source's task on its own (the engine retries it); remove one"
+        )
+    if own_stage:
+        return limits
+    own = f"{where(path)} [{section}]"
+    sources = {**limits.sources, "stage": f"{own} from_source = true: the task budget"}
+    return replace(limits, stage=limits.task, sources=sources)
 
 
 # (inner, outer, factor, strict, why): factor * inner must be < outer (or <= when not strict).
@@ -113,6 +131,9 @@ def validate(limits: Limits, path: Path | None, step_type: str | None) -> None:
     """Raise ``ConfigError`` naming the file, section, both keys and values of a broken rule."""
     section = f"step_types.{step_type}" if step_type else None
     for inner, outer, factor, strict, why in RULES:
+        if limits.from_source and (inner, outer) == ("stage", "task"):
+            # One stage per task instance: the stage may last the whole task.
+            strict, why = False, "a source's task instance is one stage, at most its task"
         a = getattr(limits, inner)
         b = getattr(limits, outer)
         ok = factor * a < b if strict else factor * a <= b
@@ -130,8 +151,11 @@ def validate(limits: Limits, path: Path | None, step_type: str | None) -> None:
 
 def _origin(limits: Limits, key: str, path: Path | None, section: str) -> str:
     source = limits.source(key)
-    if source == f"{where(path)} [{section}]":
+    own = f"{where(path)} [{section}]"
+    if source == own:
         return ""
+    if source.startswith(own + " "):
+        return f" ({source.removeprefix(own + ' ')})"
     if source == DEFAULT_SOURCE:
         return " (default)"
     return " (from [" + source.rsplit("[", 1)[-1] + ")"

@@ -36,6 +36,7 @@ STEP_ONLY_KEYS = (
     "auto_retry",
     "max_retries",
     "retry_backoff",
+    "from_source",
 )
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
 STORE_DEFAULTS: dict[str, float] = {"keep_finished": 30 * 86400.0}
@@ -79,6 +80,10 @@ class Limits:
     """With auto_retry: how many attempts in all before the watchdog leaves it to a human."""
     retry_backoff: float = 60.0
     """With auto_retry: wait before the first retry, doubling for each one after."""
+    from_source: bool = False
+    """The step type's tasks come from a read-only source (an Airflow DAG): a task instance
+    is one stage, so its stage may last as long as its task, and is the task budget unless
+    the section sets one."""
     step_type: str | None = None
     engine: str | None = None
     """The engine that runs the tasks judged by these limits (``Airflow``), for the words of

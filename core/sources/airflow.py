@@ -25,6 +25,7 @@ SQL is in ``sql/airflow_sqlite.sql`` and ``sql/airflow_postgresql.sql``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import shlex
@@ -158,7 +159,14 @@ def _epoch(value: Any) -> float | None:
 def local_hostnames(host: str) -> frozenset[str]:
     """Names Airflow may have recorded for this host (its default ``hostname_callable`` is
     ``socket.getfqdn``; zombietop's own name can be set by ``ZOMBIETOP_HOST``)."""
-    return frozenset({host, socket.gethostname(), socket.getfqdn()})
+    return frozenset({host, *machine_names()})
+
+
+@functools.cache
+def machine_names() -> frozenset[str]:
+    """This machine's host name and fully qualified name, asked once per process:
+    ``socket.getfqdn`` can ask the resolver (a DNS round trip), and every poll needs them."""
+    return frozenset({socket.gethostname(), socket.getfqdn()})
 
 
 def task_instance_record(

@@ -327,15 +327,28 @@ class Store(abc.ABC):
     # The on-call loop ----------------------------------------------------------------------
 
     @abc.abstractmethod
-    async def ack_task(self, task_id: str, *, by: str, reason: str | None, duration: float) -> Ack:
+    async def ack_task(
+        self,
+        task_id: str,
+        *,
+        by: str,
+        reason: str | None,
+        duration: float,
+        source: str | None = None,
+    ) -> Ack:
         """Ack the task until now + ``duration`` (replacing any ack it has), with an event.
 
-        Raise ``TaskNotFound`` for an unknown task.
+        ``source`` names the read-only source the task comes from: its ack is kept here, by
+        that name and the task id, as the store holds no row of the task. Without it, raise
+        ``TaskNotFound`` for a task the store does not hold.
         """
 
     @abc.abstractmethod
-    async def unack_task(self, task_id: str, *, by: str, reason: str) -> Ack | None:
-        """Remove the task's ack, with an event; None (and no event) when it had none."""
+    async def unack_task(
+        self, task_id: str, *, by: str, reason: str, source: str | None = None
+    ) -> Ack | None:
+        """Remove the task's ack (of ``source``'s task, when given), with an event; None (and
+        no event) when it had none."""
 
     @abc.abstractmethod
     async def acks(self) -> list[Ack]:

@@ -15,15 +15,25 @@ from zombietop.store.sql_base import Conn, SQLBase
 class OnCall(SQLBase[Conn]):
     """Acks, silences and schedules."""
 
-    async def ack_task(self, task_id: str, *, by: str, reason: str | None, duration: float) -> Ack:
+    async def ack_task(
+        self,
+        task_id: str,
+        *,
+        by: str,
+        reason: str | None,
+        duration: float,
+        source: str | None = None,
+    ) -> Ack:
+        key = self._ack_key(task_id, source)
         async with self._write() as db:
-            _, now = await self._locked(db, task_id)
+            now = await self._ack_now(db, task_id, source)
             until = now + duration
-            await self._run(
-                db,
-                "upsert_ack",
-                {"task_id": task_id, "actor": by, "reason": reason, "now": now, "until_at": until},
-            )
+            values = {**key, "actor": by, "reason": reason, "now": now, "until_at": until}
+            if source is None:
+                await self._run(db, "upsert_ack", values)
+            else:
+                await self._run(db, "delete_expired_source_acks", values)
+                await self._run(db, "upsert_source_ack", values)
             why = f": {reason}" if reason else ""
             await self._event(
                 db,
@@ -32,19 +42,22 @@ class OnCall(SQLBase[Conn]):
                 actor=by,
                 task_id=task_id,
                 message=f"acked by {by} for {format_age(duration)}{why}",
-                data={"action": "ack", "by": by, "reason": reason, "until": until},
+                data={"action": "ack", "by": by, "reason": reason, "until": until, **key},
             )
-            row = await self._row(db, "select_ack", {"task_id": task_id})
+            row = await self._row(db, self._select_ack(source), key)
         assert row is not None
         return Ack.from_row(row)
 
-    async def unack_task(self, task_id: str, *, by: str, reason: str) -> Ack | None:
+    async def unack_task(
+        self, task_id: str, *, by: str, reason: str, source: str | None = None
+    ) -> Ack | None:
+        key = self._ack_key(task_id, source)
         async with self._write() as db:
-            _, now = await self._locked(db, task_id)
-            row = await self._row(db, "select_ack", {"task_id": task_id})
+            now = await self._ack_now(db, task_id, source)
+            row = await self._row(db, self._select_ack(source), key)
             if row is None:
                 return None
-            await self._run(db, "delete_ack", {"task_id": task_id})
+            await self._run(db, "delete_ack" if source is None else "delete_source_ack", key)
             ended = Ack.from_row(row)
             await self._event(
                 db,
@@ -53,9 +66,25 @@ class OnCall(SQLBase[Conn]):
                 actor=by,
                 task_id=task_id,
                 message=f"ack by {ended.by} ended by {by}: {reason}",
-                data={"action": "unack", "by": by, "reason": reason, "acked_by": ended.by},
+                data={"action": "unack", "by": by, "reason": reason, "acked_by": ended.by, **key},
             )
         return ended
+
+    @staticmethod
+    def _ack_key(task_id: str, source: str | None) -> dict[str, str]:
+        return {"task_id": task_id} if source is None else {"task_id": task_id, "source": source}
+
+    @staticmethod
+    def _select_ack(source: str | None) -> str:
+        return "select_ack" if source is None else "select_source_ack"
+
+    async def _ack_now(self, db: Conn, task_id: str, source: str | None) -> float:
+        """The store's clock; for this store's own task, read after holding its row (which
+        raises ``TaskNotFound`` for a task it does not hold). A source's task has no row here."""
+        if source is None:
+            _, now = await self._locked(db, task_id)
+            return now
+        return await self._now_in(db)
 
     async def acks(self) -> list[Ack]:
         async with self._read() as db:

@@ -115,6 +115,32 @@ RULE_CASES = [
         ],
         id="step-type-interval",
     ),
+    pytest.param(
+        '[step_types.etl]\nfrom_source = true\nstage = "7h"\n',
+        [
+            '[step_types.etl]: stage = "7h" must be at most task = "6h" (default) (a source\'s '
+            "task instance is one stage, at most its task)"
+        ],
+        id="from-source-stage<=task",
+    ),
+    pytest.param(
+        '[step_types.etl]\nfrom_source = false\ntask = "10m"\n',
+        ['[step_types.etl]: stage = "15m" (default) must be shorter than task = "10m"'],
+        id="from-source-false-keeps-stage<task",
+    ),
+    pytest.param(
+        '[step_types.etl]\nfrom_source = true\ntask = "100s"\nkill_grace = "2m"\n',
+        [
+            '[step_types.etl]: kill_grace = "2m" must be shorter than stage = "100s" '
+            "(from_source = true: the task budget)"
+        ],
+        id="from-source-kill_grace<stage-still-holds",
+    ),
+    pytest.param(
+        '[step_types.etl]\nfrom_source = true\nrequest = "2h"\ntask = "1h"\n',
+        ['[step_types.etl]: request = "2h" must be shorter than stage = "1h"'],
+        id="from-source-request<stage-still-holds",
+    ),
 ]
 
 
@@ -176,6 +202,21 @@ SHAPE_CASES = [
         '[step_types.x]\nauto_retry = "yes"\n',
         "[step_types.x]: auto_retry must be true or false",
         id="auto-retry",
+    ),
+    pytest.param(
+        '[step_types.x]\nfrom_source = "airflow"\n',
+        "[step_types.x]: from_source must be true or false, not 'airflow'",
+        id="from-source-not-a-bool",
+    ),
+    pytest.param(
+        "[step_types.x]\nfrom_source = true\nauto_retry = true\n",
+        "[step_types.x]: auto_retry = true with from_source = true: zombietop never retries",
+        id="from-source-no-auto-retry",
+    ),
+    pytest.param(
+        "[timeouts]\nfrom_source = true\n",
+        "[timeouts]: unknown key 'from_source'",
+        id="from-source-only-in-step-types",
     ),
     pytest.param("thresholds = 3\n", "[thresholds] must be a table", id="section-not-table"),
     pytest.param('[timeouts\nstage = "1m"\n', "not valid TOML", id="syntax"),
@@ -280,6 +321,30 @@ def test_step_type_overrides_record_where_each_value_came_from(tmp_path: Path) -
     # Unknown step types fall back to the global set.
     assert config.limits_for("other") is config.defaults
     assert config.limits_for(None).stage == 15 * 60
+
+
+@pytest.mark.parametrize(
+    ("text", "stage", "task", "stage_from"),
+    [
+        pytest.param(
+            'task = "10m"\n', 600.0, 600.0, "from_source = true: the task budget", id="stage=task"
+        ),
+        pytest.param('task = "2h"\nstage = "2h"\n', 7200.0, 7200.0, "", id="stage=task-set"),
+        pytest.param('stage = "2m"\n', 120.0, 6 * 3600.0, "", id="own-stage"),
+        pytest.param(
+            "", 6 * 3600.0, 6 * 3600.0, "from_source = true: the task budget", id="nothing-set"
+        ),
+    ],
+)
+def test_a_from_source_step_type_is_one_stage(
+    tmp_path: Path, text: str, stage: float, task: float, stage_from: str
+) -> None:
+    """An Airflow DAG's step type: its task instance is one stage, so the stage may be the
+    whole task, and is the task budget unless the section sets one."""
+    path = write(tmp_path, f"[step_types.etl]\nfrom_source = true\n{text}")
+    etl = load_config(path).limits_for("etl")
+    assert (etl.from_source, etl.stage, etl.task) == (True, stage, task)
+    assert etl.source("stage") == f"{path} [step_types.etl] {stage_from}".rstrip()
 
 
 def test_sub_second_durations_are_legal_for_fast_tests(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from zombietop.clock import FakeClock
 from zombietop.config import Config, OnCallSettings, Schedule, default_config
 from zombietop.errors import ActionRefused, TaskNotFound
 from zombietop.heartbeat_line import format_timestamp
-from zombietop.model import EventKind, Matcher, TaskState
+from zombietop.model import Ack, EventKind, Matcher, TaskState
 from zombietop.monitor import Monitor
 from zombietop.schedules import ScheduleHealth
 from zombietop.store import Store
@@ -287,3 +287,93 @@ async def test_a_reader_caps_a_silence_at_its_own_max_silence(
     clock.advance(week)
     assert (await Monitor(store, _with(), clock=clock).poll()).oncall.silences == ()
     assert [s.silence_id for s in await store.silences()] == [made.silence_id]
+
+
+AIRFLOW = "airflow+sqlite:///srv/airflow/airflow.db"
+STAGING = "airflow+sqlite:///srv/staging/airflow.db"
+
+
+async def test_an_ack_on_a_sources_task_is_kept_by_its_source_and_id(
+    store: Store, clock: FakeClock
+) -> None:
+    """The store holds no row of an Airflow task instance; its ack is kept all the same, by
+    the source's name and the task id, so another source's task of the same id (and this
+    store's own) is acked apart."""
+    await _task(store, "etl/load/r")
+    settings = OnCallSettings()
+    made = await oncall.ack(
+        store, settings, "etl/load/r", by="ana", reason="on it", duration=600, source=AIRFLOW
+    )
+    assert (made.task_id, made.source, made.by, made.reason) == (
+        "etl/load/r",
+        AIRFLOW,
+        "ana",
+        "on it",
+    )
+    await oncall.ack(store, settings, "etl/load/r", by="bob", duration=900, source=STAGING)
+    await oncall.ack(store, settings, "etl/load/r", by="cy", duration=300)
+    assert sorted((a.source or "", a.by) for a in await store.acks()) == [
+        ("", "cy"),
+        (AIRFLOW, "ana"),
+        (STAGING, "bob"),
+    ]
+    event = (await store.events(kind=EventKind.ACK))[-1]
+    assert (event.task_id, event.data["source"]) == ("etl/load/r", AIRFLOW)
+
+    ended = await oncall.unack(store, "etl/load/r", by="dee", source=AIRFLOW)
+    assert ended is not None and (ended.by, ended.source) == ("ana", AIRFLOW)
+    assert await oncall.unack(store, "etl/load/r", by="dee", source=AIRFLOW) is None
+    assert sorted(a.source or "" for a in await store.acks()) == ["", STAGING]
+    last = (await store.events(kind=EventKind.ACK))[0]
+    assert last.message == "ack by ana ended by dee: unacked"
+    assert last.data["source"] == AIRFLOW
+
+    clock.advance(901)  # every ack has ended: the next source ack takes the ended ones away
+    assert await store.acks() == []
+    await oncall.ack(store, settings, "etl/other/r", by="ana", duration=60, source=AIRFLOW)
+    assert await count_rows(store, "source_acks") == 1
+    assert await count_rows(store, "acks") == 1  # this store's own: gone with its task
+
+
+async def test_an_ack_on_a_sources_task_needs_no_row_and_its_own_needs_one(store: Store) -> None:
+    with pytest.raises(TaskNotFound, match="no task 'etl/load/r'"):
+        await oncall.ack(store, OnCallSettings(), "etl/load/r", by="ana")
+    await oncall.ack(store, OnCallSettings(), "etl/load/r", by="ana", source=AIRFLOW)
+    assert [(a.task_id, a.source) for a in await store.acks()] == [("etl/load/r", AIRFLOW)]
+
+
+def _ack(task_id: str, source: str | None) -> Ack:
+    return Ack(task_id=task_id, by="ana", reason=None, acked_at=0.0, until=100.0, source=source)
+
+
+@pytest.mark.parametrize(
+    ("acks", "owners", "acked"),
+    [
+        pytest.param([_ack("t", None)], {}, {"t": None}, id="own task, own ack"),
+        pytest.param([_ack("t", AIRFLOW)], {"t": AIRFLOW}, {"t": AIRFLOW}, id="source's ack"),
+        pytest.param([_ack("t", STAGING)], {"t": AIRFLOW}, {}, id="another source's ack"),
+        pytest.param([_ack("t", AIRFLOW)], {}, {}, id="source ack, own task"),
+        pytest.param([_ack("t", None)], {"t": AIRFLOW}, {}, id="own ack, source's task"),
+        pytest.param(
+            [_ack("t", None), _ack("t", AIRFLOW), _ack("t", STAGING)],
+            {"t": STAGING},
+            {"t": STAGING},
+            id="three of one id",
+        ),
+    ],
+)
+def test_an_ack_counts_only_for_the_task_of_its_own_source(
+    acks: list[Ack], owners: dict[str, str], acked: dict[str, str | None]
+) -> None:
+    found = oncall.current(50.0, acks, [], owners=owners)
+    assert {task_id: ack.source for task_id, ack in found.acks.items()} == acked
+
+
+async def test_the_dashboards_desk_acks_a_sources_task_by_its_source(store: Store) -> None:
+    """The dashboard's ack key: the desk asks which source the task came from."""
+    owners = {"etl/load/r": AIRFLOW}
+    desk = oncall.Desk(store, OnCallSettings(), by="ana", source_of=owners.get)
+    made = await desk.ack("etl/load/r", reason=None, duration=60)
+    assert made.source == AIRFLOW
+    ended = await desk.unack("etl/load/r")
+    assert ended is not None and ended.source == AIRFLOW

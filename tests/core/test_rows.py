@@ -25,10 +25,10 @@ def test_a_table_renames_and_converts() -> None:
     silence = Silence.from_row({**row, "ended_at": None, "ended_by": None})
     assert silence.matcher is Matcher.HOST
     assert (silence.by, silence.until, silence.set_until) == ("ana", 9.0, None)
-    ack = Ack.from_row(
-        {"task_id": "t", "actor": "bo", "reason": None, "acked_at": 2.0, "until_at": 5.0}
-    )
-    assert (ack.by, ack.until) == ("bo", 5.0)
+    ack_row = {"task_id": "t", "actor": "bo", "reason": None, "acked_at": 2.0, "until_at": 5.0}
+    ack = Ack.from_row({**ack_row, "source": None})
+    assert (ack.by, ack.until, ack.source) == ("bo", 5.0, None)
+    assert Ack.from_row({**ack_row, "source": "prod-airflow"}).source == "prod-airflow"
 
 
 def test_a_field_with_no_column_keeps_its_default() -> None:

@@ -71,6 +71,8 @@ for _ in sys.stdin:
 def _read(proc: subprocess.Popen[str], prefix: str) -> str:
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
+    # An empty line is the zygote's end: say how it ended, not only that a word is missing.
+    assert line, f"the zygote ended (exit status {proc.wait(timeout=10)}) before {prefix!r}"
     assert line.startswith(prefix), f"expected {prefix!r}, got {line!r}"
     return line[len(prefix) :].strip()
 
@@ -102,7 +104,9 @@ async def test_kills_during_checkpoint_writes_never_corrupt_the_checkpoint(
         zygote.stdin.write("go\n")
         zygote.stdin.flush()
         # Parent and child both print: their lines may come in either order.
-        lines = dict(_read(zygote, "").split(" ", 1) for _ in range(2))
+        words = [_read(zygote, "") for _ in range(2)]
+        assert "corrupt" not in words, "a resumed job found a torn checkpoint"
+        lines = dict(word.split(" ", 1) for word in words)
         pid, start = int(lines["pid"]), int(lines["start"])
         # Every resume finds a complete checkpoint at least as far as the last one it started from.
         assert start >= last_start

@@ -236,3 +236,38 @@ def test_the_watchdogs_hold_stays_in_zombietop(
     # Shown and paged, and never written into Airflow.
     assert tasks[f"etl/transform/{RUN}"]["health"] == "stalled"
     assert _sha(airflow3_sqlite.path) == before
+
+
+def test_ack_a_task_instance_in_zombietops_store(
+    airflow3_sqlite: AirflowDatabase, tmp_path: Path, sleeper: int
+) -> None:
+    """Item 9.3: `ack` of an Airflow task instance is kept in zombietop's store (its id and
+    the source's name), shown by `status`, refused for a finished one, ended by `unack`; the
+    Airflow database is never written."""
+    airflow3_sqlite.write(rows(time.time(), sleeper))
+    before = _sha(airflow3_sqlite.path)
+    task = f"etl/transform/{RUN}"
+    acked = zombietop(tmp_path, airflow3_sqlite, "ack", task, "--for", "1h", "--reason", "on it")
+    assert acked.returncode == 0, acked.stderr
+    assert acked.stdout.startswith(f"{task}: acked by ")
+    assert acked.stdout.rstrip().endswith("(1h00m): on it")
+    status = zombietop(tmp_path, airflow3_sqlite, "status", "--json")
+    tasks = {t["task_id"]: t for t in json.loads(status.stdout)["tasks"]}
+    assert tasks[task]["ack"]["reason"] == "on it"
+    assert tasks[f"etl/load/{RUN}"]["ack"] is None
+
+    finished = zombietop(tmp_path, airflow3_sqlite, "ack", f"etl/split/{RUN}[2]")
+    assert finished.returncode == 2
+    assert "has finished (succeeded): it pages nobody" in finished.stderr
+    unknown = zombietop(tmp_path, airflow3_sqlite, "ack", "etl/nope/r")
+    assert unknown.returncode == 2
+    assert "no task 'etl/nope/r' in store" in unknown.stderr
+    assert f"nor among the recent tasks of {airflow3_sqlite.url}" in unknown.stderr
+
+    unacked = zombietop(tmp_path, airflow3_sqlite, "unack", task)
+    assert unacked.returncode == 0, unacked.stderr
+    assert unacked.stdout.startswith(f"{task}: ack by ")
+    status = zombietop(tmp_path, airflow3_sqlite, "status", "--json")
+    tasks = {t["task_id"]: t for t in json.loads(status.stdout)["tasks"]}
+    assert tasks[task]["ack"] is None
+    assert _sha(airflow3_sqlite.path) == before

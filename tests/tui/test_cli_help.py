@@ -29,7 +29,7 @@ COMMANDS = [
     "unsilence",
     "demo",
 ]
-READ_SOURCES = {"status", "watch", "agent", "resume", "discard", "kill", "silence"}
+READ_SOURCES = {"status", "watch", "agent", "resume", "discard", "kill", "silence", "ack", "unack"}
 """The commands that read engines' databases, so the only ones that offer ``--source``."""
 
 

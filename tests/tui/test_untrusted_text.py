@@ -23,7 +23,7 @@ from zombietop.model import Event, EventKind, TaskRecord
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.notify import Page
 from zombietop.printable import UNSAFE, printable
-from zombietop.tui.cells import COLUMNS, row_cells
+from zombietop.tui.cells import COLUMNS, row_cells, task_column
 from zombietop.tui.cli.status import nagios_output, render_table
 from zombietop.tui.cli.status_json import snapshot_to_json
 from zombietop.tui.screens.confirm import consequence, facts
@@ -122,8 +122,10 @@ INTERFACES: dict[str, Interface] = {
     "page line": lambda s, e: (
         Page(kind="incident", line=_view(s).verdict.context(NOW), at=NOW).shown
     ),
+    # The task column as wide as the longest escaped id here: a narrower one cuts the id in
+    # the middle (tests/tui/test_cells_task_id.py), which is no escape to check.
     "dashboard cells": lambda s, e: " ".join(
-        c.plain for c in row_cells(_view(s), NOW, COLUMNS, {})
+        c.plain for c in row_cells(_view(s), NOW, [COLUMNS[0], task_column(60), *COLUMNS[2:]], {})
     ),
     "detail": lambda s, e: _plain(facts_table(_view(s), NOW)),
     "events pane": lambda s, e: event_line(e).plain,

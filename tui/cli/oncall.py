@@ -11,9 +11,9 @@ from typing import Any
 
 from zombietop import oncall
 from zombietop.durations import format_age, format_duration, parse_duration
-from zombietop.errors import ZombietopError
+from zombietop.errors import TaskNotFound, ZombietopError
 from zombietop.heartbeat_line import format_timestamp
-from zombietop.model import Ack, Matcher, Silence
+from zombietop.model import Ack, Matcher, Silence, Task
 from zombietop.monitor import Monitor, Snapshot
 from zombietop.oncall import operator_name
 from zombietop.printable import printable
@@ -47,12 +47,17 @@ def _add_ack(
     ack = add_command(
         sub,
         "ack",
-        parents=[common],
+        parents=[common, source_flags()],
         summary="say you are on a task's incident: no re-notify until the ack ends",
         about="Say you are on a task's incident: the watchdog does not page it again until "
         "the ack ends (--for) or the incident does. A task that has finished pages nobody, "
-        "so an ack of it is refused (exit 2).",
-        examples=('zombietop ack export-2031 --for 2h --reason "restarting the partner API"',),
+        "so an ack of it is refused (exit 2). A task of a read-only source (--source, "
+        "[[sources]]) is acked too: the ack is kept in zombietop's store, never in the "
+        "engine's database.",
+        examples=(
+            'zombietop ack export-2031 --for 2h --reason "restarting the partner API"',
+            "zombietop ack --source airflow+sqlite:///srv/airflow/airflow.db 'etl/load/run1'",
+        ),
     )
     ack.add_argument("task", metavar="TASK", help="the task id, as `zombietop status` shows it")
     ack.add_argument(
@@ -73,7 +78,7 @@ def _add_unack(
     unack = add_command(
         sub,
         "unack",
-        parents=[common],
+        parents=[common, source_flags()],
         summary="end a task's ack",
         about="End a task's ack now: its incident is paged again from [watch] renotify after "
         "its last notice. A task with no ack is nothing to do: that is said, and the exit "
@@ -187,12 +192,12 @@ async def cmd_ack(args: argparse.Namespace) -> int:
 
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
-        task = await store.get_task(args.task)
+        task, source = await _whose(store, ctx, args.task)
         if task.state.finished:
             # Its incident is over; an ack kept now would only quiet a later run's re-notify.
             raise ZombietopError(
-                f"{task.task_id} has finished ({task.state}): it pages nobody, so there is "
-                "nothing to ack; no ack was set"
+                f"{printable(task.task_id)} has finished ({task.state}): it pages nobody, so "
+                "there is nothing to ack; no ack was set"
             )
         done = await oncall.ack(
             store,
@@ -201,6 +206,7 @@ async def cmd_ack(args: argparse.Namespace) -> int:
             by=operator_name(),
             reason=args.reason,
             duration=args.duration,
+            source=source,
         )
     print(f"{printable(done.task_id)}: {ack_words(done)}")
     return EXIT_OK
@@ -210,7 +216,8 @@ async def cmd_unack(args: argparse.Namespace) -> int:
 
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
-        ended = await oncall.unack(store, args.task, by=operator_name())
+        source = await _acked_source(store, ctx, args.task)
+        ended = await oncall.unack(store, args.task, by=operator_name(), source=source)
         now = await store.now()
     task = printable(args.task)
     if ended is None:
@@ -224,6 +231,48 @@ async def cmd_unack(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"{task}: ack by {printable(ended.by)} ended")
     return EXIT_OK
+
+
+async def _whose(store: Store, ctx: Context, task_id: str) -> tuple[Task, str | None]:
+    """The task, from the store or else from the sources the command reads, with the name of
+    its source (None for the store's own task)."""
+    try:
+        return await store.get_task(task_id), None
+    except TaskNotFound as exc:
+        if not ctx.sources:
+            raise TaskNotFound(
+                f"{exc}; a task of an engine (Airflow) is found with --source URL or "
+                "[[sources]] in the config"
+            ) from None
+        missing = str(exc)
+    async with open_sources(ctx.sources) as sources:
+        monitor = Monitor(store, ctx.config, sources=sources)
+        snapshot = await monitor.poll()
+        owner = monitor.source_of.get(task_id)
+    view = snapshot.by_id().get(task_id)
+    if owner is not None and view is not None:
+        return view.task, owner.name
+    names = ", ".join(source.name for source in sources)
+    unread = "".join(f"; {error}" for error in snapshot.source_errors.values())
+    raise TaskNotFound(printable(f"{missing}, nor among the recent tasks of {names}{unread}"))
+
+
+async def _acked_source(store: Store, ctx: Context, task_id: str) -> str | None:
+    """Whose ack an unack ends: the store's own task's, else the one source's whose task
+    holds an ack in force by that id (asking the sources only when two do)."""
+    try:
+        await store.get_task(task_id)
+        return None
+    except TaskNotFound:
+        pass
+    sources = {ack.source for ack in await store.acks() if ack.task_id == task_id}
+    sources.discard(None)
+    if len(sources) == 1:
+        return sources.pop()
+    if not sources:
+        return None
+    _, source = await _whose(store, ctx, task_id)
+    return source
 
 
 async def cmd_silence(args: argparse.Namespace) -> int:

@@ -9,15 +9,42 @@ ON CONFLICT (task_id) DO UPDATE SET
     until_at = excluded.until_at
 
 -- select_ack --
-SELECT task_id, actor, reason, acked_at, until_at FROM acks WHERE task_id = :task_id
+SELECT task_id, actor, reason, acked_at, until_at, NULL AS source FROM acks
+WHERE task_id = :task_id
 
 -- delete_ack --
 DELETE FROM acks WHERE task_id = :task_id
 
 -- select_acks --
--- Acks still in force; expired ones stay until the task's next ack or unack replaces them.
-SELECT task_id, actor, reason, acked_at, until_at FROM acks WHERE until_at > :now
-ORDER BY task_id
+-- Acks still in force, on this store's tasks and on the sources' tasks; expired ones stay
+-- until the task's next ack or unack replaces them.
+SELECT task_id, actor, reason, acked_at, until_at, NULL AS source FROM acks
+WHERE until_at > :now
+UNION ALL
+SELECT task_id, actor, reason, acked_at, until_at, source FROM source_acks
+WHERE until_at > :now
+ORDER BY task_id, source
+
+-- upsert_source_ack --
+-- An ack on a read-only source's task (an Airflow task instance): kept here, by the source's
+-- name and its task id, since the engine's database is never written.
+INSERT INTO source_acks (source, task_id, actor, reason, acked_at, until_at)
+VALUES (:source, :task_id, :actor, :reason, :now, :until_at)
+ON CONFLICT (source, task_id) DO UPDATE SET
+    actor = excluded.actor, reason = excluded.reason, acked_at = excluded.acked_at,
+    until_at = excluded.until_at
+
+-- select_source_ack --
+SELECT task_id, actor, reason, acked_at, until_at, source FROM source_acks
+WHERE source = :source AND task_id = :task_id
+
+-- delete_source_ack --
+DELETE FROM source_acks WHERE source = :source AND task_id = :task_id
+
+-- delete_expired_source_acks --
+-- A source's tasks are never pruned with this store's, so the acks that ended go when the
+-- next source ack is written: nothing reads an ended one but the unack that replaces it.
+DELETE FROM source_acks WHERE until_at <= :now AND NOT (source = :source AND task_id = :task_id)
 
 -- insert_silence --
 INSERT INTO silences (matcher, pattern, actor, reason, created_at, until_at)

@@ -246,6 +246,19 @@ DROP INDEX tasks_finished_at;
 CREATE INDEX tasks_finished_at ON tasks (finished_at, task_id);
 CREATE INDEX host_requests_task ON host_requests (task_id);
 
+-- schema_v12 --
+-- Acks on the tasks of read-only sources, by the source's name and its task id (see
+-- sqlite/migrations.sql, schema_v14).
+CREATE TABLE source_acks (
+    source    text NOT NULL,
+    task_id   text NOT NULL,
+    actor     text NOT NULL,
+    reason    text,
+    acked_at  double precision NOT NULL,
+    until_at  double precision NOT NULL,
+    PRIMARY KEY (source, task_id)
+);
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 

@@ -417,3 +417,18 @@ CREATE TABLE schedules_seen (
 DROP INDEX tasks_finished_at;
 CREATE INDEX tasks_finished_at ON tasks (finished_at, task_id);
 CREATE INDEX host_requests_task ON host_requests (task_id);
+
+-- schema_v14 --
+-- Acks on the tasks of read-only sources (Airflow's task instances), which the tasks table
+-- never holds, so acks cannot point at them. They are keyed by the source's name as well as
+-- its task id: two sources (a staging and a production Airflow with the same DAGs) can both
+-- have a task DAG/TASK/RUN, and an ack on one must not quiet the other.
+CREATE TABLE source_acks (
+    source    TEXT NOT NULL,
+    task_id   TEXT NOT NULL,
+    actor     TEXT NOT NULL,
+    reason    TEXT,
+    acked_at  REAL NOT NULL,
+    until_at  REAL NOT NULL,
+    PRIMARY KEY (source, task_id)
+);
