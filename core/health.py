@@ -28,7 +28,7 @@ class NagiosLevel(IntEnum):
     WARNING = 1
     """A task is spinning or over one of its budgets, or a schedule runs long: look soon."""
     CRITICAL = 2
-    """A task is dead, stalled or reclaimable, or a schedule missed: act now."""
+    """A task is dead, orphaned, stalled or reclaimable, or a schedule missed: act now."""
     UNKNOWN = 3
     """The store or the config could not be read: zombietop cannot say."""
 
