@@ -106,7 +106,13 @@ class IncidentBook:
             # for a moment: the kill's outcome is the news, not a new incident (or an all-clear).
             pass
         elif health.pages:
-            if task_id not in self.incidents:
+            incident = self.incidents.get(task_id)
+            if incident is not None and health.asks_to_kill and incident.health is not health:
+                # Finished while its process lives on (a stalled task its engine failed):
+                # what to do changed, so the same incident is paged again with the new line.
+                del self.incidents[task_id]
+                incident = None
+            if incident is None:
                 await self.open(view, look)
             else:
                 await self.follow_up(view, look)

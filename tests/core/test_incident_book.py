@@ -254,3 +254,50 @@ async def test_an_orphan_opens_an_incident_and_is_paged_but_not_held(
     assert [p.line for p in look.pages] == [
         "export-2031 all clear: now failed (was orphaned for 0s)"
     ]
+
+
+async def test_a_stalled_task_that_finishes_while_its_process_lives_is_paged_as_orphaned(
+    store: Store, clock: FakeClock, children: Children
+) -> None:
+    """Airflow's case: the supervisor dies, the task stalls (paged), then Airflow marks it
+    failed while its process runs on. The open incident is paged again: now "kill it"."""
+    await store.create_task(
+        task_id="export-2031",
+        run_id="r",
+        step="export",
+        step_type="d",
+        actor="t",
+        command=("sleep", "60"),
+    )
+    token = (await store.acquire_lease("export-2031", owner="w1", ttl=3600)).token
+    await store.record_heartbeat(
+        "export-2031", parse_line("stage=transform p=61"), owner="w1", token=token
+    )
+    alive = children.start(["sleep", "60"])
+    started = read_start(alive.pid)
+    assert started is not None
+    await store.set_process(
+        "export-2031",
+        owner="w1",
+        token=token,
+        pid=alive.pid,
+        pid_start_time=started.time,
+        pid_start_identity=started.identity,
+        host=this_host(),
+    )
+    clock.advance(200)
+    parts = hands_on(store, clock)
+    parts.hands.monitor.probe = PsutilProbe()
+    book = book_of(parts)
+    assert await judge(parts, book) == ["incident"]  # stalled
+    await store.finish_task(
+        "export-2031", owner="w1", token=token, state=TaskState.FAILED, exit_code=1
+    )
+    clock.advance(30)
+    view, look = await parts.judged()
+    await book.judge(view, look)
+    (page,) = look.pages
+    assert page.kind == "incident" and " orphaned: " in page.line
+    assert page.line.endswith(" - kill it")
+    assert book.incidents["export-2031"].health is Health.ORPHANED
+    assert await judge(parts, book) == []  # paged once
