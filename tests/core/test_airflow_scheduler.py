@@ -233,9 +233,10 @@ async def test_a_task_stuck_in_a_pool_without_slots_is_queued_too_long(
     at, view = await watch.until(
         task, lambda v: Flag.QUEUED_TOO_LONG in v.verdict.flags, "queued_too_long", 120
     )
+    # The flag comes at the first poll past queue_timeout; the module ran other tests first,
+    # so the task has waited longer than that by the time this test looks.
     timing(
-        "pool: queued_too_long after it was scheduled (queue_timeout 15s)",
-        at - view.task.created_at,
+        "pool: queued_too_long at its first poll, the task scheduled for", at - view.task.created_at
     )
     assert view.health is Health.QUEUED
     words = watch.words(view)
