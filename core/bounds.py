@@ -61,6 +61,7 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             "lease_ttl",
             "progress_timeout",
             "start_grace",
+            "queue_timeout",
             "request",
             "stage",
             "task",

@@ -1,5 +1,6 @@
 """The layered timeouts, applied: a stage overrun pages, the second overrun kills, a task
-overrun is only logged; a request overrun pages.
+overrun is only logged; a request overrun pages. Any other flag whose traits say
+``pages_once`` (``queued_too_long``) is paged once per task attempt.
 
 Budgets are not a health: a healthy task can be over its stage budget. Each reaction is taken
 once (its one-shot key goes into the incident book's ``once``), and an overrun is not paged
@@ -41,11 +42,16 @@ class BudgetWatch:
             return
         # Flags hold until the verdict's stable_until; the times used and the page line are read
         # as of this look.
+        once = self.book.once
+        for flag in flags:
+            # The flags that page once per task (FLAG_TRAITS); the budgets' own are below.
+            key = f"flag:{flag}:{task.task_id}:{task.attempt}"
+            if flag.pages_once and key not in once:
+                await self._overrun(look, str(flag), verdict.context(look.now), key, view)
         budgets = verdict.budgets(look.now)
         beat = view.heartbeat
         if Flag.STAGE_OVERRUN in flags and budgets.stage.used_s is not None:
             await self._stage(view, budgets.stage, look)
-        once = self.book.once
         if Flag.REQUEST_OVERRUN in flags and beat is not None:
             key = f"request:{task.task_id}:{beat.request_name}:{beat.request_started_at}"
             if key not in once:

@@ -18,7 +18,7 @@ from zombietop.health import Flag, Health, RowOrder
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Task, TaskState
 
 INF = float("inf")
-# An I/O-idle process is worth mentioning in the context line after this long.
+# An idle process (no I/O, or no CPU and no I/O) is worth a word in the context line after this.
 IO_IDLE_WORTH_SAYING = 60.0
 STOPPED = ("stopped", "tracing-stop")
 """Process statuses of a process that cannot run until someone sends it SIGCONT."""
@@ -143,8 +143,7 @@ def classify(
     state = task.state
     executing = state.executing
     if state in _FINISHED_HEALTH:
-        health = _FINISHED_HEALTH[state]
-        reasons.append(_finished_reason(task))
+        health = _finished_rules(task, process, limits, reasons)
     elif executing:
         _executing_rules(now, task, lease, heartbeat, process, limits, reasons)
         # Most tasks are healthy: no reason, nothing to rank.
@@ -170,6 +169,8 @@ def classify(
                     )
                 )
             health = Health.QUARANTINED if task.quarantined else Health.QUEUED
+            if _queued_too_long(now, task, limits):
+                reasons.append(_queue_reason(task, limits))
 
     if task.heartbeat_error:
         error = f": {task.heartbeat_error}"
@@ -179,13 +180,18 @@ def classify(
 
     if len(reasons) > 1:
         reasons.sort(key=_reason_rank)
-    flags = _overruns(_used(now, task, heartbeat), limits) if executing else ()
+    if executing:
+        flags = _overruns(_used(now, task, heartbeat), limits)
+        stable_until = _next_threshold(now, task, lease, heartbeat, process, limits)
+    else:
+        flags, stable_until = _queue_flags(now, task, limits)
     if task.redelivered:
         flags = (Flag.REDELIVERED, *flags)
-    stable_until = _next_threshold(now, task, lease, heartbeat, limits) if executing else INF
     # The budgets and the page line are composed only for the few verdicts anyone reads.
     budgets = partial(_budgets, task, heartbeat, limits)
-    describe = partial(_context, task, health, heartbeat, lease, process, budgets, flags, reasons)
+    describe = partial(
+        _context, task, health, heartbeat, lease, process, limits, budgets, flags, reasons
+    )
     return Verdict(
         health=health,
         reasons=tuple(reasons),
@@ -193,14 +199,27 @@ def classify(
         stable_until=stable_until,
         heartbeat_at=None if heartbeat is None else heartbeat.written_at,
         lease_expires_at=lease.expires_at if lease is not None and lease.held else None,
-        progress_changed_at=None if heartbeat is None else heartbeat.progress_changed_at,
+        progress_changed_at=_flat_since(heartbeat, reasons),
         describe=describe,
         budgets_of=budgets,
     )
 
 
+def _flat_since(heartbeat: Heartbeat | None, reasons: list[Reason]) -> float | None:
+    """When progress last moved: for a task spinning on an idle process, when it went idle."""
+    for reason in reasons:
+        if reason.code == "process_idle":
+            return reason.since
+    return None if heartbeat is None else heartbeat.progress_changed_at
+
+
 def _next_threshold(
-    now: float, task: Task, lease: Lease | None, heartbeat: Heartbeat | None, limits: Limits
+    now: float,
+    task: Task,
+    lease: Lease | None,
+    heartbeat: Heartbeat | None,
+    process: ProcessSample | None,
+    limits: Limits,
 ) -> float:
     """The earliest moment after ``now`` at which an executing task crosses a threshold.
 
@@ -221,6 +240,9 @@ def _next_threshold(
     else:
         moments.append(heartbeat.written_at + limits.heartbeat_timeout)
         moments.append(heartbeat.progress_changed_at + limits.progress_timeout)
+        idle_since = _idle_since(heartbeat, process)
+        if idle_since is not None:
+            moments.append(idle_since + limits.progress_timeout)
         moments.append(heartbeat.stage_started_at + limits.stage)
         if heartbeat.request_name and heartbeat.request_started_at is not None:
             moments.append(heartbeat.request_started_at + limits.request)
@@ -288,26 +310,7 @@ def _executing_rules(
                 limit = ("timeout", limits.heartbeat_timeout)
                 reasons.append(_late("no_heartbeat", Health.STALLED, words, limit))
     else:
-        written = heartbeat.written_at
-        if now - written > limits.heartbeat_timeout and heartbeat.observed:
-            reasons.append(_no_activity(written, ("timeout", limits.heartbeat_timeout)))
-        elif now - written > limits.heartbeat_timeout:
-            words = ("heartbeat ", written, " old")
-            limit = ("timeout", limits.heartbeat_timeout)
-            reasons.append(_late("heartbeat_stale", Health.STALLED, words, limit))
-        elif (
-            now - heartbeat.progress_changed_at > limits.progress_timeout
-            and heartbeat.reports_progress
-        ):
-            # Spinning is a judgement on reported progress: observed beats only prove activity.
-            progress = format_progress(heartbeat.progress)
-            words = (
-                f"beating but progress unchanged at {progress} for ",
-                heartbeat.progress_changed_at,
-                "",
-            )
-            limit = ("timeout", limits.progress_timeout)
-            reasons.append(_late("progress_stuck", Health.SPINNING, words, limit))
+        reasons.extend(_beat_rules(now, heartbeat, process, limits))
 
     if task.quarantined:
         reasons.append(_quarantine_reason(task))
@@ -338,6 +341,58 @@ def _process_reason(process: ProcessSample | None, heartbeat: Heartbeat | None) 
         what = f"pid {process.pid} stopped (SIGSTOP); the worker still beats"
         return Reason(code="process_stopped", before=what, health=Health.STALLED)
     return None
+
+
+def _beat_rules(
+    now: float, heartbeat: Heartbeat, process: ProcessSample | None, limits: Limits
+) -> list[Reason]:
+    """The rules for an executing task that has beaten: stale, or fresh but not moving."""
+    reasons: list[Reason] = []
+    written = heartbeat.written_at
+    if now - written > limits.heartbeat_timeout and heartbeat.observed:
+        reasons.append(_no_activity(written, ("timeout", limits.heartbeat_timeout)))
+    elif now - written > limits.heartbeat_timeout:
+        words = ("heartbeat ", written, " old")
+        limit = ("timeout", limits.heartbeat_timeout)
+        reasons.append(_late("heartbeat_stale", Health.STALLED, words, limit))
+    elif (
+        now - heartbeat.progress_changed_at > limits.progress_timeout and heartbeat.reports_progress
+    ):
+        # Spinning is a judgement on reported progress: observed beats only prove activity.
+        progress = format_progress(heartbeat.progress)
+        words = (
+            f"beating but progress unchanged at {progress} for ",
+            heartbeat.progress_changed_at,
+            "",
+        )
+        limit = ("timeout", limits.progress_timeout)
+        reasons.append(_late("progress_stuck", Health.SPINNING, words, limit))
+    else:
+        idle_since = _idle_since(heartbeat, process)
+        if idle_since is not None and now - idle_since > limits.progress_timeout:
+            reasons.append(_idle(heartbeat, idle_since, limits.progress_timeout))
+    return reasons
+
+
+def _idle_since(heartbeat: Heartbeat, process: ProcessSample | None) -> float | None:
+    """When the task's process last used CPU or did I/O, for a beat that proves only life;
+    None for a reported beat or when the probe cannot tell."""
+    if not heartbeat.proves_life_only or process is None or process.gone:
+        return None
+    return None if process.idle_s is None else process.sampled_at - process.idle_s
+
+
+def _idle(heartbeat: Heartbeat, since: float, limit: float) -> Reason:
+    """Spinning under beats that prove life only: the process behind them does nothing."""
+    who = "observed" if heartbeat.observed else "supervisor"
+    return Reason(
+        code="process_idle",
+        health=Health.SPINNING,
+        before=f"{who} beats; task process idle ",
+        since=since,
+        after=" (cpu 0%, no I/O)",
+        limit=limit,
+    )
 
 
 def _no_activity(since: float, limit: tuple[str, float]) -> Reason:
@@ -375,11 +430,21 @@ def _quarantine_reason(task: Task) -> Reason:
     return _ago("quarantined", by, task.quarantined_at, why, Health.QUARANTINED)
 
 
-def _ago(code: str, head: str, at: float | None, tail: str, health: Health | None = None) -> Reason:
-    """``HEAD AGE ago TAIL``, or ``HEADTAIL`` when the moment is not known."""
+def _ago(
+    code: str,
+    head: str,
+    at: float | None,
+    tail: str,
+    health: Health | None = None,
+    *,
+    ago: bool = True,
+) -> Reason:
+    """``HEAD AGE ago TAIL`` (``HEAD AGE TAIL`` without ``ago``), or ``HEADTAIL`` when the
+    moment is not known."""
     if at is None:
         return Reason(code=code, health=health, before=head + tail)
-    return Reason(code=code, health=health, before=f"{head} ", since=at, after=f" ago{tail}")
+    after = f" ago{tail}" if ago else tail
+    return Reason(code=code, health=health, before=f"{head} ", since=at, after=after)
 
 
 def _interrupted_reason(task: Task, heartbeat: Heartbeat | None) -> Reason:
@@ -391,6 +456,62 @@ def _interrupted_reason(task: Task, heartbeat: Heartbeat | None) -> Reason:
         code="interrupted",
         before=f"{task.state_reason or 'stopped by SIGTERM'}{where}{checkpoint}",
         health=Health.INTERRUPTED,
+    )
+
+
+def _finished_rules(
+    task: Task, process: ProcessSample | None, limits: Limits, reasons: list[Reason]
+) -> Health:
+    """A finished task's health: its own word, or orphaned while its process lives on."""
+    health = _FINISHED_HEALTH[task.state]
+    if process is not None and not process.gone:
+        health = Health.ORPHANED
+        reasons.append(_orphaned_reason(task, process, limits))
+    reasons.append(_finished_reason(task))
+    return health
+
+
+def _orphaned_reason(task: Task, process: ProcessSample, limits: Limits) -> Reason:
+    """``pid 17466 alive 18m after Airflow marked it failed``."""
+    after = (
+        f" after {limits.engine} marked it {task.state}" if limits.engine else " after it finished"
+    )
+    return _ago(
+        "process_orphaned",
+        f"pid {process.pid} alive",
+        task.finished_at,
+        after,
+        Health.ORPHANED,
+        ago=False,
+    )
+
+
+def _queued_too_long(now: float, task: Task, limits: Limits) -> bool:
+    return (
+        task.state is TaskState.QUEUED
+        and limits.queue_timeout > 0
+        and now - task.created_at > limits.queue_timeout
+    )
+
+
+def _queue_flags(now: float, task: Task, limits: Limits) -> tuple[tuple[Flag, ...], float]:
+    """The flags of a task that does not execute, and until when they hold."""
+    if _queued_too_long(now, task, limits):
+        return (Flag.QUEUED_TOO_LONG,), INF
+    if task.state is TaskState.QUEUED and limits.queue_timeout > 0:
+        return (), task.created_at + limits.queue_timeout
+    return (), INF
+
+
+def _queue_reason(task: Task, limits: Limits) -> Reason:
+    """``queued 35m (queue timeout 30m): airflow state scheduled, pool zt_empty: ...``."""
+    why = f": {task.state_reason}" if task.state_reason else ""
+    return Reason(
+        code="queued_too_long",
+        before="queued ",
+        since=task.created_at,
+        after=f" (queue timeout {format_duration(limits.queue_timeout)}){why}",
+        limit=limits.queue_timeout,
     )
 
 
@@ -453,6 +574,7 @@ def _context(
     heartbeat: Heartbeat | None,
     lease: Lease | None,
     process: ProcessSample | None,
+    limits: Limits,
     budgets_of: Callable[[float], Budgets],
     flags: tuple[Flag, ...],
     reasons: list[Reason],
@@ -472,10 +594,11 @@ def _context(
         not task.state.executing and task.state is not TaskState.INTERRUPTED
     ):
         parts.extend(r.words(now) for r in reasons)
-        return f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
+        line = f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
+        return line + _ask(health, limits)
 
     if heartbeat is not None:
-        observed = "observed " if heartbeat.observed else ""
+        observed = "" if heartbeat.source is HeartbeatSource.REPORTED else f"{heartbeat.source} "
         parts.append(f"{observed}heartbeat {format_age(now - heartbeat.written_at)} old")
     elif task.state.executing:
         parts.append(f"no heartbeat yet ({format_age(now - _start_of(task))} since claim)")
@@ -490,7 +613,8 @@ def _context(
         else:
             parts.append(f"lease expires in {format_age(expires_at - now)}")
     if process is not None:
-        parts.append(_process_words(process))
+        # Idle past the progress timeout is worth saying however short that timeout is.
+        parts.append(_process_words(process, min(IO_IDLE_WORTH_SAYING, limits.progress_timeout)))
     budgets = budgets_of(now)
     for flag, budget, label in (
         (Flag.REQUEST_OVERRUN, budgets.request, "request"),
@@ -508,9 +632,19 @@ def _context(
     if task.state is TaskState.INTERRUPTED:
         parts.append(f"checkpoint {task.checkpoint}" if task.checkpoint else "no checkpoint")
     line = f"{head} " + ", ".join(parts)
-    if health.asks_a_human:
-        line += " - resume or discard"
-    return line
+    return line + _ask(health, limits)
+
+
+def _ask(health: Health, limits: Limits) -> str:
+    """What a page ends with: the actions that work on the task."""
+    if health.asks_to_kill:
+        return " - kill it"
+    if not health.asks_a_human:
+        return ""
+    if limits.engine:
+        # resume and discard are refused for an engine's task: name what works instead.
+        return f" - clear it in {limits.engine}, mark it failed, or kill it"
+    return " - resume or discard"
 
 
 def _what_is_wrong(health: Health, flags: tuple[Flag, ...]) -> str:
@@ -521,7 +655,8 @@ def _what_is_wrong(health: Health, flags: tuple[Flag, ...]) -> str:
     return said if health is Health.HEALTHY else f"{health}, {said}"
 
 
-def _process_words(process: ProcessSample) -> str:
+def _process_words(process: ProcessSample, idle_after: float = IO_IDLE_WORTH_SAYING) -> str:
+    """``pid 4121 alive cpu 0%``, with how long it has been idle past ``idle_after``."""
     if not process.alive:
         return f"pid {process.pid} gone"
     if not process.identity_ok:
@@ -541,7 +676,9 @@ def _process_words(process: ProcessSample) -> str:
             words += ","  # the figure after it is the tree's, not the first process's
     if process.cpu_percent is not None:
         words += f" cpu {process.cpu_percent:.0f}%"
-    if process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:
+    if process.idle_s is not None and process.idle_s >= idle_after:
+        words += f", idle {format_age(process.idle_s)} (no CPU, no I/O)"
+    elif process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:
         words += f", no I/O for {format_age(process.io_idle_s)}"
     return words
 

@@ -80,12 +80,14 @@ class StoredSample:
         return read_row(cls, row, _STORED_SAMPLE_READS)
 
 
-# The store keeps no I/O deltas of a sample, only how long its I/O has been idle (io_idle_s).
+# The store keeps no I/O deltas of a sample, only how long its I/O has been idle (io_idle_s),
+# and not how long it has used no CPU either: an agent's task is never judged idle.
 _SAMPLE_READS: RowReads = {
     "alive": column("alive", bool),
     "identity_ok": column("identity_ok", bool),
     "read_bytes_delta": None,
     "write_bytes_delta": None,
+    "idle_s": None,
 }
 _STORED_SAMPLE_READS: RowReads = {"sample": lambda row: read_row(ProcessSample, row, _SAMPLE_READS)}
 

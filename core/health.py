@@ -28,7 +28,7 @@ class NagiosLevel(IntEnum):
     WARNING = 1
     """A task is spinning or over one of its budgets, or a schedule runs long: look soon."""
     CRITICAL = 2
-    """A task is dead, stalled or reclaimable, or a schedule missed: act now."""
+    """A task is dead, orphaned, stalled or reclaimable, or a schedule missed: act now."""
     UNKNOWN = 3
     """The store or the config could not be read: zombietop cannot say."""
 
@@ -43,6 +43,10 @@ class HealthTraits:
     """Someone should look soon, but nobody is woken: ``status`` exits WARNING."""
     asks_a_human: bool = False
     """A human must decide what to do: the page line ends with "resume or discard"."""
+    asks_to_kill: bool = False
+    """A process runs on that nothing will stop: the page line ends with "kill it"."""
+    holds: bool = False
+    """The watchdog quarantines the task when its incident opens, so dependents wait."""
     needs_attention: bool = False
     """Something is wrong with the task: the wall lists it among the offenders."""
     blocks_dependents: bool = False
@@ -69,6 +73,8 @@ class Health(StrEnum):
 
     DEAD = "dead"
     """Claims to run but its process is gone, a zombie, or its PID belongs to another process."""
+    ORPHANED = "orphaned"
+    """Finished (by the engine's word or ours), but its process, identity checked, still runs."""
     RECLAIMABLE = "reclaimable"
     """The lease expired: anyone may reclaim the task."""
     STALLED = "stalled"
@@ -115,6 +121,14 @@ class Health(StrEnum):
         return HEALTH_TRAITS[self].asks_a_human
 
     @property
+    def asks_to_kill(self) -> bool:
+        return HEALTH_TRAITS[self].asks_to_kill
+
+    @property
+    def holds(self) -> bool:
+        return HEALTH_TRAITS[self].holds
+
+    @property
     def needs_attention(self) -> bool:
         return HEALTH_TRAITS[self].needs_attention
 
@@ -151,7 +165,12 @@ HEALTH_TRAITS: Mapping[Health, HealthTraits] = {
         needs_attention=True,
         blocks_dependents=True,
         retryable=True,
+        holds=True,
         order=RowOrder.SILENCE,
+    ),
+    # Its state is final, so there is nothing to hold: the process is what must stop.
+    Health.ORPHANED: HealthTraits(
+        pages=True, asks_to_kill=True, needs_attention=True, blocks_dependents=True
     ),
     Health.RECLAIMABLE: HealthTraits(
         pages=True,
@@ -159,6 +178,7 @@ HEALTH_TRAITS: Mapping[Health, HealthTraits] = {
         needs_attention=True,
         blocks_dependents=True,
         retryable=True,
+        holds=True,
         order=RowOrder.SILENCE,
     ),
     # The process may still run: retrying a stalled task could run its work twice.
@@ -167,6 +187,7 @@ HEALTH_TRAITS: Mapping[Health, HealthTraits] = {
         asks_a_human=True,
         needs_attention=True,
         blocks_dependents=True,
+        holds=True,
         order=RowOrder.SILENCE,
     ),
     Health.SPINNING: HealthTraits(
@@ -204,3 +225,32 @@ class Flag(StrEnum):
     REDELIVERED = "redelivered"
     """A queue handed the task to a worker again while it was still held: the same id active
     twice, or active and reserved at once (Celery's acks_late past the visibility timeout)."""
+    QUEUED_TOO_LONG = "queued_too_long"
+    """Queued or scheduled longer than ``queue_timeout``, with the engine's reason if known."""
+
+    @property
+    def traits(self) -> FlagTraits:
+        return FLAG_TRAITS[self]
+
+    @property
+    def pages_once(self) -> bool:
+        return FLAG_TRAITS[self].pages_once
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlagTraits:
+    """What one flag means to each module that reads it: one row of ``FLAG_TRAITS``."""
+
+    pages_once: bool = False
+    """The watchdog pages it once per task (the budget flags have their own reactions)."""
+
+
+FLAG_TRAITS: Mapping[Flag, FlagTraits] = {
+    Flag.REQUEST_OVERRUN: FlagTraits(),
+    Flag.STAGE_OVERRUN: FlagTraits(),
+    Flag.TASK_OVERRUN: FlagTraits(),
+    Flag.QUEUED_TOO_LONG: FlagTraits(pages_once=True),
+    Flag.REDELIVERED: FlagTraits(pages_once=True),
+}
+"""What each flag pages: one row per member, so a new flag is its member, its row here and
+the rule in ``classify`` that raises it."""

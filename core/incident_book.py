@@ -106,7 +106,13 @@ class IncidentBook:
             # for a moment: the kill's outcome is the news, not a new incident (or an all-clear).
             pass
         elif health.pages:
-            if task_id not in self.incidents:
+            incident = self.incidents.get(task_id)
+            if incident is not None and health.asks_to_kill and incident.health is not health:
+                # Finished while its process lives on (a stalled task its engine failed):
+                # what to do changed, so the same incident is paged again with the new line.
+                del self.incidents[task_id]
+                incident = None
+            if incident is None:
                 await self.open(view, look)
             else:
                 await self.follow_up(view, look)
@@ -210,7 +216,12 @@ class IncidentBook:
         task_id, task = view.task_id, view.task
         incident = self.incidents.pop(task_id)
         health = await self.quarantines.let_go(view, look)
-        took = format_age(max(look.now - incident.opened_at, 0.0))
+        # A source's own end time, where it has one, ends the incident: the watchdog only
+        # looked later (Airflow's end_date of a dead task, not the next poll).
+        ended = task.finished_at
+        if ended is None or not incident.opened_at <= ended <= look.now:
+            ended = look.now
+        took = format_age(max(ended - incident.opened_at, 0.0))
         now = str(health)
         if health is Health.QUARANTINED and task.state is TaskState.INTERRUPTED:
             # Killed while held: what ended it is the kill, the hold only stays.

@@ -191,6 +191,12 @@ class Heartbeat:
         return self.source is HeartbeatSource.OBSERVED
 
     @property
+    def proves_life_only(self) -> bool:
+        """True when the beat proves that something lives, not that the task moves (observed or
+        written by a supervisor): the task process's CPU and I/O stand in for progress."""
+        return self.source is not HeartbeatSource.REPORTED
+
+    @property
     def reports_progress(self) -> bool:
         """True once the job itself said where it is (a stage, a percent or a checkpoint)."""
         return (
@@ -247,6 +253,9 @@ class ProcessSample:
     read_bytes_delta: int | None = None
     write_bytes_delta: int | None = None
     io_idle_s: float | None = None
+    idle_s: float | None = None
+    """Seconds, as of ``sampled_at``, since the tree last used CPU or did I/O (None: not known,
+    such as at the first sample or where the I/O cannot be read)."""
     children: int = 0
     create_time: float | None = None
     sampled_at: float

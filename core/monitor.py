@@ -30,6 +30,7 @@ from zombietop.model import (
     TaskRecord,
 )
 from zombietop.oncall_reader import OnCallReader
+from zombietop.orphan_watch import OrphanWatch
 from zombietop.output import LastOutput, last_output_of
 from zombietop.procs import this_host
 from zombietop.reuse import KeptSnapshot
@@ -102,6 +103,8 @@ class Monitor:
         self._by_id: dict[str, TaskView] = {}
         self._kept: KeptSnapshot | None = None
         """The last snapshot's views, for judging only what changed (a reusing monitor)."""
+        self._orphans = OrphanWatch()
+        """Which finished tasks' processes are still sampled, to find those that live on."""
         self.oncall_reader = OnCallReader(store)
         """Reads the acks, silences and schedules that each snapshot carries."""
 
@@ -119,7 +122,7 @@ class Monitor:
             records, changes, config, read = await self._records(now)
             if kept is not None and not kept.follows(changes, config):
                 kept = None
-            samples = await self._samples(records, changes, kept)
+            samples = await self._samples(now, records, changes, kept)
             fleet = await self._fleet()
             quiet = not fleet.agents and not fleet.requests
             if changes is None or not quiet:
@@ -188,6 +191,7 @@ class Monitor:
 
     async def _samples(
         self,
+        now: float,
         records: Sequence[TaskRecord],
         changes: PollChanges | None,
         kept: KeptSnapshot | None,
@@ -200,7 +204,10 @@ class Monitor:
             if kept is None or changes is None
             else kept.local_tasks(changes)
         )
-        return await self.probe.sample(local)
+        local = self._orphans.keep(local, now, self.source_of)
+        samples = await self.probe.sample(local)
+        self._orphans.saw(local, samples)
+        return samples
 
     async def _snapshot(
         self,

@@ -418,6 +418,8 @@ class _SeenTree:
     at: float
     io_bytes: tuple[int, int] | None
     io_moved_at: float
+    active_at: float
+    """The last sample at which the tree used CPU or did I/O (the first sample counts as one)."""
 
 
 TREES_UP_TO = 0.3
@@ -526,17 +528,20 @@ class PsutilProbe:
         if previous is not None and previous.create_time != leader.create_time:
             previous = None
         read_delta = write_delta = None
-        io_moved_at = now
+        io_moved_at = active_at = now
         if previous is not None and tree.io_bytes is not None and previous.io_bytes is not None:
             # Summed over a tree that changes, a total can shrink when a member exits.
             read_delta = max(0, tree.io_bytes[0] - previous.io_bytes[0])
             write_delta = max(0, tree.io_bytes[1] - previous.io_bytes[1])
             io_moved_at = now if (read_delta or write_delta) else previous.io_moved_at
+            if not cpu_percent and not (read_delta or write_delta):
+                active_at = previous.active_at
         self._trees[pid] = _SeenTree(
             create_time=leader.create_time,
             at=now,
             io_bytes=tree.io_bytes,
             io_moved_at=io_moved_at,
+            active_at=active_at,
         )
         return ProcessSample(
             pid=pid,
@@ -549,6 +554,7 @@ class PsutilProbe:
             read_bytes_delta=read_delta,
             write_bytes_delta=write_delta,
             io_idle_s=None if tree.io_bytes is None else now - io_moved_at,
+            idle_s=None if read_delta is None else now - active_at,
             children=len(tree.members) - 1,
             create_time=leader.create_time,
             sampled_at=now,

@@ -30,7 +30,7 @@ class Quarantines:
     async def place(self, view: TaskView, look: Look) -> bool:
         """Quarantine the task unless it is already; False when the hold could not be written."""
         hands, task_id = self.hands, view.task_id
-        if not view.task.quarantined:
+        if not view.task.quarantined and view.health.holds:
             first = next(
                 (r.words(look.now) for r in view.verdict.reasons if r.health is view.health),
                 str(view.health),

@@ -249,7 +249,9 @@ class Judge:
             agent = fleet.agents.get(task.host or "")
             request = fleet.requests.get(task_id)
             if remote:
-                process = fleet.remote_sample(now, task)
+                # An agent samples only the unfinished: its last sample of a finished task's
+                # process is from before the finish, and would read as an orphan.
+                process = None if task.state.finished else fleet.remote_sample(now, task)
         note = agent_note(now, task, agent, request, remote=remote)
         if (
             unchanged

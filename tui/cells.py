@@ -17,6 +17,7 @@ from rich.text import Text
 from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health
+from zombietop.model import HeartbeatSource
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCall
 from zombietop.tui.healths import GLYPHS, STYLES
@@ -162,6 +163,9 @@ def _stage(view: TaskView, now: float, note: RowNote | None) -> Text:
 
 def _progress(view: TaskView, now: float, note: RowNote | None) -> Text:
     beat = view.heartbeat
+    if beat is not None and beat.progress is None and beat.source is HeartbeatSource.SUPERVISOR:
+        # An engine that never reports progress: no bar and no "?" to wonder about.
+        return Text(f"{'':8}    -", style="dim")
     if beat is None or beat.progress is None:
         return Text(f"{bar(None, 8)}    ?", style="dim")
     text = Text(bar(beat.progress / 100, 8))

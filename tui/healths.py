@@ -14,6 +14,7 @@ from zombietop.monitor import Snapshot
 
 GLYPHS: dict[Health, str] = {
     Health.DEAD: "✖",
+    Health.ORPHANED: "⊗",
     Health.RECLAIMABLE: "◌",
     Health.STALLED: "■",
     Health.SPINNING: "↻",
@@ -30,6 +31,7 @@ GLYPHS: dict[Health, str] = {
 PAGE_STYLE, LOOK_STYLE = "bold red", "yellow"
 STYLES: dict[Health, str] = {
     Health.DEAD: PAGE_STYLE,
+    Health.ORPHANED: PAGE_STYLE,
     Health.RECLAIMABLE: PAGE_STYLE,
     Health.STALLED: PAGE_STYLE,
     Health.SPINNING: LOOK_STYLE,

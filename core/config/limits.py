@@ -14,6 +14,7 @@ from zombietop.config.settings import (
     STEP_ONLY_KEYS,
     THRESHOLD_DEFAULTS,
     TIMEOUT_DEFAULTS,
+    ZERO_OFF_KEYS,
     Limits,
     default_limits,
 )
@@ -41,7 +42,8 @@ def apply_section(
         if key not in allowed:
             raise unknown_key(path, section, key, allowed)
         if key in DURATION_KEYS:
-            changes[key] = read_duration(path, section, key, value, family="limits")
+            zero = key in ZERO_OFF_KEYS
+            changes[key] = read_duration(path, section, key, value, family="limits", zero=zero)
         elif key == "retry_backoff":
             changes[key] = read_duration(path, section, key, value, family="step_types")
         elif key == "max_retries":

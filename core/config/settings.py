@@ -15,7 +15,10 @@ THRESHOLD_DEFAULTS: dict[str, float] = {
     "lease_ttl": 300.0,
     "progress_timeout": 1800.0,
     "start_grace": 60.0,
+    "queue_timeout": 0.0,
 }
+ZERO_OFF_KEYS = frozenset({"queue_timeout"})
+"""Durations that 0 turns off."""
 TIMEOUT_DEFAULTS: dict[str, float] = {
     "request": 90.0,
     "stage": 900.0,
@@ -64,6 +67,8 @@ class Limits:
     lease_ttl: float
     progress_timeout: float
     start_grace: float
+    queue_timeout: float = 0.0
+    """A task queued or scheduled longer than this is ``queued_too_long`` (0: never)."""
     request: float
     stage: float
     task: float
@@ -80,6 +85,9 @@ class Limits:
     is one stage, so its stage may last as long as its task, and is the task budget unless
     the section sets one."""
     step_type: str | None = None
+    engine: str | None = None
+    """The engine that runs the tasks judged by these limits (``Airflow``), for the words of
+    their verdicts and pages; None for zombietop's own tasks."""
     sources: Mapping[str, str] = field(default_factory=dict)
     """Key -> where its value came from: ``default``, or a file and section."""
 
@@ -231,6 +239,7 @@ def default_limits() -> Limits:
         lease_ttl=values["lease_ttl"],
         progress_timeout=values["progress_timeout"],
         start_grace=values["start_grace"],
+        queue_timeout=values["queue_timeout"],
         request=values["request"],
         stage=values["stage"],
         task=values["task"],

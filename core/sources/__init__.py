@@ -23,6 +23,10 @@ from zombietop.model import EventKind, Heartbeat, Lease, PendingKill, Task, Task
 from zombietop.sources.base import Capability, Engine, Origin, Source, SourceRecord
 from zombietop.sources.registry import ENGINES, check_source_url, open_source
 
+SOURCE_QUEUE_TIMEOUT = 1800.0
+"""``queue_timeout`` for an engine's tasks where the config leaves it at its default (off for
+zombietop's own tasks): an engine's queue is where its tasks get stuck unseen."""
+
 if TYPE_CHECKING:
     # Only for annotations: the config checks source URLs with this package.
     from zombietop.config import Config, SourceSettings
@@ -197,6 +201,9 @@ class JudgingConfig:
         step_types = dict(config.step_types)
         for name, step_type in sorted(types):
             base = replace(config.limits_for(step_type), step_type=step_type)
+            if "queue_timeout" not in base.sources:
+                sources = {**base.sources, "queue_timeout": "a source's tasks (30m by default)"}
+                base = replace(base, queue_timeout=SOURCE_QUEUE_TIMEOUT, sources=sources)
             step_types[step_type] = by_name[name].limits(base)
         self._base, self._types = config, types
         self._made = replace(config, step_types=step_types)

@@ -14,8 +14,9 @@ transactions) and never written. Each task instance becomes one zombietop task:
   schema says which: the columns ``task_instance`` has, and ``alembic_version``.
 
 A heartbeat from Airflow proves its supervisor lives, not that the task's code moves
-(apache/airflow#13747): for a task on this host the process probe reads the task's own pid, so
-a hung task still reads "alive, cpu 0%" beside its fresh heartbeat.
+(apache/airflow#13747): its beats are ``SUPERVISOR`` beats, and for a task on this host the
+process probe reads the task's own pid, so a hung task, idle past the progress timeout beside
+its fresh heartbeat, is spinning.
 
 The module declares its engine (``ENGINE``, at the end) for the table in ``registry.py``; its
 SQL is in ``sql/airflow_sqlite.sql`` and ``sql/airflow_postgresql.sql``.
@@ -30,7 +31,7 @@ import re
 import shlex
 import socket
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,7 +43,8 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import file_identity, printable_url
-from zombietop.model import Heartbeat, Lease, Task, TaskRecord, TaskState
+from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
+from zombietop.printable import printable
 from zombietop.procs import read_start, this_host
 from zombietop.rows import Row
 from zombietop.sources.airflow_reads import ReadPlan
@@ -99,6 +101,22 @@ _STATES: dict[str | None, TaskState] = {
     "removed": TaskState.DISCARDED,
 }
 _SAID_AS_IS = frozenset({"running", "queued", "success", "failed"})
+_WAITS_IN_POOL = frozenset({"scheduled", "queued"})
+"""The states in which a task instance waits for a slot of its pool."""
+
+
+def pool_words(row: Row) -> str:
+    """``pool zt_empty: 0 of 0 slots open``, from a row of ``airflow_waiting_pools``."""
+    name = printable(str(row["pool"]))
+    if row["slots"] is None:
+        return f"pool {name} does not exist"
+    slots = int(row["slots"])
+    # A pool of -1 slots is unlimited in Airflow.
+    if slots < 0:
+        return f"pool {name}: unlimited slots"
+    return f"pool {name}: {max(0, slots - int(row['used']))} of {slots} slots open"
+
+
 """Airflow states that zombietop's word says whole; every other one is kept as the reason."""
 
 
@@ -158,10 +176,14 @@ def task_instance_record(
     host: str,
     local: frozenset[str],
     now: float,
+    pools: Mapping[str, str] | None = None,
 ) -> SourceRecord:
     """Map one task instance row onto zombietop's task, lease and heartbeat (reads the start
-    time of a local pid, nothing else)."""
+    time of a local pid, nothing else); ``pools`` says why the waiting ones wait."""
     task = _task(row, host=host, local=local, now=now)
+    waits = None if pools is None else pools.get(task.task_id)
+    if waits is not None:
+        task = replace(task, state_reason=f"{task.state_reason or 'airflow state queued'}, {waits}")
     lease = heartbeat = None
     if task.state.executing:
         # Airflow has no leases: its worker holds the task instance until the scheduler fails
@@ -174,10 +196,11 @@ def task_instance_record(
         )
         beat_at = _epoch(row["heartbeat_at"])
         if beat_at is not None:
-            # A heartbeat of life, not of progress: progress "moves" with every beat, so
-            # Airflow's tasks are never called spinning from it.
+            # A heartbeat of life, not of progress: progress "moves" with every beat, so only
+            # the task process's CPU and I/O can call Airflow's tasks spinning.
             heartbeat = Heartbeat(
                 task_id=task.task_id,
+                source=HeartbeatSource.SUPERVISOR,
                 written_at=beat_at,
                 progress_changed_at=beat_at,
                 stage_started_at=task.started_at if task.started_at is not None else beat_at,
@@ -198,7 +221,9 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
     start = _epoch(row["start_date"])
     hostname: str | None = row["hostname"] or None
     on_this_host = hostname is not None and hostname in local
-    pid: int | None = row["pid"] if state.executing else None
+    # A finished task's pid too: its process may live on (orphaned), and the monitor decides
+    # how long to look at it.
+    pid: int | None = row["pid"] if state.executing or state.finished else None
     pid_start: ProcessStart | None = None
     if pid is not None and on_this_host:
         pid_start = _identity(pid, start)
@@ -534,9 +559,38 @@ class AirflowSource:
             await self.open()
         async with self._lock:
             rows = await self._rows(since, self._clock.now())
+            pools = await self._pools(rows)
             now = await self.now()
-            found = await asyncio.to_thread(self._records, rows, host, now)
+            found = await asyncio.to_thread(self._records, rows, host, now, pools)
         return found
+
+    async def _pools(self, rows: Sequence[Row]) -> dict[str, str]:
+        """By task id, the pool each waiting task instance waits in, with its open slots; none
+        read while no task instance waits.
+
+        The pools only explain a wait: where they cannot be read (a role granted no SELECT on
+        slot_pool), the tasks are shown without that reason rather than not at all."""
+        if not any(row["state"] in _WAITS_IN_POOL for row in rows):
+            return {}
+        query = self._sql["airflow_waiting_pools"]
+        found: list[Row]
+        try:
+            if self.backend == "sqlite":
+                found = await asyncio.to_thread(
+                    self._sqlite_read,
+                    lambda conn: list(conn.execute(query).fetchall()),
+                    "its pools",
+                )
+            else:
+                conn = await self._pg_connection()
+                async with conn.transaction(readonly=True, isolation="repeatable_read"):
+                    found = list(await conn.fetch(query))
+        except Exception:
+            return {}
+        return {
+            airflow_task_id(r["dag_id"], r["task_id"], r["run_id"], r["map_index"]): pool_words(r)
+            for r in found
+        }
 
     async def _rows(self, since: float | None, now: float) -> list[Row]:
         """This poll's task instances: a full read or an indexed one (``airflow_reads``)."""
@@ -569,12 +623,16 @@ class AirflowSource:
 
         return self._sqlite_read(read, "its task instances")
 
-    def _records(self, rows: Sequence[Row], host: str, now: float) -> list[SourceRecord]:
+    def _records(
+        self, rows: Sequence[Row], host: str, now: float, pools: Mapping[str, str]
+    ) -> list[SourceRecord]:
         local = local_hostnames(host) if host == this_host() else frozenset({host})
         out: list[SourceRecord] = []
         last, kept = self._last, {}
         for row in rows:
-            found = task_instance_record(row, source=self.name, host=host, local=local, now=now)
+            found = task_instance_record(
+                row, source=self.name, host=host, local=local, now=now, pools=pools
+            )
             task_id = found.record.task.task_id
             before = last.get(task_id)
             # The same objects for what did not change, so the monitor can keep its verdicts.
@@ -590,7 +648,7 @@ class AirflowSource:
     def limits(self, base: Limits) -> Limits:
         own = f"[step_types.{base.step_type}]"
         sources = dict(base.sources)
-        changes: dict[str, Any] = {}
+        changes: dict[str, Any] = {"engine": "Airflow"}
         if not base.source("heartbeat_timeout").endswith(own):
             changes["heartbeat_timeout"] = self.heartbeat_timeout
             sources["heartbeat_timeout"] = "Airflow's [scheduler] task_instance_heartbeat_timeout"
@@ -599,7 +657,7 @@ class AirflowSource:
             # (Airflow enforces its own execution_timeout), unless the DAG's section says.
             changes["stage"] = base.task
             sources["stage"] = "Airflow: one stage per task instance (the task budget)"
-        return replace(base, **changes, sources=sources) if changes else base
+        return replace(base, **changes, sources=sources)
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids

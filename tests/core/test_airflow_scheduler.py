@@ -11,7 +11,9 @@ sees, and when, against Airflow").
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -20,11 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.airflow_env import need_venv
 from tests.airflow_scheduler import DAGS, HEARTBEAT_TIMEOUT, AirflowScheduler, running_airflow
 from zombietop.config import load_config
+from zombietop.health import Flag, Health
+from zombietop.model import HeartbeatSource, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.snapshot import Snapshot, TaskView
@@ -36,6 +41,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 CONFIG = """\
 [thresholds]
 start_grace = "30s"
+heartbeat_interval = "2s"
+heartbeat_timeout = "10s"
+progress_timeout = "20s"
+queue_timeout = "15s"
 """
 """zombietop's thresholds for Airflow's tasks in these tests."""
 
@@ -161,3 +170,75 @@ async def test_the_printed_clear_request_starts_try_2(
     assert first["try_number"] == 1 and second["pid"] != first["pid"]
     _, view = await watch.until(task, lambda v: v.task.attempt == 2, "zombietop to see try 2")
     assert view.task.state.executing
+
+
+async def test_an_orphan_after_a_sigkill_of_the_supervisor(
+    airflow: Started, watch: Watch, tmp_path: Path
+) -> None:
+    """Kill only the supervisor: Airflow marks the task failed once its heartbeat is past the
+    timeout, while the task process runs on. zombietop calls it orphaned, and kills it."""
+    dag, run = "zt_orphan", airflow.runs["zt_orphan"]
+    ti = airflow.airflow.wait_state(dag, run, "sleep", running, "running")
+    task, pid = f"{dag}/sleep/{run}", int(ti["pid"])
+    await watch.until(task, lambda v: v.process is not None, "zombietop to probe it")
+    supervisor = psutil.Process(pid).ppid()
+    os.kill(supervisor, signal.SIGKILL)
+    killed = time.time()
+
+    at, view = await watch.until(task, lambda v: v.health is Health.ORPHANED, "orphaned", 180)
+    failed = view.task.finished_at
+    assert view.task.state is TaskState.FAILED and failed is not None
+    timing("orphan: Airflow marked it failed after the SIGKILL", failed - killed)
+    timing("orphan: zombietop said orphaned after Airflow's end_date", at - failed)
+    words = watch.words(view)
+    assert f"orphaned: pid {pid} alive " in words, words
+    assert "after Airflow marked it failed" in words and words.endswith(" - kill it"), words
+    assert psutil.pid_exists(pid)
+
+    ended = zombietop(airflow, tmp_path, "kill", task, "--yes")
+    assert ended.returncode == 0, ended.stdout + ended.stderr
+    _, view = await watch.until(task, lambda v: v.health is Health.FAILED, "failed, not orphaned")
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+async def test_an_idle_task_under_a_beating_supervisor_is_spinning(
+    airflow: Started, watch: Watch
+) -> None:
+    """time.sleep(3600) in a PythonOperator: the supervisor beats, the task process idles."""
+    dag, run = "zt_idle", airflow.runs["zt_idle"]
+    airflow.airflow.wait_state(dag, run, "sleep", running, "running")
+    task = f"{dag}/sleep/{run}"
+    began, _ = await watch.until(task, lambda v: v.process is not None, "zombietop to probe it")
+    at, view = await watch.until(task, lambda v: v.health is Health.SPINNING, "spinning", 120)
+    timing("idle: spinning after the first sample (progress_timeout 20s)", at - began)
+    assert view.heartbeat is not None and view.heartbeat.source is HeartbeatSource.SUPERVISOR
+    assert view.verdict.reasons[0].code == "process_idle"
+    assert (
+        view.verdict.reasons[0]
+        .words(time.time())
+        .startswith("supervisor beats; task process idle ")
+    )
+    words = watch.words(view)
+    assert "p=?" not in words and "(no CPU, no I/O)" in words, words
+
+
+async def test_a_task_stuck_in_a_pool_without_slots_is_queued_too_long(
+    airflow: Started, watch: Watch
+) -> None:
+    """A pool of 0 slots: the task stays scheduled. zombietop flags it past queue_timeout
+    (15 s here), with the pool and its open slots."""
+    dag, run = "zt_pool", airflow.runs["zt_pool"]
+    airflow.airflow.wait_state(dag, run, "wait", lambda ti: ti["state"] == "scheduled", "scheduled")
+    task = f"{dag}/wait/{run}"
+    at, view = await watch.until(
+        task, lambda v: Flag.QUEUED_TOO_LONG in v.verdict.flags, "queued_too_long", 120
+    )
+    # The flag comes at the first poll past queue_timeout; the module ran other tests first,
+    # so the task has waited longer than that by the time this test looks.
+    timing(
+        "pool: queued_too_long at its first poll, the task scheduled for", at - view.task.created_at
+    )
+    assert view.health is Health.QUEUED
+    words = watch.words(view)
+    assert f"{task} queued, queued_too_long: queued " in words, words
+    assert "(queue timeout 15s): airflow state scheduled, pool zt_empty: 0 of 0 slots open" in words

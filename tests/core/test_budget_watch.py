@@ -151,3 +151,26 @@ async def test_a_jump_of_the_stores_clock_is_no_time_the_stage_ran(
     await budgets.beat_for(660)
     pages, _ = await budgets.check()
     assert len(pages) == 1 and "stage_overrun" in pages[0]
+
+
+async def test_a_flag_that_pages_once_is_paged_once_per_task(
+    store: Store, clock: FakeClock
+) -> None:
+    """queued_too_long pages once (FLAG_TRAITS), then says nothing more while it holds."""
+    await store.create_task(
+        task_id="export-2031", run_id="r", step="export", step_type="export", actor="test"
+    )
+    base = config()
+    parts = hands_on(
+        store, clock, replace(base, defaults=replace(base.defaults, queue_timeout=600.0))
+    )
+    budgets = Budgets(parts, 0)
+    clock.advance(300)
+    assert (await budgets.check())[0] == []  # not yet
+    clock.advance(301)
+    pages, _ = await budgets.check()
+    assert pages == ["export-2031 queued, queued_too_long: queued 10m01s (queue timeout 10m)"]
+    clock.advance(3600)
+    assert (await budgets.check())[0] == []  # said once
+    (event,) = await parts.events(EventKind.PAGE)
+    assert event.data["page"] == "queued_too_long"

@@ -119,6 +119,15 @@ CASES = [
         ["process_zombie"],
     ),
     (
+        "orphaned-finished-but-alive",
+        task(state=TaskState.FAILED, finished_at=NOW - 60, exit_code=1),
+        None,
+        beat(),
+        proc(),
+        Health.ORPHANED,
+        ["process_orphaned", "failed"],
+    ),
+    (
         "reclaimable-lease-expired",
         task(),
         lease(expires_in=-1),

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from zombietop.health import HEALTH_TRAITS, Health, HealthTraits, NagiosLevel, RowOrder
+from zombietop.health import (
+    FLAG_TRAITS,
+    HEALTH_TRAITS,
+    Flag,
+    Health,
+    HealthTraits,
+    NagiosLevel,
+    RowOrder,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 H = Health
@@ -27,18 +35,23 @@ def healths(trait: str) -> set[Health]:
 @pytest.mark.parametrize(
     ("trait", "expected"),
     [
-        ("pages", {H.DEAD, H.RECLAIMABLE, H.STALLED}),
+        ("pages", {H.DEAD, H.ORPHANED, H.RECLAIMABLE, H.STALLED}),
+        ("asks_to_kill", {H.ORPHANED}),
+        ("holds", {H.DEAD, H.RECLAIMABLE, H.STALLED}),
         ("warns", {H.SPINNING}),
         ("asks_a_human", {H.DEAD, H.RECLAIMABLE, H.STALLED, H.QUARANTINED, H.INTERRUPTED}),
         (
             "needs_attention",
-            {H.DEAD, H.RECLAIMABLE, H.STALLED, H.SPINNING, H.QUARANTINED, H.INTERRUPTED},
+            {
+                *(H.DEAD, H.ORPHANED, H.RECLAIMABLE, H.STALLED, H.SPINNING),
+                *(H.QUARANTINED, H.INTERRUPTED),
+            },
         ),
         (
             "blocks_dependents",
             {
-                *(H.DEAD, H.RECLAIMABLE, H.STALLED, H.SPINNING, H.QUARANTINED, H.INTERRUPTED),
-                *(H.FAILED, H.DISCARDED),
+                *(H.DEAD, H.ORPHANED, H.RECLAIMABLE, H.STALLED, H.SPINNING),
+                *(H.QUARANTINED, H.INTERRUPTED, H.FAILED, H.DISCARDED),
             },
         ),
         ("retryable", {H.DEAD, H.RECLAIMABLE}),
@@ -138,3 +151,11 @@ def test_no_module_keeps_a_set_of_healths_or_compares_a_health_by_its_word() -> 
         "make these a trait of Health (HEALTH_TRAITS in core/model.py) and ask the trait:\n"
         + "\n".join(problems)
     )
+
+
+def test_every_flag_has_one_row_of_traits() -> None:
+    """A flag without its row in FLAG_TRAITS fails here (and ``flag.pages_once`` raises)."""
+    assert list(FLAG_TRAITS) == list(Flag)
+    for flag in Flag:
+        assert flag.traits is FLAG_TRAITS[flag]
+    assert {flag for flag in Flag if flag.pages_once} == {Flag.QUEUED_TOO_LONG}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.core.realprocs import Children
 from tests.core.test_watchdog import INTERVAL, RecordingExecutor, start
 from tests.core.watchdog_parts import Parts, hands_on
 from zombietop import oncall
@@ -17,8 +18,9 @@ from zombietop.config import OnCallSettings, WatchSettings, load_config
 from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
 from zombietop.incident_book import IncidentBook
-from zombietop.model import EventKind, Matcher
+from zombietop.model import EventKind, Matcher, TaskState
 from zombietop.monitor import Snapshot
+from zombietop.procs import PsutilProbe, read_start, this_host
 from zombietop.store import Store
 
 pytestmark = pytest.mark.backends("sqlite")
@@ -180,3 +182,122 @@ async def test_a_new_book_reads_the_open_incidents_back_from_the_event_log(
     assert f"incident:export-2031:1:{opened_at}" in second.once
     # It remembers the page: the next look sends no second one.
     assert await judge(parts, second) == []
+
+
+async def test_the_all_clear_counts_to_the_tasks_own_end_time(
+    store: Store, clock: FakeClock
+) -> None:
+    """A task that failed 69 s into its incident, seen by the next look minutes later, was
+    stalled for 1m09s, not until the look (an engine's end_date, or our own finish)."""
+    token = await start(store)
+    clock.advance(200)
+    parts = hands_on(store, clock)
+    book = book_of(parts)
+    await judge(parts, book)
+    clock.advance(69)
+    await store.finish_task(
+        "export-2031", owner="w1", token=token, state=TaskState.FAILED, exit_code=1
+    )
+    clock.advance(127)
+    view, look = await parts.judged()
+    await book.judge(view, look)
+    (line,) = [p.line for p in look.pages]
+    assert line.startswith("export-2031 all clear: now ") and line.endswith(" for 1m09s)")
+
+
+async def test_an_orphan_opens_an_incident_and_is_paged_but_not_held(
+    store: Store, clock: FakeClock, children: Children
+) -> None:
+    """A real process outlives its finished task: paged with "kill it", never quarantined
+    (nothing is left to hold), and the all-clear comes once the process is gone."""
+    await store.create_task(
+        task_id="export-2031",
+        run_id="r",
+        step="export",
+        step_type="d",
+        actor="t",
+        command=("sleep", "60"),
+    )
+    lease = await store.acquire_lease("export-2031", owner="w1", ttl=3600)
+    alive = children.start(["sleep", "60"])
+    started = read_start(alive.pid)
+    assert started is not None
+    await store.set_process(
+        "export-2031",
+        owner="w1",
+        token=lease.token,
+        pid=alive.pid,
+        pid_start_time=started.time,
+        pid_start_identity=started.identity,
+        host=this_host(),
+    )
+    await store.finish_task(
+        "export-2031", owner="w1", token=lease.token, state=TaskState.FAILED, exit_code=1
+    )
+    clock.advance(60)
+    parts = hands_on(store, clock)
+    parts.hands.monitor.probe = PsutilProbe()
+    book = book_of(parts)
+    view, look = await parts.judged()
+    await book.judge(view, look)
+    (page,) = look.pages
+    assert page.kind == "incident"
+    assert page.line.startswith(
+        f"export-2031 orphaned: pid {alive.pid} alive 1m00s after it finished"
+    )
+    assert page.line.endswith(" - kill it")
+    assert not (await store.get_task("export-2031")).quarantined
+    alive.kill()
+    alive.wait(10)
+    view, look = await parts.judged()
+    await book.judge(view, look)
+    assert [p.line for p in look.pages] == [
+        "export-2031 all clear: now failed (was orphaned for 0s)"
+    ]
+
+
+async def test_a_stalled_task_that_finishes_while_its_process_lives_is_paged_as_orphaned(
+    store: Store, clock: FakeClock, children: Children
+) -> None:
+    """Airflow's case: the supervisor dies, the task stalls (paged), then Airflow marks it
+    failed while its process runs on. The open incident is paged again: now "kill it"."""
+    await store.create_task(
+        task_id="export-2031",
+        run_id="r",
+        step="export",
+        step_type="d",
+        actor="t",
+        command=("sleep", "60"),
+    )
+    token = (await store.acquire_lease("export-2031", owner="w1", ttl=3600)).token
+    await store.record_heartbeat(
+        "export-2031", parse_line("stage=transform p=61"), owner="w1", token=token
+    )
+    alive = children.start(["sleep", "60"])
+    started = read_start(alive.pid)
+    assert started is not None
+    await store.set_process(
+        "export-2031",
+        owner="w1",
+        token=token,
+        pid=alive.pid,
+        pid_start_time=started.time,
+        pid_start_identity=started.identity,
+        host=this_host(),
+    )
+    clock.advance(200)
+    parts = hands_on(store, clock)
+    parts.hands.monitor.probe = PsutilProbe()
+    book = book_of(parts)
+    assert await judge(parts, book) == ["incident"]  # stalled
+    await store.finish_task(
+        "export-2031", owner="w1", token=token, state=TaskState.FAILED, exit_code=1
+    )
+    clock.advance(30)
+    view, look = await parts.judged()
+    await book.judge(view, look)
+    (page,) = look.pages
+    assert page.kind == "incident" and " orphaned: " in page.line
+    assert page.line.endswith(" - kill it")
+    assert book.incidents["export-2031"].health is Health.ORPHANED
+    assert await judge(parts, book) == []  # paged once

@@ -105,6 +105,8 @@ async def test_live_process_is_sampled_with_deltas(
     assert second.cpu_percent is not None and second.cpu_percent < 5
     assert second.read_bytes_delta == 0 and second.write_bytes_delta == 0
     assert second.io_idle_s == 120
+    assert first.idle_s is None  # the first sample cannot tell
+    assert second.idle_s == 120  # no CPU and no I/O since the first sample
 
 
 async def test_reused_pid_fails_identity(children: Children, tmp_path: Path, reading: type) -> None:
@@ -356,6 +358,7 @@ async def test_cpu_is_summed_over_the_tree(
     leader = psutil.Process(proc.pid).cpu_times()
     assert leader.user + leader.system < 0.5
     assert "pid " + str(proc.pid) + " + 1 child, cpu" in _words(second)
+    assert second.idle_s == 0  # the tree used CPU: it is not idle
 
 
 def _words(sample: ProcessSample) -> str:

@@ -9,6 +9,7 @@ venv is absent.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 import subprocess
 from dataclasses import replace
@@ -185,6 +186,15 @@ async def test_task_instances_judged_and_the_database_unchanged(
     assert origin.ids["map_index"] == 2
     assert origin.ids["operator"] == "PythonOperator"
     assert snapshot.origins["etl/transform/manual__2026-12-01"].ids["try_number"] == 2
+    assert_waits_in_its_pool(snapshot)
+
+
+def assert_waits_in_its_pool(snapshot: Snapshot) -> None:
+    """A scheduled task instance says the pool it waits in, read from slot_pool."""
+    waiting = snapshot.by_id()["report/mail/scheduled__2026-12-01"].task.state_reason or ""
+    assert re.fullmatch(
+        r"airflow state scheduled, pool default_pool: \d+ of \d+ slots open", waiting
+    ), waiting
 
 
 async def test_the_connection_cannot_write(
@@ -250,6 +260,7 @@ async def test_postgresql_read_in_read_only_transactions(
     # The server's clock is real time; the fake clock started at it, two seconds off at most.
     judged = {view.task_id: view.health for view in snapshot.tasks}
     assert judged == EXPECTED
+    assert_waits_in_its_pool(snapshot)
 
 
 def test_refusals_name_the_airflow_command() -> None:

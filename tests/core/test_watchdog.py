@@ -385,7 +385,12 @@ async def test_dry_run_prints_and_changes_nothing(store: Store, clock: FakeClock
 
 
 def test_health_vocabulary_used_by_pages() -> None:
-    assert {h for h in Health if h.pages} == {Health.DEAD, Health.RECLAIMABLE, Health.STALLED}
+    assert {h for h in Health if h.pages} == {
+        Health.DEAD,
+        Health.ORPHANED,
+        Health.RECLAIMABLE,
+        Health.STALLED,
+    }
 
 
 async def test_apprise_carries_pages_to_the_long_tail_of_services(

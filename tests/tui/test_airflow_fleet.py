@@ -190,6 +190,7 @@ async def test_a_remote_airflow_task_is_judged_with_its_hosts_agent(
             "alive": True,
             "status": "sleeping",
             "cpu_percent": 0.0,
+            "idle_s": None,  # an agent's stored sample says nothing of how long it idles
             "rss_bytes": tasks[HUNG]["process"]["rss_bytes"],
             "seen_by": WORKER,
         }

@@ -145,7 +145,11 @@ def test_watch_once_dry_run_pages_and_would_hold(
     assert len(pages) == 2
     assert pages[0].startswith(f"PAGE (incident) etl/transform/{RUN} stalled: ")
     # Ages move with the clock (a loaded machine takes seconds between writing and reading).
-    assert re.search(r"heartbeat 1[5-9]m\d\ds old - resume or discard$", pages[0])
+    # resume and discard are refused for Airflow's task: the page names what works.
+    assert re.search(
+        r"supervisor heartbeat 1[5-9]m\d\ds old - clear it in Airflow, mark it failed, or kill it$",
+        pages[0],
+    )
     assert re.match(
         rf"PAGE \(incident\) etl/load/{RUN} stalled: no heartbeat yet \(1\dm\d\ds since claim\)",
         pages[1],
@@ -153,7 +157,7 @@ def test_watch_once_dry_run_pages_and_would_hold(
     holds = [line for line in lines if line.startswith("would hold")]
     assert holds == [
         f"would hold etl/transform/{RUN} in zombietop only (airflow is read-only: nothing "
-        f"written there): stalled: {pages[0].split('stalled: p=? ')[1].split(' - ')[0]} "
+        f"written there): stalled: {pages[0].split('stalled: supervisor ')[1].split(' - ')[0]} "
         "(timeout 5m)",
         f"would hold etl/load/{RUN} in zombietop only (airflow is read-only: nothing written "
         f"there): stalled: no first heartbeat {holds_age(lines)} after claim (start grace 1m)",

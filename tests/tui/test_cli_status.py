@@ -7,6 +7,7 @@ commands exit 2 on a usage error or a failure.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import subprocess
@@ -154,6 +155,37 @@ def build_store(path: Path, scenarios: list[str]) -> None:
                     host=this_host(),
                 )
 
+            if "orphaned" in scenarios:
+                # Failed as its wrapper recorded, while the command's process runs on.
+                await store.create_task(
+                    task_id="orphaned-1",
+                    run_id="nightly",
+                    step="orphaned",
+                    step_type="default",
+                    actor="test",
+                    command=("sleep", "120"),
+                )
+                lease = await store.acquire_lease("orphaned-1", owner="w1@box", ttl=6 * HOUR)
+                alive = subprocess.Popen(["sleep", "120"])
+                atexit.register(alive.kill)
+                started = read_start(alive.pid)
+                await store.set_process(
+                    "orphaned-1",
+                    owner="w1@box",
+                    token=lease.token,
+                    pid=alive.pid,
+                    pid_start_time=started.time if started else real_now,
+                    pid_start_identity=started.identity if started else None,
+                    host=this_host(),
+                )
+                await store.finish_task(
+                    "orphaned-1",
+                    owner="w1@box",
+                    token=lease.token,
+                    state=TaskState.FAILED,
+                    exit_code=1,
+                )
+
     asyncio.run(build())
 
 
@@ -170,6 +202,7 @@ ALL = [
     "failed",
     "discarded",
     "dead",
+    "orphaned",
 ]
 
 
@@ -208,7 +241,12 @@ def test_status_json_reports_each_health(
     assert all(report["counts"][name] == 1 for name in ALL)
     assert report["counts"]["healthy"] == 1 and sum(report["counts"].values()) == len(ALL)
     # Most urgent first.
-    assert [t["health"] for t in report["tasks"]][:3] == ["dead", "reclaimable", "stalled"]
+    assert [t["health"] for t in report["tasks"]][:4] == [
+        "dead",
+        "orphaned",
+        "reclaimable",
+        "stalled",
+    ]
     stalled = next(t for t in report["tasks"] if t["task_id"] == "stalled-1")
     assert set(stalled) >= {
         "task_id",

@@ -40,7 +40,7 @@ from zombietop.tui.testing import sample_snapshot
 from zombietop.watchdog import Watchdog
 
 REPO = Path(__file__).resolve().parents[2]
-FINISHED = {"succeeded", "failed", "discarded"}
+FINISHED = {"succeeded", "failed", "discarded", "orphaned"}
 UNFINISHED = [name for name in ALL if name not in FINISHED]
 EVIL = 'evil"\\task\nnext line\x1b]0;owned\x07\x1b[2J'
 """A task id with a double quote, a backslash, a newline and terminal escapes."""
@@ -156,7 +156,8 @@ async def test_the_endpoint_serves_every_health_over_http(served: Served) -> Non
         expected = 2 if health is Health.HEALTHY else 1
         assert value(samples, "zombietop_tasks", health=str(health)) == expected
     assert value(samples, "zombietop_tasks", health="missed") == 0  # no schedule configured
-    assert value(samples, "zombietop_incidents_open") == 3  # dead, reclaimable, stalled
+    # dead, orphaned, reclaimable, stalled
+    assert value(samples, "zombietop_incidents_open") == 4
     assert value(samples, "zombietop_poll_seconds_count") == 1
     assert value(samples, "zombietop_poll_seconds_bucket", le="+Inf") == 1
 
@@ -276,7 +277,7 @@ async def test_the_endpoint_answers_with_store_up_0_once_the_store_is_gone(
     for name in TASK_FAMILIES:
         assert name not in samples
     # ...but what the watchdog itself knows stays: its incidents and its polls.
-    assert value(samples, "zombietop_incidents_open") == 3
+    assert value(samples, "zombietop_incidents_open") == 4
     assert value(samples, "zombietop_poll_seconds_count") == 1
 
 
@@ -327,7 +328,7 @@ def test_status_prometheus_prints_the_same_metrics_once(
     for health in Health:
         assert value(samples, "zombietop_tasks", health=str(health)) >= 1
     assert task_ids(samples, "zombietop_task_info") == {f"{n}-1" for n in UNFINISHED} | {EVIL}
-    assert value(samples, "zombietop_incidents_open") == 3  # the tasks that page
+    assert value(samples, "zombietop_incidents_open") == 4  # the tasks that page
     assert value(samples, "zombietop_poll_seconds_count") == 1
 
 

@@ -21,7 +21,7 @@ from zombietop.errors import MissingExtra, ZombietopError
 from zombietop.extras import require
 from zombietop.fleet import AgentPresence, WatchdogLease
 from zombietop.health import Health, NagiosLevel
-from zombietop.model import ProcessSample, TaskState
+from zombietop.model import HeartbeatSource, ProcessSample, TaskState
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.oncall import capped_words
 from zombietop.output import LastOutput, last_outputs, with_last_output
@@ -135,6 +135,14 @@ def watchdog_words(lease: WatchdogLease | None, now: float | None) -> str:
     return f"watchdog: none active; {lease.owner} last renewed its lease {ago} ago"
 
 
+def _progress_words(view: TaskView) -> str:
+    """The percent, ``?`` when the job has not said it, ``-`` when its engine never does."""
+    beat = view.heartbeat
+    if beat is None or (beat.progress is None and beat.source is HeartbeatSource.SUPERVISOR):
+        return "-"
+    return format_progress(beat.progress)
+
+
 def _heartbeat_words(view: TaskView, now: float) -> str:
     age = view.verdict.heartbeat_age(now)
     if age is None:
@@ -205,7 +213,7 @@ class Table:
                 str(view.health),
                 view.task_id,
                 (view.heartbeat.stage if view.heartbeat and view.heartbeat.stage else "-"),
-                format_progress(view.heartbeat.progress) if view.heartbeat else "-",
+                _progress_words(view),
                 _heartbeat_words(view, now),
                 _lease_words(view, now),
                 str(view.task.attempt),

@@ -15,7 +15,7 @@ from textual.widgets import Footer, Sparkline, Static
 
 from zombietop.classify import Budget, format_progress
 from zombietop.durations import format_age, format_duration
-from zombietop.model import Event
+from zombietop.model import Event, HeartbeatSource
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall, capped_words
 from zombietop.output import LastOutput
@@ -232,6 +232,8 @@ def heartbeat_rows(grid: Table, view: TaskView, now: float) -> None:
             f"{beat.stage or '-'} at {format_progress(beat.progress)}"
             + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
         )
+    elif beat.source is HeartbeatSource.SUPERVISOR:
+        _row(grid, "stage", "not reported: the engine reports no progress")
     else:
         _row(grid, "stage", "not reported: the command writes no heartbeat lines")
     counters = ", ".join(f"{k}={_number(v)}" for k, v in beat.counters.items()) or "-"
@@ -241,6 +243,11 @@ def heartbeat_rows(grid: Table, view: TaskView, now: float) -> None:
     if beat.observed:
         heartbeat.append(
             "  observed: the command's CPU, I/O or output moved; it reports no progress",
+            style="bold yellow",
+        )
+    if beat.source is HeartbeatSource.SUPERVISOR:
+        heartbeat.append(
+            "  supervisor: proof of life, not of progress (CPU and I/O stand in)",
             style="bold yellow",
         )
     grid.add_row("heartbeat", heartbeat)

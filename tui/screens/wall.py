@@ -74,7 +74,7 @@ class WallScreen(Screen[None]):
         yield Label(ALL_CLEAR, id="all-clear")
         with Grid(id="cards"):
             for health in Health:
-                if not health.finished:
+                if not _among_finished(health):
                     yield HealthCard(health)
             yield TextLines(id="finished")
         yield Offenders()
@@ -114,7 +114,13 @@ class WallScreen(Screen[None]):
             [
                 Text.assemble(health_count(health, count_of(snapshot, health)))
                 for health in Health
-                if health.finished
+                if _among_finished(health)
             ]
         )
         self.query_one(Offenders).show(snapshot)
+
+
+def _among_finished(health: Health) -> bool:
+    """Counted in the list of finished tasks, not on a card: the finished, and the finished
+    whose process lives on (orphaned: rare, and red when there is one)."""
+    return health.finished or health.asks_to_kill

@@ -70,3 +70,14 @@ WHERE ti.state IS NULL
           (SELECT json_extract(k.value, '$[0]'), json_extract(k.value, '$[1]'),
                   json_extract(k.value, '$[2]'), json_extract(k.value, '$[3]')
            FROM json_each(?1) AS k)
+
+-- airflow_waiting_pools --
+-- The pool of each task instance that waits to run, its slots and how many of them run or are
+-- queued now (as Airflow counts a pool's occupied slots): why a task waits. Through ti_state,
+-- and slot_pool is small.
+SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.pool, p.slots,
+       (SELECT count(*) FROM task_instance AS t
+        WHERE t.pool = ti.pool AND t.state IN ('running', 'queued')) AS used
+FROM task_instance AS ti
+LEFT JOIN slot_pool AS p ON p.pool = ti.pool
+WHERE ti.state IN ('scheduled', 'queued')

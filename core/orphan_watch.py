@@ -1,0 +1,54 @@
+"""Which finished tasks the process probe still looks at, to find the orphans.
+
+A task can be finished (its engine marked it failed, an operator discarded it) while its
+process runs on: the process a supervisor left behind when it died. The probe keeps sampling
+such a pid for ``LOOK_AFTER_FINISH_S`` after the finish, and for as long as it sees the process
+alive after that; then it lets the pid go, so that a store's finished history costs nothing.
+
+Only a pid that is the task's own process is looked at: a task of an engine's source, or one
+started by ``zombietop run`` (its command is that process). A process that uses the SDK
+finishes its task and goes on with other work, so its pid says nothing about the task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from zombietop.model import ProcessSample, Task
+
+LOOK_AFTER_FINISH_S = 600.0
+"""Seconds after its finish that a finished task's process is still sampled, alive or not."""
+
+
+class OrphanWatch:
+    """Keep the finished tasks worth a sample in each probe, and remember which lived."""
+
+    def __init__(self) -> None:
+        self._alive: set[tuple[str, int]] = set()
+        """(task id, pid) of the finished tasks whose process the last sample saw alive."""
+
+    def keep(self, tasks: Sequence[Task], now: float, sources: Collection[str]) -> list[Task]:
+        """The tasks to sample: every unfinished one, and the finished ones still looked at.
+
+        ``sources`` holds the ids of the tasks that came from an engine's source."""
+        return [task for task in tasks if self._wanted(task, now, sources)]
+
+    def _wanted(self, task: Task, now: float, sources: Collection[str]) -> bool:
+        if not task.state.finished:
+            return True
+        if task.pid is None or not (task.command or task.task_id in sources):
+            return False
+        if (task.task_id, task.pid) in self._alive:
+            return True
+        finished = task.finished_at if task.finished_at is not None else task.updated_at
+        return now - finished <= LOOK_AFTER_FINISH_S
+
+    def saw(self, tasks: Sequence[Task], samples: Mapping[str, ProcessSample]) -> None:
+        """Remember the finished tasks whose process this sample saw alive (identity checked)."""
+        alive = set()
+        for task in tasks:
+            sample = samples.get(task.task_id)
+            if task.state.finished and task.pid is not None and sample is not None:
+                if not sample.gone:
+                    alive.add((task.task_id, task.pid))
+        self._alive = alive
