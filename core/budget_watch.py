@@ -11,7 +11,7 @@ is asked about each task at each look of the watchdog (one poll of the store and
 from __future__ import annotations
 
 from zombietop.actions import ActionKind
-from zombietop.classify import Budget
+from zombietop.budgets import Budget
 from zombietop.clock_watch import ClockWatch
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag

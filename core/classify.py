@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+from zombietop.budgets import Budgets, measure_budgets, overruns, start_of, used
 from zombietop.config import Limits
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health, RowOrder
@@ -53,31 +54,6 @@ class Reason:
 
     def age(self, now: float) -> float | None:
         return None if self.since is None else now - self.since
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Budget:
-    """Time used against one layer of the layered timeout."""
-
-    used_s: float | None
-    limit_s: float
-    source: str
-    """Where the limit came from: ``default`` or a file and section."""
-
-    @property
-    def over(self) -> bool:
-        return self.used_s is not None and self.used_s > self.limit_s
-
-    @property
-    def fraction(self) -> float | None:
-        return None if self.used_s is None else self.used_s / self.limit_s
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Budgets:
-    request: Budget
-    stage: Budget
-    task: Budget
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,14 +157,14 @@ def classify(
     if len(reasons) > 1:
         reasons.sort(key=_reason_rank)
     if executing:
-        flags = _overruns(_used(now, task, heartbeat), limits)
+        flags = overruns(used(now, task, heartbeat), limits)
         stable_until = _next_threshold(now, task, lease, heartbeat, process, limits)
     else:
         flags, stable_until = _queue_flags(now, task, limits)
     if task.redelivered:
         flags = (Flag.REDELIVERED, *flags)
     # The budgets and the page line are composed only for the few verdicts anyone reads.
-    budgets = partial(_budgets, task, heartbeat, limits)
+    budgets = partial(measure_budgets, task, heartbeat, limits)
     describe = partial(
         _context, task, health, heartbeat, lease, process, limits, budgets, flags, reasons
     )
@@ -226,7 +202,7 @@ def _next_threshold(
     Mirrors the rules: each is a ``now > moment + limit`` test, so nothing changes while
     ``now`` stays at or before that sum. Thresholds already crossed stay crossed.
     """
-    start = _start_of(task)
+    start = start_of(task)
     moments = [start + limits.task]
     if lease is not None and lease.held and lease.expires_at is not None:
         moments.append(lease.expires_at)
@@ -302,7 +278,7 @@ def _executing_rules(
                 limit = ("start grace", limits.start_grace)
                 reasons.append(_late("no_first_heartbeat", Health.STALLED, words, limit))
         else:
-            start = _start_of(task)
+            start = start_of(task)
             if now - start > limits.heartbeat_timeout and task.command:
                 reasons.append(_no_activity(start, ("timeout", limits.heartbeat_timeout)))
             elif now - start > limits.heartbeat_timeout:
@@ -418,12 +394,6 @@ def _late(
     )
 
 
-def _start_of(task: Task) -> float:
-    if task.started_at is not None:
-        return task.started_at
-    return task.claimed_at if task.claimed_at is not None else task.created_at
-
-
 def _quarantine_reason(task: Task) -> Reason:
     why = f": {task.quarantine_reason}" if task.quarantine_reason else ""
     by = f"quarantined by {task.quarantined_by or 'someone'}"
@@ -521,53 +491,6 @@ def _finished_reason(task: Task) -> Reason:
     return _ago(str(task.state), str(task.state), task.finished_at, f"{exit_code}{why}")
 
 
-def _used(
-    now: float, task: Task, heartbeat: Heartbeat | None
-) -> tuple[float | None, float | None, float | None]:
-    """Seconds used of the request, stage and task budgets (None: not running one)."""
-    request_used = stage_used = task_used = None
-    if task.state.executing:
-        start = _start_of(task)
-        task_used = now - start
-        stage_start = heartbeat.stage_started_at if heartbeat is not None else start
-        stage_used = now - stage_start
-        if (
-            heartbeat is not None
-            and heartbeat.request_name
-            and heartbeat.request_started_at is not None
-        ):
-            request_used = now - heartbeat.request_started_at
-    elif task.finished_at is not None and task.started_at is not None:
-        task_used = task.finished_at - task.started_at
-    return request_used, stage_used, task_used
-
-
-def _overruns(
-    used: tuple[float | None, float | None, float | None], limits: Limits
-) -> tuple[Flag, ...]:
-    """The flags of the budgets ``used`` runs over (as ``Budget.over``), request first."""
-    request_used, stage_used, task_used = used
-    flags: list[Flag] = []
-    if request_used is not None and request_used > limits.request:
-        flags.append(Flag.REQUEST_OVERRUN)
-    if stage_used is not None and stage_used > limits.stage:
-        flags.append(Flag.STAGE_OVERRUN)
-    if task_used is not None and task_used > limits.task:
-        flags.append(Flag.TASK_OVERRUN)
-    return tuple(flags)
-
-
-def _budgets(task: Task, heartbeat: Heartbeat | None, limits: Limits, now: float) -> Budgets:
-    request_used, stage_used, task_used = _used(now, task, heartbeat)
-    return Budgets(
-        request=Budget(
-            used_s=request_used, limit_s=limits.request, source=limits.source("request")
-        ),
-        stage=Budget(used_s=stage_used, limit_s=limits.stage, source=limits.source("stage")),
-        task=Budget(used_s=task_used, limit_s=limits.task, source=limits.source("task")),
-    )
-
-
 def _context(
     task: Task,
     health: Health,
@@ -601,7 +524,7 @@ def _context(
         observed = "" if heartbeat.source is HeartbeatSource.REPORTED else f"{heartbeat.source} "
         parts.append(f"{observed}heartbeat {format_age(now - heartbeat.written_at)} old")
     elif task.state.executing:
-        parts.append(f"no heartbeat yet ({format_age(now - _start_of(task))} since claim)")
+        parts.append(f"no heartbeat yet ({format_age(now - start_of(task))} since claim)")
     held = lease is not None and lease.held
     expires_at = lease.expires_at if lease is not None and held else None
     # A lease held without an expiry (an engine's) says nothing worth a page's words.

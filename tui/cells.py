@@ -14,7 +14,8 @@ from functools import cache, partial
 
 from rich.text import Text
 
-from zombietop.classify import Budget, format_progress
+from zombietop.budgets import Budget
+from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health
 from zombietop.model import HeartbeatSource

@@ -13,7 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Sparkline, Static
 
-from zombietop.classify import Budget, format_progress
+from zombietop.budgets import Budget
+from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.model import Event, HeartbeatSource
 from zombietop.monitor import TaskView
