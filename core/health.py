@@ -249,8 +249,8 @@ FLAG_TRAITS: Mapping[Flag, FlagTraits] = {
     Flag.REQUEST_OVERRUN: FlagTraits(),
     Flag.STAGE_OVERRUN: FlagTraits(),
     Flag.TASK_OVERRUN: FlagTraits(),
-    Flag.QUEUED_TOO_LONG: FlagTraits(pages_once=True),
     Flag.REDELIVERED: FlagTraits(pages_once=True),
+    Flag.QUEUED_TOO_LONG: FlagTraits(pages_once=True),
 }
 """What each flag pages: one row per member, so a new flag is its member, its row here and
 the rule in ``classify`` that raises it."""

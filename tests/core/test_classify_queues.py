@@ -52,5 +52,5 @@ def test_a_redelivered_task_is_flagged_and_its_page_leads_with_it() -> None:
     verdict = classify(NOW, running, lease(), SUPERVISED, proc(cpu_percent=90.0), LIMITS)
     assert verdict.health is Health.HEALTHY
     assert verdict.flags == (Flag.REDELIVERED,)
-    assert verdict.context(NOW).startswith("export-2031 redelivered: heartbeat 5s old")
+    assert verdict.context(NOW).startswith("export-2031 redelivered: supervisor heartbeat 5s old")
     assert classify(NOW, task(), lease(), SUPERVISED, None, LIMITS).flags == ()

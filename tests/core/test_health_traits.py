@@ -158,4 +158,4 @@ def test_every_flag_has_one_row_of_traits() -> None:
     assert list(FLAG_TRAITS) == list(Flag)
     for flag in Flag:
         assert flag.traits is FLAG_TRAITS[flag]
-    assert {flag for flag in Flag if flag.pages_once} == {Flag.QUEUED_TOO_LONG}
+    assert {flag for flag in Flag if flag.pages_once} == {Flag.QUEUED_TOO_LONG, Flag.REDELIVERED}

@@ -413,3 +413,29 @@ def test_status_through_the_command_line_is_critical_for_a_stopped_child(
     assert done.stdout.startswith("ZOMBIETOP CRITICAL - 1 stalled")
     line = rf"celery/zq.spin/{task_id} stalled: heartbeat \d+s old, pid {child} stopped cpu 0% "
     assert re.search(line + "- resume or discard", done.stdout), done.stdout
+
+
+async def test_a_worker_that_beats_for_an_idle_child_is_spinning(
+    celery_workers: Workers,
+    tmp_path: Path,
+    redis_server: ThrowawayRedis,
+    redis_db: int,
+    clock: FakeClock,
+) -> None:
+    """The rule for beats that prove life only: the worker answers, but its child has used no
+    CPU and done no I/O for the progress timeout, so the task is spinning."""
+    celery_workers.start("w1")
+    result = celery_workers.app().send_task("zq.nap", args=(300, str(tmp_path / "m")))
+    child = _child(tmp_path / "m")
+    zid = f"celery/zq.nap/{result.id}"
+    config = (
+        '[thresholds]\nheartbeat_interval = "2s"\nheartbeat_timeout = "5s"\n'
+        'progress_timeout = "1m"\n'
+    )
+    url = redis_server.url(redis_db, "celery+redis")
+    async for watch in _watch(tmp_path / "w", url, clock, config):
+        assert (await watch.view(zid)).health is Health.HEALTHY
+        clock.advance(61)
+        view = await watch.view(zid)
+    assert view.task.pid == child
+    assert view.health is Health.SPINNING, view.verdict.context(clock.now())
