@@ -144,6 +144,9 @@ class Schedule:
 
     name: str
     step: str
+    """The step its runs have; for a schedule of a job, the job's name."""
+    job: str | None = None
+    """The job its runs belong to (``job = "..."``): a run of the job counts as its run."""
     cron: str
     """Five fields: minute hour day-of-month month day-of-week."""
     tz: str = "UTC"

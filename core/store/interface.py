@@ -107,8 +107,10 @@ class Store(abc.ABC):
         command: Sequence[str] = (),
         cwd: str | None = None,
         host: str | None = None,
+        job: str | None = None,
     ) -> Task:
-        """Add a queued task; raise ``StoreError`` if the id is taken."""
+        """Add a queued task; raise ``StoreError`` if the id is taken. A task of a ``job`` is
+        numbered after the job's latest run (``run_number``, from 1)."""
 
     @abc.abstractmethod
     async def get_task(self, task_id: str) -> Task:
@@ -356,8 +358,9 @@ class Store(abc.ABC):
         """Every silence in force, soonest to end first."""
 
     @abc.abstractmethod
-    async def step_runs(self, step: str) -> StepRuns:
-        """When a task of ``step`` last started, and since when the oldest still running has."""
+    async def step_runs(self, step: str, *, job: str | None = None) -> StepRuns:
+        """When a task of ``step`` (with ``job``: a run of that job, whatever its step) last
+        started, and since when the oldest still running has."""
 
     @abc.abstractmethod
     async def see_schedule(self, *, name: str, step: str, cron: str, tz: str, at: float) -> float:

@@ -35,10 +35,18 @@ from zombietop.store.sql_store import SQLStore
 APPLICATION = "zombietop"
 CONNECT_TIMEOUT_S = 10.0
 _SQL = queries.load("postgresql")
-MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in range(1, 12))
+MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in range(1, 14))
 SCHEMA_VERSION = len(MIGRATIONS)
 """Numbered apart from the SQLite store's (which had migrations of its own): each .sql file
 says which SQLite version a PostgreSQL one matches."""
+
+
+def _has_statements(migration: str) -> bool:
+    """True when a migration holds SQL, not only comments (a version kept for another branch)."""
+    return any(
+        line.strip() and not line.lstrip().startswith("--") for line in migration.splitlines()
+    )
+
 
 _PARAM = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
 
@@ -194,7 +202,8 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
                 # Re-read under the lock: another zombietop may have migrated meanwhile.
                 version = await self._marker_version(db)
                 for number in range(version, SCHEMA_VERSION):
-                    await db.execute(MIGRATIONS[number])
+                    if _has_statements(MIGRATIONS[number]):  # asyncpg fails on comments alone
+                        await db.execute(MIGRATIONS[number])
                 await db.execute(
                     Q["upsert_store_marker"].sql,
                     *Q["upsert_store_marker"].args(

@@ -35,6 +35,7 @@ class Tasks(SQLBase[Conn]):
         command: Sequence[str] = (),
         cwd: str | None = None,
         host: str | None = None,
+        job: str | None = None,
     ) -> Task:
         if not task_id or not task_id.strip():
             raise StoreError("a task id must not be empty")
@@ -54,6 +55,7 @@ class Tasks(SQLBase[Conn]):
                         "host": host,
                         "command": json.dumps(list(command)) if command else None,
                         "cwd": cwd,
+                        "job": job,
                         "now": now,
                     },
                 )

@@ -246,6 +246,17 @@ DROP INDEX tasks_finished_at;
 CREATE INDEX tasks_finished_at ON tasks (finished_at, task_id);
 CREATE INDEX host_requests_task ON host_requests (task_id);
 
+-- schema_v12 --
+-- Kept for the "paged once" flag traits of another branch, merged apart from this one: an
+-- empty step, so that the versions count on and a store migrated here meets that one's v12.
+
+-- schema_v13 --
+-- Jobs (see sqlite/migrations.sql, schema_v15): a run's job and its number within the job.
+ALTER TABLE tasks ADD COLUMN job TEXT;
+ALTER TABLE tasks ADD COLUMN run_number INTEGER;
+CREATE INDEX tasks_job_runs ON tasks (job, run_number);
+CREATE INDEX tasks_job_finished ON tasks (job, state, finished_at);
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 

@@ -417,3 +417,16 @@ CREATE TABLE schedules_seen (
 DROP INDEX tasks_finished_at;
 CREATE INDEX tasks_finished_at ON tasks (finished_at, task_id);
 CREATE INDEX host_requests_task ON host_requests (task_id);
+
+-- schema_v14 --
+-- Kept for the "paged once" flag traits of another branch, merged apart from this one: an
+-- empty step, so that the versions count on and a store migrated here meets that one's v14.
+
+-- schema_v15 --
+-- Jobs: a run belongs to a job (a name that runs again and again) and has a number within it,
+-- counted from 1. A job's history is read by its name, newest run first; the summary of its
+-- successful runs by (job, state, finished_at).
+ALTER TABLE tasks ADD COLUMN job TEXT;
+ALTER TABLE tasks ADD COLUMN run_number INTEGER;
+CREATE INDEX tasks_job_runs ON tasks (job, run_number);
+CREATE INDEX tasks_job_finished ON tasks (job, state, finished_at);
