@@ -20,6 +20,7 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.errors import ZombietopError
 from zombietop.fleet import HostRequest
+from zombietop.job_book import JobBook
 from zombietop.model import (
     Event,
     EventKind,
@@ -102,6 +103,8 @@ class Monitor:
         self._by_id: dict[str, TaskView] = {}
         self._kept: KeptSnapshot | None = None
         """The last snapshot's views, for judging only what changed (a reusing monitor)."""
+        self.job_book = JobBook()
+        """Every job's summary, read incrementally each poll."""
         self.oncall_reader = OnCallReader(store)
         """Reads the acks, silences and schedules that each snapshot carries."""
 
@@ -126,6 +129,10 @@ class Monitor:
                 kept = None
             snapshot = await self._snapshot(now, records, config, samples, fleet, kept, changes)
             oncall, schedules = await self.oncall_reader.read(now, self.config)
+            await self.job_book.refresh(self.store)
+            self.job_book.fold_source_runs(
+                (r.task for r in records if r.task.task_id in read.owners), now
+            )
         except ZombietopError as exc:
             self.last = replace(self.last, error=str(exc), failed_at=self.clock.now())
             return self.last
@@ -137,6 +144,7 @@ class Monitor:
             origins=read.origins,
             source_errors=read.errors,
             unread=self._unread(read),
+            jobs=self.job_book.jobs,
         )
         if kept is not None:
             self._kept, self._by_id = kept, kept.by_id

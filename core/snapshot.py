@@ -13,6 +13,7 @@ from zombietop.config import Config, Limits
 from zombietop.durations import format_age
 from zombietop.fleet import AgentPresence, HostRequest, StoredSample
 from zombietop.health import Health
+from zombietop.job_summary import JobSummary, job_of
 from zombietop.model import (
     Heartbeat,
     Lease,
@@ -108,6 +109,12 @@ class Snapshot:
     unread: frozenset[str] = frozenset()
     """The tasks of the sources in ``source_errors``, as of their last good read in this
     process: nothing is known of them now, so nothing is said or done about them."""
+    jobs: Mapping[str, JobSummary] = field(default_factory=dict)
+    """By name, the summary of every job with a finished run (``job_of`` gives a task's)."""
+
+    def job_of(self, task: Task) -> JobSummary:
+        """The summary of the job ``task`` is a run of (a task with no job: itself alone)."""
+        return job_of(self.jobs, task)
 
     @property
     def ok(self) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, Self
 
 from zombietop.fleet import AgentPresence, HostRequest, StoredSample, WatchdogLease
 from zombietop.heartbeat_line import BeatLine
+from zombietop.job_summary import JobSummary
 from zombietop.model import (
     Ack,
     Event,
@@ -356,6 +357,16 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def silences(self) -> list[Silence]:
         """Every silence in force, soonest to end first."""
+
+    # Jobs ----------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def job_summaries(self, changed_after: float | None = None) -> list[JobSummary]:
+        """Every job's summary, or (with ``changed_after``) those changed at or after it."""
+
+    @abc.abstractmethod
+    async def job_runs(self, job: str, limit: int) -> list[Task]:
+        """The latest ``limit`` runs of ``job``, newest first."""
 
     @abc.abstractmethod
     async def step_runs(self, step: str, *, job: str | None = None) -> StepRuns:

@@ -39,6 +39,13 @@ def add_parser(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     """Register run, resume, discard and kill on the ``zombietop`` subparsers."""
+    _add_run(sub, common)
+    _add_actions(sub, common)
+
+
+def _add_run(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     run = add_command(
         sub,
         "run",
@@ -87,6 +94,10 @@ def add_parser(
     run.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     run.set_defaults(handler=cmd_run)
 
+
+def _add_actions(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     for kind, summary, about, why in (
         (
             ActionKind.RESUME,
