@@ -200,3 +200,9 @@ class Flag(StrEnum):
     """The current stage has run past the stage timeout."""
     TASK_OVERRUN = "task_overrun"
     """The task has run past the task timeout (logged only, never kills)."""
+    SLOWER_THAN_USUAL = "slower_than_usual"
+    """The run is still going past ``slow_after`` times its job's median successful run (and
+    at least ``slow_min`` past it), once the job has ``history_min_runs`` of them."""
+    FINISHED_TOO_FAST = "finished_too_fast"
+    """The run succeeded in under ``too_fast_below`` times its job's median successful run: a
+    backup that copied nothing."""

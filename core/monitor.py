@@ -127,12 +127,12 @@ class Monitor:
             quiet = not fleet.agents and not fleet.requests
             if changes is None or not quiet:
                 kept = None
-            snapshot = await self._snapshot(now, records, config, samples, fleet, kept, changes)
-            oncall, schedules = await self.oncall_reader.read(now, self.config)
             await self.job_book.refresh(self.store)
             self.job_book.fold_source_runs(
                 (r.task for r in records if r.task.task_id in read.owners), now
             )
+            snapshot = await self._snapshot(now, records, config, samples, fleet, kept, changes)
+            oncall, schedules = await self.oncall_reader.read(now, self.config)
         except ZombietopError as exc:
             self.last = replace(self.last, error=str(exc), failed_at=self.clock.now())
             return self.last
@@ -223,10 +223,12 @@ class Monitor:
         every task otherwise."""
         if kept is not None and changes is not None:
             # The store says what changed since the last snapshot: judge only that.
-            follow = partial(kept.follow, now, changes, samples, fleet)
+            follow = partial(kept.follow, now, changes, samples, fleet, self.job_book.jobs)
             return follow() if self.own_thread else await asyncio.to_thread(follow)
         previous = self._by_id if self.reuse_verdicts else None
-        build = partial(build_snapshot, now, records, config, samples, fleet)
+        build = partial(
+            build_snapshot, now, records, config, samples, fleet, jobs=self.job_book.jobs
+        )
         if self.own_thread:
             return build(previous=previous)
         # Classifying thousands of tasks is CPU work: keep it off the caller's loop.

@@ -433,8 +433,11 @@ FLAG_MARKS: dict[Flag, Mark] = {
     Flag.REQUEST_OVERRUN: Mark(OVER, "request", "bold yellow"),
     Flag.STAGE_OVERRUN: Mark(OVER, "stage", "bold yellow"),
     Flag.TASK_OVERRUN: Mark(OVER, "task", "bold yellow"),
+    Flag.SLOWER_THAN_USUAL: Mark(OVER, "slow", "bold yellow"),
+    Flag.FINISHED_TOO_FAST: Mark(OVER, "too fast", "bold yellow"),
 }
-"""A budget overrun: ``!request`` is a request running past its budget."""
+"""A budget overrun (``!request`` is a request running past its budget), or a run judged
+against its job's history (``!slow``: slower than usual, ``!too fast``: finished too fast)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

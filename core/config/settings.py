@@ -22,6 +22,13 @@ TIMEOUT_DEFAULTS: dict[str, float] = {
     "task": 21600.0,
     "kill_grace": 30.0,
 }
+HISTORY_DEFAULTS: dict[str, float] = {
+    "history_min_runs": 5,
+    "slow_after": 2.0,
+    "slow_min": 300.0,
+    "too_fast_below": 0.1,
+}
+"""``[history]``: how a run is judged against its job's successful runs (and per step type)."""
 DURATION_KEYS = {
     **{k: "thresholds" for k in THRESHOLD_DEFAULTS},
     **{k: "timeouts" for k in TIMEOUT_DEFAULTS},
@@ -33,6 +40,7 @@ STEP_ONLY_KEYS = (
     "auto_retry",
     "max_retries",
     "retry_backoff",
+    "page_on_failure",
 )
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
 STORE_DEFAULTS: dict[str, float] = {"keep_finished": 30 * 86400.0}
@@ -74,6 +82,16 @@ class Limits:
     """With auto_retry: how many attempts in all before the watchdog leaves it to a human."""
     retry_backoff: float = 60.0
     """With auto_retry: wait before the first retry, doubling for each one after."""
+    history_min_runs: int = 5
+    """How many successful runs a job needs before its runs are judged against them."""
+    slow_after: float = 2.0
+    """A running run past this many times the job's median is ``slower_than_usual``..."""
+    slow_min: float = 300.0
+    """...and only once it is at least this far past the median."""
+    too_fast_below: float = 0.1
+    """A run that succeeds in under this many times the median ``finished_too_fast``."""
+    page_on_failure: bool = True
+    """A failed run opens an incident and pages (false: the failure is someone else's)."""
     step_type: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     """Key -> where its value came from: ``default``, or a file and section."""
