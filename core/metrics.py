@@ -144,7 +144,8 @@ class _FleetCollector(Collector):
         )
         yield GaugeMetricFamily(
             "zombietop_incidents_open",
-            "Incidents open (dead, stalled, reclaimable tasks, paged and not yet all-clear).",
+            "Incidents open (dead, stalled, reclaimable tasks and failed runs, paged and not yet "
+            "all-clear).",
             value=incidents_open,
         )
         if not up or snapshot is None or snapshot.taken_at is None:
