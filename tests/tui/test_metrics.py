@@ -276,7 +276,9 @@ async def test_the_endpoint_answers_with_store_up_0_once_the_store_is_gone(
     for name in TASK_FAMILIES:
         assert name not in samples
     # ...but what the watchdog itself knows stays: its incidents and its polls.
-    assert value(samples, "zombietop_incidents_open") == 4  # dead, reclaimable, stalled, and the failed run
+    assert (
+        value(samples, "zombietop_incidents_open") == 4
+    )  # dead, reclaimable, stalled, and the failed run
     assert value(samples, "zombietop_poll_seconds_count") == 1
 
 
