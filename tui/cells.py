@@ -120,8 +120,17 @@ TASK_GROWS_BY = 16
 """At most this many spare cells widen the task column, for long ids and the marks' words."""
 
 
+def row_name(view: TaskView) -> str:
+    """What a row calls its task: a run of a job by its job and number (``nightly-export
+    #42``), any other task by its id."""
+    task = view.task
+    if task.job is not None and task.run_number is not None:
+        return f"{task.job} #{task.run_number}"
+    return task.task_id
+
+
 def _task(view: TaskView, now: float, note: RowNote | None, *, width: int = TASK_WIDTH) -> Text:
-    text = printable_text(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+    text = printable_text(row_name(view), style="bold" if view.health.pages else "", no_wrap=True)
     return with_marks(text, row_marks(view, now, note), width)
 
 
