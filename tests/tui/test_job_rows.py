@@ -8,6 +8,7 @@ from dataclasses import replace
 from textual.pilot import Pilot
 
 from tests.tui.helpers import make_app, settle
+from zombietop.job_summary import JobSummary
 from zombietop.model import TaskRecord, TaskState
 from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.tui.cells import row_name
@@ -43,8 +44,19 @@ def _records() -> list[TaskRecord]:
     return records
 
 
+NIGHTLY = JobSummary(
+    name="nightly-export",
+    runs=12,
+    succeeded=11,
+    last_outcome=TaskState.SUCCEEDED,
+    last_success_at=NOW - 3600,
+    durations=(2400.0, 2460.0, 2280.0, 2520.0, 3120.0, 2400.0, 2340.0, 2580.0, 2400.0, 1800.0),
+)
+
+
 def _snapshot() -> Snapshot:
-    return build_snapshot(NOW, _records(), sample_config(), {})
+    snapshot = build_snapshot(NOW, _records(), sample_config(), {})
+    return replace(snapshot, jobs={"nightly-export": NIGHTLY})
 
 
 def test_one_row_per_job_keeps_its_most_urgent_run_else_its_latest() -> None:
@@ -77,3 +89,19 @@ def test_run_rows_after_g_80x24(snap_compare):
 
     app = make_app(SampleSource([_snapshot()]))
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_job_detail_110x40(snap_compare):
+    """Enter on nightly-export #3: a 'job' row 'nightly-export, run #3: 12 runs, 92% succeeded,
+    median 40m00s, p95 47m56s' with a bar per run of its last 10 successful durations (the
+    tallest the 52m run, the lowest the 30m one) and 'the last 10 successful runs', and the
+    stage row 'work at 2%, ~25m10s by history' (no ETA reported: the median less the time it
+    has run)."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+
+    app = make_app(SampleSource([_snapshot()]))
+    assert snap_compare(app, terminal_size=(110, 40), run_before=run_before)
