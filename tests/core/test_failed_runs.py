@@ -96,3 +96,25 @@ async def test_resuming_or_discarding_the_failed_run_ends_it(
     finally:
         await store.close()
     assert _status(db, fast_config_path).returncode == 0
+
+
+async def test_a_failed_run_is_renotified_until_acked(db: Path, fast_config_path: Path) -> None:
+    assert _run(db, fast_config_path, FAILS) == 3
+    config = load_config(fast_config_path)
+    clock = FakeClock(time.time())
+    store = await SQLiteStore.open(db, clock=clock)  # one clock: no jump for the watchdog
+    try:
+        dog, notifier, _ = watchdog(store, clock, config)
+        await dog.tick()
+        clock.advance(config.watch.renotify + 1)
+        await dog.tick()
+        assert [page.kind for page in notifier.pages] == ["incident", "renotify"]
+        assert "(2nd notice, open " in notifier.pages[1].line
+        assert notifier.pages[1].line.startswith("nightly-export/")
+        (run,) = await store.job_runs("nightly-export", 1)
+        await store.ack_task(run.task_id, by="oncall", reason="on it", duration=7200)
+        clock.advance(config.watch.renotify + 1)
+        await dog.tick()
+        assert [page.kind for page in notifier.pages] == ["incident", "renotify"]
+    finally:
+        await store.close()
