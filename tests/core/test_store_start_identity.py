@@ -114,7 +114,7 @@ async def test_a_v10_store_file_keeps_its_processes_and_kills(
         sample = (await PsutilProbe().sample([record.task]))["old"]
         assert sample.alive and sample.identity_ok
     con = sqlite3.connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 13
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 15
     con.close()
 
 
@@ -164,4 +164,4 @@ async def test_a_v8_postgres_store_keeps_its_processes_and_kills(
     conn = await asyncpg.connect(url)
     version = await conn.fetchval("SELECT schema_version FROM zombietop_store")
     await conn.close()
-    assert version == PG_VERSION == len(PG_MIGRATIONS) == 11
+    assert version == PG_VERSION == len(PG_MIGRATIONS) == 13
