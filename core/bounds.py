@@ -79,6 +79,35 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             low=1, high=20, why_low="one attempt is the least", why_high=_COUNT_HIGH, duration=False
         ),
     },
+    "history": {
+        "history_min_runs": Bound(
+            low=1,
+            high=100,
+            why_low="a job needs one successful run to have a median",
+            why_high="a job's summary keeps its latest 100 successful runs",
+            duration=False,
+        ),
+        "slow_after": Bound(
+            low=1.1,
+            high=100.0,
+            why_low="a run just past its median is an ordinary run, not a slow one",
+            why_high="a run would be called slow only after 100 times its usual duration",
+            duration=False,
+        ),
+        "too_fast_below": Bound(
+            low=0.0,
+            high=0.9,
+            why_low="a share of the median below 0 is no duration; 0 turns the check off",
+            why_high="a run nearly as long as usual did its work; 0 turns the check off",
+            duration=False,
+        ),
+        "slow_min": Bound(
+            low=0.1,
+            high=MAX_DURATION,
+            why_low="a timer that short runs out before one look at the store is over",
+            why_high=_DATE,
+        ),
+    },
     "store": {
         "keep_finished": Bound(
             low=1.0,

@@ -10,7 +10,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from zombietop.errors import StoreError, TaskNotFound, UpstreamBlocked
+from zombietop.durations import format_age
+from zombietop.errors import StoreError, TaskFinished, TaskNotFound, UpstreamBlocked
 from zombietop.model import Lease, Task, TaskState
 from zombietop.store import Store
 
@@ -64,6 +65,15 @@ async def check_upstream(store: Store, task_id: str, upstream: Sequence[str]) ->
             )
 
 
+def finished_refusal(task: Task, now: float) -> TaskFinished:
+    """The error for a finished task asked to run again: what it is, and what to do instead."""
+    ago = "" if task.finished_at is None else f" {format_age(now - task.finished_at)} ago"
+    return TaskFinished(
+        f"{task.task_id} finished ({task.state}{ago}): give each run its own id, or use "
+        f"--job {task.job_name} to start a new run of it"
+    )
+
+
 async def claim_task(
     store: Store,
     *,
@@ -77,15 +87,19 @@ async def claim_task(
     command: Sequence[str] = (),
     cwd: str | None = None,
     host: str | None = None,
+    job: str | None = None,
 ) -> Claim:
     """Create the task if it is new, check its upstream, and take its lease.
 
-    An expired lease is reclaimed (the token grows); a live one raises ``LeaseHeld``.
+    An expired lease is reclaimed (the token grows); a live one raises ``LeaseHeld``, and a
+    finished task ``TaskFinished`` (task ids are single-use).
     """
     try:
         existing: Task | None = await store.get_task(task_id)
     except TaskNotFound:
         existing = None
+    if existing is not None and existing.state.finished:
+        raise finished_refusal(existing, await store.now())
     upstream = [*(existing.upstream if existing else ()), *after]
     # Checked before creating: a refused start leaves nothing behind in the store.
     await check_upstream(store, task_id, upstream)
@@ -101,6 +115,7 @@ async def claim_task(
                 command=command,
                 cwd=cwd,
                 host=host,
+                job=job,
             )
         except StoreError:
             # Someone created it between our read and our write; claiming it is still right.

@@ -16,6 +16,8 @@ from zombietop.budgets import Budgets, measure_budgets, overruns, start_of, used
 from zombietop.config import Limits
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health, RowOrder
+from zombietop.history_judge import SLOW_REASON, judge_history
+from zombietop.job_summary import JobSummary
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Task, TaskState
 
 INF = float("inf")
@@ -109,11 +111,13 @@ def classify(
     limits: Limits,
     *,
     waiting_on: Sequence[tuple[str, Health]] = (),
+    history: JobSummary | None = None,
 ) -> Verdict:
     """Classify one task at ``now``.
 
     ``waiting_on`` lists the upstream tasks that have not succeeded, with their healths, so a
-    queued task can say what it waits behind.
+    queued task can say what it waits behind. ``history`` is the summary of the task's job,
+    which a run is judged against (``history_judge``).
     """
     reasons: list[Reason] = []
     state = task.state
@@ -163,6 +167,8 @@ def classify(
         flags, stable_until = _queue_flags(now, task, limits)
     if task.redelivered:
         flags = (Flag.REDELIVERED, *flags)
+    flags, history_changes = _history_flags(now, task, history, limits, flags, reasons)
+    stable_until = min(stable_until, history_changes)
     # The budgets and the page line are composed only for the few verdicts anyone reads.
     budgets = partial(measure_budgets, task, heartbeat, limits)
     describe = partial(
@@ -187,6 +193,31 @@ def _flat_since(heartbeat: Heartbeat | None, reasons: list[Reason]) -> float | N
         if reason.code == "process_idle":
             return reason.since
     return None if heartbeat is None else heartbeat.progress_changed_at
+
+
+def _history_flags(
+    now: float,
+    task: Task,
+    history: JobSummary | None,
+    limits: Limits,
+    flags: tuple[Flag, ...],
+    reasons: list[Reason],
+) -> tuple[tuple[Flag, ...], float]:
+    """The flags with the one the job's history raises (its reason added to ``reasons``), and
+    the moment that judgement next changes."""
+    judged, changes = judge_history(now, task, history, limits)
+    if judged is None:
+        return flags, changes
+    reasons.append(
+        Reason(
+            code=judged.code,
+            before=judged.before,
+            since=judged.since,
+            after=judged.after,
+            limit=judged.usual.median_s,
+        )
+    )
+    return (*flags, judged.flag), changes
 
 
 def _next_threshold(
@@ -550,6 +581,7 @@ def _context(
                 f"{label}{name} running {format_age(budget.used_s)} "
                 f"(budget {format_duration(budget.limit_s)})"
             )
+    parts.extend(r.words(now) for r in reasons if r.code == SLOW_REASON)
     if task.quarantined and health is not Health.QUARANTINED:
         parts.append("quarantined")
     if task.state is TaskState.INTERRUPTED:

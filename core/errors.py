@@ -43,6 +43,11 @@ class LeaseHeld(LeaseError):
     """Someone else holds the lease (acquire) or it has not expired yet (reclaim)."""
 
 
+class TaskFinished(LeaseHeld):
+    """A task id that already ran to its end was asked to run again: task ids are single-use,
+    and the message says to give each run its own id or to start a new run of a job."""
+
+
 class LeaseLost(LeaseError):
     """The caller no longer owns the lease: the token moved on or it expired."""
 

@@ -227,7 +227,12 @@ class Flag(StrEnum):
     twice, or active and reserved at once (Celery's acks_late past the visibility timeout)."""
     QUEUED_TOO_LONG = "queued_too_long"
     """Queued or scheduled longer than ``queue_timeout``, with the engine's reason if known."""
-
+    SLOWER_THAN_USUAL = "slower_than_usual"
+    """The run is still going past ``slow_after`` times its job's median successful run (and
+    at least ``slow_min`` past it), once the job has ``history_min_runs`` of them."""
+    FINISHED_TOO_FAST = "finished_too_fast"
+    """The run succeeded in under ``too_fast_below`` times its job's median successful run: a
+    backup that copied nothing."""
     @property
     def traits(self) -> FlagTraits:
         return FLAG_TRAITS[self]
@@ -251,6 +256,8 @@ FLAG_TRAITS: Mapping[Flag, FlagTraits] = {
     Flag.TASK_OVERRUN: FlagTraits(),
     Flag.REDELIVERED: FlagTraits(pages_once=True),
     Flag.QUEUED_TOO_LONG: FlagTraits(pages_once=True),
+    Flag.SLOWER_THAN_USUAL: FlagTraits(pages_once=True),
+    Flag.FINISHED_TOO_FAST: FlagTraits(pages_once=True),
 }
 """What each flag pages: one row per member, so a new flag is its member, its row here and
 the rule in ``classify`` that raises it."""

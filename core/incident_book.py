@@ -24,6 +24,7 @@ from typing import Any
 from zombietop.actions import ActionKind
 from zombietop.durations import format_age
 from zombietop.errors import StoreError
+from zombietop.failed_runs import failure_line, failure_open
 from zombietop.health import Health
 from zombietop.model import EventKind, Silence, TaskState
 from zombietop.monitor import Snapshot, TaskView
@@ -43,6 +44,8 @@ class Incident:
     task_id: str
     health: Health
     opened_at: float
+    job: str | None = None
+    """For a failed run, its job: a later success of the job ends the incident."""
 
 
 def notice_key(task_id: str | None, data: Mapping[str, Any]) -> str | None:
@@ -57,6 +60,15 @@ def ended_by_kill(view: TaskView) -> bool:
     """True when the task is dead because a kill (an operator's or ours) ended this very process."""
     kill = view.pending_kill
     return view.health is Health.DEAD and kill is not None and kill.pid == view.task.pid
+
+
+def _still_failing(incident: Incident, snapshot: Snapshot) -> bool:
+    """True for a failed run's incident whose job has not succeeded since it opened."""
+    if incident.health is not Health.FAILED:
+        return False
+    summary = snapshot.jobs.get(incident.job or incident.task_id)
+    succeeded_at = None if summary is None else summary.last_success_at
+    return succeeded_at is None or succeeded_at < incident.opened_at
 
 
 class IncidentBook:
@@ -93,7 +105,10 @@ class IncidentBook:
                 self.notices.remember(key, event.data, event.at)
             if page == "incident" and event.task_id and not event.data.get("released"):
                 self.incidents[event.task_id] = Incident(
-                    task_id=event.task_id, health=Health(event.data["health"]), opened_at=event.at
+                    task_id=event.task_id,
+                    health=Health(event.data["health"]),
+                    opened_at=event.at,
+                    job=event.data.get("job"),
                 )
             if isinstance(event.data.get("key"), str):
                 self.once.add(event.data["key"])
@@ -105,45 +120,55 @@ class IncidentBook:
             # Between a killed command's exit and its wrapper recording it, the task looks dead
             # for a moment: the kill's outcome is the news, not a new incident (or an all-clear).
             pass
-        elif health.pages:
+        elif health.pages or failure_open(view, look.jobs):
             incident = self.incidents.get(task_id)
-            if incident is not None and health.asks_to_kill and incident.health is not health:
+            if incident is not None and incident.health is not health and health.asks_to_kill:
                 # Finished while its process lives on (a stalled task its engine failed):
                 # what to do changed, so the same incident is paged again with the new line.
                 del self.incidents[task_id]
+                incident = None
+            elif incident is not None and incident.health is not health and not health.pages:
+                # A stall that ended in a failure: that stretch is over, the failure is news.
+                await self.close(view, look)
                 incident = None
             if incident is None:
                 await self.open(view, look)
             else:
                 await self.follow_up(view, look)
-            await self.auto_retry(view, look)
+            if health.pages:
+                await self.auto_retry(view, look)
         elif task_id in self.incidents:
             await self.close(view, look)
 
     async def open(self, view: TaskView, look: Look) -> None:
         """Quarantine the task, then page: an incident is open only once its hold is written,
         so a hold that fails (a full disk) is tried again at every look (every poll)."""
-        if not await self.quarantines.place(view, look):
+        failed = view.health is Health.FAILED  # a failed run: it ended, nothing to hold
+        if not failed and not await self.quarantines.place(view, look):
             return
         hands, task_id = self.hands, view.task_id
         context = view.verdict.context(look.now)
-        self.incidents[task_id] = Incident(task_id=task_id, health=view.health, opened_at=look.now)
+        job = view.task.job_name if failed else None
+        self.incidents[task_id] = Incident(
+            task_id=task_id, health=view.health, opened_at=look.now, job=job
+        )
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
         # The job's last words, and how old they are: "the last log line was at 03:42".
         last = await asyncio.to_thread(last_output_of, hands.store, view.task, hands.monitor.host)
-        line = with_last_output(context, last, look.now)
+        if failed:
+            line = failure_line(view, last, look.now)
+        else:
+            line = with_last_output(context, last, look.now)
         silence = look.oncall.silence_for(view.task)
         self.notices.opened(task_id, at=self.incidents[task_id].opened_at, paged=silence is None)
         if silence is not None:
             await self._held_by(silence, view, context, page_key, look)
             return
         hands.page(look, "incident", line, view=view)
-        await hands.record(
-            EventKind.PAGE,
-            line,
-            task_id,
-            {"page": "incident", "key": page_key, "health": str(view.health)},
-        )
+        data = {"page": "incident", "key": page_key, "health": str(view.health)}
+        if job is not None:
+            data["job"] = job
+        await hands.record(EventKind.PAGE, line, task_id, data)
 
     async def _held_by(
         self, silence: Silence, view: TaskView, context: str, page_key: str, look: Look
@@ -177,7 +202,10 @@ class IncidentBook:
             silenced=oncall.silence_for(view.task) is not None,
         )
         if due is not None:
-            line = view.verdict.context(look.now)
+            if view.health is Health.FAILED:
+                line = failure_line(view, None, look.now)
+            else:
+                line = view.verdict.context(look.now)
             await self.notice(look, view.task_id, due, line, view=view)
 
     async def notice(
@@ -223,6 +251,8 @@ class IncidentBook:
             ended = look.now
         took = format_age(max(ended - incident.opened_at, 0.0))
         now = str(health)
+        if incident.health is Health.FAILED and health is Health.FAILED:
+            now = f"a later run of {task.job_name} succeeded"
         if health is Health.QUARANTINED and task.state is TaskState.INTERRUPTED:
             # Killed while held: what ended it is the kill, the hold only stays.
             now = f"{TaskState.INTERRUPTED} (still quarantined)"
@@ -247,6 +277,8 @@ class IncidentBook:
             return
         present = {view.task_id for view in snapshot.tasks}
         for task_id in [t for t in self.incidents if t not in present]:
+            if _still_failing(self.incidents[task_id], snapshot):
+                continue  # a failed run past the finished window: open until its job succeeds
             incident = self.incidents.pop(task_id)
             line = f"{task_id} all clear: no longer active (was {incident.health})"
             await self._end_ack(task_id, look)

@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.core import (
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from zombietop.errors import ZombietopError
@@ -32,6 +37,8 @@ TEXTFILE_MODE = 0o644
 POLL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Seconds: a poll of a small store takes milliseconds, one that lags past the default 30s
 interval makes the watchdog withhold its verdicts."""
+JOB_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 43200.0)
+"""Seconds: a job's runs take from seconds (a small copy) to hours (a nightly export)."""
 RESULTS = ("delivered", "retrying", "failed")
 """``zombietop_pages_total{result}``: landed; failed with attempts left; failed for good."""
 
@@ -137,7 +144,8 @@ class _FleetCollector(Collector):
         )
         yield GaugeMetricFamily(
             "zombietop_incidents_open",
-            "Incidents open (dead, stalled, reclaimable tasks, paged and not yet all-clear).",
+            "Incidents open (dead, stalled, reclaimable tasks and failed runs, paged and not yet "
+            "all-clear).",
             value=incidents_open,
         )
         if not up or snapshot is None or snapshot.taken_at is None:
@@ -193,6 +201,33 @@ def fleet_families(snapshot: Snapshot, now: float) -> Iterator[Metric]:
         stage = beat.stage if beat is not None and beat.stage else ""
         info.add_metric(key, {"health": str(view.health), "stage": stage})
     yield from (age, lease, progress, info)
+    yield from job_families(snapshot)
+
+
+def job_families(snapshot: Snapshot) -> Iterator[Metric]:
+    """Each job's latest successful durations (its summary's window) and its last success."""
+    durations = HistogramMetricFamily(
+        "zombietop_job_duration_seconds",
+        "How long the job's latest successful runs took.",
+        labels=["job"],
+    )
+    last = GaugeMetricFamily(
+        "zombietop_job_last_success_timestamp_seconds",
+        "When the job's latest successful run ended, in Unix time.",
+        labels=["job"],
+    )
+    for name in sorted(snapshot.jobs):
+        summary = snapshot.jobs[name]
+        if summary.durations:
+            buckets = [
+                (f"{edge:g}", float(sum(1 for d in summary.durations if d <= edge)))
+                for edge in JOB_BUCKETS
+            ]
+            buckets.append(("+Inf", float(len(summary.durations))))
+            durations.add_metric([name], buckets, sum_value=sum(summary.durations))
+        if summary.last_success_at is not None:
+            last.add_metric([name], summary.last_success_at)
+    yield from (durations, last)
 
 
 def _task_labels(view: TaskView) -> list[str]:

@@ -92,6 +92,16 @@ class Task:
     started_at: float | None = None
     finished_at: float | None = None
     updated_at: float
+    job: str | None = None
+    """The job this task is a run of (``zombietop run --job``); None for a task named alone."""
+    run_number: int | None = None
+    """The run's number within its job, from 1 (None: not a run of a job)."""
+
+    @property
+    def job_name(self) -> str:
+        """The job whose history this task belongs to: a task with no job is its own job of
+        one run."""
+        return self.job or self.task_id
 
     @property
     def quarantined(self) -> bool:

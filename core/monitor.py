@@ -20,6 +20,7 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.errors import ZombietopError
 from zombietop.fleet import HostRequest
+from zombietop.job_book import JobBook
 from zombietop.model import (
     Event,
     EventKind,
@@ -105,6 +106,8 @@ class Monitor:
         """The last snapshot's views, for judging only what changed (a reusing monitor)."""
         self._orphans = OrphanWatch()
         """Which finished tasks' processes are still sampled, to find those that live on."""
+        self.job_book = JobBook()
+        """Every job's summary, read incrementally each poll."""
         self.oncall_reader = OnCallReader(store)
         """Reads the acks, silences and schedules that each snapshot carries."""
 
@@ -127,6 +130,10 @@ class Monitor:
             quiet = not fleet.agents and not fleet.requests
             if changes is None or not quiet:
                 kept = None
+            await self.job_book.refresh(self.store)
+            self.job_book.fold_source_runs(
+                (r.task for r in records if r.task.task_id in read.owners), now
+            )
             snapshot = await self._snapshot(now, records, config, samples, fleet, kept, changes)
             owners = {task_id: source.name for task_id, source in read.owners.items()}
             oncall, schedules = await self.oncall_reader.read(now, self.config, owners)
@@ -141,6 +148,7 @@ class Monitor:
             origins=read.origins,
             source_errors=read.errors,
             unread=self._unread(read),
+            jobs=self.job_book.jobs,
         )
         if kept is not None:
             self._kept, self._by_id = kept, kept.by_id
@@ -223,10 +231,12 @@ class Monitor:
         every task otherwise."""
         if kept is not None and changes is not None:
             # The store says what changed since the last snapshot: judge only that.
-            follow = partial(kept.follow, now, changes, samples, fleet)
+            follow = partial(kept.follow, now, changes, samples, fleet, self.job_book.jobs)
             return follow() if self.own_thread else await asyncio.to_thread(follow)
         previous = self._by_id if self.reuse_verdicts else None
-        build = partial(build_snapshot, now, records, config, samples, fleet)
+        build = partial(
+            build_snapshot, now, records, config, samples, fleet, jobs=self.job_book.jobs
+        )
         if self.own_thread:
             return build(previous=previous)
         # Classifying thousands of tasks is CPU work: keep it off the caller's loop.

@@ -38,7 +38,7 @@ class OnCallReader:
             judge(
                 now,
                 schedule,
-                await self.store.step_runs(schedule.step),
+                await self.store.step_runs(schedule.step, job=schedule.job),
                 first_seen=await self._first_seen(schedule, now, config.written_at),
             )
             for schedule in config.schedules

@@ -9,6 +9,7 @@ from heapq import heapify, heappop, heappush
 
 from zombietop.classify import INF
 from zombietop.config import Config
+from zombietop.job_summary import JobSummary
 from zombietop.model import (
     PollChanges,
     ProcessSample,
@@ -111,11 +112,12 @@ class KeptSnapshot:
         changes: PollChanges,
         samples: Mapping[str, ProcessSample],
         fleet: Fleet,
+        jobs: Mapping[str, JobSummary] | None = None,
     ) -> Snapshot:
         """The snapshot ``build_snapshot`` with ``previous`` would take at ``now``, judging only
         what may have changed (the fleet must be quiet)."""
         out = self._drop(changes.dropped)  # views that leave their place in the order
-        judge = Judge(now, self.config, samples, fleet)
+        judge = Judge(now, self.config, samples, fleet, jobs)
         before = self._judge_again(judge, changes, self._to_judge(now, changes, samples))
         judge.wait(self.by_id, self.waiting)
         moved = self._count_moves(before, out)

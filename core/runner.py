@@ -54,6 +54,7 @@ from zombietop.errors import (
     ZombietopError,
 )
 from zombietop.heartbeat_line import MAX_LINE, parse_line
+from zombietop.job_runs import claim_run
 from zombietop.locations import clean_env, safe_name, store_location, task_file_name
 from zombietop.model import EventKind, TaskState
 from zombietop.output import OutputLog, private_output_path, prune_attempts
@@ -83,6 +84,8 @@ class RunSpec:
     step_type: str | None = None
     after: tuple[str, ...] = ()
     cwd: str | None = None
+    job: str | None = None
+    """Start a new run of this job (``--job``); ``run_id`` then names the run."""
 
 
 def default_task_id(command: Sequence[str]) -> str:
@@ -195,26 +198,40 @@ class Runner:
             raise ZombietopError(
                 "nothing to run: give a command after --, e.g. zombietop run -- ./job.sh"
             )
-        task_id = spec.task_id or default_task_id(spec.command)
         cwd = spec.cwd or os.getcwd()
         owner = owner_name("run", self.host)
-        type_limits = self.config.limits_for(spec.step_type)
+        type_limits = self.config.limits_for(spec.step_type or spec.job)
         # Before the claim: a state directory that is not safely ours must not leave it claimed.
         folder = self._heartbeat_folder()
         claimed_at = time.monotonic()
-        claim = await claim_task(
-            self.store,
-            task_id=task_id,
-            owner=owner,
-            ttl=type_limits.lease_ttl,
-            run_id=spec.run_id,
-            step=Path(spec.command[0]).name,
-            step_type=spec.step_type,
-            after=spec.after,
-            command=spec.command,
-            cwd=cwd,
-            host=self.host,
-        )
+        if spec.job is not None:
+            claim = await claim_run(
+                self.store,
+                job=spec.job,
+                run=spec.run_id,
+                owner=owner,
+                ttl=type_limits.lease_ttl,
+                step_type=spec.step_type,
+                after=spec.after,
+                command=spec.command,
+                cwd=cwd,
+                host=self.host,
+            )
+        else:
+            claim = await claim_task(
+                self.store,
+                task_id=spec.task_id or default_task_id(spec.command),
+                owner=owner,
+                ttl=type_limits.lease_ttl,
+                run_id=spec.run_id,
+                step=Path(spec.command[0]).name,
+                step_type=spec.step_type,
+                after=spec.after,
+                command=spec.command,
+                cwd=cwd,
+                host=self.host,
+            )
+        task_id = claim.task.task_id
         self.lease_until = claimed_at + type_limits.lease_ttl
         limits = self.config.limits_for(claim.task.step_type)
         beat_file = write_new(folder / f"{task_file_name(task_id)}.{claim.token}.hb")

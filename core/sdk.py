@@ -39,8 +39,16 @@ from typing import Any, Self, TypeVar
 
 from zombietop.claim import Claim, claim_task, owner_name
 from zombietop.config import Config, Limits, load_config, resolve_config_path
-from zombietop.errors import LeaseLost, RequestTimeout, StoreError
+from zombietop.errors import (
+    LeaseLost,
+    RequestTimeout,
+    StoreError,
+    TaskFinished,
+    TaskNotFound,
+    ZombietopError,
+)
 from zombietop.heartbeat_line import BeatLine
+from zombietop.job_runs import check_job_name, claim_run
 from zombietop.locations import (
     TIE_FOLDER,
     adopt_legacy_file,
@@ -50,7 +58,7 @@ from zombietop.locations import (
     store_location,
     task_file_name,
 )
-from zombietop.model import Lease, TaskState
+from zombietop.model import Lease, Task, TaskState
 from zombietop.private import create_new, open_append, open_read, private_dir, state_subdir
 from zombietop.procs import read_start, this_host
 from zombietop.store import Store, open_store
@@ -103,8 +111,10 @@ class Job:
 
     def __init__(
         self,
-        task_id: str,
+        task_id: str | None = None,
         *,
+        job: str | None = None,
+        run: str | None = None,
         db: str | Path | None = None,
         config: Config | str | Path | None = None,
         run_id: str | None = None,
@@ -115,13 +125,19 @@ class Job:
         handle_sigterm: bool = True,
         host: str | None = None,
     ) -> None:
-        self.task_id = task_id
+        if (task_id is None) == (job is None):
+            raise ZombietopError(
+                "Job needs a task id or a job name, not both: Job('export-2031') for one run, "
+                "Job(job='nightly-export') for a new run of a job each time"
+            )
+        self.job = check_job_name(job) if job is not None else None
+        self._run = run
         if isinstance(config, Config):
             self.config = config
         else:
             self.config = load_config(Path(config) if config else resolve_config_path(None))
         self.db = _store_path(db, self.config)
-        self.limits: Limits = self.config.limits_for(step_type)
+        self.limits: Limits = self.config.limits_for(step_type or job)
         self._run_id, self._step, self._step_type, self._after = (
             run_id,
             step,
@@ -129,11 +145,9 @@ class Job:
             tuple(after),
         )
         self.host = host if host is not None else this_host()
-        folder = state_dir(self.db) / "checkpoints"
-        default = folder / f"{task_file_name(task_id)}.json"
-        if checkpoint_path is None:
-            adopt_legacy_file(folder / f"{safe_name(task_id)}.json", default)
-        self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else default
+        self.task_id = task_id or ""
+        """The run's task id; for a run of a job, known once the ``with`` block is entered."""
+        self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else Path()
         self._own_checkpoint_dir = not checkpoint_path
         """The default folder is zombietop's, so it must be private; a path given is the job's."""
         self._handle_sigterm = handle_sigterm
@@ -152,6 +166,16 @@ class Job:
         self._request: str | None = None
         self._checkpoint_recorded = False
         self._tie_fd: int | None = None
+        if task_id is not None:
+            self._place_checkpoint()
+
+    def _place_checkpoint(self) -> None:
+        """Put the checkpoint in zombietop's folder, named for the task, unless a path was given."""
+        if not self._own_checkpoint_dir:
+            return
+        folder = state_dir(self.db) / "checkpoints"
+        self.checkpoint_path = folder / f"{task_file_name(self.task_id)}.json"
+        adopt_legacy_file(folder / f"{safe_name(self.task_id)}.json", self.checkpoint_path)
 
     # Entering and leaving ------------------------------------------------------------------
 
@@ -160,6 +184,10 @@ class Job:
         try:
             self._store = self._loop.call(open_store(self.db, create=True))
             self._claim = self._loop.call(self._take())
+        except TaskFinished as exc:
+            self._shutdown()
+            # The message says what to do; the frames of the store behind it would only hide it.
+            raise TaskFinished(str(exc)) from None
         except BaseException:
             self._shutdown()
             raise
@@ -175,24 +203,17 @@ class Job:
         assert self._store is not None
         owner = os.environ.get("ZOMBIETOP_LEASE_OWNER")
         token = os.environ.get("ZOMBIETOP_LEASE_TOKEN", "")
-        if os.environ.get("ZOMBIETOP_TASK") == self.task_id and owner and token.isdigit():
+        wrapped = await self._wrapped_task()
+        if wrapped is not None and owner and token.isdigit():
             # `zombietop run` holds the lease for us; taking it again would fence out the wrapper.
             self._adopted = True
-            task = await self._store.get_task(self.task_id)
+            self.task_id = wrapped.task_id
+            self._place_checkpoint()
             lease = Lease(task_id=self.task_id, owner=owner, token=int(token))
-            return Claim(task=task, lease=lease, owner=owner)
-        claim = await claim_task(
-            self._store,
-            task_id=self.task_id,
-            owner=owner_name("sdk", self.host),
-            ttl=self.config.limits_for(self._step_type).lease_ttl,
-            run_id=self._run_id,
-            step=self._step,
-            step_type=self._step_type,
-            after=self._after,
-            cwd=os.getcwd(),
-            host=self.host,
-        )
+            return Claim(task=wrapped, lease=lease, owner=owner)
+        claim = await self._claim_it()
+        self.task_id = claim.task.task_id
+        self._place_checkpoint()
         # Held open until the job ends: the tie a kill checks (zombietop.procs.tie) for a job
         # started by hand, whose environment and command line name no task.
         tie_file = state_subdir(self.db, TIE_FOLDER) / task_file_name(self.task_id)
@@ -209,6 +230,50 @@ class Job:
                 host=self.host,
             )
         return claim
+
+    async def _wrapped_task(self) -> Task | None:
+        """The task ``zombietop run`` started this job as (``ZOMBIETOP_TASK``), when it is
+        this task or a run of this job; None otherwise."""
+        assert self._store is not None
+        name = os.environ.get("ZOMBIETOP_TASK")
+        if not name or (self.job is None and name != self.task_id):
+            return None
+        try:
+            task = await self._store.get_task(name)
+        except TaskNotFound:
+            return None
+        if self.job is not None and task.job != self.job:
+            return None
+        return task
+
+    async def _claim_it(self) -> Claim:
+        assert self._store is not None
+        owner = owner_name("sdk", self.host)
+        ttl = self.config.limits_for(self._step_type or self.job).lease_ttl
+        if self.job is not None:
+            return await claim_run(
+                self._store,
+                job=self.job,
+                run=self._run,
+                owner=owner,
+                ttl=ttl,
+                step_type=self._step_type,
+                after=self._after,
+                cwd=os.getcwd(),
+                host=self.host,
+            )
+        return await claim_task(
+            self._store,
+            task_id=self.task_id,
+            owner=owner,
+            ttl=ttl,
+            run_id=self._run_id,
+            step=self._step,
+            step_type=self._step_type,
+            after=self._after,
+            cwd=os.getcwd(),
+            host=self.host,
+        )
 
     def __exit__(
         self,

@@ -13,6 +13,7 @@ from zombietop.config import Config, Limits
 from zombietop.durations import format_age
 from zombietop.fleet import AgentPresence, HostRequest, StoredSample
 from zombietop.health import Health
+from zombietop.job_summary import JobSummary, job_of
 from zombietop.model import (
     Heartbeat,
     Lease,
@@ -108,6 +109,12 @@ class Snapshot:
     unread: frozenset[str] = frozenset()
     """The tasks of the sources in ``source_errors``, as of their last good read in this
     process: nothing is known of them now, so nothing is said or done about them."""
+    jobs: Mapping[str, JobSummary] = field(default_factory=dict)
+    """By name, the summary of every job with a finished run (``job_of`` gives a task's)."""
+
+    def job_of(self, task: Task) -> JobSummary:
+        """The summary of the job ``task`` is a run of (a task with no job: itself alone)."""
+        return job_of(self.jobs, task)
 
     @property
     def ok(self) -> bool:
@@ -203,11 +210,14 @@ class Judge:
         config: Config,
         samples: Mapping[str, ProcessSample],
         fleet: Fleet | None,
+        jobs: Mapping[str, JobSummary] | None = None,
     ) -> None:
         self.now = now
         self.config = config
         self.samples = samples
         self.fleet = fleet
+        self.jobs: Mapping[str, JobSummary] = jobs or {}
+        """By name, the job summaries a run is judged against."""
         # Without agents or owed requests (one host, or a fleet at peace) a task's fleet notes
         # follow from the task alone, so an unchanged task needs no fleet lookups at all.
         self.quiet = fleet is None or (not fleet.agents and not fleet.requests)
@@ -268,7 +278,15 @@ class Judge:
             heartbeat=heartbeat,
             process=process,
             limits=limits,
-            verdict=classify(now, task, lease, heartbeat, process, limits),
+            verdict=classify(
+                now,
+                task,
+                lease,
+                heartbeat,
+                process,
+                limits,
+                history=None if task.job is None else self.jobs.get(task.job),
+            ),
             pending_kill=pending_kill,
             remote=remote,
             agent=agent,
@@ -317,6 +335,7 @@ def build_snapshot(
     fleet: Fleet | None = None,
     *,
     previous: Mapping[str, TaskView] | None = None,
+    jobs: Mapping[str, JobSummary] | None = None,
 ) -> Snapshot:
     """Classify every record at ``now`` and order them most urgent first (pure).
 
@@ -326,8 +345,10 @@ def build_snapshot(
     With ``previous`` (the last snapshot's views by task id), a task whose record, judged
     process reading and fleet notes are unchanged, and whose verdict is still before its
     ``stable_until``, keeps its view: a fleet at rest costs what changed, not what exists.
+
+    ``jobs`` are the job summaries each run is judged against (``history_judge``).
     """
-    judge = Judge(now, config, samples, fleet)
+    judge = Judge(now, config, samples, fleet, jobs)
     previous = previous or {}
     views: dict[str, TaskView] = {}
     for record in records:

@@ -219,6 +219,7 @@ class Watchdog:
         """Act on a trusted snapshot: each task, the tasks gone, the schedules, the kills."""
         look.now = snapshot.taken_at if snapshot.taken_at is not None else self.clock.now()
         look.oncall = snapshot.oncall
+        look.jobs = snapshot.jobs
         for view in snapshot.tasks:
             await self._judge(view, look)
         await self.book.close_vanished(snapshot, look)

@@ -10,7 +10,7 @@ its pages are shown instead of sent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from zombietop.clock import Clock
 from zombietop.config import NotifySettings
 from zombietop.errors import StoreError
 from zombietop.health import Health
+from zombietop.job_summary import JobSummary
 from zombietop.model import EventKind
 from zombietop.monitor import Monitor, TaskView
 from zombietop.notify import DeliveryResult, LogNotifier, Notifier, Outbox, Page
@@ -40,6 +41,8 @@ class Look:
     """The acks and silences in force as of this look's snapshot."""
     told: bool = False
     """Why verdicts are withheld was said already in this look."""
+    jobs: Mapping[str, JobSummary] = field(default_factory=dict)
+    """The job summaries as of this look's snapshot: whether a failed run is still open."""
 
 
 def since(view: TaskView) -> float | None:

@@ -102,6 +102,8 @@ class ZombietopApp(App[None]):
             self.use_command_palette = False
         self.sort_mode = SortMode.URGENCY
         self.filter_text = ""
+        self.per_run = False
+        """One row per run (``g``); by default one row per job."""
         self.paused_at: float | None = None
         self.events_open = False
         self._timer: Timer | None = None
@@ -139,7 +141,7 @@ class ZombietopApp(App[None]):
         return {task_id: word for task_id, (word, _) in self.notes.items()}
 
     def ordered_views(self, snapshot: Snapshot) -> tuple[TaskView, ...]:
-        return ordered(snapshot, self.sort_mode, self.filter_text)
+        return ordered(snapshot, self.sort_mode, self.filter_text, self.per_run)
 
     def _new_rows(self, views: Sequence[TaskView], now: float) -> None:
         self.rows = Rows(views=views, now=self.data_now(now), outcomes=self.current_outcomes(now))
@@ -165,7 +167,7 @@ class ZombietopApp(App[None]):
                 screen.show_state(state)
 
     def _order_key(self) -> tuple[object, ...]:
-        return (self.sort_mode, self.filter_text)
+        return (self.sort_mode, self.filter_text, self.per_run)
 
     @work(exclusive=True, group="refresh", exit_on_error=False)
     async def poll(self) -> None:
@@ -179,7 +181,7 @@ class ZombietopApp(App[None]):
         # snapshot's order (always, on the wall) the views are the snapshot's own tuple.
         views = (
             snapshot.tasks
-            if in_snapshot_order(self.sort_mode, self.filter_text)
+            if in_snapshot_order(self.sort_mode, self.filter_text, self.per_run)
             else await asyncio.to_thread(self.ordered_views, snapshot)
         )
         events = await self.source.events(limit=50) if self.events_open else None
@@ -263,6 +265,11 @@ class ZombietopApp(App[None]):
         self.sort_mode = self.sort_mode.next()
         self._reorder()
         self.notify(f"sorted by {self.sort_mode}", timeout=2)
+
+    def on_rows_grouped(self, message: messages.RowsGrouped) -> None:
+        self.per_run = not self.per_run
+        self._reorder()
+        self.notify("one row per run" if self.per_run else "one row per job", timeout=2)
 
     def on_filter_changed(self, message: messages.FilterChanged) -> None:
         self.filter_text = message.text

@@ -123,8 +123,17 @@ TASK_GROWS_BY = 16
 """At most this many spare cells widen the task column, for long ids and the marks' words."""
 
 
+def row_name(view: TaskView) -> str:
+    """What a row calls its task: a run of a job by its job and number (``nightly-export
+    #42``), any other task by its id."""
+    task = view.task
+    if task.job is not None and task.run_number is not None:
+        return f"{task.job} #{task.run_number}"
+    return task.task_id
+
+
 def _task(view: TaskView, now: float, note: RowNote | None, *, width: int = TASK_WIDTH) -> Text:
-    text = printable_text(view.task_id, style="bold" if view.health.pages else "", no_wrap=True)
+    text = printable_text(row_name(view), style="bold" if view.health.pages else "", no_wrap=True)
     if text.cell_len > width:
         text = Text(short_id(text.plain, width), style=text.style, no_wrap=True)
     return with_marks(text, row_marks(view, now, note), width)
@@ -442,9 +451,12 @@ FLAG_MARKS: dict[Flag, Mark] = {
     Flag.STAGE_OVERRUN: Mark(OVER, "stage", "bold yellow"),
     Flag.TASK_OVERRUN: Mark(OVER, "task", "bold yellow"),
     Flag.REDELIVERED: Mark("⧉", "twice", "bold red"),
+    Flag.SLOWER_THAN_USUAL: Mark(OVER, "slow", "bold yellow"),
+    Flag.FINISHED_TOO_FAST: Mark(OVER, "too fast", "bold yellow"),
 }
-"""A budget overrun: ``!request`` is a request running past its budget; ``⧉twice`` a task a
-queue handed out again while it ran."""
+"""A budget overrun (``!request`` is a request running past its budget), a task a queue
+handed out again while it ran (``⧉twice``), or a run judged against its job's history
+(``!slow``: slower than usual, ``!too fast``: finished too fast)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -86,6 +86,13 @@ KEYS: tuple[Key, ...] = (
         "Sort",
         "Cycle the sort: urgency, oldest heartbeat, least progress, task id",
     ),
+    Key(
+        "g",
+        "group_rows",
+        "Runs",
+        "One row per job (its most urgent run), or one row per run",
+        show=False,
+    ),
     Key("p", "toggle_pause", "Pause", "Pause or resume refreshing"),
     Key("e", "toggle_events", "Events", "Show or hide the events pane", show=False),
     Key(

@@ -64,6 +64,10 @@ class SortCycled(Message):
     pass
 
 
+class RowsGrouped(Message):
+    """``g``: one row per run, or one row per job."""
+
+
 @dataclass
 class FilterChanged(Message):
     text: str

@@ -34,17 +34,50 @@ def matches(view: TaskView, text: str) -> bool:
     )
 
 
-def in_snapshot_order(sort: SortMode, filter_text: str) -> bool:
-    """True when ``ordered`` is the snapshot's own tuple: nothing to filter or sort."""
-    return not filter_text and sort is SortMode.URGENCY
+def in_snapshot_order(sort: SortMode, filter_text: str, per_run: bool = True) -> bool:
+    """True when ``ordered`` is the snapshot's own tuple: one row per run, nothing to filter or
+    sort."""
+    return per_run and not filter_text and sort is SortMode.URGENCY
 
 
-def ordered(snapshot: Snapshot, sort: SortMode, filter_text: str) -> tuple[TaskView, ...]:
-    """The snapshot's tasks that match the filter, in ``sort`` order (stable: ties by urgency).
+def one_per_job(views: tuple[TaskView, ...]) -> tuple[TaskView, ...]:
+    """One row per job, where its chosen run stands: its most urgent unfinished run (the first
+    in ``views``), else its latest run. ``views`` itself when no job has two runs in it."""
+    chosen: dict[str, TaskView] = {}
+    grouped = False
+    for view in views:
+        name = view.task.job_name
+        best = chosen.get(name)
+        if best is None:
+            chosen[name] = view
+            continue
+        grouped = True
+        if best.task.state.finished and (not view.task.state.finished or _later(view, best)):
+            chosen[name] = view
+    if not grouped:
+        return views
+    keep = {id(view) for view in chosen.values()}
+    return tuple(view for view in views if id(view) in keep)
+
+
+def _later(view: TaskView, than: TaskView) -> bool:
+    return (view.task.finished_at or 0.0, view.task.run_number or 0) > (
+        than.task.finished_at or 0.0,
+        than.task.run_number or 0,
+    )
+
+
+def ordered(
+    snapshot: Snapshot, sort: SortMode, filter_text: str, per_run: bool = True
+) -> tuple[TaskView, ...]:
+    """The snapshot's tasks that match the filter, in ``sort`` order (stable: ties by urgency),
+    one row per run or (``per_run`` False) one row per job.
 
     Unfiltered in urgency order, that is the snapshot's own tuple: the table tells its views
     apart from the ones it shows by identity, and a copy would cost a pass over every view.
     """
+    if not per_run:
+        return one_per_job(ordered(snapshot, sort, filter_text))
     if in_snapshot_order(sort, filter_text):
         return snapshot.tasks
     if filter_text:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from zombietop.config.settings import (
+    HISTORY_DEFAULTS,
     METRICS_EXAMPLE,
     MONITOR_DEFAULTS,
     ONCALL_DEFAULTS,
@@ -115,13 +116,28 @@ def _limit_sections(dumps: Dumps) -> list[str]:
         "# A stage overrun pages and a second overrun kills (SIGTERM, kill_grace, SIGKILL);",
         "# a task overrun is only logged, because a checkpoint can resume it.",
         dumps({"timeouts": timeouts}),
-        "# Per step type, any key above plus resume_command / compensate_command",
-        "# (argument lists with {task_id} and {checkpoint}), and auto_retry = true for",
-        "# idempotent work the watchdog may retry by itself (max_retries attempts in all,",
-        "# retry_backoff before the first, doubling after). from_source = true marks a step",
-        "# type whose tasks come from a source (an Airflow DAG): a task instance is one stage,",
-        "# so its stage may last its whole task (stage <= task) and is the task budget unless",
-        "# the section sets one:",
+        "# Each run judged against its job's latest successful runs, once the job has",
+        "# history_min_runs of them: a run still going past slow_after x their median (and",
+        "# at least slow_min past it) is slower_than_usual; one that succeeds in under",
+        "# too_fast_below x the median finished_too_fast (0 turns that off). Both warn.",
+        dumps(
+            {
+                "history": {
+                    "history_min_runs": int(HISTORY_DEFAULTS["history_min_runs"]),
+                    "slow_after": HISTORY_DEFAULTS["slow_after"],
+                    "slow_min": format_duration(HISTORY_DEFAULTS["slow_min"]),
+                    "too_fast_below": HISTORY_DEFAULTS["too_fast_below"],
+                }
+            }
+        ),
+        "# Per step type (a job's runs have their job's name as their step type), any key",
+        "# above plus resume_command / compensate_command (argument lists with {task_id}",
+        "# and {checkpoint}), auto_retry = true for idempotent work the watchdog may retry",
+        "# by itself (max_retries attempts in all, retry_backoff before the first, doubling",
+        "# after), page_on_failure = false for jobs whose failures page someone else, and",
+        "# from_source = true for a step type whose tasks come from a source (an Airflow DAG):",
+        "# a task instance is one stage, so its stage may last its whole task (stage <= task)",
+        "# and is the task budget unless the section sets one:",
         "#",
         "# [step_types.export]",
         '# stage = "45m"',

@@ -11,6 +11,7 @@ from typing import Any
 from zombietop.config.settings import (
     DEFAULT_SOURCE,
     DURATION_KEYS,
+    HISTORY_DEFAULTS,
     STEP_ONLY_KEYS,
     THRESHOLD_DEFAULTS,
     TIMEOUT_DEFAULTS,
@@ -19,6 +20,7 @@ from zombietop.config.settings import (
     default_limits,
 )
 from zombietop.config.values import (
+    check_bound,
     read_command,
     read_duration,
     read_whole,
@@ -48,14 +50,31 @@ def apply_section(
             changes[key] = read_duration(path, section, key, value, family="step_types")
         elif key == "max_retries":
             changes[key] = read_whole(path, section, key, value, family="step_types")
-        elif key in ("auto_retry", "from_source"):
+        elif key in ("auto_retry", "from_source", "page_on_failure"):
             if not isinstance(value, bool):
                 raise ConfigError(f"{label}: {key} must be true or false, not {value!r}")
             changes[key] = value
+        elif key in HISTORY_DEFAULTS:
+            changes[key] = _history_value(path, section, key, value)
         else:
             changes[key] = read_command(path, section, key, value)
         sources[key] = label
     return replace(base, **changes, sources=sources)
+
+
+def _history_value(path: Path | None, section: str, key: str, value: Any) -> float:
+    """One of the ``[history]`` keys: a count, a duration (0 allowed), or a factor."""
+    if key == "history_min_runs":
+        return read_whole(path, section, key, value, family="history")
+    if key == "slow_min":
+        return read_duration(path, section, key, value, family="history", zero=True)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(
+            f"{where(path)} [{section}]: {key} must be a number such as "
+            f"{HISTORY_DEFAULTS[key]:g}, not {value!r}"
+        )
+    check_bound(path, section, key, value, value, "history")
+    return float(value)
 
 
 def read_limits(path: Path | None, data: Mapping[str, Any]) -> tuple[Limits, dict[str, Limits]]:
@@ -72,10 +91,13 @@ def read_limits(path: Path | None, data: Mapping[str, Any]) -> tuple[Limits, dic
     limits = apply_section(
         limits, path, "timeouts", section_table(path, data, "timeouts"), list(TIMEOUT_DEFAULTS)
     )
+    limits = apply_section(
+        limits, path, "history", section_table(path, data, "history"), list(HISTORY_DEFAULTS)
+    )
     validate(limits, path, None)
 
     step_types: dict[str, Limits] = {}
-    allowed = [*DURATION_KEYS, *STEP_ONLY_KEYS]
+    allowed = [*DURATION_KEYS, *HISTORY_DEFAULTS, *STEP_ONLY_KEYS]
     for name, table in section_table(path, data, "step_types").items():
         section = f"step_types.{name}"
         if not isinstance(table, Mapping):

@@ -46,6 +46,7 @@ SECTIONS = (
     "schedules",
     "thresholds",
     "timeouts",
+    "history",
     "step_types",
     "sources",
 )

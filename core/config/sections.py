@@ -182,7 +182,7 @@ def read_oncall(path: Path | None, table: Mapping[str, Any]) -> OnCallSettings:
     return settings
 
 
-SCHEDULE_KEYS = ["step", "cron", "tz", "grace", "max_runtime"]
+SCHEDULE_KEYS = ["step", "job", "cron", "tz", "grace", "max_runtime"]
 
 
 def read_schedules(path: Path | None, table: Mapping[str, Any]) -> tuple[Schedule, ...]:
@@ -198,11 +198,17 @@ def _schedule(path: Path | None, name: str, table: Any) -> Schedule:
     for key in table:
         if key not in SCHEDULE_KEYS:
             raise unknown_key(path, section, key, SCHEDULE_KEYS)
-    for key in ("step", "cron"):
+    if "step" in table and "job" in table:
+        raise ConfigError(
+            f'{label}: give one of step = "..." (the step its runs have) or job = "..." (the '
+            "job its runs belong to, as in `zombietop run --job`), not both"
+        )
+    what = "job" if "job" in table else "step"
+    for key in (what, "cron"):
         if key not in table:
             raise ConfigError(
-                f'{label}: {key} is missing; a schedule needs step = "..." and cron = "m h dom mon '
-                'dow", e.g. cron = "30 2 * * *"'
+                f'{label}: {key} is missing; a schedule needs step = "..." (or job = "...") and '
+                'cron = "m h dom mon dow", e.g. cron = "30 2 * * *"'
             )
         if not isinstance(table[key], str) or not table[key].strip():
             raise ConfigError(f"{label}: {key} must be a non-empty string, not {table[key]!r}")
@@ -216,7 +222,8 @@ def _schedule(path: Path | None, name: str, table: Any) -> Schedule:
     max_runtime = table.get("max_runtime")
     return Schedule(
         name=name,
-        step=table["step"],
+        step=table[what],
+        job=table.get("job"),
         cron=cron,
         tz=tz,
         grace=grace,

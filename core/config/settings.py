@@ -25,6 +25,13 @@ TIMEOUT_DEFAULTS: dict[str, float] = {
     "task": 21600.0,
     "kill_grace": 30.0,
 }
+HISTORY_DEFAULTS: dict[str, float] = {
+    "history_min_runs": 5,
+    "slow_after": 2.0,
+    "slow_min": 300.0,
+    "too_fast_below": 0.1,
+}
+"""``[history]``: how a run is judged against its job's successful runs (and per step type)."""
 DURATION_KEYS = {
     **{k: "thresholds" for k in THRESHOLD_DEFAULTS},
     **{k: "timeouts" for k in TIMEOUT_DEFAULTS},
@@ -37,6 +44,7 @@ STEP_ONLY_KEYS = (
     "max_retries",
     "retry_backoff",
     "from_source",
+    "page_on_failure",
 )
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
 STORE_DEFAULTS: dict[str, float] = {"keep_finished": 30 * 86400.0}
@@ -84,6 +92,16 @@ class Limits:
     """The step type's tasks come from a read-only source (an Airflow DAG): a task instance
     is one stage, so its stage may last as long as its task, and is the task budget unless
     the section sets one."""
+    history_min_runs: int = 5
+    """How many successful runs a job needs before its runs are judged against them."""
+    slow_after: float = 2.0
+    """A running run past this many times the job's median is ``slower_than_usual``..."""
+    slow_min: float = 300.0
+    """...and only once it is at least this far past the median."""
+    too_fast_below: float = 0.1
+    """A run that succeeds in under this many times the median ``finished_too_fast``."""
+    page_on_failure: bool = True
+    """A failed run opens an incident and pages (false: the failure is someone else's)."""
     step_type: str | None = None
     engine: str | None = None
     """The engine that runs the tasks judged by these limits (``Airflow``), for the words of
@@ -157,6 +175,9 @@ class Schedule:
 
     name: str
     step: str
+    """The step its runs have; for a schedule of a job, the job's name."""
+    job: str | None = None
+    """The job its runs belong to (``job = "..."``): a run of the job counts as its run."""
     cron: str
     """Five fields: minute hour day-of-month month day-of-week."""
     tz: str = "UTC"

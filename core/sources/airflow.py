@@ -237,6 +237,7 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
         run_id=row["run_id"],
         step=row["task_id"],
         step_type=row["dag_id"],
+        job=f"{row['dag_id']}/{row['task_id']}",
         state=state,
         attempt=max(_try_number(row), 1),
         host=host if on_this_host else hostname,

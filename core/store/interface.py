@@ -16,6 +16,7 @@ from typing import Any, Self
 
 from zombietop.fleet import AgentPresence, HostRequest, StoredSample, WatchdogLease
 from zombietop.heartbeat_line import BeatLine
+from zombietop.job_summary import JobSummary
 from zombietop.model import (
     Ack,
     Event,
@@ -107,8 +108,10 @@ class Store(abc.ABC):
         command: Sequence[str] = (),
         cwd: str | None = None,
         host: str | None = None,
+        job: str | None = None,
     ) -> Task:
-        """Add a queued task; raise ``StoreError`` if the id is taken."""
+        """Add a queued task; raise ``StoreError`` if the id is taken. A task of a ``job`` is
+        numbered after the job's latest run (``run_number``, from 1)."""
 
     @abc.abstractmethod
     async def get_task(self, task_id: str) -> Task:
@@ -368,9 +371,20 @@ class Store(abc.ABC):
     async def silences(self) -> list[Silence]:
         """Every silence in force, soonest to end first."""
 
+    # Jobs ----------------------------------------------------------------------------------
+
     @abc.abstractmethod
-    async def step_runs(self, step: str) -> StepRuns:
-        """When a task of ``step`` last started, and since when the oldest still running has."""
+    async def job_summaries(self, changed_after: float | None = None) -> list[JobSummary]:
+        """Every job's summary, or (with ``changed_after``) those changed at or after it."""
+
+    @abc.abstractmethod
+    async def job_runs(self, job: str, limit: int) -> list[Task]:
+        """The latest ``limit`` runs of ``job``, newest first."""
+
+    @abc.abstractmethod
+    async def step_runs(self, step: str, *, job: str | None = None) -> StepRuns:
+        """When a task of ``step`` (with ``job``: a run of that job, whatever its step) last
+        started, and since when the oldest still running has."""
 
     @abc.abstractmethod
     async def see_schedule(self, *, name: str, step: str, cron: str, tz: str, at: float) -> float:

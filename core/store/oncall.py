@@ -169,9 +169,12 @@ class OnCall(SQLBase[Conn]):
 
     # Schedules -----------------------------------------------------------------------------
 
-    async def step_runs(self, step: str) -> StepRuns:
+    async def step_runs(self, step: str, *, job: str | None = None) -> StepRuns:
         async with self._read() as db:
-            row = await self._row(db, "select_step_runs", {"step": step})
+            if job is not None:
+                row = await self._row(db, "select_job_step_runs", {"job": job})
+            else:
+                row = await self._row(db, "select_step_runs", {"step": step})
         if row is None:
             return StepRuns()
         return StepRuns(last_started=row["last_started"], running_since=row["running_since"])

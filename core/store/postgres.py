@@ -35,10 +35,11 @@ from zombietop.store.sql_store import SQLStore
 APPLICATION = "zombietop"
 CONNECT_TIMEOUT_S = 10.0
 _SQL = queries.load("postgresql")
-MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in range(1, 13))
+MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in range(1, 14))
 SCHEMA_VERSION = len(MIGRATIONS)
 """Numbered apart from the SQLite store's (which had migrations of its own): each .sql file
 says which SQLite version a PostgreSQL one matches."""
+
 
 _PARAM = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
 

@@ -12,7 +12,8 @@ way):
 - ``agents``: the agents of a fleet;
 - ``oncall``: acks, silences and schedules;
 - ``paging``: the watchdog's own lease and its undelivered pages;
-- ``retention``: pruning finished tasks and reading them page by page.
+- ``retention``: pruning finished tasks and reading them page by page;
+- ``jobs``: each job's summary, kept as its runs end, and a job's runs.
 
 Every part stands on ``sql_base.SQLBase``: the adapter each backend (``sqlite``, ``postgres``)
 implements, and the plumbing the parts share (holding a task's row, fencing a lease, writing
@@ -24,6 +25,7 @@ from __future__ import annotations
 from zombietop.store.agents import Agents
 from zombietop.store.beats import Beats
 from zombietop.store.events import Events
+from zombietop.store.jobs import Jobs
 from zombietop.store.kills import Kills
 from zombietop.store.leases import Leases
 from zombietop.store.oncall import OnCall
@@ -43,5 +45,6 @@ class SQLStore(
     OnCall[Conn],
     Paging[Conn],
     Retention[Conn],
+    Jobs[Conn],
 ):
     """Every store method, written against the adapter methods each backend implements."""

@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from zombietop.errors import ActionRefused, LeaseLost, StoreError
 from zombietop.model import EventKind, Lease, PollChanges, Task, TaskRecord, TaskState
 from zombietop.start_identity import StartIdentity
+from zombietop.store.jobs import Jobs
 from zombietop.store.poll_cache import PollCache, task_record
-from zombietop.store.sql_base import Conn, Duplicate, SQLBase, identity_params
+from zombietop.store.sql_base import Conn, Duplicate, identity_params
 
 
-class Tasks(SQLBase[Conn]):
+class Tasks(Jobs[Conn]):
     """Tasks, from their creation to their end, and the operator's resume and discard."""
 
     def __init__(self) -> None:
@@ -35,6 +36,7 @@ class Tasks(SQLBase[Conn]):
         command: Sequence[str] = (),
         cwd: str | None = None,
         host: str | None = None,
+        job: str | None = None,
     ) -> Task:
         if not task_id or not task_id.strip():
             raise StoreError("a task id must not be empty")
@@ -54,6 +56,7 @@ class Tasks(SQLBase[Conn]):
                         "host": host,
                         "command": json.dumps(list(command)) if command else None,
                         "cwd": cwd,
+                        "job": job,
                         "now": now,
                     },
                 )
@@ -195,7 +198,9 @@ class Tasks(SQLBase[Conn]):
                 message=f"{owner} released token {token}",
                 data={"owner": owner, "token": token},
             )
-            return await self._task_in(db, task_id)
+            after = await self._task_in(db, task_id)
+            await self._count_run(db, after, now)
+            return after
 
     async def set_quarantine(
         self, task_id: str, *, quarantined: bool, actor: str, reason: str | None = None
@@ -311,4 +316,7 @@ class Tasks(SQLBase[Conn]):
                     "token": new_lease.token,
                 },
             )
-            return await self._task_in(db, task_id), new_lease
+            after = await self._task_in(db, task_id)
+            if not before.state.finished:  # a failed run discarded was counted when it failed
+                await self._count_run(db, after, now)
+            return after, new_lease

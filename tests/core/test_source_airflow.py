@@ -27,6 +27,7 @@ from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.errors import ConfigError, SourceError
 from zombietop.health import Health
+from zombietop.model import TaskState
 from zombietop.monitor import Monitor, Snapshot
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.sources import Capability, check_source_url
@@ -165,6 +166,14 @@ async def test_task_instances_judged_and_the_database_unchanged(
         await store.close()
     assert {view.task_id: view.health for view in snapshot.tasks} == EXPECTED
     assert _sha(airflow_sqlite.path) == before
+
+    # Each task instance is a run of its DAG/TASK job; a finished one is counted once, though
+    # two polls saw it.
+    assert snapshot.by_id()["etl/extract/manual__2026-12-01"].task.job == "etl/extract"
+    fetch = snapshot.jobs["report/fetch"]
+    assert (fetch.runs, fetch.succeeded, fetch.last_outcome) == (1, 1, TaskState.SUCCEEDED)
+    assert fetch.durations == pytest.approx((300.0,))
+    assert snapshot.jobs["etl/split"].last_outcome is TaskState.FAILED
 
     views = snapshot.by_id()
     hung = views["etl/extract/manual__2026-12-01"]

@@ -155,8 +155,11 @@ async def test_a_resolved_task_gets_one_all_clear(store: Store, clock: FakeClock
     )
     await dog.tick()
     await dog.tick()
-    assert [p.kind for p in notifier.pages] == ["incident", "all_clear"]
+    # The stall is over; the failure it ended in is an incident of its own (issue 30).
+    assert [p.kind for p in notifier.pages] == ["incident", "all_clear", "incident"]
     assert notifier.pages[1].line.startswith("export-2031 all clear: now failed (was stalled")
+    assert notifier.pages[2].line.startswith("export-2031 failed: exit 1 after ")
+    assert notifier.pages[2].line.endswith(" - rerun, resume or discard")
 
 
 async def test_a_cron_watchdog_remembers_open_incidents(store: Store, clock: FakeClock) -> None:

@@ -50,7 +50,7 @@ async def test_a_closed_incident_stays_closed(store: Store, clock: FakeClock) ->
     first, notifier, _ = watchdog(store, clock, cfg())
     await first.tick()
     await store.finish_task(
-        "closed-one", owner="w1", token=token, state=TaskState.FAILED, exit_code=1
+        "closed-one", owner="w1", token=token, state=TaskState.SUCCEEDED, exit_code=0
     )
     await first.tick()
     assert [p.kind for p in notifier.pages] == ["incident", "all_clear"]

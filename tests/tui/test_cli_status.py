@@ -292,7 +292,7 @@ def test_status_json_reports_each_health(
         ("quarantined", 0),
         ("interrupted", 0),
         ("succeeded", 0),
-        ("failed", 0),
+        ("failed", 2),  # a failed run is an incident until a later run of its job succeeds
         ("discarded", 0),
         ("spinning", 1),
         ("overrun", 1),
@@ -304,7 +304,8 @@ def test_status_json_reports_each_health(
 def test_status_exit_code_follows_the_nagios_plugin_api(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], scenario: str, expected: int
 ) -> None:
-    """0 OK, 1 WARNING (spinning, over a budget), 2 CRITICAL (dead, stalled, reclaimable)."""
+    """0 OK, 1 WARNING (spinning, over a budget), 2 CRITICAL (dead, stalled, reclaimable, a
+    failed run)."""
     db = tmp_path / "z.db"
     build_store(db, [scenario])
     for form in ([], ["--json"], ["--nagios"]):

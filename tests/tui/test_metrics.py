@@ -156,8 +156,8 @@ async def test_the_endpoint_serves_every_health_over_http(served: Served) -> Non
         expected = 2 if health is Health.HEALTHY else 1
         assert value(samples, "zombietop_tasks", health=str(health)) == expected
     assert value(samples, "zombietop_tasks", health="missed") == 0  # no schedule configured
-    # dead, orphaned, reclaimable, stalled
-    assert value(samples, "zombietop_incidents_open") == 4
+    # dead, orphaned, reclaimable, stalled, and the failed run
+    assert value(samples, "zombietop_incidents_open") == 5
     assert value(samples, "zombietop_poll_seconds_count") == 1
     assert value(samples, "zombietop_poll_seconds_bucket", le="+Inf") == 1
 
@@ -277,7 +277,8 @@ async def test_the_endpoint_answers_with_store_up_0_once_the_store_is_gone(
     for name in TASK_FAMILIES:
         assert name not in samples
     # ...but what the watchdog itself knows stays: its incidents and its polls.
-    assert value(samples, "zombietop_incidents_open") == 4
+    # dead, orphaned, reclaimable, stalled, and the failed run
+    assert value(samples, "zombietop_incidents_open") == 5
     assert value(samples, "zombietop_poll_seconds_count") == 1
 
 

@@ -39,6 +39,13 @@ def add_parser(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     """Register run, resume, discard and kill on the ``zombietop`` subparsers."""
+    _add_run(sub, common)
+    _add_actions(sub, common)
+
+
+def _add_run(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     run = add_command(
         sub,
         "run",
@@ -51,14 +58,30 @@ def add_parser(
         "lease can be renewed. Refuse to start (exit 2) while an --after task has not "
         "succeeded.",
         examples=(
+            "zombietop run --job nightly-export -- ./export.sh",
             "zombietop run --task export-2031 --type export -- ./export.sh",
             "zombietop run --task load-2031 --after export-2031 -- ./load.sh",
         ),
-        usage="zombietop run [--task ID] [--run RUN] [--type TYPE] [--after TASK ...] "
+        usage="zombietop run [--job NAME | --task ID] [--run RUN] [--type TYPE] [--after TASK ...] "
         "[--db PATH|URL] [--config PATH] -- CMD ARGS...",
     )
-    run.add_argument("--task", help="task id (default: the command's name and a random suffix)")
-    run.add_argument("--run", dest="run_id", help="the workflow run this task belongs to")
+    named = run.add_mutually_exclusive_group()
+    named.add_argument(
+        "--job",
+        help="start a new run of this job each time: its task id is JOB/RUN, its step type "
+        "defaults to JOB",
+    )
+    named.add_argument(
+        "--task",
+        help="the exact task id of a single run (task ids are single-use; default: the "
+        "command's name and a random suffix)",
+    )
+    run.add_argument(
+        "--run",
+        dest="run_id",
+        help="with --job, the run's name (default: its start time in UTC, e.g. "
+        "20261201T023000Z); with --task, the workflow run this task belongs to",
+    )
     run.add_argument("--type", dest="step_type", help="step type, which selects thresholds")
     run.add_argument(
         "--after",
@@ -71,6 +94,10 @@ def add_parser(
     run.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     run.set_defaults(handler=cmd_run)
 
+
+def _add_actions(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     for kind, summary, about, why in (
         (
             ActionKind.RESUME,
@@ -135,6 +162,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
                 run_id=args.run_id,
                 step_type=args.step_type,
                 after=tuple(args.after),
+                job=args.job,
             )
         )
 

@@ -19,6 +19,7 @@ from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.errors import MissingExtra, ZombietopError
 from zombietop.extras import require
+from zombietop.failed_runs import failure_open
 from zombietop.fleet import AgentPresence, WatchdogLease
 from zombietop.health import Health, NagiosLevel
 from zombietop.model import HeartbeatSource, ProcessSample, TaskState
@@ -46,6 +47,8 @@ def level(snapshot: Snapshot) -> Level:
     what could be read is CRITICAL: a known "act now" is said before a "cannot say".
     """
     levels = [_level_of(view) for view in snapshot.tasks]
+    if any(failure_open(view, snapshot.jobs) for view in snapshot.tasks):
+        levels.append(Level.CRITICAL)  # a failed run, until a later run of its job succeeds
     if snapshot.missed:
         levels.append(Level.CRITICAL)
     if any(view.health is ScheduleHealth.RUNNING_LONG for view in snapshot.schedules):
@@ -90,12 +93,17 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
     ``ZOMBIETOP CRITICAL - 1 dead, 2 stalled | dead=1 reclaimable=0 stalled=2 ... over_budget=0``
     """
     state = level(snapshot)
-    urgent = [view for view in snapshot.tasks if view.health.pages]
+    urgent = [
+        view for view in snapshot.tasks if view.health.pages or failure_open(view, snapshot.jobs)
+    ]
     warned = [view for view in snapshot.tasks if _level_of(view) is Level.WARNING]
     over = sum(1 for view in snapshot.tasks if view.verdict.flags)
     found = [f"{snapshot.counts[h]} {h}" for h in Health if h.pages and snapshot.counts[h]]
     if snapshot.missed:
         found.append(f"{snapshot.missed} schedule{'s' if snapshot.missed > 1 else ''} missed")
+    failing = sum(1 for view in snapshot.tasks if failure_open(view, snapshot.jobs))
+    if failing:
+        found.append(f"{failing} failed run{'s' if failing > 1 else ''}")
     if snapshot.silenced:
         found.append(f"{snapshot.silenced} silenced")
     found.extend(f"{snapshot.counts[h]} {h}" for h in Health if h.warns and snapshot.counts[h])
@@ -248,7 +256,9 @@ class Table:
 
 def _tail_lines(snapshot: Snapshot, outputs: Mapping[str, LastOutput], now: float) -> list[str]:
     lines: list[str] = []
-    urgent = [view for view in snapshot.tasks if view.health.pages]
+    urgent = [
+        view for view in snapshot.tasks if view.health.pages or failure_open(view, snapshot.jobs)
+    ]
     if urgent:
         lines.append("")
         lines.extend(_human_lines(urgent, outputs, now))

@@ -7,6 +7,7 @@ from typing import Any
 
 from zombietop.fleet import AgentPresence, WatchdogLease
 from zombietop.heartbeat_line import format_timestamp
+from zombietop.job_summary import JobSummary
 from zombietop.model import Ack, Silence
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.output import LastOutput
@@ -116,6 +117,8 @@ def task_json(
         "run_id": task.run_id,
         "step": task.step,
         "step_type": task.step_type,
+        "run_number": task.run_number,
+        "job": _job_json(snapshot.job_of(task)),
         "state": str(task.state),
         "health": str(verdict.health),
         "reasons": [
@@ -157,6 +160,15 @@ def task_json(
         "ack": _ack_json(snapshot.oncall.ack_for(task.task_id)),
         "silence": _task_silence_json(snapshot.oncall.silence_for(task)),
         "source": _origin_json(snapshot.origins.get(task.task_id)),
+    }
+
+
+def _job_json(summary: JobSummary) -> dict[str, Any]:
+    """The summary of a task's job: its runs and how long the successful ones take."""
+    return {
+        **summary.as_json(),
+        "median_s": _round(summary.median_s),
+        "p95_s": _round(summary.p95_s),
     }
 
 

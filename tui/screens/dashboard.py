@@ -162,6 +162,9 @@ class DashboardScreen(TaskKeys):
     def action_cycle_sort(self) -> None:
         self.post_message(messages.SortCycled())
 
+    def action_group_rows(self) -> None:
+        self.post_message(messages.RowsGrouped())
+
     def action_toggle_pause(self) -> None:
         self.post_message(messages.PauseToggled())
 

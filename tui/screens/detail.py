@@ -16,7 +16,8 @@ from textual.widgets import Footer, Sparkline, Static
 from zombietop.budgets import Budget
 from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
-from zombietop.model import Event, HeartbeatSource
+from zombietop.job_summary import JobSummary
+from zombietop.model import Event, HeartbeatSource, Task
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall, capped_words
 from zombietop.output import LastOutput
@@ -145,8 +146,10 @@ def facts_table(
     oncall: OnCall | None = None,
     origin: Origin | None = None,
     last_output: LastOutput | None = None,
+    job: JobSummary | None = None,
 ) -> Table:
-    """Every fact about the task, as label/value rows (``origin``: the engine it came from)."""
+    """Every fact about the task, as label/value rows (``origin``: the engine it came from;
+    ``job``: the summary of the job it is a run of)."""
     task, verdict = view.task, view.verdict
     grid = _grid()
     _row(
@@ -160,13 +163,15 @@ def facts_table(
     if origin is not None:
         origin_rows(grid, view, origin)
     _row(grid, "state", f"{task.state}, attempt {task.attempt}")
+    if job is not None:
+        _row(grid, "job", job_words(task, job))
     if oncall is not None:
         oncall_rows(grid, view, oncall, now)
     for reason in verdict.reasons:
         _row(grid, "reason", reason.words(now))
     for flag in verdict.flags:
         _row(grid, "flag", Text(str(flag), style=FLAG_MARKS[flag].style))
-    heartbeat_rows(grid, view, now)
+    heartbeat_rows(grid, view, now, job)
     beat = view.heartbeat
     _row(
         grid,
@@ -220,8 +225,50 @@ def origin_rows(grid: Table, view: TaskView, origin: Origin) -> None:
         )
 
 
-def heartbeat_rows(grid: Table, view: TaskView, now: float) -> None:
-    """What the latest heartbeat says: stage and progress, counters, age, request."""
+SPARK = "▁▂▃▄▅▆▇█"
+SPARK_RUNS = 20
+"""How many of a job's latest successful runs the detail view draws."""
+
+
+def duration_spark(durations: Sequence[float]) -> str:
+    """The durations as a line of bars, shortest ``▁`` to longest ``█``."""
+    if not durations:
+        return ""
+    low, high = min(durations), max(durations)
+    span = (high - low) or 1.0
+    return "".join(SPARK[round((d - low) / span * (len(SPARK) - 1))] for d in durations)
+
+
+def job_words(task: Task, job: JobSummary) -> Text:
+    """``nightly-export, run #3: 12 runs, 92% succeeded, median 40m, p95 52m, last succeeded``
+    and the latest successful durations as a sparkline."""
+    run = f", run #{task.run_number}" if task.run_number is not None else ""
+    rate = "no run ended yet" if job.success_rate is None else f"{job.success_rate:.0%} succeeded"
+    words = f"{job.name}{run}: {job.runs} runs, {rate}"
+    if job.median_s is not None and job.p95_s is not None:
+        words += f", median {format_age(job.median_s)}, p95 {format_age(job.p95_s)}"
+    text = printable_text(words)
+    recent = job.durations[-SPARK_RUNS:]
+    if recent:
+        text.append(f"\n{duration_spark(recent)}", style="bold")
+        text.append(f"  the last {len(recent)} successful runs", style="dim")
+    return text
+
+
+def history_eta(view: TaskView, now: float, job: JobSummary | None) -> str:
+    """``, ~12m by history``: when a running run reports no ETA, the job's median less the
+    time it has run (empty without a median, or once past it)."""
+    task = view.task
+    if job is None or job.median_s is None or not task.state.executing:
+        return ""
+    begun = task.started_at or task.claimed_at or task.created_at
+    left = job.median_s - (now - begun)
+    return f", ~{format_age(left)} by history" if left > 0 else ""
+
+
+def heartbeat_rows(grid: Table, view: TaskView, now: float, job: JobSummary | None = None) -> None:
+    """What the latest heartbeat says: stage and progress, counters, age, request; with no ETA
+    reported, one from the job's history, marked as such."""
     beat = view.heartbeat
     if beat is None:
         _row(grid, "heartbeat", "none yet")
@@ -231,7 +278,11 @@ def heartbeat_rows(grid: Table, view: TaskView, now: float) -> None:
             grid,
             "stage",
             f"{beat.stage or '-'} at {format_progress(beat.progress)}"
-            + (f", eta {format_age(beat.eta_s)}" if beat.eta_s is not None else ""),
+            + (
+                f", eta {format_age(beat.eta_s)}"
+                if beat.eta_s is not None
+                else history_eta(view, now, job)
+            ),
         )
     elif beat.source is HeartbeatSource.SUPERVISOR:
         _row(grid, "stage", "not reported: the engine reports no progress")
@@ -367,7 +418,14 @@ class DetailScreen(TaskKeys):
         spark.data = points
         origin = snapshot.origins.get(self.task_id)
         self.query_one("#facts", Static).update(
-            facts_table(view, now, snapshot.oncall, origin, record.last_output)
+            facts_table(
+                view,
+                now,
+                snapshot.oncall,
+                origin,
+                record.last_output,
+                None if view.task.job is None else snapshot.job_of(view.task),
+            )
         )
         self.query_one("#events", Static).update(self._events_text(record.events))
         self._show_output(record.last_output, now)

@@ -72,6 +72,13 @@ SELECT max(COALESCE(claimed_at, started_at)) AS last_started,
                 THEN COALESCE(claimed_at, started_at) END) AS running_since
 FROM tasks WHERE step = :step
 
+-- select_job_step_runs --
+-- The same view for a schedule of a job: its runs, whatever their step.
+SELECT max(COALESCE(claimed_at, started_at)) AS last_started,
+       min(CASE WHEN finished_at IS NULL AND state IN ('starting', 'running')
+                THEN COALESCE(claimed_at, started_at) END) AS running_since
+FROM tasks WHERE job = :job
+
 -- insert_schedule_seen --
 -- The first reader to see a schedule records it; later ones keep that first time.
 INSERT INTO schedules_seen (name, step, cron, tz, first_seen)

@@ -13,9 +13,14 @@ SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 WHERE t.task_id = :task_id
 
 -- insert_task --
+-- A run of a job is numbered after the job's latest run; the insert runs in the write
+-- transaction, so two runs of one job never take the same number.
 INSERT INTO tasks (task_id, run_id, step, step_type, state, attempt, upstream, host, command, cwd,
-                   created_at, updated_at)
+                   job, run_number, created_at, updated_at)
 VALUES (:task_id, :run_id, :step, :step_type, :state, 1, :upstream, :host, :command, :cwd,
+        :job,
+        CASE WHEN CAST(:job AS TEXT) IS NULL THEN NULL
+             ELSE (SELECT coalesce(max(run_number), 0) + 1 FROM tasks WHERE job = :job) END,
         :now, :now)
 
 -- set_process --

@@ -259,6 +259,28 @@ CREATE TABLE source_acks (
     PRIMARY KEY (source, task_id)
 );
 
+-- schema_v13 --
+-- Jobs (see sqlite/migrations.sql, schema_v15): a run's job and its number within the job.
+ALTER TABLE tasks ADD COLUMN job TEXT;
+ALTER TABLE tasks ADD COLUMN run_number INTEGER;
+CREATE INDEX tasks_job_runs ON tasks (job, run_number);
+CREATE INDEX tasks_job_finished ON tasks (job, state, finished_at);
+-- Each job's summary, kept as its runs finish (in the transaction that records the end), so
+-- that reading every job's summary never scans the finished runs: how many ended, how many
+-- succeeded, the last outcome, and the durations of its latest successful runs (a JSON list,
+-- oldest first). A reader asks only for the jobs changed since its last read.
+CREATE TABLE jobs (
+    job              TEXT PRIMARY KEY,
+    runs             INTEGER NOT NULL,
+    succeeded        INTEGER NOT NULL,
+    last_outcome     TEXT,
+    last_finished_at DOUBLE PRECISION,
+    last_success_at  DOUBLE PRECISION,
+    durations        TEXT NOT NULL,
+    updated_at       DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX jobs_updated ON jobs (updated_at);
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 

@@ -432,3 +432,27 @@ CREATE TABLE source_acks (
     until_at  REAL NOT NULL,
     PRIMARY KEY (source, task_id)
 );
+
+-- schema_v15 --
+-- Jobs: a run belongs to a job (a name that runs again and again) and has a number within it,
+-- counted from 1. A job's history is read by its name, newest run first; the summary of its
+-- successful runs by (job, state, finished_at).
+ALTER TABLE tasks ADD COLUMN job TEXT;
+ALTER TABLE tasks ADD COLUMN run_number INTEGER;
+CREATE INDEX tasks_job_runs ON tasks (job, run_number);
+CREATE INDEX tasks_job_finished ON tasks (job, state, finished_at);
+-- Each job's summary, kept as its runs finish (in the transaction that records the end), so
+-- that reading every job's summary never scans the finished runs: how many ended, how many
+-- succeeded, the last outcome, and the durations of its latest successful runs (a JSON list,
+-- oldest first). A reader asks only for the jobs changed since its last read.
+CREATE TABLE jobs (
+    job              TEXT PRIMARY KEY,
+    runs             INTEGER NOT NULL,
+    succeeded        INTEGER NOT NULL,
+    last_outcome     TEXT,
+    last_finished_at REAL,
+    last_success_at  REAL,
+    durations        TEXT NOT NULL,
+    updated_at       REAL NOT NULL
+);
+CREATE INDEX jobs_updated ON jobs (updated_at);

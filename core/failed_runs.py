@@ -1,0 +1,47 @@
+"""A failed run is an incident: open from its failure until a later run of its job succeeds,
+or the run is resumed (it is no longer failed) or discarded.
+
+The watchdog pages it once and follows it up like any incident; ``status`` is CRITICAL while it
+is open. ``page_on_failure = false`` for a step type turns this off. A task with no job is its
+own job of one run: only resuming or discarding it ends its failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from zombietop.classify import format_progress
+from zombietop.durations import format_age
+from zombietop.job_summary import JobSummary, run_duration
+from zombietop.model import TaskState
+from zombietop.output import LastOutput, with_last_output
+from zombietop.snapshot import TaskView
+
+ASK = " - rerun, resume or discard"
+
+
+def failure_open(view: TaskView, jobs: Mapping[str, JobSummary]) -> bool:
+    """True while the failed run ``view`` is an open incident."""
+    task = view.task
+    if task.state is not TaskState.FAILED or not view.limits.page_on_failure:
+        return False
+    if task.job is None:
+        return True
+    summary = jobs.get(task.job)
+    succeeded_at = None if summary is None else summary.last_success_at
+    return succeeded_at is None or task.finished_at is None or succeeded_at < task.finished_at
+
+
+def failure_line(view: TaskView, last: LastOutput | None, now: float) -> str:
+    """``export/20261201T023000Z failed: exit 3 after 12m at stage=copy p=40%; last output 0s
+    ago: rsync: connection reset - rerun, resume or discard``."""
+    task, beat = view.task, view.heartbeat
+    how = f"exit {task.exit_code}" if task.exit_code is not None else (task.state_reason or "")
+    line = f"{task.task_id} failed: {how}".rstrip()
+    took = run_duration(task)
+    if took is not None:
+        line += f" after {format_age(took)}"
+    if beat is not None and beat.reports_progress:
+        where = f" stage={beat.stage}" if beat.stage else ""
+        line += f" at{where} p={format_progress(beat.progress)}"
+    return with_last_output(line, last, now) + ASK

@@ -1,0 +1,39 @@
+"""Jobs: each job's summary, kept as its runs end, and a job's runs for ``zombietop history``.
+
+``Jobs._count_run`` folds a run's end into its job's summary inside the transaction that records the
+end (``tasks``: finish and discard), so a summary never misses a run nor counts one twice, and
+reading the summaries costs the number of jobs that changed, never a scan of finished runs.
+
+Its SQL is in ``sql/common/jobs.sql``.
+"""
+
+from __future__ import annotations
+
+from zombietop.job_summary import JobSummary
+from zombietop.model import Task
+from zombietop.store.sql_base import Conn, SQLBase
+
+
+class Jobs(SQLBase[Conn]):
+    """Job summaries and a job's runs (``tasks`` stands on it, to count each run's end)."""
+
+    async def _count_run(self, db: Conn, task: Task, now: float) -> None:
+        """Fold the end of ``task``, a run of a job, into the job's summary (no job: nothing)."""
+        if task.job is None or not task.state.finished:
+            return
+        row = await self._row(db, "select_job_summary", {"job": task.job})
+        before = JobSummary(name=task.job) if row is None else JobSummary.from_row(row)
+        await self._run(db, "upsert_job_summary", before.with_run(task, now).as_params())
+
+    async def job_summaries(self, changed_after: float | None = None) -> list[JobSummary]:
+        async with self._read() as db:
+            if changed_after is None:
+                rows = await self._rows(db, "select_job_summaries", {})
+            else:
+                rows = await self._rows(db, "select_job_summaries_since", {"after": changed_after})
+        return [JobSummary.from_row(row) for row in rows]
+
+    async def job_runs(self, job: str, limit: int) -> list[Task]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_job_runs", {"job": job, "limit": limit})
+        return [Task.from_row(row) for row in rows]

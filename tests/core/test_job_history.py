@@ -1,0 +1,142 @@
+"""A job's history: `zombietop history`, the summary in `status --json` and in the Prometheus
+metrics, read from real runs of `zombietop run --job` in a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.core.realprocs import zombietop
+from zombietop.clock import FakeClock
+from zombietop.job_book import JobBook
+from zombietop.job_runs import claim_run
+from zombietop.job_summary import HISTORY_WINDOW, JobSummary, percentile
+from zombietop.model import Task, TaskState
+from zombietop.store import Store
+
+
+def _zombietop(db: Path, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(zombietop(db, config, *args), capture_output=True, text=True, timeout=60)
+
+
+def _nightly(db: Path, config: Path, script: str) -> None:
+    result = _zombietop(db, config, "run", "--job", "nightly", "--", "sh", "-c", script)
+    assert result.returncode in (0, 3), result.stderr
+
+
+def test_history_lists_the_runs_and_the_summary_counts_only_successes(
+    db: Path, fast_config_path: Path
+) -> None:
+    for seconds in ("0.2", "0.4", "0.6"):
+        _nightly(db, fast_config_path, f"sleep {seconds}")
+    # A failure that ran long: it must not move the median.
+    _nightly(db, fast_config_path, 'sleep 1.5; echo "rsync: connection reset"; exit 3')
+
+    result = _zombietop(db, fast_config_path, "history", "nightly", "--json")
+    assert result.returncode == 0, result.stderr
+    history: dict[str, Any] = json.loads(result.stdout)
+    job = history["job"]
+    assert (job["runs"], job["succeeded"], job["last_outcome"]) == (4, 3, "failed")
+    assert job["success_rate"] == 0.75
+    assert 0.4 <= job["median_s"] < 1.0 and job["median_s"] <= job["p95_s"] < 1.2
+    runs = history["runs"]
+    assert [run["run_number"] for run in runs] == [4, 3, 2, 1]
+    assert [run["outcome"] for run in runs] == ["failed", "succeeded", "succeeded", "succeeded"]
+    assert runs[0]["last_output"] == "rsync: connection reset" and runs[0]["exit_code"] == 3
+    assert runs[1]["last_output"] is None and runs[0]["attempts"] == 1
+
+    last = _zombietop(db, fast_config_path, "history", "nightly", "--last", "1")
+    assert last.returncode == 0, last.stderr
+    lines = last.stdout.splitlines()
+    assert lines[0].startswith("nightly: 4 runs, 75% succeeded, median ")
+    assert lines[0].endswith(", last failed")
+    assert len(lines) == 4 and lines[3].split()[0] == "#4"
+    assert "last output: rsync: connection reset" in lines[3]
+
+    missing = _zombietop(db, fast_config_path, "history", "weekly")
+    assert missing.returncode == 2 and "no run of job weekly" in missing.stderr
+
+    status = _zombietop(db, fast_config_path, "status", "--json", "--all")
+    tasks = json.loads(status.stdout)["tasks"]
+    assert {task["job"]["name"] for task in tasks} == {"nightly"}
+    summary = tasks[0]["job"]
+    assert {"name", "runs", "median_s", "p95_s", "last_outcome"} <= summary.keys()
+    assert (summary["runs"], summary["last_outcome"]) == (4, "failed")
+    assert sorted(task["run_number"] for task in tasks) == [1, 2, 3, 4]
+
+    metrics = _zombietop(db, fast_config_path, "status", "--prometheus").stdout
+    assert 'zombietop_job_duration_seconds_count{job="nightly"} 3.0' in metrics
+    assert 'zombietop_job_last_success_timestamp_seconds{job="nightly"}' in metrics
+
+
+async def test_the_book_reads_only_the_jobs_changed_since_its_last_read(
+    store: Store, clock: FakeClock
+) -> None:
+    for job in ("a", "b"):
+        claim = await claim_run(store, job=job, owner="t", ttl=60.0)
+        clock.advance(10)
+        await store.finish_task(
+            claim.task.task_id, owner="t", token=claim.token, state=TaskState.SUCCEEDED
+        )
+    book = JobBook()
+    await book.refresh(store)
+    assert {name: s.durations for name, s in book.jobs.items()} == {
+        "a": (10.0,),
+        "b": (10.0,),
+    }
+    clock.advance(5)
+    claim = await claim_run(store, job="b", owner="t", ttl=60.0)
+    clock.advance(20)
+    await store.finish_task(
+        claim.task.task_id, owner="t", token=claim.token, state=TaskState.FAILED
+    )
+    read_to = max(s.updated_at for s in book.jobs.values())
+    changed = await store.job_summaries(read_to + 0.001)
+    assert [s.name for s in changed] == ["b"]
+    await book.refresh(store)
+    assert book.jobs["b"].runs == 2 and book.jobs["b"].durations == (10.0,)
+    assert book.jobs["b"].last_outcome is TaskState.FAILED
+    # Discarding a run that already failed counts no second end.
+    await store.discard_task(claim.task.task_id, expected_token=claim.token, actor="t")
+    await book.refresh(store)
+    assert book.jobs["b"].runs == 2
+
+
+@pytest.mark.parametrize(
+    ("values", "median", "p95"),
+    [
+        ((), None, None),
+        ((40.0,), 40.0, 40.0),
+        ((10.0, 20.0, 30.0, 40.0, 50.0), 30.0, 48.0),
+        ((1.0, 2.0), 1.5, 1.95),
+    ],
+)
+def test_median_and_p95(values: tuple[float, ...], median: float | None, p95: float | None) -> None:
+    summary = JobSummary(name="j", durations=values)
+    assert summary.median_s == median
+    assert summary.p95_s == (None if p95 is None else pytest.approx(p95))
+    assert percentile(values, 0.5) == median
+
+
+def test_the_summary_keeps_only_the_latest_successful_durations() -> None:
+    summary = JobSummary(name="j", durations=tuple(float(n) for n in range(HISTORY_WINDOW)))
+    run = Task(
+        task_id="j/x",
+        run_id="x",
+        step="j",
+        step_type="j",
+        state=TaskState.SUCCEEDED,
+        created_at=0.0,
+        started_at=1000.0,
+        finished_at=1500.0,
+        updated_at=1500.0,
+        job="j",
+    )
+    after = summary.with_run(run, 1500.0)
+    assert len(after.durations) == HISTORY_WINDOW
+    assert after.durations[0] == 1.0 and after.durations[-1] == 500.0
+    assert (after.runs, after.succeeded, after.last_success_at) == (1, 1, 1500.0)

@@ -1,0 +1,107 @@
+"""The dashboard's rows for jobs: one row per job by default, `g` for one row per run, and a run
+named by its job and number (`nightly-export #3`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.pilot import Pilot
+
+from tests.tui.helpers import make_app, settle
+from zombietop.job_summary import JobSummary
+from zombietop.model import TaskRecord, TaskState
+from zombietop.monitor import Snapshot, build_snapshot
+from zombietop.tui.cells import row_name
+from zombietop.tui.task_order import SortMode, ordered
+from zombietop.tui.testing import NOW, SampleSource, sample_config, synthetic_records
+
+# (job, run number, state): two finished runs and a running one of nightly-export, two of
+# backup (the latest failed), and a task of no job.
+RUNS = (
+    ("nightly-export", 1, TaskState.SUCCEEDED),
+    ("nightly-export", 2, TaskState.SUCCEEDED),
+    ("nightly-export", 3, TaskState.RUNNING),
+    ("backup", 1, TaskState.SUCCEEDED),
+    ("backup", 2, TaskState.FAILED),
+    (None, None, TaskState.RUNNING),
+)
+
+
+def _records() -> list[TaskRecord]:
+    records = []
+    for record, (job, number, state) in zip(synthetic_records(len(RUNS)), RUNS, strict=True):
+        task = record.task
+        if job is not None:
+            task = replace(task, task_id=f"{job}/2026120{number}T023000Z", job=job)
+            task = replace(task, run_number=number)
+        if state.finished:
+            task = replace(task, state=state, finished_at=NOW - 3600 * (4 - (number or 0)))
+            record = replace(record, lease=None, heartbeat=None)
+        record = replace(record, task=task)
+        if record.heartbeat is not None:
+            record = replace(record, heartbeat=replace(record.heartbeat, task_id=task.task_id))
+        records.append(record)
+    return records
+
+
+NIGHTLY = JobSummary(
+    name="nightly-export",
+    runs=12,
+    succeeded=11,
+    last_outcome=TaskState.SUCCEEDED,
+    last_success_at=NOW - 3600,
+    durations=(2400.0, 2460.0, 2280.0, 2520.0, 3120.0, 2400.0, 2340.0, 2580.0, 2400.0, 1800.0),
+)
+
+
+def _snapshot() -> Snapshot:
+    snapshot = build_snapshot(NOW, _records(), sample_config(), {})
+    return replace(snapshot, jobs={"nightly-export": NIGHTLY})
+
+
+def test_one_row_per_job_keeps_its_most_urgent_run_else_its_latest() -> None:
+    snapshot = _snapshot()
+    per_job = ordered(snapshot, SortMode.URGENCY, "", per_run=False)
+    assert sorted(row_name(view) for view in per_job) == [
+        "backup #2",
+        "job-00005",
+        "nightly-export #3",
+    ]
+    per_run = ordered(snapshot, SortMode.URGENCY, "", per_run=True)
+    assert per_run is snapshot.tasks and len(per_run) == len(RUNS)
+
+
+def test_job_rows_80x24(snap_compare):
+    """One row per job: 'nightly-export #3' (its running run, healthy), 'backup #2' (its latest
+    run, failed) and 'job-00005' (a task of no job); no other runs."""
+    app = make_app(SampleSource([_snapshot()]))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settle)
+
+
+def test_run_rows_after_g_80x24(snap_compare):
+    """After g, one row per run: nightly-export #1, #2 and #3, backup #1 and #2, and job-00005;
+    a toast says 'one row per run'."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+
+    app = make_app(SampleSource([_snapshot()]))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_job_detail_110x40(snap_compare):
+    """Enter on nightly-export #3: a 'job' row 'nightly-export, run #3: 12 runs, 92% succeeded,
+    median 40m00s, p95 47m56s' with a bar per run of its last 10 successful durations (the
+    tallest the 52m run, the lowest the 30m one) and 'the last 10 successful runs', and the
+    stage row 'work at 2%, ~25m10s by history' (no ETA reported: the median less the time it
+    has run)."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+
+    app = make_app(SampleSource([_snapshot()]))
+    assert snap_compare(app, terminal_size=(110, 40), run_before=run_before)

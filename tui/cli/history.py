@@ -1,0 +1,150 @@
+"""``zombietop history JOB``: a job's latest runs and what they add up to.
+
+Each run says when it started, how long it took, how it ended and in how many attempts, and a
+failed run its last output line; above them, the job's summary (runs, success rate, median and
+p95 of the successful runs), read from the store's summary rather than from every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from zombietop.durations import format_age
+from zombietop.errors import ZombietopError
+from zombietop.heartbeat_line import format_timestamp
+from zombietop.job_summary import JobSummary, run_duration
+from zombietop.model import Task, TaskState
+from zombietop.output import LastOutput, last_output_of
+from zombietop.printable import printable
+from zombietop.procs import this_host
+from zombietop.store import Store, open_store
+from zombietop.tui.cli.context import EXIT_OK, add_command, context_of
+
+DEFAULT_LAST = 20
+
+
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``history`` on the ``zombietop`` subparsers."""
+    history = add_command(
+        sub,
+        "history",
+        parents=[common],
+        summary="a job's runs, durations and outcomes",
+        about="List the latest runs of a job (`zombietop run --job JOB`), newest first: when "
+        "each started, how long it took, how it ended, its attempts, and the last output line "
+        "of a failed run; above them the job's runs, success rate, and the median and p95 "
+        "duration of its successful runs. Exit 0, or 2 when the store has no run of JOB.",
+        examples=("zombietop history nightly-export", "zombietop history nightly-export --json"),
+    )
+    history.add_argument("job", metavar="JOB", help="the job's name, as given to --job")
+    history.add_argument("--json", action="store_true", help="print one JSON object")
+    history.add_argument(
+        "--last",
+        type=int,
+        default=DEFAULT_LAST,
+        metavar="N",
+        help=f"how many of the latest runs to list (default {DEFAULT_LAST})",
+    )
+    history.set_defaults(handler=cmd_history)
+
+
+async def cmd_history(args: argparse.Namespace) -> int:
+    ctx = context_of(args)
+    if args.last < 1:
+        raise ZombietopError(f"--last {args.last}: give at least 1, e.g. --last 20")
+    async with await open_store(ctx.db, read_only=True) as store:
+        runs = await store.job_runs(args.job, args.last)
+        summary = await _summary(store, args.job)
+        now = await store.now()
+        host = this_host()
+        outputs = {
+            run.task_id: last_output_of(store, run, host)
+            for run in runs
+            if run.state is TaskState.FAILED
+        }
+    if not runs and summary.runs == 0:
+        raise ZombietopError(
+            f"no run of job {args.job} in {store.describe()}; start one with "
+            f"zombietop run --job {args.job} -- CMD"
+        )
+    if args.json:
+        print(json.dumps(history_json(summary, runs, outputs, now), indent=2))
+    else:
+        print("\n".join(history_lines(summary, runs, outputs, now)))
+    return EXIT_OK
+
+
+async def _summary(store: Store, job: str) -> JobSummary:
+    for summary in await store.job_summaries():
+        if summary.name == job:
+            return summary
+    return JobSummary(name=job)
+
+
+def _words(seconds: float | None) -> str:
+    return "-" if seconds is None else format_age(seconds)
+
+
+def summary_line(summary: JobSummary) -> str:
+    """``nightly-export: 12 runs, 92% succeeded, median 40m00s, p95 52m00s, last failed``."""
+    rate = summary.success_rate
+    share = "no run ended yet" if rate is None else f"{rate:.0%} succeeded"
+    last = "" if summary.last_outcome is None else f", last {summary.last_outcome}"
+    return (
+        f"{summary.name}: {summary.runs} runs, {share}, median {_words(summary.median_s)}, "
+        f"p95 {_words(summary.p95_s)}{last}"
+    )
+
+
+def history_lines(
+    summary: JobSummary, runs: list[Task], outputs: dict[str, LastOutput | None], now: float
+) -> list[str]:
+    """The table ``history`` prints: the summary, then a line per run, newest first."""
+    lines = [printable(summary_line(summary)), ""]
+    lines.append(f"{'RUN':>5}  {'STARTED (UTC)':<20}  {'TOOK':>8}  {'OUTCOME':<11}  ATTEMPTS")
+    for run in runs:
+        began = run.started_at or run.claimed_at or run.created_at
+        took = run_duration(run)
+        if took is None:
+            took = now - began
+        number = "-" if run.run_number is None else f"#{run.run_number}"
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(began))
+        line = (
+            f"{number:>5}  {started:<20}  {format_age(took):>8}  {run.state!s:<11}  {run.attempt}"
+        )
+        last = outputs.get(run.task_id)
+        if last is not None:
+            line += f"  last output: {last.line.strip()}"
+        lines.append(printable(line))
+    return lines
+
+
+def history_json(
+    summary: JobSummary, runs: list[Task], outputs: dict[str, LastOutput | None], now: float
+) -> dict[str, Any]:
+    """The object ``history --json`` prints."""
+    return {
+        "job": summary.as_json(),
+        "runs": [_run_json(run, outputs.get(run.task_id), now) for run in runs],
+    }
+
+
+def _run_json(run: Task, last: LastOutput | None, now: float) -> dict[str, Any]:
+    began = run.started_at or run.claimed_at or run.created_at
+    return {
+        "task_id": run.task_id,
+        "run_number": run.run_number,
+        "started_at": format_timestamp(began),
+        "finished_at": None if run.finished_at is None else format_timestamp(run.finished_at),
+        "duration_s": run_duration(run),
+        "running_s": None if run.finished_at is not None else now - began,
+        "outcome": str(run.state),
+        "attempts": run.attempt,
+        "exit_code": run.exit_code,
+        "last_output": None if last is None else last.line.strip(),
+    }
