@@ -233,6 +233,7 @@ class Flag(StrEnum):
     FINISHED_TOO_FAST = "finished_too_fast"
     """The run succeeded in under ``too_fast_below`` times its job's median successful run: a
     backup that copied nothing."""
+
     @property
     def traits(self) -> FlagTraits:
         return FLAG_TRAITS[self]
