@@ -135,22 +135,7 @@ def classify(
             Health.STARTING if state is TaskState.STARTING and heartbeat is None else Health.HEALTHY
         )
     else:
-        if task.quarantined:
-            reasons.append(_quarantine_reason(task))
-        if state is TaskState.INTERRUPTED:
-            reasons.append(_interrupted_reason(task, heartbeat))
-            health = Health.QUARANTINED if task.quarantined else Health.INTERRUPTED
-        else:
-            for upstream, upstream_health in waiting_on:
-                reasons.append(
-                    Reason(
-                        code="waiting_on_upstream",
-                        before=f"waiting on {upstream} ({upstream_health})",
-                    )
-                )
-            health = Health.QUARANTINED if task.quarantined else Health.QUEUED
-            if _queued_too_long(now, task, limits):
-                reasons.append(_queue_reason(task, limits))
+        health = _waiting_rules(now, task, heartbeat, limits, waiting_on, reasons)
 
     if task.heartbeat_error:
         error = f": {task.heartbeat_error}"
@@ -185,6 +170,30 @@ def classify(
         describe=describe,
         budgets_of=budgets,
     )
+
+
+def _waiting_rules(
+    now: float,
+    task: Task,
+    heartbeat: Heartbeat | None,
+    limits: Limits,
+    waiting_on: Sequence[tuple[str, Health]],
+    reasons: list[Reason],
+) -> Health:
+    """The health of a task that neither runs nor has finished: interrupted, queued (and
+    behind what), or held in quarantine."""
+    if task.quarantined:
+        reasons.append(_quarantine_reason(task))
+    if task.state is TaskState.INTERRUPTED:
+        reasons.append(_interrupted_reason(task, heartbeat))
+        return Health.QUARANTINED if task.quarantined else Health.INTERRUPTED
+    for upstream, upstream_health in waiting_on:
+        reasons.append(
+            Reason(code="waiting_on_upstream", before=f"waiting on {upstream} ({upstream_health})")
+        )
+    if _queued_too_long(now, task, limits):
+        reasons.append(_queue_reason(task, limits))
+    return Health.QUARANTINED if task.quarantined else Health.QUEUED
 
 
 def _flat_since(heartbeat: Heartbeat | None, reasons: list[Reason]) -> float | None:

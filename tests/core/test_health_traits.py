@@ -158,4 +158,9 @@ def test_every_flag_has_one_row_of_traits() -> None:
     assert list(FLAG_TRAITS) == list(Flag)
     for flag in Flag:
         assert flag.traits is FLAG_TRAITS[flag]
-    assert {flag for flag in Flag if flag.pages_once} == {Flag.QUEUED_TOO_LONG, Flag.REDELIVERED}
+    assert {flag for flag in Flag if flag.pages_once} == {
+        Flag.QUEUED_TOO_LONG,
+        Flag.REDELIVERED,
+        Flag.SLOWER_THAN_USUAL,
+        Flag.FINISHED_TOO_FAST,
+    }

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.realprocs import FAST_CONFIG, Children, wait_for, zombietop
+from tests.core.test_watchdog import watchdog
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.health import Flag
@@ -119,6 +120,29 @@ async def test_slower_than_usual_past_twice_the_median_of_five_runs(
     assert seen[0].returncode == 1
 
 
+async def test_the_watchdog_pages_a_run_slower_than_usual_once(
+    db: Path, judged_config: Path, children: Children
+) -> None:
+    """One page when the run passes twice its job's median, none at 1.9x, and no second one."""
+    _runs_at_once(db, judged_config, 5, "sleep 0.3")
+    run = await _running_run(db, judged_config, children)
+    begun = run.started_at or run.claimed_at or run.created_at
+    median = _median(await _look(db, judged_config, begun))
+    clock = FakeClock(begun + 1.9 * median)
+    store = await SQLiteStore.open(db, clock=clock)
+    try:
+        dog, notifier, _ = watchdog(store, clock, load_config(judged_config))
+        await dog.tick()
+        assert notifier.pages == []
+        clock.advance(0.2 * median)
+        await dog.tick()
+        await dog.tick()
+    finally:
+        await store.close()
+    assert [page.kind for page in notifier.pages] == ["slower_than_usual"]
+    assert re.search(r"running \d+s, usually \d+s \(p95 \d+s\)", notifier.pages[0].line)
+
+
 async def test_finished_too_fast_under_a_tenth_of_the_median(db: Path, judged_config: Path) -> None:
     _runs_at_once(db, judged_config, 5, "sleep 2")
     _runs_at_once(db, judged_config, 1, "true")
@@ -136,6 +160,26 @@ async def test_finished_too_fast_under_a_tenth_of_the_median(db: Path, judged_co
         zombietop(db, judged_config, "status", "--all"), capture_output=True, text=True, timeout=30
     )
     assert status.returncode == 1, status.stdout
+
+
+async def test_the_watchdog_pages_a_run_that_finished_too_fast_once(
+    db: Path, judged_config: Path
+) -> None:
+    """A backup that copied nothing: one page, with the job's usual time, and no second one."""
+    _runs_at_once(db, judged_config, 5, "sleep 2")
+    _runs_at_once(db, judged_config, 1, "true")
+    store = await SQLiteStore.open(db)
+    try:
+        (fast, *_) = await store.job_runs("nightly", 1)
+        dog, notifier, _ = watchdog(store, FakeClock(await store.now()), load_config(judged_config))
+        await dog.tick()
+        await dog.tick()
+    finally:
+        await store.close()
+    pages = [(page.kind, page.line) for page in notifier.pages]
+    assert [kind for kind, _ in pages] == ["finished_too_fast"], pages
+    line = pages[0][1]
+    assert line.startswith(f"{fast.task_id} succeeded, finished_too_fast") and "usually 2s" in line
 
 
 async def test_fewer_than_min_runs_judge_nothing_and_failures_keep_out_of_the_median(

@@ -201,8 +201,10 @@ async def test_the_all_clear_counts_to_the_tasks_own_end_time(
     clock.advance(127)
     view, look = await parts.judged()
     await book.judge(view, look)
-    (line,) = [p.line for p in look.pages]
+    # The stall's all-clear, then the failed run's own incident (a failed run pages).
+    line, failed = [p.line for p in look.pages]
     assert line.startswith("export-2031 all clear: now ") and line.endswith(" for 1m09s)")
+    assert failed.startswith("export-2031 failed: exit 1")
 
 
 async def test_an_orphan_opens_an_incident_and_is_paged_but_not_held(
@@ -251,9 +253,10 @@ async def test_an_orphan_opens_an_incident_and_is_paged_but_not_held(
     alive.wait(10)
     view, look = await parts.judged()
     await book.judge(view, look)
-    assert [p.line for p in look.pages] == [
-        "export-2031 all clear: now failed (was orphaned for 0s)"
-    ]
+    # The orphan's all-clear; the failed run stays to be rerun, resumed or discarded.
+    all_clear, failed = [p.line for p in look.pages]
+    assert all_clear == "export-2031 all clear: now failed (was orphaned for 0s)"
+    assert failed.startswith("export-2031 failed: exit 1") and failed.endswith("resume or discard")
 
 
 async def test_a_stalled_task_that_finishes_while_its_process_lives_is_paged_as_orphaned(
