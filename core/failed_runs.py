@@ -2,20 +2,28 @@
 or the run is resumed (it is no longer failed) or discarded.
 
 The watchdog pages it once and follows it up like any incident; ``status`` is CRITICAL while it
-is open. ``page_on_failure = false`` for a step type turns this off. A task with no job is its
-own job of one run: only resuming or discarding it ends its failure.
+is open, also once the run has left the finished window: the jobs table says which jobs' latest
+run failed (``older_failures``), so that costs one row per such job, never a scan of the runs.
+``page_on_failure = false`` for a step type turns this off. A task with no job is its own job of
+one run: only resuming or discarding it ends its failure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from zombietop.classify import format_progress
+from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.job_summary import JobSummary, run_duration
 from zombietop.model import TaskState
 from zombietop.output import LastOutput, with_last_output
-from zombietop.snapshot import TaskView
+from zombietop.snapshot import Snapshot, TaskView, finished_view
+
+if TYPE_CHECKING:
+    from zombietop.store import Store
 
 ASK = " - rerun, resume or discard"
 
@@ -45,3 +53,27 @@ def failure_line(view: TaskView, last: LastOutput | None, now: float) -> str:
         where = f" stage={beat.stage}" if beat.stage else ""
         line += f" at{where} p={format_progress(beat.progress)}"
     return with_last_output(line, last, now) + ASK
+
+
+def open_failures(snapshot: Snapshot) -> list[TaskView]:
+    """The failed runs that are open incidents: the snapshot's own, then the older ones."""
+    shown = [view for view in snapshot.tasks if failure_open(view, snapshot.jobs)]
+    return [*shown, *snapshot.older_failures]
+
+
+async def older_failures(store: Store, config: Config, snapshot: Snapshot) -> Snapshot:
+    """The snapshot with the open failed runs that ended before its finished window: those
+    that are still the latest run of their job to end (a later success, a resume or a discard
+    ends one). A run pruned from the store is no longer known."""
+    if snapshot.taken_at is None:
+        return snapshot
+    now = snapshot.taken_at
+    shown = {view.task_id for view in snapshot.tasks}
+    views = []
+    for record in await store.failed_latest_runs(now - config.finished_window):
+        if record.task.task_id in shown:
+            continue
+        view = finished_view(now, record, config)
+        if failure_open(view, snapshot.jobs):
+            views.append(view)
+    return replace(snapshot, older_failures=tuple(views))

@@ -74,6 +74,23 @@ class TaskView:
         return None if self.lease is None else self.lease.token
 
 
+def finished_view(now: float, record: TaskRecord, config: Config) -> TaskView:
+    """The view of a finished task read outside a poll (``status --all``'s older tasks, the
+    failed runs past the finished window): no process to probe, judged at ``now``."""
+    task = record.task
+    limits = config.limits_for(task.step_type)
+    verdict = classify(now, task, record.lease, record.heartbeat, None, limits)
+    return TaskView(
+        task=task,
+        lease=record.lease,
+        heartbeat=record.heartbeat,
+        process=None,
+        limits=limits,
+        verdict=verdict,
+        pending_kill=record.pending_kill,
+    )
+
+
 def _zero_counts() -> dict[Health, int]:
     return dict.fromkeys(Health, 0)
 
@@ -111,6 +128,10 @@ class Snapshot:
     process: nothing is known of them now, so nothing is said or done about them."""
     jobs: Mapping[str, JobSummary] = field(default_factory=dict)
     """By name, the summary of every job with a finished run (``job_of`` gives a task's)."""
+    older_failures: tuple[TaskView, ...] = ()
+    """The failed runs that ended before the finished window and are still open incidents
+    (the latest run of their job failed), read by ``status`` from the jobs table
+    (``failed_runs.older_failures``); a poll leaves it empty."""
 
     def job_of(self, task: Task) -> JobSummary:
         """The summary of the job ``task`` is a run of (a task with no job: itself alone)."""

@@ -382,6 +382,11 @@ class Store(abc.ABC):
         """The latest ``limit`` runs of ``job``, newest first."""
 
     @abc.abstractmethod
+    async def failed_latest_runs(self, before: float) -> list[TaskRecord]:
+        """The runs that failed before ``before`` and are still the latest of their job to
+        end, newest first: one per job at most, read by way of the jobs table."""
+
+    @abc.abstractmethod
     async def step_runs(self, step: str, *, job: str | None = None) -> StepRuns:
         """When a task of ``step`` (with ``job``: a run of that job, whatever its step) last
         started, and since when the oldest still running has."""

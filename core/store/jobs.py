@@ -10,7 +10,8 @@ Its SQL is in ``sql/common/jobs.sql``.
 from __future__ import annotations
 
 from zombietop.job_summary import JobSummary
-from zombietop.model import Task
+from zombietop.model import Task, TaskRecord
+from zombietop.store.poll_cache import task_record
 from zombietop.store.sql_base import Conn, SQLBase
 
 
@@ -37,3 +38,8 @@ class Jobs(SQLBase[Conn]):
         async with self._read() as db:
             rows = await self._rows(db, "select_job_runs", {"job": job, "limit": limit})
         return [Task.from_row(row) for row in rows]
+
+    async def failed_latest_runs(self, before: float) -> list[TaskRecord]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_failed_latest_runs", {"before": before})
+        return [task_record(row) for row in rows]

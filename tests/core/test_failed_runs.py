@@ -28,10 +28,27 @@ def _run(db: Path, config: Path, script: str) -> int:
     return subprocess.run(argv, capture_output=True, timeout=60).returncode
 
 
-def _status(db: Path, config: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        zombietop(db, config, "status", "--nagios"), capture_output=True, text=True, timeout=30
-    )
+def _status(db: Path, config: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    argv = zombietop(db, config, "status", *(flags or ("--nagios",)))
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+
+
+def _incidents_open(metrics: str) -> float:
+    (line,) = [line for line in metrics.splitlines() if line.startswith("zombietop_incidents_open")]
+    return float(line.split()[-1])
+
+
+def _short_window(tmp_path: Path) -> Path:
+    config = tmp_path / "window.toml"
+    config.write_text(FAST_CONFIG + '\n[monitor]\nfinished_window = "1s"\n')
+    return config
+
+
+def _left_the_window(db: Path, config: Path) -> None:
+    """Wait until ``status --json`` no longer shows the finished runs (1s window)."""
+    deadline = time.monotonic() + 20
+    while '"tasks": []' not in _status(db, config, "--json").stdout:
+        assert time.monotonic() < deadline, "the run never left the finished window"
 
 
 async def test_a_failed_run_pages_once_and_the_next_success_sends_the_all_clear(
@@ -118,3 +135,39 @@ async def test_a_failed_run_is_renotified_until_acked(db: Path, fast_config_path
         assert [page.kind for page in notifier.pages] == ["incident", "renotify"]
     finally:
         await store.close()
+
+
+def test_status_stays_critical_past_the_finished_window(db: Path, tmp_path: Path) -> None:
+    """Once the failed run has left the window it is still the latest run of its job: the
+    jobs table says so, and ``status`` stays CRITICAL until a run succeeds; the Prometheus
+    ``zombietop_incidents_open`` counts it."""
+    config = _short_window(tmp_path)
+    assert _run(db, config, FAILS) == 3
+    assert _incidents_open(_status(db, config, "--prometheus").stdout) == 1
+    _left_the_window(db, config)
+    later = _status(db, config)
+    assert later.returncode == 2, later.stdout + later.stderr
+    assert later.stdout.startswith("ZOMBIETOP CRITICAL - 1 failed run"), later.stdout
+    assert "nightly-export/" in later.stdout.splitlines()[-1], later.stdout
+    assert _incidents_open(_status(db, config, "--prometheus").stdout) == 1
+    assert _run(db, config, "true") == 0
+    assert _status(db, config).returncode == 0
+    assert _incidents_open(_status(db, config, "--prometheus").stdout) == 0
+
+
+async def test_a_resumed_failed_run_past_the_window_is_no_longer_critical(
+    db: Path, tmp_path: Path
+) -> None:
+    config = _short_window(tmp_path)
+    assert _run(db, config, FAILS) == 3
+    _left_the_window(db, config)
+    assert _status(db, config).returncode == 2
+    store = await SQLiteStore.open(db)
+    try:
+        (run,) = await store.job_runs("nightly-export", 1)
+        lease = await store.get_lease(run.task_id)
+        assert lease is not None
+        await store.resume_task(run.task_id, expected_token=lease.token, actor="t")
+    finally:
+        await store.close()
+    assert "failed run" not in _status(db, config).stdout

@@ -14,12 +14,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from zombietop.classify import classify, format_progress
+from zombietop.classify import format_progress
 from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.errors import MissingExtra, ZombietopError
 from zombietop.extras import require
-from zombietop.failed_runs import failure_open
+from zombietop.failed_runs import older_failures, open_failures
 from zombietop.fleet import AgentPresence, WatchdogLease
 from zombietop.health import Health, NagiosLevel
 from zombietop.model import HeartbeatSource, ProcessSample, TaskState
@@ -29,6 +29,7 @@ from zombietop.output import LastOutput, last_outputs, with_last_output
 from zombietop.printable import ERROR_LIMIT, bounded, printable
 from zombietop.procs import PsutilProbe
 from zombietop.schedules import ScheduleHealth
+from zombietop.snapshot import finished_view
 from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
 from zombietop.store.interface import FinishedKey
@@ -47,7 +48,7 @@ def level(snapshot: Snapshot) -> Level:
     what could be read is CRITICAL: a known "act now" is said before a "cannot say".
     """
     levels = [_level_of(view) for view in snapshot.tasks]
-    if any(failure_open(view, snapshot.jobs) for view in snapshot.tasks):
+    if open_failures(snapshot):
         levels.append(Level.CRITICAL)  # a failed run, until a later run of its job succeeds
     if snapshot.missed:
         levels.append(Level.CRITICAL)
@@ -87,21 +88,26 @@ def _human_lines(
     return lines
 
 
+def _urgent(snapshot: Snapshot) -> list[TaskView]:
+    """The tasks to act on now: those that page, then the failed runs still open (the older
+    ones after the snapshot's, as ``open_failures`` gives them)."""
+    paging = [view for view in snapshot.tasks if view.health.pages]
+    return [*paging, *open_failures(snapshot)]
+
+
 def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None = None) -> str:
     """The plugin output: a summary line with performance data, then one line per task to act on.
 
     ``ZOMBIETOP CRITICAL - 1 dead, 2 stalled | dead=1 reclaimable=0 stalled=2 ... over_budget=0``
     """
     state = level(snapshot)
-    urgent = [
-        view for view in snapshot.tasks if view.health.pages or failure_open(view, snapshot.jobs)
-    ]
+    urgent = _urgent(snapshot)
     warned = [view for view in snapshot.tasks if _level_of(view) is Level.WARNING]
     over = sum(1 for view in snapshot.tasks if view.verdict.flags)
     found = [f"{snapshot.counts[h]} {h}" for h in Health if h.pages and snapshot.counts[h]]
     if snapshot.missed:
         found.append(f"{snapshot.missed} schedule{'s' if snapshot.missed > 1 else ''} missed")
-    failing = sum(1 for view in snapshot.tasks if failure_open(view, snapshot.jobs))
+    failing = len(open_failures(snapshot))
     if failing:
         found.append(f"{failing} failed run{'s' if failing > 1 else ''}")
     if snapshot.silenced:
@@ -256,9 +262,7 @@ class Table:
 
 def _tail_lines(snapshot: Snapshot, outputs: Mapping[str, LastOutput], now: float) -> list[str]:
     lines: list[str] = []
-    urgent = [
-        view for view in snapshot.tasks if view.health.pages or failure_open(view, snapshot.jobs)
-    ]
+    urgent = _urgent(snapshot)
     if urgent:
         lines.append("")
         lines.extend(_human_lines(urgent, outputs, now))
@@ -360,6 +364,8 @@ async def cmd_status(args: argparse.Namespace) -> int:
                 snapshot = await monitor.poll()
             if snapshot.error:
                 raise ZombietopError(snapshot.error)
+            # A failed run past the finished window is still open: the jobs table says which.
+            snapshot = await older_failures(store, ctx.config, snapshot)
             older = None
             if stream and snapshot.taken_at is not None:
                 older = await Older.count(store, ctx.config, snapshot.taken_at)
@@ -467,18 +473,7 @@ class Older:
         while True:
             page = await self.store.finished_page(after, limit=FINISHED_PAGE)
             for record in page:
-                task = record.task
-                limits = self.config.limits_for(task.step_type)
-                verdict = classify(self.now, task, record.lease, record.heartbeat, None, limits)
-                yield TaskView(
-                    task=task,
-                    lease=record.lease,
-                    heartbeat=record.heartbeat,
-                    process=None,
-                    limits=limits,
-                    verdict=verdict,
-                    pending_kill=record.pending_kill,
-                )
+                yield finished_view(self.now, record, self.config)
             if len(page) < FINISHED_PAGE:
                 return
             last = page[-1].task
@@ -510,8 +505,9 @@ def _print_prometheus(snapshot: Snapshot, output: Path | None) -> bool:
     from zombietop.metrics import Metrics
 
     metrics = Metrics()
-    # No watchdog here: every task that pages has (or is about to have) an incident.
-    metrics.update(snapshot, incidents_open=snapshot.paging)
+    # No watchdog here: every task that pages, and every failed run still open, has (or is
+    # about to have) an incident.
+    metrics.update(snapshot, incidents_open=snapshot.paging + len(open_failures(snapshot)))
     if output is not None:
         try:
             metrics.write_textfile(output)

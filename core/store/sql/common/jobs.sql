@@ -33,3 +33,12 @@ FROM jobs WHERE updated_at >= :after
 -- A job's latest runs, newest first (by the tasks_job_runs index).
 SELECT {task_columns} FROM tasks WHERE job = :job
 ORDER BY run_number DESC LIMIT :limit
+
+-- select_failed_latest_runs --
+-- The runs that failed before :before (the finished window's start) and are still the latest
+-- of their job to end: `status` stays CRITICAL for them. One row per job at most, found from
+-- the jobs table and the tasks_job_finished index, never by a scan of the finished runs.
+{task_records}
+JOIN jobs j ON j.job = t.job AND j.last_outcome = 'failed' AND j.last_finished_at = t.finished_at
+WHERE t.state = 'failed' AND t.finished_at < :before
+ORDER BY t.finished_at DESC, t.task_id DESC
