@@ -87,6 +87,11 @@ class JobSummary:
             updated_at=now,
         )
 
+    def with_run_resumed(self, now: float) -> JobSummary:
+        """This summary once a failed run is resumed: its end no longer counts, so that it is
+        counted once, as it ends again."""
+        return replace(self, runs=max(0, self.runs - 1), updated_at=now)
+
     def as_params(self) -> dict[str, object]:
         """The columns of the store's ``jobs`` row."""
         return {

@@ -1,7 +1,8 @@
 """Jobs: each job's summary, kept as its runs end, and a job's runs for ``zombietop history``.
 
 ``Jobs._count_run`` folds a run's end into its job's summary inside the transaction that records the
-end (``tasks``: finish and discard), so a summary never misses a run nor counts one twice, and
+end (``tasks``: finish and discard), so a summary never misses a run nor counts one twice (a failed
+run that is resumed is taken out, ``_uncount_run``, and counted again as it ends again), and
 reading the summaries costs the number of jobs that changed, never a scan of finished runs.
 
 Its SQL is in ``sql/common/jobs.sql``.
@@ -25,6 +26,15 @@ class Jobs(SQLBase[Conn]):
         row = await self._row(db, "select_job_summary", {"job": task.job})
         before = JobSummary(name=task.job) if row is None else JobSummary.from_row(row)
         await self._run(db, "upsert_job_summary", before.with_run(task, now).as_params())
+
+    async def _uncount_run(self, db: Conn, task: Task, now: float) -> None:
+        """Take the end of ``task``, a failed run being resumed, out of its job's summary."""
+        if task.job is None or not task.state.finished:
+            return
+        row = await self._row(db, "select_job_summary", {"job": task.job})
+        if row is not None:
+            summary = JobSummary.from_row(row).with_run_resumed(now)
+            await self._run(db, "upsert_job_summary", summary.as_params())
 
     async def job_summaries(self, changed_after: float | None = None) -> list[JobSummary]:
         async with self._read() as db:

@@ -277,6 +277,7 @@ class Tasks(Jobs[Conn]):
             before, lease, now = await self._take_for_action(db, task_id, expected_token, "resume")
             new_lease = await self._bump_token(db, now, task_id, lease, actor)
             await self._run(db, "requeue_task", {"task_id": task_id, "reason": reason, "now": now})
+            await self._uncount_run(db, before, now)  # counted again as it ends again
             await self._run(db, "delete_heartbeat", {"task_id": task_id})
             why = f": {reason}" if reason else ""
             await self._event(

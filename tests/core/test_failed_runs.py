@@ -12,6 +12,7 @@ from tests.core.realprocs import FAST_CONFIG, zombietop
 from tests.core.test_watchdog import watchdog
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
+from zombietop.model import TaskState
 from zombietop.store.sqlite import SQLiteStore
 
 FAILS = (
@@ -171,3 +172,23 @@ async def test_a_resumed_failed_run_past_the_window_is_no_longer_critical(
     finally:
         await store.close()
     assert "failed run" not in _status(db, config).stdout
+
+
+async def test_a_resumed_failed_run_that_then_succeeds_counts_once(
+    db: Path, tmp_path: Path
+) -> None:
+    config = _short_window(tmp_path)
+    assert _run(db, config, FAILS) == 3
+    store = await SQLiteStore.open(db)
+    try:
+        (run,) = await store.job_runs("nightly-export", 1)
+        lease = await store.get_lease(run.task_id)
+        assert lease is not None
+        await store.resume_task(run.task_id, expected_token=lease.token, actor="t")
+        done = await store.acquire_lease(run.task_id, owner="t", ttl=30)
+        await store.finish_task(run.task_id, owner="t", token=done.token, state=TaskState.SUCCEEDED)
+        (summary,) = await store.job_summaries()
+    finally:
+        await store.close()
+    assert (summary.runs, summary.succeeded) == (1, 1)
+    assert summary.last_outcome is TaskState.SUCCEEDED
