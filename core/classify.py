@@ -605,9 +605,9 @@ def _ask(health: Health, limits: Limits) -> str:
         return " - kill it"
     if not health.asks_a_human:
         return ""
-    if limits.engine:
+    if limits.engine_actions:
         # resume and discard are refused for an engine's task: name what works instead.
-        return f" - clear it in {limits.engine}, mark it failed, or kill it"
+        return f" - {limits.engine_actions}"
     return " - resume or discard"
 
 

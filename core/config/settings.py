@@ -106,6 +106,9 @@ class Limits:
     engine: str | None = None
     """The engine that runs the tasks judged by these limits (``Airflow``), for the words of
     their verdicts and pages; None for zombietop's own tasks."""
+    engine_actions: str | None = None
+    """What works on such a task, for the end of its page (``clear it in Airflow, mark it
+    failed, or kill it``): resume and discard are refused for an engine's task."""
     sources: Mapping[str, str] = field(default_factory=dict)
     """Key -> where its value came from: ``default``, or a file and section."""
 

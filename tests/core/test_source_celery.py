@@ -198,7 +198,9 @@ async def test_a_worker_killed_mid_task_without_acks_late_is_dead_and_lost_to_ce
     wait_for("the child to be gone", lambda: not Path(f"/proc/{child}").exists())
     view = await watch.view(f"celery/zq.spin/{task_id}")
     assert view.health is Health.DEAD
-    assert f"pid {child} gone - resume or discard" in view.verdict.context(watch.clock.now())
+    assert f"pid {child} gone - send it again with Celery, revoke it, or kill it" in (
+        view.verdict.context(watch.clock.now())
+    )
     # The message was acknowledged when the task started: Redis holds nothing of it.
     assert client.hlen("unacked") == 0
     assert _inspect(celery_workers, "active") == {}
@@ -411,8 +413,11 @@ def test_status_through_the_command_line_is_critical_for_a_stopped_child(
         os.kill(child, signal.SIGCONT)
     assert done.returncode == 2, done.stderr  # CRITICAL
     assert done.stdout.startswith("ZOMBIETOP CRITICAL - 1 stalled")
-    line = rf"celery/zq.spin/{task_id} stalled: heartbeat \d+s old, pid {child} stopped cpu 0% "
-    assert re.search(line + "- resume or discard", done.stdout), done.stdout
+    line = rf"celery/zq.spin/{task_id} stalled: supervisor heartbeat \d+s old, pid {child} stopped "
+    # resume and discard are refused for Celery's task: the page names what works.
+    assert re.search(
+        line + "cpu 0% - send it again with Celery, revoke it, or kill it", done.stdout
+    ), done.stdout
 
 
 async def test_a_worker_that_beats_for_an_idle_child_is_spinning(
