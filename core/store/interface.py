@@ -9,7 +9,7 @@ the file shares it), for PostgreSQL the server's.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -411,17 +411,27 @@ class Store(abc.ABC):
         """Every host whose agent ever reported, by host name."""
 
     @abc.abstractmethod
-    async def active_tasks_on(self, host: str) -> list[Task]:
-        """Unfinished tasks with a recorded process on ``host``: what its agent samples."""
+    async def active_tasks_on(
+        self, host: str, *, finished_since: float | None = None
+    ) -> list[Task]:
+        """Tasks with a recorded process on ``host``: the unfinished, and those finished at or
+        after ``finished_since`` (store time; None: none), whose processes its agent samples."""
 
     @abc.abstractmethod
     async def record_process_samples(
-        self, host: str, samples: Mapping[str, ProcessSample], *, source: str | None = None
+        self,
+        host: str,
+        samples: Mapping[str, ProcessSample],
+        *,
+        source: str | None = None,
+        finished: Collection[str] = (),
     ) -> None:
         """Store what ``host``'s agent saw of its tasks' processes (task id -> sample).
 
-        With ``source``, the samples are of that read-only source's tasks on ``host``, and
-        ``host``'s earlier samples of that source not written again are dropped.
+        The samples are all of ``host``'s of the store's own tasks, or with ``source`` of that
+        read-only source's tasks: ``host``'s earlier samples of the same kind not written again
+        are dropped. ``finished`` names the tasks the agent knew were finished when it sampled
+        them: only such a sample can tell that a finished task's process lives on.
         """
 
     @abc.abstractmethod
