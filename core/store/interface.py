@@ -486,6 +486,19 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
+    async def prune_source_tasks(
+        self, before: float, *, limit: int, after: str = ""
+    ) -> tuple[str, ...]:
+        """Remove, in one short write transaction, what the store keeps of up to ``limit``
+        tasks of read-only sources (their events, ended acks, closed kills and host requests),
+        in id order after ``after``, and return their ids.
+
+        The store never learns when a source's task finished: one goes once its newest event
+        is before ``before``, and only when nothing of it is open: no open incident, no hold
+        (kept only in its events), no open kill or host request, no ack in force.
+        """
+
+    @abc.abstractmethod
     async def finished_counts(self, before: float) -> dict[TaskState, int]:
         """How many tasks finished before ``before``, by state."""
 

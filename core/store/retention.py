@@ -27,6 +27,14 @@ PRUNED_WITH_A_TASK = (
 """What a pruned task takes with it, each a named statement over the batch's ids (the tasks
 last, so nothing is left pointing at a task that is gone)."""
 
+PRUNED_WITH_A_SOURCE_TASK = (
+    "prune_source_events",
+    "prune_source_acks",
+    "prune_source_kills",
+    "prune_source_host_requests",
+)
+"""What the store keeps of a read-only source's task, pruned with it."""
+
 
 class Retention(SQLBase[Conn]):
     """Prune finished tasks, count them, and read them page by page."""
@@ -56,6 +64,20 @@ class Retention(SQLBase[Conn]):
         return PruneBatch(
             task_ids=tuple(row[0] for row in rows), last=(float(rows[-1][1]), rows[-1][0])
         )
+
+    async def prune_source_tasks(
+        self, before: float, *, limit: int, after: str = ""
+    ) -> tuple[str, ...]:
+        async with self._write() as db:
+            now = await self._now_in(db)
+            params = {"before": before, "after_id": after, "now": now, "limit": limit}
+            rows = await self._rows(db, "select_prunable_source_tasks", params)
+            if not rows:
+                return ()
+            ids = {"ids": json.dumps([row[0] for row in rows])}
+            for name in PRUNED_WITH_A_SOURCE_TASK:
+                await self._run(db, name, ids)
+        return tuple(row[0] for row in rows)
 
     async def finished_counts(self, before: float) -> dict[TaskState, int]:
         async with self._read() as db:
