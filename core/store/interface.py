@@ -426,13 +426,10 @@ class Store(abc.ABC):
         source: str | None = None,
         finished: Collection[str] = (),
     ) -> None:
-        """Store what ``host``'s agent saw of its tasks' processes (task id -> sample).
-
-        The samples are all of ``host``'s of the store's own tasks, or with ``source`` of that
-        read-only source's tasks: ``host``'s earlier samples of the same kind not written again
-        are dropped. ``finished`` names the tasks the agent knew were finished when it sampled
-        them: only such a sample can tell that a finished task's process lives on.
-        """
+        """Store what ``host``'s agent saw of its tasks' processes (task id -> sample): all of
+        the store's own tasks, or with ``source`` of that source's; ``host``'s earlier samples
+        of the same kind not written again are dropped. ``finished`` names the tasks the agent
+        knew were finished when it sampled them: only those samples can show an orphan."""
 
     @abc.abstractmethod
     async def process_samples(self) -> dict[str, StoredSample]:
@@ -489,14 +486,11 @@ class Store(abc.ABC):
     async def prune_source_tasks(
         self, before: float, *, limit: int, after: str = ""
     ) -> tuple[str, ...]:
-        """Remove, in one short write transaction, what the store keeps of up to ``limit``
-        tasks of read-only sources (their events, ended acks, closed kills and host requests),
-        in id order after ``after``, and return their ids.
-
-        The store never learns when a source's task finished: one goes once its newest event
-        is before ``before``, and only when nothing of it is open: no open incident, no hold
-        (kept only in its events), no open kill or host request, no ack in force.
-        """
+        """Remove, in one short write transaction, what is kept of up to ``limit`` tasks of
+        read-only sources (events, ended acks, closed kills and host requests), in id order
+        after ``after``; return their ids. The store never learns when a source's task
+        finished: one goes once its newest event is before ``before``, and only when nothing
+        of it is open (an incident, a hold, a kill or host request, an ack in force)."""
 
     @abc.abstractmethod
     async def finished_counts(self, before: float) -> dict[TaskState, int]:
