@@ -87,13 +87,15 @@ async def prune(
                 after_source = ""  # on to the sources' tasks
                 continue
         else:
-            removed = await store.prune_source_tasks(before, limit=batch, after=after_source)
-            if not removed:
+            removed, next_source = await store.prune_source_tasks(
+                before, limit=batch, after=after_source
+            )
+            if next_source is None:
                 return PruneRun(
                     tasks=tasks, source_tasks=source_tasks, batches=batches, longest_batch_s=longest
                 )
             source_tasks += len(removed)
-            after_source = removed[-1]
+            after_source = next_source
         held = monotonic() - asked
         batches, longest = batches + 1, max(longest, held)
         out_of_time = budget is not None and monotonic() - started >= budget

@@ -485,12 +485,12 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def prune_source_tasks(
         self, before: float, *, limit: int, after: str = ""
-    ) -> tuple[str, ...]:
-        """Remove, in one short write transaction, what is kept of up to ``limit`` tasks of
-        read-only sources (events, ended acks, closed kills and host requests), in id order
-        after ``after``; return their ids. The store never learns when a source's task
-        finished: one goes once its newest event is before ``before``, and only when nothing
-        of it is open (an incident, a hold, a kill or host request, an ack in force)."""
+    ) -> tuple[tuple[str, ...], str | None]:
+        """Remove what is kept of the tasks of read-only sources that nothing needs (events,
+        ended acks, closed kills and host requests): of up to ``limit`` whose newest event is
+        before ``before``, in id order after ``after``, those with nothing open (an incident,
+        a hold, a kill or host request, an ack in force), in one short write. Return the ids
+        removed, and where the next batch starts (None: no more)."""
 
     @abc.abstractmethod
     async def finished_counts(self, before: float) -> dict[TaskState, int]:

@@ -67,17 +67,24 @@ class Retention(SQLBase[Conn]):
 
     async def prune_source_tasks(
         self, before: float, *, limit: int, after: str = ""
-    ) -> tuple[str, ...]:
+    ) -> tuple[tuple[str, ...], str | None]:
+        params = {"before": before, "after_id": after, "limit": limit}
+        async with self._read() as db:
+            found = [
+                row[0] for row in await self._rows(db, "select_source_task_candidates", params)
+            ]
+        if not found:
+            return (), None
         async with self._write() as db:
             now = await self._now_in(db)
-            params = {"before": before, "after_id": after, "now": now, "limit": limit}
-            rows = await self._rows(db, "select_prunable_source_tasks", params)
-            if not rows:
-                return ()
-            ids = {"ids": json.dumps([row[0] for row in rows])}
-            for name in PRUNED_WITH_A_SOURCE_TASK:
-                await self._run(db, name, ids)
-        return tuple(row[0] for row in rows)
+            checked = {"ids": json.dumps(found), "before": before, "now": now}
+            rows = await self._rows(db, "select_prunable_source_tasks", checked)
+            removed = tuple(row[0] for row in rows)
+            if removed:
+                ids = {"ids": json.dumps(list(removed))}
+                for name in PRUNED_WITH_A_SOURCE_TASK:
+                    await self._run(db, name, ids)
+        return removed, found[-1]
 
     async def finished_counts(self, before: float) -> dict[TaskState, int]:
         async with self._read() as db:

@@ -53,10 +53,20 @@ WHERE source IS NULL AND task_id IN (SELECT jsonb_array_elements_text(:ids::json
 -- prune_tasks --
 DELETE FROM tasks WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
 
--- select_prunable_source_tasks --
+-- select_source_task_candidates --
 -- As in sqlite/retention.sql.
 SELECT e.task_id FROM events e
 WHERE e.task_id IS NOT NULL AND e.task_id > :after_id::text
+  AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = e.task_id)
+GROUP BY e.task_id
+HAVING max(e.at) < :before
+ORDER BY e.task_id
+LIMIT :limit
+
+-- select_prunable_source_tasks --
+-- As in sqlite/retention.sql.
+SELECT e.task_id FROM events e
+WHERE e.task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = e.task_id)
 GROUP BY e.task_id
 HAVING max(e.at) < :before
@@ -73,7 +83,6 @@ HAVING max(e.at) < :before
                 WHERE h.task_id = e.task_id AND h.kind IN ('quarantined', 'unquarantined')
                 ORDER BY h.event_id DESC LIMIT 1), '') <> 'quarantined'
 ORDER BY e.task_id
-LIMIT :limit
 
 -- prune_source_events --
 DELETE FROM events WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
