@@ -9,7 +9,7 @@ the file shares it), for PostgreSQL the server's.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -411,18 +411,25 @@ class Store(abc.ABC):
         """Every host whose agent ever reported, by host name."""
 
     @abc.abstractmethod
-    async def active_tasks_on(self, host: str) -> list[Task]:
-        """Unfinished tasks with a recorded process on ``host``: what its agent samples."""
+    async def active_tasks_on(
+        self, host: str, *, finished_since: float | None = None
+    ) -> list[Task]:
+        """Tasks with a recorded process on ``host``: the unfinished, and those finished at or
+        after ``finished_since`` (store time; None: none), whose processes its agent samples."""
 
     @abc.abstractmethod
     async def record_process_samples(
-        self, host: str, samples: Mapping[str, ProcessSample], *, source: str | None = None
+        self,
+        host: str,
+        samples: Mapping[str, ProcessSample],
+        *,
+        source: str | None = None,
+        finished: Collection[str] = (),
     ) -> None:
-        """Store what ``host``'s agent saw of its tasks' processes (task id -> sample).
-
-        With ``source``, the samples are of that read-only source's tasks on ``host``, and
-        ``host``'s earlier samples of that source not written again are dropped.
-        """
+        """Store what ``host``'s agent saw of its tasks' processes (task id -> sample): all of
+        the store's own tasks, or with ``source`` of that source's; ``host``'s earlier samples
+        of the same kind not written again are dropped. ``finished`` names the tasks the agent
+        knew were finished when it sampled them: only those samples can show an orphan."""
 
     @abc.abstractmethod
     async def process_samples(self) -> dict[str, StoredSample]:
@@ -474,6 +481,16 @@ class Store(abc.ABC):
         A task something still needs stays: an open incident, an unfinished task that names
         it upstream, an open kill or host request, an ack in force.
         """
+
+    @abc.abstractmethod
+    async def prune_source_tasks(
+        self, before: float, *, limit: int, after: str = ""
+    ) -> tuple[tuple[str, ...], str | None]:
+        """Remove what is kept of the tasks of read-only sources that nothing needs (events,
+        ended acks, closed kills and host requests): of up to ``limit`` whose newest event is
+        before ``before``, in id order after ``after``, those with nothing open (an incident,
+        a hold, a kill or host request, an ack in force), in one short write. Return the ids
+        removed, and where the next batch starts (None: no more)."""
 
     @abc.abstractmethod
     async def finished_counts(self, before: float) -> dict[TaskState, int]:
