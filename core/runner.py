@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -67,6 +67,7 @@ from zombietop.signal_forwarding import SignalForwarding
 from zombietop.start_identity import ProcessStart
 from zombietop.store import Store, location_of
 from zombietop.stray_beats import StrayBeats
+from zombietop.upstream_wait import UpstreamWait
 
 EXIT_CANNOT_START = 127
 PUMP_DRAIN = 2.0
@@ -86,6 +87,8 @@ class RunSpec:
     cwd: str | None = None
     job: str | None = None
     """Start a new run of this job (``--job``); ``run_id`` then names the run."""
+    wait: bool = False
+    """Wait, queued, for the ``after`` tasks to succeed instead of refusing (``--wait``)."""
 
 
 def default_task_id(command: Sequence[str]) -> str:
@@ -203,6 +206,11 @@ class Runner:
         type_limits = self.config.limits_for(spec.step_type or spec.job)
         # Before the claim: a state directory that is not safely ours must not leave it claimed.
         folder = self._heartbeat_folder()
+        if spec.wait:
+            waited = await self._wait_for_upstream(spec, owner, type_limits, cwd)
+            if isinstance(waited, int):
+                return waited
+            spec = waited
         claimed_at = time.monotonic()
         if spec.job is not None:
             claim = await claim_run(
@@ -243,6 +251,39 @@ class Runner:
             if self.store_path is None:
                 with contextlib.suppress(OSError):
                     folder.rmdir()
+
+    async def _wait_for_upstream(
+        self, spec: RunSpec, owner: str, limits: Limits, cwd: str
+    ) -> RunSpec | int:
+        """Record the task queued behind its upstream and wait (``zombietop.upstream_wait``);
+        the spec to start with once the upstream succeeded, else the exit status."""
+        if not spec.after or spec.job is not None:
+            raise ZombietopError(
+                "--wait needs --after TASK, and works with --task (not --job): name the task "
+                "that waits, e.g. zombietop run --task load-2031 --after export-2031 --wait "
+                "-- ./load.sh"
+            )
+        task_id = spec.task_id or default_task_id(spec.command)
+        claim = await claim_task(
+            self.store,
+            task_id=task_id,
+            owner=owner,
+            ttl=limits.lease_ttl,
+            run_id=spec.run_id,
+            step=Path(spec.command[0]).name,
+            step_type=spec.step_type,
+            after=spec.after,
+            command=spec.command,
+            cwd=cwd,
+            host=self.host,
+            wait=True,
+        )
+        waiter = UpstreamWait(self.store, self._say)
+        code = await waiter.wait(
+            claim, interval=limits.heartbeat_interval, ttl=limits.lease_ttl, command=spec.command
+        )
+        # The upstream is in the task's record now: claiming again must not add it twice.
+        return code if code is not None else replace(spec, task_id=task_id, after=())
 
     def _heartbeat_folder(self) -> Path:
         if self.store_path is not None:
