@@ -204,8 +204,8 @@ def _waiter_lost(
     now: float, task: Task, lease: Lease | None, limits: Limits, reasons: list[Reason]
 ) -> bool:
     """True (and its reason said) for a queued task whose waiting wrapper (``run --wait``)
-    stopped renewing its lease: nobody will start it now."""
-    if task.state is not TaskState.QUEUED or task.quarantined or lease is None:
+    stopped renewing its lease: nobody will start it now (held or not, as a stalled task)."""
+    if task.state is not TaskState.QUEUED or lease is None:
         return False
     if not lease.held or lease.expires_at is None or now <= lease.expires_at:
         return False

@@ -96,11 +96,12 @@ async def test_the_waiter_is_queued_blocked_then_starts_when_its_upstream_succee
     assert view.waiting_on == (("extract-2031", Health.QUARANTINED),)
     # Several heartbeat intervals later the waiter still waits, and its lease is renewed.
     first = await real_store.get_lease("load-2031")
-    assert first is not None
+    assert first is not None and first.renewed_at is not None
+    renewed_at = first.renewed_at
 
     async def renewed() -> bool:
         lease = await real_store.get_lease("load-2031")
-        return lease is not None and lease.renewed_at > first.renewed_at
+        return lease is not None and (lease.renewed_at or 0.0) > renewed_at
 
     await wait_for(renewed, while_running=waiter, what="the waiting lease renewed")
     assert waiter.poll() is None and not started.exists()
