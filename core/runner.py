@@ -257,11 +257,10 @@ class Runner:
     ) -> RunSpec | int:
         """Record the task queued behind its upstream and wait (``zombietop.upstream_wait``);
         the spec to start with once the upstream succeeded, else the exit status."""
-        if not spec.after or spec.job is not None:
+        if spec.job is not None:
             raise ZombietopError(
-                "--wait needs --after TASK, and works with --task (not --job): name the task "
-                "that waits, e.g. zombietop run --task load-2031 --after export-2031 --wait "
-                "-- ./load.sh"
+                "--wait works with --task, not --job: name the task that waits, e.g. "
+                "zombietop run --task load-2031 --after export-2031 --wait -- ./load.sh"
             )
         task_id = spec.task_id or default_task_id(spec.command)
         claim = await claim_task(

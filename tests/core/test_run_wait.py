@@ -3,6 +3,9 @@ succeeds, failed when X is discarded, interrupted by SIGTERM, reclaimable when i
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -205,3 +208,35 @@ async def test_a_waiter_that_dies_shows_reclaimable_for_its_own_reason(
     assert seen is not None
     assert [r.code for r in seen.verdict.reasons][:1] == ["waiter_lost"]
     assert "waiting wrapper run@" in seen.verdict.context(await real_store.now())
+
+    # A resume relaunches it waiting again (`run --wait`), not refused behind its upstream.
+    resume = await asyncio.to_thread(
+        subprocess.run,
+        zombietop(db, fast_config_path, "resume", "load-2031", "--yes", "--reason", "again"),
+        capture_output=True,
+        timeout=60,
+    )
+    assert resume.returncode == 0, resume.stderr
+
+    async def waiting_again() -> bool:
+        lease = await real_store.get_lease("load-2031")
+        return await _waiting(real_store, "load-2031") and lease is not None and lease.token == 3
+
+    try:
+        await wait_for(waiting_again, timeout=60, what="the relaunched waiter")
+        lease = await real_store.get_lease("extract-2031") or await real_store.acquire_lease(
+            "extract-2031", owner="test", ttl=60
+        )
+        await real_store.finish_task(
+            "extract-2031", owner="test", token=lease.token, state=TaskState.SUCCEEDED
+        )
+
+        async def succeeded() -> bool:
+            return (await real_store.get_task("load-2031")).state is TaskState.SUCCEEDED
+
+        await wait_for(succeeded, timeout=60, what="load-2031 started and succeeded")
+    finally:
+        lease = await real_store.get_lease("load-2031")
+        if lease is not None and lease.held and lease.owner is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(lease.owner.rsplit(":", 1)[1]), signal.SIGKILL)

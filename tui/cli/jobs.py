@@ -99,8 +99,8 @@ def _add_run(
     run.add_argument(
         "--wait",
         action="store_true",
-        help="with --after and --task: record the task queued, blocked by the --after tasks, "
-        "and start the command when they have all succeeded",
+        help="with --task: record the task queued, blocked by its --after tasks, and start "
+        "the command when they have all succeeded (a resume relaunches a waiting task so)",
     )
     run.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     run.set_defaults(handler=cmd_run)
