@@ -51,6 +51,7 @@ from zombietop.errors import (
     StoreError,
     StoreReplaced,
     UnsafePath,
+    UpstreamBlocked,
     ZombietopError,
 )
 from zombietop.heartbeat_line import MAX_LINE, parse_line
@@ -206,39 +207,22 @@ class Runner:
         type_limits = self.config.limits_for(spec.step_type or spec.job)
         # Before the claim: a state directory that is not safely ours must not leave it claimed.
         folder = self._heartbeat_folder()
-        if spec.wait:
-            waited = await self._wait_for_upstream(spec, owner, type_limits, cwd)
-            if isinstance(waited, int):
-                return waited
-            spec = waited
-        claimed_at = time.monotonic()
-        if spec.job is not None:
-            claim = await claim_run(
-                self.store,
-                job=spec.job,
-                run=spec.run_id,
-                owner=owner,
-                ttl=type_limits.lease_ttl,
-                step_type=spec.step_type,
-                after=spec.after,
-                command=spec.command,
-                cwd=cwd,
-                host=self.host,
-            )
-        else:
-            claim = await claim_task(
-                self.store,
-                task_id=spec.task_id or default_task_id(spec.command),
-                owner=owner,
-                ttl=type_limits.lease_ttl,
-                run_id=spec.run_id,
-                step=Path(spec.command[0]).name,
-                step_type=spec.step_type,
-                after=spec.after,
-                command=spec.command,
-                cwd=cwd,
-                host=self.host,
-            )
+        while True:
+            if spec.wait:
+                waited = await self._wait_for_upstream(spec, owner, type_limits, cwd)
+                if isinstance(waited, int):
+                    return waited
+                spec = waited
+            claimed_at = time.monotonic()
+            try:
+                claim = await self._claim(spec, owner, type_limits.lease_ttl, cwd)
+            except UpstreamBlocked as exc:
+                if not spec.wait:
+                    raise
+                # The upstream changed between the last look and the claim: wait again.
+                self._say(f"{exc}; waiting again")
+                continue
+            break
         task_id = claim.task.task_id
         self.lease_until = claimed_at + type_limits.lease_ttl
         limits = self.config.limits_for(claim.task.step_type)
@@ -252,6 +236,38 @@ class Runner:
                 with contextlib.suppress(OSError):
                     folder.rmdir()
 
+    async def _claim(
+        self, spec: RunSpec, owner: str, ttl: float, cwd: str, *, wait: bool = False
+    ) -> Claim:
+        """Claim the task (or the job's run) to start it now, or with ``wait`` to wait."""
+        if spec.job is not None:
+            return await claim_run(
+                self.store,
+                job=spec.job,
+                run=spec.run_id,
+                owner=owner,
+                ttl=ttl,
+                step_type=spec.step_type,
+                after=spec.after,
+                command=spec.command,
+                cwd=cwd,
+                host=self.host,
+            )
+        return await claim_task(
+            self.store,
+            task_id=spec.task_id or default_task_id(spec.command),
+            owner=owner,
+            ttl=ttl,
+            run_id=spec.run_id,
+            step=Path(spec.command[0]).name,
+            step_type=spec.step_type,
+            after=spec.after,
+            command=spec.command,
+            cwd=cwd,
+            host=self.host,
+            wait=wait,
+        )
+
     async def _wait_for_upstream(
         self, spec: RunSpec, owner: str, limits: Limits, cwd: str
     ) -> RunSpec | int:
@@ -262,27 +278,13 @@ class Runner:
                 "--wait works with --task, not --job: name the task that waits, e.g. "
                 "zombietop run --task load-2031 --after export-2031 --wait -- ./load.sh"
             )
-        task_id = spec.task_id or default_task_id(spec.command)
-        claim = await claim_task(
-            self.store,
-            task_id=task_id,
-            owner=owner,
-            ttl=limits.lease_ttl,
-            run_id=spec.run_id,
-            step=Path(spec.command[0]).name,
-            step_type=spec.step_type,
-            after=spec.after,
-            command=spec.command,
-            cwd=cwd,
-            host=self.host,
-            wait=True,
-        )
-        waiter = UpstreamWait(self.store, self._say)
-        code = await waiter.wait(
+        spec = replace(spec, task_id=spec.task_id or default_task_id(spec.command))
+        claim = await self._claim(spec, owner, limits.lease_ttl, cwd, wait=True)
+        code = await UpstreamWait(self.store, self._say).wait(
             claim, interval=limits.heartbeat_interval, ttl=limits.lease_ttl, command=spec.command
         )
         # The upstream is in the task's record now: claiming again must not add it twice.
-        return code if code is not None else replace(spec, task_id=task_id, after=())
+        return code if code is not None else replace(spec, after=())
 
     def _heartbeat_folder(self) -> Path:
         if self.store_path is not None:
