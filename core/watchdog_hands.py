@@ -24,6 +24,7 @@ from zombietop.model import EventKind
 from zombietop.monitor import Monitor, TaskView
 from zombietop.notify import DeliveryResult, LogNotifier, Notifier, Outbox, Page
 from zombietop.oncall import OnCall
+from zombietop.root_causes import RootCauses
 from zombietop.schedules import ScheduleHealth
 from zombietop.sources import Origin
 
@@ -43,6 +44,8 @@ class Look:
     """Why verdicts are withheld was said already in this look."""
     jobs: Mapping[str, JobSummary] = field(default_factory=dict)
     """The job summaries as of this look's snapshot: whether a failed run is still open."""
+    causes: RootCauses = field(default_factory=RootCauses)
+    """Which tasks wait behind which (empty with ``[watch] group_by_upstream = false``)."""
 
 
 def since(view: TaskView) -> float | None:

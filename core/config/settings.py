@@ -160,6 +160,9 @@ class WatchSettings:
     """Serve Prometheus metrics here while the watchdog runs; None serves none."""
     renotify: float = WATCH_DEFAULTS["renotify"]
     """Page an open incident nobody acked or silenced again after this long; 0 never does."""
+    group_by_upstream: bool = True
+    """One page per root cause: a task queued behind an upstream with an open incident is not
+    paged itself, and the upstream's page lists it (``zombietop.root_causes``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

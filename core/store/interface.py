@@ -178,8 +178,13 @@ class Store(abc.ABC):
     async def get_lease(self, task_id: str) -> Lease | None: ...
 
     @abc.abstractmethod
-    async def acquire_lease(self, task_id: str, *, owner: str, ttl: float) -> Lease:
-        """Take a lease nobody holds; the token grows. Raise ``LeaseHeld`` if someone does."""
+    async def acquire_lease(
+        self, task_id: str, *, owner: str, ttl: float, queued: bool = False
+    ) -> Lease:
+        """Take a lease nobody holds; the token grows. Raise ``LeaseHeld`` if someone does.
+
+        ``queued`` leaves a queued task queued: ``zombietop run --wait`` holds the lease while
+        it waits for its upstream, so a waiter that dies shows as reclaimable."""
 
     @abc.abstractmethod
     async def renew_lease(self, task_id: str, *, owner: str, token: int, ttl: float) -> Lease:
