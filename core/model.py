@@ -307,6 +307,8 @@ class EventKind(StrEnum):
     """An ack or unack of a task's incident, with who and why."""
     SILENCE = "silence"
     """A silence set or ended, with who and why."""
+    PING = "ping"
+    """A ping over HTTP (``zombietop serve``): the job, what it said, and ``via``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

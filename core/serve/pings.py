@@ -17,13 +17,14 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from zombietop.claim import Claim, owner_name
 from zombietop.config import Config
 from zombietop.errors import LeaseError, StoreError, TaskNotFound, ZombietopError
-from zombietop.heartbeat_line import BeatLine
+from zombietop.heartbeat_line import BeatLine, format_timestamp
 from zombietop.job_runs import claim_run
-from zombietop.model import HTTP_OWNER, Task, TaskState
+from zombietop.model import HTTP_OWNER, EventKind, Task, TaskState
 from zombietop.output import private_output_path
 from zombietop.private import open_read, replace_file
 from zombietop.store import Store, location_of
@@ -31,6 +32,10 @@ from zombietop.store import Store, location_of
 REPORTED_OVER_HTTP = "reported over HTTP"
 RID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 """A run id a ping may name: a UUID, or any short word of letters, digits, ``.``, ``_``, ``-``."""
+VIA = "http"
+"""The ``via`` of a ping event and of ``status --json``'s ``pings``."""
+PINGS_READ = 1000
+"""How many of the latest ping events ``last_pings`` reads to find each job's latest."""
 OPEN_RUNS_LOOKED_AT = 50
 """How many of a job's newest runs are searched for its open one."""
 
@@ -84,36 +89,61 @@ class PingBook:
     ) -> PingResult | None:
         """Apply one ping; None for a log with no open run. Raise ``UnknownJob``."""
         async with self._lock:
-            if not await self.known(job):
-                if not create:
-                    raise UnknownJob(job)
-            task = await self._open_run(job, rid)
-            if kind is Ping.LOG:
-                if task is None:
-                    return None
-                await self._keep_output(task, body)
-                return PingResult(task_id=task.task_id, state=task.state)
-            if kind is Ping.START or task is None:
-                if task is not None and rid is None:
-                    # A start without a rid while a run is open: that run ended unreported.
-                    # The new one takes its place, as healthchecks restarts its timer.
-                    await self._finish(task, TaskState.FAILED, None, "started again over HTTP")
-                claim = await self._claim(job, rid)
-                task = claim.task
-            if body:
-                await self._keep_output(task, body)
-            if kind is Ping.START:
-                return PingResult(task_id=task.task_id, state=task.state)
-            if kind is Ping.BEAT:
-                return await self._beat(task, beat or BeatLine())
-            if kind is Ping.SUCCESS or (kind is Ping.EXIT and exit_code == 0):
-                ended = await self._finish(task, TaskState.SUCCEEDED, 0, None)
-            else:
-                reason = f"exit status {exit_code}" if exit_code is not None else "failed"
-                ended = await self._finish(
-                    task, TaskState.FAILED, exit_code, f"{reason} {REPORTED_OVER_HTTP}"
-                )
-            return PingResult(task_id=ended.task_id, state=ended.state)
+            result = await self._apply(
+                job, kind, rid=rid, create=create, body=body, exit_code=exit_code, beat=beat
+            )
+            # The event names the job and what it said, never the URL: that holds the key.
+            said = f"/{exit_code}" if kind is Ping.EXIT else str(kind)
+            await self.store.record_event(
+                kind=EventKind.PING,
+                actor=self.owner,
+                message=f"{said} of {job} over HTTP",
+                task_id=None if result is None else result.task_id,
+                data={"job": job, "ping": said, "via": VIA},
+            )
+            return result
+
+    async def _apply(
+        self,
+        job: str,
+        kind: Ping,
+        *,
+        rid: str | None,
+        create: bool,
+        body: bytes,
+        exit_code: int | None,
+        beat: BeatLine | None,
+    ) -> PingResult | None:
+        if not await self.known(job):
+            if not create:
+                raise UnknownJob(job)
+        task = await self._open_run(job, rid)
+        if kind is Ping.LOG:
+            if task is None:
+                return None
+            await self._keep_output(task, body)
+            return PingResult(task_id=task.task_id, state=task.state)
+        if kind is Ping.START or task is None:
+            if task is not None and rid is None:
+                # A start without a rid while a run is open: that run ended unreported.
+                # The new one takes its place, as healthchecks restarts its timer.
+                await self._finish(task, TaskState.FAILED, None, "started again over HTTP")
+            claim = await self._claim(job, rid)
+            task = claim.task
+        if body:
+            await self._keep_output(task, body)
+        if kind is Ping.START:
+            return PingResult(task_id=task.task_id, state=task.state)
+        if kind is Ping.BEAT:
+            return await self._beat(task, beat or BeatLine())
+        if kind is Ping.SUCCESS or (kind is Ping.EXIT and exit_code == 0):
+            ended = await self._finish(task, TaskState.SUCCEEDED, 0, None)
+        else:
+            reason = f"exit status {exit_code}" if exit_code is not None else "failed"
+            ended = await self._finish(
+                task, TaskState.FAILED, exit_code, f"{reason} {REPORTED_OVER_HTTP}"
+            )
+        return PingResult(task_id=ended.task_id, state=ended.state)
 
     async def _open_run(self, job: str, rid: str | None) -> Task | None:
         if rid is not None:
@@ -181,3 +211,19 @@ def _append_tail(path: Path, body: bytes, limit: int) -> None:
     if before and not before.endswith(b"\n"):
         data = before + b"\n" + body
     replace_file(path, data[-limit:])
+
+
+async def last_pings(store: Store) -> list[dict[str, Any]]:
+    """Each job's latest ping over HTTP, newest first, as ``status --json`` shows it."""
+    seen: dict[str, dict[str, Any]] = {}
+    for event in await store.events(kind=EventKind.PING, limit=PINGS_READ):
+        job = event.data.get("job")
+        if isinstance(job, str) and job not in seen:
+            seen[job] = {
+                "job": job,
+                "ping": event.data.get("ping"),
+                "task_id": event.task_id,
+                "at": format_timestamp(event.at),
+                "via": event.data.get("via", VIA),
+            }
+    return list(seen.values())

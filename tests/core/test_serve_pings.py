@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 import shutil
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -64,7 +67,28 @@ async def curl(url: str, *args: str) -> tuple[int, str]:
     return int(code), body
 
 
-async def test_start_beat_success(served: Served) -> None:
+async def test_status_json_shows_each_jobs_last_ping(served: Served) -> None:
+    assert (await curl(served.url("nightly/start?create=1")))[0] == 200
+    assert (await curl(served.url("weekly/start?create=1")))[0] == 200
+    assert (await curl(served.url("nightly/2")))[0] == 200
+    command = Path(sys.executable).with_name("zombietop")
+    proc = await asyncio.create_subprocess_exec(
+        str(command), "--db", str(served.db), "status", "--json",
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await proc.communicate()
+    pings = {ping["job"]: ping for ping in json.loads(out)["pings"]}
+    assert {job: (p["ping"], p["via"]) for job, p in pings.items()} == {
+        "nightly": ("/2", "http"),
+        "weekly": ("start", "http"),
+    }
+    assert pings["nightly"]["task_id"].startswith("nightly/")
+    events = await served.store.events(kind="ping")
+    assert all(KEY not in event.message and KEY not in str(event.data) for event in events)
+
+
+async def test_start_beat_success(served: Served, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "zombietop.serve")
     code, answer = await curl(served.url("nightly/start?create=1"))
     assert code == 200, answer
     [(task_id, state)] = await served.runs("nightly")
@@ -84,6 +108,9 @@ async def test_start_beat_success(served: Served) -> None:
     code, _ = await curl(served.url("nightly"), "-I")  # HEAD, as some monitors send
     assert code == 200
     assert await served.runs("nightly") == [(task_id, TaskState.SUCCEEDED)]
+    logged = [record.getMessage() for record in caplog.records]
+    assert "ping start of nightly" in logged  # the job, never the URL: it holds the key
+    assert not any(KEY in line for line in logged)
 
 
 async def test_a_failure_keeps_the_end_of_its_body(served: Served, tmp_path: Path) -> None:
