@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -82,72 +83,113 @@ async def read_tail(request: web.Request, keep: int, most: int) -> bytes:
             del tail[: len(tail) - keep]
 
 
+class Refused(Exception):
+    """A request answered with ``status`` and ``text`` before it changes anything."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What a ping URL asks: the job, the kind of ping, its exit status and run id."""
+
+    job: str
+    kind: Ping
+    exit_code: int | None
+    rid: str | None
+
+
+def read_url(request: web.Request, keys: PingKeys) -> Asked:
+    """Read the URL of a ping; ``Refused`` as the module says (a wrong key first: 404)."""
+    if request.method not in METHODS:
+        raise Refused(405, "use GET, HEAD or POST\n")
+    if not keys.match(request.match_info["key"]):
+        raise Refused(404, NOT_FOUND)
+    job = request.match_info["job"]
+    if len(job) > MAX_JOB or not is_printable(job) or job != job.strip() or not job:
+        raise Refused(400, f"a job name is 1 to {MAX_JOB} printable characters\n")
+    action = request.match_info.get("action", "")
+    exit_code: int | None = None
+    if action.isdigit() and int(action) <= 255:
+        kind, exit_code = Ping.EXIT, int(action)
+    elif action == "":
+        kind = Ping.SUCCESS
+    elif action in ACTIONS:
+        kind = ACTIONS[action]
+    else:
+        raise Refused(404, NOT_FOUND)
+    rid = request.query.get("rid") or None
+    if rid is not None and not RID.match(rid):
+        raise Refused(400, "rid is a UUID or a short word of letters, digits, '.', '_', '-'\n")
+    return Asked(job=job, kind=kind, exit_code=exit_code, rid=rid)
+
+
+def read_beat(body: bytes, query: Mapping[str, str]) -> BeatLine:
+    """The heartbeat of a ``/beat``: the body's last line, else the query's fields."""
+    text = body.decode("utf-8", errors="replace").strip().rsplit("\n", 1)[-1]
+    line = text or beat_from_query(query)
+    try:
+        return parse_line(line[:MAX_LINE])
+    except HeartbeatParseError as exc:
+        raise Refused(400, bounded(f"not a heartbeat line: {exc}") + "\n") from None
+
+
 def build_app(
-    book: PingBook, keys: PingKeys, *, clock: Callable[[], float], on_ping: Callable[[], None]
+    book: PingBook,
+    keys: PingKeys,
+    *,
+    clock: Callable[[], float],
+    on_ping: Callable[[str], None],
+    on_answer: Callable[[int], None],
 ) -> web.Application:
-    """The aiohttp application answering pings into ``book``."""
+    """The aiohttp application answering pings into ``book``; ``on_ping`` hears each ping
+    applied (its kind), ``on_answer`` the status of every answer."""
     settings = book.config.serve
     rate = RateLimit(settings.rate_limit, clock)
-    app = web.Application(client_max_size=settings.body_limit * MAX_BODY_FACTOR)
+    most = settings.body_limit * MAX_BODY_FACTOR
+    app = web.Application(client_max_size=most)
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        if request.method not in METHODS:
-            return _text(405, "use GET, HEAD or POST\n")
-        if not keys.match(request.match_info["key"]):
-            return _text(404, NOT_FOUND)
-        job = request.match_info["job"]
-        if len(job) > MAX_JOB or not is_printable(job) or job != job.strip() or not job:
-            return _text(400, f"a job name is 1 to {MAX_JOB} printable characters\n")
-        action = request.match_info.get("action", "")
-        exit_code: int | None = None
-        if action.isdigit() and int(action) <= 255:
-            kind, exit_code = Ping.EXIT, int(action)
-        elif action == "":
-            kind = Ping.SUCCESS
-        elif action in ACTIONS:
-            kind = ACTIONS[action]
-        else:
-            return _text(404, NOT_FOUND)
-        rid = request.query.get("rid") or None
-        if rid is not None and not RID.match(rid):
-            return _text(400, "rid is a UUID or a short word of letters, digits, '.', '_', '-'\n")
+        try:
+            response = await answer(request)
+        except Refused as refused:
+            response = _text(refused.status, refused.text)
+        on_answer(response.status)
+        return response
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        asked = read_url(request, keys)
+        job, kind = asked.job, asked.kind
         if not rate.allow(job):
             log.warning("ping of %s refused: over %d a minute", bounded(job), rate.limit)
-            return _text(429, f"over {rate.limit} pings a minute for this job\n")
+            raise Refused(429, f"over {rate.limit} pings a minute for this job\n")
         try:
-            body = await read_tail(
-                request, settings.body_limit, settings.body_limit * MAX_BODY_FACTOR
-            )
+            body = await read_tail(request, settings.body_limit, most)
         except TooLarge:
-            return _text(413, f"a body is at most {settings.body_limit * MAX_BODY_FACTOR} bytes\n")
-        beat: BeatLine | None = None
-        if kind is Ping.BEAT:
-            text = body.decode("utf-8", errors="replace").strip().rsplit("\n", 1)[-1]
-            line = text or beat_from_query(request.query)
-            try:
-                beat = parse_line(line[:MAX_LINE])
-            except HeartbeatParseError as exc:
-                return _text(400, bounded(f"not a heartbeat line: {exc}") + "\n")
-            body = b""
+            raise Refused(413, f"a body is at most {most} bytes\n") from None
+        beat = read_beat(body, request.query) if kind is Ping.BEAT else None
         try:
             result = await book.ping(
                 job,
                 kind,
-                rid=rid,
+                rid=asked.rid,
                 create=request.query.get("create") == "1",
-                body=body,
-                exit_code=exit_code,
+                body=b"" if beat is not None else body,
+                exit_code=asked.exit_code,
                 beat=beat,
             )
         except UnknownJob:
-            return _text(404, NOT_FOUND)
+            raise Refused(404, NOT_FOUND) from None
         except ZombietopError as exc:
             log.warning("ping %s of %s failed: %s", kind, bounded(job), bounded(str(exc)))
-            return _text(409, bounded(str(exc)) + "\n")
-        on_ping()
+            raise Refused(409, bounded(str(exc)) + "\n") from None
+        on_ping(str(kind))
         log.info("ping %s of %s", kind, bounded(job))
-        answer = "OK" if result is None else f"OK {result.task_id} {result.state}"
-        return _text(200, bounded(answer, limit=400) + "\n")
+        said = "OK" if result is None else f"OK {result.task_id} {result.state}"
+        return _text(200, bounded(said, limit=400) + "\n")
 
     app.router.add_route("*", "/ping/{key}/{job}", handle)
     app.router.add_route("*", "/ping/{key}/{job}/{action}", handle)

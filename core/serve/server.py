@@ -5,13 +5,19 @@ from __future__ import annotations
 import ipaddress
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from aiohttp import web
 
 from zombietop.config import ListenAddress, ServeSettings
 from zombietop.errors import ZombietopError
-from zombietop.http_server import HttpServer
+from zombietop.http_server import HttpServer, send_bytes
 from zombietop.serve.keys import ENV_KEY, PingKeys
 from zombietop.serve.pings import PingBook
 from zombietop.serve.routes import build_app
+
+if TYPE_CHECKING:
+    from zombietop.serve.metrics import ServeMetrics
 
 HEAD_LIMITS = {"max_line_size": 4096, "max_field_size": 4096, "max_headers": 32}
 """A ping's request line and headers are short: curl and runitor send a handful."""
@@ -44,6 +50,23 @@ class PingServer:
         self.server = server
         self.pings = 0
         """Pings answered 200 since the start."""
+        self.metrics: ServeMetrics | None = None
+        """Its figures at ``/metrics``, when asked for (``--metrics``)."""
+
+    def _pinged(self, kind: str) -> None:
+        self.pings += 1
+        if self.metrics is not None:
+            self.metrics.pings.labels(ping=kind).inc()
+
+    def _answered(self, status: int) -> None:
+        if self.metrics is not None:
+            self.metrics.answers.labels(status=str(status)).inc()
+
+    async def _serve_metrics(self, request: web.Request) -> web.StreamResponse:
+        assert self.metrics is not None
+        from zombietop.serve.metrics import CONTENT_TYPE
+
+        return await send_bytes(request, self.metrics.render(), content_type=CONTENT_TYPE)
 
     @classmethod
     async def start(
@@ -54,14 +77,17 @@ class PingServer:
         settings: ServeSettings,
         *,
         clock: Callable[[], float] = time.monotonic,
+        metrics: bool = False,
     ) -> PingServer:
         check_listen(address, keys)
         holder: list[PingServer] = []
-
-        def counted() -> None:
-            holder[0].pings += 1
-
-        app = build_app(book, keys, clock=clock, on_ping=counted)
+        app = build_app(
+            book,
+            keys,
+            clock=clock,
+            on_ping=lambda kind: holder[0]._pinged(kind),
+            on_answer=lambda status: holder[0]._answered(status),
+        )
         http = HttpServer(
             app,
             max_connections=settings.max_connections,
@@ -70,6 +96,12 @@ class PingServer:
         )
         served = cls(http)
         holder.append(served)
+        if metrics:
+            # prometheus-client takes a while to import: only `--metrics` pays for it.
+            from zombietop.serve.metrics import ServeMetrics
+
+            served.metrics = ServeMetrics(lambda: http.open)
+            app.router.add_get("/metrics", served._serve_metrics)
         await http.start(
             address, what="pings", hint="choose another port with --listen or [serve] listen"
         )

@@ -218,6 +218,31 @@ async def test_a_thousand_pings_in_a_minute_are_limited(served: Served) -> None:
     assert [state for _, state in await served.runs("noisy")] == [TaskState.SUCCEEDED]
 
 
+async def test_metrics_on_the_same_port(fake_store: Store, fake_clock: FakeClock) -> None:
+    cfg = replace(config(), serve=SERVE)
+    server = await PingServer.start(
+        PingBook(fake_store, cfg, host="cron-1"),
+        PingKeys([KEY]),
+        parse_listen("127.0.0.1:0"),
+        SERVE,
+        clock=fake_clock.now,
+        metrics=True,
+    )
+    try:
+        base = f"http://{server.address}"
+        assert (await curl(f"{base}/ping/{KEY}/m/start?create=1"))[0] == 200
+        assert (await curl(f"{base}/ping/wrong-key-wrong-key-00/m"))[0] == 404
+        code, page = await curl(f"{base}/metrics")
+    finally:
+        await server.close()
+    assert code == 200
+    assert 'zombietop_serve_pings_total{ping="start"} 1.0' in page
+    assert 'zombietop_serve_answers_total{status="404"} 1.0' in page
+    assert 'zombietop_serve_answers_total{status="200"} 1.0' in page
+    assert "zombietop_serve_open_connections 1.0" in page  # the scrape itself
+    assert KEY not in page and "m/" not in page
+
+
 def _host_port(served: Served) -> tuple[str, int]:
     return served.server.address.host, served.server.address.port
 

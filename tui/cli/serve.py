@@ -29,6 +29,8 @@ def _log(line: str) -> None:
 
 async def cmd_serve(args: argparse.Namespace) -> int:
     require("`zombietop serve`", "aiohttp")
+    if args.metrics:
+        require("`zombietop serve --metrics`", "prometheus_client")
     from zombietop.serve.keys import load_keys
     from zombietop.serve.pings import PingBook
     from zombietop.serve.server import PingServer, check_listen
@@ -43,9 +45,13 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     # A ping may be the first thing a store hears of: create it, as `zombietop run` does.
     async with await open_store(ctx.db, create=True) as store:
         book = PingBook(store, config, host=this_host())
-        served = await PingServer.start(book, keys, config.serve.listen, config.serve)
+        served = await PingServer.start(
+            book, keys, config.serve.listen, config.serve, metrics=args.metrics
+        )
         guard = f"{len(keys)} ping key(s)" if keys else "no key: this host only"
         _log(f"serving pings for {store.describe()} at http://{served.address}/ping/ ({guard})")
+        if args.metrics:
+            _log(f"serving its metrics at http://{served.address}/metrics")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -86,5 +92,10 @@ def add_parser(
         type=_listen,
         metavar="HOST:PORT",
         help="where to listen (a bare PORT listens on 127.0.0.1 only); overrides [serve] listen",
+    )
+    serve.add_argument(
+        "--metrics",
+        action="store_true",
+        help="also serve the ping server's Prometheus metrics at /metrics on the same port",
     )
     serve.set_defaults(handler=cmd_serve)
