@@ -593,6 +593,8 @@ def _context(
             parts.append(f"lease expired {format_age(now - expires_at)} ago")
         else:
             parts.append(f"lease expires in {format_age(expires_at - now)}")
+    if held and lease is not None and lease.over_http:
+        parts.append("reported over HTTP (no process to probe)")
     if process is not None:
         # Idle past the progress timeout is worth saying however short that timeout is.
         parts.append(_process_words(process, min(IO_IDLE_WORTH_SAYING, limits.progress_timeout)))

@@ -145,12 +145,21 @@ class Lease:
     def held(self) -> bool:
         return self.owner is not None
 
+    @property
+    def over_http(self) -> bool:
+        """Held by ``zombietop serve`` for a run reported over HTTP: no process to probe."""
+        return self.owner is not None and self.owner.startswith(f"{HTTP_OWNER}@")
+
     def expired(self, now: float) -> bool:
         return self.expires_at is not None and now > self.expires_at
 
     @classmethod
     def from_row(cls, row: Row) -> Lease:
         return read_row(cls, row)
+
+
+HTTP_OWNER = "http"
+"""The kind of lease owner (``http@<host>:<pid>``) that holds the runs reported over HTTP."""
 
 
 class HeartbeatSource(StrEnum):
@@ -298,6 +307,8 @@ class EventKind(StrEnum):
     """An ack or unack of a task's incident, with who and why."""
     SILENCE = "silence"
     """A silence set or ended, with who and why."""
+    PING = "ping"
+    """A ping over HTTP (``zombietop serve``): the job, what it said, and ``via``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

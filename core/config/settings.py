@@ -148,6 +148,29 @@ def parse_listen(text: str) -> ListenAddress:
     return ListenAddress(host=host, port=int(port_text))
 
 
+# [serve] (zombietop serve) -------------------------------------------------------------------
+
+SERVE_EXAMPLE = "127.0.0.1:8099"
+"""Where ``zombietop serve`` listens by default: this host only."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeSettings:
+    """``[serve]``: how ``zombietop serve`` answers pings over HTTP."""
+
+    listen: ListenAddress = field(default_factory=lambda: parse_listen(SERVE_EXAMPLE))
+    ping_key_file: Path | None = None
+    """A file of ping keys, one a line, mode 0600; None: only ``$ZOMBIETOP_PING_KEY``."""
+    body_limit: int = 100 * 1024
+    """Bytes of a ping's body kept as the run's last output (its end)."""
+    rate_limit: int = 10
+    """Pings one job may send a minute; more are answered 429."""
+    max_connections: int = 64
+    """Connections open at once, every client together."""
+    read_timeout: float = 10.0
+    """Seconds a connection has to send its request and read the answer."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WatchSettings:
     """``[watch]``: how the headless watchdog runs."""
@@ -247,6 +270,7 @@ class Config:
     oncall: OnCallSettings = field(default_factory=OnCallSettings)
     schedules: tuple[Schedule, ...] = ()
     sources: tuple[SourceSettings, ...] = ()
+    serve: ServeSettings = field(default_factory=ServeSettings)
     written_at: float | None = None
     """When the config file was last written (its mtime), None without one: a schedule it
     holds cannot have been configured later, so its fire times since then are judged."""

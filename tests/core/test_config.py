@@ -514,6 +514,11 @@ BOUND_CASES = [
      '[sources #1]: heartbeat_timeout = "1ms" is below its floor of "1s"'),
     ("sources", "heartbeat_timeout", "high", SOURCE + "heartbeat_timeout = 1e10\n",
      '[sources #1]: heartbeat_timeout = 10000000000.0 is above its ceiling of "36500d"'),
+    # [serve]
+    ("serve", "read_timeout", "low", '[serve]\nread_timeout = "100ms"\n',
+     '[serve]: read_timeout = "100ms" is below its floor of "1s"'),
+    ("serve", "read_timeout", "high", '[serve]\nread_timeout = "1h"\n',
+     '[serve]: read_timeout = "1h" is above its ceiling of "5m"'),
 ]  # fmt: skip
 
 

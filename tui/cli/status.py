@@ -29,6 +29,7 @@ from zombietop.output import LastOutput, last_outputs, with_last_output
 from zombietop.printable import ERROR_LIMIT, bounded, printable
 from zombietop.procs import PsutilProbe
 from zombietop.schedules import ScheduleHealth
+from zombietop.serve.pings import last_pings
 from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
 from zombietop.store.interface import FinishedKey
@@ -366,8 +367,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
                 snapshot = older.counted_in(snapshot)
             outputs = last_outputs(store, (view.task for view in snapshot.tasks), monitor.host)
             watchdog = await store.watchdog_lease()
+            pings = await last_pings(store) if args.json else []
             if not args.prometheus:
-                await _print_snapshot(args, snapshot, outputs, watchdog, older)
+                await _print_snapshot(args, snapshot, outputs, watchdog, older, pings)
     except ZombietopError as exc:
         if args.nagios:
             print(nagios_unknown(str(exc)))
@@ -388,10 +390,11 @@ async def _print_snapshot(
     outputs: Mapping[str, LastOutput],
     watchdog: WatchdogLease | None,
     older: Older | None,
+    pings: list[dict[str, Any]],
 ) -> None:
     """Print the snapshot as asked, then (``--all``) the older tasks as they are read."""
     if args.json:
-        await _print_json(snapshot_to_json(snapshot, outputs, watchdog), snapshot, older)
+        await _print_json(snapshot_to_json(snapshot, outputs, watchdog, pings), snapshot, older)
     elif args.nagios:
         print(nagios_output(snapshot, outputs))
     else:

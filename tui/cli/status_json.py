@@ -20,8 +20,10 @@ def snapshot_to_json(
     snapshot: Snapshot,
     outputs: Mapping[str, LastOutput] | None = None,
     watchdog: WatchdogLease | None = None,
+    pings: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The documented ``status --json`` object; ``outputs`` are the tasks' kept output."""
+    """The documented ``status --json`` object; ``outputs`` are the tasks' kept output,
+    ``pings`` each job's latest ping over HTTP (``zombietop.serve.pings.last_pings``)."""
     outputs = outputs or {}
     now = read_at(snapshot)
     return {
@@ -39,6 +41,7 @@ def snapshot_to_json(
             {"source": name, "error": error}
             for name, error in sorted(snapshot.source_errors.items())
         ],
+        "pings": pings or [],
     }
 
 
