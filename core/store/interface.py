@@ -491,11 +491,10 @@ class Store(abc.ABC):
     async def prune_source_tasks(
         self, before: float, *, limit: int, after: str = ""
     ) -> tuple[tuple[str, ...], str | None]:
-        """Remove what is kept of the tasks of read-only sources that nothing needs (events,
-        ended acks, closed kills and host requests): of up to ``limit`` whose newest event is
-        before ``before``, in id order after ``after``, those with nothing open (an incident,
-        a hold, a kill or host request, an ack in force), in one short write. Return the ids
-        removed, and where the next batch starts (None: no more)."""
+        """In one short write, remove what is kept (events, ended acks, closed kills and host
+        requests) of up to ``limit`` source tasks whose newest event is before ``before``, in
+        id order after ``after``, that have nothing open (an incident, a hold, a kill, a host
+        request, an ack in force). Return the ids removed and the next batch's start, or None."""
 
     @abc.abstractmethod
     async def finished_counts(self, before: float) -> dict[TaskState, int]:
