@@ -1,5 +1,6 @@
-"""A step type's ``resume_command`` resumes a Celery task: zombietop runs the command, and the
-command enqueues the task again through Celery's own ``send_task``; a real worker runs it."""
+"""A step type's ``resume_command`` resumes a Celery task or an RQ job: zombietop runs the
+command, and the command enqueues it again through the engine's own API (Celery's
+``send_task``, RQ's ``Queue.enqueue``), with real workers."""
 
 from __future__ import annotations
 
@@ -8,14 +9,20 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
+import rq
 
 from tests.core.test_source_celery import _child, _inspect, _send, _watch
-from tests.queues_env import Workers, wait_for
+from tests.queues_env import RQWorkers, Workers, wait_for
 from tests.redis_server import ThrowawayRedis
 from zombietop.actions import ActionKind, ActionRequest, Outcome
 from zombietop.clock import FakeClock
+from zombietop.config import load_config
 from zombietop.executor import Executor
+from zombietop.monitor import Monitor
 from zombietop.source_actions import SourceActions
+from zombietop.sources.rq import RQSource
+from zombietop.store.sqlite import SQLiteStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -84,3 +91,59 @@ async def test_without_resume_command_a_resume_is_refused_with_celerys_command(
         done = await SourceActions(watch.monitor, executor).run(request)
         assert done.outcome is Outcome.REFUSED
         assert "app.send_task('zq.spin', ...)" in done.message
+
+
+RQ_AGAIN = """\
+import sys
+
+import redis
+import rq
+
+url, task_id, marker = sys.argv[1:]
+queue, name, _ = task_id.split("/", 2)
+with redis.Redis.from_url(url) as conn:
+    job = rq.Queue(queue, connection=conn).enqueue(name, 60, marker, job_timeout=600)
+print("enqueued again as", job.id)
+"""
+
+
+async def test_resume_command_enqueues_an_rq_job_again(
+    rq_workers: RQWorkers, redis_server: ThrowawayRedis, redis_db: int, tmp_path: Path
+) -> None:
+    script = tmp_path / "again.py"
+    script.write_text(RQ_AGAIN)
+    url = redis_server.url(redis_db)
+    again = tmp_path / "m2"
+    folder = tmp_path / "zt"
+    folder.mkdir()
+    (folder / "config.toml").write_text(
+        '[step_types."zqrq.spin"]\n'
+        f'resume_command = ["{sys.executable}", "{script}", "{url}", "{{task_id}}", '
+        f'"{again}"]\n'
+    )
+    rq_workers.start("w1")
+    job = rq_workers.enqueue(60, tmp_path / "m")
+    wait_for("the job to start", lambda: (tmp_path / "m").exists())
+    clock = FakeClock(time.time())
+    source = RQSource(redis_server.url(redis_db, "rq+redis"), clock=clock)
+    await source.open()
+    store = await SQLiteStore.open(folder / "zombietop.db", create=True, clock=clock)
+    try:
+        monitor = Monitor(store, load_config(folder / "config.toml"), clock=clock, sources=[source])
+        zid = f"default/zqrq.spin/{job}"
+        view = (await monitor.poll()).by_id()[zid]
+        request = ActionRequest(
+            kind=ActionKind.RESUME, task_id=zid, expected_token=view.token, actor="me"
+        )
+        done = await SourceActions(monitor, Executor(store, monitor.config)).run(request)
+        assert done.outcome is Outcome.RELAUNCHED, done.message
+        # RQ's own queue holds the job enqueued again, behind the one that still runs.
+        with redis.Redis.from_url(url) as conn:
+            queued = wait_for(
+                "the job enqueued again", lambda: rq.Queue("default", connection=conn).jobs
+            )
+            assert [j.func_name for j in queued] == ["zqrq.spin"]
+            assert queued[0].args == (60, str(again)) and queued[0].id != job
+    finally:
+        await source.close()
+        await store.close()
