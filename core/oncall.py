@@ -9,7 +9,7 @@ event with who and why; the watchdog reads the rest of its memory from the event
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
@@ -18,7 +18,8 @@ from zombietop.durations import format_age, format_duration
 from zombietop.errors import ActionRefused
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.identity import real_user
-from zombietop.model import Ack, Matcher, Silence, Task
+from zombietop.model import Ack, Matcher, Note, Silence, Task
+from zombietop.printable import bounded, printable
 
 if TYPE_CHECKING:
     from zombietop.config import OnCallSettings
@@ -252,6 +253,32 @@ async def unack(store: Store, task_id: str, *, by: str, source: str | None = Non
     """End a task's ack (of ``source``'s task, when given); None when it had none."""
     _writable(store, "unack")
     return await store.unack_task(task_id, by=by, reason="unacked", source=source)
+
+
+NOTE_LIMIT = 500
+"""The most characters a note keeps: a note is a line for the next person, not a log."""
+
+
+async def note(
+    store: Store, task_id: str, text: str, *, by: str, source: str | None = None
+) -> Note:
+    """Add a note to a task's incident, with who and when; its text is cleaned
+    (``printable``) and kept to ``NOTE_LIMIT`` characters."""
+    _writable(store, "note")
+    cleaned = bounded(" ".join(text.split()), limit=NOTE_LIMIT)
+    if not cleaned:
+        raise ActionRefused("a note needs some text: say what you found or what you wait on")
+    return await store.add_note(task_id, by=by, text=cleaned, source=source)
+
+
+def with_note(line: str, notes: Sequence[Note], *, since: float, now: float) -> str:
+    """The line, with the newest note written since ``since`` (the incident opened):
+    ``...; note by ana 5m ago: waiting on partner API``."""
+    fresh = [n for n in notes if n.at >= since]
+    if not fresh:
+        return line
+    newest = max(fresh, key=lambda n: n.at)
+    return f"{line}; {printable(newest.words(now))}"
 
 
 async def silence(
