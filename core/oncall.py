@@ -18,7 +18,7 @@ from zombietop.durations import format_age, format_duration
 from zombietop.errors import ActionRefused
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.identity import real_user
-from zombietop.model import Ack, Matcher, Note, Silence, Task
+from zombietop.model import Ack, EventKind, Matcher, Note, Silence, Task
 from zombietop.printable import bounded, printable
 
 if TYPE_CHECKING:
@@ -269,6 +269,15 @@ async def note(
     if not cleaned:
         raise ActionRefused("a note needs some text: say what you found or what you wait on")
     return await store.add_note(task_id, by=by, text=cleaned, source=source)
+
+
+async def recent_notes(store: Store, *, limit: int = 1000) -> dict[str, list[Note]]:
+    """The newest ``limit`` notes of the store, by task id, newest first."""
+    found: dict[str, list[Note]] = {}
+    for event in await store.events(kind=EventKind.INCIDENT_NOTE, limit=limit):
+        note = Note.from_event(event)
+        found.setdefault(note.task_id, []).append(note)
+    return found
 
 
 def with_note(line: str, notes: Sequence[Note], *, since: float, now: float) -> str:

@@ -17,7 +17,7 @@ from zombietop.budgets import Budget
 from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.job_summary import JobSummary
-from zombietop.model import Event, HeartbeatSource, Task
+from zombietop.model import Event, EventKind, HeartbeatSource, Note, Task
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall, capped_words
 from zombietop.output import LastOutput
@@ -427,7 +427,10 @@ class DetailScreen(TaskKeys):
                 None if view.task.job is None else snapshot.job_of(view.task),
             )
         )
-        self.query_one("#events", Static).update(self._events_text(record.events))
+        notes = notes_text(record.events, now)
+        self.query_one("#events", Static).update(
+            Text.assemble(notes, self._events_text(record.events))
+        )
         self._show_output(record.last_output, now)
 
     def _show_output(self, last: LastOutput | None, now: float) -> None:
@@ -467,6 +470,20 @@ class DetailScreen(TaskKeys):
 
     def action_back(self) -> None:
         self.dismiss()
+
+
+def notes_text(events: Sequence[Event], now: float) -> Text:
+    """The notes on the task's incident, newest first, each with who and how long ago; nothing
+    when it has none. ``events`` are the task's, newest first."""
+    notes = [Note.from_event(e) for e in events if e.kind == EventKind.INCIDENT_NOTE]
+    if not notes:
+        return Text()
+    text = Text("notes, newest first\n", style="dim")
+    for note in notes:
+        text.append_text(printable_text(f"✎ {note.words(now)}"))
+        text.append("\n")
+    text.append("\n")
+    return text
 
 
 def _acked(state: DetailState, task_id: str) -> bool:
