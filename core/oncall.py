@@ -332,6 +332,8 @@ class OnCallDesk(Protocol):
         self, *, matcher: Matcher, pattern: str, reason: str, duration: float
     ) -> Silence: ...
 
+    async def note(self, task_id: str, text: str) -> Note: ...
+
 
 class Desk:
     """The on-call actions as a face calls them: one operator, one store, one config."""
@@ -368,6 +370,9 @@ class Desk:
 
     async def unack(self, task_id: str) -> Ack | None:
         return await unack(self.store, task_id, by=self.by, source=self.source_of(task_id))
+
+    async def note(self, task_id: str, text: str) -> Note:
+        return await note(self.store, task_id, text, by=self.by, source=self.source_of(task_id))
 
     async def silence(
         self, *, matcher: Matcher, pattern: str, reason: str, duration: float

@@ -114,6 +114,7 @@ MOVE_KEYS: tuple[Key, ...] = (
 )
 """The task table's movement keys: k9s' and vim's ``j``/``k``, and the arrows."""
 DETAIL_KEYS: tuple[Key, ...] = (
+    Key("n", "note", "Note", "Add a note to the task's incident, with who and when", writes=True),
     Key("o", "toggle_output", "Output", "Show or hide the task's last output (scrollable)"),
 )
 """Keys of the detail view beyond the actions and Escape; the help screen lists them too."""

@@ -12,7 +12,7 @@ from tests.tui.helpers import make_app, notified, settle
 from zombietop.model import Matcher, Silence
 from zombietop.oncall import current
 from zombietop.tui.messages import TaskAction, TaskAsked
-from zombietop.tui.screens.oncall import AckScreen, SilenceScreen
+from zombietop.tui.screens.oncall import AckScreen, NoteScreen, SilenceScreen
 from zombietop.tui.testing import NOW, RecordingDesk, SampleSource, sample_snapshot
 from zombietop.tui.widgets.events_pane import EventsPane
 
@@ -170,3 +170,34 @@ async def test_the_events_pane_says_when_this_dashboard_ends_a_silence_sooner() 
     assert line.endswith("""this reader's [oncall] max_silence = "7d" ends it sooner)""")
     assert "(set to end 2126-" in line
     assert "ends it sooner" not in text.replace(line, "")  # bob's 5-hour silence is as set
+
+
+async def test_n_in_the_detail_view_adds_a_note_and_needs_some_text() -> None:
+    desk = RecordingDesk()
+    app = make_app(desk=desk)
+    async with app.run_test(size=(110, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        said = notified(app)
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, NoteScreen)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, NoteScreen)
+        assert "needs some text" in str(app.screen.query_one("#problem", Static).render())
+        await pilot.press(*"waiting on partner API", "enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, NoteScreen)
+    assert [(n.task_id, n.text) for n in desk.notes] == [("export-2031", "waiting on partner API")]
+    assert "note added to export-2031" in said
+
+
+async def test_read_only_detail_view_has_no_note() -> None:
+    app = make_app(read_only=True)
+    async with app.run_test(size=(110, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter", "n")
+        await settle(pilot)
+        assert not isinstance(app.screen, NoteScreen)

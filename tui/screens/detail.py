@@ -26,7 +26,7 @@ from zombietop.sources import Origin
 from zombietop.tui.cells import ACKED, BAR_STYLE, FLAG_MARKS, MARKS, SILENCED, bar
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import DETAIL_KEYS, KEYS, TaskKeys, display_key
-from zombietop.tui.messages import OutputAsked
+from zombietop.tui.messages import OutputAsked, TaskAction
 from zombietop.tui.screen_state import DetailState, TaskRecord
 from zombietop.tui.untrusted import printable_text
 from zombietop.tui.widgets.events_pane import event_line
@@ -387,6 +387,8 @@ class DetailScreen(TaskKeys):
             self.query_one("#output-pane", VerticalScroll).scroll_end(animate=False)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "note" and self.read_only:
+            return False  # a note writes the store
         if action == "unack" and not _acked(self.state, self.task_id):
             return False  # u shows in the footer only while the task is acked
         return super().check_action(action, parameters)
@@ -467,6 +469,9 @@ class DetailScreen(TaskKeys):
                 text.append("\n")
             text.append_text(event_line(event))
         return text
+
+    def action_note(self) -> None:
+        self._ask(TaskAction.NOTE)
 
     def action_back(self) -> None:
         self.dismiss()
