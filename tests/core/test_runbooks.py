@@ -13,8 +13,11 @@ from tests.core.test_watchdog import config, start, watchdog
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.errors import ConfigError
+from zombietop.metrics import fleet_families
 from zombietop.model import TaskState
+from zombietop.monitor import Monitor
 from zombietop.store import Store
+from zombietop.tui.cli.status_json import task_json
 
 TEMPLATE = "https://wiki/runbooks/{step_type}#{stage}"
 
@@ -63,3 +66,23 @@ async def test_the_runbook_is_the_pages_last_field(store: Store, clock: FakeCloc
     await dog.tick()
     clear = notifier.pages[-1]
     assert clear.kind == "all_clear" and "runbook" not in clear.line
+
+
+async def test_the_runbook_in_status_json_and_the_task_info_series(
+    store: Store, clock: FakeClock
+) -> None:
+    base = config()
+    limits = replace(base.defaults, step_type="d", runbook=TEMPLATE)
+    cfg = replace(base, step_types={"d": limits})
+    await start(store)
+    await start(store, "other-1", step_type="plain")
+    snapshot = await Monitor(store, cfg, clock=clock).poll()
+    views = {view.task_id: view for view in snapshot.tasks}
+    now = clock.now()
+    assert task_json(views["export-2031"], snapshot, None, now)["runbook"] == (
+        "https://wiki/runbooks/d#transform"
+    )
+    assert task_json(views["other-1"], snapshot, None, now)["runbook"] is None
+    (info,) = [m for m in fleet_families(snapshot, now) if m.name == "zombietop_task"]
+    urls = {s.labels["task_id"]: s.labels["runbook_url"] for s in info.samples}
+    assert urls == {"export-2031": "https://wiki/runbooks/d#transform", "other-1": ""}

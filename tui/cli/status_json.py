@@ -11,6 +11,7 @@ from zombietop.job_summary import JobSummary
 from zombietop.model import Ack, Note, Silence
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.output import LastOutput
+from zombietop.runbooks import runbook_for
 from zombietop.schedules import ScheduleView
 from zombietop.sources import Origin
 from zombietop.tui.cli.oncall import silence_json
@@ -168,6 +169,7 @@ def task_json(
             )
         },
         "context": verdict.context(now),
+        "runbook": runbook_for(view),
         "ack": _ack_json(snapshot.oncall.ack_for(task.task_id)),
         "notes": [note_json(note) for note in notes],
         "silence": _task_silence_json(snapshot.oncall.silence_for(task)),
