@@ -4,8 +4,12 @@ neither. And the events pane's silences, capped by the dashboard's own max_silen
 
 from __future__ import annotations
 
+import asyncio
+import os
 from dataclasses import replace
+from pathlib import Path
 
+import pytest
 from textual.widgets import Input, RadioButton, Static
 
 from tests.tui.helpers import make_app, notified, settle
@@ -201,3 +205,40 @@ async def test_read_only_detail_view_has_no_note() -> None:
         await pilot.press("down", "enter", "n")
         await settle(pilot)
         assert not isinstance(app.screen, NoteScreen)
+
+
+async def test_shift_r_shows_the_runbook_to_copy_without_a_display(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    app = make_app()
+    async with app.run_test(size=(110, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        said = notified(app)
+        await pilot.press("R")
+        await settle(pilot)
+    assert said == ["https://wiki.example/runbooks/export#transform"]
+
+
+async def test_shift_r_opens_the_runbook_with_the_system_opener_on_a_display(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    opened = tmp_path / "opened.txt"
+    opener = tmp_path / "xdg-open"
+    opener.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}.part && mv {opened}.part {opened}\n')
+    opener.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("DISPLAY", ":0")
+    app = make_app()
+    async with app.run_test(size=(110, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter", "R")
+        await settle(pilot)
+    for _ in range(500):  # the opener runs detached: wait for its file, at most 5 s
+        if opened.exists():
+            break
+        await asyncio.sleep(0.01)
+    assert opened.read_text() == "https://wiki.example/runbooks/export#transform"
