@@ -28,7 +28,7 @@ from zombietop.failed_runs import failure_line, failure_open
 from zombietop.health import Health
 from zombietop.model import EventKind, Silence, TaskState
 from zombietop.monitor import Snapshot, TaskView
-from zombietop.oncall import FollowUp, Notices, capped_words, notice_line
+from zombietop.oncall import FollowUp, Notices, capped_words, notice_line, with_note
 from zombietop.output import last_output_of, with_last_output
 from zombietop.quarantines import Quarantines
 from zombietop.root_causes import blocks_words
@@ -207,6 +207,7 @@ class IncidentBook:
                 line = failure_line(view, None, look.now)
             else:
                 line = view.verdict.context(look.now) + self.blocks(view.task_id, look)
+            line = await self._noted(view.task_id, line, look)
             await self.notice(look, view.task_id, due, line, view=view)
 
     def blocks(self, task_id: str, look: Look) -> str:
@@ -216,6 +217,17 @@ class IncidentBook:
     def held_behind(self, view: TaskView, look: Look) -> str | None:
         """The upstream whose open incident speaks for this waiting task (None: page it)."""
         return look.causes.behind(view.task_id, self.incidents)
+
+    async def _noted(self, task_id: str, line: str, look: Look) -> str:
+        """The line with the newest note on this incident, if someone wrote one."""
+        incident = self.incidents.get(task_id)
+        try:
+            notes = await self.hands.store.notes(task_id, limit=1)
+        except StoreError as exc:
+            look.logs.append(f"could not read the notes of {task_id}: {exc}")
+            return line
+        since = incident.opened_at if incident is not None else 0.0
+        return with_note(line, notes, since=since, now=look.now)
 
     async def notice(
         self,

@@ -25,6 +25,7 @@ from zombietop.monitor import Monitor, TaskView
 from zombietop.notify import DeliveryResult, LogNotifier, Notifier, Outbox, Page
 from zombietop.oncall import OnCall
 from zombietop.root_causes import RootCauses
+from zombietop.runbooks import runbook_for
 from zombietop.schedules import ScheduleHealth
 from zombietop.sources import Origin
 
@@ -145,6 +146,9 @@ class Hands:
     ) -> Page:
         """Queue a page; ``health`` is the one its line speaks of (the view's by default)."""
         health = health or (view.health if view else None)
+        runbook = runbook_for(view) if view is not None and kind != "all_clear" else None
+        if runbook is not None:
+            line = f"{line} runbook: {runbook}"  # the last field: what to do
         page = Page(
             kind=kind,
             line=line,

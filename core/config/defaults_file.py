@@ -140,11 +140,14 @@ def _limit_sections(dumps: Dumps) -> list[str]:
         "# after), page_on_failure = false for jobs whose failures page someone else, and",
         "# from_source = true for a step type whose tasks come from a source (an Airflow DAG):",
         "# a task instance is one stage, so its stage may last its whole task (stage <= task)",
-        "# and is the task budget unless the section sets one:",
+        "# and is the task budget unless the section sets one; runbook = a link template",
+        "# filled with the task's fields ({task_id} {run_id} {step} {step_type} {job} {stage}",
+        "# {host} {attempt} {state}), the last field of its pages:",
         "#",
         "# [step_types.export]",
         '# stage = "45m"',
         '# resume_command = ["my-engine", "resume", "{task_id}", "--from", "{checkpoint}"]',
+        '# runbook = "https://wiki/runbooks/{step_type}#{stage}"',
         "",
     ]
 

@@ -45,6 +45,7 @@ STEP_ONLY_KEYS = (
     "retry_backoff",
     "from_source",
     "page_on_failure",
+    "runbook",
 )
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
 STORE_DEFAULTS: dict[str, float] = {"keep_finished": 30 * 86400.0}
@@ -102,6 +103,8 @@ class Limits:
     """A run that succeeds in under this many times the median ``finished_too_fast``."""
     page_on_failure: bool = True
     """A failed run opens an incident and pages (false: the failure is someone else's)."""
+    runbook: str | None = None
+    """A link template filled with the task's fields (``zombietop.runbooks``): what to do."""
     step_type: str | None = None
     engine: str | None = None
     """The engine that runs the tasks judged by these limits (``Airflow``), for the words of

@@ -23,6 +23,7 @@ from zombietop.model import (
     Heartbeat,
     HistoryPoint,
     Lease,
+    Note,
     PendingKill,
     PollChanges,
     ProcessSample,
@@ -361,6 +362,17 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def acks(self) -> list[Ack]:
         """Every ack still in force, by task id."""
+
+    @abc.abstractmethod
+    async def add_note(
+        self, task_id: str, *, by: str, text: str, source: str | None = None
+    ) -> Note:
+        """Add a note to the task's incident (of ``source``'s task, when given), as an event;
+        without ``source``, raise ``TaskNotFound`` for a task the store does not hold."""
+
+    @abc.abstractmethod
+    async def notes(self, task_id: str, *, limit: int = 20) -> list[Note]:
+        """The task's notes, newest first."""
 
     @abc.abstractmethod
     async def add_silence(
