@@ -2,7 +2,8 @@
 
 Each tick it (1) reports its presence with this host's clock, so dashboards know it is there and
 how far this host's clock is off; (2) samples the processes behind this host's tasks into the
-store, so a dashboard on another host sees PID, CPU and liveness; (3) carries out the actions
+store, so a dashboard on another host sees PID, CPU, idleness and liveness, and a process that
+outlives its finished task (``orphan_watch``); (3) carries out the actions
 other hosts asked for this host, through the same executor as a local action (token check,
 process identity, durable kill record); and (4) finishes the pending kills on this host, so a
 SIGKILL is sent after the grace even when the asker has long gone.
@@ -31,6 +32,7 @@ from zombietop.fleet import HostRequest
 from zombietop.identity import real_user
 from zombietop.model import EventKind, Task
 from zombietop.monitor import Monitor, ProcessProbe, Snapshot
+from zombietop.orphan_watch import OrphanWatch
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.retention import keep_pruning
@@ -86,6 +88,10 @@ class Agent:
         self.actions = SourceActions(self.monitor, self.executor)
         self._named: set[str] = set()
         """Host names the sources record for this host that are not its name (said once)."""
+        self._orphans = OrphanWatch()
+        self._source_orphans = OrphanWatch()
+        """Which finished tasks' processes are still sampled (the store's, the sources'), so
+        that dashboards elsewhere see a process that outlives its task."""
 
     def refusal(self, asked: HostRequest) -> str | None:
         """Why this agent will not act for the user who asked; None when it will.
@@ -121,9 +127,14 @@ class Agent:
             interval=self.interval,
             reported_at=self.clock.now(),
         )
-        tasks = await self.store.active_tasks_on(self.host)
+        now = await self.store.now()
+        tasks = await self.store.active_tasks_on(
+            self.host, finished_since=self._orphans.finished_since(now)
+        )
+        tasks = self._orphans.keep(tasks, now, ())
         samples = await self.probe.sample(tasks)
-        await self.store.record_process_samples(self.host, samples)
+        self._orphans.saw(tasks, samples)
+        await self.store.record_process_samples(self.host, samples, finished=_finished(tasks))
         sampled = len(samples) + await self._sample_sources()
         carried_out = []
         for asked in await self.store.open_host_requests(self.host):
@@ -189,8 +200,11 @@ class Agent:
             self._say(f"cannot read the sources: {snapshot.error}")
             return 0
         local = _running_here(snapshot, self.host)
+        if snapshot.taken_at is not None:
+            local = self._source_orphans.keep(local, snapshot.taken_at, snapshot.origins)
         self._say_other_names(snapshot)
         samples = await self.probe.sample(local)
+        self._source_orphans.saw(local, samples)
         for source in self.sources:
             error = snapshot.source_errors.get(source.name)
             if error is not None:
@@ -202,7 +216,9 @@ class Agent:
                 for task in local
                 if task.task_id in samples and self.monitor.source_of[task.task_id] is source
             }
-            await self.store.record_process_samples(self.host, mine, source=source.name)
+            await self.store.record_process_samples(
+                self.host, mine, source=source.name, finished=_finished(local)
+            )
         return len(samples)
 
     def _say_other_names(self, snapshot: Snapshot) -> None:
@@ -269,12 +285,18 @@ class Agent:
 
 
 def _running_here(snapshot: Snapshot, host: str) -> list[Task]:
-    """The sources' tasks that should have a live process on ``host``."""
+    """The sources' tasks with a process on ``host``: those that should have a live one, and
+    the finished (whose process may live on as an orphan)."""
     return [
         view.task
         for view in snapshot.tasks
         if view.task_id in snapshot.origins
         and view.task.host == host
-        and view.task.state.executing
+        and (view.task.state.executing or view.task.state.finished)
         and view.task.pid is not None
     ]
+
+
+def _finished(tasks: Sequence[Task]) -> set[str]:
+    """The ids of the finished ones among ``tasks``: their samples are taken after the finish."""
+    return {task.task_id for task in tasks if task.state.finished}

@@ -218,5 +218,13 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             why_high=_DATE,
         ),
     },
+    "serve": {
+        "read_timeout": Bound(
+            low=1.0,
+            high=300.0,
+            why_low="a ping over a slow link needs a moment to arrive",
+            why_high="a slow client would hold a connection that long",
+        ),
+    },
 }
 """By section (``limits``: thresholds and timeouts, in a step type too) and key."""

@@ -109,12 +109,22 @@ class BudgetWatch:
             await self.hands.act(view, ActionKind.KILL, reason, look)
 
     async def _overrun(self, look: Look, kind: str, line: str, key: str, view: TaskView) -> None:
-        """Page an overrun once; while the task's incident is open, its page already spoke."""
+        """Page an overrun once; while the task's incident is open, or an upstream's incident
+        it waits behind, that page already spoke."""
         self.book.once.add(key)
         if view.task_id in self.book.incidents:
             look.logs.append(f"{kind} during an open incident (not paged again): {line}")
             await self.hands.record(
                 EventKind.WATCHDOG, f"{kind}: {line}", view.task_id, {"key": key}
+            )
+            return
+        root = self.book.held_behind(view, look)
+        if root is not None:
+            # One page per root cause: the upstream's page lists this task ("blocks 3: ...").
+            said = f"{kind} held behind the incident of {root} (not paged): {line}"
+            look.logs.append(said)
+            await self.hands.record(
+                EventKind.WATCHDOG, said, view.task_id, {"key": key, "held_behind": root}
             )
             return
         self.hands.page(look, kind, line, view=view)

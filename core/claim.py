@@ -36,6 +36,18 @@ def owner_name(kind: str, host: str) -> str:
     return f"{kind}@{host}:{os.getpid()}"
 
 
+async def check_upstream_exists(store: Store, task_id: str, upstream: Sequence[str]) -> None:
+    """Raise ``UpstreamBlocked`` when an upstream task does not exist (a mistyped name)."""
+    for name in dict.fromkeys(upstream):
+        try:
+            await store.get_task(name)
+        except TaskNotFound:
+            raise UpstreamBlocked(
+                f"not waiting for {name!r}: no such task in {store.describe()}, so {task_id} "
+                "would wait forever; check the --after names"
+            ) from None
+
+
 async def check_upstream(store: Store, task_id: str, upstream: Sequence[str]) -> None:
     """Raise ``UpstreamBlocked`` unless every upstream task has succeeded and is not quarantined."""
     for name in dict.fromkeys(upstream):
@@ -88,11 +100,13 @@ async def claim_task(
     cwd: str | None = None,
     host: str | None = None,
     job: str | None = None,
+    wait: bool = False,
 ) -> Claim:
     """Create the task if it is new, check its upstream, and take its lease.
 
-    An expired lease is reclaimed (the token grows); a live one raises ``LeaseHeld``, and a
-    finished task ``TaskFinished`` (task ids are single-use).
+    With ``wait`` the upstream only has to exist, and the task stays queued under the lease
+    (``zombietop.upstream_wait``). An expired lease is reclaimed (the token grows); a live one
+    raises ``LeaseHeld``, and a finished task ``TaskFinished`` (task ids are single-use).
     """
     try:
         existing: Task | None = await store.get_task(task_id)
@@ -102,7 +116,10 @@ async def claim_task(
         raise finished_refusal(existing, await store.now())
     upstream = [*(existing.upstream if existing else ()), *after]
     # Checked before creating: a refused start leaves nothing behind in the store.
-    await check_upstream(store, task_id, upstream)
+    if wait:
+        await check_upstream_exists(store, task_id, upstream)
+    else:
+        await check_upstream(store, task_id, upstream)
     if existing is None:
         try:
             await store.create_task(
@@ -125,5 +142,5 @@ async def claim_task(
     if lease is not None and lease.held and lease.expired(now):
         lease = await store.reclaim_lease(task_id, owner=owner, ttl=ttl)
     else:
-        lease = await store.acquire_lease(task_id, owner=owner, ttl=ttl)
+        lease = await store.acquire_lease(task_id, owner=owner, ttl=ttl, queued=wait)
     return Claim(task=await store.get_task(task_id), lease=lease, owner=owner)

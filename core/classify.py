@@ -136,6 +136,8 @@ def classify(
         )
     else:
         health = _waiting_rules(now, task, heartbeat, limits, waiting_on, reasons)
+        if _waiter_lost(now, task, lease, limits, reasons):
+            health = Health.RECLAIMABLE
 
     if task.heartbeat_error:
         error = f": {task.heartbeat_error}"
@@ -150,6 +152,8 @@ def classify(
         stable_until = _next_threshold(now, task, lease, heartbeat, process, limits)
     else:
         flags, stable_until = _queue_flags(now, task, limits)
+        if lease is not None and lease.held and lease.expires_at is not None:
+            stable_until = min(stable_until, max(lease.expires_at, now))  # a waiter's lease
     if task.redelivered:
         flags = (Flag.REDELIVERED, *flags)
     flags, history_changes = _history_flags(now, task, history, limits, flags, reasons)
@@ -194,6 +198,20 @@ def _waiting_rules(
     if _queued_too_long(now, task, limits):
         reasons.append(_queue_reason(task, limits))
     return Health.QUARANTINED if task.quarantined else Health.QUEUED
+
+
+def _waiter_lost(
+    now: float, task: Task, lease: Lease | None, limits: Limits, reasons: list[Reason]
+) -> bool:
+    """True (and its reason said) for a queued task whose waiting wrapper (``run --wait``)
+    stopped renewing its lease: nobody will start it now (held or not, as a stalled task)."""
+    if task.state is not TaskState.QUEUED or lease is None:
+        return False
+    if not lease.held or lease.expires_at is None or now <= lease.expires_at:
+        return False
+    words = (f"waiting wrapper {lease.owner} gone: lease expired ", lease.expires_at, " ago")
+    reasons.append(_late("waiter_lost", Health.RECLAIMABLE, words, ("ttl", limits.lease_ttl)))
+    return True
 
 
 def _flat_since(heartbeat: Heartbeat | None, reasons: list[Reason]) -> float | None:
@@ -575,6 +593,8 @@ def _context(
             parts.append(f"lease expired {format_age(now - expires_at)} ago")
         else:
             parts.append(f"lease expires in {format_age(expires_at - now)}")
+    if held and lease is not None and lease.over_http:
+        parts.append("reported over HTTP (no process to probe)")
     if process is not None:
         # Idle past the progress timeout is worth saying however short that timeout is.
         parts.append(_process_words(process, min(IO_IDLE_WORTH_SAYING, limits.progress_timeout)))
@@ -605,9 +625,9 @@ def _ask(health: Health, limits: Limits) -> str:
         return " - kill it"
     if not health.asks_a_human:
         return ""
-    if limits.engine:
+    if limits.engine_actions:
         # resume and discard are refused for an engine's task: name what works instead.
-        return f" - clear it in {limits.engine}, mark it failed, or kill it"
+        return f" - {limits.engine_actions}"
     return " - resume or discard"
 
 

@@ -74,22 +74,27 @@ class StoredSample:
     sample: ProcessSample
     written_at: float
     """The store's clock when the agent wrote it; an old sample says nothing about now."""
+    after_finish: bool = False
+    """The agent took it knowing the task had finished: only such a sample tells an orphan."""
 
     @classmethod
     def from_row(cls, row: Row) -> StoredSample:
         return read_row(cls, row, _STORED_SAMPLE_READS)
 
 
-# The store keeps no I/O deltas of a sample, only how long its I/O has been idle (io_idle_s),
-# and not how long it has used no CPU either: an agent's task is never judged idle.
+# The store keeps no I/O deltas of a sample, only how long its I/O has been idle (io_idle_s)
+# and how long it has used neither CPU nor I/O (idle_s, from schema v16 on SQLite, v14 on
+# PostgreSQL).
 _SAMPLE_READS: RowReads = {
     "alive": column("alive", bool),
     "identity_ok": column("identity_ok", bool),
     "read_bytes_delta": None,
     "write_bytes_delta": None,
-    "idle_s": None,
 }
-_STORED_SAMPLE_READS: RowReads = {"sample": lambda row: read_row(ProcessSample, row, _SAMPLE_READS)}
+_STORED_SAMPLE_READS: RowReads = {
+    "sample": lambda row: read_row(ProcessSample, row, _SAMPLE_READS),
+    "after_finish": column("after_finish", bool),
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

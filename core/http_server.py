@@ -58,7 +58,12 @@ class HttpServer:
         *,
         max_connections: int = MAX_CONNECTIONS,
         deadline: float = DEADLINE,
+        max_line_size: int = 8190,
+        max_field_size: int = 8190,
+        max_headers: int = 128,
     ) -> None:
+        """The last three bound a request's head (aiohttp's defaults unless given): its
+        request line and each header's length, and how many headers it has."""
         self.app = app
         self.max_connections = max_connections
         self.deadline = deadline
@@ -69,7 +74,14 @@ class HttpServer:
         self._guards: dict[asyncio.BaseTransport, _Guard] = {}
         """The open connections, oldest first."""
         app.middlewares.append(self._asked)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        self._runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            max_line_size=max_line_size,
+            max_field_size=max_field_size,
+            max_headers=max_headers,
+        )
         self._server: asyncio.Server | None = None
         self.address: ListenAddress | None = None
         """Where it listens, once started (the port it got, when asked for any)."""

@@ -28,9 +28,10 @@ from zombietop.failed_runs import failure_line, failure_open
 from zombietop.health import Health
 from zombietop.model import EventKind, Silence, TaskState
 from zombietop.monitor import Snapshot, TaskView
-from zombietop.oncall import FollowUp, Notices, capped_words, notice_line
+from zombietop.oncall import FollowUp, Notices, capped_words, notice_line, with_note
 from zombietop.output import last_output_of, with_last_output
 from zombietop.quarantines import Quarantines
+from zombietop.root_causes import blocks_words
 from zombietop.schedules import ScheduleHealth
 from zombietop.store import Store
 from zombietop.watchdog_hands import Hands, Look
@@ -158,7 +159,7 @@ class IncidentBook:
         if failed:
             line = failure_line(view, last, look.now)
         else:
-            line = with_last_output(context, last, look.now)
+            line = with_last_output(context + self.blocks(task_id, look), last, look.now)
         silence = look.oncall.silence_for(view.task)
         self.notices.opened(task_id, at=self.incidents[task_id].opened_at, paged=silence is None)
         if silence is not None:
@@ -205,8 +206,28 @@ class IncidentBook:
             if view.health is Health.FAILED:
                 line = failure_line(view, None, look.now)
             else:
-                line = view.verdict.context(look.now)
+                line = view.verdict.context(look.now) + self.blocks(view.task_id, look)
+            line = await self._noted(view.task_id, line, look)
             await self.notice(look, view.task_id, due, line, view=view)
+
+    def blocks(self, task_id: str, look: Look) -> str:
+        """``; blocks 3: ...``: the waiting tasks held behind this task's incident."""
+        return blocks_words(look.causes.blocked_by(task_id, self.incidents))
+
+    def held_behind(self, view: TaskView, look: Look) -> str | None:
+        """The upstream whose open incident speaks for this waiting task (None: page it)."""
+        return look.causes.behind(view.task_id, self.incidents)
+
+    async def _noted(self, task_id: str, line: str, look: Look) -> str:
+        """The line with the newest note on this incident, if someone wrote one."""
+        incident = self.incidents.get(task_id)
+        try:
+            notes = await self.hands.store.notes(task_id, limit=1)
+        except StoreError as exc:
+            look.logs.append(f"could not read the notes of {task_id}: {exc}")
+            return line
+        since = incident.opened_at if incident is not None else 0.0
+        return with_note(line, notes, since=since, now=look.now)
 
     async def notice(
         self,

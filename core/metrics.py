@@ -30,6 +30,7 @@ from zombietop.health import Health
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.notify import DeliveryResult
 from zombietop.private import replace_file
+from zombietop.runbooks import runbook_for
 
 TASK_LABELS = ("task_id", "step_type", "host")
 TEXTFILE_MODE = 0o644
@@ -183,7 +184,7 @@ def fleet_families(snapshot: Snapshot, now: float) -> Iterator[Metric]:
     )
     info = InfoMetricFamily(
         "zombietop_task",
-        "One series per unfinished task, with its health and stage.",
+        "One series per unfinished task, with its health, stage and runbook link.",
         labels=labels,
     )
     for view in snapshot.tasks:
@@ -199,7 +200,8 @@ def fleet_families(snapshot: Snapshot, now: float) -> Iterator[Metric]:
         if held is not None and held.held and held.expires_at is not None:
             lease.add_metric(key, held.expires_at - now)
         stage = beat.stage if beat is not None and beat.stage else ""
-        info.add_metric(key, {"health": str(view.health), "stage": stage})
+        runbook = runbook_for(view) or ""
+        info.add_metric(key, {"health": str(view.health), "stage": stage, "runbook_url": runbook})
     yield from (age, lease, progress, info)
     yield from job_families(snapshot)
 

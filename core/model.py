@@ -145,12 +145,21 @@ class Lease:
     def held(self) -> bool:
         return self.owner is not None
 
+    @property
+    def over_http(self) -> bool:
+        """Held by ``zombietop serve`` for a run reported over HTTP: no process to probe."""
+        return self.owner is not None and self.owner.startswith(f"{HTTP_OWNER}@")
+
     def expired(self, now: float) -> bool:
         return self.expires_at is not None and now > self.expires_at
 
     @classmethod
     def from_row(cls, row: Row) -> Lease:
         return read_row(cls, row)
+
+
+HTTP_OWNER = "http"
+"""The kind of lease owner (``http@<host>:<pid>``) that holds the runs reported over HTTP."""
 
 
 class HeartbeatSource(StrEnum):
@@ -298,6 +307,10 @@ class EventKind(StrEnum):
     """An ack or unack of a task's incident, with who and why."""
     SILENCE = "silence"
     """A silence set or ended, with who and why."""
+    PING = "ping"
+    """A ping over HTTP (``zombietop serve``): the job, what it said, and ``via``."""
+    INCIDENT_NOTE = "incident_note"
+    """A person's note on a task's incident (``zombietop note``), with who and when."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -470,6 +483,33 @@ class Ack:
 
 
 _ACK_READS: RowReads = {"by": column("actor"), "until": column("until_at")}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Note:
+    """A person's note on a task's incident: kept as an ``INCIDENT_NOTE`` event."""
+
+    task_id: str
+    by: str
+    at: float
+    text: str
+    source: str | None = None
+    """The read-only source whose task this is (its name); None for this store's own task."""
+
+    @classmethod
+    def from_event(cls, event: Event) -> Note:
+        source = event.data.get("source")
+        return cls(
+            task_id=event.task_id or "",
+            by=event.actor,
+            at=event.at,
+            text=str(event.data.get("text", event.message)),
+            source=source if isinstance(source, str) else None,
+        )
+
+    def words(self, now: float) -> str:
+        """``note by ana 5m ago: waiting on partner API`` (untrusted parts unescaped)."""
+        return f"note by {self.by} {format_age(max(now - self.at, 0))} ago: {self.text}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,7 +9,7 @@ event with who and why; the watchdog reads the rest of its memory from the event
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
@@ -18,7 +18,8 @@ from zombietop.durations import format_age, format_duration
 from zombietop.errors import ActionRefused
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.identity import real_user
-from zombietop.model import Ack, Matcher, Silence, Task
+from zombietop.model import Ack, EventKind, Matcher, Note, Silence, Task
+from zombietop.printable import bounded, printable
 
 if TYPE_CHECKING:
     from zombietop.config import OnCallSettings
@@ -254,6 +255,41 @@ async def unack(store: Store, task_id: str, *, by: str, source: str | None = Non
     return await store.unack_task(task_id, by=by, reason="unacked", source=source)
 
 
+NOTE_LIMIT = 500
+"""The most characters a note keeps: a note is a line for the next person, not a log."""
+
+
+async def note(
+    store: Store, task_id: str, text: str, *, by: str, source: str | None = None
+) -> Note:
+    """Add a note to a task's incident, with who and when; its text is cleaned
+    (``printable``) and kept to ``NOTE_LIMIT`` characters."""
+    _writable(store, "note")
+    cleaned = bounded(" ".join(text.split()), limit=NOTE_LIMIT)
+    if not cleaned:
+        raise ActionRefused("a note needs some text: say what you found or what you wait on")
+    return await store.add_note(task_id, by=by, text=cleaned, source=source)
+
+
+async def recent_notes(store: Store, *, limit: int = 1000) -> dict[str, list[Note]]:
+    """The newest ``limit`` notes of the store, by task id, newest first."""
+    found: dict[str, list[Note]] = {}
+    for event in await store.events(kind=EventKind.INCIDENT_NOTE, limit=limit):
+        note = Note.from_event(event)
+        found.setdefault(note.task_id, []).append(note)
+    return found
+
+
+def with_note(line: str, notes: Sequence[Note], *, since: float, now: float) -> str:
+    """The line, with the newest note written since ``since`` (the incident opened):
+    ``...; note by ana 5m ago: waiting on partner API``."""
+    fresh = [n for n in notes if n.at >= since]
+    if not fresh:
+        return line
+    newest = max(fresh, key=lambda n: n.at)
+    return f"{line}; {printable(newest.words(now))}"
+
+
 async def silence(
     store: Store,
     settings: OnCallSettings,
@@ -296,6 +332,8 @@ class OnCallDesk(Protocol):
         self, *, matcher: Matcher, pattern: str, reason: str, duration: float
     ) -> Silence: ...
 
+    async def note(self, task_id: str, text: str) -> Note: ...
+
 
 class Desk:
     """The on-call actions as a face calls them: one operator, one store, one config."""
@@ -332,6 +370,9 @@ class Desk:
 
     async def unack(self, task_id: str) -> Ack | None:
         return await unack(self.store, task_id, by=self.by, source=self.source_of(task_id))
+
+    async def note(self, task_id: str, text: str) -> Note:
+        return await note(self.store, task_id, text, by=self.by, source=self.source_of(task_id))
 
     async def silence(
         self, *, matcher: Matcher, pattern: str, reason: str, duration: float

@@ -4,6 +4,8 @@ A task can be finished (its engine marked it failed, an operator discarded it) w
 process runs on: the process a supervisor left behind when it died. The probe keeps sampling
 such a pid for ``LOOK_AFTER_FINISH_S`` after the finish, and for as long as it sees the process
 alive after that; then it lets the pid go, so that a store's finished history costs nothing.
+The monitor's probe does this for the tasks of its host, and an agent for the tasks of its
+host, whose samples then carry the orphan to dashboards elsewhere.
 
 Only a pid that is the task's own process is looked at: a task of an engine's source, or one
 started by ``zombietop run`` (its command is that process). A process that uses the SDK
@@ -24,8 +26,14 @@ class OrphanWatch:
     """Keep the finished tasks worth a sample in each probe, and remember which lived."""
 
     def __init__(self) -> None:
-        self._alive: set[tuple[str, int]] = set()
-        """(task id, pid) of the finished tasks whose process the last sample saw alive."""
+        self._alive: dict[tuple[str, int], float] = {}
+        """(task id, pid) of the finished tasks whose process the last sample saw alive, each
+        with the moment its task finished."""
+
+    def finished_since(self, now: float) -> float:
+        """The earliest finish worth reading a task for: the window after a finish, or the
+        finish of a task whose process was still seen alive (an agent's read of the store)."""
+        return min([now - LOOK_AFTER_FINISH_S, *self._alive.values()])
 
     def keep(self, tasks: Sequence[Task], now: float, sources: Collection[str]) -> list[Task]:
         """The tasks to sample: every unfinished one, and the finished ones still looked at.
@@ -40,15 +48,18 @@ class OrphanWatch:
             return False
         if (task.task_id, task.pid) in self._alive:
             return True
-        finished = task.finished_at if task.finished_at is not None else task.updated_at
-        return now - finished <= LOOK_AFTER_FINISH_S
+        return now - _finished(task) <= LOOK_AFTER_FINISH_S
 
     def saw(self, tasks: Sequence[Task], samples: Mapping[str, ProcessSample]) -> None:
         """Remember the finished tasks whose process this sample saw alive (identity checked)."""
-        alive = set()
+        alive = {}
         for task in tasks:
             sample = samples.get(task.task_id)
             if task.state.finished and task.pid is not None and sample is not None:
                 if not sample.gone:
-                    alive.add((task.task_id, task.pid))
+                    alive[task.task_id, task.pid] = _finished(task)
         self._alive = alive
+
+
+def _finished(task: Task) -> float:
+    return task.finished_at if task.finished_at is not None else task.updated_at

@@ -64,6 +64,9 @@ class ResumeCommands:
                 task.run_id,
                 "--type",
                 task.step_type,
+                # A task with upstream waits for it again, as `run --wait` did, rather than
+                # refuse while the upstream has not succeeded.
+                *(("--wait",) if task.upstream else ()),
                 "--",
                 *task.command,
             ]

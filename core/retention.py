@@ -1,4 +1,6 @@
-"""Retention: tasks finished longer ago than ``[store] keep_finished`` leave the store.
+"""Retention: tasks finished longer ago than ``[store] keep_finished`` leave the store, and so
+do the events of a read-only source's task (an Airflow task instance) once its newest is as old
+and nothing of it is open: no open incident, no hold, no open kill or request, no ack in force.
 
 Who prunes: the active watchdog (the one holding the store's watchdog lease), and each agent
 while no watchdog holds it, so a fleet with agents only is pruned too. Each does a pass soon
@@ -36,16 +38,23 @@ class PruneRun:
     """What one pass removed, and the longest a batch held the store."""
 
     tasks: int = 0
+    source_tasks: int = 0
+    """Tasks of read-only sources whose events (and the rest kept of them) were removed."""
     batches: int = 0
     longest_batch_s: float = 0.0
     finished: bool = True
     """False when the pass stopped early (asked to, or out of time): the next one goes on."""
 
     def words(self, keep: float) -> str:
-        """``pruned 1200 tasks finished over 30d ago (6 batches, longest 31 ms)``."""
+        """``pruned 1200 tasks finished over 30d ago (6 batches, longest 31 ms)``, and
+        ``, and the events of 40 source tasks quiet as long`` when there were any."""
+        sources = ""
+        if self.source_tasks:
+            plural = "s" if self.source_tasks != 1 else ""
+            sources = f", and the events of {self.source_tasks} source task{plural} quiet as long"
         return (
             f"pruned {self.tasks} task{'s' if self.tasks != 1 else ''} finished over "
-            f"{format_duration(keep)} ago ({self.batches} batches, longest "
+            f"{format_duration(keep)} ago{sources} ({self.batches} batches, longest "
             f"{self.longest_batch_s * 1000:.0f} ms)"
         )
 
@@ -64,19 +73,40 @@ async def prune(
     before = await store.now() - keep
     started = monotonic()
     after: FinishedKey | None = None
-    tasks = batches = 0
+    after_source: str | None = None
+    """Set once the store's own tasks are done: the last source task removed ("" for none)."""
+    tasks = source_tasks = batches = 0
     longest = 0.0
     while True:
         asked = monotonic()
-        done = await store.prune_finished(before, limit=batch, after=after)
+        if after_source is None:
+            done = await store.prune_finished(before, limit=batch, after=after)
+            removed, after = done.task_ids, done.last
+            tasks += len(removed)
+            if not removed:
+                after_source = ""  # on to the sources' tasks
+                continue
+        else:
+            removed, next_source = await store.prune_source_tasks(
+                before, limit=batch, after=after_source
+            )
+            if next_source is None:
+                return PruneRun(
+                    tasks=tasks, source_tasks=source_tasks, batches=batches, longest_batch_s=longest
+                )
+            source_tasks += len(removed)
+            after_source = next_source
         held = monotonic() - asked
-        if not done.task_ids:
-            return PruneRun(tasks=tasks, batches=batches, longest_batch_s=longest)
-        tasks, batches, longest = tasks + len(done.task_ids), batches + 1, max(longest, held)
-        after = done.last
+        batches, longest = batches + 1, max(longest, held)
         out_of_time = budget is not None and monotonic() - started >= budget
         if out_of_time or await _stopped(stop, max(held, PAUSE_MIN)):
-            return PruneRun(tasks=tasks, batches=batches, longest_batch_s=longest, finished=False)
+            return PruneRun(
+                tasks=tasks,
+                source_tasks=source_tasks,
+                batches=batches,
+                longest_batch_s=longest,
+                finished=False,
+            )
 
 
 async def keep_pruning(
@@ -101,7 +131,7 @@ async def keep_pruning(
         except StoreError as exc:
             log(f"could not prune finished tasks ({exc}); trying again in {format_duration(every)}")
             continue
-        if run.tasks:
+        if run.tasks or run.source_tasks:
             log(run.words(keep))
 
 

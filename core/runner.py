@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -51,6 +51,7 @@ from zombietop.errors import (
     StoreError,
     StoreReplaced,
     UnsafePath,
+    UpstreamBlocked,
     ZombietopError,
 )
 from zombietop.heartbeat_line import MAX_LINE, parse_line
@@ -67,6 +68,7 @@ from zombietop.signal_forwarding import SignalForwarding
 from zombietop.start_identity import ProcessStart
 from zombietop.store import Store, location_of
 from zombietop.stray_beats import StrayBeats
+from zombietop.upstream_wait import UpstreamWait
 
 EXIT_CANNOT_START = 127
 PUMP_DRAIN = 2.0
@@ -86,6 +88,8 @@ class RunSpec:
     cwd: str | None = None
     job: str | None = None
     """Start a new run of this job (``--job``); ``run_id`` then names the run."""
+    wait: bool = False
+    """Wait, queued, for the ``after`` tasks to succeed instead of refusing (``--wait``)."""
 
 
 def default_task_id(command: Sequence[str]) -> str:
@@ -203,34 +207,22 @@ class Runner:
         type_limits = self.config.limits_for(spec.step_type or spec.job)
         # Before the claim: a state directory that is not safely ours must not leave it claimed.
         folder = self._heartbeat_folder()
-        claimed_at = time.monotonic()
-        if spec.job is not None:
-            claim = await claim_run(
-                self.store,
-                job=spec.job,
-                run=spec.run_id,
-                owner=owner,
-                ttl=type_limits.lease_ttl,
-                step_type=spec.step_type,
-                after=spec.after,
-                command=spec.command,
-                cwd=cwd,
-                host=self.host,
-            )
-        else:
-            claim = await claim_task(
-                self.store,
-                task_id=spec.task_id or default_task_id(spec.command),
-                owner=owner,
-                ttl=type_limits.lease_ttl,
-                run_id=spec.run_id,
-                step=Path(spec.command[0]).name,
-                step_type=spec.step_type,
-                after=spec.after,
-                command=spec.command,
-                cwd=cwd,
-                host=self.host,
-            )
+        while True:
+            if spec.wait:
+                waited = await self._wait_for_upstream(spec, owner, type_limits, cwd)
+                if isinstance(waited, int):
+                    return waited
+                spec = waited
+            claimed_at = time.monotonic()
+            try:
+                claim = await self._claim(spec, owner, type_limits.lease_ttl, cwd)
+            except UpstreamBlocked as exc:
+                if not spec.wait:
+                    raise
+                # The upstream changed between the last look and the claim: wait again.
+                self._say(f"{exc}; waiting again")
+                continue
+            break
         task_id = claim.task.task_id
         self.lease_until = claimed_at + type_limits.lease_ttl
         limits = self.config.limits_for(claim.task.step_type)
@@ -243,6 +235,56 @@ class Runner:
             if self.store_path is None:
                 with contextlib.suppress(OSError):
                     folder.rmdir()
+
+    async def _claim(
+        self, spec: RunSpec, owner: str, ttl: float, cwd: str, *, wait: bool = False
+    ) -> Claim:
+        """Claim the task (or the job's run) to start it now, or with ``wait`` to wait."""
+        if spec.job is not None:
+            return await claim_run(
+                self.store,
+                job=spec.job,
+                run=spec.run_id,
+                owner=owner,
+                ttl=ttl,
+                step_type=spec.step_type,
+                after=spec.after,
+                command=spec.command,
+                cwd=cwd,
+                host=self.host,
+            )
+        return await claim_task(
+            self.store,
+            task_id=spec.task_id or default_task_id(spec.command),
+            owner=owner,
+            ttl=ttl,
+            run_id=spec.run_id,
+            step=Path(spec.command[0]).name,
+            step_type=spec.step_type,
+            after=spec.after,
+            command=spec.command,
+            cwd=cwd,
+            host=self.host,
+            wait=wait,
+        )
+
+    async def _wait_for_upstream(
+        self, spec: RunSpec, owner: str, limits: Limits, cwd: str
+    ) -> RunSpec | int:
+        """Record the task queued behind its upstream and wait (``zombietop.upstream_wait``);
+        the spec to start with once the upstream succeeded, else the exit status."""
+        if spec.job is not None:
+            raise ZombietopError(
+                "--wait works with --task, not --job: name the task that waits, e.g. "
+                "zombietop run --task load-2031 --after export-2031 --wait -- ./load.sh"
+            )
+        spec = replace(spec, task_id=spec.task_id or default_task_id(spec.command))
+        claim = await self._claim(spec, owner, limits.lease_ttl, cwd, wait=True)
+        code = await UpstreamWait(self.store, self._say).wait(
+            claim, interval=limits.heartbeat_interval, ttl=limits.lease_ttl, command=spec.command
+        )
+        # The upstream is in the task's record now: claiming again must not add it twice.
+        return code if code is not None else replace(spec, after=())
 
     def _heartbeat_folder(self) -> Path:
         if self.store_path is not None:

@@ -180,7 +180,9 @@ class Fleet:
     """The oldest open request per task id."""
 
     def remote_sample(self, now: float, task: Task) -> ProcessSample | None:
-        """The agent's sample of a remote task's process, if it is current and about that PID.
+        """The agent's sample of a remote task's process, if it is current and about that PID
+        (any PID when the task names none; for a finished task: taken after the finish, which is
+        how an orphan elsewhere shows).
 
         A sample is only as good as the agent behind it: once the agent is gone it says nothing
         about the process now, and the task is judged on its heartbeat and lease alone.
@@ -189,7 +191,13 @@ class Fleet:
         agent = self.agents.get(task.host or "")
         if stored is None or agent is None or not agent.present(now):
             return None
-        if stored.sample.pid != task.pid or now - stored.written_at > agent.absent_after():
+        # A task whose engine does not name its process here (an RQ job's work horse) takes
+        # the pid the agent found there.
+        known = task.pid is None or stored.sample.pid == task.pid
+        if not known or now - stored.written_at > agent.absent_after():
+            return None
+        if task.state.finished and not stored.after_finish:
+            # Taken while the task ran: it shows the process as it was then, not an orphan.
             return None
         return stored.sample
 
@@ -280,9 +288,7 @@ class Judge:
             agent = fleet.agents.get(task.host or "")
             request = fleet.requests.get(task_id)
             if remote:
-                # An agent samples only the unfinished: its last sample of a finished task's
-                # process is from before the finish, and would read as an orphan.
-                process = None if task.state.finished else fleet.remote_sample(now, task)
+                process = fleet.remote_sample(now, task)
         note = agent_note(now, task, agent, request, remote=remote)
         if (
             unchanged

@@ -1,6 +1,9 @@
 """Actions on tasks from a read-only source: nothing is ever written to the engine's database.
 
-- resume and discard are refused with the engine's own command that does it;
+- resume and discard are refused with the engine's own command that does it, but a resume of a
+  step type that sets ``resume_command``: that command is run (detached, logged beside the
+  store, as for zombietop's own tasks), and it re-enqueues the task through the engine's own
+  command or API;
 - kill goes through the executor's kill: the process on this host, identity-checked (pid and
   start), SIGTERM, a kill record in zombietop's store, SIGKILL after the kill grace from
   whoever finishes pending kills (this dashboard, a background ``zombietop kill`` it leaves
@@ -17,7 +20,11 @@ Every other task's action goes to the store's executor unchanged.
 
 from __future__ import annotations
 
+import asyncio
+
+from zombietop.action_events import recorded
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from zombietop.errors import ActionRefused, UnsafePath
 from zombietop.executor import Executor
 from zombietop.model import PendingKill
 from zombietop.monitor import Monitor
@@ -87,17 +94,20 @@ class SourceActions:
             if self.inner is None:
                 return _refused(request, "actions are disabled (read-only)")
             return await self.inner.run(request)
-        refusal = source.refusal(request.kind, origin)
+        view = self.monitor.last.by_id()[request.task_id]
+        command = request.kind is ActionKind.RESUME and view.limits.resume_command
+        refusal = None if command else source.refusal(request.kind, origin)
         if refusal is not None:
             return _refused(request, refusal)
         if self.inner is None:
             return _refused(request, "actions are disabled (read-only)")
-        view = self.monitor.last.by_id()[request.task_id]
         if view.token != request.expected_token:
             return _refused(
                 request,
                 f"task changed since you looked: try {request.expected_token} is now {view.token}",
             )
+        if command:
+            return await self._resume_command(request, source.name)
         if request.kind is not ActionKind.KILL:
             # Every read-only source refuses these with the engine's own command; one that
             # forgets still never has anything done to its task here.
@@ -131,6 +141,29 @@ class SourceActions:
             pending=await self.inner.store.get_open_kill(task.task_id),
             source=source.name,
             data={"source": source.name, origin.kind: dict(origin.ids)},
+        )
+
+    async def _resume_command(self, request: ActionRequest, source: str) -> ActionOutcome:
+        """Run the step type's ``resume_command`` for a source's task: the engine enqueues it
+        again; nothing of the task is written here but the action's event."""
+        assert self.inner is not None
+        view = self.monitor.last.by_id()[request.task_id]
+        try:
+            launch = await asyncio.to_thread(self.inner.commands.launch, view.task, view.limits)
+        except (OSError, ActionRefused, UnsafePath) as exc:
+            return await recorded(
+                self.inner.store,
+                request,
+                Outcome.REFUSED,
+                f"resume_command for {request.task_id} could not be started: {exc}",
+            )
+        return await recorded(
+            self.inner.store,
+            request,
+            Outcome.RELAUNCHED,
+            f"ran resume_command for {request.task_id} of {source} (pid {launch.pid}, log "
+            f"{launch.log}): the engine runs it again",
+            data={"source": source, "pid": launch.pid, "log": str(launch.log)},
         )
 
     async def run_asked(self, request: ActionRequest, source: str) -> ActionOutcome:

@@ -45,6 +45,7 @@ from zombietop.notify import DeliveryResult, Notifier, Page
 from zombietop.poll_trust import PollTrust
 from zombietop.printable import printable
 from zombietop.retention import keep_pruning, prune
+from zombietop.root_causes import RootCauses
 from zombietop.schedule_watch import ScheduleWatch
 from zombietop.spinning import SpinningWatch
 from zombietop.watchdog_hands import Hands, Look
@@ -220,7 +221,10 @@ class Watchdog:
         look.now = snapshot.taken_at if snapshot.taken_at is not None else self.clock.now()
         look.oncall = snapshot.oncall
         look.jobs = snapshot.jobs
-        for view in snapshot.tasks:
+        if self.config.watch.group_by_upstream:
+            look.causes = RootCauses.of(snapshot.tasks)
+        # The waiting tasks last: an upstream's incident that opens in this look holds them.
+        for view in sorted(snapshot.tasks, key=lambda view: bool(view.waiting_on)):
             await self._judge(view, look)
         await self.book.close_vanished(snapshot, look)
         # The tasks of a source that cannot be read are not gone: nothing is known of them.

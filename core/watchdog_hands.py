@@ -24,6 +24,8 @@ from zombietop.model import EventKind
 from zombietop.monitor import Monitor, TaskView
 from zombietop.notify import DeliveryResult, LogNotifier, Notifier, Outbox, Page
 from zombietop.oncall import OnCall
+from zombietop.root_causes import RootCauses
+from zombietop.runbooks import runbook_for
 from zombietop.schedules import ScheduleHealth
 from zombietop.sources import Origin
 
@@ -43,6 +45,8 @@ class Look:
     """Why verdicts are withheld was said already in this look."""
     jobs: Mapping[str, JobSummary] = field(default_factory=dict)
     """The job summaries as of this look's snapshot: whether a failed run is still open."""
+    causes: RootCauses = field(default_factory=RootCauses)
+    """Which tasks wait behind which (empty with ``[watch] group_by_upstream = false``)."""
 
 
 def since(view: TaskView) -> float | None:
@@ -142,6 +146,9 @@ class Hands:
     ) -> Page:
         """Queue a page; ``health`` is the one its line speaks of (the view's by default)."""
         health = health or (view.health if view else None)
+        runbook = runbook_for(view) if view is not None and kind != "all_clear" else None
+        if runbook is not None:
+            line = f"{line} runbook: {runbook}"  # the last field: what to do
         page = Page(
             kind=kind,
             line=line,

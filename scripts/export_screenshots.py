@@ -21,6 +21,21 @@ from zombietop.tui.testing import (
     SampleSource,
     sample_snapshot,
 )
+from zombietop.tui.testing.engines import engines_snapshot
+
+
+def engines() -> ZombietopApp:
+    """Airflow's, Celery's and zombietop's own tasks side by side."""
+    return ZombietopApp(
+        SampleSource([engines_snapshot()]),
+        executor=RecordingExecutor(),
+        clock=FakeClock(NOW),
+        refresh=2,
+        store_label="~/.local/state/zombietop/zombietop.db",
+        actor="you@laptop",
+        desk=RecordingDesk(),
+    )
+
 
 Steps = Callable[[Pilot[None]], Awaitable[None]]
 
@@ -71,6 +86,7 @@ SHOTS: list[tuple[str, Callable[[], ZombietopApp], tuple[int, int], Steps]] = [
     ("oncall", lambda: app(oncall=True), (120, 30), keys("e")),
     ("oncall-wall", lambda: app(wall=True, oncall=True), (120, 40), settle),
     ("ack", app, (100, 30), keys("down", "down", "a")),
+    ("engines", engines, (160, 30), settle),
 ]
 
 

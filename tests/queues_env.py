@@ -165,6 +165,8 @@ RQ_TASKS = textwrap.dedent(
     import os
     import time
 
+    from rq import Worker
+
 
     def spin(seconds, marker):
         """Burn CPU for ``seconds``; write ``marker`` with the horse's pid first."""
@@ -175,6 +177,15 @@ RQ_TASKS = textwrap.dedent(
         while time.monotonic() < end:
             n += 1
         return n
+
+
+    class ElsewhereWorker(Worker):
+        """RQ's worker, with the host name it registers set from ``ZQ_RQ_HOST``: a worker on
+        "another host" that runs on this machine."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.hostname = os.environ["ZQ_RQ_HOST"]
     '''
 )
 
@@ -188,13 +199,19 @@ class RQWorkers:
         (folder / "zqrq.py").write_text(RQ_TASKS)
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, name: str) -> subprocess.Popen[bytes]:
-        """Start ``rq worker`` named ``name`` on the queue ``default``."""
+    def start(self, name: str, *, host: str | None = None) -> subprocess.Popen[bytes]:
+        """Start ``rq worker`` named ``name`` on the queue ``default``; with ``host``, the
+        worker registers that host name instead of this machine's."""
         log = open(self.folder / f"{name}.log", "wb")
+        argv = [sys.executable, "-m", "rq.cli", "worker", "-u", self.url, "-n", name]
+        env = {**os.environ, "PYTHONPATH": str(self.folder)}
+        if host is not None:
+            argv += ["-w", "zqrq.ElsewhereWorker"]
+            env["ZQ_RQ_HOST"] = host
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rq.cli", "worker", "-u", self.url, "-n", name, "default"],
+            [*argv, "default"],
             cwd=self.folder,
-            env={**os.environ, "PYTHONPATH": str(self.folder)},
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -41,7 +41,14 @@ from zombietop.tui.screen_state import (
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
-from zombietop.tui.screens.oncall import AckAsk, AckScreen, SilenceAsk, SilenceScreen
+from zombietop.tui.screens.oncall import (
+    AckAsk,
+    AckScreen,
+    NoteAsk,
+    NoteScreen,
+    SilenceAsk,
+    SilenceScreen,
+)
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
 from zombietop.tui.task_order import SortMode, in_snapshot_order, ordered
@@ -304,6 +311,8 @@ class ZombietopApp(App[None]):
                 self.request_unack(task_id)
             case TaskAction.SILENCE:
                 self.request_silence(task_id)
+            case TaskAction.NOTE:
+                self.request_note(task_id)
             case TaskAction.RESUME:
                 self.request_action(ActionKind.RESUME, task_id)
             case TaskAction.DISCARD:
@@ -454,17 +463,26 @@ class ZombietopApp(App[None]):
         if view is not None:
             self.push_screen(SilenceScreen(view), self._oncall_decided)
 
-    def _oncall_decided(self, asked: AckAsk | SilenceAsk | None) -> None:
+    def request_note(self, task_id: str) -> None:
+        """Ask for the note's text, then add it to the task's incident."""
+        view = self._oncall_view("note", task_id)
+        if view is not None:
+            self.push_screen(NoteScreen(view), self._oncall_decided)
+
+    def _oncall_decided(self, asked: AckAsk | SilenceAsk | NoteAsk | None) -> None:
         if asked is None:
             self.notify("nothing done", timeout=3)
         else:
             self.run_oncall(asked)
 
     @work(group="action", exit_on_error=False)
-    async def run_oncall(self, asked: AckAsk | SilenceAsk) -> None:
+    async def run_oncall(self, asked: AckAsk | SilenceAsk | NoteAsk) -> None:
         assert self.desk is not None
         try:
-            if isinstance(asked, AckAsk):
+            if isinstance(asked, NoteAsk):
+                noted = await self.desk.note(asked.task_id, asked.text)
+                said = f"note added to {escaped_markup(noted.task_id)}"
+            elif isinstance(asked, AckAsk):
                 ack = await self.desk.ack(
                     asked.task_id, reason=asked.reason, duration=asked.duration
                 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from zombietop.failed_runs import failure_open
 from zombietop.health import Health
 from zombietop.monitor import Snapshot
 
@@ -69,10 +70,12 @@ def count_of(snapshot: Snapshot, health: Health) -> int:
 
 def all_clear(snapshot: Snapshot) -> bool:
     """True when the snapshot shows nothing for a human to do: no task in an attention health,
-    none quarantined, no missed schedule (and the snapshot holds data at all)."""
+    none quarantined, no missed schedule, no failed run still open as an incident (and the
+    snapshot holds data at all)."""
     return (
         snapshot.taken_at is not None
         and not snapshot.quarantined
         and not snapshot.missed
         and not any(n for health, n in snapshot.counts.items() if health.needs_attention)
+        and not any(failure_open(view, snapshot.jobs) for view in snapshot.tasks)
     )

@@ -115,6 +115,8 @@ MOVE_KEYS: tuple[Key, ...] = (
 """The task table's movement keys: k9s' and vim's ``j``/``k``, and the arrows."""
 DETAIL_KEYS: tuple[Key, ...] = (
     Key("o", "toggle_output", "Output", "Show or hide the task's last output (scrollable)"),
+    Key("n", "note", "Note", "Add a note to the task's incident, with who and when", writes=True),
+    Key("R", "runbook", "Runbook", "Open the task's runbook, or show its link to copy"),
 )
 """Keys of the detail view beyond the actions and Escape; the help screen lists them too."""
 MUTATING_ACTIONS = frozenset(key.action for key in KEYS if key.read_only_hides)

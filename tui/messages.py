@@ -39,6 +39,7 @@ class TaskAction(StrEnum):
     ACK = "ack"
     UNACK = "unack"
     SILENCE = "silence"
+    NOTE = "note"
     RESUME = "resume"
     """Resume, discard and kill go to the executor, after a confirmation."""
     DISCARD = "discard"

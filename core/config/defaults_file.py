@@ -42,6 +42,7 @@ def _runtime_sections(dumps: Dumps) -> list[str]:
     watch: dict[str, Any] = {k: format_duration(v) for k, v in WATCH_DEFAULTS.items()}
     watch["stage_kill_factor"] = STAGE_KILL_FACTOR
     watch["renotify"] = watch.pop("renotify")
+    watch["group_by_upstream"] = True
     oncall = {k: format_duration(v) for k, v in ONCALL_DEFAULTS.items()}
     store = {k: format_duration(v) for k, v in STORE_DEFAULTS.items()}
     return [
@@ -61,8 +62,10 @@ def _runtime_sections(dumps: Dumps) -> list[str]:
         "# The headless watchdog (`zombietop watch`): how often it looks, how often it sends",
         "# the digest of spinning tasks, after how many stage timeouts in one stage it kills",
         "# gracefully (the first overrun only pages; 0 never kills), how often an open",
-        '# incident nobody acked or silenced is paged again ("2nd notice"; "0s": never), and',
-        "# where it serves Prometheus metrics (HOST:PORT, at /metrics; off unless set).",
+        '# incident nobody acked or silenced is paged again ("2nd notice"; "0s": never),',
+        "# whether a task queued behind an upstream with an open incident is left out of the",
+        "# pages (the upstream's page lists it), and where it serves Prometheus metrics",
+        "# (HOST:PORT, at /metrics; off unless set).",
         dumps({"watch": watch}) + f'# metrics = "{METRICS_EXAMPLE}"\n',
         "# The on-call loop: how long an ack lasts unless told (`zombietop ack --for`, the",
         "# dashboard's `a`), and the longest a silence may be set for (every silence ends).",
@@ -137,11 +140,14 @@ def _limit_sections(dumps: Dumps) -> list[str]:
         "# after), page_on_failure = false for jobs whose failures page someone else, and",
         "# from_source = true for a step type whose tasks come from a source (an Airflow DAG):",
         "# a task instance is one stage, so its stage may last its whole task (stage <= task)",
-        "# and is the task budget unless the section sets one:",
+        "# and is the task budget unless the section sets one; runbook = a link template",
+        "# filled with the task's fields ({task_id} {run_id} {step} {step_type} {job} {stage}",
+        "# {host} {attempt} {state}), the last field of its pages:",
         "#",
         "# [step_types.export]",
         '# stage = "45m"',
         '# resume_command = ["my-engine", "resume", "{task_id}", "--from", "{checkpoint}"]',
+        '# runbook = "https://wiki/runbooks/{step_type}#{stage}"',
         "",
     ]
 

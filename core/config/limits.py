@@ -30,6 +30,7 @@ from zombietop.config.values import (
 )
 from zombietop.durations import format_duration
 from zombietop.errors import ConfigError
+from zombietop.runbooks import check_runbook
 
 
 def apply_section(
@@ -56,6 +57,8 @@ def apply_section(
             changes[key] = value
         elif key in HISTORY_DEFAULTS:
             changes[key] = _history_value(path, section, key, value)
+        elif key == "runbook":
+            changes[key] = check_runbook(path, section, value)
         else:
             changes[key] = read_command(path, section, key, value)
         sources[key] = label

@@ -21,6 +21,7 @@ from zombietop.config.sections import (
     read_store_path,
     read_watch,
 )
+from zombietop.config.serve import read_serve
 from zombietop.config.settings import (
     Config,
 )
@@ -49,6 +50,7 @@ SECTIONS = (
     "history",
     "step_types",
     "sources",
+    "serve",
 )
 
 
@@ -128,4 +130,5 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         oncall=read_oncall(path, section_table(path, data, "oncall")),
         schedules=read_schedules(path, section_table(path, data, "schedules")),
         sources=read_source_entries(path, data.get("sources", [])),
+        serve=read_serve(path, section_table(path, data, "serve")),
     )

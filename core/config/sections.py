@@ -131,7 +131,7 @@ def read_source_entries(path: Path | None, entries: Any) -> tuple[SourceSettings
 
 def read_watch(path: Path | None, table: Mapping[str, Any]) -> WatchSettings:
     """``[watch]``: how the watchdog runs."""
-    known = [*WATCH_DEFAULTS, "stage_kill_factor", "metrics"]
+    known = [*WATCH_DEFAULTS, "stage_kill_factor", "metrics", "group_by_upstream"]
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in known:
@@ -160,6 +160,12 @@ def read_watch(path: Path | None, table: Mapping[str, Any]) -> WatchSettings:
             values[key] = float(value)
         elif key == "renotify":
             values[key] = read_duration(path, "watch", key, value, family="watch", zero=True)
+        elif key == "group_by_upstream":
+            if not isinstance(value, bool):
+                raise ConfigError(
+                    f"{where(path)} [watch]: group_by_upstream must be true or false, not {value!r}"
+                )
+            values[key] = value
         else:
             values[key] = read_duration(path, "watch", key, value, family="watch")
     return WatchSettings(**values)

@@ -45,6 +45,7 @@ STEP_ONLY_KEYS = (
     "retry_backoff",
     "from_source",
     "page_on_failure",
+    "runbook",
 )
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
 STORE_DEFAULTS: dict[str, float] = {"keep_finished": 30 * 86400.0}
@@ -102,10 +103,15 @@ class Limits:
     """A run that succeeds in under this many times the median ``finished_too_fast``."""
     page_on_failure: bool = True
     """A failed run opens an incident and pages (false: the failure is someone else's)."""
+    runbook: str | None = None
+    """A link template filled with the task's fields (``zombietop.runbooks``): what to do."""
     step_type: str | None = None
     engine: str | None = None
     """The engine that runs the tasks judged by these limits (``Airflow``), for the words of
     their verdicts and pages; None for zombietop's own tasks."""
+    engine_actions: str | None = None
+    """What works on such a task, for the end of its page (``clear it in Airflow, mark it
+    failed, or kill it``): resume and discard are refused for an engine's task."""
     sources: Mapping[str, str] = field(default_factory=dict)
     """Key -> where its value came from: ``default``, or a file and section."""
 
@@ -145,6 +151,29 @@ def parse_listen(text: str) -> ListenAddress:
     return ListenAddress(host=host, port=int(port_text))
 
 
+# [serve] (zombietop serve) -------------------------------------------------------------------
+
+SERVE_EXAMPLE = "127.0.0.1:8099"
+"""Where ``zombietop serve`` listens by default: this host only."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeSettings:
+    """``[serve]``: how ``zombietop serve`` answers pings over HTTP."""
+
+    listen: ListenAddress = field(default_factory=lambda: parse_listen(SERVE_EXAMPLE))
+    ping_key_file: Path | None = None
+    """A file of ping keys, one a line, mode 0600; None: only ``$ZOMBIETOP_PING_KEY``."""
+    body_limit: int = 100 * 1024
+    """Bytes of a ping's body kept as the run's last output (its end)."""
+    rate_limit: int = 10
+    """Pings one job may send a minute; more are answered 429."""
+    max_connections: int = 64
+    """Connections open at once, every client together."""
+    read_timeout: float = 10.0
+    """Seconds a connection has to send its request and read the answer."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WatchSettings:
     """``[watch]``: how the headless watchdog runs."""
@@ -157,6 +186,9 @@ class WatchSettings:
     """Serve Prometheus metrics here while the watchdog runs; None serves none."""
     renotify: float = WATCH_DEFAULTS["renotify"]
     """Page an open incident nobody acked or silenced again after this long; 0 never does."""
+    group_by_upstream: bool = True
+    """One page per root cause: a task queued behind an upstream with an open incident is not
+    paged itself, and the upstream's page lists it (``zombietop.root_causes``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -241,6 +273,7 @@ class Config:
     oncall: OnCallSettings = field(default_factory=OnCallSettings)
     schedules: tuple[Schedule, ...] = ()
     sources: tuple[SourceSettings, ...] = ()
+    serve: ServeSettings = field(default_factory=ServeSettings)
     written_at: float | None = None
     """When the config file was last written (its mtime), None without one: a schedule it
     holds cannot have been configured later, so its fire times since then are judged."""

@@ -649,7 +649,10 @@ class AirflowSource:
     def limits(self, base: Limits) -> Limits:
         own = f"[step_types.{base.step_type}]"
         sources = dict(base.sources)
-        changes: dict[str, Any] = {"engine": "Airflow"}
+        changes: dict[str, Any] = {
+            "engine": "Airflow",
+            "engine_actions": "clear it in Airflow, mark it failed, or kill it",
+        }
         if not base.source("heartbeat_timeout").endswith(own):
             changes["heartbeat_timeout"] = self.heartbeat_timeout
             sources["heartbeat_timeout"] = "Airflow's [scheduler] task_instance_heartbeat_timeout"

@@ -251,7 +251,10 @@ class CelerySource:
     def limits(self, base: Limits) -> Limits:
         own = f"[step_types.{base.step_type}]"
         sources = dict(base.sources)
-        changes: dict[str, Any] = {}
+        changes: dict[str, Any] = {
+            "engine": "Celery",
+            "engine_actions": "send it again with Celery, revoke it, or kill it",
+        }
         if not base.source("heartbeat_timeout").endswith(own):
             changes["heartbeat_timeout"] = self.heartbeat_timeout
             sources["heartbeat_timeout"] = "Celery: seconds without an answer from the worker"
@@ -263,7 +266,7 @@ class CelerySource:
             # Celery reports no stages: the task is one stage, budgeted as the task.
             changes["stage"] = base.task
             sources["stage"] = "Celery: one stage per task (the task budget)"
-        return replace(base, **changes, sources=sources) if changes else base
+        return replace(base, **changes, sources=sources)
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids

@@ -365,14 +365,17 @@ class RQSource:
     def limits(self, base: Limits) -> Limits:
         own = f"[step_types.{base.step_type}]"
         sources = dict(base.sources)
-        changes: dict[str, Any] = {}
+        changes: dict[str, Any] = {
+            "engine": "RQ",
+            "engine_actions": "requeue it with rq, or kill it",
+        }
         if not base.source("heartbeat_timeout").endswith(own):
             changes["heartbeat_timeout"] = self.heartbeat_timeout
             sources["heartbeat_timeout"] = "RQ: three job monitoring intervals of its worker"
         if not base.source("stage").endswith(own):
             changes["stage"] = base.task
             sources["stage"] = "RQ: one stage per job (the task budget)"
-        return replace(base, **changes, sources=sources) if changes else base
+        return replace(base, **changes, sources=sources)
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids

@@ -43,7 +43,10 @@ class Agents(SQLBase[Conn]):
             rows = await self._rows(db, "select_agents", {})
         return [AgentPresence.from_row(row) for row in rows]
 
-    async def active_tasks_on(self, host: str) -> list[Task]:
+    async def active_tasks_on(
+        self, host: str, *, finished_since: float | None = None
+    ) -> list[Task]:
+        params = {"host": host, "finished_since": finished_since}
         async with self._read() as db:
-            rows = await self._rows(db, "select_active_tasks_on_host", {"host": host})
+            rows = await self._rows(db, "select_active_tasks_on_host", params)
         return [Task.from_row(row) for row in rows]

@@ -7,7 +7,7 @@ Its SQL is in ``sql/common/beats.sql`` and ``sql/<backend>/beats.sql``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from zombietop.errors import LeaseLost
@@ -30,7 +30,13 @@ def _on_store_clock(moment: float | None, reported_at: float | None, now: float)
 
 
 def sample_params(
-    task_id: str, host: str, sample: ProcessSample, now: float, source: str | None = None
+    task_id: str,
+    host: str,
+    sample: ProcessSample,
+    now: float,
+    source: str | None = None,
+    *,
+    after_finish: bool = False,
 ) -> dict[str, Any]:
     """The named parameters of ``upsert_process_sample`` (the same on both backends)."""
     return {
@@ -45,10 +51,12 @@ def sample_params(
         "rss_bytes": sample.rss_bytes,
         "threads": sample.threads,
         "io_idle_s": sample.io_idle_s,
+        "idle_s": sample.idle_s,
         "children": sample.children,
         "create_time": sample.create_time,
         "sampled_at": sample.sampled_at,
         "now": now,
+        "after_finish": after_finish,
     }
 
 
@@ -170,23 +178,30 @@ class Beats(SQLBase[Conn]):
     # Process samples -----------------------------------------------------------------------
 
     async def record_process_samples(
-        self, host: str, samples: Mapping[str, ProcessSample], *, source: str | None = None
+        self,
+        host: str,
+        samples: Mapping[str, ProcessSample],
+        *,
+        source: str | None = None,
+        finished: Collection[str] = (),
     ) -> None:
-        if not samples and source is None:
-            return
         async with self._write() as db:
             now = await self._now_in(db)
             await self._run_many(
                 db,
                 "upsert_process_sample",
                 [
-                    sample_params(task_id, host, sample, now, source)
+                    sample_params(
+                        task_id, host, sample, now, source, after_finish=task_id in finished
+                    )
                     for task_id, sample in samples.items()
                 ],
             )
-            if source is not None:
-                params = {"host": host, "source": source, "now": now}
-                await self._run(db, "prune_source_samples", params)
+            params: dict[str, Any] = {"host": host, "now": now}
+            if source is None:
+                await self._run(db, "prune_own_samples", params)
+            else:
+                await self._run(db, "prune_source_samples", {**params, "source": source})
 
     async def process_samples(self) -> dict[str, StoredSample]:
         async with self._read() as db:

@@ -9,7 +9,7 @@ the file shares it), for PostgreSQL the server's.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -23,6 +23,7 @@ from zombietop.model import (
     Heartbeat,
     HistoryPoint,
     Lease,
+    Note,
     PendingKill,
     PollChanges,
     ProcessSample,
@@ -178,8 +179,13 @@ class Store(abc.ABC):
     async def get_lease(self, task_id: str) -> Lease | None: ...
 
     @abc.abstractmethod
-    async def acquire_lease(self, task_id: str, *, owner: str, ttl: float) -> Lease:
-        """Take a lease nobody holds; the token grows. Raise ``LeaseHeld`` if someone does."""
+    async def acquire_lease(
+        self, task_id: str, *, owner: str, ttl: float, queued: bool = False
+    ) -> Lease:
+        """Take a lease nobody holds; the token grows. Raise ``LeaseHeld`` if someone does.
+
+        ``queued`` leaves a queued task queued: ``zombietop run --wait`` holds the lease while
+        it waits for its upstream, so a waiter that dies shows as reclaimable."""
 
     @abc.abstractmethod
     async def renew_lease(self, task_id: str, *, owner: str, token: int, ttl: float) -> Lease:
@@ -358,6 +364,17 @@ class Store(abc.ABC):
         """Every ack still in force, by task id."""
 
     @abc.abstractmethod
+    async def add_note(
+        self, task_id: str, *, by: str, text: str, source: str | None = None
+    ) -> Note:
+        """Add a note to the task's incident (of ``source``'s task, when given), as an event;
+        without ``source``, raise ``TaskNotFound`` for a task the store does not hold."""
+
+    @abc.abstractmethod
+    async def notes(self, task_id: str, *, limit: int = 20) -> list[Note]:
+        """The task's notes, newest first."""
+
+    @abc.abstractmethod
     async def add_silence(
         self, *, matcher: str, pattern: str, by: str, reason: str, duration: float
     ) -> Silence:
@@ -416,18 +433,25 @@ class Store(abc.ABC):
         """Every host whose agent ever reported, by host name."""
 
     @abc.abstractmethod
-    async def active_tasks_on(self, host: str) -> list[Task]:
-        """Unfinished tasks with a recorded process on ``host``: what its agent samples."""
+    async def active_tasks_on(
+        self, host: str, *, finished_since: float | None = None
+    ) -> list[Task]:
+        """Tasks with a recorded process on ``host``: the unfinished, and those finished at or
+        after ``finished_since`` (store time; None: none), whose processes its agent samples."""
 
     @abc.abstractmethod
     async def record_process_samples(
-        self, host: str, samples: Mapping[str, ProcessSample], *, source: str | None = None
+        self,
+        host: str,
+        samples: Mapping[str, ProcessSample],
+        *,
+        source: str | None = None,
+        finished: Collection[str] = (),
     ) -> None:
-        """Store what ``host``'s agent saw of its tasks' processes (task id -> sample).
-
-        With ``source``, the samples are of that read-only source's tasks on ``host``, and
-        ``host``'s earlier samples of that source not written again are dropped.
-        """
+        """Store what ``host``'s agent saw of its tasks' processes (task id -> sample): all of
+        the store's own tasks, or with ``source`` of that source's; ``host``'s earlier samples
+        of the same kind not written again are dropped. ``finished`` names the tasks the agent
+        knew were finished when it sampled them: only those samples can show an orphan."""
 
     @abc.abstractmethod
     async def process_samples(self) -> dict[str, StoredSample]:
@@ -479,6 +503,15 @@ class Store(abc.ABC):
         A task something still needs stays: an open incident, an unfinished task that names
         it upstream, an open kill or host request, an ack in force.
         """
+
+    @abc.abstractmethod
+    async def prune_source_tasks(
+        self, before: float, *, limit: int, after: str = ""
+    ) -> tuple[tuple[str, ...], str | None]:
+        """In one short write, remove what is kept (events, ended acks, closed kills and host
+        requests) of up to ``limit`` source tasks whose newest event is before ``before``, in
+        id order after ``after``, that have nothing open (an incident, a hold, a kill, a host
+        request, an ack in force). Return the ids removed and the next batch's start, or None."""
 
     @abc.abstractmethod
     async def finished_counts(self, before: float) -> dict[TaskState, int]:

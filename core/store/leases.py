@@ -18,7 +18,9 @@ class Leases(SQLBase[Conn]):
         async with self._read() as db:
             return await self._lease_in(db, task_id)
 
-    async def acquire_lease(self, task_id: str, *, owner: str, ttl: float) -> Lease:
+    async def acquire_lease(
+        self, task_id: str, *, owner: str, ttl: float, queued: bool = False
+    ) -> Lease:
         async with self._write() as db:
             task, now = await self._locked(db, task_id)
             if task.state.finished:
@@ -36,7 +38,7 @@ class Leases(SQLBase[Conn]):
                 )
             token = (current.token if current else 0) + 1
             return await self._grant(
-                db, now, task_id, owner, token, ttl, EventKind.LEASE_ACQUIRED, None
+                db, now, task_id, owner, token, ttl, EventKind.LEASE_ACQUIRED, None, queued=queued
             )
 
     async def reclaim_lease(self, task_id: str, *, owner: str, ttl: float) -> Lease:
@@ -67,6 +69,8 @@ class Leases(SQLBase[Conn]):
         ttl: float,
         kind: EventKind,
         previous: Lease | None,
+        *,
+        queued: bool = False,
     ) -> Lease:
         expires_at = now + ttl
         await self._run(
@@ -80,11 +84,12 @@ class Leases(SQLBase[Conn]):
                 "expires_at": expires_at,
             },
         )
-        await self._run(
-            db,
-            "claim_task",
-            {"task_id": task_id, "now": now, "attempt_bump": 1 if previous is not None else 0},
-        )
+        if not queued:
+            await self._run(
+                db,
+                "claim_task",
+                {"task_id": task_id, "now": now, "attempt_bump": 1 if previous is not None else 0},
+            )
         taken = "" if previous is None else f" from {previous.owner} (token {previous.token})"
         await self._event(
             db,

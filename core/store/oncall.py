@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from zombietop.durations import format_age, format_duration
 from zombietop.errors import ActionRefused
-from zombietop.model import Ack, EventKind, Silence, StepRuns
+from zombietop.model import Ack, Event, EventKind, Note, Silence, StepRuns
 from zombietop.store.sql_base import Conn, SQLBase
 
 
@@ -87,6 +87,32 @@ class OnCall(SQLBase[Conn]):
             now = await self._now_in(db)
             rows = await self._rows(db, "select_acks", {"now": now})
         return [Ack.from_row(row) for row in rows]
+
+    # Notes -------------------------------------------------------------------------------
+
+    async def add_note(
+        self, task_id: str, *, by: str, text: str, source: str | None = None
+    ) -> Note:
+        async with self._write() as db:
+            now = await self._ack_now(db, task_id, source)
+            await self._event(
+                db,
+                now,
+                kind=EventKind.INCIDENT_NOTE,
+                actor=by,
+                task_id=task_id,
+                message=f"note by {by}: {text}",
+                data={"action": "note", "by": by, "text": text, "source": source},
+            )
+        return Note(task_id=task_id, by=by, at=now, text=text, source=source)
+
+    async def notes(self, task_id: str, *, limit: int = 20) -> list[Note]:
+        query = {"task_id": task_id, "limit": limit, "before_id": None, "skip_kind": None}
+        async with self._read() as db:
+            rows = await self._rows(
+                db, "select_events", {**query, "kind": str(EventKind.INCIDENT_NOTE)}
+            )
+        return [Note.from_event(Event.from_row(row)) for row in rows]
 
     # Silences ------------------------------------------------------------------------------
 

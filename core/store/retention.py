@@ -27,6 +27,14 @@ PRUNED_WITH_A_TASK = (
 """What a pruned task takes with it, each a named statement over the batch's ids (the tasks
 last, so nothing is left pointing at a task that is gone)."""
 
+PRUNED_WITH_A_SOURCE_TASK = (
+    "prune_source_events",
+    "prune_source_acks",
+    "prune_source_kills",
+    "prune_source_host_requests",
+)
+"""What the store keeps of a read-only source's task, pruned with it."""
+
 
 class Retention(SQLBase[Conn]):
     """Prune finished tasks, count them, and read them page by page."""
@@ -56,6 +64,27 @@ class Retention(SQLBase[Conn]):
         return PruneBatch(
             task_ids=tuple(row[0] for row in rows), last=(float(rows[-1][1]), rows[-1][0])
         )
+
+    async def prune_source_tasks(
+        self, before: float, *, limit: int, after: str = ""
+    ) -> tuple[tuple[str, ...], str | None]:
+        params = {"before": before, "after_id": after, "limit": limit}
+        async with self._read() as db:
+            found = [
+                row[0] for row in await self._rows(db, "select_source_task_candidates", params)
+            ]
+        if not found:
+            return (), None
+        async with self._write() as db:
+            now = await self._now_in(db)
+            checked = {"ids": json.dumps(found), "before": before, "now": now}
+            rows = await self._rows(db, "select_prunable_source_tasks", checked)
+            removed = tuple(row[0] for row in rows)
+            if removed:
+                ids = {"ids": json.dumps(list(removed))}
+                for name in PRUNED_WITH_A_SOURCE_TASK:
+                    await self._run(db, name, ids)
+        return removed, found[-1]
 
     async def finished_counts(self, before: float) -> dict[TaskState, int]:
         async with self._read() as db:

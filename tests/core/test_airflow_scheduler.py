@@ -1,11 +1,12 @@
 """A real Airflow 3 runs real DAGs, and zombietop watches it: the faults only zombietop sees.
 
 One Airflow for the module (``tests/airflow_scheduler.py``: api-server, scheduler and
-dag-processor, LocalExecutor, SQLite in WAL mode, a 12 s ``task_instance_heartbeat_timeout``),
-started once; every DAG run is triggered at the start, so the tests wait side by side. Each
-test watches through a real monitor (the source, the process probe) polled every half second,
-and prints how long zombietop and Airflow each took ("timing: ..."; README, "What zombietop
-sees, and when, against Airflow").
+dag-processor, LocalExecutor, a 12 s ``task_instance_heartbeat_timeout``) on SQLite in WAL
+mode, and again on PostgreSQL where ``ZOMBIETOP_AIRFLOW_SCHEDULER_PG`` is set (CI), started once
+each; every DAG run is triggered at the start, so the tests wait side by side. Each test
+watches through a real monitor (the source, the process probe) polled every half second, and
+prints how long zombietop and Airflow each took ("timing: ..."; README, "What zombietop sees,
+and when, against Airflow").
 """
 
 from __future__ import annotations
@@ -63,11 +64,25 @@ class Started:
         return "airflow+" + self.airflow.conn.replace("+psycopg2", "")
 
 
-@pytest.fixture(scope="module")
-def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Started]:
+ON_POSTGRES = "ZOMBIETOP_AIRFLOW_SCHEDULER_PG"
+"""Set (to 1) to run the module a second time with Airflow on the test session's throwaway
+PostgreSQL: another Airflow start and every DAG again, a few minutes, so CI sets it
+(``.ci/run``) and the local suite skips it."""
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def airflow(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Started]:
     venv = need_venv("3")
     home = tmp_path_factory.mktemp("airflow-home")
-    with running_airflow(venv, home, f"sqlite:///{home / 'airflow.db'}") as running:
+    if request.param == "sqlite":
+        conn = f"sqlite:///{home / 'airflow.db'}"
+    else:
+        if not os.environ.get(ON_POSTGRES):
+            pytest.skip(f"Airflow's scheduler on PostgreSQL runs with {ON_POSTGRES}=1 (CI)")
+        conn = request.getfixturevalue("airflow_pg_template").fresh().conn
+    with running_airflow(venv, home, conn) as running:
         started = Started(running)
         for dag_id in DAGS:
             started.runs[dag_id] = running.trigger(dag_id)

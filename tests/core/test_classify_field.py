@@ -119,7 +119,9 @@ def finished(state: TaskState = TaskState.FAILED, ago: float = 18 * M, **overrid
     return task(state=state, finished_at=NOW - ago, **overrides)
 
 
-AIRFLOW = replace(LIMITS, engine="Airflow")
+AIRFLOW = replace(
+    LIMITS, engine="Airflow", engine_actions="clear it in Airflow, mark it failed, or kill it"
+)
 
 # (id, task, process, limits, expected health, reason codes)
 ORPHAN_CASES = [

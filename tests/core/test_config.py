@@ -514,6 +514,11 @@ BOUND_CASES = [
      '[sources #1]: heartbeat_timeout = "1ms" is below its floor of "1s"'),
     ("sources", "heartbeat_timeout", "high", SOURCE + "heartbeat_timeout = 1e10\n",
      '[sources #1]: heartbeat_timeout = 10000000000.0 is above its ceiling of "36500d"'),
+    # [serve]
+    ("serve", "read_timeout", "low", '[serve]\nread_timeout = "100ms"\n',
+     '[serve]: read_timeout = "100ms" is below its floor of "1s"'),
+    ("serve", "read_timeout", "high", '[serve]\nread_timeout = "1h"\n',
+     '[serve]: read_timeout = "1h" is above its ceiling of "5m"'),
 ]  # fmt: skip
 
 
@@ -697,3 +702,19 @@ def test_init_refuses_to_write_into_a_fifo(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(ConfigError, match="is not a regular file; give the path of a file"):
         write_defaults(fifo, force=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "grouped"),
+    [("", True), ("[watch]\ngroup_by_upstream = false\n", False)],
+)
+def test_group_by_upstream_is_on_unless_turned_off(
+    tmp_path: Path, text: str, grouped: bool
+) -> None:
+    assert load_config(write(tmp_path, text)).watch.group_by_upstream is grouped
+
+
+def test_group_by_upstream_must_be_true_or_false(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, '[watch]\ngroup_by_upstream = "yes"\n'))
+    assert "[watch]: group_by_upstream must be true or false, not 'yes'" in str(caught.value)

@@ -377,3 +377,31 @@ async def test_the_dashboards_desk_acks_a_sources_task_by_its_source(store: Stor
     assert made.source == AIRFLOW
     ended = await desk.unack("etl/load/r")
     assert ended is not None and ended.source == AIRFLOW
+
+
+async def test_notes_keep_who_and_when_newest_first(store: Store, clock: FakeClock) -> None:
+    await _task(store)
+    await oncall.note(store, "export-2031", "looking at the\nlogs", by="ana")
+    clock.advance(60)
+    await oncall.note(store, "export-2031", "waiting on partner API", by="bob")
+    notes = await store.notes("export-2031")
+    assert [(n.by, n.text) for n in notes] == [
+        ("bob", "waiting on partner API"),
+        ("ana", "looking at the logs"),
+    ]
+    assert notes[0].at - notes[1].at == 60
+    event = (await store.events(kind=EventKind.INCIDENT_NOTE))[0]
+    assert (event.actor, event.message) == ("bob", "note by bob: waiting on partner API")
+
+
+async def test_a_note_on_a_source_task_and_the_refusals(store: Store) -> None:
+    note = await oncall.note(store, "etl/load/run1", "engine says queued", by="ana", source="af")
+    assert note.source == "af"
+    assert [n.source for n in await store.notes("etl/load/run1")] == ["af"]
+    with pytest.raises(TaskNotFound):
+        await oncall.note(store, "no-such-task", "hello", by="ana")
+    await _task(store)
+    with pytest.raises(ActionRefused, match="needs some text"):
+        await oncall.note(store, "export-2031", "  \n ", by="ana")
+    long = await oncall.note(store, "export-2031", "x " * 1000, by="ana")
+    assert len(long.text) <= oncall.NOTE_LIMIT

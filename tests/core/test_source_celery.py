@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import redis
 
+from tests.core.test_watchdog import ListNotifier
 from tests.queues_env import Workers, wait_for
 from tests.redis_server import ThrowawayRedis
 from zombietop.actions import ActionKind, ActionRequest, Outcome
@@ -37,6 +38,7 @@ from zombietop.source_actions import SourceActions
 from zombietop.sources import open_source
 from zombietop.sources.celery import CelerySource
 from zombietop.store.sqlite import SQLiteStore
+from zombietop.watchdog import Watchdog
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -198,7 +200,9 @@ async def test_a_worker_killed_mid_task_without_acks_late_is_dead_and_lost_to_ce
     wait_for("the child to be gone", lambda: not Path(f"/proc/{child}").exists())
     view = await watch.view(f"celery/zq.spin/{task_id}")
     assert view.health is Health.DEAD
-    assert f"pid {child} gone - resume or discard" in view.verdict.context(watch.clock.now())
+    assert f"pid {child} gone - send it again with Celery, revoke it, or kill it" in (
+        view.verdict.context(watch.clock.now())
+    )
     # The message was acknowledged when the task started: Redis holds nothing of it.
     assert client.hlen("unacked") == 0
     assert _inspect(celery_workers, "active") == {}
@@ -411,8 +415,11 @@ def test_status_through_the_command_line_is_critical_for_a_stopped_child(
         os.kill(child, signal.SIGCONT)
     assert done.returncode == 2, done.stderr  # CRITICAL
     assert done.stdout.startswith("ZOMBIETOP CRITICAL - 1 stalled")
-    line = rf"celery/zq.spin/{task_id} stalled: heartbeat \d+s old, pid {child} stopped cpu 0% "
-    assert re.search(line + "- resume or discard", done.stdout), done.stdout
+    line = rf"celery/zq.spin/{task_id} stalled: supervisor heartbeat \d+s old, pid {child} stopped "
+    # resume and discard are refused for Celery's task: the page names what works.
+    assert re.search(
+        line + "cpu 0% - send it again with Celery, revoke it, or kill it", done.stdout
+    ), done.stdout
 
 
 async def test_a_worker_that_beats_for_an_idle_child_is_spinning(
@@ -439,3 +446,36 @@ async def test_a_worker_that_beats_for_an_idle_child_is_spinning(
         view = await watch.view(zid)
     assert view.task.pid == child
     assert view.health is Health.SPINNING, view.verdict.context(clock.now())
+
+
+async def test_the_watchdog_pages_a_stopped_child_and_leaves_redis_as_it_was(
+    celery_workers: Workers, watch: Watch, tmp_path: Path, client: Any
+) -> None:
+    """The dashboard's monitor is checked above; this is the watchdog's look over the same
+    source: it pages the stalled task once, and no key in Redis changes."""
+    celery_workers.start("w1")
+    task_id = _send(celery_workers, 60, tmp_path / "m")
+    child = _child(tmp_path / "m")
+    await watch.poll()
+    before = _values(client)
+    notifier = ListNotifier()
+    dog = Watchdog(
+        watch.monitor,
+        watch.monitor.config,
+        executor=None,
+        notifiers=[notifier],
+        clock=watch.clock,
+        log=lambda line: None,
+    )
+    zid = f"celery/zq.spin/{task_id}"
+    os.kill(child, signal.SIGSTOP)
+    try:
+        wait_for("the child to stop", lambda: _status(child) == "T")
+        for _ in range(3):
+            await dog.tick()
+            watch.clock.advance(1)
+    finally:
+        os.kill(child, signal.SIGCONT)
+    assert _values(client) == before
+    paged = [p for p in notifier.pages if p.task_id == zid and p.kind == "incident"]
+    assert [p.health for p in paged] == ["stalled"], notifier.pages

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import redis
 
+from tests.core.test_watchdog import ListNotifier
 from tests.queues_env import RQWorkers, wait_for
 from tests.redis_server import ThrowawayRedis
 from zombietop.actions import ActionKind
@@ -31,6 +32,7 @@ from zombietop.sources import open_source
 from zombietop.sources.base import Capability, Origin
 from zombietop.sources.rq import RQSource
 from zombietop.store.sqlite import SQLiteStore
+from zombietop.watchdog import Watchdog
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -176,3 +178,36 @@ def test_resume_and_discard_name_the_engine_command() -> None:
 def test_a_wrong_url_says_how_to_write_one(url: str) -> None:
     with pytest.raises(SourceError, match=r"rq\+redis|port"):
         open_source(url)
+
+
+async def test_the_watchdog_pages_a_stopped_horse_and_leaves_redis_as_it_was(
+    rq_workers: RQWorkers, watch: Watch, tmp_path: Path, client: Any
+) -> None:
+    """The dashboard's monitor is checked above; this is the watchdog's look over the same
+    source: it pages the stalled job once, and no key in Redis changes."""
+    rq_workers.start("w1")
+    job = rq_workers.enqueue(60, tmp_path / "m")
+    horse = _horse(tmp_path / "m")
+    notifier = ListNotifier()
+    dog = Watchdog(
+        watch.monitor,
+        watch.monitor.config,
+        executor=None,
+        notifiers=[notifier],
+        clock=watch.clock,
+        log=lambda line: None,
+    )
+    os.kill(horse, signal.SIGSTOP)
+    try:
+        wait_for("the horse to stop", lambda: _status(horse) == "T")
+        before = _values(client)
+        for _ in range(3):
+            await dog.tick()
+            watch.clock.advance(1)
+        after = _values(client)
+    finally:
+        os.kill(horse, signal.SIGCONT)
+    assert after == before
+    zid = f"default/zqrq.spin/{job}"
+    paged = [p for p in notifier.pages if p.task_id == zid and p.kind == "incident"]
+    assert [p.health for p in paged] == ["stalled"], notifier.pages

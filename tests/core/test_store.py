@@ -218,6 +218,19 @@ async def test_finish_releases_the_lease_and_refuses_later_beats(store: Store) -
         await store.record_heartbeat("t1", parse_line("p=5"))
 
 
+async def test_a_queued_lease_leaves_the_task_queued_until_claimed_again(store: Store) -> None:
+    """`run --wait` holds the lease of a queued task; a later plain claim starts it."""
+    await store.create_task(task_id="t1", run_id="r", step="s", step_type="d", actor="t")
+    lease = await store.acquire_lease("t1", owner="waiter", ttl=60, queued=True)
+    task = await store.get_task("t1")
+    assert task.state is TaskState.QUEUED and task.claimed_at is None
+    await store.renew_lease("t1", owner="waiter", token=lease.token, ttl=60)
+    await store.release_lease("t1", owner="waiter", token=lease.token)
+    again = await store.acquire_lease("t1", owner="runner", ttl=60)
+    assert again.token == lease.token + 1
+    assert (await store.get_task("t1")).state is TaskState.STARTING
+
+
 async def test_interrupted_is_not_finished(store: Store) -> None:
     token = await make_running(store)
     task = await store.finish_task(

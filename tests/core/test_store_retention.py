@@ -122,6 +122,65 @@ async def test_old_finished_tasks_leave_with_everything_kept_of_them(
     assert (await prune(store, KEEP)).tasks == 0  # nothing left to do
 
 
+AIRFLOW = "airflow+sqlite:////srv/airflow/airflow.db"
+
+
+async def source_event(store: Store, task_id: str, kind: EventKind, **data: object) -> None:
+    """An event about an Airflow task instance, which the tasks table never holds."""
+    await store.record_event(
+        kind=kind,
+        actor="watchdog",
+        message=str(kind),
+        task_id=task_id,
+        data={**data, "source": AIRFLOW},
+    )
+
+
+async def test_a_source_tasks_events_go_once_quiet_and_nothing_of_it_is_open(
+    store: Store, clock: FakeClock
+) -> None:
+    """The store never learns when a source's task finished: its events go once the newest is
+    older than keep_finished, unless an incident of it is open, it is held, or acked."""
+    ids = {
+        name: f"etl/{name}/manual__1" for name in ("closed", "open", "held", "released", "acked")
+    }
+    await source_event(store, ids["closed"], EventKind.PAGE, page="incident")
+    await source_event(store, ids["closed"], EventKind.PAGE, page="all_clear")
+    await source_event(store, ids["open"], EventKind.PAGE, page="incident")
+    await source_event(store, ids["held"], EventKind.QUARANTINED, reason="bad data")
+    await source_event(store, ids["released"], EventKind.QUARANTINED, reason="bad data")
+    await source_event(store, ids["released"], EventKind.UNQUARANTINED)
+    await source_event(store, ids["acked"], EventKind.TRANSITION)
+    await store.ack_task(
+        ids["acked"], by="ana", reason="mine", duration=KEEP + 2 * DAY, source=AIRFLOW
+    )
+    own = await finished(store, "own-1")  # one of the store's own, finished as long ago
+    assert own
+    clock.advance(KEEP - DAY)
+    recent = "etl/recent/manual__1"
+    await source_event(store, recent, EventKind.PAGE, page="incident")
+    await source_event(store, recent, EventKind.PAGE, page="all_clear")
+    clock.advance(2 * DAY)
+
+    run = await prune(store, KEEP, batch=2)  # batches of two: the cursor moves across them
+
+    assert (run.tasks, run.source_tasks, run.finished) == (1, 2, True)
+    assert "and the events of 2 source tasks quiet as long" in run.words(KEEP)
+    left = {task_id: await _count(store, "events", task_id) for task_id in [*ids.values(), recent]}
+    assert left == {
+        ids["closed"]: 0,
+        ids["open"]: 1,
+        ids["held"]: 1,
+        ids["released"]: 0,
+        ids["acked"]: 2,  # the transition and the ack's own event
+        recent: 2,
+    }
+    # The hold and the open incident are still what the store remembers of them.
+    holds = await store.events(kind=EventKind.QUARANTINED, limit=10)
+    assert [e.task_id for e in holds] == [ids["held"]]
+    assert (await prune(store, KEEP)).source_tasks == 0  # nothing left to do
+
+
 async def test_what_something_still_needs_stays(store: Store, clock: FakeClock) -> None:
     for task_id in ("plain-1", "closed-1", "open-1", "held-1", "upstream-1", "kill-1"):
         await finished(store, task_id, state=TaskState.FAILED)

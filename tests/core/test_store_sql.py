@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from zombietop.store import queries
-from zombietop.store.retention import PRUNED_WITH_A_TASK
+from zombietop.store.retention import PRUNED_WITH_A_SOURCE_TASK, PRUNED_WITH_A_TASK
 
 STORE = Path(queries.__file__).parent
 BACKENDS = ("sqlite", "postgresql")
@@ -38,7 +38,7 @@ def used_blocks() -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             for name in _block_names(node, path):
                 used.setdefault(name, set()).update(ONE_BACKEND.get(name, backends))
-    for name in PRUNED_WITH_A_TASK:  # run in a loop over the tuple, by a variable
+    for name in (*PRUNED_WITH_A_TASK, *PRUNED_WITH_A_SOURCE_TASK):  # run in loops, by a variable
         used.setdefault(name, set()).update(BACKENDS)
     return used
 
@@ -65,7 +65,8 @@ def _named(arg: ast.expr, path: Path, line: int) -> list[str]:
     if isinstance(arg, ast.IfExp):
         return _named(arg.body, path, line) + _named(arg.orelse, path, line)
     # A block named by a variable is either the adapter passing its own argument on, or
-    # the prune loop (PRUNED_WITH_A_TASK, counted above); anything else this test can't see.
+    # the prune loops (PRUNED_WITH_A_TASK, PRUNED_WITH_A_SOURCE_TASK, counted above); anything
+    # else this test can't see.
     assert isinstance(arg, ast.Name) and arg.id == "name", (
         f"{path.name}:{line} runs a block named by an expression this test cannot "
         "read; name it with a string, or teach this test the new form"

@@ -229,3 +229,18 @@ async def test_a_schedule_that_runs_on_time_stays_ok(store: Store, clock: FakeCl
     dog, _, _ = watchdog(store, clock, c)
     await dog.tick()
     assert [v.health for v in dog.monitor.last.schedules] == ["ok"]
+
+
+async def test_a_note_rides_in_the_next_renotify(store: Store, clock: FakeClock) -> None:
+    await start(store)
+    clock.advance(200)  # stalled
+    (first,) = await once(store, clock)
+    assert "note by" not in first.line
+    clock.advance(RENOTIFY - 300)
+    await oncall.note(store, "export-2031", "waiting on\x1b[2J partner API", by="ana")
+    clock.advance(300)
+    (second,) = await once(store, clock)
+    assert second.line.endswith(
+        "- resume or discard; note by ana 5m00s ago: waiting on\\x1b[2J partner API "
+        "(2nd notice, open 10m00s)"
+    )

@@ -190,16 +190,57 @@ async def test_a_remote_airflow_task_is_judged_with_its_hosts_agent(
             "alive": True,
             "status": "sleeping",
             "cpu_percent": 0.0,
-            "idle_s": None,  # an agent's stored sample says nothing of how long it idles
+            "idle_s": tasks[HUNG]["process"]["idle_s"],
             "rss_bytes": tasks[HUNG]["process"]["rss_bytes"],
             "seen_by": WORKER,
         }
+        # The agent's sample says how long the process has idled (schema v16, v14 on PostgreSQL).
+        assert isinstance(tasks[HUNG]["process"]["idle_s"], float)
         agent.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(agent.wait, 10) == 0
     finally:
         await source.close()
     if before is not None:
         assert _sha(any_airflow.path) == before
+
+
+async def test_a_remote_airflow_orphan_is_seen_through_its_hosts_agent(
+    real_store: SQLiteStore,
+    fast_config: Config,
+    fast_config_path: Path,
+    db: Path,
+    airflow3_sqlite: AirflowDatabase,
+    children: Children,
+    sleeper: int,
+) -> None:
+    """Airflow marked the task failed while its process runs on, on worker-7: the agent there
+    keeps sampling the finished task's process, and a dashboard here reads it orphaned."""
+    now = time.time()
+    born = psutil.Process(sleeper).create_time()
+    airflow3_sqlite.write(
+        [
+            {"dag_id": "etl", "run_id": RUN, "operator": "PythonOperator", "task_id": "extract",
+             "state": "failed", "hostname": WORKER, "pid": sleeper, "start_date": born + 0.5,
+             "end_date": now - 5, "last_heartbeat_at": now - 70, "try_number": 1},
+        ]
+    )  # fmt: skip
+    source = AirflowSource(airflow3_sqlite.url)
+    monitor = Monitor(real_store, fast_config, probe=PsutilProbe(), sources=[source])
+    try:
+        view = (await monitor.poll()).by_id()[HUNG]
+        assert view.health is Health.FAILED and view.process is None
+        _agent(children, db, fast_config_path, airflow3_sqlite)
+
+        async def orphaned() -> bool:
+            return (await monitor.poll()).by_id()[HUNG].health is Health.ORPHANED
+
+        await wait_for(orphaned, timeout=30, what=f"{WORKER}'s agent to sample the orphan")
+        view = monitor.last.by_id()[HUNG]
+        assert view.remote and view.process is not None and view.process.pid == sleeper
+        words = view.verdict.context(time.time())
+        assert words.startswith(f"{HUNG} orphaned: pid {sleeper} alive "), words
+    finally:
+        await source.close()
 
 
 async def test_a_remote_airflow_task_is_killed_by_its_hosts_agent(

@@ -24,12 +24,24 @@ COMMANDS = [
     "kill",
     "ack",
     "unack",
+    "note",
     "silence",
     "silences",
     "unsilence",
     "demo",
 ]
-READ_SOURCES = {"status", "watch", "agent", "resume", "discard", "kill", "silence", "ack", "unack"}
+READ_SOURCES = {
+    "status",
+    "watch",
+    "agent",
+    "resume",
+    "discard",
+    "kill",
+    "silence",
+    "ack",
+    "unack",
+    "note",
+}
 """The commands that read engines' databases, so the only ones that offer ``--source``."""
 
 

@@ -234,6 +234,7 @@ def test_status_json_reports_each_health(
         "schedules",
         "silences",
         "source_errors",
+        "pings",
     }
     dead = next(t for t in report["tasks"] if t["task_id"] == "dead-1")
     assert dead["reasons"][0]["code"] in ("process_gone", "pid_reused")

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from zombietop.model import Lease, ProcessSample, TaskRecord, TaskState
+from zombietop.model import Event, EventKind, Lease, ProcessSample, TaskRecord, TaskState
 from zombietop.monitor import TaskView, build_snapshot
-from zombietop.tui.screens.detail import facts_table
+from zombietop.tui.screens.detail import facts_table, notes_text
 from zombietop.tui.testing import NOW, sample_config, sample_records
 
 
@@ -84,3 +84,31 @@ def test_a_held_lease_says_its_owner_token_and_expiry() -> None:
     assert lease_words(view, NOW) == (
         "owner run-5230@batch-01, token 2, expires in 3m20s (2026-11-30 00:56:40 UTC)"
     )
+
+
+def test_notes_show_newest_first_with_who_and_how_long_ago() -> None:
+    def note(event_id: int, at: float, by: str, text: str) -> Event:
+        data = {"action": "note", "by": by, "text": text}
+        return Event(
+            event_id=event_id,
+            at=at,
+            task_id="t",
+            kind=EventKind.INCIDENT_NOTE,
+            actor=by,
+            message=f"note by {by}: {text}",
+            data=data,
+        )
+
+    other = Event(event_id=1, at=NOW - 900, task_id="t", kind="page", actor="w", message="x")
+    events = [
+        note(3, NOW - 300, "bob", "waiting on\x1b[2J partner API"),
+        other,
+        note(2, NOW - 600, "ana", "looking"),
+    ]
+    assert notes_text(events, NOW).plain.splitlines() == [
+        "notes, newest first",
+        "✎ note by bob 5m00s ago: waiting on\\x1b[2J partner API",
+        "✎ note by ana 10m00s ago: looking",
+        "",
+    ]
+    assert notes_text([other], NOW).plain == ""

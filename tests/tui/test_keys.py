@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from tests.tui.helpers import help_text, make_app, settle
 from zombietop.monitor import Snapshot, build_snapshot
-from zombietop.tui.keys import KEYS
+from zombietop.tui.keys import DETAIL_KEYS, KEYS
 from zombietop.tui.messages import TaskAction
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.detail import DetailScreen
@@ -157,7 +157,9 @@ async def test_spinning_rows_keep_their_place_as_they_beat() -> None:
 
 def test_every_task_action_is_a_key_and_each_action_key_is_a_task_action() -> None:
     """A key that acts on a task asks the app by ``TaskAction``: the key table and the enum
-    name the same actions, so a new action key cannot be forgotten in the app."""
-    actions = {key.action for key in KEYS}
+    name the same actions, so a new action key cannot be forgotten in the app. The detail
+    view's own keys count too (``n``, a note)."""
+    keys = (*KEYS, *DETAIL_KEYS)
+    actions = {key.action for key in keys}
     assert {str(action) for action in TaskAction} <= actions
-    assert all(key.action in set(TaskAction) for key in KEYS if key.read_only_hides)
+    assert all(key.action in set(TaskAction) for key in keys if key.read_only_hides)

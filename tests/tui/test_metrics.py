@@ -197,6 +197,7 @@ async def test_hostile_label_values_round_trip_exactly(served: Served) -> None:
         "host": "",
         "health": "healthy",
         "stage": EVIL_STAGE,
+        "runbook_url": "",
     }
     assert value(samples, "zombietop_task_progress_ratio", task_id=EVIL) == 0.25
 

@@ -426,3 +426,26 @@ def test_a_schedule_added_now_is_not_missed_for_fire_times_before_it(tmp_path: P
     assert schedule["health"] == "ok", schedule["line"]
     assert schedule["last_due"].endswith("-02-29T00:00:00Z")  # a fire time it was not there for
     assert zt.watch() == []
+
+
+def test_a_note_shows_in_status_json_and_rides_in_the_next_renotify(tmp_path: Path) -> None:
+    stalled_store(tmp_path / "z.db", "export-1")
+    zt = Zombietop(tmp_path, f'[watch]\nrenotify = "{RENOTIFY:g}s"\n')
+    (first,) = zt.watch()
+    assert "note by" not in first
+    done = zt("note", "export-1", "waiting on\x1b[2J partner API")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"export-1: note by {ME}: waiting on\\x1b[2J partner API\n"
+    missing = zt("note", "no-such-task", "hello")
+    assert missing.returncode != 0 and "no-such-task" in missing.stderr
+    age_the_pages(zt.db, RENOTIFY)
+    (page,) = zt.watch()
+    assert re.search(
+        rf"- resume or discard; note by {ME} \d+s ago: waiting on\\x1b\[2J partner API "
+        r"\(2nd notice, open ",
+        page,
+    ), page
+    (task,) = json.loads(zt("status", "--json").stdout)["tasks"]
+    (note,) = task["notes"]
+    assert (note["by"], note["text"]) == (ME, "waiting on\\x1b[2J partner API")
+    assert note["at"].endswith("Z")

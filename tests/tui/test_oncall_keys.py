@@ -4,15 +4,19 @@ neither. And the events pane's silences, capped by the dashboard's own max_silen
 
 from __future__ import annotations
 
+import asyncio
+import os
 from dataclasses import replace
+from pathlib import Path
 
+import pytest
 from textual.widgets import Input, RadioButton, Static
 
 from tests.tui.helpers import make_app, notified, settle
 from zombietop.model import Matcher, Silence
 from zombietop.oncall import current
 from zombietop.tui.messages import TaskAction, TaskAsked
-from zombietop.tui.screens.oncall import AckScreen, SilenceScreen
+from zombietop.tui.screens.oncall import AckScreen, NoteScreen, SilenceScreen
 from zombietop.tui.testing import NOW, RecordingDesk, SampleSource, sample_snapshot
 from zombietop.tui.widgets.events_pane import EventsPane
 
@@ -170,3 +174,71 @@ async def test_the_events_pane_says_when_this_dashboard_ends_a_silence_sooner() 
     assert line.endswith("""this reader's [oncall] max_silence = "7d" ends it sooner)""")
     assert "(set to end 2126-" in line
     assert "ends it sooner" not in text.replace(line, "")  # bob's 5-hour silence is as set
+
+
+async def test_n_in_the_detail_view_adds_a_note_and_needs_some_text() -> None:
+    desk = RecordingDesk()
+    app = make_app(desk=desk)
+    async with app.run_test(size=(110, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        said = notified(app)
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, NoteScreen)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, NoteScreen)
+        assert "needs some text" in str(app.screen.query_one("#problem", Static).render())
+        await pilot.press(*"waiting on partner API", "enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, NoteScreen)
+    assert [(n.task_id, n.text) for n in desk.notes] == [("export-2031", "waiting on partner API")]
+    assert "note added to export-2031" in said
+
+
+async def test_read_only_detail_view_has_no_note() -> None:
+    app = make_app(read_only=True)
+    async with app.run_test(size=(110, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter", "n")
+        await settle(pilot)
+        assert not isinstance(app.screen, NoteScreen)
+
+
+async def test_shift_r_shows_the_runbook_to_copy_without_a_display(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    app = make_app()
+    async with app.run_test(size=(110, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        said = notified(app)
+        await pilot.press("R")
+        await settle(pilot)
+    assert said == ["https://wiki.example/runbooks/export#transform"]
+
+
+async def test_shift_r_opens_the_runbook_with_the_system_opener_on_a_display(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    opened = tmp_path / "opened.txt"
+    opener = tmp_path / "xdg-open"
+    opener.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}.part && mv {opened}.part {opened}\n')
+    opener.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("DISPLAY", ":0")
+    app = make_app()
+    async with app.run_test(size=(110, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter", "R")
+        await settle(pilot)
+    for _ in range(500):  # the opener runs detached: wait for its file, at most 5 s
+        if opened.exists():
+            break
+        await asyncio.sleep(0.01)
+    assert opened.read_text() == "https://wiki.example/runbooks/export#transform"

@@ -32,15 +32,21 @@ def test_restarting_the_agent_signals_the_agent_alone() -> None:
     assert agent["ExecStart"].endswith("zombietop agent")
 
 
+def test_the_ping_server_unit_runs_serve_and_restarts() -> None:
+    serve = service("zombietop-serve.service")
+    assert (serve["Type"], serve["Restart"]) == ("exec", "on-failure")
+    assert serve["ExecStart"].endswith("zombietop serve")
+
+
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze here")
-def test_systemd_analyze_verifies_both_units(tmp_path: Path) -> None:
+def test_systemd_analyze_verifies_every_unit(tmp_path: Path) -> None:
     # ExecStart names where pipx puts the command; verify checks it exists, so use this venv's.
     command = Path(sys.executable).with_name("zombietop")
     for unit in UNITS.glob("*.service"):
         text = unit.read_text().replace("%h/.local/bin/zombietop", str(command))
         (tmp_path / unit.name).write_text(text)
     units = sorted(str(p) for p in tmp_path.glob("*.service"))
-    assert len(units) == 2
+    assert len(units) == 3
     result = subprocess.run(
         ["systemd-analyze", "verify", *units], capture_output=True, text=True, cwd=tmp_path
     )

@@ -56,14 +56,19 @@ def _add_run(
         "forward SIGTERM, SIGINT and SIGHUP to it, record how it ended, and exit with its "
         "status. When the store cannot take the end (a full disk), keep trying while the "
         "lease can be renewed. Refuse to start (exit 2) while an --after task has not "
-        "succeeded.",
+        "succeeded; with --wait, record the task queued behind it instead, hold its lease, "
+        "check every heartbeat_interval, and start the command once every --after task has "
+        "succeeded. A discarded or failed --after task ends the waiting task failed (exit 1); "
+        "a quarantined or interrupted one keeps it waiting, shown blocked. SIGTERM, SIGINT or "
+        "SIGHUP while waiting ends it interrupted (exit 128 + the signal).",
         examples=(
             "zombietop run --job nightly-export -- ./export.sh",
             "zombietop run --task export-2031 --type export -- ./export.sh",
             "zombietop run --task load-2031 --after export-2031 -- ./load.sh",
+            "zombietop run --task publish-2031 --after load-2031 --wait -- ./publish.sh",
         ),
         usage="zombietop run [--job NAME | --task ID] [--run RUN] [--type TYPE] [--after TASK ...] "
-        "[--db PATH|URL] [--config PATH] -- CMD ARGS...",
+        "[--wait] [--db PATH|URL] [--config PATH] -- CMD ARGS...",
     )
     named = run.add_mutually_exclusive_group()
     named.add_argument(
@@ -89,7 +94,13 @@ def _add_run(
         nargs="+",
         default=[],
         metavar="TASK",
-        help="refuse to start until these tasks have succeeded",
+        help="refuse to start until these tasks have succeeded (with --wait: wait for them)",
+    )
+    run.add_argument(
+        "--wait",
+        action="store_true",
+        help="with --task: record the task queued, blocked by its --after tasks, and start "
+        "the command when they have all succeeded (a resume relaunches a waiting task so)",
     )
     run.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     run.set_defaults(handler=cmd_run)
@@ -163,6 +174,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
                 step_type=args.step_type,
                 after=tuple(args.after),
                 job=args.job,
+                wait=args.wait,
             )
         )
 

@@ -24,6 +24,7 @@ from zombietop.tui.cli import (
     init,
     jobs,
     oncall,
+    serve,
     status,
     watch,
 )
@@ -42,7 +43,7 @@ class Parser(argparse.ArgumentParser):
         self.exit(self.usage_exit, f"{self.prog}: error: {message}\n")
 
 
-COMMANDS = (status, init, beat, watch, agent, config_cmd, jobs, history, oncall, demo)
+COMMANDS = (status, init, beat, watch, agent, config_cmd, jobs, history, oncall, serve, demo)
 """The modules of the subcommands, in the order ``zombietop --help`` lists them. Each one
 registers its commands with ``add_parser(sub, common)``; jobs registers run, resume, discard
 and kill, oncall ack, unack, silence, silences and unsilence."""

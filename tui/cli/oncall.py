@@ -35,6 +35,7 @@ def add_parser(
     """Register the on-call commands on the ``zombietop`` subparsers."""
     _add_ack(sub, common)
     _add_unack(sub, common)
+    _add_note(sub, common)
     _add_silence(sub, common)
     _add_silences(sub, common)
     _add_unsilence(sub, common)
@@ -87,6 +88,26 @@ def _add_unack(
     )
     unack.add_argument("task", metavar="TASK", help="the task id")
     unack.set_defaults(handler=cmd_unack)
+
+
+def _add_note(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """Register ``zombietop note TASK TEXT``: a note on the task's incident."""
+    note = add_command(
+        sub,
+        "note",
+        parents=[common, source_flags()],
+        summary="add a note to a task's incident, for the next person and the next re-notify",
+        about="Add a note to a task's incident, with who and when: the detail view and "
+        "`status --json` show it, and the next re-notify of the incident carries the newest "
+        "one. A task of a read-only source (--source, [[sources]]) takes notes too: they are "
+        "kept in zombietop's store.",
+        examples=('zombietop note export-2031 "waiting on partner API"',),
+    )
+    note.add_argument("task", metavar="TASK", help="the task id, as `zombietop status` shows it")
+    note.add_argument("text", metavar="TEXT", help="what you found, did or wait on")
+    note.set_defaults(handler=cmd_note)
 
 
 def _add_silence(
@@ -209,6 +230,16 @@ async def cmd_ack(args: argparse.Namespace) -> int:
             source=source,
         )
     print(f"{printable(done.task_id)}: {ack_words(done)}")
+    return EXIT_OK
+
+
+async def cmd_note(args: argparse.Namespace) -> int:
+
+    ctx = context_of(args)
+    async with await open_store(ctx.db) as store:
+        task, source = await _whose(store, ctx, args.task)
+        done = await oncall.note(store, task.task_id, args.text, by=operator_name(), source=source)
+    print(f"{printable(done.task_id)}: note by {printable(done.by)}: {printable(done.text)}")
     return EXIT_OK
 
 

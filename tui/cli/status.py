@@ -9,7 +9,7 @@ import json
 import secrets
 import shutil
 import sys
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,13 +22,14 @@ from zombietop.extras import require
 from zombietop.failed_runs import older_failures, open_failures
 from zombietop.fleet import AgentPresence, WatchdogLease
 from zombietop.health import Health, NagiosLevel
-from zombietop.model import HeartbeatSource, ProcessSample, TaskState
+from zombietop.model import HeartbeatSource, Note, ProcessSample, TaskState
 from zombietop.monitor import Monitor, Snapshot, TaskView
-from zombietop.oncall import capped_words
+from zombietop.oncall import capped_words, recent_notes
 from zombietop.output import LastOutput, last_outputs, with_last_output
 from zombietop.printable import ERROR_LIMIT, bounded, printable
 from zombietop.procs import PsutilProbe
 from zombietop.schedules import ScheduleHealth
+from zombietop.serve.pings import last_pings
 from zombietop.snapshot import finished_view
 from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
@@ -372,8 +373,10 @@ async def cmd_status(args: argparse.Namespace) -> int:
                 snapshot = older.counted_in(snapshot)
             outputs = last_outputs(store, (view.task for view in snapshot.tasks), monitor.host)
             watchdog = await store.watchdog_lease()
+            pings = await last_pings(store) if args.json else []
+            notes = await recent_notes(store) if args.json else {}
             if not args.prometheus:
-                await _print_snapshot(args, snapshot, outputs, watchdog, older)
+                await _print_snapshot(args, snapshot, outputs, watchdog, older, pings, notes)
     except ZombietopError as exc:
         if args.nagios:
             print(nagios_unknown(str(exc)))
@@ -394,10 +397,13 @@ async def _print_snapshot(
     outputs: Mapping[str, LastOutput],
     watchdog: WatchdogLease | None,
     older: Older | None,
+    pings: list[dict[str, Any]],
+    notes: Mapping[str, Sequence[Note]],
 ) -> None:
     """Print the snapshot as asked, then (``--all``) the older tasks as they are read."""
     if args.json:
-        await _print_json(snapshot_to_json(snapshot, outputs, watchdog), snapshot, older)
+        obj = snapshot_to_json(snapshot, outputs, watchdog, pings, notes)
+        await _print_json(obj, snapshot, older)
     elif args.nagios:
         print(nagios_output(snapshot, outputs))
     else:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from zombietop.fleet import AgentPresence, WatchdogLease
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.job_summary import JobSummary
-from zombietop.model import Ack, Silence
+from zombietop.model import Ack, Note, Silence
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.output import LastOutput
+from zombietop.runbooks import runbook_for
 from zombietop.schedules import ScheduleView
 from zombietop.sources import Origin
 from zombietop.tui.cli.oncall import silence_json
@@ -20,9 +21,13 @@ def snapshot_to_json(
     snapshot: Snapshot,
     outputs: Mapping[str, LastOutput] | None = None,
     watchdog: WatchdogLease | None = None,
+    pings: list[dict[str, Any]] | None = None,
+    notes: Mapping[str, Sequence[Note]] | None = None,
 ) -> dict[str, Any]:
-    """The documented ``status --json`` object; ``outputs`` are the tasks' kept output."""
-    outputs = outputs or {}
+    """The documented ``status --json`` object; ``outputs`` are the tasks' kept output,
+    ``pings`` each job's latest ping over HTTP (``zombietop.serve.pings.last_pings``), and
+    ``notes`` the notes on their incidents (newest first)."""
+    outputs, notes = outputs or {}, notes or {}
     now = read_at(snapshot)
     return {
         "generated_at": None if snapshot.taken_at is None else format_timestamp(snapshot.taken_at),
@@ -31,7 +36,8 @@ def snapshot_to_json(
         "watchdog": _watchdog_json(watchdog, snapshot.taken_at),
         "agents": [_agent_json(agent, snapshot.taken_at) for agent in snapshot.agents],
         "tasks": [
-            task_json(view, snapshot, outputs.get(view.task_id), now) for view in snapshot.tasks
+            task_json(view, snapshot, outputs.get(view.task_id), now, notes.get(view.task_id, ()))
+            for view in snapshot.tasks
         ],
         "schedules": [_schedule_json(view) for view in snapshot.schedules],
         "silences": [silence_json(silence, created=False) for silence in snapshot.oncall.silences],
@@ -39,6 +45,7 @@ def snapshot_to_json(
             {"source": name, "error": error}
             for name, error in sorted(snapshot.source_errors.items())
         ],
+        "pings": pings or [],
     }
 
 
@@ -62,6 +69,10 @@ def _ack_json(ack: Ack | None) -> dict[str, Any] | None:
     if ack is None:
         return None
     return {"by": ack.by, "reason": ack.reason, "until": format_timestamp(ack.until)}
+
+
+def note_json(note: Note) -> dict[str, Any]:
+    return {"by": note.by, "at": format_timestamp(note.at), "text": note.text}
 
 
 def _task_silence_json(silence: Silence | None) -> dict[str, Any] | None:
@@ -107,7 +118,11 @@ def _origin_json(origin: Origin | None) -> dict[str, Any] | None:
 
 
 def task_json(
-    view: TaskView, snapshot: Snapshot, last: LastOutput | None, now: float
+    view: TaskView,
+    snapshot: Snapshot,
+    last: LastOutput | None,
+    now: float,
+    notes: Sequence[Note] = (),
 ) -> dict[str, Any]:
     """One task's object, its ages and words composed at ``now``."""
     task, verdict, beat = view.task, view.verdict, view.heartbeat
@@ -157,7 +172,9 @@ def task_json(
             )
         },
         "context": verdict.context(now),
+        "runbook": runbook_for(view),
         "ack": _ack_json(snapshot.oncall.ack_for(task.task_id)),
+        "notes": [note_json(note) for note in notes],
         "silence": _task_silence_json(snapshot.oncall.silence_for(task)),
         "source": _origin_json(snapshot.origins.get(task.task_id)),
     }

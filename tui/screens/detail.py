@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import ClassVar
@@ -17,18 +23,19 @@ from zombietop.budgets import Budget
 from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.job_summary import JobSummary
-from zombietop.model import Event, HeartbeatSource, Task
+from zombietop.model import Event, EventKind, HeartbeatSource, Note, Task
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall, capped_words
 from zombietop.output import LastOutput
 from zombietop.printable import printable
+from zombietop.runbooks import runbook_for
 from zombietop.sources import Origin
 from zombietop.tui.cells import ACKED, BAR_STYLE, FLAG_MARKS, MARKS, SILENCED, bar
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import DETAIL_KEYS, KEYS, TaskKeys, display_key
-from zombietop.tui.messages import OutputAsked
+from zombietop.tui.messages import OutputAsked, TaskAction
 from zombietop.tui.screen_state import DetailState, TaskRecord
-from zombietop.tui.untrusted import printable_text
+from zombietop.tui.untrusted import escaped_markup, printable_text
 from zombietop.tui.widgets.events_pane import event_line
 
 
@@ -178,6 +185,10 @@ def facts_table(
         "checkpoint",
         task.checkpoint or (beat.checkpoint if beat and beat.checkpoint else "-"),
     )
+    runbook = runbook_for(view)
+    if runbook is not None:
+        hint = f"  ({display_key(DETAIL_KEYS[2].key)}: open it)"
+        _row(grid, "runbook", Text.assemble(printable_text(runbook), (hint, "dim")))
     _row(grid, "lease", lease_words(view, now))
     _row(grid, "process", process_words(view))
     if view.agent_note is not None:
@@ -387,6 +398,8 @@ class DetailScreen(TaskKeys):
             self.query_one("#output-pane", VerticalScroll).scroll_end(animate=False)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "note" and self.read_only:
+            return False  # a note writes the store
         if action == "unack" and not _acked(self.state, self.task_id):
             return False  # u shows in the footer only while the task is acked
         return super().check_action(action, parameters)
@@ -427,7 +440,10 @@ class DetailScreen(TaskKeys):
                 None if view.task.job is None else snapshot.job_of(view.task),
             )
         )
-        self.query_one("#events", Static).update(self._events_text(record.events))
+        notes = notes_text(record.events, now)
+        self.query_one("#events", Static).update(
+            Text.assemble(notes, self._events_text(record.events))
+        )
         self._show_output(record.last_output, now)
 
     def _show_output(self, last: LastOutput | None, now: float) -> None:
@@ -465,8 +481,63 @@ class DetailScreen(TaskKeys):
             text.append_text(event_line(event))
         return text
 
+    def action_note(self) -> None:
+        self._ask(TaskAction.NOTE)
+
+    def action_runbook(self) -> None:
+        """Open the runbook with the system opener when there is a display; else show the
+        link, to copy."""
+        view = self.state.view
+        runbook = None if view is None else runbook_for(view)
+        if view is None or runbook is None:
+            step_type = "?" if view is None else view.task.step_type
+            self.notify(
+                escaped_markup(f"no runbook for step type {step_type}: set [step_types.X] runbook"),
+                severity="warning",
+            )
+            return
+        opener = system_opener()
+        if opener is not None:
+            with contextlib.suppress(OSError):
+                proc = subprocess.Popen(
+                    [opener, runbook],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+                # Reaped when it ends: no zombie of ours lingers.
+                threading.Thread(target=proc.wait, name="reap-opener", daemon=True).start()
+                self.notify(f"opening {escaped_markup(runbook)}", title="runbook", timeout=10)
+                return
+        self.notify(escaped_markup(runbook), title="runbook (copy it)", timeout=60)
+
     def action_back(self) -> None:
         self.dismiss()
+
+
+def system_opener() -> str | None:
+    """The program that opens a link on this machine's display, or None with no display (an
+    SSH session): then the link is shown to copy."""
+    if sys.platform == "darwin":
+        return shutil.which("open")
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return None
+    return shutil.which("xdg-open")
+
+
+def notes_text(events: Sequence[Event], now: float) -> Text:
+    """The notes on the task's incident, newest first, each with who and how long ago; nothing
+    when it has none. ``events`` are the task's, newest first."""
+    notes = [Note.from_event(e) for e in events if e.kind == EventKind.INCIDENT_NOTE]
+    if not notes:
+        return Text()
+    text = Text("notes, newest first\n", style="dim")
+    for note in notes:
+        text.append_text(printable_text(f"✎ {note.words(now)}"))
+        text.append("\n")
+    text.append("\n")
+    return text
 
 
 def _acked(state: DetailState, task_id: str) -> bool:

@@ -45,7 +45,15 @@ class SilenceAsk:
     duration: float
 
 
-class _OnCallDialog(ModalScreen[AckAsk | SilenceAsk | None]):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoteAsk:
+    """What the note dialog was told."""
+
+    task_id: str
+    text: str
+
+
+class _OnCallDialog(ModalScreen[AckAsk | SilenceAsk | NoteAsk | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     DEFAULT_CSS = """
@@ -151,6 +159,38 @@ class AckScreen(_OnCallDialog):
             return
         reason = self.query_one("#reason", Input).value.strip() or None
         self.dismiss(AckAsk(task_id=self.view.task_id, reason=reason, duration=duration))
+
+
+class NoteScreen(_OnCallDialog):
+    """Add a note to one task's incident: for the next person, and the next re-notify."""
+
+    def __init__(self, view: TaskView) -> None:
+        super().__init__()
+        self.view = view
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = f"note on {escaped_markup(self.view.task_id)}"
+            yield Static(
+                f"{printable(self.view.task_id)} is {self.view.health}: the note shows in the "
+                "detail view and rides in the incident's next re-notify."
+            )
+            yield Label("note: what you found, did or wait on")
+            yield Input(placeholder="e.g. waiting on partner API", id="text")
+            yield Static(id="problem")
+            with Horizontal():
+                yield Button("Cancel (Esc)", id="cancel")
+                yield Button("Add (Enter)", id="send", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#text", Input).focus()
+
+    def _send(self) -> None:
+        text = self.query_one("#text", Input).value.strip()
+        if not text:
+            self._problem("a note needs some text")
+            return
+        self.dismiss(NoteAsk(task_id=self.view.task_id, text=text))
 
 
 class SilenceScreen(_OnCallDialog):

@@ -27,12 +27,14 @@ def kernel_start(ago: float) -> StartIdentity:
 
 
 def sample_config() -> Config:
-    """The defaults, plus an ``export`` step type with a longer stage budget from a file."""
+    """The defaults, plus an ``export`` step type with a longer stage budget from a file and
+    a runbook."""
     config = default_config()
     export = replace(
         config.defaults,
         stage=45 * M,
         step_type="export",
+        runbook="https://wiki.example/runbooks/{step_type}#{stage}",
         sources={"stage": "config.toml [step_types.export]"},
     )
     return replace(config, step_types={"export": export})

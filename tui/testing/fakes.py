@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
-from zombietop.model import Ack, Event, HistoryPoint, Matcher, Silence, Task
+from zombietop.model import Ack, Event, HistoryPoint, Matcher, Note, Silence, Task
 from zombietop.monitor import Snapshot
 from zombietop.output import LastOutput
 from zombietop.tui.testing.builders import NOW, H
@@ -71,6 +71,7 @@ class RecordingDesk:
         self.acks: list[Ack] = []
         self.unacked: list[str] = []
         self.silences: list[Silence] = []
+        self.notes: list[Note] = []
 
     @property
     def read_only(self) -> bool:
@@ -104,6 +105,11 @@ class RecordingDesk:
             until=self.now + duration,
         )
         self.silences.append(made)
+        return made
+
+    async def note(self, task_id: str, text: str) -> Note:
+        made = Note(task_id=task_id, by="you", at=self.now, text=text)
+        self.notes.append(made)
         return made
 
 

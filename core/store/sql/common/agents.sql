@@ -20,5 +20,8 @@ SELECT host, agent_id, pid, interval_s, started_at, seen_at, reported_at, stoppe
 FROM agents ORDER BY host
 
 -- select_active_tasks_on_host --
+-- The unfinished, and those finished at or after :finished_since (NULL: none), whose process
+-- the agent still looks at to find the orphans.
 SELECT {task_columns} FROM tasks
-WHERE finished_at IS NULL AND pid IS NOT NULL AND host = :host
+WHERE pid IS NOT NULL AND host = :host
+  AND (finished_at IS NULL OR finished_at >= :finished_since)

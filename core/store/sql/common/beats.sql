@@ -24,26 +24,36 @@ WHERE task_id = :task_id
 
 -- upsert_process_sample --
 INSERT INTO process_samples (task_id, host, pid, alive, identity_ok, status, cpu_percent,
-                             rss_bytes, threads, io_idle_s, children, create_time, sampled_at,
-                             written_at, source)
+                             rss_bytes, threads, io_idle_s, idle_s, children, create_time,
+                             sampled_at, written_at, source, after_finish)
 VALUES (:task_id, :host, :pid, :alive, :identity_ok, :status, :cpu_percent, :rss_bytes, :threads,
-        :io_idle_s, :children, :create_time, :sampled_at, :now, :source)
+        :io_idle_s, :idle_s, :children, :create_time, :sampled_at, :now, :source, :after_finish)
 ON CONFLICT (task_id) DO UPDATE SET
     host = excluded.host, source = excluded.source, pid = excluded.pid, alive = excluded.alive,
     identity_ok = excluded.identity_ok, status = excluded.status,
     cpu_percent = excluded.cpu_percent, rss_bytes = excluded.rss_bytes,
-    threads = excluded.threads, io_idle_s = excluded.io_idle_s, children = excluded.children,
-    create_time = excluded.create_time, sampled_at = excluded.sampled_at,
-    written_at = excluded.written_at
+    threads = excluded.threads, io_idle_s = excluded.io_idle_s, idle_s = excluded.idle_s,
+    children = excluded.children, create_time = excluded.create_time,
+    sampled_at = excluded.sampled_at, written_at = excluded.written_at,
+    after_finish = excluded.after_finish
 
 -- select_process_samples --
+-- A sample of a finished task counts only when the agent took it knowing the task finished:
+-- one taken before the finish would show the process as it was while the task ran.
 SELECT s.task_id, s.host, s.pid, s.alive, s.identity_ok, s.status, s.cpu_percent, s.rss_bytes,
-       s.threads, s.io_idle_s, s.children, s.create_time, s.sampled_at, s.written_at, s.source
+       s.threads, s.io_idle_s, s.idle_s, s.children, s.create_time, s.sampled_at, s.written_at,
+       s.source, s.after_finish
 FROM process_samples s LEFT JOIN tasks t ON t.task_id = s.task_id
-WHERE s.source IS NOT NULL OR (t.task_id IS NOT NULL AND t.finished_at IS NULL)
+WHERE s.source IS NOT NULL OR (t.task_id IS NOT NULL AND (t.finished_at IS NULL OR s.after_finish))
 
 -- prune_source_samples --
 -- A source's samples of this host that this round did not write again: its task instance
 -- finished or left the host (the source's tasks are not in tasks, so no join drops them).
 DELETE FROM process_samples
 WHERE host = :host AND source = :source AND written_at < :now
+
+-- prune_own_samples --
+-- The samples of this store's tasks on this host that the agent's round did not write again:
+-- the task finished and its process is no longer looked at, or it left the host.
+DELETE FROM process_samples
+WHERE host = :host AND source IS NULL AND written_at < :now

@@ -281,6 +281,12 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_updated ON jobs (updated_at);
 
+-- schema_v14 --
+-- An agent's idle time and whether it sampled a finished task (see sqlite/migrations.sql,
+-- schema_v16).
+ALTER TABLE process_samples ADD COLUMN idle_s DOUBLE PRECISION;
+ALTER TABLE process_samples ADD COLUMN after_finish BOOLEAN NOT NULL DEFAULT FALSE;
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 

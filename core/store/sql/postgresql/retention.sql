@@ -53,6 +53,51 @@ WHERE source IS NULL AND task_id IN (SELECT jsonb_array_elements_text(:ids::json
 -- prune_tasks --
 DELETE FROM tasks WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
 
+-- select_source_task_candidates --
+-- As in sqlite/retention.sql.
+SELECT e.task_id FROM events e
+WHERE e.task_id IS NOT NULL AND e.task_id > :after_id::text
+  AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = e.task_id)
+GROUP BY e.task_id
+HAVING max(e.at) < :before
+ORDER BY e.task_id
+LIMIT :limit
+
+-- select_prunable_source_tasks --
+-- As in sqlite/retention.sql.
+SELECT e.task_id FROM events e
+WHERE e.task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+  AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = e.task_id)
+GROUP BY e.task_id
+HAVING max(e.at) < :before
+  AND NOT EXISTS (SELECT 1 FROM pending_kills k WHERE k.task_id = e.task_id AND k.outcome IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM host_requests r
+                  WHERE r.task_id = e.task_id AND r.finished_at IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM source_acks a WHERE a.task_id = e.task_id AND a.until_at > :now)
+  AND COALESCE((SELECT p.data::jsonb ->> 'page' FROM events p
+                WHERE p.task_id = e.task_id AND p.kind IN ('page', 'watchdog')
+                  AND p.data::jsonb ->> 'page' IN ('incident', 'all_clear')
+                  AND NOT (p.data::jsonb ? 'released')
+                ORDER BY p.event_id DESC LIMIT 1), '') <> 'incident'
+  AND COALESCE((SELECT h.kind FROM events h
+                WHERE h.task_id = e.task_id AND h.kind IN ('quarantined', 'unquarantined')
+                ORDER BY h.event_id DESC LIMIT 1), '') <> 'quarantined'
+ORDER BY e.task_id
+
+-- prune_source_events --
+DELETE FROM events WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- prune_source_acks --
+DELETE FROM source_acks WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- prune_source_kills --
+DELETE FROM pending_kills
+WHERE source IS NOT NULL AND task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
+-- prune_source_host_requests --
+DELETE FROM host_requests
+WHERE source IS NOT NULL AND task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+
 -- select_finished_page --
 -- As in sqlite/retention.sql: a page of the tasks finished before the cursor, newest first.
 {task_records}

@@ -456,3 +456,10 @@ CREATE TABLE jobs (
     updated_at       REAL NOT NULL
 );
 CREATE INDEX jobs_updated ON jobs (updated_at);
+
+-- schema_v16 --
+-- An agent's samples say how long the process has used no CPU and done no I/O (idle_s), so a
+-- task on another host can be judged idle under a beating supervisor; after_finish says the
+-- agent sampled the process knowing its task had finished, so the sample can tell an orphan.
+ALTER TABLE process_samples ADD COLUMN idle_s REAL;
+ALTER TABLE process_samples ADD COLUMN after_finish INTEGER NOT NULL DEFAULT 0;

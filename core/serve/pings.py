@@ -1,0 +1,229 @@
+"""What a ping does to the store: a start opens a run of the job, a beat records a heartbeat
+of it, an end (success, fail, an exit status) finishes it, a log adds to its output.
+
+A run reported over HTTP has no process to probe: its lease is held by ``http@<host>`` for the
+job's ``lease_ttl`` and renewed by each beat, so a job that stops pinging is found as a run
+whose lease expired, exactly as a run whose wrapper died. ``?rid=`` names the run (its task id
+is ``<job>/<rid>``) so overlapping runs are told apart; without it a ping speaks for the job's
+newest open run. The lease's owner and token are read back from the store at each ping, so a
+restart of ``serve`` loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from zombietop.claim import Claim, owner_name
+from zombietop.config import Config
+from zombietop.errors import LeaseError, StoreError, TaskNotFound, ZombietopError
+from zombietop.heartbeat_line import BeatLine, format_timestamp
+from zombietop.job_runs import claim_run
+from zombietop.model import HTTP_OWNER, EventKind, Task, TaskState
+from zombietop.output import private_output_path
+from zombietop.private import open_read, replace_file
+from zombietop.store import Store, location_of
+
+REPORTED_OVER_HTTP = "reported over HTTP"
+RID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+"""A run id a ping may name: a UUID, or any short word of letters, digits, ``.``, ``_``, ``-``."""
+VIA = "http"
+"""The ``via`` of a ping event and of ``status --json``'s ``pings``."""
+PINGS_READ = 1000
+"""How many of the latest ping events ``last_pings`` reads to find each job's latest."""
+OPEN_RUNS_LOOKED_AT = 50
+"""How many of a job's newest runs are searched for its open one."""
+
+
+class Ping(StrEnum):
+    START = "start"
+    SUCCESS = "success"
+    FAIL = "fail"
+    LOG = "log"
+    BEAT = "beat"
+    EXIT = "exit"
+
+
+class UnknownJob(ZombietopError):
+    """The job has never run and the ping did not ask to create it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PingResult:
+    task_id: str
+    state: TaskState
+
+
+class PingBook:
+    """Apply pings to the store for the jobs of ``config``."""
+
+    def __init__(self, store: Store, config: Config, *, host: str) -> None:
+        self.store = store
+        self.config = config
+        self.owner = owner_name(HTTP_OWNER, host)
+        self.host = host
+        self._lock = asyncio.Lock()
+        """One ping at a time changes the store: a start and its end never race."""
+
+    async def known(self, job: str) -> bool:
+        """A job is known once it has a run, a ``[step_types]`` entry or a schedule."""
+        if job in self.config.step_types or any(s.step == job for s in self.config.schedules):
+            return True
+        return bool(await self.store.job_runs(job, 1))
+
+    async def ping(
+        self,
+        job: str,
+        kind: Ping,
+        *,
+        rid: str | None,
+        create: bool,
+        body: bytes,
+        exit_code: int | None = None,
+        beat: BeatLine | None = None,
+    ) -> PingResult | None:
+        """Apply one ping; None for a log with no open run. Raise ``UnknownJob``."""
+        async with self._lock:
+            result = await self._apply(
+                job, kind, rid=rid, create=create, body=body, exit_code=exit_code, beat=beat
+            )
+            # The event names the job and what it said, never the URL: that holds the key.
+            said = f"/{exit_code}" if kind is Ping.EXIT else str(kind)
+            await self.store.record_event(
+                kind=EventKind.PING,
+                actor=self.owner,
+                message=f"{said} of {job} over HTTP",
+                task_id=None if result is None else result.task_id,
+                data={"job": job, "ping": said, "via": VIA},
+            )
+            return result
+
+    async def _apply(
+        self,
+        job: str,
+        kind: Ping,
+        *,
+        rid: str | None,
+        create: bool,
+        body: bytes,
+        exit_code: int | None,
+        beat: BeatLine | None,
+    ) -> PingResult | None:
+        if not await self.known(job):
+            if not create:
+                raise UnknownJob(job)
+        task = await self._open_run(job, rid)
+        if kind is Ping.LOG:
+            if task is None:
+                return None
+            await self._keep_output(task, body)
+            return PingResult(task_id=task.task_id, state=task.state)
+        if kind is Ping.START or task is None:
+            if task is not None and rid is None:
+                # A start without a rid while a run is open: that run ended unreported.
+                # The new one takes its place, as healthchecks restarts its timer.
+                await self._finish(task, TaskState.FAILED, None, "started again over HTTP")
+            claim = await self._claim(job, rid)
+            task = claim.task
+        if body:
+            await self._keep_output(task, body)
+        if kind is Ping.START:
+            return PingResult(task_id=task.task_id, state=task.state)
+        if kind is Ping.BEAT:
+            return await self._beat(task, beat or BeatLine())
+        if kind is Ping.SUCCESS or (kind is Ping.EXIT and exit_code == 0):
+            ended = await self._finish(task, TaskState.SUCCEEDED, 0, None)
+        else:
+            reason = f"exit status {exit_code}" if exit_code is not None else "failed"
+            ended = await self._finish(
+                task, TaskState.FAILED, exit_code, f"{reason} {REPORTED_OVER_HTTP}"
+            )
+        return PingResult(task_id=ended.task_id, state=ended.state)
+
+    async def _open_run(self, job: str, rid: str | None) -> Task | None:
+        if rid is not None:
+            try:
+                task = await self.store.get_task(f"{job}/{rid}")
+            except TaskNotFound:
+                return None
+            return task if task.state.executing else None
+        for task in await self.store.job_runs(job, OPEN_RUNS_LOOKED_AT):
+            if task.state.executing:
+                lease = await self.store.get_lease(task.task_id)
+                if lease is not None and lease.over_http:
+                    return task
+        return None
+
+    async def _claim(self, job: str, rid: str | None) -> Claim:
+        ttl = self.config.limits_for(job).lease_ttl
+        try:
+            return await claim_run(
+                self.store, job=job, owner=self.owner, ttl=ttl, run=rid, host=None
+            )
+        except LeaseError as exc:
+            raise StoreError(f"cannot start a run of {job}: {exc}") from None
+
+    async def _lease(self, task: Task) -> tuple[str, int]:
+        lease = await self.store.get_lease(task.task_id)
+        if lease is None or lease.owner is None:
+            raise StoreError(f"{task.task_id} holds no lease")
+        return lease.owner, lease.token
+
+    async def _beat(self, task: Task, beat: BeatLine) -> PingResult:
+        owner, token = await self._lease(task)
+        ttl = self.config.limits_for(task.step_type).lease_ttl
+        await self.store.renew_lease(task.task_id, owner=owner, token=token, ttl=ttl)
+        await self.store.record_heartbeat(task.task_id, beat, owner=owner, token=token)
+        return PingResult(task_id=task.task_id, state=TaskState.RUNNING)
+
+    async def _finish(
+        self, task: Task, state: TaskState, exit_code: int | None, reason: str | None
+    ) -> Task:
+        owner, token = await self._lease(task)
+        return await self.store.finish_task(
+            task.task_id, owner=owner, token=token, state=state, exit_code=exit_code, reason=reason
+        )
+
+    async def _keep_output(self, task: Task, body: bytes) -> None:
+        where = location_of(self.store)
+        if where is None:
+            return
+        path = private_output_path(where, task.task_id, task.attempt)
+        await asyncio.to_thread(_append_tail, path, body, self.config.serve.body_limit)
+
+
+def _append_tail(path: Path, body: bytes, limit: int) -> None:
+    """Add ``body`` to the output in ``path``, keeping its last ``limit`` bytes."""
+    before = b""
+    try:
+        with open(open_read(path), "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(max(0, size - limit))
+            before = handle.read(limit)
+    except FileNotFoundError:
+        pass
+    data = before + body
+    if before and not before.endswith(b"\n"):
+        data = before + b"\n" + body
+    replace_file(path, data[-limit:])
+
+
+async def last_pings(store: Store) -> list[dict[str, Any]]:
+    """Each job's latest ping over HTTP, newest first, as ``status --json`` shows it."""
+    seen: dict[str, dict[str, Any]] = {}
+    for event in await store.events(kind=EventKind.PING, limit=PINGS_READ):
+        job = event.data.get("job")
+        if isinstance(job, str) and job not in seen:
+            seen[job] = {
+                "job": job,
+                "ping": event.data.get("ping"),
+                "task_id": event.task_id,
+                "at": format_timestamp(event.at),
+                "via": event.data.get("via", VIA),
+            }
+    return list(seen.values())

@@ -1,0 +1,116 @@
+"""The ping server: the routes on one bounded ``HttpServer``, loopback unless a key is set."""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from zombietop.config import ListenAddress, ServeSettings
+from zombietop.errors import ZombietopError
+from zombietop.http_server import HttpServer, send_bytes
+from zombietop.serve.keys import ENV_KEY, PingKeys
+from zombietop.serve.pings import PingBook
+from zombietop.serve.routes import build_app
+
+if TYPE_CHECKING:
+    from zombietop.serve.metrics import ServeMetrics
+
+HEAD_LIMITS = {"max_line_size": 4096, "max_field_size": 4096, "max_headers": 32}
+"""A ping's request line and headers are short: curl and runitor send a handful."""
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this host can reach (127.0.0.0/8, ::1, ``localhost``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_listen(address: ListenAddress, keys: PingKeys) -> None:
+    """Refuse an address other hosts can reach unless a ping key guards it."""
+    if not keys and not is_loopback(address.host):
+        raise ZombietopError(
+            f"serve: not listening on {address} without a ping key: any host there could "
+            f"start and end runs. Set [serve] ping_key_file (mode 0600) or ${ENV_KEY}, "
+            "or listen on 127.0.0.1"
+        )
+
+
+class PingServer:
+    """Answer pings into ``book`` at ``address`` until ``close``."""
+
+    def __init__(self, server: HttpServer) -> None:
+        self.server = server
+        self.pings = 0
+        """Pings answered 200 since the start."""
+        self.metrics: ServeMetrics | None = None
+        """Its figures at ``/metrics``, when asked for (``--metrics``)."""
+
+    def _pinged(self, kind: str) -> None:
+        self.pings += 1
+        if self.metrics is not None:
+            self.metrics.pings.labels(ping=kind).inc()
+
+    def _answered(self, status: int) -> None:
+        if self.metrics is not None:
+            self.metrics.answers.labels(status=str(status)).inc()
+
+    async def _serve_metrics(self, request: web.Request) -> web.StreamResponse:
+        assert self.metrics is not None
+        from zombietop.serve.metrics import CONTENT_TYPE
+
+        return await send_bytes(request, self.metrics.render(), content_type=CONTENT_TYPE)
+
+    @classmethod
+    async def start(
+        cls,
+        book: PingBook,
+        keys: PingKeys,
+        address: ListenAddress,
+        settings: ServeSettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        metrics: bool = False,
+    ) -> PingServer:
+        check_listen(address, keys)
+        holder: list[PingServer] = []
+        app = build_app(
+            book,
+            keys,
+            clock=clock,
+            on_ping=lambda kind: holder[0]._pinged(kind),
+            on_answer=lambda status: holder[0]._answered(status),
+        )
+        http = HttpServer(
+            app,
+            max_connections=settings.max_connections,
+            deadline=settings.read_timeout,
+            **HEAD_LIMITS,
+        )
+        served = cls(http)
+        holder.append(served)
+        if metrics:
+            # prometheus-client takes a while to import: only `--metrics` pays for it.
+            from zombietop.serve.metrics import ServeMetrics
+
+            served.metrics = ServeMetrics(lambda: http.open)
+            app.router.add_get("/metrics", served._serve_metrics)
+        await http.start(
+            address, what="pings", hint="choose another port with --listen or [serve] listen"
+        )
+        return served
+
+    @property
+    def address(self) -> ListenAddress:
+        assert self.server.address is not None
+        return self.server.address
+
+    async def close(self) -> None:
+        await self.server.close()

@@ -1,0 +1,242 @@
+"""`zombietop run --after X --wait` as a real process: queued behind X, started when X
+succeeds, failed when X is discarded, interrupted by SIGTERM, reclaimable when it dies."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from tests.core.realprocs import Children, wait_for, zombietop
+from zombietop.config import Config
+from zombietop.errors import TaskNotFound
+from zombietop.health import Health
+from zombietop.model import TaskState
+from zombietop.monitor import Monitor, TaskView
+from zombietop.procs import PsutilProbe
+from zombietop.store.sqlite import SQLiteStore
+
+WAITS_FOR_GO = 'while [ ! -e "$GO" ]; do sleep 0.05; done'
+
+
+def _run(
+    db: Path, config_path: Path, children: Children, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    return children.start(
+        zombietop(db, config_path, "run", *args),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+
+
+async def _view(monitor: Monitor, task_id: str) -> TaskView | None:
+    return (await monitor.poll()).by_id().get(task_id)
+
+
+async def _waiting(store: SQLiteStore, task_id: str) -> bool:
+    """True once the waiter has recorded its task, queued, under its lease."""
+    try:
+        record = await store.get_record(task_id)
+    except TaskNotFound:
+        return False
+    lease = record.lease
+    return record.task.state is TaskState.QUEUED and lease is not None and lease.held
+
+
+async def _upstream(store: SQLiteStore, task_id: str) -> None:
+    """An upstream task, queued, as a scheduler would leave it."""
+    await store.create_task(
+        task_id=task_id, run_id="r2031", step=task_id, step_type="default", actor="test"
+    )
+
+
+async def test_the_waiter_is_queued_blocked_then_starts_when_its_upstream_succeeds(
+    real_store: SQLiteStore,
+    db: Path,
+    fast_config: Config,
+    fast_config_path: Path,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    go, started = tmp_path / "go", tmp_path / "started"
+    upstream = _run(
+        db,
+        fast_config_path,
+        children,
+        "--task",
+        "extract-2031",
+        "--",
+        "sh",
+        "-c",
+        WAITS_FOR_GO,
+        env={"GO": str(go), "PATH": "/usr/bin:/bin"},
+    )
+    await wait_for(lambda: _waiting_or_running(real_store), what="extract-2031 running")
+    waiter = _run(
+        db,
+        fast_config_path,
+        children,
+        "--task",
+        "load-2031",
+        "--after",
+        "extract-2031",
+        "--wait",
+        "--",
+        "sh",
+        "-c",
+        f"touch {started}",
+    )
+    await wait_for(lambda: _waiting(real_store, "load-2031"), while_running=waiter, what="queued")
+    monitor = Monitor(real_store, fast_config, probe=PsutilProbe(), include_finished=True)
+    # Quarantined: still waiting, shown blocked behind it.
+    await real_store.set_quarantine("extract-2031", quarantined=True, actor="test", reason="held")
+    view = await _view(monitor, "load-2031")
+    assert view is not None and view.health is Health.QUEUED
+    assert view.waiting_on == (("extract-2031", Health.QUARANTINED),)
+    # Several heartbeat intervals later the waiter still waits, and its lease is renewed.
+    first = await real_store.get_lease("load-2031")
+    assert first is not None and first.renewed_at is not None
+    renewed_at = first.renewed_at
+
+    async def renewed() -> bool:
+        lease = await real_store.get_lease("load-2031")
+        return lease is not None and (lease.renewed_at or 0.0) > renewed_at
+
+    await wait_for(renewed, while_running=waiter, what="the waiting lease renewed")
+    assert waiter.poll() is None and not started.exists()
+    await real_store.set_quarantine("extract-2031", quarantined=False, actor="test")
+    go.touch()
+    assert upstream.wait(timeout=60) == 0
+    assert waiter.wait(timeout=60) == 0, waiter.stderr.read() if waiter.stderr else ""
+    assert started.exists()
+    task = await real_store.get_task("load-2031")
+    assert task.state is TaskState.SUCCEEDED and task.upstream == ("extract-2031",)
+
+
+async def _waiting_or_running(store: SQLiteStore) -> bool:
+    try:
+        task = await store.get_task("extract-2031")
+    except TaskNotFound:
+        return False
+    return task.state.executing
+
+
+async def test_a_discarded_upstream_ends_the_waiter_failed_with_the_reason(
+    real_store: SQLiteStore, db: Path, fast_config_path: Path, children: Children, tmp_path: Path
+) -> None:
+    await _upstream(real_store, "extract-2031")
+    started = tmp_path / "started"
+    waiter = _run(
+        db,
+        fast_config_path,
+        children,
+        "--task",
+        "load-2031",
+        "--after",
+        "extract-2031",
+        "--wait",
+        "--",
+        "sh",
+        "-c",
+        f"touch {started}",
+    )
+    await wait_for(lambda: _waiting(real_store, "load-2031"), while_running=waiter, what="queued")
+    discard = subprocess.run(
+        zombietop(db, fast_config_path, "discard", "extract-2031", "--yes", "--reason", "bad"),
+        capture_output=True,
+        timeout=60,
+    )
+    assert discard.returncode == 0, discard.stderr
+    assert waiter.wait(timeout=60) == 1
+    task = await real_store.get_task("load-2031")
+    assert task.state is TaskState.FAILED
+    assert task.state_reason is not None
+    assert task.state_reason.startswith("upstream extract-2031 was discarded (bad)")
+    assert "sh never started" in task.state_reason
+    assert not started.exists()
+
+
+async def test_sigterm_ends_the_wait_interrupted_and_recorded(
+    real_store: SQLiteStore, db: Path, fast_config_path: Path, children: Children
+) -> None:
+    await _upstream(real_store, "extract-2031")
+    waiter = _run(
+        db, fast_config_path, children, "--task", "load-2031", "--after", "extract-2031",
+        "--wait", "--", "true",
+    )  # fmt: skip
+    await wait_for(lambda: _waiting(real_store, "load-2031"), while_running=waiter, what="queued")
+    waiter.send_signal(signal.SIGTERM)
+    assert waiter.wait(timeout=60) == 128 + signal.SIGTERM
+    task = await real_store.get_task("load-2031")
+    assert task.state is TaskState.INTERRUPTED
+    assert task.state_reason == (
+        "stopped by SIGTERM while waiting for extract-2031, before the command started"
+    )
+    lease = await real_store.get_lease("load-2031")
+    assert lease is not None and not lease.held
+
+
+async def test_a_waiter_that_dies_shows_reclaimable_for_its_own_reason(
+    real_store: SQLiteStore,
+    db: Path,
+    fast_config: Config,
+    fast_config_path: Path,
+    children: Children,
+) -> None:
+    await _upstream(real_store, "extract-2031")
+    waiter = _run(
+        db, fast_config_path, children, "--task", "load-2031", "--after", "extract-2031",
+        "--wait", "--", "true",
+    )  # fmt: skip
+    await wait_for(lambda: _waiting(real_store, "load-2031"), while_running=waiter, what="queued")
+    monitor = Monitor(real_store, fast_config, probe=PsutilProbe(), include_finished=True)
+    view = await _view(monitor, "load-2031")
+    assert view is not None and view.health is Health.QUEUED
+    waiter.kill()
+    waiter.wait(timeout=60)
+
+    async def reclaimable() -> bool:
+        seen = await _view(monitor, "load-2031")
+        return seen is not None and seen.health is Health.RECLAIMABLE
+
+    await wait_for(reclaimable, timeout=30, what="the dead waiter reclaimable")
+    seen = await _view(monitor, "load-2031")
+    assert seen is not None
+    assert [r.code for r in seen.verdict.reasons][:1] == ["waiter_lost"]
+    assert "waiting wrapper run@" in seen.verdict.context(await real_store.now())
+
+    # A resume relaunches it waiting again (`run --wait`), not refused behind its upstream.
+    resume = await asyncio.to_thread(
+        subprocess.run,
+        zombietop(db, fast_config_path, "resume", "load-2031", "--yes", "--reason", "again"),
+        capture_output=True,
+        timeout=60,
+    )
+    assert resume.returncode == 0, resume.stderr
+
+    async def waiting_again() -> bool:
+        lease = await real_store.get_lease("load-2031")
+        return await _waiting(real_store, "load-2031") and lease is not None and lease.token == 3
+
+    try:
+        await wait_for(waiting_again, timeout=60, what="the relaunched waiter")
+        lease = await real_store.get_lease("extract-2031") or await real_store.acquire_lease(
+            "extract-2031", owner="test", ttl=60
+        )
+        await real_store.finish_task(
+            "extract-2031", owner="test", token=lease.token, state=TaskState.SUCCEEDED
+        )
+
+        async def succeeded() -> bool:
+            return (await real_store.get_task("load-2031")).state is TaskState.SUCCEEDED
+
+        await wait_for(succeeded, timeout=60, what="load-2031 started and succeeded")
+    finally:
+        lease = await real_store.get_lease("load-2031")
+        if lease is not None and lease.held and lease.owner is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(lease.owner.rsplit(":", 1)[1]), signal.SIGKILL)
