@@ -18,16 +18,13 @@ from zombietop.fleet import AgentPresence, HostRequest, StoredSample, WatchdogLe
 from zombietop.heartbeat_line import BeatLine
 from zombietop.job_summary import JobSummary
 from zombietop.model import (
-    Ack,
     Event,
     Heartbeat,
     HistoryPoint,
     Lease,
-    Note,
     PendingKill,
     PollChanges,
     ProcessSample,
-    Silence,
     StepRuns,
     StoredPage,
     Task,
@@ -36,6 +33,7 @@ from zombietop.model import (
     WatchdogMemory,
 )
 from zombietop.start_identity import StartIdentity
+from zombietop.store.oncall_interface import OnCallInterface
 
 HISTORY_LIMIT = 120
 """Heartbeats kept per task for sparklines; older ones are trimmed as new ones arrive."""
@@ -54,7 +52,7 @@ class PruneBatch:
     """The last task removed: the next batch starts after it (None when nothing was)."""
 
 
-class Store(abc.ABC):
+class Store(OnCallInterface):
     """One lease/heartbeat store. Use as ``async with await open_store(...) as store``."""
 
     read_only: bool
@@ -332,61 +330,6 @@ class Store(abc.ABC):
         skip_kind: str | None = None,
     ) -> list[Event]:
         """Return events newest first, only of ``kind`` and never of ``skip_kind`` when given."""
-
-    # The on-call loop ----------------------------------------------------------------------
-
-    @abc.abstractmethod
-    async def ack_task(
-        self,
-        task_id: str,
-        *,
-        by: str,
-        reason: str | None,
-        duration: float,
-        source: str | None = None,
-    ) -> Ack:
-        """Ack the task until now + ``duration`` (replacing any ack it has), with an event.
-
-        ``source`` names the read-only source the task comes from: its ack is kept here, by
-        that name and the task id, as the store holds no row of the task. Without it, raise
-        ``TaskNotFound`` for a task the store does not hold.
-        """
-
-    @abc.abstractmethod
-    async def unack_task(
-        self, task_id: str, *, by: str, reason: str, source: str | None = None
-    ) -> Ack | None:
-        """Remove the task's ack (of ``source``'s task, when given), with an event; None (and
-        no event) when it had none."""
-
-    @abc.abstractmethod
-    async def acks(self) -> list[Ack]:
-        """Every ack still in force, by task id."""
-
-    @abc.abstractmethod
-    async def add_note(
-        self, task_id: str, *, by: str, text: str, source: str | None = None
-    ) -> Note:
-        """Add a note to the task's incident (of ``source``'s task, when given), as an event;
-        without ``source``, raise ``TaskNotFound`` for a task the store does not hold."""
-
-    @abc.abstractmethod
-    async def notes(self, task_id: str, *, limit: int = 20) -> list[Note]:
-        """The task's notes, newest first."""
-
-    @abc.abstractmethod
-    async def add_silence(
-        self, *, matcher: str, pattern: str, by: str, reason: str, duration: float
-    ) -> Silence:
-        """Hold the pages of tasks matching the rule until now + ``duration``, with an event."""
-
-    @abc.abstractmethod
-    async def end_silence(self, silence_id: int, *, by: str) -> Silence:
-        """End a silence now, with an event; raise ``ActionRefused`` if it is unknown or over."""
-
-    @abc.abstractmethod
-    async def silences(self) -> list[Silence]:
-        """Every silence in force, soonest to end first."""
 
     # Jobs ----------------------------------------------------------------------------------
 
