@@ -258,6 +258,7 @@ def _sighted(
         run_id=shown.task_id,
         step=shown.name,
         step_type=shown.name,
+        job=shown.name,
         state=state,
         host=host if here else worker_host,
         pid=pid,
@@ -304,6 +305,7 @@ def _lost(message: Unacked, visibility_timeout: float, *, source: str, now: floa
         run_id=message.task_id,
         step=message.name,
         step_type=message.name,
+        job=message.name,
         state=TaskState.RUNNING,
         state_reason=(
             f"delivered at {_iso(delivered)} and never acknowledged; no worker reports it "

@@ -57,6 +57,7 @@ def test_a_silent_worker_keeps_its_running_task_with_its_last_answer_as_the_beat
     later = _judge(Reads(read_at=NOW + 20, answered={}), memory)
     record = later["celery/tasks.export/t1"]
     assert record.task.state is TaskState.RUNNING  # type: ignore[attr-defined]
+    assert record.task.job == "tasks.export"  # type: ignore[attr-defined]
     assert record.heartbeat.written_at == NOW  # type: ignore[attr-defined]
 
 
@@ -68,6 +69,8 @@ def test_a_silent_worker_holds_its_waiting_tasks_only_within_the_heartbeat_timeo
     )
     soon = _judge(Reads(read_at=NOW + 5, answered={}, unacked=(message,)), memory)
     assert soon["celery/tasks.export/t1"].task.state is TaskState.QUEUED  # type: ignore[attr-defined]
+    # A Celery task's job is its task name, for [O]'s history and thresholds.
+    assert soon["celery/tasks.export/t1"].task.job == "tasks.export"  # type: ignore[attr-defined]
     late = _judge(Reads(read_at=NOW + 15, answered={}, unacked=(message,)), memory)
     lost = late["celery/tasks.export/t1"]
     assert lost.task.state is TaskState.RUNNING  # type: ignore[attr-defined]

@@ -102,6 +102,8 @@ async def test_a_cpu_job_is_healthy_and_a_waiting_one_queued(
     assert view.lease is not None and view.lease.expires_at is not None  # RQ's own lease
     waiting = (await watch.monitor.poll()).by_id()[f"default/zqrq.spin/{second}"]
     assert waiting.health is Health.QUEUED
+    # Both are runs of one job, the function's name, for [O]'s history and thresholds.
+    assert view.task.job == waiting.task.job == "zqrq.spin"
 
 
 async def test_a_stopped_horse_is_stalled_and_redis_is_left_as_it_was(
