@@ -8,6 +8,7 @@ whose ages read in minutes is recomputed once a minute, not at every poll.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
@@ -468,6 +469,8 @@ class RowNote:
     """The outcome of the last action this dashboard took on the task (``term sent``)."""
     oncall: tuple[Mark, ...] = ()
     """The task's on-call marks: acked, silenced, both or none."""
+    also_running: int = 0
+    """How many other runs of the task's job are running beside it (``+1 running``)."""
 
 
 def row_marks(view: TaskView, now: float, note: RowNote | None) -> list[Mark]:
@@ -479,6 +482,8 @@ def row_marks(view: TaskView, now: float, note: RowNote | None) -> list[Mark]:
     marks.extend(FLAG_MARKS[flag] for flag in view.verdict.flags)
     if note is not None:
         marks.extend(note.oncall)
+        if note.also_running:
+            marks.append(Mark("+", f"{note.also_running} running", "bold"))
     return marks
 
 
@@ -511,16 +516,24 @@ def oncall_marks(oncall: OnCall, view: TaskView) -> tuple[Mark, ...]:
 
 
 def row_notes(outcomes: Mapping[str, str], snapshot: Snapshot) -> dict[str, RowNote]:
-    """Each row's note: the outcome of its last action (``outcomes``, by task id) and its
-    on-call marks."""
+    """Each row's note: the outcome of its last action (``outcomes``, by task id), its on-call
+    marks, and how many other runs of its job run beside it."""
     notes = {task_id: RowNote(outcome=outcome) for task_id, outcome in outcomes.items()}
     oncall = snapshot.oncall
-    if not oncall.acks and not oncall.silences:
+    marked = bool(oncall.acks or oncall.silences)
+    running = Counter(
+        view.task.job for view in snapshot.tasks if view.task.job and view.task.state.executing
+    )
+    if not marked and not any(count > 1 for count in running.values()):
         return notes
     for view in snapshot.tasks:
-        marks = oncall_marks(oncall, view)
-        if marks:
-            notes[view.task_id] = RowNote(outcome=outcomes.get(view.task_id), oncall=marks)
+        marks = oncall_marks(oncall, view) if marked else ()
+        job = view.task.job
+        also = running[job] - 1 if job and view.task.state.executing else 0
+        if marks or also > 0:
+            notes[view.task_id] = RowNote(
+                outcome=outcomes.get(view.task_id), oncall=marks, also_running=also
+            )
     return notes
 
 

@@ -11,7 +11,7 @@ from tests.tui.helpers import make_app, settle
 from zombietop.job_summary import JobSummary
 from zombietop.model import TaskRecord, TaskState
 from zombietop.monitor import Snapshot, build_snapshot
-from zombietop.tui.cells import row_name
+from zombietop.tui.cells import row_name, row_notes, task_column
 from zombietop.tui.task_order import SortMode, ordered
 from zombietop.tui.testing import NOW, SampleSource, sample_config, synthetic_records
 
@@ -69,6 +69,27 @@ def test_one_row_per_job_keeps_its_most_urgent_run_else_its_latest() -> None:
     ]
     per_run = ordered(snapshot, SortMode.URGENCY, "", per_run=True)
     assert per_run is snapshot.tasks and len(per_run) == len(RUNS)
+
+
+def test_a_job_with_two_runs_running_says_plus_one_running() -> None:
+    """Runs of one job that overlap: its row says how many others run beside it."""
+    records = _records()
+    running = next(r for r in records if r.task.job == "nightly-export" and r.task.run_number == 3)
+    fourth = replace(running.task, task_id="nightly-export/20261204T023000Z", run_number=4)
+    snapshot = build_snapshot(NOW, [*records, replace(running, task=fourth)], sample_config(), {})
+    notes = row_notes({}, snapshot)
+    assert notes["nightly-export/20261203T023000Z"].also_running == 1
+    assert notes["nightly-export/20261204T023000Z"].also_running == 1
+    assert all(note.also_running == 0 for key, note in notes.items() if "nightly" not in key)
+    (view,) = [
+        v
+        for v in ordered(snapshot, SortMode.URGENCY, "", per_run=False)
+        if v.task.job == "nightly-export"
+    ]
+    cell = task_column(40).render(view, NOW, notes[view.task_id])
+    assert "+1 running" in cell.plain, cell.plain
+    alone = build_snapshot(NOW, records, sample_config(), {})
+    assert row_notes({}, alone) == {}
 
 
 def test_job_rows_80x24(snap_compare):
