@@ -56,8 +56,13 @@ def failure_line(view: TaskView, last: LastOutput | None, now: float) -> str:
 
 
 def open_failures(snapshot: Snapshot) -> list[TaskView]:
-    """The failed runs that are open incidents: the snapshot's own, then the older ones."""
-    shown = [view for view in snapshot.tasks if failure_open(view, snapshot.jobs)]
+    """The failed runs that are open incidents: the snapshot's own, then the older ones. A
+    failed run whose health pages (its process lives on: orphaned) is that incident, not two."""
+    shown = [
+        view
+        for view in snapshot.tasks
+        if failure_open(view, snapshot.jobs) and not view.health.pages
+    ]
     return [*shown, *snapshot.older_failures]
 
 
