@@ -33,9 +33,9 @@ def test_a_table_renames_and_converts() -> None:
 
 def test_a_field_with_no_column_keeps_its_default() -> None:
     row: dict[str, Any] = dict.fromkeys(
-        "pid status cpu_percent rss_bytes threads io_idle_s create_time".split()
+        "pid status cpu_percent rss_bytes threads io_idle_s idle_s create_time".split()
     )
-    row |= {"host": "h", "written_at": 4.0, "alive": 1, "identity_ok": 0}
+    row |= {"host": "h", "written_at": 4.0, "alive": 1, "identity_ok": 0, "after_finish": 0}
     row |= {"pid": 7, "children": 0, "sampled_at": 3.0}
     stored = StoredSample.from_row(row)
     assert (stored.sample.alive, stored.sample.identity_ok) == (True, False)

@@ -211,11 +211,16 @@ def test_kill_a_local_airflow_task_checks_its_identity(
     done = zombietop(tmp_path, airflow3_sqlite, "kill", f"etl/extract/{RUN}", "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
     # The executor's kill: SIGTERM with a kill record in zombietop's store, then the exit.
-    assert done.stdout.splitlines() == [
+    sent, exited = done.stdout.splitlines()
+    assert sent == (
         f"etl/extract/{RUN}: term_sent: SIGTERM sent to pid {sleeper} of etl/extract/{RUN}; "
-        "SIGKILL in 30s if it is still alive",
-        f"etl/extract/{RUN}: exited: pid {sleeper} exited after TERM in 0.0 s",
-    ]
+        "SIGKILL in 30s if it is still alive"
+    )
+    # How long the exit took depends on the machine's load: a tenth of a second or two.
+    assert re.fullmatch(
+        rf"{re.escape(f'etl/extract/{RUN}')}: exited: pid {sleeper} exited after TERM in 0\.\d s",
+        exited,
+    ), exited
     assert not psutil.pid_exists(sleeper) or psutil.Process(sleeper).status() == "zombie"
     assert _sha(airflow3_sqlite.path) == before
 
