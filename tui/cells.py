@@ -19,6 +19,7 @@ from zombietop.budgets import Budget
 from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health
+from zombietop.history_judge import SLOW_REASON
 from zombietop.model import HeartbeatSource
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCall
@@ -479,12 +480,22 @@ def row_marks(view: TaskView, now: float, note: RowNote | None) -> list[Mark]:
     outcome = _outcome(view, now, note)
     if outcome is not None:
         marks.append(Mark(OUTCOME_GLYPH, outcome, "bold"))
-    marks.extend(FLAG_MARKS[flag] for flag in view.verdict.flags)
+    marks.extend(_flag_mark(flag, view, now) for flag in view.verdict.flags)
     if note is not None:
         marks.extend(note.oncall)
         if note.also_running:
             marks.append(Mark("+", f"{note.also_running} running", "bold"))
     return marks
+
+
+def _flag_mark(flag: Flag, view: TaskView, now: float) -> Mark:
+    """A flag's mark; a run slower than usual says by how much (``!2.3x usual``)."""
+    if flag is Flag.SLOWER_THAN_USUAL:
+        for reason in view.verdict.reasons:
+            if reason.code == SLOW_REASON and reason.since is not None and reason.limit:
+                times = (now - reason.since) / reason.limit
+                return Mark(OVER, f"{times:.1f}x usual", FLAG_MARKS[flag].style)
+    return FLAG_MARKS[flag]
 
 
 def _outcome(view: TaskView, now: float, note: RowNote | None) -> str | None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from textual.pilot import Pilot
 
 from tests.tui.helpers import make_app, settle
+from zombietop.health import Flag
 from zombietop.job_summary import JobSummary
 from zombietop.model import TaskRecord, TaskState
 from zombietop.monitor import Snapshot, build_snapshot
@@ -90,6 +91,20 @@ def test_a_job_with_two_runs_running_says_plus_one_running() -> None:
     assert "+1 running" in cell.plain, cell.plain
     alone = build_snapshot(NOW, records, sample_config(), {})
     assert row_notes({}, alone) == {}
+
+
+def test_a_run_slower_than_usual_says_by_how_much() -> None:
+    """nightly-export usually takes 40m (its median); a run at 1h40m reads 2.5x usual."""
+    records = _records()
+    running = next(r for r in records if r.task.job == "nightly-export" and r.task.run_number == 3)
+    slow = replace(running, task=replace(running.task, started_at=NOW - 6000))
+    records = [slow if r is running else r for r in records]
+    jobs = {"nightly-export": NIGHTLY}
+    snapshot = build_snapshot(NOW, records, sample_config(), {}, jobs=jobs)
+    view = snapshot.by_id()[running.task.task_id]
+    assert Flag.SLOWER_THAN_USUAL in view.verdict.flags
+    cell = task_column(40).render(view, NOW, None)
+    assert "!2.5x usual" in cell.plain, cell.plain
 
 
 def test_job_rows_80x24(snap_compare):
