@@ -5,8 +5,23 @@ Installed as ``zombietop`` (the folder is ``core/``); the dashboard and the comm
 can ``pip install zombietop`` and ``from zombietop import Job`` without loading a screen.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.2.0"
 
-from zombietop.sdk import Job
+if TYPE_CHECKING:
+    from zombietop.sdk import Job
 
 __all__ = ["Job", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """``Job`` is loaded when first asked for: a command that never runs a job (``status``)
+    does not pay for the SDK's imports (the store, the claim, the config) at start-up."""
+    if name == "Job":
+        from zombietop.sdk import Job
+
+        return Job
+    raise AttributeError(f"module 'zombietop' has no attribute {name!r}")

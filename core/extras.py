@@ -15,7 +15,6 @@ import json
 import shlex
 import sys
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -71,6 +70,9 @@ class Install:
         ``uv pip`` write their name in the distribution's INSTALLER file, and where a local
         folder or wheel was installed from in its ``direct_url.json`` (PEP 610).
         """
+        # Loaded here, once a missing package is being reported: it costs every command's start.
+        from importlib import metadata
+
         prefix = Path(sys.prefix) if prefix is None else prefix
         try:
             found = metadata.distribution(DISTRIBUTION)

@@ -1,5 +1,8 @@
 """The local process probe: what psutil sees of the PIDs behind tasks on this host.
 
+psutil is imported where a process is looked at: a command that finds no task of this host
+(``zombietop status`` on another host's store) never loads it.
+
 A process is known by its PID *and* its start: PIDs are reused, so a live PID whose start
 differs from the one recorded when the task started belongs to someone else (see
 ``start_identity`` for how two starts are compared).
@@ -17,14 +20,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import psutil
+from typing import TYPE_CHECKING
 
 from zombietop.clock import CLOCK_TICKS, Clock, SystemClock, host_ticks
 from zombietop.locations import TIE_FOLDER, task_file_name
 from zombietop.model import ProcessSample, Task
 from zombietop.private import open_append
 from zombietop.start_identity import ProcessStart, StartIdentity, same_start
+
+if TYPE_CHECKING:
+    import psutil
 
 
 def spawn_detached(
@@ -60,6 +65,8 @@ def tie(pid: int, task_id: str) -> str | None:
     process (an SDK job) whose command line passes ``--task <task>``, or a process holding its
     task's tie file open (an SDK job started by hand: ``locations.TIE_FOLDER``).
     """
+    import psutil
+
     try:
         proc = psutil.Process(pid)
         try:
@@ -80,6 +87,8 @@ def tie(pid: int, task_id: str) -> str | None:
 
 
 def _holds_tie_file(proc: psutil.Process, task_id: str) -> str | None:
+    import psutil
+
     name = task_file_name(task_id)
     try:
         for handle in proc.open_files():
@@ -113,6 +122,8 @@ def this_host() -> str:
 def read_start(pid: int) -> ProcessStart | None:
     """Read the start of ``pid`` now: its wall-clock time, and where /proc has it, the kernel's
     count on the host's boot clock. None when no such process exists."""
+    import psutil
+
     if _PROC_STAT:
         entry = _read_stat(pid, psutil.boot_time())
         if entry is None:
@@ -209,6 +220,8 @@ class ProcessTrees(ProcessReading):
     """
 
     def __init__(self) -> None:
+        import psutil
+
         self._boot = psutil.boot_time()
         self.entries: dict[int, ProcEntry] = {}
         self._gone: set[int] = set()
@@ -323,6 +336,8 @@ def _read_stat(pid: int, boot: float) -> ProcEntry | None:
 
 
 def _read_psutil() -> dict[int, ProcEntry]:
+    import psutil
+
     attrs = ["ppid", "create_time", "status", "cpu_times", "memory_info", "num_threads"]
     entries: dict[int, ProcEntry] = {}
     for proc in psutil.process_iter(attrs):
@@ -392,6 +407,8 @@ def io_bytes(pid: int) -> tuple[int, int] | None:
         except (OSError, ValueError):
             return None  # another user's process, or gone
         return int(fields[b"rchar"]), int(fields[b"wchar"])
+    import psutil
+
     try:
         counters = psutil.Process(pid).io_counters()  # type: ignore[attr-defined,unused-ignore]
     except (AttributeError, psutil.Error, NotImplementedError):

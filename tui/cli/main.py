@@ -4,30 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import os
 import select
 import signal
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 from typing import NoReturn
 
 from zombietop import __version__
 from zombietop.errors import ZombietopError
 from zombietop.printable import ERROR_LIMIT, bounded
-from zombietop.tui import demo
-from zombietop.tui.cli import (
-    agent,
-    beat,
-    config_cmd,
-    dashboard,
-    history,
-    init,
-    jobs,
-    oncall,
-    serve,
-    status,
-    watch,
-)
+from zombietop.tui.cli import dashboard
 from zombietop.tui.cli.context import EXIT_ERROR, source_flags, store_flags
 
 
@@ -43,10 +32,23 @@ class Parser(argparse.ArgumentParser):
         self.exit(self.usage_exit, f"{self.prog}: error: {message}\n")
 
 
-COMMANDS = (status, init, beat, watch, agent, config_cmd, jobs, history, oncall, serve, demo)
-"""The modules of the subcommands, in the order ``zombietop --help`` lists them. Each one
-registers its commands with ``add_parser(sub, common)``; jobs registers run, resume, discard
-and kill, oncall ack, unack, silence, silences and unsilence."""
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "zombietop.tui.cli.status": ("status",),
+    "zombietop.tui.cli.init": ("init",),
+    "zombietop.tui.cli.beat": ("beat",),
+    "zombietop.tui.cli.watch": ("watch",),
+    "zombietop.tui.cli.agent": ("agent",),
+    "zombietop.tui.cli.config_cmd": ("config",),
+    "zombietop.tui.cli.jobs": ("run", "resume", "discard", "kill"),
+    "zombietop.tui.cli.history": ("history",),
+    "zombietop.tui.cli.oncall": ("ack", "unack", "note", "silence", "silences", "unsilence"),
+    "zombietop.tui.cli.serve": ("serve",),
+    "zombietop.tui.demo": ("demo",),
+}
+"""The modules of the subcommands, in the order ``zombietop --help`` lists them, and the
+commands each registers with ``add_parser(sub, common)``. A command line that names one
+imports only that module: each brings its own engine modules (the watchdog, the agent, the
+runner), which ``zombietop status`` would otherwise load at every start for nothing."""
 
 
 EXIT_EPILOG = """\
@@ -60,7 +62,8 @@ ack), and 2 on a usage error or a failure.
 `zombietop COMMAND --help` says what each command does, with an example."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command``'s module only when it names one."""
     common = store_flags()
     parser = Parser(
         prog="zombietop",
@@ -74,9 +77,38 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard.add_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.commands = sub
-    for command in COMMANDS:
-        command.add_parser(sub, common)
+    for module in _modules(command):
+        module.add_parser(sub, common)
     return parser
+
+
+def _modules(command: str | None) -> list[ModuleType]:
+    names = [name for name, commands in COMMANDS.items() if command in commands] or COMMANDS
+    return [importlib.import_module(name) for name in names]
+
+
+def command_named(argv: Sequence[str] | None) -> str | None:
+    """The command ``argv`` names (its first word that is not a top-level flag or a flag's
+    value), or None for none: the dashboard, ``--help``, or a misspelt one."""
+    finder = _Finder(add_help=False, parents=[store_flags(), source_flags()])
+    dashboard.add_flags(finder)
+    finder.add_argument("command", nargs="?")
+    try:
+        found, _ = finder.parse_known_args(argv)
+    except _Misused:  # a top-level flag misused: the whole parser says how
+        return None
+    return found.command if isinstance(found.command, str) else None
+
+
+class _Misused(Exception):
+    pass
+
+
+class _Finder(argparse.ArgumentParser):
+    """A parser that only looks: it raises where argparse would print and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _Misused(message)
 
 
 EXIT_PIPE = 128 + signal.SIGPIPE
@@ -112,7 +144,7 @@ def _stdout_closed() -> bool:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    parser = build_parser(command_named(argv))
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         # Left over by a subcommand's parser: the error (and its exit status) is that command's.
