@@ -125,7 +125,7 @@ def read_start(pid: int) -> ProcessStart | None:
     import psutil
 
     if _PROC_STAT:
-        entry = _read_stat(pid, psutil.boot_time())
+        entry = _read_stat(pid, _boot_time())
         if entry is None:
             return None
         return ProcessStart(time=entry.create_time, identity=entry.identity)
@@ -220,9 +220,7 @@ class ProcessTrees(ProcessReading):
     """
 
     def __init__(self) -> None:
-        import psutil
-
-        self._boot = psutil.boot_time()
+        self._boot = _boot_time()
         self.entries: dict[int, ProcEntry] = {}
         self._gone: set[int] = set()
         self._children: dict[int, list[int]] = {}
@@ -281,13 +279,20 @@ _STATES = {
 }
 
 
+def _boot_time() -> float:
+    """The host's boot time, as psutil reads it (each sample, as the wall clock may be set)."""
+    import psutil
+
+    return psutil.boot_time()
+
+
 def _read_proc() -> dict[int, ProcEntry]:
     """Read every /proc/<pid>/stat: one file per process holds all the table needs.
 
     psutil reads the same file but builds a Process per PID and reads it twice (once more to
     check the PID is still the same process): three times the cost, paid every poll.
     """
-    boot = psutil.boot_time()
+    boot = _boot_time()
     entries: dict[int, ProcEntry] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -301,16 +306,24 @@ def _read_proc_file(path: str) -> bytes:
     """Read a small /proc file whole.
 
     Each member of a task's tree costs three such reads every poll; ``open()`` would wrap each
-    in a buffered file object, which costs more than the kernel's work for these files.
+    in a buffered file object, which costs more than the kernel's work for these files. One
+    read holds a whole stat, io or children file; a second is asked only when the first
+    filled the buffer.
     """
     fd = os.open(path, os.O_RDONLY)
     try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
+        data = os.read(fd, _READ_SIZE)
+        if len(data) < _READ_SIZE:
+            return data
+        chunks = [data]
+        while chunk := os.read(fd, _READ_SIZE):
             chunks.append(chunk)
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+_READ_SIZE = 4096
 
 
 def _read_stat(pid: int, boot: float) -> ProcEntry | None:
@@ -402,11 +415,14 @@ def io_bytes(pid: int) -> tuple[int, int] | None:
     if _PROC_STAT:
         # One small file; psutil would first build a Process, reading /proc/<pid>/stat again.
         try:
-            lines = _read_proc_file(f"/proc/{pid}/io").splitlines()
-            fields = dict(line.split(b": ", 1) for line in lines)
-        except (OSError, ValueError):
+            data = _read_proc_file(f"/proc/{pid}/io")
+        except OSError:
             return None  # another user's process, or gone
-        return int(fields[b"rchar"]), int(fields[b"wchar"])
+        # The kernel writes rchar and wchar first, in that order: only they are parsed.
+        head = data.split(b"\n", 2)
+        if len(head) < 2 or not (head[0].startswith(b"rchar: ") and head[1].startswith(b"wchar: ")):
+            return None
+        return int(head[0][7:]), int(head[1][7:])
     import psutil
 
     try:
