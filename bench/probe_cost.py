@@ -3,6 +3,7 @@ against the per-task scans it replaced, with 10, 100 and 1,000 local tasks and a
 3,000 processes on the host.
 
     python bench/probe_cost.py [--polls 20] [--hosts 300,3000] [--tasks 10,100,1000]
+        [--before DIR] [--tree 3]
 
 Starts real processes (``sleep``, in groups of one shell and two children, so a task has a tree)
 until the host has about as many as asked, points the tasks at the shells (round robin when
@@ -13,6 +14,12 @@ checked against both. The old way is the probe of two rounds ago: per task, psut
 reads plus ``children(recursive=True)``, which reads all of /proc each time; it is timed over
 ten tasks and scaled, as every task costs it the same scan. Also prints what a poll costs as a
 share of one core at the dashboard's 2 s refresh.
+
+The floor is what any probe of these trees must do: one bare ``os.read`` of each member's
+stat and io file, timed the same way. ``--before DIR`` times the probe of another checkout
+(``git worktree add DIR main``: its core/procs.py, loaded beside this one) in the same run.
+``--tree 1`` gives each task a process of its own (a plain ``sleep``) instead of a shell with
+two children.
 Not a test: the machine is shared and noisy, so only figures measured in the same run compare.
 """
 
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import signal
 import statistics
@@ -28,6 +36,8 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
+from pathlib import Path
+from types import ModuleType
 
 import psutil
 
@@ -52,21 +62,17 @@ def host_processes() -> int:
 
 
 @contextlib.contextmanager
-def processes_until(total: int) -> Iterator[list[int]]:
-    """Start shells with two sleeping children each until the host has about ``total``
-    processes; yield the shells' pids; kill every group at the end."""
+def processes_until(total: int, tree: int = 3) -> Iterator[list[int]]:
+    """Start shells with two sleeping children each (``tree`` 3; 1: a lone ``sleep``) until
+    the host has about ``total`` processes; yield the leaders' pids; kill every group at the
+    end."""
+    argv = ["sh", "-c", "sleep 3600 & sleep 3600 & wait"] if tree == 3 else ["sleep", "3600"]
     shells: list[subprocess.Popen[bytes]] = []
     try:
-        while host_processes() + 3 <= total:
-            shells.append(
-                subprocess.Popen(
-                    ["sh", "-c", "sleep 3600 & sleep 3600 & wait"],
-                    process_group=0,
-                    stdin=subprocess.DEVNULL,
-                )
-            )
+        while host_processes() + tree <= total:
+            shells.append(subprocess.Popen(argv, process_group=0, stdin=subprocess.DEVNULL))
         deadline = time.monotonic() + 60
-        while any(len(psutil.Process(s.pid).children()) < 2 for s in shells[-5:]):
+        while tree == 3 and any(len(psutil.Process(s.pid).children()) < 2 for s in shells[-5:]):
             if time.monotonic() > deadline:
                 break
             time.sleep(0.1)
@@ -131,6 +137,27 @@ def old_sample(tasks: Sequence[Task]) -> None:
             len(proc.children(recursive=True))
 
 
+def load_procs(checkout: Path) -> ModuleType:
+    """Another checkout's core/procs.py as a module of its own (its imports resolve to this
+    one's engine, whose clock, model and start identity it shares)."""
+    spec = importlib.util.spec_from_file_location("before_procs", checkout / "core" / "procs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def floor_read(members: Sequence[int]) -> None:
+    """The least a probe of these trees reads: each member's stat and io file, once."""
+    for pid in members:
+        for name in ("stat", "io"):
+            with contextlib.suppress(OSError):
+                fd = os.open(f"/proc/{pid}/{name}", os.O_RDONLY)
+                os.read(fd, 4096)
+                os.close(fd)
+
+
 def cpu_per_call(call: Callable[[], object], polls: int) -> float:
     """Median CPU seconds one call takes, over three batches of ``polls`` calls."""
     call()  # warm: imports, caches, the probe's first look
@@ -150,17 +177,23 @@ def main() -> int:
         "--hosts", default="300,3000", help="processes on the host, comma-separated"
     )
     parser.add_argument("--tasks", default="10,100,1000", help="local tasks, comma-separated")
+    parser.add_argument("--before", type=Path, help="a checkout whose probe to time beside")
+    parser.add_argument("--tree", type=int, choices=(1, 3), default=3, help="processes a task")
+    parser.add_argument("--no-old", action="store_true", help="skip the per-task scans")
     args = parser.parse_args()
+    before = load_procs(args.before) if args.before else None
     sizes = [int(n) for n in args.hosts.split(",")]
     counts = [int(n) for n in args.tasks.split(",")]
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    print(f"trees of {args.tree} process{'es' if args.tree > 1 else ''}")
     print(
-        f"{'procs':>6} {'tasks':>6} {'leaders':>7} {'chosen':>6} {'ms/poll':>8} "
+        f"{'procs':>6} {'tasks':>6} {'leaders':>7} {'members':>7} {'chosen':>6} {'ms/poll':>8} "
+        f"{'floor ms':>8} {'x floor':>7} {'before ms':>9} {'now/before':>10} "
         f"{'trees ms':>9} {'table ms':>9} {'old ms':>9} {'now/old':>8} "
         f"{'%core':>6} {'old %core':>10}"
     )
     for size in sizes:
-        with processes_until(size) as shells:
+        with processes_until(size, args.tree) as shells:
             present = host_processes()
             if not shells:
                 print(f"the host already has {present} processes (more than {size}): skipped")
@@ -169,18 +202,29 @@ def main() -> int:
                 tasks = tasks_on(shells, count)
                 leaders = {task.pid for task in tasks if task.pid is not None}
                 probe = PsutilProbe()
-                chosen = type(probe.read_processes(leaders)).__name__.removeprefix("Process")
                 new = cpu_per_call(partial(probe.sample_now, tasks), args.polls)
+                chosen = type(probe.read_processes(leaders)).__name__.removeprefix("Process")
+                members = sorted(
+                    {m.pid for p in leaders for m in ProcessTable.read().descendants(p)} | leaders
+                )
+                floor = cpu_per_call(partial(floor_read, members), args.polls)
+                was = float("nan")
+                if before is not None:
+                    was = cpu_per_call(partial(before.PsutilProbe().sample_now, tasks), args.polls)
                 trees, table = (
                     cpu_per_call(partial(ForcedProbe(read).sample_now, tasks), args.polls)
                     for read in (ProcessTrees, ProcessTable.read)
                 )
                 # The old way costs the same scan per task: timed over ten, scaled to all.
                 sample = tasks[: min(count, OLD_TASKS_TIMED)]
-                old = cpu_per_call(partial(old_sample, sample), max(1, args.polls // 4))
-                old *= count / len(sample)
+                old = float("nan")
+                if not args.no_old:
+                    old = cpu_per_call(partial(old_sample, sample), max(1, args.polls // 4))
+                    old *= count / len(sample)
                 print(
-                    f"{present:>6} {count:>6} {len(leaders):>7} {chosen:>6} {1000 * new:>8.2f} "
+                    f"{present:>6} {count:>6} {len(leaders):>7} {len(members):>7} {chosen:>6} "
+                    f"{1000 * new:>8.2f} {1000 * floor:>8.2f} {new / floor:>6.2f}x "
+                    f"{1000 * was:>9.2f} {new / was:>9.3f}x "
                     f"{1000 * trees:>9.2f} {1000 * table:>9.2f} {1000 * old:>9.1f} "
                     f"{new / old:>7.3f}x {100 * new / REFRESH_S:>5.2f}% "
                     f"{100 * old / REFRESH_S:>9.1f}%"

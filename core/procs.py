@@ -455,9 +455,13 @@ class _SeenTree:
     """The last sample at which the tree used CPU or did I/O (the first sample counts as one)."""
 
 
-TREES_UP_TO = 0.3
-"""Read the tasks' trees while their leaders number at most this share of the host's
-processes; read the whole table above it."""
+TREES_UP_TO = 0.5
+"""Read the tasks' trees while the processes in them number at most this share of the host's
+processes (a tree's member costs two reads, its stat and its children file, where the table
+costs one a process); read the whole table above it."""
+RECOUNT_S = 10.0
+"""How long a count of the host's processes serves the choice: counting lists /proc (about
+3 ms at 3,000 processes), more than reading ten tasks' trees."""
 
 
 class PsutilProbe:
@@ -478,6 +482,11 @@ class PsutilProbe:
         self._clock = clock or SystemClock()
         self._seen: dict[int, _Seen] = {}
         self._trees: dict[int, _SeenTree] = {}
+        self._per_leader = 1.0
+        """Processes in a leader's tree at the previous sample, on average: what the choice
+        between trees and table expects of the next."""
+        self._host: tuple[float, int] | None = None
+        """When the host's processes were last counted, and how many there were."""
         self._previous: Mapping[int, ProcEntry] | None = None
         """What the previous sample read (the table, or the trees), to tell a process born
         since from one that moved into a tree. Reading trees, nothing moves in: the kernel
@@ -494,12 +503,19 @@ class PsutilProbe:
     def sample_now(self, tasks: Sequence[Task]) -> dict[str, ProcessSample]:
         """Sample synchronously (the blocking half of ``sample``)."""
         now = self._clock.now()
-        reading = self.read_processes({task.pid for task in tasks if task.pid is not None})
+        leaders = {task.pid for task in tasks if task.pid is not None}
+        reading = self.read_processes(leaders)
         samples: dict[str, ProcessSample] = {}
         seen: dict[int, _Seen] = {}
+        # Tasks that name the same process (the same pid and start) share one look at it.
+        looked: dict[tuple[int, ProcessStart | None], ProcessSample] = {}
         for task in tasks:
             if task.pid is not None:
-                samples[task.task_id] = self._one(reading, task.pid, task.pid_start, now, seen)
+                key = (task.pid, task.pid_start)
+                if key not in looked:
+                    looked[key] = self._one(reading, task.pid, task.pid_start, now, seen)
+                samples[task.task_id] = looked[key]
+        self._per_leader = max(1.0, len(seen) / len(leaders)) if leaders else 1.0
         # Keep what this sample did not look at while its process lives: a task left out of
         # one sample still gets a delta next time. Reading trees, that costs a read of each
         # such process: few, as callers sample every live task on the host each time (the
@@ -515,17 +531,26 @@ class PsutilProbe:
         return samples
 
     def read_processes(self, leaders: set[int]) -> ProcessReading:
-        """Read what a sample of ``leaders``'s trees needs: only the trees while the leaders
-        are at most ``TREES_UP_TO`` of the host's processes (and the kernel has children
-        files), the whole table otherwise.
+        """Read what a sample of ``leaders``'s trees needs: only the trees while the processes
+        in them (as many per leader as the previous sample found) are at most
+        ``TREES_UP_TO`` of the host's processes and the kernel has children files, the whole
+        table otherwise.
 
         A tree's member costs two reads (its stat and its children file) where the table
-        costs one per process, and a task's tree holds one to three processes: past that
-        share, the trees would cost more than the table.
+        costs one per process: past that share, the trees would cost more than the table.
         """
-        if CHILDREN_FILES and len(leaders) <= TREES_UP_TO * _count_processes():
+        expected = len(leaders) * self._per_leader
+        if CHILDREN_FILES and expected <= TREES_UP_TO * self._host_processes():
             return ProcessTrees()
-        return ProcessTable.read()
+        table = ProcessTable.read()
+        self._host = (self._clock.now(), len(table.entries))
+        return table
+
+    def _host_processes(self) -> int:
+        now = self._clock.now()
+        if self._host is None or not 0 <= now - self._host[0] < RECOUNT_S:
+            self._host = (now, _count_processes())
+        return self._host[1]
 
     def _one(
         self,

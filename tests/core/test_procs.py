@@ -336,6 +336,27 @@ def test_the_table_is_read_when_trees_would_cost_more(monkeypatch: pytest.Monkey
     assert type(probe.read_processes(few)) is ProcessTable
 
 
+async def test_the_choice_expects_the_trees_the_last_sample_found(
+    children: Children, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One leader among four processes: its tree is read while a tree is expected to hold
+    one process (two reads beside the table's four); once a sample found three in it, the
+    table (six reads beside four). Two tasks on one process share one look at it."""
+    if not procs.CHILDREN_FILES:
+        pytest.skip("this kernel keeps no /proc/<pid>/task/<tid>/children files")
+    monkeypatch.setattr(procs, "_count_processes", lambda: 4)
+    ready = tmp_path / "ready"
+    shell = children.start(["sh", "-c", f"sleep 30 & sleep 30 & : > {ready}; wait"])
+    await wait_for(ready.exists, what="the shell's children")
+    tasks = [_task(shell.pid, read_start(shell.pid), task_id=f"t{i}") for i in range(2)]
+    probe = RecordingProbe()
+    first = await probe.sample(tasks)
+    assert type(probe.last) is ProcessTrees
+    assert first["t0"] is first["t1"] and first["t0"].children == 2
+    await probe.sample(tasks)
+    assert type(probe.last) is ProcessTable
+
+
 async def test_cpu_is_summed_over_the_tree(
     children: Children, tmp_path: Path, reading: type
 ) -> None:

@@ -3,12 +3,14 @@
 Plain ``status`` loads only its own command's modules (not the watchdog's, the agent's or the
 SDK's), and no package it does not use: no screen, no Prometheus client, and no psutil while
 no task runs on this host. It takes the second process sample (for CPU%) only when a live
-process of this host was seen for the first time.
+process of this host was seen for the first time. ``--json`` writes its tasks as they are
+built, in the text ``json.dumps`` would write for the whole object.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,7 @@ from zombietop.procs import read_start, this_host
 from zombietop.store import open_store
 from zombietop.tui.cli import status as status_cli
 from zombietop.tui.cli.main import main
+from zombietop.tui.cli.status_json import JsonStream
 
 NEVER_FOR_PLAIN_STATUS = {
     "textual",
@@ -131,3 +134,19 @@ def test_a_live_local_process_gets_its_second_sample(
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+@pytest.mark.parametrize(
+    "tasks",
+    [[], [{"task_id": "a", "reasons": [1, 2]}], [{"task_id": "a"}, {"ctx": {"line": "x\ny"}}]],
+    ids=["none", "one", "two"],
+)
+def test_the_streamed_object_is_the_one_json_dumps_writes(tasks: list[dict[str, object]]) -> None:
+    """``status --json`` writes its tasks one at a time, in the very text of the whole object."""
+    obj = {"generated_at": "now", "tasks": [], "schedules": [{"name": "s"}], "pings": []}
+    written: list[str] = []
+    stream = JsonStream(obj, written.append)
+    for task in tasks:
+        stream.task(task)
+    stream.close()
+    assert "".join(written) == json.dumps({**obj, "tasks": tasks}, indent=2) + "\n"

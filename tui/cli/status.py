@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import secrets
 import shutil
 import sys
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -35,7 +33,13 @@ from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
 from zombietop.store.interface import FinishedKey
 from zombietop.tui.cli.context import EXIT_UNKNOWN, add_command, context_of, source_flags
-from zombietop.tui.cli.status_json import read_at, snapshot_to_json, task_json
+from zombietop.tui.cli.status_json import (
+    JsonStream,
+    read_at,
+    snapshot_to_json,
+    task_json,
+    tasks_json,
+)
 
 Level = NagiosLevel
 """How ``status`` exits: the Nagios plugin API, which every monitoring system reads."""
@@ -402,8 +406,16 @@ async def _print_snapshot(
 ) -> None:
     """Print the snapshot as asked, then (``--all``) the older tasks as they are read."""
     if args.json:
-        obj = snapshot_to_json(snapshot, outputs, watchdog, pings, notes)
-        await _print_json(obj, snapshot, older)
+        stream = JsonStream(
+            snapshot_to_json(snapshot, None, watchdog, pings, tasks=[]), sys.stdout.write
+        )
+        for item in tasks_json(snapshot, outputs, notes):
+            stream.task(item)
+        if older is not None:
+            now = read_at(snapshot)
+            async for view in older.views():
+                stream.task(task_json(view, snapshot, None, now))
+        stream.close()
     elif args.nagios:
         print(nagios_output(snapshot, outputs))
     else:
@@ -418,26 +430,6 @@ async def _print_snapshot(
         tail = table.tail()
         if tail:
             print(printable_lines(tail))
-
-
-async def _print_json(obj: dict[str, Any], snapshot: Snapshot, older: Older | None) -> None:
-    """The ``--json`` object, its older tasks written into ``tasks`` one by one as read."""
-    if older is None:
-        print(json.dumps(obj, indent=2))
-        return
-    # A random marker where the older tasks go: no text from the store can be it.
-    marker = secrets.token_hex(16)
-    text = json.dumps({**obj, "tasks": [*obj["tasks"], marker]}, indent=2)
-    head, rest = text.split(json.dumps(marker), 1)
-    head = head.rstrip()
-    more = head.endswith(",")
-    sys.stdout.write(head.removesuffix(","))
-    now = read_at(snapshot)
-    async for view in older.views():
-        item = json.dumps(task_json(view, snapshot, None, now), indent=2)
-        sys.stdout.write(("," if more else "") + "\n    " + item.replace("\n", "\n    "))
-        more = True
-    sys.stdout.write(rest + "\n")
 
 
 FINISHED_PAGE = 500

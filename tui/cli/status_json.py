@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import secrets
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from zombietop.fleet import AgentPresence, WatchdogLease
@@ -23,22 +25,20 @@ def snapshot_to_json(
     watchdog: WatchdogLease | None = None,
     pings: list[dict[str, Any]] | None = None,
     notes: Mapping[str, Sequence[Note]] | None = None,
+    *,
+    tasks: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The documented ``status --json`` object; ``outputs`` are the tasks' kept output,
     ``pings`` each job's latest ping over HTTP (``zombietop.serve.pings.last_pings``), and
-    ``notes`` the notes on their incidents (newest first)."""
-    outputs, notes = outputs or {}, notes or {}
-    now = read_at(snapshot)
+    ``notes`` the notes on their incidents (newest first). ``tasks`` stands in for the
+    snapshot's task objects (``JsonStream`` writes them one at a time)."""
     return {
         "generated_at": None if snapshot.taken_at is None else format_timestamp(snapshot.taken_at),
         "counts": {str(health): n for health, n in snapshot.counts.items()},
         "host": snapshot.host,
         "watchdog": _watchdog_json(watchdog, snapshot.taken_at),
         "agents": [_agent_json(agent, snapshot.taken_at) for agent in snapshot.agents],
-        "tasks": [
-            task_json(view, snapshot, outputs.get(view.task_id), now, notes.get(view.task_id, ()))
-            for view in snapshot.tasks
-        ],
+        "tasks": list(tasks_json(snapshot, outputs, notes)) if tasks is None else tasks,
         "schedules": [_schedule_json(view) for view in snapshot.schedules],
         "silences": [silence_json(silence, created=False) for silence in snapshot.oncall.silences],
         "source_errors": [
@@ -47,6 +47,43 @@ def snapshot_to_json(
         ],
         "pings": pings or [],
     }
+
+
+def tasks_json(
+    snapshot: Snapshot,
+    outputs: Mapping[str, LastOutput] | None = None,
+    notes: Mapping[str, Sequence[Note]] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The snapshot's task objects, each built when asked for."""
+    outputs, notes = outputs or {}, notes or {}
+    now = read_at(snapshot)
+    for view in snapshot.tasks:
+        yield task_json(view, snapshot, outputs.get(view.task_id), now, notes.get(view.task_id, ()))
+
+
+class JsonStream:
+    """Write a ``status --json`` object as ``json.dumps(obj, indent=2)`` lays it out, its
+    ``tasks`` written one object at a time as they are built: at 100,000 tasks the whole text
+    (and every task's object) is never held at once beside the snapshot."""
+
+    def __init__(self, obj: Mapping[str, Any], write: Callable[[str], object]) -> None:
+        """``obj``: the object with an empty ``tasks``; its head is written at once."""
+        # A random marker where the tasks go: no text from the store can be it.
+        marker = secrets.token_hex(16)
+        text = json.dumps({**obj, "tasks": [marker]}, indent=2)
+        head, self._rest = text.split(json.dumps(marker), 1)
+        self._write = write
+        self._more = False
+        write(head.rstrip())
+
+    def task(self, item: Mapping[str, Any]) -> None:
+        text = json.dumps(item, indent=2).replace("\n", "\n    ")
+        self._write(("," if self._more else "") + "\n    " + text)
+        self._more = True
+
+    def close(self) -> None:
+        """Write the rest; with no task written, the list is ``[]`` as ``json.dumps`` has it."""
+        self._write((self._rest if self._more else self._rest.lstrip()) + "\n")
 
 
 def _schedule_json(view: ScheduleView) -> dict[str, Any]:
