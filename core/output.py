@@ -238,19 +238,23 @@ PAGE_LINE_CHARS = 160
 
 def last_output_of(store: Store, task: Task, host: str) -> LastOutput | None:
     """The kept output of ``task``, when it ran under ``zombietop run`` on ``host``."""
-    where = location_of(store)
-    if where is None or task.host != host or not task.command:
+    if task.host != host or not task.command:
         return None
-    return read_last_output(where, task.task_id, task.attempt)
+    where = location_of(store)
+    return None if where is None else read_last_output(where, task.task_id, task.attempt)
 
 
 def last_outputs(store: Store, tasks: Iterable[Task], host: str) -> dict[str, LastOutput]:
     """The kept output of each task that has some on ``host``, by task id."""
-    found = {}
+    where = location_of(store)
+    found: dict[str, LastOutput] = {}
+    if where is None:
+        return found
     for task in tasks:
-        last = last_output_of(store, task, host)
-        if last is not None:
-            found[task.task_id] = last
+        if task.host == host and task.command:
+            last = read_last_output(where, task.task_id, task.attempt)
+            if last is not None:
+                found[task.task_id] = last
     return found
 
 

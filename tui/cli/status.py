@@ -245,6 +245,9 @@ class Table:
         """One row, padded to the widths so far; a wider cell widens its column from here on
         (rows read as they come cannot be measured before they are printed)."""
         self.widths = [max(w, len(cell)) for w, cell in zip(self.widths, row, strict=True)]
+        return self._padded(row)
+
+    def _padded(self, row: tuple[str, ...]) -> str:
         cells = (cell.ljust(w) for cell, w in zip(row, self.widths, strict=True))
         return "  ".join(cells).rstrip()[: self.width]
 
@@ -255,7 +258,8 @@ class Table:
             lines.append(self.watchdog)
         if self.has_rows:
             lines.append("")
-            lines.extend(self.line(row) for row in [HEADER, *self.rows])
+            # The widths were measured over these rows already.
+            lines.extend(self._padded(row) for row in [HEADER, *self.rows])
         return lines
 
     def tail(self) -> list[str]:
