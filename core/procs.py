@@ -508,13 +508,17 @@ class PsutilProbe:
         samples: dict[str, ProcessSample] = {}
         seen: dict[int, _Seen] = {}
         # Tasks that name the same process (the same pid and start) share one look at it.
-        looked: dict[tuple[int, ProcessStart | None], ProcessSample] = {}
+        looked: dict[int, tuple[ProcessStart | None, ProcessSample]] = {}
         for task in tasks:
             if task.pid is not None:
-                key = (task.pid, task.pid_start)
-                if key not in looked:
-                    looked[key] = self._one(reading, task.pid, task.pid_start, now, seen)
-                samples[task.task_id] = looked[key]
+                start = task.pid_start
+                before = looked.get(task.pid)
+                if before is not None and before[0] == start:
+                    samples[task.task_id] = before[1]
+                    continue
+                sample = self._one(reading, task.pid, start, now, seen)
+                looked[task.pid] = (start, sample)
+                samples[task.task_id] = sample
         self._per_leader = max(1.0, len(seen) / len(leaders)) if leaders else 1.0
         # Keep what this sample did not look at while its process lives: a task left out of
         # one sample still gets a delta next time. Reading trees, that costs a read of each
