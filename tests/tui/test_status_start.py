@@ -22,7 +22,7 @@ from zombietop.monitor import Monitor
 from zombietop.procs import read_start, this_host
 from zombietop.store import open_store
 from zombietop.tui.cli import status as status_cli
-from zombietop.tui.cli.main import main
+from zombietop.tui.cli.main import COMMANDS, build_parser, command_named, main
 from zombietop.tui.cli.status_json import JsonStream
 
 NEVER_FOR_PLAIN_STATUS = {
@@ -150,3 +150,18 @@ def test_the_streamed_object_is_the_one_json_dumps_writes(tasks: list[dict[str, 
         stream.task(task)
     stream.close()
     assert "".join(written) == json.dumps({**obj, "tasks": tasks}, indent=2) + "\n"
+
+
+def test_the_command_table_names_what_each_module_registers() -> None:
+    """A command line loads only its command's module, found in ``main.COMMANDS``: the table
+    must say every command each module registers, and nothing else."""
+    parser = build_parser()
+    registered = list(parser.commands.choices)
+    assert registered == [name for names in COMMANDS.values() for name in names]
+    for module, names in COMMANDS.items():
+        for name in names:
+            alone = build_parser(name)
+            assert list(alone.commands.choices) == list(names), module
+            assert command_named(["--db", "x.db", name, "--help"]) == name
+    assert command_named(["--db", "status"]) is None  # a flag's value, not a command
+    assert command_named(["--refresh", "2"]) is None
