@@ -512,9 +512,9 @@ class PsutilProbe:
         for task in tasks:
             if task.pid is not None:
                 start = task.pid_start
-                before = looked.get(task.pid)
-                if before is not None and before[0] == start:
-                    samples[task.task_id] = before[1]
+                shared = looked.get(task.pid)
+                if shared is not None and shared[0] == start:
+                    samples[task.task_id] = shared[1]
                     continue
                 sample = self._one(reading, task.pid, start, now, seen)
                 looked[task.pid] = (start, sample)
