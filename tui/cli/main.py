@@ -20,6 +20,7 @@ from zombietop.tui.cli import (
     beat,
     config_cmd,
     dashboard,
+    handover,
     history,
     init,
     jobs,
@@ -43,10 +44,24 @@ class Parser(argparse.ArgumentParser):
         self.exit(self.usage_exit, f"{self.prog}: error: {message}\n")
 
 
-COMMANDS = (status, init, beat, watch, agent, config_cmd, jobs, history, oncall, serve, demo)
+COMMANDS = (
+    status,
+    init,
+    beat,
+    watch,
+    agent,
+    config_cmd,
+    jobs,
+    history,
+    oncall,
+    handover,
+    serve,
+    demo,
+)
 """The modules of the subcommands, in the order ``zombietop --help`` lists them. Each one
 registers its commands with ``add_parser(sub, common)``; jobs registers run, resume, discard
-and kill, oncall ack, unack, silence, silences and unsilence."""
+and kill, oncall ack, unack, note, silence, silences and unsilence,
+and handover handover and incident."""
 
 
 EXIT_EPILOG = """\
