@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import socket
 from dataclasses import replace
-from datetime import UTC, timedelta, timezone
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -30,7 +32,6 @@ from zombietop.tui.handover_text import (
     handover_markdown,
     story_json,
     story_text,
-    when,
 )
 
 EXPECTED = Path(__file__).with_name("handover_expected")
@@ -51,8 +52,9 @@ async def once(store: Store, clock: FakeClock) -> None:
     await dog.tick()
 
 
-async def night_shift(store: Store, clock: FakeClock, children: Children, tmp: Path) -> None:
-    """02:00 to 04:30 UTC: four incidents, two silences and a missed schedule."""
+async def night_shift(store: Store, clock: FakeClock, children: Children, tmp: Path) -> int:
+    """02:00 to 04:30 UTC: four incidents, two silences and a missed schedule. Return the
+    killed process's group (its pid), which its kill's event names."""
     clock.set(TWO_AM)
     await once(store, clock)  # the schedule is seen before its fire time
     await start(store, "export-2031")
@@ -113,6 +115,17 @@ async def night_shift(store: Store, clock: FakeClock, children: Children, tmp: P
     await once(store, clock)
     clock.set(TWO_AM + 2.5 * 3600)  # 04:30: the handover
     await once(store, clock)
+    return proc.pid
+
+
+def steady(text: str, pgid: int) -> str:
+    """The text with what changes from run to run named: this host, the test's pid, the
+    killed group and how soon it exited."""
+    host = re.escape(socket.gethostname())
+    text = re.sub(f"watchdog@{host}", "watchdog@HOST", text)
+    text = re.sub(f"zombietop@{host}:[0-9]+", "zombietop@HOST:PID", text)
+    text = re.sub("pid [0-9]+ exited after TERM in [0-9.]+ s", "pid PID exited after TERM", text)
+    return text.replace(f"group {pgid} ", "group PGID ")
 
 
 @pytest.mark.backends("sqlite")
@@ -125,3 +138,21 @@ async def test_the_handover_of_a_night_shift(
     markdown = handover_markdown(found, UTC)
     print(markdown)
     assert markdown == (EXPECTED / "night.md").read_text()
+
+
+@pytest.mark.backends("sqlite")
+async def test_the_handover_as_json_and_one_incidents_story(
+    store: Store, clock: FakeClock, children: Children, tmp_path: Path
+) -> None:
+    pgid = await night_shift(store, clock, children, tmp_path)
+    now = clock.now()
+    found = await read_handover(store, now=now, since=now - 8 * 3600)
+    shown = steady(json.dumps(handover_json(found), indent=2) + "\n", pgid)
+    print(shown)
+    assert shown == (EXPECTED / "night.json").read_text()
+
+    (story,) = await stories(store, "clean-3")
+    lines = steady("\n".join(story_text(story, now, UTC)) + "\n", pgid)
+    print(lines)
+    assert lines == (EXPECTED / "clean-3.txt").read_text()
+    assert story_json(story) == handover_json(found)["resolved"][1]
