@@ -128,7 +128,6 @@ def steady(text: str, pgid: int) -> str:
     return text.replace(f"group {pgid} ", "group PGID ")
 
 
-@pytest.mark.backends("sqlite")
 async def test_the_handover_of_a_night_shift(
     store: Store, clock: FakeClock, children: Children, tmp_path: Path
 ) -> None:
