@@ -60,8 +60,8 @@ COMMANDS = (
 )
 """The modules of the subcommands, in the order ``zombietop --help`` lists them. Each one
 registers its commands with ``add_parser(sub, common)``; jobs registers run, resume, discard
-and kill, oncall ack, unack, note, silence, silences and unsilence,
-and handover handover and incident."""
+and kill, oncall ack, unack, note, silence, silences and unsilence, and
+handover registers handover and incident."""
 
 
 EXIT_EPILOG = """\
