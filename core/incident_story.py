@@ -131,8 +131,9 @@ def _entry(event: Event) -> Entry:
             step = Step.HELD if data.get("held") else Step.PAGED
             if data.get("released"):
                 step = Step.RENOTIFIED  # paged at last, the silence over
-        else:
+        elif page == "renotify":
             step = Step.RENOTIFIED
+        # Any other page is a one-shot warning (an overrun): told as the watchdog said it.
     elif kind == EventKind.INCIDENT_NOTE:
         return Entry(at=event.at, step=Step.NOTE, by=event.actor, text=str(data.get("text", "")))
     elif kind == EventKind.ACK:

@@ -69,7 +69,8 @@ def _md_open(item: OpenIncident, now: float, zone: tzinfo | None) -> list[str]:
     pages = sum(1 for e in story.entries if e.step in PAGES)
     line = (
         f"- {md_code(story.task_id)}: {md_text(story.health)} since "
-        f"{when(story.opened_at, now, zone)}; paged {_plural(pages, 'time')}"
+        f"{when(story.opened_at, now, zone)}; "
+        + (f"paged {_plural(pages, 'time')}" if pages else "not paged: a silence holds it")
     )
     if ack is not None:
         why = f": {md_text(ack.reason)}" if ack.reason else ""
@@ -77,7 +78,9 @@ def _md_open(item: OpenIncident, now: float, zone: tzinfo | None) -> list[str]:
     last = _last_page(story)
     lines = [line]
     if last is not None:
-        lines.append(f"  - last page: {md_text(last.text)}")
+        # A held page's own text says so: "held by silence 3: ...".
+        label = "" if last.step is Step.HELD else "last page: "
+        lines.append(f"  - {label}{md_text(last.text)}")
     return lines + _md_notes(story, now, zone)
 
 

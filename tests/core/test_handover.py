@@ -53,7 +53,7 @@ async def once(store: Store, clock: FakeClock) -> None:
 
 
 async def night_shift(store: Store, clock: FakeClock, children: Children, tmp: Path) -> int:
-    """02:00 to 04:30 UTC: four incidents, two silences and a missed schedule. Return the
+    """02:00 to 04:30 UTC: five incidents (one held by a silence), two silences and a missed schedule. Return the
     killed process's group (its pid), which its kill's event names."""
     clock.set(TWO_AM)
     await once(store, clock)  # the schedule is seen before its fire time
@@ -111,7 +111,8 @@ async def night_shift(store: Store, clock: FakeClock, children: Children, tmp: P
         reason="disk swap",
         duration=24 * 3600,
     )
-    clock.set(TWO_AM + 3600 + 660)  # 03:11: the nightly run of export did not start
+    await start(store, "backup-1")  # it stalls under the silence: detected, never paged
+    clock.set(TWO_AM + 3600 + 660)  # 03:11: the nightly backup did not start
     await once(store, clock)
     clock.set(TWO_AM + 2.5 * 3600)  # 04:30: the handover
     await once(store, clock)
