@@ -138,7 +138,8 @@ def handover_markdown(h: Handover, zone: tzinfo | None = None) -> str:
     ]
     if later:
         verb = "ends" if later == 1 else "end"
-        lines[-1:] = [f"{_plural(later, 'other silence')} in force {verb} later.", ""]
+        # After the blank line, not against the list: there it would join its last item.
+        lines.extend([f"{_plural(later, 'other silence')} in force {verb} later.", ""])
     lines += _section("Schedules missed", [_md_schedule(m, now, zone) for m in h.schedules])
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -138,6 +138,13 @@ async def test_the_handover_of_a_night_shift(
     markdown = handover_markdown(found, UTC)
     print(markdown)
     assert markdown == (EXPECTED / "night.md").read_text()
+    # Read by a real CommonMark parser, the hostile id and note make no heading, link or HTML.
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    inline = [child.type for t in tokens for child in t.children or []]
+    assert [t.tag for t in tokens if t.type == "heading_open"] == ["h1"] + ["h2"] * 5
+    assert not {"link_open", "html_inline", "html_block", "em_open"} & set(inline)
 
 
 @pytest.mark.backends("sqlite")

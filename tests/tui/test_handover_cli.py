@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.tui.test_oncall_cli import ME, RENOTIFY, Zombietop, age_the_pages, stalled_store
+from zombietop.printable import printable
 from zombietop.tui.handover_text import when
 from zombietop.tui.markdown import md_code, md_text
 
@@ -85,3 +86,39 @@ def test_times_are_in_utc_with_the_readers_zone_and_how_long_ago() -> None:
     cet = timezone(timedelta(hours=1), "CET")
     assert when(at, now, cet) == "2026-12-01 03:00 UTC, 04:00 CET (2h10m ago)"
     assert when(now + 90, now, UTC, seconds=True) == "2026-12-01 05:11:30 UTC (in 1m30s)"
+
+
+HOSTILE_TEXTS = (
+    "# [click](https://x)",
+    "1. one",
+    "<script>alert(1)</script> *a* _b_ ~~c~~",
+    "`a` ``b`` ` c `",
+    "back\\slash \\* [x]: https://y",
+    "| a | b |\n---",
+    "&amp; &#42; \x1b[2J\u202eevil",
+)
+
+
+@pytest.mark.parametrize("text", HOSTILE_TEXTS)
+def test_a_markdown_reader_shows_hostile_text_as_it_is(text: str) -> None:
+    """Rendered by a real CommonMark parser (markdown-it, which Rich brings), escaped text and
+    code spans are one paragraph of plain text: no link, no HTML, no heading, no emphasis."""
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark")
+    for shown, inline in ((md_text(text), "text"), (md_code(text), "code_inline")):
+        tokens = parser.parse(f"- item {shown} end")
+        kinds = [t.type for t in tokens]
+        assert kinds == [
+            "bullet_list_open",
+            "list_item_open",
+            "paragraph_open",
+            "inline",
+            "paragraph_close",
+            "list_item_close",
+            "bullet_list_close",
+        ], (shown, kinds)
+        children = tokens[3].children or []
+        types = {c.type for c in children} if inline == "text" else [c.type for c in children]
+        assert types == ({"text"} if inline == "text" else ["text", inline, "text"]), shown
+        assert "".join(c.content for c in children) == f"item {printable(text)} end"
