@@ -26,8 +26,8 @@ STORY_KINDS = (
 )
 """The kinds of event an incident's story is made of."""
 
-STORY_LIMIT = 500
-"""The most events of one kind read for one task: a story longer than that loses its oldest."""
+STORY_BATCH = 500
+"""How many events of one kind one read takes; a task's log is read back in such batches."""
 
 DONE = frozenset({"requeued", "relaunched", "discarded", "term_sent"})
 """The outcomes of an action that was asked and done: a refusal or a gone process did
@@ -192,10 +192,19 @@ def _story(opening: Event, entries: Sequence[Entry]) -> Story:
 
 
 async def task_events(store: Store, task_id: str) -> list[Event]:
-    """Every event of the task an incident's story is made of (``STORY_LIMIT`` of each kind)."""
+    """Every event of the task an incident's story is made of, read back in batches: an
+    incident open for weeks has hundreds of notices, and its opening page must not be lost."""
     found: list[Event] = []
     for kind in STORY_KINDS:
-        found += await store.events(task_id=task_id, kind=kind, limit=STORY_LIMIT)
+        before: int | None = None
+        while True:
+            batch = await store.events(
+                task_id=task_id, kind=kind, limit=STORY_BATCH, before_id=before
+            )
+            found += batch
+            if len(batch) < STORY_BATCH:
+                break
+            before = batch[-1].event_id
     return found
 
 

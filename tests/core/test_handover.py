@@ -17,14 +17,14 @@ import pytest
 
 from tests.core.realprocs import Children, pid_alive, start_task_process, wait_for
 from tests.core.test_watchdog import config, start, watchdog
-from zombietop import oncall
+from zombietop import incident_story, oncall
 from zombietop.actions import Outcome
 from zombietop.clock import FakeClock
 from zombietop.config import Config, OnCallSettings, Schedule
 from zombietop.executor import Executor
 from zombietop.handover import read_handover
 from zombietop.heartbeat_line import parse_line
-from zombietop.incident_story import stories
+from zombietop.incident_story import Step, stories
 from zombietop.model import Matcher, TaskState
 from zombietop.store import Store
 from zombietop.tui.handover_text import (
@@ -163,3 +163,21 @@ async def test_the_handover_as_json_and_one_incidents_story(
     print(lines)
     assert lines == (EXPECTED / "clean-3.txt").read_text()
     assert story_json(story) == handover_json(found)["resolved"][1]
+
+
+@pytest.mark.backends("sqlite")
+async def test_a_long_story_is_read_back_whole_in_batches(
+    store: Store,
+    clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An incident open for weeks has more notices than one read takes: its first page (what
+    makes it an incident) must still be read."""
+    await night_shift(store, clock, children, tmp_path)
+    whole = await stories(store, "export-2031")
+    monkeypatch.setattr(incident_story, "STORY_BATCH", 2)
+    assert await stories(store, "export-2031") == whole
+    (story,) = whole
+    assert [e.step for e in story.entries].count(Step.RENOTIFIED) == 4
