@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "zombietop.tui.cli.jobs": ("run", "resume", "discard", "kill"),
     "zombietop.tui.cli.history": ("history",),
     "zombietop.tui.cli.oncall": ("ack", "unack", "note", "silence", "silences", "unsilence"),
+    "zombietop.tui.cli.handover": ("handover", "incident"),
     "zombietop.tui.cli.serve": ("serve",),
     "zombietop.tui.demo": ("demo",),
 }

@@ -1,0 +1,183 @@
+"""The handover and an incident's story, over a scripted night shift: a real store, a fake
+clock, and every incident made by the real code (the watchdog pages, re-notifies and clears,
+the on-call loop acks, notes and silences, the executor kills a real process). The Markdown
+and the JSON are each compared whole."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+from dataclasses import replace
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+
+from tests.core.realprocs import Children, pid_alive, start_task_process, wait_for
+from tests.core.test_watchdog import config, start, watchdog
+from zombietop import incident_story, oncall
+from zombietop.actions import Outcome
+from zombietop.clock import FakeClock
+from zombietop.config import Config, OnCallSettings, Schedule
+from zombietop.executor import Executor
+from zombietop.handover import read_handover
+from zombietop.heartbeat_line import parse_line
+from zombietop.incident_story import Step, stories
+from zombietop.model import Matcher, TaskState
+from zombietop.store import Store
+from zombietop.tui.handover_text import (
+    handover_json,
+    handover_markdown,
+    story_json,
+    story_text,
+)
+
+EXPECTED = Path(__file__).with_name("handover_expected")
+HOSTILE = "sync_*9*`[x](y)"
+"""A task id that Markdown would read as emphasis, code and a link."""
+NIGHTLY = Schedule(name="nightly", step="backup", cron="0 3 * * *", grace=600.0)
+TWO_AM = 1_796_094_000.0 - 3600  # 2026-12-01 02:00 UTC
+KILLER = "sh -c 'trap \"exit 0\" TERM; : > {ready}; while :; do sleep 0.05; done'"
+
+
+def cfg() -> Config:
+    return replace(config(renotify=600.0), schedules=(NIGHTLY,))
+
+
+async def once(store: Store, clock: FakeClock) -> None:
+    """One pass of a fresh watchdog, as `zombietop watch --once` from cron runs."""
+    dog, _, _ = watchdog(store, clock, cfg())
+    await dog.tick()
+
+
+async def night_shift(store: Store, clock: FakeClock, children: Children, tmp: Path) -> int:
+    """02:00 to 04:30 UTC: five incidents (one held by a silence), two silences and a missed schedule. Return the
+    killed process's group (its pid), which its kill's event names."""
+    clock.set(TWO_AM)
+    await once(store, clock)  # the schedule is seen before its fire time
+    await start(store, "export-2031")
+    await start(store, "load-7")
+    sync = await start(store, HOSTILE)
+    ready = tmp / "ready"
+    proc = await start_task_process(
+        store,
+        children,
+        f"trap 'exit 0' TERM; : > {ready}; while :; do sleep 0.05; done",
+        ready,
+        task_id="clean-3",
+    )
+    clock.advance(200)  # 02:03:20: the three beating tasks stall
+    await once(store, clock)
+    settings = OnCallSettings()
+    await oncall.note(
+        store, "export-2031", "waiting on partner API\x1b[2J # not a heading", by="ana"
+    )
+    await oncall.ack(
+        store, settings, "load-7", by="bob", reason="restarting *the* DB", duration=4 * 3600
+    )
+    clock.advance(600)  # 02:13:20: export-2031 is paged again; load-7 is acked
+    await once(store, clock)
+    await store.record_heartbeat(HOSTILE, parse_line("stage=copy p=70"), owner="w1", token=sync)
+    await store.finish_task(HOSTILE, owner="w1", token=sync, state=TaskState.SUCCEEDED)
+    clock.advance(60)  # 02:14:20: the hostile one beat again and ended: all clear by itself
+    await once(store, clock)
+    clock.advance(900)  # 02:29:20: ana kills clean-3, its wrapper records the end
+    executor = Executor(store, cfg(), clock=clock)
+    sent = await executor.kill("clean-3", expected_token=1, actor="ana", reason="stuck on a lock")
+    assert sent.outcome is Outcome.TERM_SENT, sent.message
+    await asyncio.to_thread(proc.wait, 5)
+    await wait_for(lambda: not pid_alive(proc.pid), what="clean-3 to end")
+    (done,) = await executor.complete_pending_kills()
+    assert done.outcome is Outcome.EXITED, done.message
+    await store.finish_task("clean-3", owner="test-owner", token=1, state=TaskState.INTERRUPTED)
+    await once(store, clock)
+    await oncall.silence(
+        store,
+        settings,
+        matcher=Matcher.TASK,
+        pattern="backup-*",
+        by="ana",
+        reason="maintenance night",
+        duration=3 * 3600,
+    )
+    await oncall.silence(
+        store,
+        settings,
+        matcher=Matcher.HOST,
+        pattern="db-2",
+        by="bob",
+        reason="disk swap",
+        duration=24 * 3600,
+    )
+    await start(store, "backup-1")  # it stalls under the silence: detected, never paged
+    clock.set(TWO_AM + 3600 + 660)  # 03:11: the nightly backup did not start
+    await once(store, clock)
+    clock.set(TWO_AM + 2.5 * 3600)  # 04:30: the handover
+    await once(store, clock)
+    return proc.pid
+
+
+def steady(text: str, pgid: int) -> str:
+    """The text with what changes from run to run named: this host, the test's pid, the
+    killed group and how soon it exited."""
+    host = re.escape(socket.gethostname())
+    text = re.sub(f"watchdog@{host}", "watchdog@HOST", text)
+    text = re.sub(f"zombietop@{host}:[0-9]+", "zombietop@HOST:PID", text)
+    text = re.sub("pid [0-9]+ exited after TERM in [0-9.]+ s", "pid PID exited after TERM", text)
+    return text.replace(f"group {pgid} ", "group PGID ")
+
+
+async def test_the_handover_of_a_night_shift(
+    store: Store, clock: FakeClock, children: Children, tmp_path: Path
+) -> None:
+    await night_shift(store, clock, children, tmp_path)
+    now = clock.now()
+    found = await read_handover(store, now=now, since=now - 8 * 3600)
+    markdown = handover_markdown(found, UTC)
+    print(markdown)
+    assert markdown == (EXPECTED / "night.md").read_text()
+    # Read by a real CommonMark parser, the hostile id and note make no heading, link or HTML.
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    inline = [child.type for t in tokens for child in t.children or []]
+    assert [t.tag for t in tokens if t.type == "heading_open"] == ["h1"] + ["h2"] * 5
+    assert not {"link_open", "html_inline", "html_block", "em_open"} & set(inline)
+
+
+@pytest.mark.backends("sqlite")
+async def test_the_handover_as_json_and_one_incidents_story(
+    store: Store, clock: FakeClock, children: Children, tmp_path: Path
+) -> None:
+    pgid = await night_shift(store, clock, children, tmp_path)
+    now = clock.now()
+    found = await read_handover(store, now=now, since=now - 8 * 3600)
+    shown = steady(json.dumps(handover_json(found), indent=2) + "\n", pgid)
+    print(shown)
+    assert shown == (EXPECTED / "night.json").read_text()
+
+    (story,) = await stories(store, "clean-3")
+    lines = steady("\n".join(story_text(story, now, UTC)) + "\n", pgid)
+    print(lines)
+    assert lines == (EXPECTED / "clean-3.txt").read_text()
+    assert story_json(story) == handover_json(found)["resolved"][1]
+
+
+@pytest.mark.backends("sqlite")
+async def test_a_long_story_is_read_back_whole_in_batches(
+    store: Store,
+    clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An incident open for weeks has more notices than one read takes: its first page (what
+    makes it an incident) must still be read."""
+    await night_shift(store, clock, children, tmp_path)
+    whole = await stories(store, "export-2031")
+    monkeypatch.setattr(incident_story, "STORY_BATCH", 2)
+    assert await stories(store, "export-2031") == whole
+    (story,) = whole
+    assert [e.step for e in story.entries].count(Step.RENOTIFIED) == 4

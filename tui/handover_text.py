@@ -1,0 +1,235 @@
+"""The handover and an incident's story as a person reads them: Markdown for the handover
+(to paste into a chat or a ticket), plain lines for one incident, and JSON for both.
+
+Every time is given in UTC with how long ago it was, and in the reader's own zone too when
+that is not UTC (``zone``, passed in so tests fix it). Every untrusted field goes through
+``printable``; in Markdown through ``md_text`` or ``md_code`` as well.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any
+
+from zombietop.durations import format_age
+from zombietop.handover import Handover, MissedSchedule, OpenIncident
+from zombietop.heartbeat_line import format_timestamp
+from zombietop.incident_story import Entry, Step, Story
+from zombietop.model import Silence
+from zombietop.printable import printable
+from zombietop.tui.markdown import md_code, md_text
+
+PAGES = (Step.PAGED, Step.RENOTIFIED)
+
+
+def when(at: float, now: float, zone: tzinfo | None = None, *, seconds: bool = False) -> str:
+    """``2026-12-01 03:00 UTC (2h10m ago)``; with a zone other than UTC,
+    ``2026-12-01 03:00 UTC, 04:00 CET (2h10m ago)``."""
+    shape = "%H:%M:%S" if seconds else "%H:%M"
+    moment = datetime.fromtimestamp(at, UTC)
+    text = moment.strftime(f"%Y-%m-%d {shape} UTC")
+    local = moment.astimezone(zone) if zone is not None else moment
+    if local.utcoffset() != timedelta(0):
+        text += f", {local.strftime(shape)} {local.tzname()}"
+    gap = now - at
+    if abs(gap) < 1:
+        return f"{text} (now)"
+    return f"{text} ({format_age(gap)} ago)" if gap > 0 else f"{text} (in {format_age(gap)})"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _last_page(story: Story) -> Entry | None:
+    pages = [e for e in story.entries if e.step in PAGES or e.step is Step.HELD]
+    return pages[-1] if pages else None
+
+
+def how_it_ended(story: Story) -> str:
+    """``by a kill, by ana`` or ``by itself``: what ended the incident."""
+    hand = story.resolved_by()
+    if hand is None:
+        return "by itself"
+    return f"by a {hand.action or 'action'}, by {hand.by}"
+
+
+# Markdown ---------------------------------------------------------------------------------
+
+
+def _md_notes(story: Story, now: float, zone: tzinfo | None) -> list[str]:
+    return [
+        f"  - note by {md_text(n.by)}, {when(n.at, now, zone)}: {md_text(n.text)}"
+        for n in reversed(story.notes())
+    ]
+
+
+def _md_open(item: OpenIncident, now: float, zone: tzinfo | None) -> list[str]:
+    story, ack = item.story, item.ack
+    pages = sum(1 for e in story.entries if e.step in PAGES)
+    line = (
+        f"- {md_code(story.task_id)}: {md_text(story.health)} since "
+        f"{when(story.opened_at, now, zone)}; "
+        + (f"paged {_plural(pages, 'time')}" if pages else "not paged: a silence holds it")
+    )
+    if ack is not None:
+        why = f": {md_text(ack.reason)}" if ack.reason else ""
+        line += f"; acked by {md_text(ack.by)} until {when(ack.until, now, zone)}{why}"
+    last = _last_page(story)
+    lines = [line]
+    if last is not None:
+        # A held page's own text says so: "held by silence 3: ...".
+        label = "" if last.step is Step.HELD else "last page: "
+        lines.append(f"  - {label}{md_text(last.text)}")
+    return lines + _md_notes(story, now, zone)
+
+
+def _md_resolved(story: Story, now: float, zone: tzinfo | None) -> list[str]:
+    clear = story.resolution
+    assert clear is not None
+    took = format_age(clear.at - story.opened_at)
+    acks = sorted({e.by for e in story.entries if e.step is Step.ACKED})
+    acked = f"; acked by {', '.join(md_text(by) for by in acks)}" if acks else ""
+    return [
+        f"- {md_code(story.task_id)}: {md_text(story.health)}, open {took}; ended "
+        f"{md_text(how_it_ended(story))} at {when(clear.at, now, zone)}{acked}",
+        f"  - all clear: {md_text(clear.text)}",
+        *_md_notes(story, now, zone),
+    ]
+
+
+def _md_silence(silence: Silence, now: float, zone: tzinfo | None) -> str:
+    return (
+        f"- silence {silence.silence_id} ({silence.matcher} {md_code(silence.pattern)}) by "
+        f"{md_text(silence.by)} ends {when(silence.until, now, zone)}: {md_text(silence.reason)}"
+    )
+
+
+def _md_schedule(missed: MissedSchedule, now: float, zone: tzinfo | None) -> list[str]:
+    head = f"- {md_code(missed.name)}: paged {when(missed.paged_at, now, zone)}"
+    if missed.cleared_at is None or missed.cleared is None:
+        return [f"{head}; still missed", f"  - page: {md_text(missed.line)}"]
+    return [
+        f"{head}; cleared {when(missed.cleared_at, now, zone)}",
+        f"  - page: {md_text(missed.line)}",
+        f"  - all clear: {md_text(missed.cleared)}",
+    ]
+
+
+def _section(title: str, items: list[list[str]]) -> list[str]:
+    body = [line for item in items for line in item] or ["None."]
+    return [f"## {title} ({len(items)})", "", *body, ""]
+
+
+def handover_markdown(h: Handover, zone: tzinfo | None = None) -> str:
+    """The handover as Markdown: one section per thing the next person must know."""
+    now = h.now
+    silences = [[_md_silence(s, now, zone)] for s in h.silences]
+    later = h.later_silences
+    lines = [
+        f"# Handover at {when(now, now, zone)}",
+        "",
+        f"The window: {format_age(now - h.since)}, from {when(h.since, now, zone)}.",
+        "",
+        *_section("Open, nobody on it", [_md_open(o, now, zone) for o in h.unacked]),
+        *_section("Open and acked", [_md_open(o, now, zone) for o in h.acked]),
+        *_section("Resolved in the window", [_md_resolved(s, now, zone) for s in h.resolved]),
+        *_section("Silences ending in the next 8 hours", silences),
+    ]
+    if later:
+        verb = "ends" if later == 1 else "end"
+        # After the blank line, not against the list: there it would join its last item.
+        lines.extend([f"{_plural(later, 'other silence')} in force {verb} later.", ""])
+    lines += _section("Schedules missed", [_md_schedule(m, now, zone) for m in h.schedules])
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# Plain text: one incident --------------------------------------------------------------------
+
+
+def story_text(story: Story, now: float, zone: tzinfo | None = None) -> list[str]:
+    """One incident's story, one line per thing that happened, oldest first."""
+    clear = story.resolution
+    state = "open" if clear is None else f"ended {how_it_ended(story)}"
+    lines = [
+        f"{printable(story.task_id)}: {printable(story.health)}, opened "
+        f"{when(story.opened_at, now, zone, seconds=True)}; {printable(state)}"
+    ]
+    for entry in story.entries:
+        until = "" if entry.until is None else f" (until {when(entry.until, now, zone)})"
+        lines.append(
+            f"  {when(entry.at, now, zone, seconds=True)}  {entry.step}  by "
+            f"{printable(entry.by)}: {printable(entry.text)}{until}"
+        )
+    return lines
+
+
+# JSON -------------------------------------------------------------------------------------
+
+
+def entry_json(entry: Entry) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "at": format_timestamp(entry.at),
+        "step": str(entry.step),
+        "by": entry.by,
+        "text": entry.text,
+    }
+    if entry.action is not None:
+        found.update(action=entry.action, done=entry.done)
+    if entry.until is not None:
+        found["until"] = format_timestamp(entry.until)
+    return found
+
+
+def story_json(story: Story) -> dict[str, Any]:
+    closed = story.closed_at
+    hand = story.resolved_by()
+    return {
+        "task_id": story.task_id,
+        "health": story.health,
+        "opened_at": format_timestamp(story.opened_at),
+        "closed_at": None if closed is None else format_timestamp(closed),
+        "ended_by": None if closed is None else how_it_ended(story),
+        "resolved_by": None if closed is None or hand is None else hand.by,
+        "entries": [entry_json(e) for e in story.entries],
+    }
+
+
+def _open_json(item: OpenIncident) -> dict[str, Any]:
+    ack = item.ack
+    acked = None
+    if ack is not None:
+        acked = {"by": ack.by, "until": format_timestamp(ack.until), "reason": ack.reason}
+    return {**story_json(item.story), "ack": acked}
+
+
+def handover_json(h: Handover) -> dict[str, Any]:
+    return {
+        "now": format_timestamp(h.now),
+        "since": format_timestamp(h.since),
+        "open_unacked": [_open_json(o) for o in h.unacked],
+        "open_acked": [_open_json(o) for o in h.acked],
+        "resolved": [story_json(s) for s in h.resolved],
+        "silences_ending": [
+            {
+                "id": s.silence_id,
+                "matcher": str(s.matcher),
+                "pattern": s.pattern,
+                "by": s.by,
+                "reason": s.reason,
+                "until": format_timestamp(s.until),
+            }
+            for s in h.silences
+        ],
+        "silences_later": h.later_silences,
+        "schedules_missed": [
+            {
+                "name": m.name,
+                "paged_at": format_timestamp(m.paged_at),
+                "line": m.line,
+                "cleared_at": None if m.cleared_at is None else format_timestamp(m.cleared_at),
+                "cleared": m.cleared,
+            }
+            for m in h.schedules
+        ],
+    }
