@@ -31,6 +31,7 @@ class Stopwatch:
     """A notifier that notes when each page arrives."""
 
     name = kind = "stopwatch"
+    keeps_incidents = False
 
     def __init__(self) -> None:
         self.arrived: dict[str, float] = {}

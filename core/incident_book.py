@@ -26,10 +26,11 @@ from zombietop.durations import format_age
 from zombietop.errors import StoreError
 from zombietop.failed_runs import failure_line, failure_open
 from zombietop.health import Health
-from zombietop.model import EventKind, Silence, TaskState
+from zombietop.model import Ack, EventKind, Silence, TaskState
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import FollowUp, Notices, capped_words, notice_line, with_note
 from zombietop.output import last_output_of, with_last_output
+from zombietop.page import incident_key
 from zombietop.quarantines import Quarantines
 from zombietop.root_causes import blocks_words
 from zombietop.schedules import ScheduleHealth
@@ -161,18 +162,31 @@ class IncidentBook:
         else:
             line = with_last_output(context + self.blocks(task_id, look), last, look.now)
         silence = look.oncall.silence_for(view.task)
-        self.notices.opened(task_id, at=self.incidents[task_id].opened_at, paged=silence is None)
+        notice = self.notices.opened(
+            task_id, at=self.incidents[task_id].opened_at, paged=silence is None
+        )
         if silence is not None:
-            await self._held_by(silence, view, context, page_key, look)
+            await self._held_by(silence, view, context, page_key, notice.incident, look)
             return
-        hands.page(look, "incident", line, view=view)
-        data = {"page": "incident", "key": page_key, "health": str(view.health)}
+        hands.page(look, "incident", line, view=view, incident=notice.incident)
+        data = {
+            "page": "incident",
+            "key": page_key,
+            "health": str(view.health),
+            "incident": notice.incident,
+        }
         if job is not None:
             data["job"] = job
         await hands.record(EventKind.PAGE, line, task_id, data)
 
     async def _held_by(
-        self, silence: Silence, view: TaskView, context: str, page_key: str, look: Look
+        self,
+        silence: Silence,
+        view: TaskView,
+        context: str,
+        page_key: str,
+        incident: str,
+        look: Look,
     ) -> None:
         """Detected, shown and counted, never paged: the page goes out if the silence ends
         while the incident is still open (``follow_up``)."""
@@ -189,17 +203,21 @@ class IncidentBook:
                 "key": page_key,
                 "health": str(view.health),
                 "held": silence.silence_id,
+                "incident": incident,
             },
         )
 
     async def follow_up(self, view: TaskView, look: Look) -> None:
         """Page an open incident again when the on-call loop says it is owed a page."""
         oncall = look.oncall
+        ack = oncall.ack_for(view.task_id)
+        if ack is not None:
+            await self._pass_on_ack(view.task_id, ack, look)
         due = self.notices.due(
             view.task_id,
             now=self.hands.clock.now(),
             interval=self.renotify,
-            acked=oncall.ack_for(view.task_id) is not None,
+            acked=ack is not None,
             silenced=oncall.silence_for(view.task) is not None,
         )
         if due is not None:
@@ -244,6 +262,7 @@ class IncidentBook:
         now = hands.clock.now()
         notice = self.notices.get(key)
         assert notice is not None
+        incident = notice.incident
         number = self.notices.sent(key, at=now)
         text = notice_line(line, notice=number, open_for=now - notice.opened_at)
         kind = "incident" if due is FollowUp.RELEASE else "renotify"
@@ -252,11 +271,11 @@ class IncidentBook:
             data["released"] = True
         if schedule is not None:
             data.update(schedule=schedule, health=str(ScheduleHealth.MISSED))
-            hands.page_schedule(look, kind, text)
+            hands.page_schedule(look, kind, text, incident=incident)
         else:
             assert view is not None
             data["health"] = str(view.health)
-            hands.page(look, kind, text, view=view)
+            hands.page(look, kind, text, view=view, incident=incident)
         await hands.record(EventKind.PAGE, text, None if view is None else view.task_id, data)
 
     async def close(self, view: TaskView, look: Look) -> None:
@@ -264,6 +283,7 @@ class IncidentBook:
         all-clear."""
         task_id, task = view.task_id, view.task
         incident = self.incidents.pop(task_id)
+        name = self.name_of(incident)
         health = await self.quarantines.let_go(view, look)
         # A source's own end time, where it has one, ends the incident: the watchdog only
         # looked later (Airflow's end_date of a dead task, not the next poll).
@@ -282,7 +302,7 @@ class IncidentBook:
         await self._end_ack(task_id, look)
         if await self._closed_unpaged(task_id, line, look):
             return
-        self.hands.page(look, "all_clear", line, view=view, health=health)
+        self.hands.page(look, "all_clear", line, view=view, health=health, incident=name)
         await self.hands.record(
             EventKind.PAGE, line, task_id, {"page": "all_clear", "health": str(health)}
         )
@@ -301,12 +321,32 @@ class IncidentBook:
             if _still_failing(self.incidents[task_id], snapshot):
                 continue  # a failed run past the finished window: open until its job succeeds
             incident = self.incidents.pop(task_id)
+            name = self.name_of(incident)
             line = f"{task_id} all clear: no longer active (was {incident.health})"
             await self._end_ack(task_id, look)
             if await self._closed_unpaged(task_id, line, look):
                 continue
-            self.hands.page(look, "all_clear", line)
+            self.hands.page(look, "all_clear", line, incident=name)
             await self.hands.record(EventKind.PAGE, line, task_id, {"page": "all_clear"})
+
+    def name_of(self, incident: Incident) -> str:
+        """The name the incident's pages carry (``zombietop.page.incident_key``)."""
+        notice = self.notices.get(incident.task_id)
+        return notice.incident if notice else incident_key(incident.task_id, incident.opened_at)
+
+    async def _pass_on_ack(self, task_id: str, ack: Ack, look: Look) -> None:
+        """Tell the channels that keep incidents (PagerDuty) that a human acked this one, once
+        per ack: the pager stops escalating what someone here is already on."""
+        notice = self.notices.get(task_id)
+        if notice is None or notice.notices == 0 or not self.hands.outbox.passes_on_acks:
+            return  # never paged (a silence holds it): there is nothing to acknowledge there
+        key = f"ack:{notice.incident}:{ack.acked_at}"
+        if key in self.once:
+            return
+        self.once.add(key)
+        line = f"{task_id} acknowledged in zombietop by {ack.by}"
+        self.hands.page_ack(look, line, task_id=task_id, incident=notice.incident)
+        await self.hands.record(EventKind.WATCHDOG, line, task_id, {"key": key})
 
     async def _closed_unpaged(self, task_id: str, line: str, look: Look) -> bool:
         """Close the incident's notices; True (and no page) when a silence held every page."""

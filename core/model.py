@@ -430,6 +430,8 @@ class StoredPage:
     page_at: float
     attempts: int
     next_at: float
+    incident: str | None = None
+    runbook: str | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> StoredPage:

@@ -1,4 +1,6 @@
-"""Where pages go: a command, a webhook, or any service apprise speaks; retried, never blocking.
+"""Where pages go: a command, a webhook, any service apprise speaks, or PagerDuty
+(``zombietop.pagerduty``); retried, never blocking. ``zombietop.channels`` builds the ones
+``[notify]`` configures.
 
 Deliveries run in the background, at most ``DELIVERY_CONCURRENCY`` at once, and the channels
 that block (a webhook, apprise) on threads of their own: a paging endpoint that hangs never holds
@@ -6,7 +8,9 @@ up the watchdog's next look (its next poll of the store), nor the threads the st
 process probe use. A delivery that fails is retried
 with doubling backoff up to ``max_attempts``; detection goes on meanwhile. Every attempt's
 outcome is handed back so the watchdog can record it as an event. Past ``[notify]
-digest_after`` task pages at one look, they go as digests (``zombietop.digest``).
+digest_after`` task pages at one look, they go as digests (``zombietop.digest``), except to a
+channel that keeps incidents of its own (PagerDuty), which gets each page as it is, the acks
+too, and each incident's pages in the order they were queued.
 """
 
 from __future__ import annotations
@@ -46,8 +50,20 @@ executor, which the store and the process probe need."""
 _T = TypeVar("_T")
 
 
+ACKNOWLEDGED = "acknowledged"
+"""The page that says a human acked an incident: only channels that keep incidents get it."""
+
+
 class DeliveryError(ZombietopError):
-    """A notifier could not deliver a page; the message says which and why."""
+    """A notifier could not deliver a page; the message says which and why.
+
+    ``retry=False`` when trying again cannot help (the channel refused the page itself, an
+    HTTP 400): the delivery ends now, not after ``max_attempts``.
+    """
+
+    def __init__(self, message: str, *, retry: bool = True) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 class Notifier(Protocol):
@@ -55,6 +71,10 @@ class Notifier(Protocol):
     kind: str
     """The channel's kind (``command``, ``webhook``, ``apprise``): safe to export anywhere, as it
     never holds a URL, a key or an argument."""
+    keeps_incidents: bool
+    """True for a pager that holds incidents of its own (PagerDuty): it gets every page as it
+    is, acks included, never a digest, and each incident's pages in order. The others get
+    digests past ``digest_after`` and never an ack."""
 
     async def send(self, page: Page) -> None:
         """Deliver the page or raise ``DeliveryError``."""
@@ -65,6 +85,7 @@ class CommandNotifier:
     """Run an argument list (never a shell) with the line on stdin and in ``$ZOMBIETOP_PAGE``."""
 
     kind = "command"
+    keeps_incidents = False
 
     def __init__(self, argv: Sequence[str], timeout: float) -> None:
         self.argv = tuple(argv)
@@ -117,6 +138,7 @@ class WebhookNotifier:
     """
 
     kind = "webhook"
+    keeps_incidents = False
 
     def __init__(self, url: str, timeout: float) -> None:
         self.url = url
@@ -168,6 +190,7 @@ class AppriseNotifier:
     """PagerDuty, Opsgenie, email, chat and the rest, through the apprise library."""
 
     kind = "apprise"
+    keeps_incidents = False
 
     def __init__(self, urls: Sequence[str]) -> None:
         require("[notify] apprise", "apprise")
@@ -209,6 +232,8 @@ class LogNotifier:
     is shown, not sent).
     """
 
+    keeps_incidents = False
+
     def __init__(
         self, log: Callable[[str], None], *, name: str = "watch log", kind: str = "log"
     ) -> None:
@@ -223,17 +248,6 @@ class LogNotifier:
 
     async def send(self, page: Page) -> None:
         self._log(f"PAGE ({page.kind}) {page.shown}")
-
-
-def build_notifiers(settings: NotifySettings) -> list[Notifier]:
-    notifiers: list[Notifier] = []
-    if settings.command:
-        notifiers.append(CommandNotifier(settings.command, settings.timeout))
-    if settings.webhook:
-        notifiers.append(WebhookNotifier(settings.webhook, settings.timeout))
-    if settings.apprise:
-        notifiers.append(AppriseNotifier(settings.apprise))
-    return notifiers
 
 
 @dataclass(slots=True, kw_only=True)
@@ -305,6 +319,11 @@ class Outbox:
     def in_flight(self) -> int:
         return len(self._flying)
 
+    @property
+    def passes_on_acks(self) -> bool:
+        """True when a channel keeps incidents: the watchdog then pages acks too."""
+        return any(notifier.keeps_incidents for notifier in self.notifiers)
+
     def put(self, page: Page) -> None:
         self._new.append(page)
 
@@ -327,7 +346,13 @@ class Outbox:
             if row.page_id in queued:
                 continue
             page = Page(
-                kind=row.kind, line=row.line, task_id=row.task_id, health=row.health, at=row.page_at
+                kind=row.kind,
+                line=row.line,
+                task_id=row.task_id,
+                health=row.health,
+                at=row.page_at,
+                incident=row.incident,
+                runbook=row.runbook,
             )
             notifier = by_name.get(row.notifier)
             if notifier is None:
@@ -356,7 +381,16 @@ class Outbox:
         self._compose()
         await self._keep_new()
         now = self.clock.now()
+        ahead: set[tuple[str, str]] = set()
         for delivery in self._queue:
+            incident = delivery.page.incident
+            if incident is not None:
+                # An incident's pages reach each channel in order: a resolve that overtook its
+                # trigger (failing, retried) would leave the pager's incident open for good.
+                line = (delivery.notifier.name, incident)
+                if line in ahead:
+                    continue
+                ahead.add(line)
             if not delivery.flying and delivery.next_at <= now:
                 delivery.flying = True
                 task = asyncio.create_task(self._deliver(delivery))
@@ -410,8 +444,16 @@ class Outbox:
         if not self._new:
             return
         pages, self._new = self._new, []
-        for page in compose(pages, after=self.settings.digest_after, at=self.clock.now()):
-            for notifier in self.notifiers:
+        keeping = [n for n in self.notifiers if n.keeps_incidents]
+        others = [n for n in self.notifiers if not n.keeps_incidents]
+        for page in pages:
+            for notifier in keeping:
+                self._queue.append(_Delivery(page=page, notifier=notifier, next_at=page.at))
+        if not others:
+            return
+        told = [page for page in pages if page.kind != ACKNOWLEDGED]
+        for page in compose(told, after=self.settings.digest_after, at=self.clock.now()):
+            for notifier in others:
                 self._queue.append(_Delivery(page=page, notifier=notifier, next_at=page.at))
 
     async def _keep_new(self) -> None:
@@ -431,6 +473,8 @@ class Outbox:
                     page_at=page.at,
                     attempts=delivery.attempts,
                     next_at=delivery.next_at,
+                    incident=page.incident,
+                    runbook=page.runbook,
                 )
             except ZombietopError as exc:
                 if not self._keeper_down:
@@ -485,7 +529,8 @@ class Outbox:
                 else f"{delivery.notifier.name}: {exc!r}",
                 limit=ERROR_LIMIT,
             )
-            final = delivery.attempts >= self.settings.max_attempts
+            hopeless = isinstance(exc, DeliveryError) and not exc.retry
+            final = hopeless or delivery.attempts >= self.settings.max_attempts
             if final:
                 self._queue.remove(delivery)
             else:

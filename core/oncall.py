@@ -19,6 +19,7 @@ from zombietop.errors import ActionRefused
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.identity import real_user
 from zombietop.model import Ack, EventKind, Matcher, Note, Silence, Task
+from zombietop.page import incident_key
 from zombietop.printable import bounded, printable
 
 if TYPE_CHECKING:
@@ -133,6 +134,8 @@ class Notice:
     """What was sent for one open incident."""
 
     opened_at: float
+    incident: str
+    """The incident's name on each of its pages (``zombietop.page.incident_key``)."""
     notices: int = 0
     """Pages sent so far (0: held by a silence since it opened)."""
     last_at: float = 0.0
@@ -157,8 +160,16 @@ class Notices:
     def clear(self) -> None:
         self._open.clear()
 
-    def opened(self, key: str, *, at: float, paged: bool) -> None:
-        self._open[key] = Notice(opened_at=at, notices=1 if paged else 0, last_at=at)
+    def opened(self, key: str, *, at: float, paged: bool, incident: str | None = None) -> Notice:
+        """Open the incident ``key``; it is named ``incident`` (by default, from when it opened)."""
+        notice = Notice(
+            opened_at=at,
+            incident=incident or incident_key(key, at),
+            notices=1 if paged else 0,
+            last_at=at,
+        )
+        self._open[key] = notice
+        return notice
 
     def closed(self, key: str) -> Notice | None:
         return self._open.pop(key, None)
@@ -177,7 +188,13 @@ class Notices:
             if data.get("released") and key in self._open:
                 self.sent(key, at=at)
             else:
-                self.opened(key, at=at, paged=not data.get("held"))
+                name = data.get("incident")
+                self.opened(
+                    key,
+                    at=at,
+                    paged=not data.get("held"),
+                    incident=name if isinstance(name, str) else None,
+                )
         elif page == "renotify" and key in self._open:
             self.sent(key, at=at)
         elif page == "all_clear":

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from zombietop.clock_watch import ClockWatch, beats_of
 from zombietop.model import EventKind
 from zombietop.monitor import Snapshot
+from zombietop.page import SOURCE_READ, STORE_READ
 from zombietop.watchdog_hands import Hands, Look
 from zombietop.withheld import WithheldStretch
 
@@ -58,12 +59,16 @@ class PollTrust:
                     look,
                     "watchdog",
                     f"zombietop watchdog {reason} - verdicts withheld until it can",
+                    incident=STORE_READ,
                 )
             return reason
         if self._store_down:
             self._store_down = False
             hands.page(
-                look, "all_clear", f"zombietop watchdog reads {hands.store.describe()} again"
+                look,
+                "all_clear",
+                f"zombietop watchdog reads {hands.store.describe()} again",
+                incident=STORE_READ,
             )
         if snapshot.poll_seconds > self.interval:
             reason = (
@@ -88,10 +93,15 @@ class PollTrust:
                 # The active watchdog pages it, if it too cannot read the source.
                 look.logs.append(f"standby: {line}")
             else:
-                self.hands.page(look, "watchdog", line)
+                self.hands.page(look, "watchdog", line, incident=SOURCE_READ + name)
         for name in sorted(self._sources_down - down.keys()):
             self._sources_down.discard(name)
-            self.hands.page(look, "all_clear", f"zombietop watchdog reads source {name} again")
+            self.hands.page(
+                look,
+                "all_clear",
+                f"zombietop watchdog reads source {name} again",
+                incident=SOURCE_READ + name,
+            )
 
     async def check_clocks(
         self, snapshot: Snapshot, looked: tuple[float, float], walled_at: float, look: Look

@@ -16,7 +16,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from zombietop.errors import NotARegularFile, UnsafePath
+from zombietop.errors import NotARegularFile, UnsafePath, ZombietopError
 from zombietop.identity import user_name
 from zombietop.locations import state_dir
 
@@ -213,3 +213,30 @@ def replace_file(path: Path | str, data: bytes, *, mode: int = FILE_MODE) -> Pat
             os.unlink(new)
         raise
     return path
+
+
+def read_secret(path: Path | str, *, what: str, limit: int) -> str:
+    """The text of a file holding a secret (ping keys, a routing key), at most ``limit`` bytes.
+
+    Refused unless it is a regular file, not a link, that only its owner can read or write
+    (0600 or 0400): a key others can read is a key others have. ``what`` names the setting in
+    the errors (``[serve] ping_key_file``), which never quote the file's text.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ZombietopError(f"{what} {path}: cannot open it ({exc.strerror})") from None
+    with open(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ZombietopError(f"{what} {path}: not a regular file")
+        if info.st_mode & 0o077:
+            raise ZombietopError(
+                f"{what} {path}: mode {stat.S_IMODE(info.st_mode):04o} lets others read or "
+                f"write the key; run `chmod 600 {path}`"
+            )
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ZombietopError(f"{what} {path}: larger than {limit} bytes")
+    return data.decode("utf-8", errors="replace")

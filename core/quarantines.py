@@ -13,6 +13,7 @@ from zombietop.errors import StoreError
 from zombietop.health import Health
 from zombietop.model import EventKind
 from zombietop.monitor import TaskView
+from zombietop.page import STORE_WRITE
 from zombietop.sources import Origin
 from zombietop.watchdog_hands import Hands, Look
 
@@ -57,7 +58,10 @@ class Quarantines:
             if not self._unheld and self._write_down:
                 self._write_down = False
                 hands.page(
-                    look, "all_clear", f"zombietop watchdog writes {hands.store.describe()} again"
+                    look,
+                    "all_clear",
+                    f"zombietop watchdog writes {hands.store.describe()} again",
+                    incident=STORE_WRITE,
                 )
         return True
 
@@ -120,4 +124,5 @@ class Quarantines:
                 "watchdog",
                 f"zombietop watchdog cannot write {self.hands.store.describe()}: could not "
                 f"quarantine {task_id} ({view.health}): {exc} - free the store's disk",
+                incident=STORE_WRITE,
             )

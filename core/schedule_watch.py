@@ -11,6 +11,7 @@ from zombietop.durations import format_age
 from zombietop.incident_book import SCHEDULE_KEY, IncidentBook
 from zombietop.model import EventKind
 from zombietop.monitor import Snapshot
+from zombietop.page import incident_key
 from zombietop.schedules import ScheduleHealth
 from zombietop.watchdog_hands import Hands, Look
 
@@ -33,13 +34,18 @@ class ScheduleWatch:
             configured.add(key)
             open_ = notices.get(key)
             if view.health.pages and open_ is None:
-                notices.opened(key, at=hands.clock.now(), paged=True)
-                hands.page_schedule(look, "incident", view.line)
+                notice = notices.opened(key, at=hands.clock.now(), paged=True)
+                hands.page_schedule(look, "incident", view.line, incident=notice.incident)
                 await hands.record(
                     EventKind.PAGE,
                     view.line,
                     None,
-                    {"page": "incident", "schedule": view.name, "health": str(view.health)},
+                    {
+                        "page": "incident",
+                        "schedule": view.name,
+                        "health": str(view.health),
+                        "incident": notice.incident,
+                    },
                 )
             elif view.health.pages:
                 due = notices.due(
@@ -60,7 +66,8 @@ class ScheduleWatch:
                 await self._clear(look, key[len(SCHEDULE_KEY) :], "no longer configured")
 
     async def _clear(self, look: Look, name: str, how: str) -> None:
-        self.book.notices.closed(SCHEDULE_KEY + name)
+        notice = self.book.notices.closed(SCHEDULE_KEY + name)
         line = f"schedule {name} all clear: {how}"
-        self.hands.page_schedule(look, "all_clear", line)
+        incident = notice.incident if notice else incident_key(SCHEDULE_KEY + name, look.now)
+        self.hands.page_schedule(look, "all_clear", line, incident=incident)
         await self.hands.record(EventKind.PAGE, line, None, {"page": "all_clear", "schedule": name})

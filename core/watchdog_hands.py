@@ -143,8 +143,10 @@ class Hands:
         *,
         view: TaskView | None = None,
         health: Health | None = None,
+        incident: str | None = None,
     ) -> Page:
-        """Queue a page; ``health`` is the one its line speaks of (the view's by default)."""
+        """Queue a page; ``health`` is the one its line speaks of (the view's by default),
+        ``incident`` the incident it opens, follows or ends (``zombietop.page.incident_key``)."""
         health = health or (view.health if view else None)
         runbook = runbook_for(view) if view is not None and kind != "all_clear" else None
         if runbook is not None:
@@ -157,14 +159,31 @@ class Hands:
             host=view.task.host if view else None,
             since=since(view) if view else None,
             at=self.clock.now(),
+            incident=incident,
+            runbook=runbook,
         )
         look.pages.append(page)
         self.outbox.put(page)
         return page
 
-    def page_schedule(self, look: Look, kind: str, line: str) -> None:
+    def page_schedule(self, look: Look, kind: str, line: str, *, incident: str) -> None:
         """Queue a page about a schedule: its miss, a later notice of it, or its all-clear."""
-        page = Page(kind=kind, line=line, health=str(ScheduleHealth.MISSED), at=self.clock.now())
+        page = Page(
+            kind=kind,
+            line=line,
+            health=str(ScheduleHealth.MISSED),
+            at=self.clock.now(),
+            incident=incident,
+        )
+        look.pages.append(page)
+        self.outbox.put(page)
+
+    def page_ack(self, look: Look, line: str, *, task_id: str, incident: str) -> None:
+        """Queue the word that a human acked an incident, for the channels that keep incidents
+        (``Notifier.keeps_incidents``); the others never hear of it."""
+        page = Page(
+            kind="acknowledged", line=line, task_id=task_id, at=self.clock.now(), incident=incident
+        )
         look.pages.append(page)
         self.outbox.put(page)
 

@@ -14,12 +14,15 @@ from zombietop.config.settings import (
     MONITOR_DEFAULTS,
     NOTIFY_DEFAULTS,
     ONCALL_DEFAULTS,
+    PAGERDUTY_KEY_ENV,
+    PAGERDUTY_URL,
     SCHEDULE_GRACE,
     STORE_DEFAULTS,
     WATCH_DEFAULTS,
     AgentSettings,
     NotifySettings,
     OnCallSettings,
+    PagerDutySettings,
     Schedule,
     SourceSettings,
     WatchSettings,
@@ -273,7 +276,15 @@ def _cron(label: str, cron: str, zone: zoneinfo.ZoneInfo) -> None:
 
 def read_notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
     """``[notify]``: the channels pages go to, and how they are retried."""
-    known = ["command", "webhook", "apprise", *NOTIFY_DEFAULTS, "max_attempts", "digest_after"]
+    known = [
+        "command",
+        "webhook",
+        "apprise",
+        "pagerduty",
+        *NOTIFY_DEFAULTS,
+        "max_attempts",
+        "digest_after",
+    ]
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in known:
@@ -296,8 +307,43 @@ def read_notify(path: Path | None, table: Mapping[str, Any]) -> NotifySettings:
                     '["pagerduty://KEY@ROUTING", "mailto://user:pass@example.com"]'
                 )
             values[key] = tuple(value)
+        elif key == "pagerduty":
+            values[key] = read_pagerduty(path, value)
         elif key in ("max_attempts", "digest_after"):
             values[key] = read_whole(path, "notify", key, value, family="notify")
         else:
             values[key] = read_duration(path, "notify", key, value, family="notify")
     return NotifySettings(**values)
+
+
+def read_pagerduty(path: Path | None, table: object) -> PagerDutySettings:
+    """``[notify.pagerduty]``: where the routing key is kept, and where events go.
+
+    The key itself never sits in the config file (which is read by whoever runs zombietop,
+    and shown by ``zombietop config``): a file of its own, 0600, or the environment.
+    """
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{where(path)} [notify]: pagerduty must be a table, [notify.pagerduty]")
+    known = ["routing_key_file", "url"]
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key == "routing_key":
+            raise ConfigError(
+                f"{where(path)} [notify.pagerduty]: the routing key is a secret and is not read "
+                "from the config file; put it in a file only you can read (chmod 600) and name "
+                f"it with routing_key_file, or set ${PAGERDUTY_KEY_ENV}"
+            )
+        if key not in known:
+            raise unknown_key(path, "notify.pagerduty", key, known)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where(path)} [notify.pagerduty]: {key} must be a string")
+        if key == "url":
+            if not value.startswith(("http://", "https://")):
+                raise ConfigError(
+                    f"{where(path)} [notify.pagerduty]: url must be an http(s) URL such as "
+                    f"{PAGERDUTY_URL}, not {redact_url(value)!r}"
+                )
+            values[key] = value
+        else:
+            values[key] = Path(value).expanduser()
+    return PagerDutySettings(**values)

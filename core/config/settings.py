@@ -220,6 +220,21 @@ class Schedule:
     """A run still going after this long shows ``running_long`` (None: only overlap does)."""
 
 
+PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
+"""PagerDuty's Events API v2 (the EU service's is ``https://events.eu.pagerduty.com/...``)."""
+PAGERDUTY_KEY_ENV = "ZOMBIETOP_PAGERDUTY_KEY"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PagerDutySettings:
+    """``[notify.pagerduty]``: a service's Events API v2 integration."""
+
+    routing_key_file: Path | None = None
+    """A file (0600) holding the integration's routing key; else ``$ZOMBIETOP_PAGERDUTY_KEY``."""
+    url: str = PAGERDUTY_URL
+    """Where events go: PagerDuty's own endpoint, its EU one, or a proxy."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NotifySettings:
     """``[notify]``: where pages go. Every configured channel gets every page."""
@@ -227,6 +242,7 @@ class NotifySettings:
     command: tuple[str, ...] | None = None
     webhook: str | None = None
     apprise: tuple[str, ...] = ()
+    pagerduty: PagerDutySettings | None = None
     retry_backoff: float = NOTIFY_DEFAULTS["retry_backoff"]
     timeout: float = NOTIFY_DEFAULTS["timeout"]
     max_attempts: int = NOTIFY_MAX_ATTEMPTS
@@ -234,7 +250,7 @@ class NotifySettings:
 
     @property
     def configured(self) -> bool:
-        return bool(self.command or self.webhook or self.apprise)
+        return bool(self.command or self.webhook or self.apprise or self.pagerduty)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from zombietop.errors import ZombietopError
+from zombietop.private import read_secret
 
 ENV_KEY = "ZOMBIETOP_PING_KEY"
 MIN_KEY = 16
@@ -62,29 +62,14 @@ def read_key_file(path: Path) -> list[str]:
 
     Refused unless it is a regular file only its owner can read or write (0600 or 0400).
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        raise ZombietopError(
-            f"[serve] ping_key_file {path}: cannot open it ({exc.strerror})"
-        ) from None
-    with open(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ZombietopError(f"[serve] ping_key_file {path}: not a regular file")
-        if info.st_mode & 0o077:
-            raise ZombietopError(
-                f"[serve] ping_key_file {path}: mode {stat.S_IMODE(info.st_mode):04o} lets "
-                f"others read or write the keys; run `chmod 600 {path}`"
-            )
-        data = handle.read(KEY_FILE_LIMIT + 1)
-    if len(data) > KEY_FILE_LIMIT:
-        raise ZombietopError(f"[serve] ping_key_file {path}: larger than {KEY_FILE_LIMIT} bytes")
+    what = "[serve] ping_key_file"
     keys = []
-    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+    for number, line in enumerate(
+        read_secret(path, what=what, limit=KEY_FILE_LIMIT).splitlines(), 1
+    ):
         text = line.strip()
         if text and not text.startswith("#"):
-            keys.append(_check_key(text, f"[serve] ping_key_file {path} line {number}"))
+            keys.append(_check_key(text, f"{what} {path} line {number}"))
     return keys
 
 

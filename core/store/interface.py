@@ -494,6 +494,8 @@ class Store(OnCallInterface):
         page_at: float,
         attempts: int,
         next_at: float,
+        incident: str | None = None,
+        runbook: str | None = None,
     ) -> int:
         """Keep a page owed to one channel until it is delivered; return its id."""
 

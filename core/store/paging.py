@@ -61,6 +61,8 @@ class Paging(SQLBase[Conn]):
         page_at: float,
         attempts: int,
         next_at: float,
+        incident: str | None = None,
+        runbook: str | None = None,
     ) -> int:
         async with self._write() as db:
             row = await self._row(
@@ -75,6 +77,8 @@ class Paging(SQLBase[Conn]):
                     "page_at": page_at,
                     "attempts": attempts,
                     "next_at": next_at,
+                    "incident": incident,
+                    "runbook": runbook,
                 },
             )
         assert row is not None

@@ -14,6 +14,7 @@ class FlakyNotifier:
     """A channel that fails its first ``fails`` attempts, then delivers."""
 
     name = kind = "flaky"
+    keeps_incidents = False
 
     def __init__(self, fails: int) -> None:
         self.fails = fails

@@ -47,6 +47,7 @@ async def _exit_of(proc: subprocess.Popen[bytes]) -> int:
 
 class ListNotifier:
     name = kind = "list"
+    keeps_incidents = False
 
     def __init__(self) -> None:
         self.pages: list[Page] = []

@@ -47,6 +47,7 @@ class RecordingExecutor:
 
 class ListNotifier:
     name = kind = "list"
+    keeps_incidents = False
 
     def __init__(self) -> None:
         self.pages: list[Page] = []

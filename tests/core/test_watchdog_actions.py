@@ -27,6 +27,7 @@ from zombietop.watchdog import Watchdog
 
 class ListNotifier:
     name = kind = "list"
+    keeps_incidents = False
 
     def __init__(self) -> None:
         self.pages: list[Page] = []

@@ -72,9 +72,11 @@ async def test_a_page_carries_the_tasks_health_host_and_last_sign_of_progress(
     # The all-clear of an incident speaks of the health it ends in, not the view's.
     clear = parts.hands.page(look, "all_clear", "now healthy", view=view, health=view.health)
     assert clear.health == "stalled"
-    parts.hands.page_schedule(look, "incident", "nightly missed")
+    parts.hands.page_schedule(look, "incident", "nightly missed", incident="schedule:nightly:T")
     assert [p.line for p in await parts.sent()] == ["the line", "now healthy", "nightly missed"]
-    assert parts.notifier.pages[2].health == "missed" and parts.notifier.pages[2].task_id is None
+    missed = parts.notifier.pages[2]
+    assert missed.health == "missed" and missed.task_id is None
+    assert missed.incident == "schedule:nightly:T"
 
 
 async def test_an_action_goes_through_the_executor_with_the_token_seen(

@@ -32,6 +32,7 @@ class GoneProbe:
 
 class Pages:
     name = kind = "list"
+    keeps_incidents = False
 
     def __init__(self) -> None:
         self.pages: list[Page] = []

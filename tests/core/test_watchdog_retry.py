@@ -24,6 +24,7 @@ class DownNotifier:
     """A channel that is down until told otherwise."""
 
     name = kind = "list"
+    keeps_incidents = False
 
     def __init__(self) -> None:
         self.tries = 0

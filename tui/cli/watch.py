@@ -13,12 +13,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from zombietop.channels import build_notifiers
 from zombietop.config import ListenAddress, parse_listen
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
 from zombietop.extras import require
 from zombietop.monitor import Monitor
-from zombietop.notify import LogNotifier, Notifier, build_notifiers
+from zombietop.notify import LogNotifier, Notifier
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
 from zombietop.sd_notify import SystemdNotifier, SystemdPing

@@ -19,12 +19,15 @@ WHERE expires_at < :now
 DELETE FROM watchdog_lease WHERE owner = :owner
 
 -- insert_pending_page --
-INSERT INTO pending_pages (notifier, kind, line, task_id, health, page_at, attempts, next_at)
-VALUES (:notifier, :kind, :line, :task_id, :health, :page_at, :attempts, :next_at)
+INSERT INTO pending_pages
+    (notifier, kind, line, task_id, health, page_at, attempts, next_at, incident, runbook)
+VALUES
+    (:notifier, :kind, :line, :task_id, :health, :page_at, :attempts, :next_at, :incident, :runbook)
 RETURNING page_id
 
 -- select_pending_pages --
-SELECT page_id, notifier, kind, line, task_id, health, page_at, attempts, next_at
+SELECT page_id, notifier, kind, line, task_id, health, page_at, attempts, next_at, incident,
+    runbook
 FROM pending_pages ORDER BY page_id
 
 -- update_pending_page --

@@ -287,6 +287,11 @@ CREATE INDEX jobs_updated ON jobs (updated_at);
 ALTER TABLE process_samples ADD COLUMN idle_s DOUBLE PRECISION;
 ALTER TABLE process_samples ADD COLUMN after_finish BOOLEAN NOT NULL DEFAULT FALSE;
 
+-- schema_v15 --
+-- A kept page's incident and runbook (see sqlite/migrations.sql, schema_v17).
+ALTER TABLE pending_pages ADD COLUMN incident text;
+ALTER TABLE pending_pages ADD COLUMN runbook text;
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 

@@ -463,3 +463,10 @@ CREATE INDEX jobs_updated ON jobs (updated_at);
 -- agent sampled the process knowing its task had finished, so the sample can tell an orphan.
 ALTER TABLE process_samples ADD COLUMN idle_s REAL;
 ALTER TABLE process_samples ADD COLUMN after_finish INTEGER NOT NULL DEFAULT 0;
+
+-- schema_v17 --
+-- A page kept for a channel that keeps incidents (PagerDuty) names its incident, so a
+-- watchdog that takes it over triggers, acknowledges and resolves the same one; and its
+-- runbook, which such a channel sends as a link.
+ALTER TABLE pending_pages ADD COLUMN incident TEXT;
+ALTER TABLE pending_pages ADD COLUMN runbook TEXT;
