@@ -308,7 +308,7 @@ def test_the_key_file_must_be_private_and_hold_a_routing_key(tmp_path: Path) -> 
 def test_severity_and_a_long_hostile_task_id_make_a_valid_event() -> None:
     hostile = "extract-\x1b[31m" + "x" * 400
     page = Page(kind="incident", line=f"{hostile} dead: pid 7 gone", task_id=hostile,
-                health="dead", at=0.0, incident=f"{hostile}:20261203T030000Z")  # fmt: skip
+                health="dead", at=0.0, incident=f"{hostile}:20261204T030000Z")  # fmt: skip
     body = event(page, ROUTING_KEY, source="host-a")
     assert len(body["dedup_key"]) == 255 and "\x1b" not in body["dedup_key"]
     assert dedup_key(page) == body["dedup_key"]  # the same page, the same key: every time
@@ -324,3 +324,50 @@ def test_severity_and_a_long_hostile_task_id_make_a_valid_event() -> None:
 def test_only_pagerduty_keeps_incidents() -> None:
     assert PagerDutyNotifier.keeps_incidents
     assert not CommandNotifier(["true"], 1.0).keeps_incidents
+
+
+async def test_a_restarted_watchdog_resolves_the_incident_it_did_not_open(
+    store: Store, clock: FakeClock, unused_tcp_port: int
+) -> None:
+    """The next watchdog reads the incident back from the event log: its resolve names the
+    alert the first one triggered."""
+    from zombietop.heartbeat_line import parse_line
+
+    cfg = config()
+    token = await start(store)
+    with pagerduty(unused_tcp_port) as stand_in:
+        for step in ("open", "restart"):
+            dog = Watchdog(
+                Monitor(store, cfg, clock=clock, reuse_verdicts=True),
+                cfg,
+                executor=None,
+                notifiers=[channel(stand_in)],
+                clock=clock,
+                log=lambda _: None,
+            )
+            if step == "open":
+                clock.advance(200)
+            else:
+                clock.advance(7)
+                await store.record_heartbeat(
+                    "export-2031", parse_line("p=90"), owner="w1", token=token
+                )
+            await dog.tick()
+            await dog.outbox.settle(5)
+    (trigger, first), (resolve, second) = stand_in.actions()
+    assert (trigger, resolve) == ("trigger", "resolve") and first == second
+
+
+def test_the_incidents_name_is_read_back_from_its_page_event_not_recomputed() -> None:
+    """The event's time is the store's clock, a little after the look that opened it: the name
+    the pages carried is the one in the event's data."""
+    from zombietop.oncall import Notices
+
+    notices = Notices()
+    data = {"page": "incident", "incident": "export-2031:20261204T030000Z"}
+    notices.remember("export-2031", data, 1_796_353_201.4)  # 03:00:01 UTC
+    notice = notices.get("export-2031")
+    assert notice is not None and notice.incident == "export-2031:20261204T030000Z"
+    notices.remember("old-task", {"page": "incident"}, 1_796_353_201.4)  # before names were kept
+    old = notices.get("old-task")
+    assert old is not None and old.incident == "old-task:20261204T030001Z"
