@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from tests.core.realprocs import FAST_CONFIG, Children, wait_for, zombietop
 from tests.core.test_watchdog import INTERVAL, ListNotifier, config, start
 from zombietop.clock import FakeClock
 from zombietop.config import (
+    Config,
     ConfigError,
     NotifySettings,
     PagerDutySettings,
@@ -28,7 +30,7 @@ from zombietop.errors import ZombietopError
 from zombietop.health import Health
 from zombietop.model import EventKind
 from zombietop.monitor import Monitor
-from zombietop.notify import CommandNotifier, Page
+from zombietop.notify import CommandNotifier, Notifier, Page
 from zombietop.pagerduty import PagerDutyNotifier, dedup_key, event, severity
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store
@@ -49,6 +51,25 @@ EXTRACT = (
 
 def channel(stand_in: StandIn, timeout: float = 5.0) -> PagerDutyNotifier:
     return PagerDutyNotifier(PagerDutySettings(url=stand_in.url), timeout, environ=ENV)
+
+
+def watchdog_to(
+    store: Store,
+    clock: FakeClock,
+    *notifiers: Notifier,
+    cfg: Config | None = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> Watchdog:
+    """A watchdog on the fake clock that pages ``notifiers``."""
+    cfg = cfg or config()
+    return Watchdog(
+        Monitor(store, cfg, clock=clock, reuse_verdicts=True),
+        cfg,
+        executor=None,
+        notifiers=list(notifiers),
+        clock=clock,
+        log=log,
+    )
 
 
 async def test_trigger_acknowledge_resolve_reach_pagerduty_under_one_dedup_key(
@@ -140,14 +161,7 @@ async def test_a_5xx_is_tried_again_and_the_resolve_waits_for_its_trigger(
     with pagerduty(unused_tcp_port) as stand_in:
         stand_in.answers = [500]
         cfg = replace(config(), notify=NotifySettings(retry_backoff=10.0, max_attempts=5))
-        dog = Watchdog(
-            Monitor(store, cfg, clock=clock, reuse_verdicts=True),
-            cfg,
-            executor=None,
-            notifiers=[channel(stand_in)],
-            clock=clock,
-            log=lambda _: None,
-        )
+        dog = watchdog_to(store, clock, channel(stand_in), cfg=cfg)
         token = await start(store)
         clock.advance(200)
         await dog.tick()  # stalled: the trigger meets a 500
@@ -176,15 +190,7 @@ async def test_a_400_is_final_at_once_and_the_key_never_shows(
     logs: list[str] = []
     with pagerduty(unused_tcp_port) as stand_in:
         stand_in.answers = [400]
-        cfg = config()
-        dog = Watchdog(
-            Monitor(store, cfg, clock=clock, reuse_verdicts=True),
-            cfg,
-            executor=None,
-            notifiers=[channel(stand_in)],
-            clock=clock,
-            log=logs.append,
-        )
+        dog = watchdog_to(store, clock, channel(stand_in), log=logs.append)
         await start(store)
         clock.advance(200)
         await dog.tick()
@@ -208,14 +214,7 @@ async def test_pagerduty_gets_each_page_and_the_ack_others_get_digests_and_no_ac
     line = ListNotifier()
     with pagerduty(unused_tcp_port) as stand_in:
         cfg = replace(config(), notify=NotifySettings(digest_after=2))
-        dog = Watchdog(
-            Monitor(store, cfg, clock=clock, reuse_verdicts=True),
-            cfg,
-            executor=None,
-            notifiers=[line, channel(stand_in)],
-            clock=clock,
-            log=lambda _: None,
-        )
+        dog = watchdog_to(store, clock, line, channel(stand_in), cfg=cfg)
         for name in ("a", "b", "c"):
             await start(store, name)
         clock.advance(200)
@@ -235,21 +234,9 @@ async def test_pagerduty_gets_each_page_and_the_ack_others_get_digests_and_no_ac
 async def test_a_kept_page_resolves_the_same_incident_after_a_restart(
     store: Store, clock: FakeClock, unused_tcp_port: int
 ) -> None:
-    cfg = config()
-
-    def dog_with(notifier: PagerDutyNotifier) -> Watchdog:
-        return Watchdog(
-            Monitor(store, cfg, clock=clock, reuse_verdicts=True),
-            cfg,
-            executor=None,
-            notifiers=[notifier],
-            clock=clock,
-            log=lambda _: None,
-        )
-
     token = await start(store)
     with pagerduty(unused_tcp_port) as stand_in:
-        first = dog_with(channel(stand_in))
+        first = watchdog_to(store, clock, channel(stand_in))
         clock.advance(200)
         await first.tick()
         await first.outbox.settle(5)
@@ -262,7 +249,7 @@ async def test_a_kept_page_resolves_the_same_incident_after_a_restart(
     kept = await store.pending_pages()
     assert [(page.kind, page.incident) for page in kept] == [("all_clear", key)]
     with pagerduty(unused_tcp_port) as stand_in:
-        second = dog_with(channel(stand_in))
+        second = watchdog_to(store, clock, channel(stand_in))
         clock.advance(60)
         await second.tick()
         await second.outbox.settle(5)
@@ -333,18 +320,10 @@ async def test_a_restarted_watchdog_resolves_the_incident_it_did_not_open(
     alert the first one triggered."""
     from zombietop.heartbeat_line import parse_line
 
-    cfg = config()
     token = await start(store)
     with pagerduty(unused_tcp_port) as stand_in:
         for step in ("open", "restart"):
-            dog = Watchdog(
-                Monitor(store, cfg, clock=clock, reuse_verdicts=True),
-                cfg,
-                executor=None,
-                notifiers=[channel(stand_in)],
-                clock=clock,
-                log=lambda _: None,
-            )
+            dog = watchdog_to(store, clock, channel(stand_in))
             if step == "open":
                 clock.advance(200)
             else:
