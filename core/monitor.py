@@ -160,6 +160,30 @@ class Monitor:
                 )
         return self.last
 
+    async def glance(self, limit: int) -> Snapshot | None:
+        """A first screenful before the first whole poll: the ``limit`` active tasks of the
+        store whose last sign of life is oldest, judged as a poll judges them (their processes
+        probed, acks and silences read), and how many tasks are active (``glance_of``).
+
+        None when a poll would show no less (no more than ``limit`` tasks are active), when
+        sources are read (their tasks would be missing from a glance of the store), or when
+        the store cannot be read now (the poll then says why).
+        """
+        if self.sources:
+            return None
+        try:
+            now = await self.store.now()
+            active, records = await self.store.glance(limit)
+            if active <= limit:
+                return None
+            local = [r.task for r in records if probed_here(r.task, self.host)]
+            samples = await self.probe.sample(local) if self.probe is not None else {}
+            snapshot = build_snapshot(now, records, self.config, samples, await self._fleet())
+            oncall, schedules = await self.oncall_reader.read(now, self.config, {})
+        except ZombietopError:
+            return None
+        return replace(snapshot, oncall=oncall, schedules=schedules, glance_of=active)
+
     async def _records(
         self, now: float
     ) -> tuple[list[TaskRecord], PollChanges | None, Config, SourcesRead]:

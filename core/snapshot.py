@@ -132,6 +132,10 @@ class Snapshot:
     """The failed runs that ended before the finished window and are still open incidents
     (the latest run of their job failed), read by ``status`` from the jobs table
     (``failed_runs.older_failures``); a poll leaves it empty."""
+    glance_of: int | None = None
+    """For a first glance at start-up (``Monitor.glance``), how many tasks are active: these
+    few of them are judged while the whole poll is still to come, so the counts are not yet
+    known. None for a snapshot of a whole poll."""
 
     def job_of(self, task: Task) -> JobSummary:
         """The summary of the job ``task`` is a run of (a task with no job: itself alone)."""

@@ -56,6 +56,8 @@ from zombietop.tui.textual_compat import quiet_driver
 from zombietop.tui.untrusted import escaped_markup
 
 NOTE_SECONDS = 60.0
+GLANCE_ROWS = 40
+"""The fewest tasks a first glance reads (more when the terminal is taller)."""
 """How long a row shows the outcome of the last action taken on it."""
 
 
@@ -112,6 +114,9 @@ class ZombietopApp(App[None]):
         self.per_run = False
         """One row per run (``g``); by default one row per job."""
         self.paused_at: float | None = None
+        self._glance_first = not wall
+        """The first poll is preceded by a glance (``SnapshotSource.glance``); the wall, which
+        shows counts, waits for the whole poll."""
         self.events_open = False
         self._timer: Timer | None = None
         self.notes: dict[str, tuple[str, float]] = {}
@@ -178,11 +183,26 @@ class ZombietopApp(App[None]):
 
     @work(exclusive=True, group="refresh", exit_on_error=False)
     async def poll(self) -> None:
-        """Read one snapshot, finish due kills, filter and sort; post the result to the UI."""
+        """Read one snapshot, finish due kills, filter and sort; post the result to the UI.
+
+        The first time, a glance comes first: a screenful of the tasks most likely stalled,
+        shown while the whole poll of a big store is still being read and judged.
+        """
+        if self._glance_first:
+            self._glance_first = False
+            glance = await self.source.glance(max(self.size.height, GLANCE_ROWS))
+            if glance is not None:
+                await self._post_snapshot(glance)
         snapshot = await self.source.poll()
         outcomes: list[ActionOutcome] = []
         if self.executor is not None and not self.read_only:
             outcomes = list(await self.executor.complete_pending_kills())
+        await self._post_snapshot(snapshot, outcomes)
+
+    async def _post_snapshot(
+        self, snapshot: Snapshot, outcomes: Sequence[ActionOutcome] = ()
+    ) -> None:
+        """Filter and sort the snapshot's views, and post them to the UI with it."""
         key = self._order_key()
         # Filtering and sorting thousands of views is CPU work: off the UI's loop. In the
         # snapshot's order (always, on the wall) the views are the snapshot's own tuple.
@@ -206,7 +226,9 @@ class ZombietopApp(App[None]):
             self._show_state(self.clock.now())
 
     def on_snapshot_ready(self, message: messages.SnapshotReady) -> None:
-        first = self.snapshot.taken_at is None and message.snapshot.taken_at is not None
+        # The first whole snapshot (a glance before it is not one).
+        whole = message.snapshot.taken_at is not None and message.snapshot.glance_of is None
+        first = whole and (self.snapshot.taken_at is None or self.snapshot.glance_of is not None)
         for outcome in message.kill_outcomes:
             self.report(outcome)
         self.snapshot = message.snapshot

@@ -71,9 +71,10 @@ def count_of(snapshot: Snapshot, health: Health) -> int:
 def all_clear(snapshot: Snapshot) -> bool:
     """True when the snapshot shows nothing for a human to do: no task in an attention health,
     none quarantined, no missed schedule, no failed run still open as an incident (and the
-    snapshot holds data at all)."""
+    snapshot is of a whole poll)."""
     return (
         snapshot.taken_at is not None
+        and snapshot.glance_of is None  # a glance has not seen every task yet
         and not snapshot.quarantined
         and not snapshot.missed
         and not any(n for health, n in snapshot.counts.items() if health.needs_attention)

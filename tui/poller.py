@@ -100,6 +100,9 @@ class ThreadedMonitor:
     async def poll(self) -> Snapshot:
         return await self._call(self.monitor.poll())
 
+    async def glance(self, limit: int) -> Snapshot | None:
+        return await self._call(self.monitor.glance(limit))
+
     async def history(self, task_id: str) -> list[HistoryPoint]:
         return await self._call(self.monitor.history(task_id))
 

@@ -124,6 +124,12 @@ class Store(OnCallInterface):
     async def poll(self, finished_since: float | None) -> list[TaskRecord]:
         """Read every active task and those finished since ``finished_since`` (None: all)."""
 
+    @abc.abstractmethod
+    async def glance(self, limit: int) -> tuple[int, list[TaskRecord]]:
+        """How many tasks are active, and the ``limit`` of them whose last sign of life is
+        oldest: a first screenful while a whole ``poll`` is still to come. It leaves what
+        ``poll`` follows as it was."""
+
     def poll_changes(self) -> PollChanges | None:
         """What the latest ``poll`` changed against the one before it, for a reader that keeps
         what it built from that one; None when the store does not say (read it all again).

@@ -101,6 +101,12 @@ class Tasks(Jobs[Conn]):
                 )
         return cache.reload(rows, revision, finished_since)
 
+    async def glance(self, limit: int) -> tuple[int, list[TaskRecord]]:
+        async with self._read() as db:
+            row = await self._row(db, "count_active_tasks", {})
+            rows = await self._rows(db, "select_tasks_to_glance", {"limit": limit})
+        return (0 if row is None else int(row["active"])), [task_record(r) for r in rows]
+
     def poll_changes(self) -> PollChanges | None:
         return self._poll_cache.last
 

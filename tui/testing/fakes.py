@@ -50,6 +50,10 @@ class SampleSource:
         self.last = self.snapshots[index]
         return self.last
 
+    async def glance(self, limit: int) -> Snapshot | None:
+        """A fixed fleet is read whole at once: no glance."""
+        return None
+
     async def history(self, task_id: str) -> list[HistoryPoint]:
         return sample_history(task_id)
 

@@ -84,7 +84,13 @@ class StatusHeader(TextLines):
         """The header's lines: where and when, then the counts (laid out again only when a
         count or the width changed)."""
         lines = [self._first_line(), *oncall_lines(self.snapshot, self.size.width - 2)]
-        if self.show_counts:
+        if self.snapshot.taken_at is None and self.snapshot.error is None:
+            # Nothing read yet: no count, not even a zero, can be said.
+            lines.append(Text("reading the store...", style="dim"))
+        elif self.snapshot.glance_of is not None:
+            # The counts are not known yet: say what the rows are instead.
+            lines.append(glance_line(self.snapshot))
+        elif self.show_counts:
             snapshot = self.snapshot
             counts = {health: count_of(snapshot, health) for health in Health}
             clear = all_clear(snapshot)
@@ -181,3 +187,12 @@ def oncall_lines(snapshot: Snapshot, width: int) -> list[Text]:
         summary.truncate(max(width, 1), overflow="ellipsis")
         lines.append(summary)
     return lines
+
+
+def glance_line(snapshot: Snapshot) -> Text:
+    """What a first glance shows: the few tasks most likely stalled, while all are read."""
+    return Text(
+        f"first glance: the {len(snapshot.tasks)} of {snapshot.glance_of:,} active tasks "
+        "silent longest; reading them all",
+        style="bold",
+    )

@@ -8,6 +8,17 @@ SELECT {task_columns} FROM tasks WHERE task_id = :task_id
 -- select_all_tasks --
 {task_records}
 
+-- count_active_tasks --
+SELECT count(*) AS active FROM tasks WHERE finished_at IS NULL
+
+-- select_tasks_to_glance --
+-- The first screenful at start-up, read before the whole poll: the active tasks whose last
+-- sign of life (a beat, else the start, else the creation) is oldest, those most likely stalled.
+{task_records}
+WHERE t.finished_at IS NULL
+ORDER BY coalesce(h.written_at, t.started_at, t.created_at), t.task_id
+LIMIT :limit
+
 -- select_task_record --
 {task_records}
 WHERE t.task_id = :task_id
