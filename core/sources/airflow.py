@@ -48,7 +48,7 @@ from zombietop.printable import printable
 from zombietop.procs import read_start, this_host
 from zombietop.rows import Row
 from zombietop.sources.airflow_reads import ReadPlan
-from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
+from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
 from zombietop.sources.sqlite_files import (
     mark,
     read_only_uri,
@@ -647,21 +647,20 @@ class AirflowSource:
     # What zombietop may do -----------------------------------------------------------------
 
     def limits(self, base: Limits) -> Limits:
-        own = f"[step_types.{base.step_type}]"
-        sources = dict(base.sources)
-        changes: dict[str, Any] = {
-            "engine": "Airflow",
-            "engine_actions": "clear it in Airflow, mark it failed, or kill it",
-        }
-        if not base.source("heartbeat_timeout").endswith(own):
-            changes["heartbeat_timeout"] = self.heartbeat_timeout
-            sources["heartbeat_timeout"] = "Airflow's [scheduler] task_instance_heartbeat_timeout"
-        if not base.source("stage").endswith(own):
-            # Airflow reports no stages: the task instance is one stage, budgeted as the task
-            # (Airflow enforces its own execution_timeout), unless the DAG's section says.
-            changes["stage"] = base.task
-            sources["stage"] = "Airflow: one stage per task instance (the task budget)"
-        return replace(base, **changes, sources=sources)
+        # Airflow reports no stages: the task instance is one stage, budgeted as the task
+        # (Airflow enforces its own execution_timeout), unless the DAG's section says.
+        return engine_limits(
+            base,
+            engine="Airflow",
+            actions="clear it in Airflow, mark it failed, or kill it",
+            overrides={
+                "heartbeat_timeout": (
+                    self.heartbeat_timeout,
+                    "Airflow's [scheduler] task_instance_heartbeat_timeout",
+                ),
+                "stage": (base.task, "Airflow: one stage per task instance (the task budget)"),
+            },
+        )
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids

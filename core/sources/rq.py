@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -34,7 +34,7 @@ from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
-from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
+from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
 from zombietop.sources.celery_reports import local_hostnames
 from zombietop.start_identity import ProcessStart
 
@@ -365,19 +365,18 @@ class RQSource:
         )
 
     def limits(self, base: Limits) -> Limits:
-        own = f"[step_types.{base.step_type}]"
-        sources = dict(base.sources)
-        changes: dict[str, Any] = {
-            "engine": "RQ",
-            "engine_actions": "requeue it with rq, or kill it",
-        }
-        if not base.source("heartbeat_timeout").endswith(own):
-            changes["heartbeat_timeout"] = self.heartbeat_timeout
-            sources["heartbeat_timeout"] = "RQ: three job monitoring intervals of its worker"
-        if not base.source("stage").endswith(own):
-            changes["stage"] = base.task
-            sources["stage"] = "RQ: one stage per job (the task budget)"
-        return replace(base, **changes, sources=sources)
+        return engine_limits(
+            base,
+            engine="RQ",
+            actions="requeue it with rq, or kill it",
+            overrides={
+                "heartbeat_timeout": (
+                    self.heartbeat_timeout,
+                    "RQ: three job monitoring intervals of its worker",
+                ),
+                "stage": (base.task, "RQ: one stage per job (the task budget)"),
+            },
+        )
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids
