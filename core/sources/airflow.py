@@ -9,6 +9,9 @@ transactions) and never written. Each task instance becomes one zombietop task:
 - running with a heartbeat is running (fresh: healthy; stale: stalled); running with a NULL
   heartbeat is starting, stalled past the start grace; queued, scheduled and the other waiting
   states are queued; success and skipped are succeeded, failed and upstream_failed failed;
+- a task instance waiting to start (no state yet, scheduled or queued) waits on its upstream
+  task instances of the same DAG run, read from Airflow's serialized DAG (``airflow_waits``):
+  the watchdog pages a stalled upstream once, naming what it blocks;
 - Airflow 3 keeps the heartbeat on the task instance (``last_heartbeat_at``); Airflow 2 on the
   LocalTaskJob the task instance points at (``job.latest_heartbeat`` through ``job_id``). The
   schema says which: the columns ``task_instance`` has, and ``alembic_version``.

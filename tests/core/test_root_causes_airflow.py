@@ -1,8 +1,8 @@
 """One page per root cause for Airflow's tasks: the DAG's shape comes from Airflow itself.
 
 A real DAG file (``a >> [b, c]``, ``b >> d``) is parsed and written into ``serialized_dag`` by
-Airflow's own ``airflow dags reserialize`` (Airflow 3 plain, Airflow 2 compressed, as ``[core]
-compress_serialized_dags`` makes it), and its task instances through Airflow's own tables. When
+Airflow's own ``airflow dags reserialize`` (Airflow 3 plain on SQLite and compressed on
+PostgreSQL, Airflow 2 compressed, as ``[core] compress_serialized_dags`` makes it), and its task instances through Airflow's own tables. When
 ``a`` stalls, the watchdog pages ``a`` once, naming the three task instances it blocks.
 """
 
@@ -60,14 +60,21 @@ def pipeline_rows(now: float) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-@pytest.fixture
-def pipeline(airflow_sqlite: AirflowDatabase, tmp_path: Path, fake_clock: FakeClock) -> Path:
-    """The pipeline DAG serialized by Airflow and its run written; the database's path."""
+def serialize_pipeline(
+    airflow: AirflowDatabase, tmp_path: Path, now: float, compress: bool
+) -> None:
+    """The pipeline DAG serialized by Airflow, then its run written."""
     dags = tmp_path / "dags"
     dags.mkdir()
     (dags / "pipeline.py").write_text(DAG_FILE)
-    airflow_sqlite.serialize(dags, compress=airflow_sqlite.major == "2")
-    airflow_sqlite.write(pipeline_rows(fake_clock.now()))
+    airflow.serialize(dags, compress=compress)
+    airflow.write(pipeline_rows(now))
+
+
+@pytest.fixture
+def pipeline(airflow_sqlite: AirflowDatabase, tmp_path: Path, fake_clock: FakeClock) -> Path:
+    """The pipeline on SQLite (Airflow 2's compressed); the database's path."""
+    serialize_pipeline(airflow_sqlite, tmp_path, fake_clock.now(), airflow_sqlite.major == "2")
     assert airflow_sqlite.path is not None
     return airflow_sqlite.path
 
@@ -116,6 +123,15 @@ async def test_a_stalled_upstream_pages_once_for_the_task_instances_it_blocks(
         *(("queued_too_long", task) for task in (B, C, D)),
     ]
     assert "blocks" not in alone[0][2]
+
+
+async def test_on_postgresql_the_compressed_shape_is_read_in_read_only_transactions(
+    airflow_postgres: AirflowDatabase, tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    serialize_pipeline(airflow_postgres, tmp_path, fake_clock.now(), True)
+    pages = await _pages(airflow_postgres, tmp_path, fake_clock)
+    assert [(kind, task) for kind, task, _ in pages] == [("incident", A)]
+    assert f"; blocks 3: {B}, {C}, {D}" in pages[0][2]
 
 
 async def test_a_broken_serialized_dag_leaves_no_upstream_and_says_why(
