@@ -6,9 +6,9 @@ says how many are open, from ``slot_pool`` (``airflow_waiting_pools``).
 
 Airflow keeps each DAG as its scheduler parsed it in ``serialized_dag``: the column ``data``
 (JSON), or ``data_compressed`` (the same JSON, zlib-compressed) under ``[core]
-compress_serialized_dags``. Each task of ``dag.tasks`` (wrapped in ``{"__type": "operator",
-"__var": {...}}`` since Airflow 2.4) names its ``downstream_task_ids``; Airflow derives the
-upstream from them, and so does this module. Airflow 3 keeps one row per DAG version (the task
+compress_serialized_dags``. Each task of ``dag.tasks`` (``{"__type": "operator", "__var":
+{...}}`` in what Airflow 2.10 and 3 write) names its ``downstream_task_ids``; Airflow derives
+the upstream from them, and so does this module. Airflow 3 keeps one row per DAG version (the task
 instance's ``dag_version_id``), Airflow 2 one per DAG; both carry the ``dag_hash`` of the data.
 
 A shape is parsed once per ``(dag_id, dag_hash)`` and kept while task instances of it wait, so a
@@ -16,8 +16,9 @@ poll reads the hashes (small columns, through an index) and the data only of wha
 DAG whose data cannot be parsed gives its task instances no upstream and a note saying why.
 
 A task instance in ``scheduled``, ``queued`` or no state yet waits on its upstream task
-instances of the same DAG run: of each upstream task, the one of its own map index when there
-is one (both in one mapped task group), else every one of them.
+instances of the same DAG run, among those the poll read: of each upstream task, the one of
+its own map index when there is one (as in a mapped task group), else every one of them. An
+upstream that finished before the poll's ``since`` is not read, and waits on nothing anyway.
 """
 
 from __future__ import annotations
@@ -77,9 +78,10 @@ def upstream_of(serialized: Any) -> dict[str, frozenset[str]]:
         task_id = task.get("task_id") if isinstance(task, dict) else None
         if not isinstance(task, dict) or not isinstance(task_id, str):
             raise DagFormatError("a task without a task_id")
+        # Airflow writes only the downstream; an upstream list, were one there, counts too.
         ups = _ids(task.get("upstream_task_ids"), task_id)
         upstream.setdefault(task_id, set()).update(ups)
-        # Airflow 2's older data (before 2.4) names them _downstream_task_ids.
+        # Older data names them _downstream_task_ids (Airflow 3 renames it as it reads).
         down = task.get("downstream_task_ids", task.get("_downstream_task_ids"))
         for name in _ids(down, task_id):
             upstream.setdefault(name, set()).add(task_id)
@@ -90,7 +92,7 @@ def _ids(found: Any, task_id: str) -> list[str]:
     """The task ids of one of a task's lists (None: an empty list, left out)."""
     found = found or []
     if not isinstance(found, list) or not all(isinstance(one, str) for one in found):
-        raise DagFormatError(f"task {task_id}: its task ids are not a list of them")
+        raise DagFormatError(f"task {task_id}: its up- or downstream is not a list of task ids")
     return found
 
 
