@@ -27,6 +27,7 @@ WHERE ti.state IS NULL
 -- airflow_task_instances_v2 --
 -- A full read, as above.
 -- Airflow 2: the heartbeat is the LocalTaskJob's, through task_instance.job_id.
+-- Its one serialized DAG per DAG is found by dag_id: the DAG's version, to ``airflow_waits``.
 SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
        ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
        ti.updated_at, job.latest_heartbeat AS heartbeat_at,
@@ -85,7 +86,7 @@ WHERE ti.state IN ('scheduled', 'queued')
 -- airflow_dag_hashes_v3 --
 -- The DAG versions the waiting task instances were made from ($1: a JSON list of their
 -- dag_version_id), through serialized_dag's unique index on it: which shapes to parse
--- (``airflow_dags``).
+-- (``airflow_waits``).
 SELECT sd.dag_version_id::text AS version, sd.dag_id, sd.dag_hash
 FROM serialized_dag AS sd
 WHERE sd.dag_version_id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid)
