@@ -16,8 +16,11 @@ CREATE TABLE task_instance (
     dag_id TEXT, task_id TEXT, run_id TEXT, map_index INTEGER DEFAULT -1,
     try_number INTEGER, state TEXT, hostname TEXT, pid INTEGER, operator TEXT,
     custom_operator_name TEXT, start_date TEXT, end_date TEXT, queued_dttm TEXT,
-    updated_at TEXT, last_heartbeat_at TEXT,
+    updated_at TEXT, last_heartbeat_at TEXT, dag_version_id TEXT,
     UNIQUE (dag_id, task_id, run_id, map_index)
+);
+CREATE TABLE serialized_dag (
+    dag_version_id TEXT UNIQUE, dag_id TEXT, dag_hash TEXT, data TEXT, data_compressed BLOB
 );
 CREATE INDEX ti_state ON task_instance (state);
 CREATE INDEX ti_state_lkp ON task_instance (dag_id, task_id, run_id, state);

@@ -51,13 +51,14 @@ def need_venv(major: str) -> Path:
     return found
 
 
-def _airflow_env(home: Path, conn: str) -> dict[str, str]:
+def _airflow_env(home: Path, conn: str, **config: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update(
         AIRFLOW_HOME=str(home),
         AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=conn,
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         AIRFLOW__CORE__UNIT_TEST_MODE="False",
+        **config,
     )
     return env
 
@@ -103,6 +104,27 @@ class AirflowDatabase:
         )
         if done.returncode != 0:
             raise RuntimeError(f"writing task instances failed:\n{done.stderr[-3000:]}")
+
+    def serialize(self, dags: Path, *, compress: bool = False) -> None:
+        """Parse the DAG files in ``dags`` and write them into ``serialized_dag`` with
+        Airflow's own ``airflow dags reserialize``, compressed as ``[core]
+        compress_serialized_dags`` says (before ``write``, so task instances name their
+        version)."""
+        env = _airflow_env(
+            self.home,
+            self.conn,
+            AIRFLOW__CORE__DAGS_FOLDER=str(dags),
+            AIRFLOW__CORE__COMPRESS_SERIALIZED_DAGS=str(compress),
+        )
+        done = subprocess.run(
+            [str(self.venv / "bin" / "airflow"), "dags", "reserialize"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"airflow dags reserialize failed:\n{done.stderr[-3000:]}")
 
 
 class SqliteTemplates:

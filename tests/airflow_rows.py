@@ -37,6 +37,10 @@ def main() -> int:
         from airflow.models.dagbundle import DagBundleModel
     except ImportError:
         DagBundleModel = None
+    try:  # Airflow 3: a task instance names the DAG version it was made from
+        from airflow.models.dag_version import DagVersion
+    except ImportError:
+        DagVersion = None
     try:  # Airflow 2: a task's heartbeat is its LocalTaskJob's
         from airflow.jobs.job import Job
     except ImportError:
@@ -55,6 +59,11 @@ def main() -> int:
         # The newest log template, as the scheduler picks it for a new run.
         (template,) = conn.execute(text("SELECT max(id) FROM log_template")).one()
         runs = {(d, r) for d, r in conn.execute(select(run_table.c.dag_id, run_table.c.run_id))}
+        versions: dict[str, Any] = {}
+        if DagVersion is not None:  # the newest of each DAG (``airflow dags reserialize``)
+            table = DagVersion.__table__
+            order = select(table.c.dag_id, table.c.id).order_by(table.c.version_number)
+            versions = {d: v for d, v in conn.execute(order)}
         for row in rows:
             dag_id, run_id = row["dag_id"], row["run_id"]
             if dag_id not in dags:
@@ -134,6 +143,7 @@ def main() -> int:
                 queued_dttm=_when(row.get("queued_dttm")),
                 scheduled_dttm=_when(row.get("scheduled_dttm")),
                 last_heartbeat_at=_when(row.get("last_heartbeat_at")),
+                dag_version_id=versions.get(dag_id),
                 updated_at=_when(row.get("updated_at") or row.get("start_date")),
                 span_status="not_started",
             )

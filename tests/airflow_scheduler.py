@@ -54,7 +54,8 @@ DAGS: dict[str, str] = {
     "zt_idle": """
     def work():
         time.sleep(3600)
-    PythonOperator(task_id="sleep", python_callable=work)
+    sleep = PythonOperator(task_id="sleep", python_callable=work)
+    sleep >> PythonOperator(task_id="then", python_callable=lambda: None)
     """,
     "zt_clear": """
     def work():

@@ -220,13 +220,15 @@ class RQWorkers:
         self.procs.append(proc)
         return proc
 
-    def enqueue(self, seconds: float, marker: Path) -> str:
+    def enqueue(self, seconds: float, marker: Path, *, depends_on: str | None = None) -> str:
+        """A ``zqrq.spin`` job on ``default``; with ``depends_on``, deferred until that job
+        succeeds (RQ's DeferredJobRegistry)."""
         import redis
         import rq
 
         with redis.Redis.from_url(self.url) as conn:
             job = rq.Queue("default", connection=conn).enqueue(
-                "zqrq.spin", seconds, str(marker), job_timeout=600
+                "zqrq.spin", seconds, str(marker), job_timeout=600, depends_on=depends_on
             )
             return str(job.id)
 

@@ -9,6 +9,9 @@ transactions) and never written. Each task instance becomes one zombietop task:
 - running with a heartbeat is running (fresh: healthy; stale: stalled); running with a NULL
   heartbeat is starting, stalled past the start grace; queued, scheduled and the other waiting
   states are queued; success and skipped are succeeded, failed and upstream_failed failed;
+- a task instance waiting to start (no state yet, scheduled or queued) waits on its upstream
+  task instances of the same DAG run, read from Airflow's serialized DAG (``airflow_waits``):
+  the watchdog pages a stalled upstream once, naming what it blocks;
 - Airflow 3 keeps the heartbeat on the task instance (``last_heartbeat_at``); Airflow 2 on the
   LocalTaskJob the task instance points at (``job.latest_heartbeat`` through ``job_id``). The
   schema says which: the columns ``task_instance`` has, and ``alembic_version``.
@@ -47,8 +50,15 @@ from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord,
 from zombietop.printable import printable
 from zombietop.procs import read_start, this_host
 from zombietop.rows import Row
-from zombietop.sources.airflow_reads import ReadPlan
-from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
+from zombietop.sources.airflow_reads import Key, ReadPlan, key_of
+from zombietop.sources.airflow_waits import (
+    WAITS_IN_POOL,
+    DagShapes,
+    Waits,
+    pool_words,
+    upstream_waits,
+)
+from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
 from zombietop.sources.sqlite_files import (
     mark,
     read_only_uri,
@@ -101,22 +111,6 @@ _STATES: dict[str | None, TaskState] = {
     "removed": TaskState.DISCARDED,
 }
 _SAID_AS_IS = frozenset({"running", "queued", "success", "failed"})
-_WAITS_IN_POOL = frozenset({"scheduled", "queued"})
-"""The states in which a task instance waits for a slot of its pool."""
-
-
-def pool_words(row: Row) -> str:
-    """``pool zt_empty: 0 of 0 slots open``, from a row of ``airflow_waiting_pools``."""
-    name = printable(str(row["pool"]))
-    if row["slots"] is None:
-        return f"pool {name} does not exist"
-    slots = int(row["slots"])
-    # A pool of -1 slots is unlimited in Airflow.
-    if slots < 0:
-        return f"pool {name}: unlimited slots"
-    return f"pool {name}: {max(0, slots - int(row['used']))} of {slots} slots open"
-
-
 """Airflow states that zombietop's word says whole; every other one is kept as the reason."""
 
 
@@ -176,13 +170,14 @@ def task_instance_record(
     host: str,
     local: frozenset[str],
     now: float,
-    pools: Mapping[str, str] | None = None,
+    waits: str | None = None,
+    upstream: tuple[str, ...] = (),
 ) -> SourceRecord:
     """Map one task instance row onto zombietop's task, lease and heartbeat (reads the start
-    time of a local pid, nothing else); ``pools`` says why the waiting ones wait."""
-    task = _task(row, host=host, local=local, now=now)
-    waits = None if pools is None else pools.get(task.task_id)
-    if waits is not None:
+    time of a local pid, nothing else); ``waits`` says why a waiting one waits, ``upstream``
+    names the task instances it waits on (``airflow_waits``)."""
+    task = replace(_task(row, host=host, local=local, now=now), upstream=upstream)
+    if waits:
         task = replace(task, state_reason=f"{task.state_reason or 'airflow state queued'}, {waits}")
     lease = heartbeat = None
     if task.state.executing:
@@ -389,6 +384,8 @@ class AirflowSource:
         self._last: dict[str, SourceRecord] = {}
         self._plan = ReadPlan(lambda row: _epoch(row["end_date"]))
         """What each poll reads: in full now and then, else through Airflow's indexes."""
+        self._shapes = DagShapes()
+        """The DAGs' shapes, parsed once per version (``airflow_waits``)."""
 
     def __repr__(self) -> str:
         return f"AirflowSource({self.name!r})"
@@ -561,37 +558,24 @@ class AirflowSource:
         async with self._lock:
             rows = await self._rows(since, self._clock.now())
             pools = await self._pools(rows)
+            waiting = await self._waits(rows)
             now = await self.now()
-            found = await asyncio.to_thread(self._records, rows, host, now, pools)
+            found = await asyncio.to_thread(self._records, rows, host, now, pools, waiting)
         return found
 
-    async def _pools(self, rows: Sequence[Row]) -> dict[str, str]:
-        """By task id, the pool each waiting task instance waits in, with its open slots; none
+    async def _pools(self, rows: Sequence[Row]) -> dict[Key, str]:
+        """By key, the pool each waiting task instance waits in, with its open slots; none
         read while no task instance waits.
 
         The pools only explain a wait: where they cannot be read (a role granted no SELECT on
         slot_pool), the tasks are shown without that reason rather than not at all."""
-        if not any(row["state"] in _WAITS_IN_POOL for row in rows):
+        if not any(row["state"] in WAITS_IN_POOL for row in rows):
             return {}
-        query = self._sql["airflow_waiting_pools"]
-        found: list[Row]
         try:
-            if self.backend == "sqlite":
-                found = await asyncio.to_thread(
-                    self._sqlite_read,
-                    lambda conn: list(conn.execute(query).fetchall()),
-                    "its pools",
-                )
-            else:
-                conn = await self._pg_connection()
-                async with conn.transaction(readonly=True, isolation="repeatable_read"):
-                    found = list(await conn.fetch(query))
-        except Exception:
+            found = await self._fetch(self._sql["airflow_waiting_pools"], what="its pools")
+        except SourceError:
             return {}
-        return {
-            airflow_task_id(r["dag_id"], r["task_id"], r["run_id"], r["map_index"]): pool_words(r)
-            for r in found
-        }
+        return {key_of(r): pool_words(r) for r in found}
 
     async def _rows(self, since: float | None, now: float) -> list[Row]:
         """This poll's task instances: a full read or an indexed one (``airflow_reads``)."""
@@ -605,34 +589,56 @@ class AirflowSource:
             if self.backend == "sqlite" and param is not None:
                 # SQLAlchemy's text for UtcDateTime, so the comparison is the column's order.
                 param = param.strftime("%Y-%m-%d %H:%M:%S.%f")
-        rows = await self._query(query, param)
+        rows = await self._fetch(query, param, what="its task instances")
         return self._plan.merge(rows, since, now, full=keys is None)
 
-    async def _query(self, query: str, param: Any) -> list[Row]:
+    async def _waits(self, rows: Sequence[Row]) -> Waits:
+        """What the waiting task instances wait on (``airflow_waits``). Where the serialized
+        DAGs cannot be read, each of them says so instead, and the source reads on."""
+        versions = DagShapes.versions(rows)
+        if not versions:
+            return Waits()
+        hashes, dags = f"airflow_dag_hashes_v{self.schema}", f"airflow_dags_v{self.schema}"
+        data: list[Row] = []
+        try:
+            found = await self._fetch(self._sql[hashes], json.dumps(versions), what="its DAGs")
+            if missing := self._shapes.missing(found):
+                data = await self._fetch(self._sql[dags], json.dumps(missing), what="its DAGs")
+        except SourceError as exc:
+            return upstream_waits(rows, {}, unread=printable(f"upstream unknown: {exc}"))
+        return await asyncio.to_thread(
+            lambda: upstream_waits(rows, self._shapes.learn(found, data))
+        )
+
+    async def _fetch(self, query: str, *params: Any, what: str) -> list[Row]:
+        """The rows of ``query``, read-only on either backend; ``what`` names it for errors."""
         if self.backend == "sqlite":
-            return await asyncio.to_thread(self._sqlite_rows, query, param)
+            return await asyncio.to_thread(
+                self._sqlite_read, lambda conn: list(conn.execute(query, params)), what
+            )
         conn = await self._pg_connection()
         try:
             async with conn.transaction(readonly=True, isolation="repeatable_read"):
-                return list(await conn.fetch(query, param))
+                return list(await conn.fetch(query, *params))
         except Exception as exc:
             raise self._pg_error(exc) from None
 
-    def _sqlite_rows(self, query: str, param: Any) -> list[Row]:
-        def read(conn: sqlite3.Connection) -> list[Row]:
-            return list(conn.execute(query, (param,)).fetchall())
-
-        return self._sqlite_read(read, "its task instances")
-
     def _records(
-        self, rows: Sequence[Row], host: str, now: float, pools: Mapping[str, str]
+        self, rows: Sequence[Row], host: str, now: float, pools: Mapping[Key, str], waiting: Waits
     ) -> list[SourceRecord]:
         local = local_hostnames(host) if host == this_host() else frozenset({host})
         out: list[SourceRecord] = []
         last, kept = self._last, {}
         for row in rows:
+            key = key_of(row)
             found = task_instance_record(
-                row, source=self.name, host=host, local=local, now=now, pools=pools
+                row,
+                source=self.name,
+                host=host,
+                local=local,
+                now=now,
+                waits=", ".join(filter(None, [pools.get(key), waiting.notes.get(key)])),
+                upstream=tuple(airflow_task_id(*up) for up in waiting.upstream.get(key, ())),
             )
             task_id = found.record.task.task_id
             before = last.get(task_id)
@@ -647,21 +653,20 @@ class AirflowSource:
     # What zombietop may do -----------------------------------------------------------------
 
     def limits(self, base: Limits) -> Limits:
-        own = f"[step_types.{base.step_type}]"
-        sources = dict(base.sources)
-        changes: dict[str, Any] = {
-            "engine": "Airflow",
-            "engine_actions": "clear it in Airflow, mark it failed, or kill it",
-        }
-        if not base.source("heartbeat_timeout").endswith(own):
-            changes["heartbeat_timeout"] = self.heartbeat_timeout
-            sources["heartbeat_timeout"] = "Airflow's [scheduler] task_instance_heartbeat_timeout"
-        if not base.source("stage").endswith(own):
-            # Airflow reports no stages: the task instance is one stage, budgeted as the task
-            # (Airflow enforces its own execution_timeout), unless the DAG's section says.
-            changes["stage"] = base.task
-            sources["stage"] = "Airflow: one stage per task instance (the task budget)"
-        return replace(base, **changes, sources=sources)
+        # Airflow reports no stages: the task instance is one stage, budgeted as the task
+        # (Airflow enforces its own execution_timeout), unless the DAG's section says.
+        return engine_limits(
+            base,
+            engine="Airflow",
+            actions="clear it in Airflow, mark it failed, or kill it",
+            overrides={
+                "heartbeat_timeout": (
+                    self.heartbeat_timeout,
+                    "Airflow's [scheduler] task_instance_heartbeat_timeout",
+                ),
+                "stage": (base.task, "Airflow: one stage per task instance (the task budget)"),
+            },
+        )
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids

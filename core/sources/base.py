@@ -5,9 +5,9 @@ monitor makes on it, and how its module declares its engine for the table
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zombietop.actions import ActionKind
 from zombietop.model import TaskRecord
@@ -109,3 +109,18 @@ class Engine:
     write instead."""
     make: SourceFactory
     """Make one of its sources from a checked URL: usually the source's class."""
+
+
+def engine_limits(
+    base: Limits, *, engine: str, actions: str, overrides: Mapping[str, tuple[float, str]]
+) -> Limits:
+    """``base`` as an engine's step type has it (``Source.limits``): the engine's name, the
+    actions it allows in words, and each of ``overrides`` (a field: the engine's value, and where
+    it comes from in words) that the step type's own ``[step_types.NAME]`` leaves unset."""
+    own = f"[step_types.{base.step_type}]"
+    sources = dict(base.sources)
+    changes: dict[str, Any] = {"engine": engine, "engine_actions": actions}
+    for name, (value, said) in overrides.items():
+        if not base.source(name).endswith(own):
+            changes[name], sources[name] = value, said
+    return replace(base, **changes, sources=sources)

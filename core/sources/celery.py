@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -40,7 +39,7 @@ from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.procs import this_host
-from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
+from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
 from zombietop.sources.celery_reports import (
     ACTIVE,
     RESERVED,
@@ -249,24 +248,24 @@ class CelerySource:
         return answer if isinstance(answer, dict) else {}
 
     def limits(self, base: Limits) -> Limits:
-        own = f"[step_types.{base.step_type}]"
-        sources = dict(base.sources)
-        changes: dict[str, Any] = {
-            "engine": "Celery",
-            "engine_actions": "send it again with Celery, revoke it, or kill it",
-        }
-        if not base.source("heartbeat_timeout").endswith(own):
-            changes["heartbeat_timeout"] = self.heartbeat_timeout
-            sources["heartbeat_timeout"] = "Celery: seconds without an answer from the worker"
-        if not base.source("lease_ttl").endswith(own):
-            # An unacked message's lease is the transport's visibility timeout.
-            changes["lease_ttl"] = self.visibility_timeout
-            sources["lease_ttl"] = "Celery: the Redis transport's visibility_timeout"
-        if not base.source("stage").endswith(own):
-            # Celery reports no stages: the task is one stage, budgeted as the task.
-            changes["stage"] = base.task
-            sources["stage"] = "Celery: one stage per task (the task budget)"
-        return replace(base, **changes, sources=sources)
+        # An unacked message's lease is the transport's visibility timeout. Celery reports no
+        # stages: the task is one stage, budgeted as the task.
+        return engine_limits(
+            base,
+            engine="Celery",
+            actions="send it again with Celery, revoke it, or kill it",
+            overrides={
+                "heartbeat_timeout": (
+                    self.heartbeat_timeout,
+                    "Celery: seconds without an answer from the worker",
+                ),
+                "lease_ttl": (
+                    self.visibility_timeout,
+                    "Celery: the Redis transport's visibility_timeout",
+                ),
+                "stage": (base.task, "Celery: one stage per task (the task budget)"),
+            },
+        )
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids

@@ -13,14 +13,18 @@ with its ``pid``, ``hostname``, ``state`` and ``last_heartbeat``) and the starte
   work horse's pid: on this host it is the worker's child, found through /proc and remembered,
   so a horse that dies with its worker reads ``dead``, before RQ's own cleanup finds the job.
   A worker whose hash is gone leaves its job ``dead`` too.
-- Queued jobs are queued.
+- Queued jobs are queued, and so are the jobs deferred behind the jobs they depend on (RQ's
+  DeferredJobRegistry, ``rq:deferred:QUEUE``, for ``depends_on``): their upstream is the ids
+  the job's hash lists in ``dependency_ids``, so the watchdog pages a stalled dependency once,
+  naming the jobs it blocks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -34,7 +38,7 @@ from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start, this_host
-from zombietop.sources.base import Capability, Engine, Origin, SourceRecord
+from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
 from zombietop.sources.celery_reports import local_hostnames
 from zombietop.start_identity import ProcessStart
 
@@ -49,6 +53,7 @@ three of RQ's default job monitoring intervals (30 s), at which the worker beats
 QUEUED_SHOWN = 1000
 """Jobs read from the head of each queue's list."""
 JOB_FIELDS = ("description", "started_at", "enqueued_at", "worker_name", "status")
+DEFERRED_FIELDS = ("description", "dependency_ids", "dependency_id")
 
 
 def check_url(url: str) -> str:
@@ -91,11 +96,24 @@ class Started:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Waiting:
+    """One job waiting: in its queue's list, or deferred behind the jobs it depends on."""
+
+    queue: str
+    job_id: str
+    description: str | None
+    status: str
+    """RQ's word for where it waits: ``queued`` or ``deferred``."""
+    upstream: tuple[str, ...] = ()
+    """zombietop's ids of the jobs it depends on (a deferred job's ``dependency_ids``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RQReads:
     read_at: float
     started: tuple[Started, ...]
-    queued: tuple[tuple[str, str, str | None], ...]
-    """(queue, job id, description) for each job waiting in a queue."""
+    queued: tuple[Waiting, ...]
+    """Each job waiting in a queue's list, then each deferred one."""
     workers: Mapping[str, Worker]
 
 
@@ -124,6 +142,18 @@ def job_name(description: str | None) -> str:
 def rq_task_id(queue: str, name: str, job_id: str) -> str:
     """zombietop's id for an RQ job: ``QUEUE/FUNCTION/JOB_ID``."""
     return f"{queue}/{name}/{job_id}"
+
+
+def dependency_ids(many: str | None, one: str | None) -> list[str]:
+    """The ids of the jobs a job depends on, as RQ keeps them in its hash: ``dependency_ids``
+    (a JSON list), or the older ``dependency_id`` alone; none when they do not read."""
+    if not many:
+        return [one] if one else []
+    try:
+        found = json.loads(many)
+    except ValueError:
+        return []
+    return [str(job_id) for job_id in found] if isinstance(found, list) else []
 
 
 class RQSource:
@@ -200,7 +230,9 @@ class RQSource:
             for name in (_text(q) or "" for q in r.smembers("rq:queues"))
         )
         started: list[Started] = []
-        queued: list[tuple[str, str, str | None]] = []
+        queued: list[Waiting] = []
+        deferred: list[Waiting] = []
+        names: dict[str, str | None] = {}
         for queue in queues:
             entries = r.zrange(f"rq:wip:{queue}", 0, -1, withscores=True)
             waiting = [_text(j) or "" for j in r.lrange(f"rq:queue:{queue}", 0, QUEUED_SHOWN - 1)]
@@ -217,7 +249,11 @@ class RQSource:
                     )
                 )
             for job_id in waiting:
-                queued.append((queue, job_id, _text(r.hget(f"rq:job:{job_id}", "description"))))
+                description = _text(r.hget(f"rq:job:{job_id}", "description"))
+                queued.append(
+                    Waiting(queue=queue, job_id=job_id, description=description, status="queued")
+                )
+            deferred.extend(self._deferred(queue, names))
         workers: dict[str, Worker] = {}
         for key in r.smembers("rq:workers"):
             name = (_text(key) or "").removeprefix("rq:worker:")
@@ -233,8 +269,41 @@ class RQSource:
                 last_heartbeat=_when(raw.get("last_heartbeat")),
             )
         return RQReads(
-            read_at=read_at, started=tuple(started), queued=tuple(queued), workers=workers
+            read_at=read_at,
+            started=tuple(started),
+            queued=(*queued, *deferred),
+            workers=workers,
         )
+
+    def _deferred(self, queue: str, names: dict[str, str | None]) -> list[Waiting]:
+        """The jobs deferred in ``queue`` (its DeferredJobRegistry) and what they depend on;
+        ``names`` keeps zombietop's id of each dependency asked in this read."""
+        found: list[Waiting] = []
+        for member in self._redis.zrange(f"rq:deferred:{queue}", 0, QUEUED_SHOWN - 1):
+            job_id = _text(member) or ""
+            description, many, one = map(
+                _text, self._redis.hmget(f"rq:job:{job_id}", DEFERRED_FIELDS)
+            )
+            ups = [self._job_id(dep, names) for dep in dependency_ids(many, one)]
+            found.append(
+                Waiting(
+                    queue=queue,
+                    job_id=job_id,
+                    description=description,
+                    status="deferred",
+                    upstream=tuple(filter(None, ups)),
+                )
+            )
+        return found
+
+    def _job_id(self, job_id: str, names: dict[str, str | None]) -> str | None:
+        """zombietop's id of the job ``job_id``, from its queue (``origin``) and description;
+        None when its hash is gone."""
+        if job_id not in names:
+            fields = self._redis.hmget(f"rq:job:{job_id}", ("origin", "description"))
+            origin, description = map(_text, fields)
+            names[job_id] = origin and rq_task_id(origin, job_name(description), job_id)
+        return names[job_id]
 
     def _records(self, reads: RQReads, host: str, local: frozenset[str]) -> list[SourceRecord]:
         out: list[SourceRecord] = []
@@ -246,23 +315,24 @@ class RQSource:
                 horses[entry.job_id] = found
             out.append(self._started(entry, worker, found, reads.read_at, host, local))
         self._horses = horses
-        for queue, job_id, description in reads.queued:
-            name = job_name(description)
-            zid = rq_task_id(queue, name, job_id)
+        for waiting in reads.queued:
+            name = job_name(waiting.description)
             task = Task(
-                task_id=zid,
-                run_id=job_id,
+                task_id=rq_task_id(waiting.queue, name, waiting.job_id),
+                run_id=waiting.job_id,
                 step=name,
                 step_type=name,
                 job=name,
                 state=TaskState.QUEUED,
+                upstream=waiting.upstream,
+                state_reason=None if waiting.status == "queued" else f"rq {waiting.status}",
                 created_at=reads.read_at,
                 updated_at=reads.read_at,
             )
+            origin = self._origin(waiting.queue, name, waiting.job_id, None, waiting.status)
             out.append(
                 SourceRecord(
-                    record=TaskRecord(task=task, lease=None, heartbeat=None),
-                    origin=self._origin(queue, name, job_id, None, "queued"),
+                    record=TaskRecord(task=task, lease=None, heartbeat=None), origin=origin
                 )
             )
         return out
@@ -365,19 +435,18 @@ class RQSource:
         )
 
     def limits(self, base: Limits) -> Limits:
-        own = f"[step_types.{base.step_type}]"
-        sources = dict(base.sources)
-        changes: dict[str, Any] = {
-            "engine": "RQ",
-            "engine_actions": "requeue it with rq, or kill it",
-        }
-        if not base.source("heartbeat_timeout").endswith(own):
-            changes["heartbeat_timeout"] = self.heartbeat_timeout
-            sources["heartbeat_timeout"] = "RQ: three job monitoring intervals of its worker"
-        if not base.source("stage").endswith(own):
-            changes["stage"] = base.task
-            sources["stage"] = "RQ: one stage per job (the task budget)"
-        return replace(base, **changes, sources=sources)
+        return engine_limits(
+            base,
+            engine="RQ",
+            actions="requeue it with rq, or kill it",
+            overrides={
+                "heartbeat_timeout": (
+                    self.heartbeat_timeout,
+                    "RQ: three job monitoring intervals of its worker",
+                ),
+                "stage": (base.task, "RQ: one stage per job (the task budget)"),
+            },
+        )
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids

@@ -235,6 +235,12 @@ async def test_an_idle_task_under_a_beating_supervisor_is_spinning(
     )
     words = watch.words(view)
     assert "p=?" not in words and "(no CPU, no I/O)" in words, words
+    # The task after it, made with the run and in no state yet, waits on it: the upstream read
+    # from the DAG version the scheduler made the run with.
+    assert watch.last is not None
+    then = watch.last.by_id()[f"{dag}/then/{run}"]
+    assert then.task.upstream == (task,)
+    assert then.waiting_on == ((task, Health.SPINNING),)
 
 
 async def test_a_task_stuck_in_a_pool_without_slots_is_queued_too_long(

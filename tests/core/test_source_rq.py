@@ -30,7 +30,7 @@ from zombietop.procs import PsutilProbe
 from zombietop.snapshot import TaskView
 from zombietop.sources import open_source
 from zombietop.sources.base import Capability, Origin
-from zombietop.sources.rq import RQSource
+from zombietop.sources.rq import RQSource, dependency_ids
 from zombietop.store.sqlite import SQLiteStore
 from zombietop.watchdog import Watchdog
 
@@ -213,3 +213,51 @@ async def test_the_watchdog_pages_a_stopped_horse_and_leaves_redis_as_it_was(
     zid = f"default/zqrq.spin/{job}"
     paged = [p for p in notifier.pages if p.task_id == zid and p.kind == "incident"]
     assert [p.health for p in paged] == ["stalled"], notifier.pages
+
+
+async def test_jobs_deferred_behind_a_stopped_horse_are_named_in_its_page_only(
+    rq_workers: RQWorkers, watch: Watch, tmp_path: Path, client: Any
+) -> None:
+    """``load`` depends on ``extract``, ``report`` on ``load``: RQ defers both until the job
+    before succeeds. When ``extract``'s horse stops, its page names the two it blocks."""
+    rq_workers.start("w1")
+    extract = rq_workers.enqueue(60, tmp_path / "extract")
+    horse = _horse(tmp_path / "extract")
+    load = rq_workers.enqueue(1, tmp_path / "load", depends_on=extract)
+    report = rq_workers.enqueue(1, tmp_path / "report", depends_on=load)
+    assert client.zcard("rq:deferred:default") == 2
+    ids = {job: f"default/zqrq.spin/{job}" for job in (extract, load, report)}
+    views = (await watch.monitor.poll()).by_id()
+    assert views[ids[load]].task.upstream == (ids[extract],)
+    assert views[ids[report]].task.upstream == (ids[load],)
+    assert views[ids[report]].task.state_reason == "rq deferred"
+    assert views[ids[load]].health is Health.QUEUED
+    assert views[ids[load]].waiting_on == ((ids[extract], Health.HEALTHY),)
+    notifier = ListNotifier()
+    dog = Watchdog(
+        watch.monitor,
+        watch.monitor.config,
+        executor=None,
+        notifiers=[notifier],
+        clock=watch.clock,
+        log=lambda line: None,
+    )
+    os.kill(horse, signal.SIGSTOP)
+    try:
+        wait_for("the horse to stop", lambda: _status(horse) == "T")
+        for _ in range(3):
+            await dog.tick()
+            watch.clock.advance(1)
+    finally:
+        os.kill(horse, signal.SIGCONT)
+    paged = [(p.kind, p.task_id) for p in notifier.pages]
+    assert paged == [("incident", ids[extract])], notifier.pages
+    blocked = ", ".join(sorted([ids[load], ids[report]]))
+    assert f"; blocks 2: {blocked}" in notifier.pages[0].shown
+
+
+def test_the_dependency_ids_as_rq_keeps_them() -> None:
+    assert dependency_ids('["a", "b"]', "a") == ["a", "b"]
+    assert dependency_ids(None, "a") == ["a"]  # RQ before dependency_ids
+    assert dependency_ids(None, None) == []
+    assert dependency_ids("{", "a") == [] and dependency_ids('{"a": 1}', None) == []

@@ -16,7 +16,8 @@ SELECT extract(epoch FROM clock_timestamp())::float8 AS now
 -- Airflow 3: the task instance carries its own heartbeat (last_heartbeat_at).
 SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
        ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
-       ti.updated_at, ti.last_heartbeat_at AS heartbeat_at, dr.logical_date
+       ti.updated_at, ti.last_heartbeat_at AS heartbeat_at, dr.logical_date,
+       ti.dag_version_id AS dag_version
 FROM task_instance AS ti
 LEFT JOIN dag_run AS dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id
 WHERE ti.state IS NULL
@@ -26,10 +27,11 @@ WHERE ti.state IS NULL
 -- airflow_task_instances_v2 --
 -- A full read, as above.
 -- Airflow 2: the heartbeat is the LocalTaskJob's, through task_instance.job_id.
+-- Its one serialized DAG per DAG is found by dag_id: the DAG's version, to ``airflow_waits``.
 SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
        ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
        ti.updated_at, job.latest_heartbeat AS heartbeat_at,
-       dr.execution_date AS logical_date
+       dr.execution_date AS logical_date, ti.dag_id AS dag_version
 FROM task_instance AS ti
 LEFT JOIN dag_run AS dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id
 LEFT JOIN job ON job.id = ti.job_id
@@ -43,7 +45,8 @@ WHERE ti.state IS NULL
 -- ti_state_lkp. Airflow's unfinished states (State.unfinished); the finished are listed above.
 SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
        ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
-       ti.updated_at, ti.last_heartbeat_at AS heartbeat_at, dr.logical_date
+       ti.updated_at, ti.last_heartbeat_at AS heartbeat_at, dr.logical_date,
+       ti.dag_version_id AS dag_version
 FROM task_instance AS ti
 LEFT JOIN dag_run AS dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id
 WHERE ti.state IS NULL
@@ -58,7 +61,7 @@ WHERE ti.state IS NULL
 SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
        ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
        ti.updated_at, job.latest_heartbeat AS heartbeat_at,
-       dr.execution_date AS logical_date
+       dr.execution_date AS logical_date, ti.dag_id AS dag_version
 FROM task_instance AS ti
 LEFT JOIN dag_run AS dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id
 LEFT JOIN job ON job.id = ti.job_id
@@ -79,3 +82,28 @@ SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.pool, p.slots,
 FROM task_instance AS ti
 LEFT JOIN slot_pool AS p ON p.pool = ti.pool
 WHERE ti.state IN ('scheduled', 'queued')
+
+-- airflow_dag_hashes_v3 --
+-- The DAG versions the waiting task instances were made from ($1: a JSON list of their
+-- dag_version_id), through serialized_dag's unique index on it: which shapes to parse
+-- (``airflow_waits``).
+SELECT sd.dag_version_id::text AS version, sd.dag_id, sd.dag_hash
+FROM serialized_dag AS sd
+WHERE sd.dag_version_id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid)
+
+-- airflow_dag_hashes_v2 --
+-- Airflow 2 keeps one serialized DAG per DAG: its version is its dag_id (the primary key).
+SELECT sd.dag_id AS version, sd.dag_id, sd.dag_hash
+FROM serialized_dag AS sd
+WHERE sd.dag_id IN (SELECT jsonb_array_elements_text($1::jsonb))
+
+-- airflow_dags_v3 --
+-- The serialized DAGs of those versions, plain or compressed ([core] compress_serialized_dags).
+SELECT sd.dag_id, sd.dag_hash, sd.data, sd.data_compressed
+FROM serialized_dag AS sd
+WHERE sd.dag_version_id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid)
+
+-- airflow_dags_v2 --
+SELECT sd.dag_id, sd.dag_hash, sd.data, sd.data_compressed
+FROM serialized_dag AS sd
+WHERE sd.dag_id IN (SELECT jsonb_array_elements_text($1::jsonb))
