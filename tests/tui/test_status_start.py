@@ -89,6 +89,26 @@ def test_plain_status_loads_only_what_it_prints_with(tmp_path: Path) -> None:
     assert not loaded & NEVER_FOR_PLAIN_STATUS
 
 
+def test_the_dashboard_loads_no_other_commands_module(tmp_path: Path) -> None:
+    """``zombietop`` with no command opens the dashboard: the watchdog's, the agent's and every
+    other command's modules stay unloaded (only ``--help`` lists them all)."""
+    db = tmp_path / "z.db"
+    make_store(db, pid=None, host=this_host())
+    code = (
+        "import sys\n"
+        "from zombietop.tui.cli.main import main\n"
+        f"status = main(['--db', {str(db)!r}, '--read-only'])\n"
+        "print(status, ' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(  # stdout is a pipe: the dashboard says it needs a terminal
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert "the dashboard needs a terminal" in done.stderr
+    loaded = set(done.stderr.split())
+    assert not loaded & set(COMMANDS)
+    assert not loaded & NEVER_FOR_PLAIN_STATUS - {"textual", "rich", "psutil"}
+
+
 def test_a_task_of_another_host_needs_no_psutil(tmp_path: Path) -> None:
     db = tmp_path / "z.db"
     make_store(db, pid=1, host="elsewhere.example")

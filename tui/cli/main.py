@@ -63,8 +63,9 @@ ack), and 2 on a usage error or a failure.
 `zombietop COMMAND --help` says what each command does, with an example."""
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, or of ``command``'s module only when it names one."""
+def build_parser(command: str | None = None, *, commands: bool = True) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command``'s module only when it names one; with
+    ``commands=False``, of the dashboard alone (its flags, and no subcommand's module)."""
     common = store_flags()
     parser = Parser(
         prog="zombietop",
@@ -78,7 +79,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     dashboard.add_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.commands = sub
-    for module in _modules(command):
+    for module in _modules(command) if commands else []:
         module.add_parser(sub, common)
     return parser
 
@@ -145,7 +146,10 @@ def _stdout_closed() -> bool:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    parser = build_parser(command_named(argv))
+    command = command_named(argv)
+    # The dashboard (no command) loads no subcommand's module; its --help lists them all.
+    asked_help = any(arg in ("-h", "--help") for arg in (sys.argv[1:] if argv is None else argv))
+    parser = build_parser(command, commands=command is not None or asked_help)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         # Left over by a subcommand's parser: the error (and its exit status) is that command's.
