@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from tests.tui.helpers import make_app, settle
 from zombietop.health import Health
 from zombietop.monitor import Snapshot, build_snapshot
@@ -93,3 +95,29 @@ async def test_no_all_clear_before_the_first_snapshot() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         assert healths.ALL_CLEAR not in _header_text(app)
+
+
+async def test_the_header_asks_all_clear_once_a_snapshot_not_once_a_tick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``all_clear`` looks at every task (100,000 on a big fleet): the clock's tick, once a
+    second, must not ask it again."""
+    from zombietop.tui.widgets import header as header_module
+
+    asked: list[object] = []
+    real = header_module.all_clear
+
+    def counted(snapshot: object) -> bool:
+        asked.append(snapshot)
+        return real(snapshot)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(header_module, "all_clear", counted)
+    app = make_app(SampleSource([_stalled_and_quarantined()]))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        header = app.screen.query_one(StatusHeader)
+        before = len(asked)
+        for second in range(5):
+            header.now = NOW + second
+        await pilot.pause()
+        assert len(asked) == before

@@ -61,6 +61,8 @@ class StatusHeader(TextLines):
         super().__init__()
         self._counts: tuple[tuple[object, ...], list[Text]] = ((), [])
         """The count lines, with the width and counts they were laid out for."""
+        self._clear: tuple[Snapshot | None, bool] = (None, False)
+        """Whether the snapshot shown is all clear, and that snapshot."""
 
     def _watch_any(self) -> None:
         self.show_lines(self._build())
@@ -93,7 +95,10 @@ class StatusHeader(TextLines):
         elif self.show_counts:
             snapshot = self.snapshot
             counts = {health: count_of(snapshot, health) for health in Health}
-            clear = all_clear(snapshot)
+            if self._clear[0] is not snapshot:
+                # Once a snapshot, not once a clock tick: it looks at every task.
+                self._clear = (snapshot, all_clear(snapshot))
+            clear = self._clear[1]
             key = (self.size.width, clear, *counts.values())
             if self._counts[0] != key:
                 self._counts = (key, self._count_lines(counts, clear))
