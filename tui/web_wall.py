@@ -54,6 +54,8 @@ MAX_COLUMNS, MAX_ROWS = 400, 150
 STOP_GRACE = 5.0
 """Seconds a wall process has to quit when its browser leaves, before it is killed."""
 DRIVER = "textual.drivers.web_driver:WebDriver"
+SERVED = ("TEXTUAL_COLOR_SYSTEM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "COLUMNS", "ROWS")
+"""What textual-serve sets for its app besides the driver and the frame rate."""
 HEADERS = {
     "Cache-Control": "no-store",
     "Referrer-Policy": "no-referrer",
@@ -101,7 +103,10 @@ class WallProcess(AppService):
         self.env = env
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
-        environment = {**super()._build_environment(width, height), **self.env}
+        # textual-serve's is this process's whole environment and its own: only its own is
+        # taken, so nothing ``wall_env`` left out comes back.
+        stock = super()._build_environment(width, height)
+        environment = {**self.env, **{key: stock[key] for key in SERVED if key in stock}}
         environment["TEXTUAL_DRIVER"] = DRIVER
         environment["TEXTUAL_FPS"] = str(WALL_FPS)
         return environment
