@@ -58,20 +58,24 @@ WATCHING = re.compile(r"a browser watches \(pid (\d+), (\d+)x(\d+)\)")
 
 async def watch_in_browser(
     url: str, warmup: float, seconds: float, serve: int
-) -> tuple[float, float]:
-    """CPU% of ``serve``'s tree and of Chromium's while one browser shows the wall."""
+) -> tuple[float, float, float]:
+    """CPU% of ``serve``'s tree, of its wall process alone, and of Chromium's, while one
+    browser shows the wall."""
     async with browser(url) as (page, chrome):
         if not await page.wait_for("document.body.classList.contains('-first-byte')", 30):
             raise BenchError("the browser never heard from the wall process")
         await asyncio.sleep(warmup)
         served, shown = psutil.Process(serve), psutil.Process(chrome.pid)
-        if len(served.children()) != 1:
-            raise BenchError(f"serve runs {len(served.children())} wall processes, not 1")
-        cpu, chrome_cpu, started = tree_cpu(served), tree_cpu(shown), time.monotonic()
+        walls = served.children()
+        if len(walls) != 1:
+            raise BenchError(f"serve runs {len(walls)} wall processes, not 1")
+        cpu, wall, chrome_cpu = tree_cpu(served), tree_cpu(walls[0]), tree_cpu(shown)
+        started = time.monotonic()
         await asyncio.sleep(seconds)
         elapsed = time.monotonic() - started
         return (
             100 * (tree_cpu(served) - cpu) / elapsed,
+            100 * (tree_cpu(walls[0]) - wall) / elapsed,
             100 * (tree_cpu(shown) - chrome_cpu) / elapsed,
         )
 
@@ -80,9 +84,9 @@ def measure_web(
     db: Path, env: dict[str, str], args: argparse.Namespace
 ) -> tuple[float, float, tuple[int, int]]:
     """One browser on one ``serve --wall``: serve's CPU%, Chromium's, the terminal's size."""
+    argv = ["serve", "--wall", "--listen", "127.0.0.1:0", "--db", str(db)]
     serve = subprocess.Popen(
-        [sys.executable, "-m", "zombietop.tui", "serve", "--wall", "--listen", "127.0.0.1:0"]
-        + ["--db", str(db)],
+        [sys.executable, "-m", "zombietop.tui", *argv],
         env={**env, "ZOMBIETOP_WALL_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -101,7 +105,7 @@ def measure_web(
             found = SERVING.search(line)
             address = found[1] if found else None
         url = f"http://{address}/wall?token={TOKEN}"
-        cpu, chrome = asyncio.run(watch_in_browser(url, args.warmup, args.seconds, serve.pid))
+        cpu, wall, chrome = asyncio.run(watch_in_browser(url, args.warmup, args.seconds, serve.pid))
     finally:
         serve.send_signal(signal.SIGTERM)
         rest, _ = serve.communicate(timeout=30)
@@ -110,7 +114,7 @@ def measure_web(
     if not sizes:
         raise BenchError("no browser watched:\n" + "".join(lines))
     _, width, height = sizes[0]
-    return cpu, chrome, (int(width), int(height))
+    return cpu, wall, chrome, (int(width), int(height))
 
 
 def main() -> int:
@@ -133,6 +137,7 @@ def main() -> int:
         f"{args.warmup:g} s warm-up, {args.rounds} rounds of {args.seconds:g} s"
     )
     web: list[float] = []
+    child: list[float] = []
     chrome: list[float] = []
     terminal: list[float] = []
     written: list[float] = []
@@ -148,17 +153,19 @@ def main() -> int:
             with beating_fleet(db, args.tasks, 0, env):
                 time.sleep(10)  # every task has beaten once
                 for number in range(1, args.rounds + 1):
-                    cpu, shown, size = measure_web(db, env, args)
+                    cpu, wall, shown, size = measure_web(db, env, args)
                     tmux = Tmux(f"zombietop-web-wall-{os.getpid()}", tmp / "tmux.conf", env)
                     args.size = size
                     argv = [sys.executable, "-m", "zombietop.tui", "--wall", "--db", str(db)]
                     sample = measure("wall", argv, tmux, tmp / "pane.out", args)
                     web.append(cpu)
+                    child.append(wall)
                     chrome.append(shown)
                     terminal.append(sample.cpu_pct)
                     written.append(sample.bytes_per_s)
                     print(
-                        f"round {number}: web {cpu:.2f}% (Chromium {shown:.1f}%), terminal "
+                        f"round {number}: web {cpu:.2f}% (its wall process {wall:.2f}%; "
+                        f"Chromium {shown:.1f}%), terminal "
                         f"{sample.cpu_pct:.2f}% ({sample.bytes_per_s:,.0f} B/s), "
                         f"{size[0]}x{size[1]}"
                     )
@@ -169,20 +176,18 @@ def main() -> int:
         print("interrupted; cleaned up", file=sys.stderr)
         return 130
     median = statistics.median
+
+    def line(what: str, values: list[float]) -> str:
+        return f"| {what} | {median(values):.2f}% | {min(values):.2f}-{max(values):.2f}% |"
+
     print("| wall | CPU (median) | range |")
     print("| --- | ---: | ---: |")
-    print(
-        f"| in a browser: serve + its wall process | {median(web):.2f}% | {min(web):.2f}-{max(web):.2f}% |"
-    )
-    print(
-        f"| in tmux: `zombietop --wall` | {median(terminal):.2f}% | {min(terminal):.2f}-{max(terminal):.2f}% |"
-    )
-    print(
-        f"| (the browser itself, headless Chromium) | {median(chrome):.1f}% | {min(chrome):.1f}-{max(chrome):.1f}% |"
-    )
-    print(
-        f"terminal wall writes {median(written):,.0f} B/s; web / terminal: {median(web) / max(median(terminal), 0.01):.2f}x"
-    )
+    print(line("in a browser: serve + its wall process", web))
+    print(line("of which the wall process", child))
+    print(line("in tmux: `zombietop --wall`", terminal))
+    print(line("(the browser itself, headless Chromium)", chrome))
+    ratio = median(web) / max(median(terminal), 0.01)
+    print(f"terminal wall writes {median(written):,.0f} B/s; web / terminal: {ratio:.2f}x")
     print(f"load average at the end: {' '.join(f'{a:.2f}' for a in os.getloadavg())}")
     return 0
 

@@ -80,6 +80,15 @@ def bounded_size(width: Any, height: Any) -> tuple[int, int]:
     return whole(width, 80, MAX_COLUMNS), whole(height, 24, MAX_ROWS)
 
 
+def bounded_font(asked: str | None) -> int:
+    """``?fontsize=``: the page's font size in pixels, 8 to 64 (16 unless asked): a wall read
+    across a room wants big cells, and the wall's size follows the tab's."""
+    try:
+        return min(max(int(asked or 16), 8), 64)
+    except ValueError:
+        return 16
+
+
 def wall_env(db: Path | str, config_path: Path | None) -> dict[str, str]:
     """The environment of a viewer's ``zombietop --wall``: this one's, less the credentials,
     with the store and config named."""
@@ -123,6 +132,15 @@ class WallProcess(AppService):
         assert process.stdin is not None
         self._stdin = process.stdin
         return process
+
+    async def run(self) -> None:
+        """textual-serve's loop over the process's output; the browser is told when it ends,
+        whatever way (a crash too), so its tab says so and its place is given back."""
+        try:
+            await super().run()
+        finally:
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await self.remote_close()
 
     @property
     def pid(self) -> int | None:
@@ -218,7 +236,7 @@ class WallSite:
         secure = request.secure or request.headers.get("X-Forwarded-Proto") == "https"
         socket = f"{'wss' if secure else 'ws'}://{request.host}{PREFIX}/ws"
         html = self.pages.get_template("app_index.html").render(
-            font_size=16,
+            font_size=bounded_font(request.query.get("fontsize")),
             app_websocket_url=socket,
             config={"static": {"url": f"{PREFIX}/static/"}},
             application={"name": self.title},
@@ -249,8 +267,6 @@ class WallSite:
             )
         socket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE)
         width, height = bounded_size(request.query.get("width"), request.query.get("height"))
-        await socket.prepare(request)
-        hold(request)
         viewer = WallProcess(
             self.argv,
             self.env,
@@ -259,8 +275,10 @@ class WallSite:
             close=socket.close,
             download_manager=self.downloads,
         )
-        self.viewers.add(viewer)
+        self.viewers.add(viewer)  # counted at once: two browsers at the last place get one
         try:
+            await socket.prepare(request)
+            hold(request)
             await viewer.start(width, height)
             log.info("wall: a browser watches (pid %s, %dx%d)", viewer.pid, width, height)
             await self._relay(socket, viewer)
