@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -86,7 +87,10 @@ async def browser(
     """Headless Chromium showing ``url``; the page and the browser's process."""
     binary = chromium_path()
     with (
-        tempfile.TemporaryDirectory(prefix="zombietop-chromium-") as profile,
+        # Chromium's helpers may still write into the profile as it is removed.
+        tempfile.TemporaryDirectory(
+            prefix="zombietop-chromium-", ignore_cleanup_errors=True
+        ) as profile,
         open(Path(profile) / "stderr", "wb") as stderr,
     ):
         process = subprocess.Popen(
@@ -105,6 +109,7 @@ async def browser(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
+            start_new_session=True,  # its helpers with it, to end them all at once
         )
         try:
             debugger = await _listening(process, Path(profile) / "stderr")
@@ -119,12 +124,20 @@ async def browser(
                     await page.call("Page.navigate", url=url)
                     yield page, process
         finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _end_group(process)
+
+
+def _end_group(process: subprocess.Popen[bytes]) -> None:
+    """End Chromium and every helper it started (its own process group)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # a helper left behind
 
 
 async def _page_target(session: aiohttp.ClientSession, url: str) -> dict[str, Any]:

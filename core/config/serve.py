@@ -56,7 +56,7 @@ def read_serve(path: Path | None, table: Mapping[str, Any]) -> ServeSettings:
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(
                     f"{where(path)} [serve]: {key} must be the path of a file of {what}, one "
-                    f'a line (mode 0600), such as "{example}", not {value!r}'
+                    f'per line (mode 0600), such as "{example}", not {value!r}'
                 )
             values[key] = Path(value).expanduser()
         elif key == "wall":

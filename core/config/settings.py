@@ -175,7 +175,7 @@ class ServeSettings:
     wall: bool = False
     """Also serve the read-only wall to browsers at ``/wall`` (``serve --wall``)."""
     wall_token_file: Path | None = None
-    """The wall's tokens, one a line, mode 0600; None: only ``$ZOMBIETOP_WALL_TOKEN``."""
+    """The wall's tokens, one per line, mode 0600; None: only ``$ZOMBIETOP_WALL_TOKEN``."""
     wall_viewers: int = 8
     """Browsers watching the wall at once; each runs a wall process of its own."""
 

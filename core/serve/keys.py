@@ -75,7 +75,7 @@ def _check_token(token: str, where: str) -> str:
 def read_key_file(
     path: Path, key: str = "ping_key_file", check: Callable[[str, str], str] = _check_key
 ) -> list[str]:
-    """The keys in ``path``, one a line (blank lines and ``#`` comments skipped), each passed
+    """The keys in ``path``, one per line (blank lines and ``#`` comments skipped), each passed
     through ``check``; ``key`` names the setting in errors.
 
     Refused unless it is a regular file only its owner can read or write (0600 or 0400).

@@ -178,11 +178,13 @@ def test_without_the_token_the_wall_is_401(served: Served) -> None:
     assert status_of(served.url("/ping/some-key-0123456789/job"))[0] == 404
 
 
-async def _screen_bytes(socket: aiohttp.ClientWebSocketResponse, seconds: float) -> bytes:
-    """What the wall process draws in ``seconds``."""
+async def _screen_bytes(
+    socket: aiohttp.ClientWebSocketResponse, seconds: float, until: bytes | None = None
+) -> bytes:
+    """What the wall process draws in ``seconds`` (or until it has drawn ``until``)."""
     drawn = b""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and (until is None or until not in drawn):
         try:
             message = await socket.receive(timeout=max(0.05, deadline - time.monotonic()))
         except TimeoutError:
@@ -203,7 +205,7 @@ async def test_keys_from_the_websocket_change_nothing(served: Served) -> None:
             assert refused.status == 403
         url = served.url("/wall/ws?width=120&height=40").replace("http:", "ws:")
         async with session.ws_connect(url, headers=cookie) as socket:
-            drawn = await _screen_bytes(socket, 8)
+            drawn = await _screen_bytes(socket, 30, until=b"worst offenders")
             assert b"worst offenders" in drawn
             after_keys = b""
             for key in ACTION_KEYS:
