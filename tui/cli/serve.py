@@ -100,7 +100,9 @@ def add_parser(
         about="Listen for pings in healthchecks' URL shape, /ping/KEY/JOB[/start|/fail|/log|"
         "/beat|/EXIT], so a crontab reports its runs with one curl. A start opens a run of the "
         "job with a lease of its lease_ttl, a beat records progress, an end finishes it. "
-        "Loopback only unless a ping key is set ([serve] ping_key_file or $ZOMBIETOP_PING_KEY).",
+        "Loopback only unless a ping key is set ([serve] ping_key_file or $ZOMBIETOP_PING_KEY). "
+        "With --wall, also the read-only wall for browsers at /wall, one `zombietop --wall` "
+        "per viewer; loopback only unless a wall token is set.",
         examples=(
             "zombietop serve",
             "ZOMBIETOP_PING_KEY=$(cat /etc/zombietop/key) zombietop serve --listen 0.0.0.0:8099",
