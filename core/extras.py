@@ -28,6 +28,7 @@ PACKAGES = {
     "apprise": "apprise",
     "prometheus_client": "prometheus-client",
     "aiohttp": "aiohttp",
+    "textual_serve": "textual-serve",
     "tomli_w": "tomli-w",
     "asyncpg": "asyncpg",
     "celery": "celery",

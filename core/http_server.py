@@ -10,6 +10,9 @@ A local user must not be able to blow the process up or blind it with connection
 - each connection carries one request (``Connection: close``) and has ``deadline`` seconds to
   send it and read the answer; a client that sends only a request line, or reads nothing,
   is cut off then (aiohttp itself never times out a request that does not come);
+- a connection a handler ``hold``s (the wall's websocket, authenticated and bounded in number
+  by its handler) leaves both bounds: no deadline, never evicted, not counted against
+  ``max_connections``;
 - a body is written in chunks that wait for the client to read (``send_bytes``): a slow
   reader holds a chunk, never a copy of the body.
 """
@@ -73,6 +76,9 @@ class HttpServer:
         """Connections closed at their deadline since the start."""
         self._guards: dict[asyncio.BaseTransport, _Guard] = {}
         """The open connections, oldest first."""
+        self._held: dict[asyncio.BaseTransport, _Guard] = {}
+        """The connections held open (``hold``): outside both bounds."""
+        app[SERVER] = self
         app.middlewares.append(self._asked)
         self._runner = web.AppRunner(
             app,
@@ -89,7 +95,21 @@ class HttpServer:
     @property
     def open(self) -> int:
         """Connections open now."""
-        return len(self._guards)
+        return len(self._guards) + len(self._held)
+
+    @property
+    def held(self) -> int:
+        """Connections held open now (``hold``)."""
+        return len(self._held)
+
+    def hold(self, transport: asyncio.BaseTransport | None) -> None:
+        """Take the connection of ``transport`` out of the deadline and the eviction."""
+        guard = self._guards.pop(transport, None) if transport is not None else None
+        if guard is None or guard.transport is None:
+            return
+        if guard.timer is not None:
+            guard.timer.cancel()
+        self._held[guard.transport] = guard
 
     @web.middleware
     async def _asked(self, request: web.Request, handler: Any) -> web.StreamResponse:
@@ -133,6 +153,10 @@ class HttpServer:
         if self._server is not None:
             self._server.close()
         await self._runner.cleanup()
+        for guard in list(self._held.values()):
+            if guard.transport is not None:
+                guard.transport.abort()
+        self._held.clear()
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), self.deadline)
@@ -178,4 +202,16 @@ class _Guard(asyncio.Protocol):
             self.timer.cancel()
         if self.transport is not None:
             self.server._guards.pop(self.transport, None)
+            self.server._held.pop(self.transport, None)
         self.inner.connection_lost(exc)
+
+
+SERVER = web.AppKey("zombietop_http_server", HttpServer)
+"""The ``HttpServer`` serving an application, in the application (``hold``)."""
+
+
+def hold(request: web.Request) -> None:
+    """Keep the connection of ``request`` open past the deadline, and never evict it: for a
+    long-lived answer (a websocket) whose handler has checked the client and bounds how many
+    it keeps."""
+    request.config_dict[SERVER].hold(request.transport)

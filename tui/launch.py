@@ -14,7 +14,7 @@ import socket
 import sys
 import termios
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,21 @@ def terminal_alive() -> bool:
     except (termios.error, OSError, ValueError):
         return False
     return True
+
+
+WEB_DRIVER = "textual.drivers.web_driver:"
+"""How ``$TEXTUAL_DRIVER`` starts when textual-serve runs the dashboard for a browser."""
+
+
+def web_driven(environ: Mapping[str, str] = os.environ) -> bool:
+    """True when Textual's web driver draws this dashboard (``serve --wall``'s viewers)."""
+    return environ.get("TEXTUAL_DRIVER", "").startswith(WEB_DRIVER)
+
+
+def server_alive(parent: int) -> Callable[[], bool]:
+    """False once the server that started this process (pid ``parent``) has gone: a wall in a
+    browser has no terminal to lose, and must not poll the store for nobody."""
+    return lambda: os.getppid() == parent
 
 
 HANG_UP_GRACE = 3.0
@@ -103,8 +118,9 @@ async def launch_dashboard(
             f"--refresh {refresh:g}: give a positive number of seconds, e.g. --refresh 1"
         )
     read_only = read_only or wall
+    web = web_driven()
     async with await open_store(db, read_only=read_only) as store:
-        if not sys.stdout.isatty():
+        if not web and not sys.stdout.isatty():
             raise ZombietopError(
                 "the dashboard needs a terminal; use `zombietop status` from scripts"
             )
@@ -137,7 +153,7 @@ async def launch_dashboard(
                 wall=wall,
                 store_label=store.describe(),
                 actor=actor(),
-                terminal_alive=terminal_alive,
+                terminal_alive=server_alive(os.getppid()) if web else terminal_alive,
                 desk=None if read_only else Desk(store, config.oncall, source_of=source_name),
                 oncall=config.oncall,
             )

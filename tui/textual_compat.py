@@ -184,7 +184,12 @@ AWAKE_AFTER_INPUT = 1.0
 
 def quiet_driver(driver: type[Driver]) -> type[Driver]:
     """``QuietLinuxDriver`` in place of Textual's own Linux driver; any other driver as it is
-    (a ``TEXTUAL_DRIVER`` of the user's, another platform, the shims off, another Textual)."""
+    (a ``TEXTUAL_DRIVER`` of the user's, another platform, the shims off, another Textual).
+
+    The web driver (``serve --wall``'s viewers, ``$TEXTUAL_DRIVER``) is such another: it reads
+    textual-serve's packets from a pipe, not a terminal, and waits for them without a timeout
+    already. Cropped updates stay on there: they change only which cells the output rewrites,
+    which xterm.js in the browser reads as a terminal does, and send fewer bytes."""
     if driver.__module__ != "textual.drivers.linux_driver" or not enabled("quiet_driver"):
         return driver
     quiet = _quiet_linux_driver()

@@ -17,13 +17,22 @@ SERVE_KEYS = (
     "rate_limit",
     "max_connections",
     "read_timeout",
+    "wall",
+    "wall_token_file",
+    "wall_viewers",
 )
 WHOLE_RANGES = {
     "body_limit": (1024, 16 * 1024 * 1024),
     "rate_limit": (1, 100_000),
     "max_connections": (1, 10_000),
+    "wall_viewers": (1, 64),
 }
 """The whole-number keys and the lowest and highest value each takes."""
+FILES = {
+    "ping_key_file": ("ping keys", "/etc/zombietop/ping-keys"),
+    "wall_token_file": ("wall tokens", "/etc/zombietop/wall-tokens"),
+}
+"""The keys naming a private file: what it holds and an example path."""
 
 
 def read_serve(path: Path | None, table: Mapping[str, Any]) -> ServeSettings:
@@ -42,14 +51,20 @@ def read_serve(path: Path | None, table: Mapping[str, Any]) -> ServeSettings:
                 values[key] = parse_listen(value)
             except ValueError as exc:
                 raise ConfigError(f"{where(path)} [serve]: listen: {exc}") from None
-        elif key == "ping_key_file":
+        elif key in ("ping_key_file", "wall_token_file"):
+            what, example = FILES[key]
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(
-                    f"{where(path)} [serve]: ping_key_file must be the path of a file of ping "
-                    f'keys, one a line (mode 0600), such as "/etc/zombietop/ping-keys", '
-                    f"not {value!r}"
+                    f"{where(path)} [serve]: {key} must be the path of a file of {what}, one "
+                    f'per line (mode 0600), such as "{example}", not {value!r}'
                 )
             values[key] = Path(value).expanduser()
+        elif key == "wall":
+            if not isinstance(value, bool):
+                raise ConfigError(
+                    f"{where(path)} [serve]: wall must be true or false, not {value!r}"
+                )
+            values[key] = value
         elif key == "read_timeout":
             values[key] = read_duration(path, "serve", key, value, family="serve")
         else:

@@ -172,6 +172,12 @@ class ServeSettings:
     """Connections open at once, every client together."""
     read_timeout: float = 10.0
     """Seconds a connection has to send its request and read the answer."""
+    wall: bool = False
+    """Also serve the read-only wall to browsers at ``/wall`` (``serve --wall``)."""
+    wall_token_file: Path | None = None
+    """The wall's tokens, one per line, mode 0600; None: only ``$ZOMBIETOP_WALL_TOKEN``."""
+    wall_viewers: int = 8
+    """Browsers watching the wall at once; each runs a wall process of its own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,5 @@
-"""The ping server: the routes on one bounded ``HttpServer``, loopback unless a key is set."""
+"""The ping server: the routes on one bounded ``HttpServer``, loopback unless a key is set
+(and the wall, ``serve --wall``, loopback unless a token is set)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from aiohttp import web
 from zombietop.config import ListenAddress, ServeSettings
 from zombietop.errors import ZombietopError
 from zombietop.http_server import HttpServer, send_bytes
-from zombietop.serve.keys import ENV_KEY, PingKeys
+from zombietop.serve.keys import ENV_KEY, ENV_WALL_TOKEN, PingKeys
 from zombietop.serve.pings import PingBook
 from zombietop.serve.routes import build_app
 
@@ -40,6 +41,16 @@ def check_listen(address: ListenAddress, keys: PingKeys) -> None:
             f"serve: not listening on {address} without a ping key: any host there could "
             f"start and end runs. Set [serve] ping_key_file (mode 0600) or ${ENV_KEY}, "
             "or listen on 127.0.0.1"
+        )
+
+
+def check_wall(address: ListenAddress, tokens: PingKeys) -> None:
+    """Refuse to show the wall where other hosts can reach it unless a token guards it."""
+    if not tokens and not is_loopback(address.host):
+        raise ZombietopError(
+            f"serve --wall: not showing the wall on {address} without a token: any host there "
+            f"could read every task. Set [serve] wall_token_file (mode 0600) or "
+            f"${ENV_WALL_TOKEN}, or listen on 127.0.0.1"
         )
 
 
@@ -78,7 +89,9 @@ class PingServer:
         *,
         clock: Callable[[], float] = time.monotonic,
         metrics: bool = False,
+        mount: Callable[[web.Application], None] | None = None,
     ) -> PingServer:
+        """``mount`` adds more routes to the application (the wall's) before it is served."""
         check_listen(address, keys)
         holder: list[PingServer] = []
         app = build_app(
@@ -102,6 +115,8 @@ class PingServer:
 
             served.metrics = ServeMetrics(lambda: http.open)
             app.router.add_get("/metrics", served._serve_metrics)
+        if mount is not None:
+            mount(app)
         await http.start(
             address, what="pings", hint="choose another port with --listen or [serve] listen"
         )

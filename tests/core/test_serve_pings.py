@@ -20,9 +20,9 @@ from zombietop.config import ServeSettings, load_config, parse_listen
 from zombietop.errors import ConfigError, ZombietopError
 from zombietop.model import TaskState
 from zombietop.output import read_last_output
-from zombietop.serve.keys import PingKeys, load_keys
+from zombietop.serve.keys import PingKeys, load_keys, load_wall_tokens
 from zombietop.serve.pings import PingBook
-from zombietop.serve.server import PingServer, check_listen
+from zombietop.serve.server import PingServer, check_listen, check_wall
 from zombietop.store import Store
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
@@ -279,3 +279,46 @@ def test_serve_settings_are_checked(tmp_path: Path) -> None:
     path.write_text("[serve]\nrate_limit = 0\n")
     with pytest.raises(ConfigError, match="rate_limit must be a whole number"):
         load_config(path)
+
+
+def test_wall_tokens_are_read_only_from_a_private_file(tmp_path: Path) -> None:
+    path = tmp_path / "wall-tokens"
+    path.write_text("# the ops room\nwall-0123456789abcdef\n")
+    path.chmod(0o640)
+    with pytest.raises(ZombietopError, match=r"\[serve\] wall_token_file .*chmod 600"):
+        load_wall_tokens(path, environ={})
+    path.chmod(0o600)
+    tokens = load_wall_tokens(path, environ={"ZOMBIETOP_WALL_TOKEN": "another-wall-token-16"})
+    assert len(tokens) == 2 and tokens.match("wall-0123456789abcdef")
+    assert not tokens.match(KEY), "a ping key is no wall token"
+    # A token goes unquoted into a URL and a cookie: nothing that would end either.
+    for bad in ("short", "wall-token-0123456789;x=1", "wall token 0123456789"):
+        with pytest.raises(ZombietopError, match="a wall token must be"):
+            load_wall_tokens(None, environ={"ZOMBIETOP_WALL_TOKEN": bad})
+
+
+def test_only_loopback_shows_the_wall_without_a_token() -> None:
+    check_wall(parse_listen("127.0.0.1:8099"), PingKeys([]))
+    with pytest.raises(ZombietopError, match="without a token"):
+        check_wall(parse_listen("0.0.0.0:8099"), PingKeys([]))
+    check_wall(parse_listen("0.0.0.0:8099"), PingKeys(["wall-0123456789abcdef"]))
+
+
+def test_wall_settings_are_checked(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[serve]\nwall = true\nwall_token_file = "~/wall"\nwall_viewers = 3\n')
+    serve = load_config(path).serve
+    assert (serve.wall, serve.wall_token_file, serve.wall_viewers) == (
+        True,
+        Path("~/wall").expanduser(),
+        3,
+    )
+    assert not load_config(None).serve.wall
+    for text, error in [
+        ('wall = "yes"', "wall must be true or false"),
+        ("wall_viewers = 0", "wall_viewers must be a whole number from 1 to 64"),
+        ("wall_token_file = 7", "wall_token_file must be the path of a file of wall tokens"),
+    ]:
+        path.write_text(f"[serve]\n{text}\n")
+        with pytest.raises(ConfigError, match=error):
+            load_config(path)
