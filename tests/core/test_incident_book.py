@@ -20,6 +20,7 @@ from zombietop.heartbeat_line import parse_line
 from zombietop.incident_book import IncidentBook
 from zombietop.model import EventKind, Matcher, TaskState
 from zombietop.monitor import Snapshot
+from zombietop.page import incident_key
 from zombietop.procs import PsutilProbe, read_start, this_host
 from zombietop.store import Store
 
@@ -55,7 +56,9 @@ async def test_an_incident_opens_with_a_hold_and_one_page_then_a_notice_per_reno
     assert (incident.health, incident.opened_at) == (Health.STALLED, look.now)
     (event,) = await parts.events(EventKind.PAGE)
     key = f"incident:export-2031:1:{look.now}"
-    assert event.data == {"page": "incident", "key": key, "health": "stalled"}
+    name = incident_key("export-2031", look.now)  # the name every channel knows it by
+    assert page.incident == name
+    assert event.data == {"page": "incident", "key": key, "health": "stalled", "incident": name}
     clock.advance(RENOTIFY / 2)
     assert await judge(parts, book) == []  # not due yet
     clock.advance(RENOTIFY / 2)
