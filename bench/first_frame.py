@@ -56,16 +56,22 @@ SIZE = (30, 100)
 TIMEOUT_S = 60.0
 
 
-def first_frame(argv: list[str], marker: bytes) -> float:
-    """Seconds from spawning ``argv`` on a fresh terminal until it has written ``marker``."""
+def open_terminal(argv: list[str]) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``argv`` on a fresh terminal of ``SIZE``; return it and the terminal's other end."""
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", *SIZE, 0, 0))
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "", "LINES": ""}
-    started = time.perf_counter()
     child = subprocess.Popen(
         argv, stdin=terminal, stdout=terminal, stderr=terminal, env=env, start_new_session=True
     )
     os.close(terminal)
+    return child, controller
+
+
+def first_frame(argv: list[str], marker: bytes) -> float:
+    """Seconds from spawning ``argv`` on a fresh terminal until it has written ``marker``."""
+    started = time.perf_counter()
+    child, controller = open_terminal(argv)
     seen = b""
     try:
         while marker not in seen:
