@@ -39,9 +39,12 @@ from first_frame import open_terminal  # a bench beside this one
 ROOT = Path(__file__).resolve().parents[1]
 SORT_LABELS = (b"oldest heartbeat", b"least progress", b"task id")
 """The header's sort labels ``s`` cycles through (only the cells that change are written)."""
-COUNTS = b"quarantined"
-"""On the header's counts line, never in a row of this read-only fleet: the first whole poll
-is on screen."""
+COUNTS = (b"quarantined", b"all clear")
+"""On the header's counts line (every count, or the all-clear and the counts not zero), never
+in a row of this read-only fleet: the first whole poll is on screen."""
+SETTLE_S = 95.0
+"""The fleet's silent tasks are reclaimable 90 s in (``fleet_store.SILENT_TTL_S`` and the
+grace after it): measured from then, as a fleet looks in steady state."""
 BEATS_PER_S = 1000
 
 
@@ -53,16 +56,18 @@ class Terminal:
         self.child, self.controller = open_terminal(argv)
         self.seen = b""
 
-    def until(self, marker: bytes, timeout: float = 300.0) -> float:
-        """Seconds from the start until ``marker`` has been written (since the last call)."""
+    def until(self, *markers: bytes, timeout: float = 300.0) -> float:
+        """Seconds from the start until one of ``markers`` has been written (since the last
+        call)."""
         deadline = time.perf_counter() + timeout
-        while marker not in self.seen:
+        while not any(marker in self.seen for marker in markers):
             left = deadline - time.perf_counter()
             if left <= 0:
-                raise SystemExit(f"no {marker!r} on the terminal within {timeout:g}s")
+                raise SystemExit(f"none of {markers!r} on the terminal within {timeout:g}s")
             ready, _, _ = select.select([self.controller], [], [], min(left, 1.0))
             if ready:
                 self.seen = self.seen[-4096:] + os.read(self.controller, 1 << 16)
+        marker = next(marker for marker in markers if marker in self.seen)
         self.seen = self.seen[self.seen.index(marker) + len(marker) :]
         return time.perf_counter() - self.started
 
@@ -122,11 +127,11 @@ def measure(tasks: int, rest: float, tmp: Path) -> dict[str, float]:
     db = tmp / f"fleet-{tasks}.db"
     beating = fleet(db, tasks)
     try:
-        time.sleep(5)  # the fleet's first beats, its silent tasks' leases still held
+        time.sleep(SETTLE_S)
         terminal = Terminal([sys.executable, "-m", "zombietop.tui", "--db", str(db), "--read-only"])
         try:
             row = {"tasks": float(tasks), "first_frame_s": terminal.until(b"job-")}
-            row["whole_s"] = terminal.until(COUNTS)
+            row["whole_s"] = terminal.until(*COUNTS)
             keys = [terminal.key(b"s", label) for label in SORT_LABELS]
             row["key_ms"] = statistics.median(keys) * 1000
             cpu, started = terminal.cpu_seconds(), time.perf_counter()
