@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import select
 import signal
 import statistics
@@ -110,17 +109,25 @@ def fleet(db: Path, tasks: int) -> subprocess.Popen[str]:
     return process
 
 
+STATUS_PEAK = """
+import resource, subprocess, sys
+subprocess.run([sys.executable, "-m", "zombietop.tui", *sys.argv[1:]], stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+"""Run ``zombietop`` with these arguments and print its peak RSS (KB): a process of its own,
+whose only child it is."""
+
+
 def status_json(db: Path) -> tuple[float, float]:
     """Seconds and peak RSS (MB) of one ``zombietop status --json``."""
     started = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "zombietop.tui", "--db", str(db), "status", "--json"],
-        stdout=subprocess.DEVNULL,
+    done = subprocess.run(
+        [sys.executable, "-c", STATUS_PEAK, "--db", str(db), "status", "--json"],
+        capture_output=True,
+        text=True,
         check=False,
     )
-    seconds = time.perf_counter() - started
-    # The largest of the children waited for so far: status runs in size order, so its own.
-    return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return time.perf_counter() - started, int(done.stdout.split()[-1]) / 1024
 
 
 def measure(tasks: int, rest: float, tmp: Path) -> dict[str, float]:

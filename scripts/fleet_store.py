@@ -15,7 +15,7 @@ import argparse
 import asyncio
 import contextlib
 
-from zombietop.errors import LeaseHeld, StoreError
+from zombietop.errors import LeaseHeld, LeaseLost, StoreError
 from zombietop.heartbeat_line import BeatLine
 from zombietop.store import Store, open_store
 
@@ -57,17 +57,23 @@ async def enlist(store: Store, tasks: int, silent: int) -> dict[str, tuple[str, 
 
 async def beat_once(
     store: Store, task_id: str, lease: tuple[str, int], tick: int, index: int
-) -> None:
-    """One beat (progress and counters moving) and one renewal, as a worker's SDK records them."""
+) -> tuple[str, int]:
+    """One beat (progress and counters moving) and one renewal, as a worker's SDK records them;
+    return the lease beaten under.
+
+    A lease that expired before its first beat (enlisting 100,000 tasks takes longer than a
+    lease lasts) is taken again, as a worker restarted by its supervisor would.
+    """
     owner, token = lease
     progress = (tick * 3 + index) % 100
-    await store.record_heartbeat(
-        task_id,
-        BeatLine(stage="work", progress=float(progress), counters={"rows": tick * 100}),
-        owner=owner,
-        token=token,
-    )
+    line = BeatLine(stage="work", progress=float(progress), counters={"rows": tick * 100})
+    try:
+        await store.record_heartbeat(task_id, line, owner=owner, token=token)
+    except LeaseLost:
+        token = (await store.reclaim_lease(task_id, owner=owner, ttl=LEASE_TTL_S)).token
+        await store.record_heartbeat(task_id, line, owner=owner, token=token)
     await store.renew_lease(task_id, owner=owner, token=token, ttl=LEASE_TTL_S)
+    return owner, token
 
 
 async def main(db: str, tasks: int, beat_every: float, silent: int) -> None:
@@ -85,7 +91,7 @@ async def main(db: str, tasks: int, beat_every: float, silent: int) -> None:
             for index, (task_id, lease) in enumerate(leases.items()):
                 if is_silent(index, silent):
                     continue  # these never beat: stalled, then reclaimable
-                await beat_once(store, task_id, lease, tick, index)
+                leases[task_id] = await beat_once(store, task_id, lease, tick, index)
                 await asyncio.sleep(beat_every / len(leases))
 
 
