@@ -56,38 +56,73 @@ SIZE = (30, 100)
 TIMEOUT_S = 60.0
 
 
-def open_terminal(argv: list[str]) -> tuple[subprocess.Popen[bytes], int]:
-    """Start ``argv`` on a fresh terminal of ``SIZE``; return it and the terminal's other end."""
-    controller, terminal = pty.openpty()
-    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", *SIZE, 0, 0))
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "", "LINES": ""}
-    child = subprocess.Popen(
-        argv, stdin=terminal, stdout=terminal, stderr=terminal, env=env, start_new_session=True
-    )
-    os.close(terminal)
-    return child, controller
+class Terminal:
+    """A command on a pseudo-terminal, read as it writes."""
+
+    def __init__(self, argv: list[str]) -> None:
+        """Start ``argv`` on a fresh terminal of ``SIZE``."""
+        self.started = time.perf_counter()
+        controller, terminal = pty.openpty()
+        fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", *SIZE, 0, 0))
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "", "LINES": ""}
+        self.child = subprocess.Popen(
+            argv, stdin=terminal, stdout=terminal, stderr=terminal, env=env, start_new_session=True
+        )
+        os.close(terminal)
+        self.controller = controller
+        self.seen = b""
+
+    def until(self, *markers: bytes, timeout: float = 300.0) -> float:
+        """Seconds from the start until one of ``markers`` has been written (since the last
+        call)."""
+        deadline = time.perf_counter() + timeout
+        while not any(marker in self.seen for marker in markers):
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise SystemExit(f"none of {markers!r} on the terminal within {timeout:g}s")
+            ready, _, _ = select.select([self.controller], [], [], min(left, 1.0))
+            if ready:
+                try:
+                    self.seen = self.seen[-4096:] + os.read(self.controller, 1 << 16)
+                except OSError:  # the child closed the terminal: it died
+                    raise SystemExit(f"the command exited before {markers!r}") from None
+        marker = next(marker for marker in markers if marker in self.seen)
+        self.seen = self.seen[self.seen.index(marker) + len(marker) :]
+        return time.perf_counter() - self.started
+
+    def key(self, data: bytes, marker: bytes) -> float:
+        """Seconds from typing ``data`` until ``marker`` is on the terminal."""
+        self.seen = b""
+        pressed = time.perf_counter()
+        os.write(self.controller, data)
+        self.until(marker)
+        return time.perf_counter() - pressed
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.child.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def memory_mb(self) -> tuple[float, float]:
+        """Resident and peak resident memory, in MB."""
+        status = dict(
+            line.split(":", 1)
+            for line in Path(f"/proc/{self.child.pid}/status").read_text().splitlines()
+        )
+        return tuple(int(status[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM"))  # type: ignore[return-value]
+
+    def close(self) -> None:
+        os.killpg(self.child.pid, signal.SIGKILL)
+        self.child.wait()
+        os.close(self.controller)
 
 
 def first_frame(argv: list[str], marker: bytes) -> float:
     """Seconds from spawning ``argv`` on a fresh terminal until it has written ``marker``."""
-    started = time.perf_counter()
-    child, controller = open_terminal(argv)
-    seen = b""
+    terminal = Terminal(argv)
     try:
-        while marker not in seen:
-            if time.perf_counter() - started > TIMEOUT_S:
-                raise SystemExit(f"no {marker!r} within {TIMEOUT_S:g}s from {argv[:3]}")
-            ready, _, _ = select.select([controller], [], [], 1.0)
-            if ready:
-                try:
-                    seen = seen[-256:] + os.read(controller, 65536)
-                except OSError:  # the child closed the terminal: it died
-                    raise SystemExit(f"{argv[:3]} exited before {marker!r}") from None
-        return time.perf_counter() - started
+        return terminal.until(marker, timeout=TIMEOUT_S)
     finally:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-        os.close(controller)
+        terminal.close()
 
 
 def main() -> int:

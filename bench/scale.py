@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
 import signal
 import statistics
 import subprocess
@@ -33,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from first_frame import open_terminal  # a bench beside this one
+from first_frame import Terminal  # a bench beside this one
 
 ROOT = Path(__file__).resolve().parents[1]
 SORT_LABELS = (b"oldest heartbeat", b"least progress", b"task id")
@@ -45,55 +44,6 @@ SETTLE_S = 95.0
 """The fleet's silent tasks are reclaimable 90 s in (``fleet_store.SILENT_TTL_S`` and the
 grace after it): measured from then, as a fleet looks in steady state."""
 BEATS_PER_S = 1000
-
-
-class Terminal:
-    """A command on a pseudo-terminal, read as it writes."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.started = time.perf_counter()
-        self.child, self.controller = open_terminal(argv)
-        self.seen = b""
-
-    def until(self, *markers: bytes, timeout: float = 300.0) -> float:
-        """Seconds from the start until one of ``markers`` has been written (since the last
-        call)."""
-        deadline = time.perf_counter() + timeout
-        while not any(marker in self.seen for marker in markers):
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                raise SystemExit(f"none of {markers!r} on the terminal within {timeout:g}s")
-            ready, _, _ = select.select([self.controller], [], [], min(left, 1.0))
-            if ready:
-                self.seen = self.seen[-4096:] + os.read(self.controller, 1 << 16)
-        marker = next(marker for marker in markers if marker in self.seen)
-        self.seen = self.seen[self.seen.index(marker) + len(marker) :]
-        return time.perf_counter() - self.started
-
-    def key(self, data: bytes, marker: bytes) -> float:
-        """Seconds from typing ``data`` until ``marker`` is on the terminal."""
-        self.seen = b""
-        pressed = time.perf_counter()
-        os.write(self.controller, data)
-        self.until(marker)
-        return time.perf_counter() - pressed
-
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.child.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def memory_mb(self) -> tuple[float, float]:
-        """Resident and peak resident memory, in MB."""
-        status = dict(
-            line.split(":", 1)
-            for line in Path(f"/proc/{self.child.pid}/status").read_text().splitlines()
-        )
-        return tuple(int(status[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM"))  # type: ignore[return-value]
-
-    def close(self) -> None:
-        os.killpg(self.child.pid, signal.SIGKILL)
-        self.child.wait()
-        os.close(self.controller)
 
 
 def fleet(db: Path, tasks: int) -> subprocess.Popen[str]:

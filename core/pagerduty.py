@@ -32,7 +32,7 @@ from typing import Any
 from zombietop.config import PAGERDUTY_KEY_ENV, PagerDutySettings
 from zombietop.errors import ZombietopError
 from zombietop.notify import ACKNOWLEDGED, ChannelThreads, DeliveryError
-from zombietop.page import Page
+from zombietop.page import Page, incident_key
 from zombietop.printable import ID_LIMIT, bounded, printable
 from zombietop.private import read_secret
 from zombietop.procs import this_host
@@ -79,11 +79,8 @@ def read_routing_key(settings: PagerDutySettings, environ: Mapping[str, str] = o
 
 def dedup_key(page: Page) -> str:
     """The PagerDuty alert a page belongs to: its incident, else one of its own (an overrun)."""
-    if page.incident is not None:
-        key = printable(page.incident)
-    else:
-        at = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(page.at))
-        key = printable(f"{page.kind}:{page.task_id or 'watchdog'}:{at}")
+    own = incident_key(f"{page.kind}:{page.task_id or 'watchdog'}", page.at)
+    key = printable(page.incident if page.incident is not None else own)
     if len(key) <= DEDUP_LIMIT:
         return key
     # A long task id: its start stays readable, the digest keeps two long ids apart.

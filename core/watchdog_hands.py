@@ -22,7 +22,7 @@ from zombietop.health import Health
 from zombietop.job_summary import JobSummary
 from zombietop.model import EventKind
 from zombietop.monitor import Monitor, TaskView
-from zombietop.notify import DeliveryResult, LogNotifier, Notifier, Outbox, Page
+from zombietop.notify import ACKNOWLEDGED, DeliveryResult, LogNotifier, Notifier, Outbox, Page
 from zombietop.oncall import OnCall
 from zombietop.root_causes import RootCauses
 from zombietop.runbooks import runbook_for
@@ -162,8 +162,7 @@ class Hands:
             incident=incident,
             runbook=runbook,
         )
-        look.pages.append(page)
-        self.outbox.put(page)
+        self._queue(look, page)
         return page
 
     def page_schedule(self, look: Look, kind: str, line: str, *, incident: str) -> None:
@@ -175,15 +174,18 @@ class Hands:
             at=self.clock.now(),
             incident=incident,
         )
-        look.pages.append(page)
-        self.outbox.put(page)
+        self._queue(look, page)
 
     def page_ack(self, look: Look, line: str, *, task_id: str, incident: str) -> None:
         """Queue the word that a human acked an incident, for the channels that keep incidents
         (``Notifier.keeps_incidents``); the others never hear of it."""
         page = Page(
-            kind="acknowledged", line=line, task_id=task_id, at=self.clock.now(), incident=incident
+            kind=ACKNOWLEDGED, line=line, task_id=task_id, at=self.clock.now(), incident=incident
         )
+        self._queue(look, page)
+
+    def _queue(self, look: Look, page: Page) -> None:
+        """The page is this look's, and the outbox's to deliver."""
         look.pages.append(page)
         self.outbox.put(page)
 
