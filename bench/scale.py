@@ -100,7 +100,9 @@ def measure(tasks: int, rest: float, tmp: Path) -> dict[str, float]:
         row["status_json_s"], row["status_json_peak_mb"] = status_json(db)
         return row
     finally:
-        os.killpg(beating.pid, signal.SIGINT)
+        # SIGTERM, not SIGINT: a shell that starts this bench in the background has its
+        # children ignore SIGINT, and the fleet would beat on.
+        os.killpg(beating.pid, signal.SIGTERM)
         beating.wait()
 
 

@@ -44,7 +44,7 @@ async def measure(size: int, fraction: float, runs: int) -> tuple[float, float, 
         table = app.query_one(TaskList)
         table.set_columns(COLUMNS)
         first = build_snapshot(NOW, records, config, {})
-        table.show(first.tasks, NOW, {})
+        table.show(first.tasks, NOW)
         previous = first.by_id()
         await pilot.pause()
         for run in range(runs):
@@ -63,7 +63,7 @@ async def measure(size: int, fraction: float, runs: int) -> tuple[float, float, 
             views, previous = snapshot.tasks, snapshot.by_id()
             gc.collect()  # the garbage of building the snapshot is not the table's to pay
             started = time.perf_counter()
-            table.show(views, NOW, {})
+            table.show(views, NOW)
             same.append(time.perf_counter() - started)
             touched = table.cells_touched
             await pilot.pause()
@@ -71,7 +71,7 @@ async def measure(size: int, fraction: float, runs: int) -> tuple[float, float, 
             views, previous = snapshot.tasks, snapshot.by_id()
             gc.collect()
             started = time.perf_counter()
-            table.show(views, NOW + run + 1, {})
+            table.show(views, NOW + run + 1)
             moved.append(time.perf_counter() - started)
             await pilot.pause()
     return statistics.median(same), statistics.median(moved), touched

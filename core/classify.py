@@ -8,9 +8,8 @@ between polls reads true at any moment before its ``stable_until``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 
 from zombietop.budgets import Budgets, measure_budgets, overruns, start_of, used
 from zombietop.config import Limits
@@ -75,10 +74,9 @@ class Verdict:
     """When the held lease expires (None when none is held, or it is held without an expiry)."""
     progress_changed_at: float | None = None
     """When the reported progress last moved (None before the first heartbeat)."""
-    describe: Callable[[float], str] = field(repr=False, compare=False)
-    """Compose the page line as of a moment."""
-    budgets_of: Callable[[float], Budgets] = field(repr=False, compare=False)
-    """Lay out the time used against each budget as of a moment."""
+    judged: Judged = field(repr=False, compare=False)
+    """What the verdict was made of: its budgets and page line are composed from it only for
+    the few verdicts anyone reads."""
 
     def heartbeat_age(self, now: float) -> float | None:
         return None if self.heartbeat_at is None else now - self.heartbeat_at
@@ -89,11 +87,24 @@ class Verdict:
 
     def budgets(self, now: float) -> Budgets:
         """Time used against each layer of the layered timeout, as of ``now``."""
-        return self.budgets_of(now)
+        judged = self.judged
+        return measure_budgets(judged.task, judged.heartbeat, judged.limits, now)
 
     def context(self, now: float) -> str:
         """The one line a page carries: enough to decide resume or discard in three seconds."""
-        return self.describe(now)
+        return _context(self, now)
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """The rows and the limits a verdict was made of (a hundred thousand verdicts keep one of
+    these each, and nothing composed)."""
+
+    task: Task
+    heartbeat: Heartbeat | None
+    lease: Lease | None
+    process: ProcessSample | None
+    limits: Limits
 
 
 def format_progress(progress: float | None) -> str:
@@ -158,11 +169,6 @@ def classify(
         flags = (Flag.REDELIVERED, *flags)
     flags, history_changes = _history_flags(now, task, history, limits, flags, reasons)
     stable_until = min(stable_until, history_changes)
-    # The budgets and the page line are composed only for the few verdicts anyone reads.
-    budgets = partial(measure_budgets, task, heartbeat, limits)
-    describe = partial(
-        _context, task, health, heartbeat, lease, process, limits, budgets, flags, reasons
-    )
     return Verdict(
         health=health,
         reasons=tuple(reasons),
@@ -171,8 +177,7 @@ def classify(
         heartbeat_at=None if heartbeat is None else heartbeat.written_at,
         lease_expires_at=lease.expires_at if lease is not None and lease.held else None,
         progress_changed_at=_flat_since(heartbeat, reasons),
-        describe=describe,
-        budgets_of=budgets,
+        judged=Judged(task, heartbeat, lease, process, limits),
     )
 
 
@@ -549,23 +554,16 @@ def _finished_reason(task: Task) -> Reason:
     return _ago(str(task.state), str(task.state), task.finished_at, f"{exit_code}{why}")
 
 
-def _context(
-    task: Task,
-    health: Health,
-    heartbeat: Heartbeat | None,
-    lease: Lease | None,
-    process: ProcessSample | None,
-    limits: Limits,
-    budgets_of: Callable[[float], Budgets],
-    flags: tuple[Flag, ...],
-    reasons: list[Reason],
-    now: float,
-) -> str:
+def _context(verdict: Verdict, now: float) -> str:
     """Compose the one line a page carries at ``now``: enough to decide resume or discard.
 
     A page leads with what is wrong: the flags take the place of ``healthy`` (which pages for
     no other reason) and follow any other health word.
     """
+    health, flags, reasons = verdict.health, verdict.flags, verdict.reasons
+    judged = verdict.judged
+    task, heartbeat, lease, process = judged.task, judged.heartbeat, judged.lease, judged.process
+    limits = judged.limits
     head = f"{task.task_id} {_what_is_wrong(health, flags)}:"
     if heartbeat is not None and heartbeat.reports_progress:
         where = f" stage={heartbeat.stage}" if heartbeat.stage else ""
@@ -598,7 +596,7 @@ def _context(
     if process is not None:
         # Idle past the progress timeout is worth saying however short that timeout is.
         parts.append(_process_words(process, min(IO_IDLE_WORTH_SAYING, limits.progress_timeout)))
-    budgets = budgets_of(now)
+    budgets = verdict.budgets(now)
     for flag, budget, label in (
         (Flag.REQUEST_OVERRUN, budgets.request, "request"),
         (Flag.STAGE_OVERRUN, budgets.stage, "stage"),

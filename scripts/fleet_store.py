@@ -61,18 +61,19 @@ async def beat_once(
     """One beat (progress and counters moving) and one renewal, as a worker's SDK records them;
     return the lease beaten under.
 
-    A lease that expired before its first beat (enlisting 100,000 tasks takes longer than a
-    lease lasts) is taken again, as a worker restarted by its supervisor would.
+    A lease that expired before this beat (enlisting 100,000 tasks takes longer than a lease
+    lasts, and on a busy machine so can one round of beats) is taken again, as a worker
+    restarted by its supervisor would.
     """
     owner, token = lease
     progress = (tick * 3 + index) % 100
     line = BeatLine(stage="work", progress=float(progress), counters={"rows": tick * 100})
     try:
         await store.record_heartbeat(task_id, line, owner=owner, token=token)
+        await store.renew_lease(task_id, owner=owner, token=token, ttl=LEASE_TTL_S)
     except LeaseLost:
         token = (await store.reclaim_lease(task_id, owner=owner, ttl=LEASE_TTL_S)).token
         await store.record_heartbeat(task_id, line, owner=owner, token=token)
-    await store.renew_lease(task_id, owner=owner, token=token, ttl=LEASE_TTL_S)
     return owner, token
 
 

@@ -51,7 +51,7 @@ from zombietop.tui.screens.oncall import (
 )
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
-from zombietop.tui.task_order import SortMode, in_snapshot_order, ordered
+from zombietop.tui.task_order import JobRows, SortMode, in_snapshot_order, ordered
 from zombietop.tui.textual_compat import quiet_driver
 from zombietop.tui.untrusted import escaped_markup
 
@@ -113,6 +113,8 @@ class ZombietopApp(App[None]):
         self.filter_text = ""
         self.per_run = False
         """One row per run (``g``); by default one row per job."""
+        self.job_rows = JobRows()
+        """The rows of one per job of the latest snapshot, kept for the keys that re-sort it."""
         self.paused_at: float | None = None
         self._glance_first = not wall
         """The first poll is preceded by a glance (``SnapshotSource.glance``); the wall, which
@@ -153,7 +155,7 @@ class ZombietopApp(App[None]):
         return {task_id: word for task_id, (word, _) in self.notes.items()}
 
     def ordered_views(self, snapshot: Snapshot) -> tuple[TaskView, ...]:
-        return ordered(snapshot, self.sort_mode, self.filter_text, self.per_run)
+        return ordered(snapshot, self.sort_mode, self.filter_text, self.per_run, self.job_rows)
 
     def _new_rows(self, views: Sequence[TaskView], now: float) -> None:
         self.rows = Rows(views=views, now=self.data_now(now), outcomes=self.current_outcomes(now))

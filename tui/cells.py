@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, partial
 
 from rich.text import Text
@@ -21,7 +21,7 @@ from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health
 from zombietop.history_judge import SLOW_REASON
 from zombietop.model import HeartbeatSource
-from zombietop.monitor import Snapshot, TaskView
+from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall
 from zombietop.tui.healths import GLYPHS, STYLES
 from zombietop.tui.short_ids import short_id
@@ -403,10 +403,9 @@ def same_cell(before: Text, after: Text) -> bool:
 
 
 def row_cells(
-    view: TaskView, now: float, columns: Sequence[Column], notes: Mapping[str, RowNote]
+    view: TaskView, now: float, columns: Sequence[Column], note: RowNote | None = None
 ) -> Cells:
-    """The text of every cell in ``columns`` for one task at ``now``."""
-    note = notes.get(view.task_id)
+    """The text of every cell in ``columns`` for one task at ``now``, with its row's note."""
     return tuple(column.render(view, now, note) for column in columns)
 
 
@@ -526,26 +525,37 @@ def oncall_marks(oncall: OnCall, view: TaskView) -> tuple[Mark, ...]:
     return tuple(marks)
 
 
-def row_notes(outcomes: Mapping[str, str], snapshot: Snapshot) -> dict[str, RowNote]:
-    """Each row's note: the outcome of its last action (``outcomes``, by task id), its on-call
-    marks, and how many other runs of its job run beside it."""
-    notes = {task_id: RowNote(outcome=outcome) for task_id, outcome in outcomes.items()}
-    oncall = snapshot.oncall
-    marked = bool(oncall.acks or oncall.silences)
+def running_per_job(views: Sequence[TaskView]) -> dict[str, int]:
+    """By job, how many of its runs execute, for the jobs with more than one."""
     running = Counter(
-        view.task.job for view in snapshot.tasks if view.task.job and view.task.state.executing
+        view.task.job for view in views if view.task.job and view.task.state.executing
     )
-    if not marked and not any(count > 1 for count in running.values()):
-        return notes
-    for view in snapshot.tasks:
-        marks = oncall_marks(oncall, view) if marked else ()
+    return {job: count for job, count in running.items() if count > 1}
+
+
+@dataclass(frozen=True, slots=True)
+class RowNotes:
+    """Each row's note, composed as its row is drawn (a screen draws tens of rows of however
+    many thousands): the outcome of this dashboard's last action on the task, its on-call marks
+    in ``oncall``, and how many other runs of its job run beside it (``running_per_job``)."""
+
+    outcomes: Mapping[str, str] = field(default_factory=dict)
+    """By task id, the outcome of this dashboard's last action on it (``term sent``)."""
+    oncall: OnCall | None = None
+    running: Mapping[str, int] = field(default_factory=dict)
+
+    def of(self, view: TaskView) -> RowNote | None:
+        """The task's note, or None when there is nothing to say beyond its view."""
+        outcome = self.outcomes.get(view.task_id)
+        marks = () if self.oncall is None else oncall_marks(self.oncall, view)
         job = view.task.job
-        also = running[job] - 1 if job and view.task.state.executing else 0
-        if marks or also > 0:
-            notes[view.task_id] = RowNote(
-                outcome=outcomes.get(view.task_id), oncall=marks, also_running=also
-            )
-    return notes
+        also = self.running.get(job, 1) - 1 if job and view.task.state.executing else 0
+        if outcome is None and not marks and not also:
+            return None
+        return RowNote(outcome=outcome, oncall=marks, also_running=also)
+
+
+NO_NOTES = RowNotes()
 
 
 def mark_text(marks: Sequence[Mark]) -> Text:

@@ -43,7 +43,7 @@ def test_a_row_reads_the_same_until_its_change(offset: float, fraction: float) -
         if until <= now:
             continue  # it changes at once: the table redoes it at every poll
         later = now + fraction * (min(until, now + FAR) - now)
-        at_later, at_now = row_cells(view, later, COLUMNS, {}), row_cells(view, now, COLUMNS, {})
+        at_later, at_now = row_cells(view, later, COLUMNS), row_cells(view, now, COLUMNS)
         assert all(map(same_cell, at_later, at_now)), (view.task_id, later - now)
 
 

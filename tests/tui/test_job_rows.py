@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from textual.pilot import Pilot
 
 from tests.tui.helpers import make_app, settle
@@ -12,7 +13,7 @@ from zombietop.health import Flag
 from zombietop.job_summary import JobSummary
 from zombietop.model import TaskRecord, TaskState
 from zombietop.monitor import Snapshot, build_snapshot
-from zombietop.tui.cells import row_name, row_notes, task_column
+from zombietop.tui.cells import RowNote, RowNotes, row_name, running_per_job, task_column
 from zombietop.tui.task_order import SortMode, ordered
 from zombietop.tui.testing import NOW, SampleSource, sample_config, synthetic_records
 
@@ -78,19 +79,45 @@ def test_a_job_with_two_runs_running_says_plus_one_running() -> None:
     running = next(r for r in records if r.task.job == "nightly-export" and r.task.run_number == 3)
     fourth = replace(running.task, task_id="nightly-export/20261204T023000Z", run_number=4)
     snapshot = build_snapshot(NOW, [*records, replace(running, task=fourth)], sample_config(), {})
-    notes = row_notes({}, snapshot)
-    assert notes["nightly-export/20261203T023000Z"].also_running == 1
-    assert notes["nightly-export/20261204T023000Z"].also_running == 1
-    assert all(note.also_running == 0 for key, note in notes.items() if "nightly" not in key)
+    notes = RowNotes(running=running_per_job(snapshot.tasks))
+    views = snapshot.by_id()
+    for run in ("nightly-export/20261203T023000Z", "nightly-export/20261204T023000Z"):
+        assert notes.of(views[run]) == RowNote(also_running=1)
+    assert all(notes.of(v) is None for v in snapshot.tasks if v.task.job != "nightly-export")
     (view,) = [
         v
         for v in ordered(snapshot, SortMode.URGENCY, "", per_run=False)
         if v.task.job == "nightly-export"
     ]
-    cell = task_column(40).render(view, NOW, notes[view.task_id])
+    cell = task_column(40).render(view, NOW, notes.of(view))
     assert "+1 running" in cell.plain, cell.plain
     alone = build_snapshot(NOW, records, sample_config(), {})
-    assert row_notes({}, alone) == {}
+    assert running_per_job(alone.tasks) == {}
+
+
+@pytest.mark.parametrize("sort", list(SortMode))
+def test_a_jobs_row_is_its_most_urgent_run_whatever_the_order(sort: SortMode) -> None:
+    """Two runs of nightly-export run, the later one silent for hours: its row is the silent
+    run in every order, not whichever run the order puts first."""
+    records = _records()
+    running = next(r for r in records if r.task.job == "nightly-export" and r.task.run_number == 3)
+    fourth = replace(running.task, task_id="nightly-export/20261204T023000Z", run_number=4)
+    assert running.heartbeat is not None
+    silent = replace(
+        running.heartbeat,
+        task_id=fourth.task_id,
+        progress=99.0,
+        written_at=NOW - 4 * 3600,
+        progress_changed_at=NOW - 4 * 3600,
+    )
+    snapshot = build_snapshot(
+        NOW, [*records, replace(running, task=fourth, heartbeat=silent)], sample_config(), {}
+    )
+    assert snapshot.tasks[0].task_id == fourth.task_id  # the most urgent of every task
+    (row,) = [
+        v for v in ordered(snapshot, sort, "", per_run=False) if v.task.job == "nightly-export"
+    ]
+    assert row.task_id == fourth.task_id
 
 
 def test_a_run_slower_than_usual_says_by_how_much() -> None:

@@ -17,9 +17,9 @@ from zombietop.tui.cells import (
     MARKS,
     SILENCED,
     RowNote,
+    RowNotes,
     columns_for_width,
     row_cells,
-    row_notes,
 )
 from zombietop.tui.healths import GLYPHS, STYLES
 from zombietop.tui.testing import (
@@ -37,8 +37,8 @@ def _cells(task_id: str, width: int, outcomes: dict[str, str] | None = None) -> 
     snapshot = sample_snapshot(oncall=True)
     columns = columns_for_width(width - 1)
     view = snapshot.by_id()[task_id]
-    marked = row_notes(outcomes or {}, snapshot)
-    return [cell.plain for cell in row_cells(view, NOW, columns, marked)]
+    note = RowNotes(outcomes or {}, snapshot.oncall).of(view)
+    return [cell.plain for cell in row_cells(view, NOW, columns, note)]
 
 
 @pytest.mark.parametrize("width", [80, 120, 160])
@@ -80,11 +80,12 @@ def test_a_rows_note_keeps_the_outcome_and_the_oncall_marks_apart() -> None:
     """The app's outcomes and the snapshot's acks and silences meet in one typed note per row,
     which the task cell reads as it is: nothing is joined into a string and parsed back."""
     snapshot = sample_snapshot(oncall=True)
-    notes = row_notes({"export-2031": "resumed", "etl-0417": "term sent"}, snapshot)
-    assert notes["export-2031"] == RowNote(outcome="resumed", oncall=(MARKS[ACKED],))
-    assert notes["etl-0417"] == RowNote(outcome="term sent")
-    assert notes["thumbs-7781"] == RowNote(oncall=(MARKS[SILENCED],))
-    assert "resize-9001" not in notes
+    notes = RowNotes({"export-2031": "resumed", "etl-0417": "term sent"}, snapshot.oncall)
+    views = snapshot.by_id()
+    assert notes.of(views["export-2031"]) == RowNote(outcome="resumed", oncall=(MARKS[ACKED],))
+    assert notes.of(views["etl-0417"]) == RowNote(outcome="term sent")
+    assert notes.of(views["thumbs-7781"]) == RowNote(oncall=(MARKS[SILENCED],))
+    assert notes.of(views["resize-9001"]) is None
 
 
 def test_a_waiting_row_says_what_it_waits_behind() -> None:
@@ -92,7 +93,7 @@ def test_a_waiting_row_says_what_it_waits_behind() -> None:
     over the empty heartbeat and lease cells instead of an empty bar."""
     columns = columns_for_width(79)
     view = sample_snapshot().by_id()["publish-2032"]
-    cells = row_cells(view, NOW, columns, {})
+    cells = row_cells(view, NOW, columns)
     assert cells[2].plain == "blocked by export-2031 (reclaimable)"
     assert [cell.plain for cell in cells[3:5]] == ["-", "-"]
 
@@ -122,7 +123,7 @@ def test_an_outcome_goes_beside_the_id_and_the_health_word_stays() -> None:
         finished_at=NOW - 9,
     )
     killed = replace(view, pending_kill=kill)
-    cells = row_cells(killed, NOW, columns_for_width(99), {})
+    cells = row_cells(killed, NOW, columns_for_width(99))
     assert cells[0].plain == "✖ dead"
     assert cells[1].plain == "etl-0417 ↯escalated"
 

@@ -16,7 +16,7 @@ from textual.pilot import Pilot
 
 from tests.tui.helpers import TableApp
 from zombietop.monitor import TaskView, build_snapshot
-from zombietop.tui.cells import BAR_STYLE, COLUMNS, RowNote, columns_for_width, row_cells
+from zombietop.tui.cells import BAR_STYLE, COLUMNS, RowNotes, columns_for_width, row_cells
 from zombietop.tui.testing import NOW, sample_config, synthetic_records
 from zombietop.tui.widgets.task_list import TaskList
 
@@ -45,7 +45,7 @@ async def showing(
     async with app.run_test(size=size) as pilot:
         table = app.query_one(TaskList)
         table.set_columns(COLUMNS)
-        table.show(views, NOW, {})
+        table.show(views, NOW)
         await pilot.pause()
         yield table, pilot
 
@@ -89,7 +89,7 @@ async def test_ten_changed_of_ten_thousand_compute_and_refresh_only_those_in_vie
     async with showing(views, (200, 50)) as (table, pilot):
         assert table.row_count == 10_000
         regions = spy_refresh(table)
-        table.show(after, NOW, {})
+        table.show(after, NOW)
         # Rows 0, 3 and 7 are in view: their progress cell alone; the others when they scroll in.
         assert table.cells_touched == 3
         progress = [c.key for c in COLUMNS].index("progress")
@@ -101,7 +101,7 @@ async def test_ten_changed_of_ten_thousand_compute_and_refresh_only_those_in_vie
         ]
         await pilot.pause()
         assert "99.5%" in lines(table)[3]
-        assert table.cells_of(after[5000].task_id) == row_cells(after[5000], NOW, COLUMNS, {})
+        assert table.cells_of(after[5000].task_id) == row_cells(after[5000], NOW, COLUMNS)
 
 
 async def test_rows_moved_by_polls_are_where_the_order_says() -> None:
@@ -126,7 +126,7 @@ async def test_rows_moved_by_polls_are_where_the_order_says() -> None:
             if step % 5 == 4:
                 table.scroll_to(y=rng.randrange(0, 200), animate=False)
                 await pilot.pause()
-            table.show(tuple(views), NOW + step, {})
+            table.show(tuple(views), NOW + step)
             await pilot.pause()
             order = [view.task_id for view in views]
             assert table.order == order, f"step {step}"
@@ -143,7 +143,7 @@ async def test_a_row_changed_below_the_fold_is_up_to_date_when_it_scrolls_in() -
     views = views_of(300)
     async with showing(views, (160, 30)) as (table, pilot):
         moved = rejudged(views[250], 3.0)
-        table.show([*views[:250], moved, *views[251:]], NOW, {})
+        table.show([*views[:250], moved, *views[251:]], NOW)
         assert table.cells_touched == 0  # not in view: not computed
         table.scroll_to(y=240, animate=False)
         await pilot.pause()
@@ -164,7 +164,7 @@ async def test_a_cell_that_keeps_its_words_but_changes_colour_is_redrawn() -> No
         stalled = build_snapshot(later, records, config, {})
         assert stalled.by_id()[task_id].health.pages
         regions = spy_refresh(table)
-        table.show(stalled.tasks, later, {})
+        table.show(stalled.tasks, later)
         after = table.cells_of(task_id)
         assert after[2].plain == before[2].plain and bar_styles(after[2]) == {BAR_STYLE}
         assert after[1].plain == before[1].plain and after[1].style == "bold"
@@ -181,7 +181,7 @@ async def test_a_tick_refreshes_the_changed_cells_and_a_reorder_the_rows_that_mo
     async with showing(views, (200, 30)) as (table, pilot):
         regions = spy_refresh(table)
         ticked = views_of(200, NOW + 1)
-        table.show(ticked, NOW + 1, {})
+        table.show(ticked, NOW + 1)
         # Every row in view is compared; what reads differently is refreshed, cells not lines.
         ticking = {"health", "heartbeat", "lease", "stage_budget", "task_budget"}
         starts = {sum(c.width + 2 for c in COLUMNS[:i]): c.key for i, c in enumerate(COLUMNS)}
@@ -193,7 +193,7 @@ async def test_a_tick_refreshes_the_changed_cells_and_a_reorder_the_rows_that_mo
         swapped = list(ticked)
         swapped[2], swapped[5] = swapped[5], swapped[2]
         swapped[150], swapped[160] = swapped[160], swapped[150]  # below the fold
-        table.show(swapped, NOW + 1, {})
+        table.show(swapped, NOW + 1)
         assert sorted(region.y for region in regions) == [1 + 2, 1 + 5]
         assert table.index_of(swapped[160].task_id) == 160
 
@@ -213,7 +213,7 @@ async def test_a_line_is_drawn_once_for_what_it_reads_and_width() -> None:
         before = {view.task_id: table.render_line(1 + i) for i, view in enumerate(views[:20])}
         assert drawn == []
         views[3], views[9] = views[9], views[3]
-        table.show(views, NOW, {})
+        table.show(views, NOW)
         await pilot.pause()
         assert drawn == []
         assert table.render_line(1 + 3) is before[views[3].task_id]
@@ -229,18 +229,18 @@ async def test_the_cursor_stays_on_its_task_and_on_the_first_row_when_it_was_the
         table.focus()
         await pilot.pause()
         first = views[0].task_id
-        table.show(views[::-1], NOW, {})
+        table.show(views[::-1], NOW)
         assert table.cursor == 0 and table.selected_task_id == views[-1].task_id
         await pilot.press("down", "down")
         task_id = table.selected_task_id
         assert task_id == views[-3].task_id
-        table.show(views, NOW, {})
+        table.show(views, NOW)
         assert table.selected_task_id == task_id and table.cursor == 97
         await pilot.pause()
         assert 97 in table.visible_rows()  # scrolled to it
-        table.show(views, NOW, {}, select=first)
+        table.show(views, NOW, select=first)
         assert table.cursor == 0
-        table.show(views[:10], NOW, {}, select=views[50].task_id)  # gone: clamped
+        table.show(views[:10], NOW, select=views[50].task_id)  # gone: clamped
         assert table.cursor == 0
 
 
@@ -302,13 +302,13 @@ async def test_narrow_terminals_drop_columns_by_priority_under_one_header(width:
         table = app.query_one(TaskList)
         columns = columns_for_width(width - 1)
         table.set_columns(columns)
-        table.show(views, NOW, {})
+        table.show(views, NOW)
         await pilot.pause()
         header = table.render_line(0).text
         assert header.split() == " ".join(c.label for c in columns).split()
         assert [c.key for c in columns[:5]] == ["health", "task", "progress", "heartbeat", "lease"]
         line = lines(table)[0]
-        for cell in row_cells(views[0], NOW, columns, {}):
+        for cell in row_cells(views[0], NOW, columns):
             assert cell.plain in line
 
 
@@ -319,9 +319,7 @@ async def test_untrusted_words_wider_than_their_column_are_cut_with_an_ellipsis(
     async with app.run_test(size=(160, 12)) as pilot:
         table = app.query_one(TaskList)
         table.set_columns(COLUMNS)
-        table.show(
-            [replace(views[0], task=long), views[1]], NOW, {"x" * 40: RowNote(outcome="term sent")}
-        )
+        table.show([replace(views[0], task=long), views[1]], NOW, RowNotes({"x" * 40: "term sent"}))
         await pilot.pause()
         line = lines(table)[0]
         # Cut in the middle: the end of an id tells one run from the next (``middle_cut``).

@@ -356,7 +356,7 @@ async def test_on_another_textual_the_dashboard_draws_with_textuals_own_methods(
         index = table.index_of(task_id)
         assert index is not None
         lease = [c.key for c in table.shown_columns].index("lease")
-        table.show(renewed(), NOW, {})
+        table.show(renewed(), NOW)
         await pilot.pause()
         assert updates, "the change was never sent to the terminal"
         screen = VirtualScreen(80, 24, fill="~")
@@ -436,14 +436,14 @@ async def test_a_one_cell_change_on_the_dashboard_writes_about_that_cell() -> No
 
         # The first partial update after a full one also repaints what was marked dirty while
         # the full one was drawn (Textual keeps those regions): get that out of the way.
-        table.show(renewed("train-0008"), NOW, {})
+        table.show(renewed("train-0008"), NOW)
         await pilot.pause()
         updates.clear()
         task_id = "resize-9001"  # healthy, its lease "in 4m"
         index = table.index_of(task_id)
         assert index is not None
         before = table.cells_of(task_id)
-        table.show(renewed("train-0008", task_id), NOW, {})
+        table.show(renewed("train-0008", task_id), NOW)
         await pilot.pause()
         lease = [c.key for c in table.shown_columns].index("lease")
         changed = [

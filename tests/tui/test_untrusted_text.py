@@ -125,7 +125,7 @@ INTERFACES: dict[str, Interface] = {
     # The task column as wide as the longest escaped id here: a narrower one cuts the id in
     # the middle (tests/tui/test_cells_task_id.py), which is no escape to check.
     "dashboard cells": lambda s, e: " ".join(
-        c.plain for c in row_cells(_view(s), NOW, [COLUMNS[0], task_column(60), *COLUMNS[2:]], {})
+        c.plain for c in row_cells(_view(s), NOW, [COLUMNS[0], task_column(60), *COLUMNS[2:]])
     ),
     "detail": lambda s, e: _plain(facts_table(_view(s), NOW)),
     "events pane": lambda s, e: event_line(e).plain,

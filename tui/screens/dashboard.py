@@ -10,9 +10,9 @@ from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.widgets import Footer, Input
 
-from zombietop.monitor import Snapshot
+from zombietop.monitor import Snapshot, TaskView
 from zombietop.tui import messages
-from zombietop.tui.cells import columns_for_width, row_notes
+from zombietop.tui.cells import RowNotes, columns_for_width, running_per_job
 from zombietop.tui.keys import TaskKeys, bindings
 from zombietop.tui.screen_state import Rows, ScreenState
 from zombietop.tui.screens.help import HelpScreen
@@ -53,6 +53,9 @@ class DashboardScreen(TaskKeys):
         """What the header says until the first snapshot; then ``show_state`` says."""
         self._shown: ScreenState | None = None
         """The state shown last: its rows and events are shown again only when new."""
+        self._job_runs: tuple[tuple[TaskView, ...], dict[str, int]] = ((), {})
+        """The tasks of the latest snapshot shown, and by job how many of its runs execute
+        (counted once a snapshot, not once a key)."""
 
     def compose(self) -> ComposeResult:
         yield StatusHeader()
@@ -119,7 +122,10 @@ class DashboardScreen(TaskKeys):
     def show_rows(self, rows: Rows, snapshot: Snapshot) -> None:
         """Show these rows, their ages as of ``rows.now``, each with its outcome and its
         on-call marks in ``snapshot``."""
-        self.table.show(rows.views, rows.now, row_notes(rows.outcomes, snapshot))
+        if snapshot.tasks is not self._job_runs[0]:
+            self._job_runs = (snapshot.tasks, running_per_job(snapshot.tasks))
+        notes = RowNotes(rows.outcomes, snapshot.oncall, self._job_runs[1])
+        self.table.show(rows.views, rows.now, notes)
 
     # Keys (the task keys are TaskKeys') ------------------------------------------------------
 

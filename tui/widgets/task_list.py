@@ -9,7 +9,7 @@ cells once per content and width and kept in an LRU cache, so a row that moves k
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -28,9 +28,11 @@ from textual.strip import Strip
 from zombietop.monitor import TaskView
 from zombietop.tui.cells import (
     CELL_PADDING,
+    NO_NOTES,
     Cells,
     Column,
     RowNote,
+    RowNotes,
     cell_widths,
     row_cells,
     row_changes,
@@ -156,7 +158,7 @@ class TaskList(ScrollView, can_focus=True):
         self._index: dict[str, int] | None = None
         """Task id -> row, built when something asks where a task is."""
         self._now = 0.0
-        self._notes: Mapping[str, RowNote] = {}
+        self._notes = NO_NOTES
         self._rows: LRUCache[str, _Row] = LRUCache(ROWS_KEPT)
         self._strips: LRUCache[Hashable, Strip] = LRUCache(STRIPS_KEPT)
         self._cells: LRUCache[Hashable, list[Segment]] = LRUCache(CELLS_KEPT)
@@ -224,7 +226,7 @@ class TaskList(ScrollView, can_focus=True):
         self,
         views: Sequence[TaskView],
         now: float,
-        notes: Mapping[str, RowNote],
+        notes: RowNotes = NO_NOTES,
         *,
         select: str | None = None,
     ) -> None:
@@ -240,7 +242,7 @@ class TaskList(ScrollView, can_focus=True):
         if selected is None and self.cursor > 0:
             selected = self.selected_task_id
         self.cells_touched = 0
-        self._now, self._notes = now, dict(notes)
+        self._now, self._notes = now, notes
         if views is not self._views:
             count = len(self._views)
             self._views, self._index = views, None
@@ -282,7 +284,7 @@ class TaskList(ScrollView, can_focus=True):
         """Row ``index``'s cells, computed again when its view or note changed or its cells
         may read differently by now."""
         view = self._views[index]
-        note = self._notes.get(view.task_id)
+        note = self._notes.of(view)
         now = self._now
         kept = self._rows.get(view.task_id)
         if (
@@ -292,7 +294,7 @@ class TaskList(ScrollView, can_focus=True):
             and kept.at <= now < kept.until
         ):
             return kept
-        cells = row_cells(view, now, self._columns, self._notes)
+        cells = row_cells(view, now, self._columns, note)
         widths = cell_widths(cells, self._columns)
         key = _row_key(cells, widths)
         if kept is None or len(kept.key) != len(key):
