@@ -51,7 +51,13 @@ from zombietop.tui.screens.oncall import (
 )
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
-from zombietop.tui.task_order import JobRows, SortMode, in_snapshot_order, ordered
+from zombietop.tui.task_order import (
+    PerSnapshot,
+    SortMode,
+    in_snapshot_order,
+    one_per_job,
+    ordered,
+)
 from zombietop.tui.textual_compat import quiet_driver
 from zombietop.tui.untrusted import escaped_markup
 
@@ -113,7 +119,7 @@ class ZombietopApp(App[None]):
         self.filter_text = ""
         self.per_run = False
         """One row per run (``g``); by default one row per job."""
-        self.job_rows = JobRows()
+        self.job_rows = PerSnapshot(one_per_job)
         """The rows of one per job of the latest snapshot, kept for the keys that re-sort it."""
         self.paused_at: float | None = None
         self._glance_first = not wall

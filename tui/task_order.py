@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 from math import inf
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from zombietop.monitor import Snapshot, TaskView
+
+T = TypeVar("T")
 
 
 class SortMode(StrEnum):
@@ -70,20 +72,21 @@ def _later(view: TaskView, than: TaskView) -> bool:
     )
 
 
-class JobRows:
-    """``one_per_job`` of the last tuple of views it was given, kept while it is given that
-    tuple again: at 100,000 tasks the grouping costs tens of milliseconds, and a key that
-    changes the order would pay them again for the same snapshot."""
+class PerSnapshot(Generic[T]):
+    """``derive`` of the last tuple of views it was given, kept while it is given that tuple
+    again: at 100,000 tasks a pass over every view costs tens of milliseconds, and a key that
+    changes the order or a redraw would pay it again for the same snapshot."""
 
-    def __init__(self) -> None:
-        self._kept: tuple[tuple[TaskView, ...], tuple[TaskView, ...]] = ((), ())
+    def __init__(self, derive: Callable[[tuple[TaskView, ...]], T]) -> None:
+        self._derive = derive
+        self._kept: tuple[tuple[TaskView, ...], T] | None = None
 
-    def __call__(self, views: tuple[TaskView, ...]) -> tuple[TaskView, ...]:
-        of, rows = self._kept
-        if views is not of:
-            rows = one_per_job(views)
-            self._kept = (views, rows)  # one assignment: a reader in another thread sees a pair
-        return rows
+    def __call__(self, views: tuple[TaskView, ...]) -> T:
+        kept = self._kept
+        if kept is None or kept[0] is not views:
+            kept = (views, self._derive(views))
+            self._kept = kept  # one assignment: a reader in another thread sees a pair
+        return kept[1]
 
 
 def ordered(

@@ -10,14 +10,14 @@ from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.widgets import Footer, Input
 
-from zombietop.monitor import Snapshot, TaskView
+from zombietop.monitor import Snapshot
 from zombietop.tui import messages
 from zombietop.tui.cells import RowNotes, columns_for_width, running_per_job
 from zombietop.tui.keys import TaskKeys, bindings
 from zombietop.tui.screen_state import Rows, ScreenState
 from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.wall import WallScreen
-from zombietop.tui.task_order import SortMode
+from zombietop.tui.task_order import PerSnapshot, SortMode
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.events_pane import EventsPane
 from zombietop.tui.widgets.header import StatusHeader
@@ -53,9 +53,8 @@ class DashboardScreen(TaskKeys):
         """What the header says until the first snapshot; then ``show_state`` says."""
         self._shown: ScreenState | None = None
         """The state shown last: its rows and events are shown again only when new."""
-        self._job_runs: tuple[tuple[TaskView, ...], dict[str, int]] = ((), {})
-        """The tasks of the latest snapshot shown, and by job how many of its runs execute
-        (counted once a snapshot, not once a key)."""
+        self._runs_per_job = PerSnapshot(running_per_job)
+        """By job, how many of its runs execute in the latest snapshot shown."""
 
     def compose(self) -> ComposeResult:
         yield StatusHeader()
@@ -122,9 +121,7 @@ class DashboardScreen(TaskKeys):
     def show_rows(self, rows: Rows, snapshot: Snapshot) -> None:
         """Show these rows, their ages as of ``rows.now``, each with its outcome and its
         on-call marks in ``snapshot``."""
-        if snapshot.tasks is not self._job_runs[0]:
-            self._job_runs = (snapshot.tasks, running_per_job(snapshot.tasks))
-        notes = RowNotes(rows.outcomes, snapshot.oncall, self._job_runs[1])
+        notes = RowNotes(rows.outcomes, snapshot.oncall, self._runs_per_job(snapshot.tasks))
         self.table.show(rows.views, rows.now, notes)
 
     # Keys (the task keys are TaskKeys') ------------------------------------------------------
