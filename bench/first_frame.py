@@ -7,10 +7,12 @@ same terminal, in the same run.
 Each command runs in a pseudo-terminal of 100x30 (as over SSH), and the clock stops when the
 terminal has been sent what a person looks for: ``hello`` for the hello-world, a task id for
 the dashboard. The process is then killed: how long it takes to exit is no part of a first
-frame. "no glance" is the same dashboard with its first glance turned off (every row read and
-judged before the first frame), which is what it did before. The commands take turns run by
-run, so a machine that gets busier slows them alike; the ratios to the hello-world are what
-the issue's goals are measured by.
+frame. Two rows are floors, processes that import and print one word: the engine's modules
+the dashboard loads (no Textual), and every module it loads (Textual too). "no glance" is the
+same dashboard with its first glance turned off (every row read and judged before the first
+frame), which is what it did before. The commands take turns run by run, so a machine that
+gets busier slows them alike; the ratios to the hello-world are what the issue's goals are
+measured by.
 """
 
 from __future__ import annotations
@@ -51,6 +53,20 @@ async def no_glance(self, limit):
 ThreadedMonitor.glance = no_glance
 sys.exit(main())
 """
+
+ENGINE_IMPORTS = """
+import zombietop.tui.cli.main, zombietop.tui.launch
+print("imported")
+"""
+"""What the dashboard imports of the engine (the store, the monitor, the executor), without
+Textual: next to the hello-world, the floor the dashboard cannot go below while it judges
+its first rows with the engine's own model."""
+
+DASHBOARD_IMPORTS = """
+import zombietop.tui.cli.main, zombietop.tui.launch, zombietop.tui.app
+print("imported")
+"""
+"""Everything the dashboard imports, Textual with it, before it opens the store."""
 
 SIZE = (30, 100)
 TIMEOUT_S = 60.0
@@ -134,7 +150,9 @@ def main() -> int:
     sizes = [int(size) for size in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         rows: dict[str, tuple[list[str], bytes]] = {
-            "textual hello": ([python, "-c", HELLO], b"hello")
+            "textual hello": ([python, "-c", HELLO], b"hello"),
+            "the engine's imports": ([python, "-c", ENGINE_IMPORTS], b"imported"),
+            "the dashboard's imports": ([python, "-c", DASHBOARD_IMPORTS], b"imported"),
         }
         for size in sizes:
             db = Path(tmp) / f"{size}.db"

@@ -5,7 +5,9 @@ store's rows in a process of its own, and (``--before DIR``) beside another chec
     python bench/status_start.py [--runs 9] [--tasks 5,10000] [--before DIR]
 
 For each store size: ``python -c pass``; a bare fetch (a Python that imports sqlite3, opens
-the store and fetches the rows the poll reads, ``select_tasks_for_poll``); then plain
+the store and fetches the rows the poll reads, ``select_tasks_for_poll``); two floors, a Python
+that imports asyncio and aiosqlite (what the asynchronous store needs) and one that imports
+what `status` imports before it reads anything, then exits; then plain
 ``status``, ``status --json`` and ``status --nagios``, for this checkout and for ``DIR``
 (``git worktree add DIR main``: its core/ and tui/ copied into a folder laid out as installed,
 put first on PYTHONPATH). Each is a whole process; the figure is the median wall time of
@@ -41,6 +43,11 @@ import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1])
 rows = db.execute(sys.argv[2], {"finished_since": time.time() - 3600}).fetchall()
 """
+
+
+STATUS_IMPORTS = "import zombietop.tui.cli.main, zombietop.tui.cli.status"
+"""What `status` loads before it reads the store: with asyncio and aiosqlite, the floors a
+`status` on the engine's own model cannot go below."""
 
 
 def make_store(path: Path, tasks: int) -> None:
@@ -93,6 +100,8 @@ def main() -> int:
             rows = {
                 "python -c pass": ([python, "-c", "pass"], env),
                 "bare fetch": ([python, "-c", BARE, str(db), POLL_SQL], env),
+                "asyncio + aiosqlite": ([python, "-c", "import asyncio, aiosqlite"], env),
+                "status's imports": ([python, "-c", STATUS_IMPORTS], env),
             }
             for side, side_env in sides.items():
                 for flags in ([], ["--json"], ["--nagios"]):

@@ -131,9 +131,7 @@ class Monitor:
             if changes is None or not quiet:
                 kept = None
             await self.job_book.refresh(self.store)
-            self.job_book.fold_source_runs(
-                (r.task for r in records if r.task.task_id in read.owners), now
-            )
+            self.job_book.fold_source_runs((r.task for r in read.records), now)
             snapshot = await self._snapshot(now, records, config, samples, fleet, kept, changes)
             owners = {task_id: source.name for task_id, source in read.owners.items()}
             oncall, schedules = await self.oncall_reader.read(now, self.config, owners)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from heapq import heapify, heappop, heappush
+from operator import attrgetter
 
 from zombietop.classify import INF
 from zombietop.config import Config
@@ -28,6 +29,50 @@ from zombietop.snapshot import (
 
 _DUE_SLACK = 64
 """Entries a heap of due verdicts may hold beyond two per task before it is built afresh."""
+
+
+Urgency = tuple[int, float, str]
+"""A view's place in the order (``TaskView.urgency``)."""
+
+
+def reordered(
+    ordered: Sequence[TaskView],
+    urgencies: Sequence[Urgency],
+    out: Iterable[TaskView],
+    moved: Iterable[TaskView],
+) -> tuple[tuple[TaskView, ...], list[Urgency]]:
+    """``ordered`` (whose urgencies are ``urgencies``, in order) without the views ``out`` and
+    with the views ``moved`` where sorting every view would put them; and their urgencies.
+
+    The task id in an urgency makes the order total, so bisection finds where a view is and
+    where one goes. The views kept are copied once, as the runs between those places: a
+    list insert or delete for each view would move every view after it, which at 100,000
+    tasks and a thousand beats a poll costs more than judging the beats.
+    """
+    leaving = sorted(bisect_left(urgencies, view.urgency) for view in out)
+    kept: list[TaskView] = []
+    kept_urgencies: list[Urgency] = []
+    start = 0
+    for place in leaving:
+        kept += ordered[start:place]
+        kept_urgencies += urgencies[start:place]
+        start = place + 1
+    kept += ordered[start:]
+    kept_urgencies += urgencies[start:]
+
+    views: list[TaskView] = []
+    views_urgencies: list[Urgency] = []
+    start = 0
+    for view in sorted(moved, key=attrgetter("urgency")):
+        place = bisect_left(kept_urgencies, view.urgency, start)
+        views += kept[start:place]
+        views_urgencies += kept_urgencies[start:place]
+        views.append(view)
+        views_urgencies.append(view.urgency)
+        start = place
+    views += kept[start:]
+    views_urgencies += kept_urgencies[start:]
+    return tuple(views), views_urgencies
 
 
 def _due(views: Mapping[str, TaskView]) -> list[tuple[float, str]]:
@@ -209,18 +254,5 @@ class KeptSnapshot:
         return moved
 
     def _reorder(self, out: Sequence[TaskView], moved: Sequence[TaskView]) -> None:
-        """Take the views ``out`` from the order and put the views ``moved`` in their places.
-
-        The views kept are in order already, and the task id in ``urgency`` makes the order
-        total, so a view's own urgency finds its place: each view judged again goes where
-        sorting every view would put it, at a few comparisons, not a pass over all of them.
-        """
-        ordered, urgencies = list(self.ordered), self.urgencies
-        for view in out:
-            place = bisect_left(urgencies, view.urgency)
-            del ordered[place], urgencies[place]
-        for view in moved:
-            place = bisect_left(urgencies, view.urgency)
-            ordered.insert(place, view)
-            urgencies.insert(place, view.urgency)
-        self.ordered = tuple(ordered)
+        """Take the views ``out`` from the order and put the views ``moved`` in their places."""
+        self.ordered, self.urgencies = reordered(self.ordered, self.urgencies, out, moved)

@@ -3,6 +3,7 @@ joined task row (its columns are in ``columns``)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -12,6 +13,36 @@ from zombietop.store.columns import HEARTBEAT_COLUMNS, KILL_COLUMNS, LEASE_COLUM
 _T = len(TASK_COLUMNS)
 _L = _T + len(LEASE_COLUMNS)
 _H = _L + len(HEARTBEAT_COLUMNS)
+
+_TASK_ID_AGAIN = (_T, _L, _H)
+"""Where a row holds the task id again: its lease's, its beat's and its kill's (None when the
+task has none)."""
+_FLEET_WORDS = (
+    *[TASK_COLUMNS.index(name) for name in ("run_id", "step", "step_type", "state", "host")],
+    *[TASK_COLUMNS.index(name) for name in ("command", "cwd", "job")],
+    _T + LEASE_COLUMNS.index("owner"),
+    *[_L + HEARTBEAT_COLUMNS.index(name) for name in ("stage", "request_name", "source")],
+)
+"""Where a row holds words that many tasks of a fleet share: a run, a step, a state, a host,
+a command line, a worker, a stage."""
+
+
+def shared_values(row: Iterable[Any]) -> tuple[Any, ...]:
+    """One poll row's values, its repeated strings kept once.
+
+    The database hands over a new string for every value of every row: the task id four times
+    a row, and the same host, state or step in thousands of rows. A poll cache holds every
+    active task's row, so each of those copies would be held for as long as the task runs.
+    """
+    values = list(row)
+    task_id = values[0]
+    for index in _TASK_ID_AGAIN:
+        if values[index] is not None:
+            values[index] = task_id
+    for index in _FLEET_WORDS:
+        if values[index] is not None:
+            values[index] = sys.intern(values[index])
+    return tuple(values)
 
 
 def task_record(row: Iterable[Any]) -> TaskRecord:
@@ -107,7 +138,7 @@ class PollCache:
         values, records = self._values, self._records
         self._values, self._records, self._finished = {}, {}, {}
         for row in rows:
-            self._keep(tuple(row), values, records)
+            self._keep(shared_values(row), values, records)
         self._revision = revision
         self._floor = finished_since if revision is not None else None
         self._polls += 1
@@ -127,7 +158,7 @@ class PollCache:
         after = None if self.last is None else self.last.poll
         self.last = None
         held, records = self._values, self._records
-        read = [self._keep(tuple(row), held, records) for row in rows]
+        read = [self._keep(shared_values(row), held, records) for row in rows]
         dropped = [
             task_id
             for task_id, finished_at in self._finished.items()

@@ -9,6 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import zombietop.reuse as reuse_module
 from tests.core.test_monitor import running
@@ -329,3 +331,42 @@ async def test_an_agent_or_an_owed_request_is_seen_at_once(
             "elsewhere", agent_id="a", pid=5, interval=2.0, reported_at=clock.now()
         )
         await agree("an agent reports")
+
+
+class Placed:
+    """A view as ``reordered`` sees it: only its urgency."""
+
+    def __init__(self, urgency: tuple[int, float, str]) -> None:
+        self.urgency = urgency
+
+
+@given(
+    kept=st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 1.0, 2.0])), max_size=40),
+    leaving=st.lists(st.booleans(), max_size=40),
+    moved=st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 1.5, 2.0])), max_size=40),
+)
+def test_reordering_puts_each_view_where_sorting_every_view_would(
+    kept: list[tuple[int, float]], leaving: list[bool], moved: list[tuple[int, float]]
+) -> None:
+    """Views leave from anywhere (the first, the last, side by side) and arrive anywhere (before
+    every view, between equal ranks, after the last, many at one place): the order is the one a
+    sort of every view gives, and the urgencies stay beside their views."""
+    before = sorted(
+        (Placed((rank, moment, f"k{index:02}")) for index, (rank, moment) in enumerate(kept)),
+        key=lambda view: view.urgency,
+    )
+    out = [view for view, leaves in zip(before, leaving, strict=False) if leaves]
+    arriving = [Placed((rank, at, f"m{index:02}")) for index, (rank, at) in enumerate(moved)]
+
+    views, urgencies = reuse_module.reordered(
+        tuple(before),  # type: ignore[arg-type]
+        [view.urgency for view in before],
+        out,  # type: ignore[arg-type]
+        arriving,  # type: ignore[arg-type]
+    )
+
+    expected = sorted(
+        [view for view in before if view not in out] + arriving, key=lambda view: view.urgency
+    )
+    assert list(views) == expected
+    assert urgencies == [view.urgency for view in expected]

@@ -1,5 +1,5 @@
 """Records built from poll rows: a row read again must give the record a fresh read gives,
-keeping what did not change."""
+keeping what did not change, and the words rows repeat are held once."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from zombietop.heartbeat_line import parse_line
 from zombietop.model import Heartbeat, Lease, PendingKill, Task, TaskRecord
+from zombietop.store import Store
 from zombietop.store.columns import HEARTBEAT_COLUMNS, KILL_COLUMNS, LEASE_COLUMNS, TASK_COLUMNS
-from zombietop.store.poll_cache import record_from_values
+from zombietop.store.poll_cache import record_from_values, shared_values
 
 
 def row(rng: random.Random, task_id: str) -> tuple[Any, ...]:
@@ -113,3 +115,40 @@ _T = len(TASK_COLUMNS)
 _L = _T + len(LEASE_COLUMNS)
 _H = _L + len(HEARTBEAT_COLUMNS)
 PARTS = {"task": (0, _T), "lease": (_T, _L), "heartbeat": (_L, _H), "pending_kill": (_H, None)}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_row_with_its_words_shared_holds_the_same_values(seed: int) -> None:
+    rng = random.Random(seed)
+    for number in range(50):
+        values = row(rng, f"t{number}")
+        assert shared_values(values) == values
+
+
+async def test_the_words_a_fleet_repeats_are_held_once(store: Store) -> None:
+    """sqlite3 and asyncpg hand over a new string for every value of every row. Two tasks of one
+    run on one host, leased to one worker and beating in one stage, hold one string of each;
+    a task's lease and beat hold the task's own id."""
+    for task_id in ("export-2031-part-1", "export-2031-part-2"):
+        await store.create_task(
+            task_id=task_id,
+            run_id="nightly-2026-12-04",
+            step="transform",
+            step_type="export",
+            actor="cron@batch-host-17",
+        )
+        lease = await store.acquire_lease(task_id, owner="worker-17@batch-host-17", ttl=300)
+        line = parse_line("stage=load-warehouse p=5")
+        await store.record_heartbeat(task_id, line, owner=lease.owner, token=lease.token)
+
+    first, second = sorted(await store.poll(None), key=lambda record: record.task.task_id)
+
+    assert first.task.run_id is second.task.run_id
+    assert first.task.step is second.task.step
+    assert first.task.step_type is second.task.step_type
+    assert first.lease is not None and second.lease is not None
+    assert first.lease.owner is second.lease.owner
+    assert first.heartbeat is not None and second.heartbeat is not None
+    assert first.heartbeat.stage is second.heartbeat.stage
+    assert first.lease.task_id is first.task.task_id
+    assert first.heartbeat.task_id is first.task.task_id
