@@ -31,48 +31,37 @@ _DUE_SLACK = 64
 """Entries a heap of due verdicts may hold beyond two per task before it is built afresh."""
 
 
-Urgency = tuple[int, float, str]
-"""A view's place in the order (``TaskView.urgency``)."""
+_URGENCY = attrgetter("urgency")
 
 
 def reordered(
-    ordered: Sequence[TaskView],
-    urgencies: Sequence[Urgency],
-    out: Iterable[TaskView],
-    moved: Iterable[TaskView],
-) -> tuple[tuple[TaskView, ...], list[Urgency]]:
-    """``ordered`` (whose urgencies are ``urgencies``, in order) without the views ``out`` and
-    with the views ``moved`` where sorting every view would put them; and their urgencies.
+    ordered: Sequence[TaskView], out: Iterable[TaskView], moved: Iterable[TaskView]
+) -> tuple[TaskView, ...]:
+    """``ordered`` (in urgency order) without the views ``out`` and with the views ``moved``
+    where sorting every view would put them.
 
     The task id in an urgency makes the order total, so bisection finds where a view is and
     where one goes. The views kept are copied once, as the runs between those places: a
     list insert or delete for each view would move every view after it, which at 100,000
     tasks and a thousand beats a poll costs more than judging the beats.
     """
-    leaving = sorted(bisect_left(urgencies, view.urgency) for view in out)
+    leaving = sorted(bisect_left(ordered, view.urgency, key=_URGENCY) for view in out)
     kept: list[TaskView] = []
-    kept_urgencies: list[Urgency] = []
     start = 0
     for place in leaving:
         kept += ordered[start:place]
-        kept_urgencies += urgencies[start:place]
         start = place + 1
     kept += ordered[start:]
-    kept_urgencies += urgencies[start:]
 
     views: list[TaskView] = []
-    views_urgencies: list[Urgency] = []
     start = 0
-    for view in sorted(moved, key=attrgetter("urgency")):
-        place = bisect_left(kept_urgencies, view.urgency, start)
+    for view in sorted(moved, key=_URGENCY):
+        place = bisect_left(kept, view.urgency, start, key=_URGENCY)
         views += kept[start:place]
-        views_urgencies += kept_urgencies[start:place]
         views.append(view)
-        views_urgencies.append(view.urgency)
         start = place
     views += kept[start:]
-    views_urgencies += kept_urgencies[start:]
-    return tuple(views), views_urgencies
+    return tuple(views)
 
 
 def _due(views: Mapping[str, TaskView]) -> list[tuple[float, str]]:
@@ -111,8 +100,6 @@ class KeptSnapshot:
         """The store poll (``PollChanges.poll``) these views come from."""
         self.host = host
         self.ordered = snapshot.tasks
-        self.urgencies = [view.urgency for view in self.ordered]
-        """The ``urgency`` of each view in ``ordered``, in order: where to find and put views."""
         self.by_id = snapshot.by_id()
         self.counts = dict(snapshot.counts)
         self.quarantined = snapshot.quarantined
@@ -255,4 +242,4 @@ class KeptSnapshot:
 
     def _reorder(self, out: Sequence[TaskView], moved: Sequence[TaskView]) -> None:
         """Take the views ``out`` from the order and put the views ``moved`` in their places."""
-        self.ordered, self.urgencies = reordered(self.ordered, self.urgencies, out, moved)
+        self.ordered = reordered(self.ordered, out, moved)

@@ -350,7 +350,7 @@ def test_reordering_puts_each_view_where_sorting_every_view_would(
 ) -> None:
     """Views leave from anywhere (the first, the last, side by side) and arrive anywhere (before
     every view, between equal ranks, after the last, many at one place): the order is the one a
-    sort of every view gives, and the urgencies stay beside their views."""
+    sort of every view gives."""
     before = sorted(
         (Placed((rank, moment, f"k{index:02}")) for index, (rank, moment) in enumerate(kept)),
         key=lambda view: view.urgency,
@@ -358,9 +358,8 @@ def test_reordering_puts_each_view_where_sorting_every_view_would(
     out = [view for view, leaves in zip(before, leaving, strict=False) if leaves]
     arriving = [Placed((rank, at, f"m{index:02}")) for index, (rank, at) in enumerate(moved)]
 
-    views, urgencies = reuse_module.reordered(
+    views = reuse_module.reordered(
         tuple(before),  # type: ignore[arg-type]
-        [view.urgency for view in before],
         out,  # type: ignore[arg-type]
         arriving,  # type: ignore[arg-type]
     )
@@ -369,4 +368,3 @@ def test_reordering_puts_each_view_where_sorting_every_view_would(
         [view for view in before if view not in out] + arriving, key=lambda view: view.urgency
     )
     assert list(views) == expected
-    assert urgencies == [view.urgency for view in expected]
