@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from zombietop.config import Limits
 from zombietop.durations import format_age
 from zombietop.health import Flag
-from zombietop.job_summary import JobSummary, percentile, run_duration
+from zombietop.job_summary import JobSummary, percentile, run_began, run_duration
 from zombietop.model import Task, TaskState
 
 INF = float("inf")
@@ -61,14 +61,10 @@ def usual(summary: JobSummary, task: Task, limits: Limits) -> Usual | None:
     return Usual(median_s=statistics.median(window), p95_s=p95, runs=len(window))
 
 
-def began(task: Task) -> float:
-    return task.started_at or task.claimed_at or task.created_at
-
-
 def slow_from(task: Task, normal: Usual, limits: Limits) -> float:
     """The moment a running run becomes slower than usual."""
     median = normal.median_s
-    return began(task) + max(limits.slow_after * median, median + limits.slow_min)
+    return run_began(task) + max(limits.slow_after * median, median + limits.slow_min)
 
 
 def judge_history(
@@ -90,7 +86,7 @@ def judge_history(
             flag=Flag.SLOWER_THAN_USUAL,
             code=SLOW_REASON,
             before="running ",
-            since=began(task),
+            since=run_began(task),
             after=f", {words}",
             usual=normal,
         )
@@ -115,7 +111,7 @@ def judge_history(
 
 def times_usual(now: float, task: Task, verdict: HistoryVerdict) -> str:
     """``2.3x usual``: how long the run has taken against the job's median."""
-    took = run_duration(task) if task.state.finished else now - began(task)
+    took = run_duration(task) if task.state.finished else now - run_began(task)
     median = verdict.usual.median_s
     if took is None or median <= 0:
         return "?x usual"

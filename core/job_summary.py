@@ -22,12 +22,22 @@ HISTORY_WINDOW = 100
 """How many of a job's latest successful durations its summary keeps."""
 
 
+def run_began(task: Task) -> float:
+    """When a run began: its claim, when ``run``, the SDK or a ping took the lease.
+
+    Never its first heartbeat: a job that beats once, at its end, would look as if it took no
+    time at all. A task with no claim (an engine's) began when it started, else was created.
+    """
+    if task.claimed_at is not None:
+        return task.claimed_at
+    return task.started_at or task.created_at
+
+
 def run_duration(task: Task) -> float | None:
-    """How long a finished run took, from its claim (or start) to its end; None unfinished."""
-    begun = task.started_at or task.claimed_at or task.created_at
+    """How long a finished run took, from its claim to its end; None unfinished."""
     if task.finished_at is None:
         return None
-    return max(0.0, task.finished_at - begun)
+    return max(0.0, task.finished_at - run_began(task))
 
 
 def percentile(values: tuple[float, ...], share: float) -> float | None:

@@ -35,7 +35,7 @@ from zombietop.store.sql_store import SQLStore
 APPLICATION = "zombietop"
 CONNECT_TIMEOUT_S = 10.0
 _SQL = queries.load("postgresql")
-MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in range(1, 16))
+MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in range(1, 17))
 SCHEMA_VERSION = len(MIGRATIONS)
 """Numbered apart from the SQLite store's (which had migrations of its own): each .sql file
 says which SQLite version a PostgreSQL one matches."""

@@ -11,12 +11,17 @@ from typing import Any
 import pytest
 
 from tests.core.realprocs import zombietop
+from tests.stores import Reopen
 from zombietop.clock import FakeClock
+from zombietop.heartbeat_line import BeatLine
 from zombietop.job_book import JobBook
 from zombietop.job_runs import claim_run
 from zombietop.job_summary import HISTORY_WINDOW, JobSummary, percentile
 from zombietop.model import Task, TaskState
 from zombietop.store import Store
+from zombietop.store.postgres import PostgresStore
+from zombietop.store.sqlite import SCHEMA_VERSION as SQLITE_VERSION
+from zombietop.store.sqlite import SQLiteStore
 
 
 def _zombietop(db: Path, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -104,6 +109,64 @@ async def test_the_book_reads_only_the_jobs_changed_since_its_last_read(
     await store.discard_task(claim.task.task_id, expected_token=claim.token, actor="t")
     await book.refresh(store)
     assert book.jobs["b"].runs == 2
+
+
+BEAT = 'echo "stage=copy p=100" >> "$ZOMBIETOP_HEARTBEAT_FILE"'
+
+
+@pytest.mark.parametrize(
+    "script",
+    [f"sleep 1; {BEAT}", f"{BEAT}; sleep 1", "sleep 1"],
+    ids=["beats-at-the-end", "beats-first", "never-beats"],
+)
+def test_a_run_lasts_from_its_claim_whenever_it_beats(
+    db: Path, fast_config_path: Path, script: str
+) -> None:
+    """The reported fault: a run that beat once, at its end, was kept as taking 0 s."""
+    for _ in range(2):
+        _nightly(db, fast_config_path, script)
+    result = _zombietop(db, fast_config_path, "history", "nightly", "--json")
+    assert result.returncode == 0, result.stderr
+    history: dict[str, Any] = json.loads(result.stdout)
+    assert [run["outcome"] for run in history["runs"]] == ["succeeded", "succeeded"]
+    assert all(1.0 <= run["duration_s"] < 10 for run in history["runs"])
+    assert 1.0 <= history["job"]["median_s"] < 10
+
+
+async def test_the_migration_counts_kept_durations_from_the_claims(
+    store: Store, clock: FakeClock, reopen: Reopen
+) -> None:
+    """Durations kept before the fix (from the first heartbeat) are counted again from the
+    claims when the store is opened."""
+    for _ in range(3):
+        claim = await claim_run(store, job="nightly", owner="t", ttl=60.0)
+        clock.advance(2.9)
+        await store.record_heartbeat(
+            claim.task.task_id, BeatLine(stage="copy", progress=100.0), owner="t", token=claim.token
+        )
+        clock.advance(0.1)
+        await store.finish_task(
+            claim.task.task_id, owner="t", token=claim.token, state=TaskState.SUCCEEDED
+        )
+        clock.advance(60)
+    [summary] = await store.job_summaries()
+    assert summary.durations == pytest.approx((3.0, 3.0, 3.0))
+    # Write the list as the old code kept it, and step the schema back to before the fix.
+    if isinstance(store, PostgresStore):
+        await store._conn.execute("UPDATE jobs SET durations = '[0.1, 0.1, 0.1]'")
+        await store._conn.execute("UPDATE zombietop_store SET schema_version = schema_version - 1")
+    else:
+        assert isinstance(store, SQLiteStore)
+        await store._db.execute("UPDATE jobs SET durations = '[0.1, 0.1, 0.1]'")
+        await store._db.execute(f"PRAGMA user_version = {SQLITE_VERSION - 1}")
+        await store._db.commit()
+    await store.close()
+    again = await reopen()
+    try:
+        [summary] = await again.job_summaries()
+        assert summary.durations == pytest.approx((3.0, 3.0, 3.0))
+    finally:
+        await again.close()
 
 
 @pytest.mark.parametrize(

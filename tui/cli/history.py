@@ -15,7 +15,7 @@ from typing import Any
 from zombietop.durations import format_age
 from zombietop.errors import ZombietopError
 from zombietop.heartbeat_line import format_timestamp
-from zombietop.job_summary import JobSummary, run_duration
+from zombietop.job_summary import JobSummary, run_began, run_duration
 from zombietop.model import Task, TaskState
 from zombietop.output import LastOutput, last_output_of
 from zombietop.printable import printable
@@ -108,7 +108,7 @@ def history_lines(
     lines = [printable(summary_line(summary)), ""]
     lines.append(f"{'RUN':>5}  {'STARTED (UTC)':<20}  {'TOOK':>8}  {'OUTCOME':<11}  ATTEMPTS")
     for run in runs:
-        began = run.started_at or run.claimed_at or run.created_at
+        began = run_began(run)
         took = run_duration(run)
         if took is None:
             took = now - began
@@ -135,7 +135,7 @@ def history_json(
 
 
 def _run_json(run: Task, last: LastOutput | None, now: float) -> dict[str, Any]:
-    began = run.started_at or run.claimed_at or run.created_at
+    began = run_began(run)
     return {
         "task_id": run.task_id,
         "run_number": run.run_number,

@@ -292,6 +292,23 @@ ALTER TABLE process_samples ADD COLUMN after_finish BOOLEAN NOT NULL DEFAULT FAL
 ALTER TABLE pending_pages ADD COLUMN incident text;
 ALTER TABLE pending_pages ADD COLUMN runbook text;
 
+-- schema_v16 --
+-- Each job's durations counted again from its runs' claims (see sqlite/migrations.sql,
+-- schema_v18).
+UPDATE jobs SET durations = (
+    SELECT COALESCE(json_agg(latest.took ORDER BY latest.finished_at, latest.task_id), '[]')::text
+    FROM (
+        SELECT greatest(0.0, t.finished_at - COALESCE(t.claimed_at, t.started_at, t.created_at))
+                   AS took,
+               t.finished_at, t.task_id
+        FROM tasks t
+        WHERE t.job = jobs.job AND t.state = 'succeeded' AND t.finished_at IS NOT NULL
+        ORDER BY t.finished_at DESC, t.task_id DESC LIMIT 100
+    ) latest
+)
+WHERE EXISTS (SELECT 1 FROM tasks t
+              WHERE t.job = jobs.job AND t.state = 'succeeded' AND t.finished_at IS NOT NULL);
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 

@@ -470,3 +470,23 @@ ALTER TABLE process_samples ADD COLUMN after_finish INTEGER NOT NULL DEFAULT 0;
 -- runbook, which such a channel sends as a link.
 ALTER TABLE pending_pages ADD COLUMN incident TEXT;
 ALTER TABLE pending_pages ADD COLUMN runbook TEXT;
+
+-- schema_v18 --
+-- A run lasts from its claim to its end, not from its first heartbeat: a job that beat once, at
+-- its end, was kept as taking no time. Each job's durations are counted again from the claims
+-- of its latest successful runs (at most 100, as the summary keeps). A job whose successful
+-- runs were all removed by retention keeps its list as it was.
+UPDATE jobs SET durations = (
+    SELECT json_group_array(took) FROM (
+        SELECT took FROM (
+            SELECT max(0.0, t.finished_at - COALESCE(t.claimed_at, t.started_at, t.created_at))
+                       AS took,
+                   t.finished_at, t.task_id
+            FROM tasks t
+            WHERE t.job = jobs.job AND t.state = 'succeeded' AND t.finished_at IS NOT NULL
+            ORDER BY t.finished_at DESC, t.task_id DESC LIMIT 100
+        ) ORDER BY finished_at, task_id
+    )
+)
+WHERE EXISTS (SELECT 1 FROM tasks t
+              WHERE t.job = jobs.job AND t.state = 'succeeded' AND t.finished_at IS NOT NULL);
