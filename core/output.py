@@ -236,9 +236,19 @@ PAGE_LINE_CHARS = 160
 """How much of the last output line a page carries: enough to recognise, short on a phone."""
 
 
+def keeps_output(task: Task, host: str) -> bool:
+    """Whether ``task`` may have output kept beside the store, as seen from ``host``.
+
+    A command under ``zombietop run`` on ``host`` keeps its own. A run reported over HTTP has
+    no host and no command: ``zombietop serve`` keeps the bodies of its pings there instead.
+    """
+    return (task.host == host and bool(task.command)) or (task.host is None and not task.command)
+
+
 def last_output_of(store: Store, task: Task, host: str) -> LastOutput | None:
-    """The kept output of ``task``, when it ran under ``zombietop run`` on ``host``."""
-    if task.host != host or not task.command:
+    """The kept output of ``task``: the output of ``zombietop run`` on ``host``, or the bodies
+    of its pings over HTTP."""
+    if not keeps_output(task, host):
         return None
     where = location_of(store)
     return None if where is None else read_last_output(where, task.task_id, task.attempt)
@@ -251,7 +261,7 @@ def last_outputs(store: Store, tasks: Iterable[Task], host: str) -> dict[str, La
     if where is None:
         return found
     for task in tasks:
-        if task.host == host and task.command:
+        if keeps_output(task, host):
             last = read_last_output(where, task.task_id, task.attempt)
             if last is not None:
                 found[task.task_id] = last

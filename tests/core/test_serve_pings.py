@@ -131,6 +131,48 @@ async def test_a_failure_keeps_the_end_of_its_body(served: Served, tmp_path: Pat
     assert os.stat(next(served.db.parent.glob("*.d/output/*.out"))).st_size <= SERVE.body_limit
 
 
+async def _zombietop(db: Path, *args: str) -> tuple[int, str]:
+    command = Path(sys.executable).with_name("zombietop")
+    proc = await asyncio.create_subprocess_exec(
+        str(command), "--db", str(db), *args, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode()
+
+
+async def test_the_body_of_a_failure_is_its_last_output_everywhere(served: Served) -> None:
+    """The reported fault: the body of ``/fail`` was kept but never read, so the page, ``status``
+    and ``history`` showed no last output."""
+    code, _ = await curl(
+        served.url("report/fail?create=1"), "--data-binary", "step 1 ok\nFATAL: disk full"
+    )
+    assert code == 200
+    # A log and then an exit status: the log's body is what the run last said.
+    assert (await curl(served.url("backup/start?create=1")))[0] == 200
+    assert (await curl(served.url("backup/log"), "--data-binary", "copied 12 files"))[0] == 200
+    assert (await curl(served.url("backup/3")))[0] == 200
+
+    dog, notifier, _ = watchdog(served.store, served.clock)
+    await dog.tick()
+    lines = {page.task_id.split("/")[0]: page.line for page in notifier.pages}
+    assert lines["report"].endswith(
+        "last output 0s ago: FATAL: disk full - rerun, resume or discard"
+    )
+    assert "last output 0s ago: copied 12 files" in lines["backup"]
+
+    code, out = await _zombietop(served.db, "status")
+    assert code == 2 and "FATAL: disk full" in out and "copied 12 files" in out
+    code, out = await _zombietop(served.db, "status", "--json")
+    shown = {
+        task["task_id"].split("/")[0]: task["last_output"] for task in json.loads(out)["tasks"]
+    }
+    assert shown["report"]["line"] == "FATAL: disk full"
+    assert shown["backup"]["line"] == "copied 12 files"
+    code, out = await _zombietop(served.db, "history", "report")
+    assert code == 0 and "last output: FATAL: disk full" in out
+
+
 async def test_an_exit_status_ends_the_run(served: Served) -> None:
     assert (await curl(served.url("backup/start?create=1")))[0] == 200
     assert (await curl(served.url("backup/0")))[0] == 200

@@ -17,7 +17,7 @@ from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.errors import MissingExtra, ZombietopError
 from zombietop.extras import require
-from zombietop.failed_runs import older_failures, open_failures
+from zombietop.failed_runs import failure_line, older_failures, open_failures
 from zombietop.fleet import AgentPresence, WatchdogLease
 from zombietop.health import Health, NagiosLevel
 from zombietop.model import HeartbeatSource, Note, ProcessSample, TaskState
@@ -80,15 +80,23 @@ def _level_of(view: TaskView) -> Level:
 
 
 def _human_lines(
-    views: Iterable[TaskView], outputs: Mapping[str, LastOutput], now: float
+    views: Iterable[TaskView],
+    outputs: Mapping[str, LastOutput],
+    now: float,
+    failures: Iterable[TaskView] = (),
 ) -> list[str]:
     """The page lines of ``views`` at ``now``; those that need a human end with their last
-    output."""
+    output. The open ``failures`` among them read as their page does."""
+    failed = {view.task_id for view in failures}
     lines = []
     for view in views:
+        last = outputs.get(view.task_id)
+        if view.task_id in failed:
+            lines.append(failure_line(view, last, now))
+            continue
         line = view.verdict.context(now)
         if view.health.asks_a_human:
-            line = with_last_output(line, outputs.get(view.task_id), now)
+            line = with_last_output(line, last, now)
         lines.append(line)
     return lines
 
@@ -135,7 +143,8 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
     )
     lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}", *source_error_lines(snapshot)]
     lines.extend(printable(view.line) for view in snapshot.schedules if view.health.pages)
-    lines.extend(_human_lines([*urgent, *warned], outputs or {}, read_at(snapshot)))
+    failures = open_failures(snapshot)
+    lines.extend(_human_lines([*urgent, *warned], outputs or {}, read_at(snapshot), failures))
     return printable_lines(lines)
 
 
@@ -274,7 +283,7 @@ def _tail_lines(snapshot: Snapshot, outputs: Mapping[str, LastOutput], now: floa
     urgent = _urgent(snapshot)
     if urgent:
         lines.append("")
-        lines.extend(_human_lines(urgent, outputs, now))
+        lines.extend(_human_lines(urgent, outputs, now, open_failures(snapshot)))
     lines.extend(_oncall_lines(snapshot))
     notes = [f"{view.task_id}: {view.agent_note}" for view in snapshot.tasks if view.agent_note]
     if notes:
