@@ -66,6 +66,28 @@ def open_failures(snapshot: Snapshot) -> list[TaskView]:
     return [*shown, *snapshot.older_failures]
 
 
+def open_incidents(snapshot: Snapshot) -> list[TaskView]:
+    """The runs whose incident is open: those that page (stuck), then the open failed runs."""
+    return [*(view for view in snapshot.tasks if view.health.pages), *open_failures(snapshot)]
+
+
+def job_incident(snapshot: Snapshot, job: str) -> TaskView | None:
+    """The open incident of ``job``: its latest run that is stuck or failed and still open
+    (None: it has none). A task with no job is its own job of one run."""
+    runs = [view for view in open_incidents(snapshot) if view.task.job_name == job]
+    return max(
+        runs, key=lambda view: (view.task.run_number or 0, view.task.created_at), default=None
+    )
+
+
+def incident_of_row(snapshot: Snapshot, view: TaskView) -> TaskView:
+    """What an ack of a job's row acts on: the run itself when its incident is open, else the
+    job's open incident (its latest failed or stuck run), else the run."""
+    if view.health.pages or any(v.task_id == view.task_id for v in open_failures(snapshot)):
+        return view
+    return job_incident(snapshot, view.task.job_name) or view
+
+
 async def older_failures(store: Store, config: Config, snapshot: Snapshot) -> Snapshot:
     """The snapshot with the open failed runs that ended before its finished window: those
     that are still the latest run of their job to end (a later success, a resume or a discard

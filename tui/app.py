@@ -22,6 +22,7 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.config import OnCallSettings
 from zombietop.durations import format_duration
 from zombietop.errors import ZombietopError
+from zombietop.failed_runs import incident_of_row
 from zombietop.model import Event
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCallDesk
@@ -463,6 +464,9 @@ class ZombietopApp(App[None]):
         """Ask for a reason and a duration (default ``[oncall] ack_for``), then ack."""
         view = self._oncall_view("ack", task_id)
         if view is not None:
+            if not self.per_run and self.screen is self.main:
+                # A job's row acks the job's open incident, as `zombietop ack JOB` does.
+                view = incident_of_row(self.snapshot, view)
             self.push_screen(AckScreen(view, self.oncall.ack_for), self._oncall_decided)
 
     def request_unack(self, task_id: str) -> None:

@@ -14,6 +14,7 @@ from zombietop.job_summary import JobSummary
 from zombietop.model import TaskRecord, TaskState
 from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.tui.cells import RowNote, RowNotes, row_name, running_per_job, task_column
+from zombietop.tui.screens.oncall import AckScreen
 from zombietop.tui.task_order import SortMode, ordered
 from zombietop.tui.testing import NOW, SampleSource, sample_config, synthetic_records
 
@@ -124,7 +125,9 @@ def test_a_run_slower_than_usual_says_by_how_much() -> None:
     """nightly-export usually takes 40m (its median); a run at 1h40m reads 2.5x usual."""
     records = _records()
     running = next(r for r in records if r.task.job == "nightly-export" and r.task.run_number == 3)
-    slow = replace(running, task=replace(running.task, started_at=NOW - 6000))
+    slow = replace(
+        running, task=replace(running.task, claimed_at=NOW - 6000, started_at=NOW - 6000)
+    )
     records = [slow if r is running else r for r in records]
     jobs = {"nightly-export": NIGHTLY}
     snapshot = build_snapshot(NOW, records, sample_config(), {}, jobs=jobs)
@@ -168,3 +171,33 @@ def test_job_detail_110x40(snap_compare):
 
     app = make_app(SampleSource([_snapshot()]))
     assert snap_compare(app, terminal_size=(110, 40), run_before=run_before)
+
+
+async def test_a_on_a_jobs_row_acks_the_jobs_open_incident() -> None:
+    """backup #2 failed and #3 runs: the job's row shows #3, and `a` there acks #2, as
+    `zombietop ack backup` does; after `g`, `a` acks the run under the cursor."""
+    failed, running = _records()[4], _records()[5]
+    task = replace(running.task, task_id="backup/20261203T023000Z", job="backup", run_number=3)
+    third = replace(
+        running,
+        task=task,
+        heartbeat=running.heartbeat and replace(running.heartbeat, task_id=task.task_id),
+        lease=running.lease and replace(running.lease, task_id=task.task_id),
+    )
+    snapshot = build_snapshot(NOW, [*_records(), third], sample_config(), {})
+    rows = [v.task_id for v in ordered(snapshot, SortMode.URGENCY, "", per_run=False)]
+    assert task.task_id in rows and failed.task.task_id not in rows
+    app = make_app(SampleSource([snapshot]))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press(*["down"] * rows.index(task.task_id), "a")
+        await settle(pilot)
+        assert isinstance(app.screen, AckScreen)
+        assert app.screen.view.task_id == failed.task.task_id
+        await pilot.press("escape", "g")
+        await settle(pilot)
+        per_run = [v.task_id for v in ordered(snapshot, SortMode.URGENCY, "", per_run=True)]
+        await pilot.press("home", *["down"] * per_run.index(task.task_id), "a")
+        await settle(pilot)
+        assert isinstance(app.screen, AckScreen)
+        assert app.screen.view.task_id == task.task_id

@@ -165,7 +165,7 @@ def test_a_silence_holds_pages_until_it_ends_then_the_page_goes_out(tmp_path: Pa
         (["silence", "--host", "h", "--for", "1h"], "--reason"),
         (
             ["silence", "--for", "1h", "--reason", "r"],
-            "one of the arguments --task --step-type --host is required",
+            "one of the arguments --task --step-type --host --job is required",
         ),
         (["ack", "nope-1"], "no task 'nope-1'"),
         (["ack", "export-1", "--for", "soon"], "is not a duration"),
@@ -281,14 +281,15 @@ def finished_store(path: Path, task_id: str, state: TaskState) -> None:
 
 
 def test_an_ack_of_a_finished_task_is_refused_and_says_why(tmp_path: Path) -> None:
-    """A finished task pages nobody: an ack of it would hold nothing now, and would only keep
-    quiet a later run's incident. So it is refused (2), and no ack is kept."""
-    finished_store(tmp_path / "z.db", "export-1", TaskState.FAILED)
+    """A finished task that pages nobody: an ack of it would hold nothing now, and would only
+    keep quiet a later run's incident. So it is refused (2), and no ack is kept. (A failed run
+    pages: tests/tui/test_failed_run_ack.py.)"""
+    finished_store(tmp_path / "z.db", "export-1", TaskState.SUCCEEDED)
     zt = Zombietop(tmp_path)
     done = zt("ack", "export-1", "--reason", "on it")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (
-        "zombietop: export-1 has finished (failed): it pages nobody, so there is nothing to "
+        "zombietop: export-1 has finished (succeeded): it pages nobody, so there is nothing to "
         "ack; no ack was set\n"
     )
     status = json.loads(zt("status", "--json").stdout)

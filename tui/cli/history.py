@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from zombietop.durations import format_age
-from zombietop.errors import ZombietopError
+from zombietop.errors import TaskNotFound, ZombietopError
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.job_summary import JobSummary, run_began, run_duration
 from zombietop.model import Task, TaskState
@@ -41,7 +41,11 @@ def add_parser(
         "duration of its successful runs. Exit 0, or 2 when the store has no run of JOB.",
         examples=("zombietop history nightly-export", "zombietop history nightly-export --json"),
     )
-    history.add_argument("job", metavar="JOB", help="the job's name, as given to --job")
+    history.add_argument(
+        "job",
+        metavar="JOB",
+        help="the job's name, as given to --job (a task run alone with --task: its id)",
+    )
     history.add_argument("--json", action="store_true", help="print one JSON object")
     history.add_argument(
         "--last",
@@ -61,6 +65,8 @@ async def cmd_history(args: argparse.Namespace) -> int:
         runs = await store.job_runs(args.job, args.last)
         summary = await _summary(store, args.job)
         now = await store.now()
+        if not runs and summary.runs == 0:
+            runs, summary = await _task_alone(store, args.job, now)
         host = this_host()
         outputs = {
             run.task_id: last_output_of(store, run, host)
@@ -77,6 +83,19 @@ async def cmd_history(args: argparse.Namespace) -> int:
     else:
         print("\n".join(history_lines(summary, runs, outputs, now)))
     return EXIT_OK
+
+
+async def _task_alone(store: Store, task_id: str, now: float) -> tuple[list[Task], JobSummary]:
+    """A task named alone (``run --task ID``) as its own job of one run: that run, and the
+    summary it makes (none when there is no such task)."""
+    try:
+        task = await store.get_task(task_id)
+    except TaskNotFound:
+        return [], JobSummary(name=task_id)
+    if task.job is not None:
+        return [], JobSummary(name=task_id)
+    summary = JobSummary(name=task_id)
+    return [task], summary.with_run(task, now) if task.state.finished else summary
 
 
 async def _summary(store: Store, job: str) -> JobSummary:

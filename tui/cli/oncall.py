@@ -5,6 +5,7 @@ from a shell. Every name, reason and glob printed here is untrusted text: it goe
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import math
 from typing import Any
@@ -12,8 +13,9 @@ from typing import Any
 from zombietop import oncall
 from zombietop.durations import format_age, format_duration, parse_duration
 from zombietop.errors import TaskNotFound, ZombietopError
+from zombietop.failed_runs import job_incident, older_failures, open_failures
 from zombietop.heartbeat_line import format_timestamp
-from zombietop.model import Ack, Matcher, Silence, Task
+from zombietop.model import Ack, Matcher, Silence, Task, TaskState
 from zombietop.monitor import Monitor, Snapshot
 from zombietop.oncall import operator_name
 from zombietop.printable import printable
@@ -51,16 +53,19 @@ def _add_ack(
         parents=[common, source_flags()],
         summary="say you are on a task's incident: no re-notify until the ack ends",
         about="Say you are on a task's incident: the watchdog does not page it again until "
-        "the ack ends (--for) or the incident does. A task that has finished pages nobody, "
-        "so an ack of it is refused (exit 2). A task of a read-only source (--source, "
-        "[[sources]]) is acked too: the ack is kept in zombietop's store, never in the "
-        "engine's database.",
+        "the ack ends (--for) or the incident does. A job's name acks the job's open incident "
+        "(its latest failed or stuck run). A failed run takes an ack while its incident is "
+        "open; any other finished task pages nobody, so an ack of it is refused (exit 2). "
+        "A task of a read-only source (--source, [[sources]]) is acked too: the ack is kept "
+        "in zombietop's store, never in the engine's database.",
         examples=(
             'zombietop ack export-2031 --for 2h --reason "restarting the partner API"',
             "zombietop ack --source airflow+sqlite:///srv/airflow/airflow.db 'etl/load/run1'",
         ),
     )
-    ack.add_argument("task", metavar="TASK", help="the task id, as `zombietop status` shows it")
+    ack.add_argument(
+        "task", metavar="TASK", help="the task id, as `zombietop status` shows it, or a job's name"
+    )
     ack.add_argument(
         "--for",
         dest="duration",
@@ -105,7 +110,9 @@ def _add_note(
         "kept in zombietop's store.",
         examples=('zombietop note export-2031 "waiting on partner API"',),
     )
-    note.add_argument("task", metavar="TASK", help="the task id, as `zombietop status` shows it")
+    note.add_argument(
+        "task", metavar="TASK", help="the task id, as `zombietop status` shows it, or a job's name"
+    )
     note.add_argument("text", metavar="TEXT", help="what you found, did or wait on")
     note.set_defaults(handler=cmd_note)
 
@@ -133,6 +140,9 @@ def _add_silence(
     rule.add_argument("--task", metavar="GLOB", help="task ids matching a glob, e.g. 'export-*'")
     rule.add_argument("--step-type", metavar="TYPE", help="every task of one step type")
     rule.add_argument("--host", metavar="HOST", help="every task on one host")
+    rule.add_argument(
+        "--job", metavar="JOB", help="the open incident of a job (its latest failed or stuck run)"
+    )
     silence.add_argument(
         "--for",
         dest="duration",
@@ -213,8 +223,8 @@ async def cmd_ack(args: argparse.Namespace) -> int:
 
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
-        task, source = await _whose(store, ctx, args.task)
-        if task.state.finished:
+        task, source = await _incident_of(store, ctx, args.task)
+        if task.state.finished and not await _failure_open(store, ctx, task):
             # Its incident is over; an ack kept now would only quiet a later run's re-notify.
             raise ZombietopError(
                 f"{printable(task.task_id)} has finished ({task.state}): it pages nobody, so "
@@ -223,7 +233,7 @@ async def cmd_ack(args: argparse.Namespace) -> int:
         done = await oncall.ack(
             store,
             ctx.config.oncall,
-            args.task,
+            task.task_id,
             by=operator_name(),
             reason=args.reason,
             duration=args.duration,
@@ -237,7 +247,7 @@ async def cmd_note(args: argparse.Namespace) -> int:
 
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
-        task, source = await _whose(store, ctx, args.task)
+        task, source = await _incident_of(store, ctx, args.task)
         done = await oncall.note(store, task.task_id, args.text, by=operator_name(), source=source)
     print(f"{printable(done.task_id)}: note by {printable(done.by)}: {printable(done.text)}")
     return EXIT_OK
@@ -288,6 +298,40 @@ async def _whose(store: Store, ctx: Context, task_id: str) -> tuple[Task, str | 
     raise TaskNotFound(printable(f"{missing}, nor among the recent tasks of {names}{unread}"))
 
 
+async def _snapshot(store: Store, ctx: Context) -> Snapshot:
+    """The store's tasks now, with the failed runs still open that left the finished window."""
+    snapshot = await Monitor(store, ctx.config).poll()
+    if snapshot.error:
+        raise ZombietopError(snapshot.error)
+    return await older_failures(store, ctx.config, snapshot)
+
+
+async def _failure_open(store: Store, ctx: Context, task: Task) -> bool:
+    """True when ``task`` is a failed run whose incident is still open."""
+    if task.state is not TaskState.FAILED:
+        return False
+    snapshot = await _snapshot(store, ctx)
+    return any(view.task_id == task.task_id for view in open_failures(snapshot))
+
+
+async def _incident_of(store: Store, ctx: Context, name: str) -> tuple[Task, str | None]:
+    """The task ``name`` names, or else the open incident of the job ``name`` names (its
+    latest failed or stuck run), with the name of its source (None for the store's own)."""
+    try:
+        return await store.get_task(name), None
+    except TaskNotFound:
+        pass
+    if await store.job_runs(name, 1):
+        view = job_incident(await _snapshot(store, ctx), name)
+        if view is None:
+            raise ZombietopError(
+                f"job {printable(name)} has no open incident (no run of it is failed or stuck "
+                "now); name one run by its task id, as `zombietop history` shows it"
+            )
+        return view.task, None
+    return await _whose(store, ctx, name)
+
+
 async def _acked_source(store: Store, ctx: Context, task_id: str) -> str | None:
     """Whose ack an unack ends: the store's own task's, else the one source's whose task
     holds an ack in force by that id (asking the sources only when two do)."""
@@ -313,9 +357,15 @@ async def cmd_silence(args: argparse.Namespace) -> int:
         matcher, pattern = Matcher.TASK, args.task
     elif args.step_type is not None:
         matcher, pattern = Matcher.STEP_TYPE, args.step_type
-    else:
+    elif args.host is not None:
         matcher, pattern = Matcher.HOST, args.host
     async with await open_store(ctx.db) as store:
+        if args.job is not None:
+            # The job's open incident: its run's task id, matched exactly.
+            matcher, pattern = (
+                Matcher.TASK,
+                glob.escape(await _job_incident_id(store, ctx, args.job)),
+            )
         made = await oncall.silence(
             store,
             ctx.config.oncall,
@@ -330,6 +380,18 @@ async def cmd_silence(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _job_incident_id(store: Store, ctx: Context, job: str) -> str:
+    view = job_incident(await _snapshot(store, ctx), job)
+    if view is not None:
+        return view.task_id
+    if await store.job_runs(job, 1):
+        raise ZombietopError(
+            f"job {printable(job)} has no open incident (no run of it is failed or stuck now); "
+            "to hold its future runs, use --task with a glob, e.g. --task 'JOB/*'"
+        )
+    raise TaskNotFound(f"no run of job {printable(job)}")
+
+
 async def _matched(silence: Silence, store: Store, ctx: Context) -> str:
     """How many tasks the new silence holds now (only unfinished ones can page), the sources'
     included. The silence is set already: a source that cannot be read is only said."""
@@ -340,7 +402,13 @@ async def _matched(silence: Silence, store: Store, ctx: Context) -> str:
         snapshot = Snapshot(taken_at=None, error=str(exc))
     if snapshot.error:
         return printable(f"the tasks it matches now could not be read: {snapshot.error}")
-    n = sum(1 for v in snapshot.tasks if not v.task.state.finished and silence.matches(v.task))
+    # Unfinished tasks can page, and so can failed runs whose incident is open.
+    failing = {view.task_id for view in open_failures(snapshot)}
+    n = sum(
+        1
+        for v in snapshot.tasks
+        if (not v.task.state.finished or v.task_id in failing) and silence.matches(v.task)
+    )
     if n == 0:
         return "it matches 0 tasks now, and will hold any that match later"
     return f"it matches {n} task{'s' if n > 1 else ''} now"
