@@ -349,6 +349,16 @@ def test_usage_errors_of_status_are_unknown(capsys: pytest.CaptureFixture[str]) 
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
 
 
+def test_an_unknown_option_to_run_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """The reported fault: `run` keeps its command in `args.command`, and the error path took
+    that list for the command's name (TypeError: unhashable type: 'list')."""
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--job", "j", "--no-such", "--", "true"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "zombietop run: error: unrecognized arguments: --no-such" in err
+
+
 def test_status_table_with_nothing_paging(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

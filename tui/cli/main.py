@@ -153,8 +153,9 @@ def _run(argv: Sequence[str] | None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         # Left over by a subcommand's parser: the error (and its exit status) is that command's.
-        command = parser.commands.choices.get(getattr(args, "command", None) or "", parser)
-        command.error(f"unrecognized arguments: {' '.join(unknown)}")
+        # The command's name comes from argv: `run` keeps its own argv in `args.command`.
+        named = parser.commands.choices.get(command or "", parser)
+        named.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
