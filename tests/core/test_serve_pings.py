@@ -173,6 +173,48 @@ async def test_the_body_of_a_failure_is_its_last_output_everywhere(served: Serve
     assert code == 0 and "last output: FATAL: disk full" in out
 
 
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_line(starts: str) -> str:
+    """The README's one example line that starts with ``starts``."""
+    [line] = [line for line in README.read_text().splitlines() if line.startswith(starts)]
+    return line
+
+
+async def test_the_readmes_crontab_line_records_a_job_never_seen(
+    served: Served, tmp_path: Path
+) -> None:
+    """The README's crontab line, as written but for the server, the key, the script and the
+    log's path: it recorded nothing for a new job (404 without ``?create=1``)."""
+    line = _readme_line("0 3 * * * curl ").removeprefix("0 3 * * * ")
+    script = tmp_path / "export.sh"
+    script.write_text("#!/bin/sh\necho 'step 1 ok'\necho 'FATAL: disk full' >&2\nexit 3\n")
+    script.chmod(0o755)
+    base = served.url("").removesuffix("/")
+    line = line.replace("http://zt:8099/ping/KEY", base)
+    line = line.replace("/usr/local/bin/export.sh", str(script))
+    line = line.replace("/tmp/export.log", str(tmp_path / "export.log"))
+    proc = await asyncio.create_subprocess_exec("sh", "-c", line)
+    assert await proc.wait() == 0
+    [(task_id, state)] = await served.runs("nightly-export")
+    assert state is TaskState.FAILED
+    task = await served.store.get_task(task_id)
+    assert task.exit_code == 3
+    kept = read_last_output(served.db, task_id, task.attempt)
+    assert kept is not None and kept.line == "FATAL: disk full"
+
+
+async def test_the_readmes_ping_key_command_makes_a_private_key_file(tmp_path: Path) -> None:
+    line = _readme_line("mkdir -p ~/.config/zombietop && ")
+    env = {**os.environ, "HOME": str(tmp_path)}
+    proc = await asyncio.create_subprocess_exec("sh", "-c", line, env=env)
+    assert await proc.wait() == 0
+    path = tmp_path / ".config" / "zombietop" / "ping-keys"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert len(load_keys(path, environ={})) == 1
+
+
 async def test_an_exit_status_ends_the_run(served: Served) -> None:
     assert (await curl(served.url("backup/start?create=1")))[0] == 200
     assert (await curl(served.url("backup/0")))[0] == 200
