@@ -79,7 +79,8 @@ def test_read_only_main(snap_compare):
 def test_wall_120x40(snap_compare):
     """Wall: no table, no footer; big digits in a card per health (dead, reclaimable and stalled
     on red, spinning, quarantined and interrupted on yellow), finished counts, then the worst
-    offenders' context lines (export-2031's leads 'export-2031 reclaimable, stage_overrun:')."""
+    offenders' context lines (export-2031's leads 'export-2031 reclaimable, stage_overrun:'),
+    the last 'backup-0731 failed: exit 3 after 35m00s ... - rerun, resume or discard'."""
     assert snap_compare(make_app(wall=True), terminal_size=(120, 40), run_before=settle)
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from itertools import takewhile
+from itertools import chain, takewhile
 
 from rich.console import Console
 from rich.text import Text
 
+from zombietop.failed_runs import failure_line, open_failures
 from zombietop.monitor import Snapshot
 from zombietop.printable import printable
 from zombietop.tui.cells import mark_text, oncall_marks
@@ -19,7 +20,11 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
     """The most urgent tasks' one-line contexts wrapped to ``width``, as many as fit in
     ``height`` lines; the last line then says how many more there are."""
     width = max(width, 1)
+    # A failed run whose incident is open pages too: it is listed after the stuck ones.
+    failures = open_failures(snapshot)
+    failed = {view.task_id for view in failures}
     offending = sum(n for health, n in snapshot.counts.items() if health.needs_attention)
+    offending += len(failures)
     if not offending and not snapshot.missed:
         return list(Text(ALL_CLEAR, style="green").wrap(console, width))
     lines: list[Text] = []
@@ -29,12 +34,16 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
             lines.extend(said.wrap(console, width))
     now = snapshot.taken_at or 0.0
     # The snapshot is most urgent first, and these are the most urgent healths: its head.
-    worst = takewhile(lambda view: view.health.needs_attention, snapshot.tasks)
-    for index, view in enumerate(worst):
+    stuck = takewhile(lambda view: view.health.needs_attention, snapshot.tasks)
+    for index, view in enumerate(chain(stuck, failures)):
+        if view.task_id in failed:
+            context = failure_line(view, None, now)
+        else:
+            context = view.verdict.context(now)
         said = Text.assemble(
             (f"{GLYPHS[view.health]} ", STYLES[view.health]),
             mark_text(oncall_marks(snapshot.oncall, view)),
-            printable_text(view.verdict.context(now)),
+            printable_text(context),
         )
         wrapped = said.wrap(console, width)
         if index and len(lines) + len(wrapped) > height - 1:
