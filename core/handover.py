@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zombietop import oncall
-from zombietop.incident_story import Story, stories
+from zombietop.incident_story import Story, stories_of_tasks
 from zombietop.model import Ack, Event, EventKind, Silence
 from zombietop.store import Store
 
@@ -140,8 +140,9 @@ async def read_handover(
     )
     open_: list[OpenIncident] = []
     resolved: list[Story] = []
-    for task_id in _touched(events, memory.open_events):
-        for story in await stories(store, task_id):
+    touched = _touched(events, memory.open_events)
+    for task_id, told in (await stories_of_tasks(store, touched)).items():
+        for story in told:
             closed = story.closed_at
             if closed is None:
                 open_.append(OpenIncident(story=story, ack=in_force.acks.get(task_id)))

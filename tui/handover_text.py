@@ -8,6 +8,7 @@ that is not UTC (``zone``, passed in so tests fix it). Every untrusted field goe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
@@ -20,6 +21,14 @@ from zombietop.printable import printable
 from zombietop.tui.markdown import md_code, md_text
 
 PAGES = (Step.PAGED, Step.RENOTIFIED)
+
+LISTED_UP_TO = 20
+"""A section of the Markdown lists up to this many incidents one by one; above it, the oldest
+``SHOWN_IN_FULL`` and then one line per health, as the watchdog's digests do. ``--format
+json`` always has the full list."""
+SHOWN_IN_FULL = 5
+NAMED_IN_GROUP = 3
+"""Task ids a group's line names, the oldest first."""
 
 
 def when(at: float, now: float, zone: tzinfo | None = None, *, seconds: bool = False) -> str:
@@ -116,9 +125,46 @@ def _md_schedule(missed: MissedSchedule, now: float, zone: tzinfo | None) -> lis
     ]
 
 
-def _section(title: str, items: list[list[str]]) -> list[str]:
+def _section(title: str, items: list[list[str]], count: int | None = None) -> list[str]:
     body = [line for item in items for line in item] or ["None."]
-    return [f"## {title} ({len(items)})", "", *body, ""]
+    return [f"## {title} ({len(items) if count is None else count})", "", *body, ""]
+
+
+def _grouped(
+    title: str,
+    stories: list[Story],
+    render: Callable[[int], list[str]],
+    now: float,
+    zone: tzinfo | None,
+) -> list[str]:
+    """A section of ``stories`` (oldest first): each one by ``render(index)`` up to
+    ``LISTED_UP_TO``; above it the oldest few, then a line for each health of the rest."""
+    if len(stories) <= LISTED_UP_TO:
+        return _section(title, [render(i) for i in range(len(stories))])
+    items = [render(i) for i in range(SHOWN_IN_FULL)]
+    groups: dict[str, list[Story]] = {}
+    for story in stories[SHOWN_IN_FULL:]:
+        groups.setdefault(story.health, []).append(story)
+    for health, members in sorted(groups.items(), key=lambda group: -len(group[1])):
+        named = ", ".join(md_code(story.task_id) for story in members[:NAMED_IN_GROUP])
+        more = len(members) - NAMED_IN_GROUP
+        items.append(
+            [
+                f"- {len(members)} more {md_text(health)}, opened from "
+                f"{when(min(m.opened_at for m in members), now, zone)} to "
+                f"{when(max(m.opened_at for m in members), now, zone)}: {named}"
+                + (f" and {more} more" if more > 0 else "")
+            ]
+        )
+    items.append(["The whole list, one by one: `zombietop handover --format json`."])
+    return _section(title, items, count=len(stories))
+
+
+def _open_section(
+    title: str, items: list[OpenIncident], now: float, zone: tzinfo | None
+) -> list[str]:
+    stories = [item.story for item in items]
+    return _grouped(title, stories, lambda i: _md_open(items[i], now, zone), now, zone)
 
 
 def handover_markdown(h: Handover, zone: tzinfo | None = None) -> str:
@@ -131,9 +177,15 @@ def handover_markdown(h: Handover, zone: tzinfo | None = None) -> str:
         "",
         f"The window: {format_age(now - h.since)}, from {when(h.since, now, zone)}.",
         "",
-        *_section("Open, nobody on it", [_md_open(o, now, zone) for o in h.unacked]),
-        *_section("Open and acked", [_md_open(o, now, zone) for o in h.acked]),
-        *_section("Resolved in the window", [_md_resolved(s, now, zone) for s in h.resolved]),
+        *_open_section("Open, nobody on it", h.unacked, now, zone),
+        *_open_section("Open and acked", h.acked, now, zone),
+        *_grouped(
+            "Resolved in the window",
+            list(h.resolved),
+            lambda i: _md_resolved(h.resolved[i], now, zone),
+            now,
+            zone,
+        ),
         *_section("Silences ending in the next 8 hours", silences),
     ]
     if later:

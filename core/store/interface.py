@@ -337,6 +337,10 @@ class Store(OnCallInterface):
     ) -> list[Event]:
         """Return events newest first, only of ``kind`` and never of ``skip_kind`` when given."""
 
+    @abc.abstractmethod
+    async def events_of_tasks(self, task_ids: Sequence[str], kinds: Sequence[str]) -> list[Event]:
+        """Return every event of the tasks ``task_ids`` whose kind is in ``kinds``, oldest first."""
+
     # Jobs ----------------------------------------------------------------------------------
 
     @abc.abstractmethod

@@ -17,16 +17,17 @@ import pytest
 
 from tests.core.realprocs import Children, pid_alive, start_task_process, wait_for
 from tests.core.test_watchdog import config, start, watchdog
-from zombietop import incident_story, oncall
+from zombietop import oncall
 from zombietop.actions import Outcome
 from zombietop.clock import FakeClock
 from zombietop.config import Config, OnCallSettings, Schedule
 from zombietop.executor import Executor
 from zombietop.handover import read_handover
 from zombietop.heartbeat_line import parse_line
-from zombietop.incident_story import Step, stories
+from zombietop.incident_story import Step, stories, stories_of_tasks
 from zombietop.model import Matcher, TaskState
 from zombietop.store import Store
+from zombietop.store import events as store_events
 from zombietop.tui.handover_text import (
     handover_json,
     handover_markdown,
@@ -173,11 +174,44 @@ async def test_a_long_story_is_read_back_whole_in_batches(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """An incident open for weeks has more notices than one read takes: its first page (what
-    makes it an incident) must still be read."""
+    """An incident open for weeks has many notices: its first page (what makes it an incident)
+    must still be read. The tasks' events are read together, a batch of tasks at a time, and
+    tell the same stories whatever the batch."""
     await night_shift(store, clock, children, tmp_path)
     whole = await stories(store, "export-2031")
-    monkeypatch.setattr(incident_story, "STORY_BATCH", 2)
-    assert await stories(store, "export-2031") == whole
+    task_ids = sorted({e.task_id for e in await store.events(limit=1000) if e.task_id})
+    together = await stories_of_tasks(store, task_ids)
+    monkeypatch.setattr(store_events, "TASKS_PER_READ", 1)
+    assert await stories_of_tasks(store, task_ids) == together
+    assert together["export-2031"] == whole
+    assert {task_id: await stories(store, task_id) for task_id in task_ids} == together
     (story,) = whole
     assert [e.step for e in story.entries].count(Step.RENOTIFIED) == 4
+
+
+async def test_many_open_incidents_are_summed_up_by_health(store: Store, clock: FakeClock) -> None:
+    """Thousands of open incidents: the Markdown lists the oldest few and one line for each
+    health of the rest, as the watchdog's digests do; the JSON lists every one."""
+    for n in range(60):
+        health = "stalled" if n % 3 else "dead"
+        await store.record_event(
+            kind="page",
+            actor="watchdog",
+            message=f"job-{n:03} {health}: heartbeat 4h old - resume or discard",
+            task_id=f"job-{n:03}",
+            data={"page": "incident", "health": health, "incident": f"job-{n:03}@1"},
+        )
+        clock.advance(60)
+    now = clock.now()
+    found = await read_handover(store, now=now, since=now - 8 * 3600)
+    assert len(found.unacked) == 60
+    text = handover_markdown(found, UTC)
+    assert "## Open, nobody on it (60)" in text
+    listed = re.findall(r"^- `(job-\d+)`: ", text, flags=re.M)
+    assert listed == [f"job-{n:03}" for n in range(5)]
+    groups = re.findall(
+        r"^- (\d+) more (\w+), opened from .*: `(job-\d+)`, .* and (\d+) more$", text, flags=re.M
+    )
+    assert groups == [("37", "stalled", "job-005", "34"), ("18", "dead", "job-006", "15")]
+    assert "The whole list, one by one: `zombietop handover --format json`." in text
+    assert len(handover_json(found)["open_unacked"]) == 60
