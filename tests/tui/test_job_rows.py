@@ -14,6 +14,7 @@ from zombietop.job_summary import JobSummary
 from zombietop.model import TaskRecord, TaskState
 from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.tui.cells import RowNote, RowNotes, row_name, running_per_job, task_column
+from zombietop.tui.screens.detail import history_eta
 from zombietop.tui.screens.oncall import AckScreen
 from zombietop.tui.task_order import SortMode, ordered
 from zombietop.tui.testing import NOW, SampleSource, sample_config, synthetic_records
@@ -201,3 +202,13 @@ async def test_a_on_a_jobs_row_acks_the_jobs_open_incident() -> None:
         await settle(pilot)
         assert isinstance(app.screen, AckScreen)
         assert app.screen.view.task_id == task.task_id
+
+
+def test_the_eta_by_history_counts_from_the_claim() -> None:
+    """A run claimed 10m ago that beat first a minute ago has run 10m of its job's 40m."""
+    snapshot = _snapshot()
+    view = next(
+        v for v in snapshot.tasks if v.task.job == "nightly-export" and v.task.run_number == 3
+    )
+    view = replace(view, task=replace(view.task, claimed_at=NOW - 600, started_at=NOW - 60))
+    assert history_eta(view, NOW, NIGHTLY) == ", ~30m00s by history"

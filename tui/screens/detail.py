@@ -22,7 +22,7 @@ from textual.widgets import Footer, Sparkline, Static
 from zombietop.budgets import Budget
 from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
-from zombietop.job_summary import JobSummary
+from zombietop.job_summary import JobSummary, run_began
 from zombietop.model import Event, EventKind, HeartbeatSource, Note, Task
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall, capped_words
@@ -272,8 +272,7 @@ def history_eta(view: TaskView, now: float, job: JobSummary | None) -> str:
     task = view.task
     if job is None or job.median_s is None or not task.state.executing:
         return ""
-    begun = task.started_at or task.claimed_at or task.created_at
-    left = job.median_s - (now - begun)
+    left = job.median_s - (now - run_began(task))
     return f", ~{format_age(left)} by history" if left > 0 else ""
 
 
