@@ -8,8 +8,9 @@ among a thousand events of other kinds (heartbeat errors, leases) that handover 
 The real command runs as a person runs it, ``zombietop --db PATH handover`` (Markdown) and
 ``--format json``, in a process of its own: the time includes starting Python.
 
-Prints, per size, the median time of each format, the time per incident and the output's size;
-the growth from the smallest size to the largest should be near linear. Exits 0. Not a test:
+Prints, per size, the median time of each format and the output's size, and the time of the
+read and the Markdown alone in this process (no Python start): that part should grow near
+linearly from the smallest size to the largest. Exits 0. Not a test:
 the machine is shared and noisy, so only the figures of the same run compare.
 """
 
@@ -29,7 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from zombietop.handover import read_handover  # noqa: E402
 from zombietop.store import open_store  # noqa: E402
+from zombietop.tui.handover_text import handover_markdown  # noqa: E402
 
 HOUR = 3600.0
 SCRIPT = Path(sys.executable).with_name("zombietop")
@@ -100,6 +103,20 @@ def measure(path: Path, runs: int) -> dict[str, float]:
     return figures
 
 
+def measure_inside(path: Path, runs: int, now: float) -> float:
+    """The median seconds of the read and the Markdown alone, in this process: the part that
+    grows with the incidents, without Python's start."""
+
+    async def once() -> float:
+        async with await open_store(path, read_only=True) as store:
+            start = time.perf_counter()
+            found = await read_handover(store, now=now, since=now - 8 * HOUR)
+            handover_markdown(found)
+            return time.perf_counter() - start
+
+    return statistics.median(asyncio.run(once()) for _ in range(runs))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
@@ -112,17 +129,18 @@ def main() -> int:
             path = Path(tmp) / f"handover-{size}.db"
             populate(path, size, now)
             results[size] = measure(path, args.runs)
+            results[size]["inside"] = measure_inside(path, args.runs, now)
     print(f"zombietop handover, median of {args.runs} runs each (a process each, Python included)")
-    print(f"{'open incidents':>15} {'markdown':>10} {'per 1,000':>10} {'bytes':>10}"
-          f" {'json':>10} {'per 1,000':>10} {'bytes':>12}")  # fmt: skip
+    print(f"{'open incidents':>15} {'markdown':>10} {'bytes':>10} {'json':>10} {'bytes':>12}"
+          f" {'read+md inside':>15}")  # fmt: skip
     for size, f in results.items():
         print(
-            f"{size:>15,} {f['md']:>9.2f}s {f['md'] * 1000 / size:>9.3f}s {int(f['md_bytes']):>10,}"
-            f" {f['json']:>9.2f}s {f['json'] * 1000 / size:>9.3f}s {int(f['json_bytes']):>12,}"
+            f"{size:>15,} {f['md']:>9.2f}s {int(f['md_bytes']):>10,} {f['json']:>9.2f}s"
+            f" {int(f['json_bytes']):>12,} {f['inside']:>14.3f}s"
         )
     small, large = min(results), max(results)
     if small != large:
-        for name in ("md", "json"):
+        for name in ("md", "json", "inside"):
             growth = results[large][name] / results[small][name]
             print(f"{name}: {large / small:.0f}x the incidents took {growth:.1f}x the time")
     return 0
