@@ -29,6 +29,7 @@ from zombietop.tui.cli.context import (
     EXIT_OK,
     add_command,
     context_of,
+    open_or_create,
     source_flags,
 )
 
@@ -164,7 +165,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             "nothing to run: give a command after --, e.g. zombietop run -- ./job.sh"
         )
     ctx = context_of(args)
-    async with await open_store(ctx.db, create=True) as store:
+    async with await open_or_create(ctx.db) as store:
         runner = Runner(store, ctx.config, store_path=ctx.db)
         return await runner.run(
             RunSpec(
