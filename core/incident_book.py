@@ -64,6 +64,17 @@ def ended_by_kill(view: TaskView) -> bool:
     return view.health is Health.DEAD and kill is not None and kill.pid == view.task.pid
 
 
+def killed_line(view: TaskView, incident: Incident) -> str:
+    """``export-2031 killed at stage overrun (stage=transform, was stalled); not finished -
+    resume or discard``."""
+    beat = view.heartbeat
+    stage = f"stage={beat.stage}, " if beat is not None and beat.stage else ""
+    return (
+        f"{view.task_id} killed at stage overrun ({stage}was {incident.health}); "
+        "not finished - resume or discard"
+    )
+
+
 def _still_failing(incident: Incident, snapshot: Snapshot) -> bool:
     """True for a failed run's incident whose job has not succeeded since it opened."""
     if incident.health is not Health.FAILED:
@@ -139,6 +150,10 @@ class IncidentBook:
                 await self.follow_up(view, look)
             if health.pages:
                 await self.auto_retry(view, look)
+        elif task_id in self.incidents and self.killed_by_us(view):
+            # Our kill stopped the task; it did not finish the work. Until someone resumes or
+            # discards it, the incident stays open and the page says what is left to do.
+            await self.follow_up(view, look)
         elif task_id in self.incidents:
             await self.close(view, look)
 
@@ -223,10 +238,24 @@ class IncidentBook:
         if due is not None:
             if view.health is Health.FAILED:
                 line = failure_line(view, None, look.now)
+            elif self.killed_by_us(view):
+                line = killed_line(view, self.incidents[view.task_id])
             else:
                 line = view.verdict.context(look.now) + self.blocks(view.task_id, look)
             line = await self._noted(view.task_id, line, look)
             await self.notice(look, view.task_id, due, line, view=view)
+
+    def killed_by_us(self, view: TaskView) -> bool:
+        """True when a watchdog's kill, sent while the task's incident was open, left the
+        task interrupted."""
+        kill, incident = view.pending_kill, self.incidents.get(view.task_id)
+        return (
+            view.task.state is TaskState.INTERRUPTED
+            and kill is not None
+            and incident is not None
+            and kill.requested_by == self.hands.actor
+            and kill.term_sent_at >= incident.opened_at
+        )
 
     def blocks(self, task_id: str, look: Look) -> str:
         """``; blocks 3: ...``: the waiting tasks held behind this task's incident."""
