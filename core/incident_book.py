@@ -64,6 +64,18 @@ def ended_by_kill(view: TaskView) -> bool:
     return view.health is Health.DEAD and kill is not None and kill.pid == view.task.pid
 
 
+def failed_by_kill(view: TaskView) -> bool:
+    """True for a failed task that failed after a kill was sent to it: the failure is what
+    the kill did (an engine records a killed task as failed), not news for a pager."""
+    kill, task = view.pending_kill, view.task
+    return (
+        view.health is Health.FAILED
+        and kill is not None
+        and task.finished_at is not None
+        and kill.term_sent_at <= task.finished_at
+    )
+
+
 def killed_line(view: TaskView, incident: Incident) -> str:
     """``export-2031 killed at stage overrun (stage=transform, was stalled); not finished -
     resume or discard``."""
@@ -144,7 +156,9 @@ class IncidentBook:
                 # A stall that ended in a failure: that stretch is over, the failure is news.
                 await self.close(view, look)
                 incident = None
-            if incident is None:
+            if incident is None and failed_by_kill(view):
+                await self.kill_outcome(view, look)
+            elif incident is None:
                 await self.open(view, look)
             else:
                 await self.follow_up(view, look)
@@ -244,6 +258,22 @@ class IncidentBook:
                 line = view.verdict.context(look.now) + self.blocks(view.task_id, look)
             line = await self._noted(view.task_id, line, look)
             await self.notice(look, view.task_id, due, line, view=view)
+
+    async def kill_outcome(self, view: TaskView, look: Look) -> None:
+        """Record, once, that the task failed because of a kill: the one who asked for the kill
+        is told by the kill's outcome, and is not paged for it."""
+        task, kill = view.task, view.pending_kill
+        assert kill is not None
+        key = f"kill-outcome:{task.task_id}:{task.attempt}:{kill.term_sent_at}"
+        if key in self.once:
+            return
+        self.once.add(key)
+        line = (
+            f"{task.task_id} failed after the kill by {kill.requested_by}: "
+            "the kill's outcome, not a new incident (not paged)"
+        )
+        look.logs.append(line)
+        await self.hands.record(EventKind.WATCHDOG, line, task.task_id, {"key": key})
 
     def killed_by_us(self, view: TaskView) -> bool:
         """True when a watchdog's kill, sent while the task's incident was open, left the

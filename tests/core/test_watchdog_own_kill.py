@@ -1,6 +1,9 @@
-"""The watchdog's own kill does not end the incident: a real `zombietop run` job stalls in a
+"""Kills and the incidents they end or keep open, with real processes.
+
+The watchdog's own kill does not end the incident: a real `zombietop run` job stalls in a
 stage, a real watchdog quarantines and pages it, kills it at its second stage overrun, and keeps
-the incident open until someone resumes or discards the task."""
+the incident open until someone resumes or discards the task. A failure that a person's kill
+caused is that kill's outcome, not a new incident that pages the person who asked for it."""
 
 from __future__ import annotations
 
@@ -11,14 +14,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.realprocs import FAST_CONFIG, Children, wait_for, zombietop
+from tests.core.realprocs import (
+    FAST_CONFIG,
+    Children,
+    pid_alive,
+    start_task_process,
+    wait_for,
+    zombietop,
+)
 from tests.core.test_root_causes import ListNotifier
+from tests.core.test_watchdog import config, watchdog
+from zombietop.actions import Outcome
+from zombietop.clock import FakeClock
 from zombietop.config import WatchSettings, load_config
 from zombietop.errors import TaskNotFound
 from zombietop.executor import Executor
-from zombietop.model import TaskState
+from zombietop.model import EventKind, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
+from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
 from zombietop.watchdog import Watchdog
 
@@ -90,3 +104,36 @@ async def test_the_watchdogs_own_kill_keeps_the_incident_open(
     await dog.tick()
     assert notifier.pages[-1].kind == "all_clear"
     assert "export-2031" not in dog.incidents
+
+
+async def test_a_failure_that_a_kill_caused_is_the_kills_outcome_not_a_page(
+    store: Store, clock: FakeClock, children: Children, tmp_path: Path
+) -> None:
+    """The reported fault: an engine records the task a person killed from the dashboard as
+    failed, and the watchdog paged that person for the failure."""
+    ready = tmp_path / "ready"
+    proc = await start_task_process(
+        store, children, f": > {ready}; while :; do sleep 0.05; done", ready, task_id="load-7"
+    )
+    dog, notifier, logs = watchdog(store, clock, config())
+    await dog.tick()
+    executor = Executor(store, config(), clock=clock)
+    sent = await executor.kill("load-7", expected_token=1, actor="ana", reason="stuck")
+    assert sent.outcome is Outcome.TERM_SENT, sent.message
+    await wait_for(lambda: not pid_alive(proc.pid), what="load-7 to end")
+    (done,) = await executor.complete_pending_kills()
+    assert done.outcome is Outcome.EXITED, done.message
+    # As an engine records a task whose process was killed: failed, exit 143.
+    await store.finish_task(
+        "load-7", owner="test-owner", token=1, state=TaskState.FAILED, exit_code=143
+    )
+    clock.advance(1)
+    await dog.tick()
+    await dog.tick()
+    assert [page.kind for page in notifier.pages] == []
+    said = [line for line in logs if "the kill's outcome" in line]
+    assert said == [
+        "load-7 failed after the kill by ana: the kill's outcome, not a new incident (not paged)"
+    ]
+    recorded = await store.events(task_id="load-7", kind=EventKind.WATCHDOG)
+    assert [event.message for event in recorded] == said
