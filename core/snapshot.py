@@ -335,7 +335,15 @@ class Judge:
                 for upstream in view.task.upstream
                 if upstream in views and views[upstream].health is not Health.SUCCEEDED
             )
-            if waiting:
+            # A waiter (``run --wait``) starts its task once the upstream succeeds, so an
+            # upstream it still waits for that the snapshot lacks has not started yet.
+            lease = view.lease
+            missing = (
+                tuple(upstream for upstream in view.task.upstream if upstream not in views)
+                if lease is not None and lease.held
+                else ()
+            )
+            if waiting or missing:
                 verdict = classify(
                     self.now,
                     view.task,
@@ -344,6 +352,7 @@ class Judge:
                     view.process,
                     view.limits,
                     waiting_on=waiting,
+                    not_started=missing,
                 )
                 views[task_id] = replace(view, verdict=verdict, waiting_on=waiting)
 

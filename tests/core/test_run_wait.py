@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from tests.core.realprocs import Children, wait_for, zombietop
@@ -243,7 +244,12 @@ async def test_a_waiter_that_dies_shows_reclaimable_for_its_own_reason(
 
 
 async def test_a_job_run_after_a_job_that_starts_5s_later_waits_for_it(
-    real_store: SQLiteStore, db: Path, fast_config_path: Path, children: Children, tmp_path: Path
+    real_store: SQLiteStore,
+    db: Path,
+    fast_config: Config,
+    fast_config_path: Path,
+    children: Children,
+    tmp_path: Path,
 ) -> None:
     """The reported fault: cron starts `extract` and `publish --after extract --wait` at the
     same minute; `publish` came first and exited 2 ("no such task ... would wait forever")."""
@@ -260,6 +266,9 @@ async def test_a_job_run_after_a_job_that_starts_5s_later_waits_for_it(
     await wait_for(publish_waiting, while_running=publish, what="publish queued")
     (waiting,) = await real_store.job_runs("publish", 1)
     assert waiting.upstream == ("extract",)
+    view = await _view(Monitor(real_store, fast_config), waiting.task_id)
+    assert view is not None and view.health is Health.QUEUED
+    assert "waiting for extract: not started yet" in view.verdict.context(time.time())
     await asyncio.sleep(5)  # the scenario itself: extract starts 5 s after publish
     assert publish.poll() is None and not done.exists()
     extract = _run(db, fast_config_path, children, "--job", "extract", "--", "sleep", "0.5")
