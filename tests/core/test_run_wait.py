@@ -271,7 +271,22 @@ async def test_a_job_run_after_a_job_that_starts_5s_later_waits_for_it(
     assert "waiting for extract: not started yet" in view.verdict.context(time.time())
     await asyncio.sleep(5)  # the scenario itself: extract starts 5 s after publish
     assert publish.poll() is None and not done.exists()
-    extract = _run(db, fast_config_path, children, "--job", "extract", "--", "sleep", "0.5")
+    go = tmp_path / "go"
+    extract = _run(
+        db, fast_config_path, children, "--job", "extract", "--", "sh", "-c", WAITS_FOR_GO,
+        env={**os.environ, "GO": str(go)},
+    )  # fmt: skip
+
+    async def behind_the_run() -> bool:
+        view = await _view(Monitor(real_store, fast_config), waiting.task_id)
+        runs = await real_store.job_runs("extract", 1)
+        return (
+            bool(runs) and view is not None and [u for u, _ in view.waiting_on] == [runs[0].task_id]
+        )
+
+    # Its row names the run it waits behind, and the root causes can hold it behind that run.
+    await wait_for(behind_the_run, while_running=extract, what="publish behind extract's run")
+    go.touch()
     assert await asyncio.to_thread(extract.wait, 60) == 0
     assert await asyncio.to_thread(publish.wait, 60) == 0
     assert done.exists()
