@@ -68,10 +68,13 @@ def failed_by_kill(view: TaskView) -> bool:
     """True for a failed task that failed after a kill was sent to it: the failure is what
     the kill did (an engine records a killed task as failed), not news for a pager."""
     kill, task = view.pending_kill, view.task
+    # A kill of an earlier attempt says nothing about how this one ended.
+    began = task.claimed_at or task.started_at
     return (
         view.health is Health.FAILED
         and kill is not None
         and task.finished_at is not None
+        and (began is None or began <= kill.term_sent_at)
         and kill.term_sent_at <= task.finished_at
     )
 

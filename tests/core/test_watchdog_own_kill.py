@@ -137,3 +137,14 @@ async def test_a_failure_that_a_kill_caused_is_the_kills_outcome_not_a_page(
     ]
     recorded = await store.events(task_id="load-7", kind=EventKind.WATCHDOG)
     assert [event.message for event in recorded] == said
+
+    # Resumed, the next attempt fails on its own: that failure is news, and pages.
+    resumed = await executor.resume("load-7", expected_token=1, actor="ana")
+    assert resumed.outcome is Outcome.REQUEUED, resumed.message
+    clock.advance(1)
+    lease = await store.acquire_lease("load-7", owner="w2", ttl=60)
+    await store.finish_task("load-7", owner="w2", token=lease.token, state=TaskState.FAILED)
+    clock.advance(1)
+    await dog.tick()
+    assert [page.kind for page in notifier.pages] == ["incident"]
+    assert notifier.pages[0].line.startswith("load-7 failed")
