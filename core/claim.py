@@ -36,28 +36,39 @@ def owner_name(kind: str, host: str) -> str:
     return f"{kind}@{host}:{os.getpid()}"
 
 
-async def check_upstream_exists(store: Store, task_id: str, upstream: Sequence[str]) -> None:
-    """Raise ``UpstreamBlocked`` when an upstream task does not exist (a mistyped name)."""
-    for name in dict.fromkeys(upstream):
-        try:
-            await store.get_task(name)
-        except TaskNotFound:
-            raise UpstreamBlocked(
-                f"not waiting for {name!r}: no such task in {store.describe()}, so {task_id} "
-                "would wait forever; check the --after names"
-            ) from None
+async def job_run_after(store: Store, name: str, since: float) -> Task | None:
+    """The run of job ``name`` that a task waiting since ``since`` waits for, if it exists:
+    the latest run, if it has not finished or was created at ``since`` or later."""
+    runs = await store.job_runs(name, 1)
+    if not runs:
+        return None
+    latest = runs[0]
+    if latest.state.finished and latest.created_at < since:
+        return None
+    return latest
 
 
-async def check_upstream(store: Store, task_id: str, upstream: Sequence[str]) -> None:
-    """Raise ``UpstreamBlocked`` unless every upstream task has succeeded and is not quarantined."""
+async def upstream_task(store: Store, name: str, since: float | None) -> Task | None:
+    """The upstream task ``name``; for a task that has waited since ``since``, else the run
+    of job ``name`` it waits for (``job_run_after``). None when neither exists."""
+    try:
+        return await store.get_task(name)
+    except TaskNotFound:
+        return None if since is None else await job_run_after(store, name, since)
+
+
+async def check_upstream(
+    store: Store, task_id: str, upstream: Sequence[str], since: float | None = None
+) -> None:
+    """Raise ``UpstreamBlocked`` unless every upstream task has succeeded and is not quarantined
+    (``since``: when the task began to wait, to find a job's run named by the job's name)."""
     for name in dict.fromkeys(upstream):
-        try:
-            up = await store.get_task(name)
-        except TaskNotFound:
+        up = await upstream_task(store, name, since)
+        if up is None:
             raise UpstreamBlocked(
                 f"not starting {task_id}: upstream task {name!r} does not exist in "
                 f"{store.describe()}; check the --after names"
-            ) from None
+            )
         if up.quarantined:
             why = f" ({up.quarantine_reason})" if up.quarantine_reason else ""
             raise UpstreamBlocked(
@@ -104,9 +115,10 @@ async def claim_task(
 ) -> Claim:
     """Create the task if it is new, check its upstream, and take its lease.
 
-    With ``wait`` the upstream only has to exist, and the task stays queued under the lease
-    (``zombietop.upstream_wait``). An expired lease is reclaimed (the token grows); a live one
-    raises ``LeaseHeld``, and a finished task ``TaskFinished`` (task ids are single-use).
+    With ``wait`` the upstream is not checked (it may not have started yet), and the task
+    stays queued under the lease (``zombietop.upstream_wait``). An expired lease is reclaimed
+    (the token grows); a live one raises ``LeaseHeld``, and a finished task ``TaskFinished``
+    (task ids are single-use).
     """
     try:
         existing: Task | None = await store.get_task(task_id)
@@ -116,10 +128,9 @@ async def claim_task(
         raise finished_refusal(existing, await store.now())
     upstream = [*(existing.upstream if existing else ()), *after]
     # Checked before creating: a refused start leaves nothing behind in the store.
-    if wait:
-        await check_upstream_exists(store, task_id, upstream)
-    else:
-        await check_upstream(store, task_id, upstream)
+    if not wait:
+        since = None if existing is None else existing.created_at
+        await check_upstream(store, task_id, upstream, since)
     if existing is None:
         try:
             await store.create_task(

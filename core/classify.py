@@ -122,12 +122,14 @@ def classify(
     limits: Limits,
     *,
     waiting_on: Sequence[tuple[str, Health]] = (),
+    not_started: Sequence[str] = (),
     history: JobSummary | None = None,
 ) -> Verdict:
     """Classify one task at ``now``.
 
     ``waiting_on`` lists the upstream tasks that have not succeeded, with their healths, so a
-    queued task can say what it waits behind. ``history`` is the summary of the task's job,
+    queued task can say what it waits behind; ``not_started``, the upstream names a waiting
+    ``run --wait`` holds out for that are no task yet. ``history`` is the summary of the task's job,
     which a run is judged against (``history_judge``).
     """
     reasons: list[Reason] = []
@@ -147,6 +149,10 @@ def classify(
         )
     else:
         health = _waiting_rules(now, task, heartbeat, limits, waiting_on, reasons)
+        reasons.extend(
+            Reason(code="waiting_on_upstream", before=f"waiting for {name}: not started yet")
+            for name in not_started
+        )
         if _waiter_lost(now, task, lease, limits, reasons):
             health = Health.RECLAIMABLE
 

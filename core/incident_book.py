@@ -64,6 +64,32 @@ def ended_by_kill(view: TaskView) -> bool:
     return view.health is Health.DEAD and kill is not None and kill.pid == view.task.pid
 
 
+def failed_by_kill(view: TaskView) -> bool:
+    """True for a failed task that failed after a kill was sent to it: the failure is what
+    the kill did (an engine records a killed task as failed), not news for a pager."""
+    kill, task = view.pending_kill, view.task
+    # A kill of an earlier attempt says nothing about how this one ended.
+    began = task.claimed_at or task.started_at
+    return (
+        view.health is Health.FAILED
+        and kill is not None
+        and task.finished_at is not None
+        and (began is None or began <= kill.term_sent_at)
+        and kill.term_sent_at <= task.finished_at
+    )
+
+
+def killed_line(view: TaskView, incident: Incident) -> str:
+    """``export-2031 killed at stage overrun (stage=transform, was stalled); not finished -
+    resume or discard``."""
+    beat = view.heartbeat
+    stage = f"stage={beat.stage}, " if beat is not None and beat.stage else ""
+    return (
+        f"{view.task_id} killed at stage overrun ({stage}was {incident.health}); "
+        "not finished - resume or discard"
+    )
+
+
 def _still_failing(incident: Incident, snapshot: Snapshot) -> bool:
     """True for a failed run's incident whose job has not succeeded since it opened."""
     if incident.health is not Health.FAILED:
@@ -133,12 +159,18 @@ class IncidentBook:
                 # A stall that ended in a failure: that stretch is over, the failure is news.
                 await self.close(view, look)
                 incident = None
-            if incident is None:
+            if incident is None and failed_by_kill(view):
+                await self.kill_outcome(view, look)
+            elif incident is None:
                 await self.open(view, look)
             else:
                 await self.follow_up(view, look)
             if health.pages:
                 await self.auto_retry(view, look)
+        elif task_id in self.incidents and self.killed_by_us(view):
+            # Our kill stopped the task; it did not finish the work. Until someone resumes or
+            # discards it, the incident stays open and the page says what is left to do.
+            await self.follow_up(view, look)
         elif task_id in self.incidents:
             await self.close(view, look)
 
@@ -223,10 +255,40 @@ class IncidentBook:
         if due is not None:
             if view.health is Health.FAILED:
                 line = failure_line(view, None, look.now)
+            elif self.killed_by_us(view):
+                line = killed_line(view, self.incidents[view.task_id])
             else:
                 line = view.verdict.context(look.now) + self.blocks(view.task_id, look)
             line = await self._noted(view.task_id, line, look)
             await self.notice(look, view.task_id, due, line, view=view)
+
+    async def kill_outcome(self, view: TaskView, look: Look) -> None:
+        """Record, once, that the task failed because of a kill: the one who asked for the kill
+        is told by the kill's outcome, and is not paged for it."""
+        task, kill = view.task, view.pending_kill
+        assert kill is not None
+        key = f"kill-outcome:{task.task_id}:{task.attempt}:{kill.term_sent_at}"
+        if key in self.once:
+            return
+        self.once.add(key)
+        line = (
+            f"{task.task_id} failed after the kill by {kill.requested_by}: "
+            "the kill's outcome, not a new incident (not paged)"
+        )
+        look.logs.append(line)
+        await self.hands.record(EventKind.WATCHDOG, line, task.task_id, {"key": key})
+
+    def killed_by_us(self, view: TaskView) -> bool:
+        """True when a watchdog's kill, sent while the task's incident was open, left the
+        task interrupted."""
+        kill, incident = view.pending_kill, self.incidents.get(view.task_id)
+        return (
+            view.task.state is TaskState.INTERRUPTED
+            and kill is not None
+            and incident is not None
+            and kill.requested_by == self.hands.actor
+            and kill.term_sent_at >= incident.opened_at
+        )
 
     def blocks(self, task_id: str, look: Look) -> str:
         """``; blocks 3: ...``: the waiting tasks held behind this task's incident."""

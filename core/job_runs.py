@@ -53,8 +53,9 @@ async def claim_run(
     command: Sequence[str] = (),
     cwd: str | None = None,
     host: str | None = None,
+    wait: bool = False,
 ) -> Claim:
-    """Start a run of ``job`` and take its lease.
+    """Start a run of ``job`` and take its lease (``wait``: as ``claim_task`` says).
 
     With ``run``, that exact run: an unfinished one is claimed again (resume and attempts stay
     per run), a finished one refused. Without, a new run named by the store's clock.
@@ -75,6 +76,7 @@ async def claim_run(
             command=command,
             cwd=cwd,
             host=host,
+            wait=wait,
         )
 
     if run is not None:

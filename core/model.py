@@ -231,8 +231,12 @@ class Heartbeat:
 
         Includes the time the line took to reach the store (milliseconds for a direct write, up
         to the tail interval under ``zombietop run``), so only seconds of skew mean anything.
+        None for an observed beat: it moves the time the store wrote, but the time the job
+        wrote stays that of its last line, so the two say nothing about the clocks.
         """
-        return None if self.reported_at is None else self.reported_at - self.written_at
+        if self.reported_at is None or self.observed:
+            return None
+        return self.reported_at - self.written_at
 
     @classmethod
     def from_row(cls, row: Row) -> Heartbeat:

@@ -54,6 +54,8 @@ ERROR_LIMIT = 2000
 WORD_LIMIT = 200
 """The most characters of one word in either (a task id, a path, a stage): cut in its middle,
 so the words around it, the verdict and the action, stay."""
+LOG_LIMIT = 2000
+"""The most characters of one line the watchdog writes to its log."""
 ID_LIMIT = 4096
 """The most characters of a task id handed to a channel on its own (``$ZOMBIETOP_TASK``)."""
 

@@ -68,7 +68,7 @@ from zombietop.signal_forwarding import SignalForwarding
 from zombietop.start_identity import ProcessStart
 from zombietop.store import Store, location_of
 from zombietop.stray_beats import StrayBeats
-from zombietop.upstream_wait import UpstreamWait
+from zombietop.upstream_wait import UpstreamWait, resolve_after
 
 EXIT_CANNOT_START = 127
 PUMP_DRAIN = 2.0
@@ -207,6 +207,10 @@ class Runner:
         type_limits = self.config.limits_for(spec.step_type or spec.job)
         # Before the claim: a state directory that is not safely ours must not leave it claimed.
         folder = self._heartbeat_folder()
+        if spec.after:
+            # A job's name in --after means one of its runs (``upstream_wait``).
+            window = type_limits.queue_timeout or type_limits.lease_ttl
+            spec = replace(spec, after=await resolve_after(self.store, spec.after, window))
         while True:
             if spec.wait:
                 waited = await self._wait_for_upstream(spec, owner, type_limits, cwd)
@@ -252,6 +256,7 @@ class Runner:
                 command=spec.command,
                 cwd=cwd,
                 host=self.host,
+                wait=wait,
             )
         return await claim_task(
             self.store,
@@ -273,18 +278,15 @@ class Runner:
     ) -> RunSpec | int:
         """Record the task queued behind its upstream and wait (``zombietop.upstream_wait``);
         the spec to start with once the upstream succeeded, else the exit status."""
-        if spec.job is not None:
-            raise ZombietopError(
-                "--wait works with --task, not --job: name the task that waits, e.g. "
-                "zombietop run --task load-2031 --after export-2031 --wait -- ./load.sh"
-            )
-        spec = replace(spec, task_id=spec.task_id or default_task_id(spec.command))
+        if spec.job is None:
+            spec = replace(spec, task_id=spec.task_id or default_task_id(spec.command))
         claim = await self._claim(spec, owner, limits.lease_ttl, cwd, wait=True)
         code = await UpstreamWait(self.store, self._say).wait(
             claim, interval=limits.heartbeat_interval, ttl=limits.lease_ttl, command=spec.command
         )
-        # The upstream is in the task's record now: claiming again must not add it twice.
-        return code if code is not None else replace(spec, after=())
+        # The upstream is in the task's record now: claiming again must not add it twice, and
+        # a job's run waited for is the run to start.
+        return code if code is not None else replace(spec, after=(), run_id=claim.task.run_id)
 
     def _heartbeat_folder(self) -> Path:
         if self.store_path is not None:

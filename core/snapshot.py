@@ -328,14 +328,28 @@ class Judge:
     def wait(self, views: dict[str, TaskView], queued: Iterable[str]) -> None:
         """Say which upstream the ``queued`` tasks wait behind, and in what state (a second
         look, once every task in ``views`` is judged)."""
+        runs: dict[str, TaskView] | None = None
         for task_id in queued:
             view = views[task_id]
-            waiting = tuple(
-                (upstream, views[upstream].health)
-                for upstream in view.task.upstream
-                if upstream in views and views[upstream].health is not Health.SUCCEEDED
-            )
-            if waiting:
+            lease = view.lease
+            waiter = lease is not None and lease.held
+            waiting: list[tuple[str, Health]] = []
+            missing: list[str] = []
+            for upstream in view.task.upstream:
+                up = views.get(upstream)
+                if up is None and waiter:
+                    # ``run --after JOB --wait`` waits for a run of the job (``upstream_wait``).
+                    runs = latest_runs(views) if runs is None else runs
+                    up = runs.get(upstream)
+                    if up is not None and up.task.finished_at is not None:
+                        up = up if up.task.created_at >= view.task.created_at else None
+                    if up is None:
+                        # Its waiter starts it once the upstream succeeds, so an upstream
+                        # still waited for that the snapshot lacks has not started yet.
+                        missing.append(upstream)
+                if up is not None and up.health is not Health.SUCCEEDED:
+                    waiting.append((up.task_id, up.health))
+            if waiting or missing:
                 verdict = classify(
                     self.now,
                     view.task,
@@ -344,8 +358,21 @@ class Judge:
                     view.process,
                     view.limits,
                     waiting_on=waiting,
+                    not_started=missing,
                 )
-                views[task_id] = replace(view, verdict=verdict, waiting_on=waiting)
+                views[task_id] = replace(view, verdict=verdict, waiting_on=tuple(waiting))
+
+
+def latest_runs(views: Mapping[str, TaskView]) -> dict[str, TaskView]:
+    """Each job's latest run among ``views``, by its job's name."""
+    latest: dict[str, TaskView] = {}
+    for view in views.values():
+        job = view.task.job
+        if job is not None and (
+            job not in latest or (view.task.run_number or 0) > (latest[job].task.run_number or 0)
+        ):
+            latest[job] = view
+    return latest
 
 
 def waits_on_upstream(task: Task) -> bool:

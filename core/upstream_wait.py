@@ -16,6 +16,13 @@ there is nothing to beat, to kill or to resume, and the page (if any) belongs to
 The lease is what tells a live waiter from a dead one: a waiter that dies stops renewing, the
 lease expires, and the task shows ``reclaimable`` for its own reason.
 
+An upstream may not have started yet: cron starts ``extract`` and ``publish --after extract
+--wait`` at the same minute, and either may come first. A name that is no task yet is waited
+for. A job's name means one of its runs: its latest run if that has not finished or started
+within ``queue_timeout`` (``lease_ttl`` when that is off) before the waiting task, or else its
+next run (``resolve_after``, then ``_look`` each round). A name that never appears is waited
+for until a human ends the wait; past ``queue_timeout`` the task is ``queued_too_long``.
+
 SIGTERM, SIGINT and SIGHUP end the wait cleanly: the task ends ``interrupted`` with who
 stopped it, and the wrapper exits 128 + the signal's number, as a shell would.
 """
@@ -27,7 +34,7 @@ import contextlib
 import signal
 from collections.abc import Callable, Sequence
 
-from zombietop.claim import Claim
+from zombietop.claim import Claim, job_run_after, upstream_task
 from zombietop.errors import LeaseLost, StoreError, TaskNotFound
 from zombietop.model import TaskState
 from zombietop.store import Store
@@ -45,6 +52,23 @@ def _upstream_word(names: Sequence[str]) -> str:
     return ", ".join(names)
 
 
+async def resolve_after(store: Store, after: Sequence[str], window: float) -> tuple[str, ...]:
+    """Name each upstream by its task id where it can be known now: a task's own id, or a
+    job's run (``job_run_after``) that started within ``window`` seconds before now. A name
+    that is neither stays as given, and ``UpstreamWait`` looks for it each round."""
+    now = await store.now()
+    names: list[str] = []
+    for name in after:
+        try:
+            await store.get_task(name)
+        except TaskNotFound:
+            run = await job_run_after(store, name, now - window)
+            names.append(name if run is None else run.task_id)
+        else:
+            names.append(name)
+    return tuple(names)
+
+
 class UpstreamWait:
     """Hold a queued task's lease until its upstream succeeds, ends badly, or a signal comes."""
 
@@ -53,6 +77,8 @@ class UpstreamWait:
         self.say = say
         self.stopped_by: signal.Signals | None = None
         self._stop = asyncio.Event()
+        self._not_started: set[str] = set()
+        """Upstream names said once to have not started yet."""
 
     async def wait(
         self, claim: Claim, *, interval: float, ttl: float, command: Sequence[str]
@@ -98,12 +124,16 @@ class UpstreamWait:
         waiting = False
         for name in upstream:
             try:
-                up = await self.store.get_task(name)
-            except TaskNotFound:
-                return await self._fail(claim, f"upstream {name} no longer exists", command)
+                up = await upstream_task(self.store, name, claim.task.created_at)
             except StoreError as exc:
                 self.say(f"could not read upstream {name} of {task_id}: {exc}")
                 return "wait"
+            if up is None:
+                if name not in self._not_started:
+                    self._not_started.add(name)
+                    self.say(f"{task_id} waits for {name}: not started yet")
+                waiting = True
+                continue
             if up.state in GONE:
                 why = f" ({up.state_reason})" if up.state_reason else ""
                 return await self._fail(claim, f"upstream {name} was {up.state}{why}", command)

@@ -43,7 +43,7 @@ from zombietop.model import EventKind
 from zombietop.monitor import Monitor, Snapshot, TaskView
 from zombietop.notify import DeliveryResult, Notifier, Page
 from zombietop.poll_trust import PollTrust
-from zombietop.printable import printable
+from zombietop.printable import LOG_LIMIT, bounded
 from zombietop.retention import keep_pruning, prune
 from zombietop.root_causes import RootCauses
 from zombietop.schedule_watch import ScheduleWatch
@@ -107,8 +107,9 @@ class Watchdog:
         self.executor = executor
         self.clock = clock or SystemClock()
         self.dry_run = dry_run
-        self.log: Callable[[str], None] = lambda line: log(printable(line))
-        """Every line the watchdog says goes out printable, whatever sink it is given."""
+        self.log: Callable[[str], None] = lambda line: log(bounded(line, limit=LOG_LIMIT))
+        """Every line the watchdog says goes out printable and bounded, whatever sink it is
+        given: a task id of 100,000 characters must not make a log line of that size."""
         self.host = socket.gethostname()
         self.actor = f"watchdog@{self.host}"
         self.pid = os.getpid() if pid is None else pid

@@ -79,8 +79,9 @@ class DemoJob:
     wrapped: bool = True
     """Started through ``zombietop run``; False: the SDK takes the lease itself."""
     after: tuple[str, ...] = ()
+    """Its upstream: ``zombietop run --after ... --wait`` starts it once they succeed."""
     start: bool = True
-    """False: created queued and left for its upstream, like a scheduler would."""
+    """False: created queued, then waits for its upstream (it has no heartbeat to wait for)."""
 
 
 JOBS: tuple[DemoJob, ...] = (
@@ -335,12 +336,15 @@ def launch(paths: DemoPaths, jobs: Sequence[DemoJob]) -> Launched:
     launched = Launched()
     launched.start("watchdog", zombietop_argv(paths, "watch"), env, paths.watch_log, paths.folder)
     for job in jobs:
-        if not job.start:
+        if not job.start and not job.after:
             continue
         argv = worker_argv(job, paths)
         if job.wrapped:
+            # A job with upstream waits for it: without a waiter, nothing would start it.
+            wait = [word for name in job.after for word in ("--after", name)]
+            wait += ["--wait"] if wait else []
             argv = zombietop_argv(
-                paths, "run", "--task", job.task_id, "--type", STEP_TYPE, "--", *argv
+                paths, "run", "--task", job.task_id, "--type", STEP_TYPE, *wait, "--", *argv
             )
         launched.start(job.task_id, argv, env, paths.job_log(job.task_id), paths.folder)
     return launched

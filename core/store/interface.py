@@ -56,6 +56,8 @@ class Store(OnCallInterface):
     """One lease/heartbeat store. Use as ``async with await open_store(...) as store``."""
 
     read_only: bool
+    created: bool = False
+    """True when opening the store created it: a new, empty store file."""
 
     @property
     def local_clock(self) -> bool:

@@ -22,7 +22,7 @@ import aiosqlite
 
 from zombietop.clock import AnchoredClock, Clock, SystemClock, boot_identity, host_boottime
 from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing, StoreReplaced
-from zombietop.locations import file_identity
+from zombietop.locations import default_store_path, file_identity
 from zombietop.model import Task
 from zombietop.store import queries
 from zombietop.store.columns import fill_columns
@@ -130,7 +130,9 @@ class SQLiteStore(SQLStore[Connection]):
                     f"no store at {path}: start a job with `zombietop run`, create one with "
                     "`zombietop init`, or point --db / ZOMBIETOP_DB at an existing store"
                 )
-            _create_private_file(path)
+            created = _create_private_file(path)
+        else:
+            created = False
         if path.is_dir():
             raise StoreError(f"{path} is a directory, not a store file; pass the file with --db")
         if read_only:
@@ -153,6 +155,7 @@ class SQLiteStore(SQLStore[Connection]):
             raise StoreError(f"cannot open store {path}: {exc}") from None
         db.row_factory = sqlite3.Row
         store = cls(db, path, clock or SystemClock(), read_only)
+        store.created = created
         try:
             await store._prepare()
             if clock is None:
@@ -429,16 +432,27 @@ def _read_only_uri(path: Path) -> str:
     )
 
 
-def _create_private_file(path: Path) -> None:
-    """Create the store file readable by its owner only (SQLite gives -wal and -shm its mode)."""
+def _create_private_file(path: Path) -> bool:
+    """Create the store file readable by its owner only (SQLite gives -wal and -shm its mode);
+    True when this call created it.
+
+    Only the default store's folder is made when it is missing. Any other missing folder is
+    most likely a typo in ``--db``: a store made there would be one that no dashboard watches.
+    """
+    if not path.parent.is_dir() and path.parent != default_store_path().parent:
+        raise StoreMissing(
+            f"cannot create store {path}: the folder {path.parent} does not exist; check "
+            "--db / ZOMBIETOP_DB for a typo, or create the folder first"
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
-        return
+        return False
     except OSError as exc:
         raise StoreError(f"cannot create store {path}: {exc.strerror}") from None
     os.close(fd)
+    return True
 
 
 def _statements(script: str) -> list[str]:

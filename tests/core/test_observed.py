@@ -308,3 +308,36 @@ def test_a_progress_bar_shows_as_a_terminal_leaves_it(tmp_path: Path) -> None:
     log.close()
     last = read_last_output(store, "bar", 1)
     assert last is not None and last.line == " 90%" and last.lines == ("copying", " 90%")
+
+
+async def test_an_observed_beat_after_a_line_shows_no_clock_skew(
+    real_store: SQLiteStore,
+    db: Path,
+    fast_config: Config,
+    fast_config_path: Path,
+    children: Children,
+) -> None:
+    """The reported fault: the demo's detail view said the worker's clock was 3 s behind the
+    store's, on one host: an observed beat moved the store's time of the beat, while the job's
+    own time stayed that of its last line."""
+    script = (
+        'echo "stage=transform p=61 at=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> '
+        '"$ZOMBIETOP_HEARTBEAT_FILE"; while :; do echo tick; sleep 0.1; done'
+    )
+    _run(db, fast_config_path, children, "quiet-after-a-line", script)
+    monitor = Monitor(real_store, fast_config, probe=PsutilProbe())
+
+    async def observed_later() -> bool:
+        view = (await monitor.poll()).by_id().get("quiet-after-a-line")
+        beat = None if view is None else view.heartbeat
+        return (
+            beat is not None
+            and beat.observed
+            and beat.reported_at is not None
+            and beat.written_at - beat.reported_at >= 2.5
+        )
+
+    await wait_for(observed_later, timeout=30, what="an observed beat 2.5 s after the line")
+    view = (await monitor.poll()).by_id()["quiet-after-a-line"]
+    assert view.heartbeat is not None and view.heartbeat.stage == "transform"
+    assert view.clock_skew_s is None

@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from tests.core.realprocs import Children, wait_for, zombietop
@@ -240,3 +241,75 @@ async def test_a_waiter_that_dies_shows_reclaimable_for_its_own_reason(
         if lease is not None and lease.held and lease.owner is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(lease.owner.rsplit(":", 1)[1]), signal.SIGKILL)
+
+
+async def test_a_job_run_after_a_job_that_starts_5s_later_waits_for_it(
+    real_store: SQLiteStore,
+    db: Path,
+    fast_config: Config,
+    fast_config_path: Path,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    """The reported fault: cron starts `extract` and `publish --after extract --wait` at the
+    same minute; `publish` came first and exited 2 ("no such task ... would wait forever")."""
+    done = tmp_path / "published"
+    publish = _run(
+        db, fast_config_path, children,
+        "--job", "publish", "--after", "extract", "--wait", "--", "touch", str(done),
+    )  # fmt: skip
+
+    async def publish_waiting() -> bool:
+        runs = await real_store.job_runs("publish", 1)
+        return bool(runs) and await _waiting(real_store, runs[0].task_id)
+
+    await wait_for(publish_waiting, while_running=publish, what="publish queued")
+    (waiting,) = await real_store.job_runs("publish", 1)
+    assert waiting.upstream == ("extract",)
+    view = await _view(Monitor(real_store, fast_config), waiting.task_id)
+    assert view is not None and view.health is Health.QUEUED
+    assert "waiting for extract: not started yet" in view.verdict.context(time.time())
+    await asyncio.sleep(5)  # the scenario itself: extract starts 5 s after publish
+    assert publish.poll() is None and not done.exists()
+    go = tmp_path / "go"
+    extract = _run(
+        db, fast_config_path, children, "--job", "extract", "--", "sh", "-c", WAITS_FOR_GO,
+        env={**os.environ, "GO": str(go)},
+    )  # fmt: skip
+
+    async def behind_the_run() -> bool:
+        view = await _view(Monitor(real_store, fast_config), waiting.task_id)
+        runs = await real_store.job_runs("extract", 1)
+        return (
+            bool(runs) and view is not None and [u for u, _ in view.waiting_on] == [runs[0].task_id]
+        )
+
+    # Its row names the run it waits behind, and the root causes can hold it behind that run.
+    await wait_for(behind_the_run, while_running=extract, what="publish behind extract's run")
+    go.touch()
+    assert await asyncio.to_thread(extract.wait, 60) == 0
+    assert await asyncio.to_thread(publish.wait, 60) == 0
+    assert done.exists()
+    (published,) = await real_store.job_runs("publish", 1)
+    assert published.task_id == waiting.task_id  # the waiting run started, no second run
+    assert published.state is TaskState.SUCCEEDED
+    assert publish.stderr is not None
+    said = publish.stderr.read().decode()
+    assert "waits for extract: not started yet" in said
+    assert "succeeded: starting publish/" in said
+
+
+async def test_after_a_job_name_means_its_latest_run_when_that_started_just_before(
+    real_store: SQLiteStore, db: Path, fast_config_path: Path, children: Children
+) -> None:
+    extract = _run(db, fast_config_path, children, "--job", "extract", "--", "sleep", "0.5")
+    assert await asyncio.to_thread(extract.wait, 60) == 0
+    (ran,) = await real_store.job_runs("extract", 1)
+    publish = _run(
+        db, fast_config_path, children, "--job", "publish", "--after", "extract", "--wait",
+        "--", "true",
+    )  # fmt: skip
+    assert await asyncio.to_thread(publish.wait, 60) == 0
+    (published,) = await real_store.job_runs("publish", 1)
+    assert published.upstream == (ran.task_id,)
+    assert published.state is TaskState.SUCCEEDED

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.tui.test_cli_status import build_store
+from zombietop.clock import FakeClock
+from zombietop.heartbeat_line import parse_line
+from zombietop.store import open_store
 from zombietop.tui.cli.main import main
 
 
@@ -102,3 +107,30 @@ def test_watch_once_waits_for_its_deliveries_before_it_exits(tmp_path: Path) -> 
     )
     assert main(["watch", "--once", "--db", str(db), "--config", str(config)]) == 0
     assert pages.read_text().startswith("stalled-1 stalled: ")
+
+
+def test_watch_bounds_each_log_line_about_a_task_with_a_huge_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reported fault: a task id of 100,000 characters made a `would quarantine` line of
+    100,000 characters in the log, while the page itself was bounded."""
+    db, task_id = tmp_path / "z.db", "x" * 100_000
+
+    async def build() -> None:
+        clock = FakeClock(time.time() - 3600)
+        async with await open_store(db, create=True, clock=clock) as store:
+            await store.create_task(
+                task_id=task_id, run_id="r", step="s", step_type="default", actor="test"
+            )
+            lease = await store.acquire_lease(task_id, owner="w1@box", ttl=6 * 3600)
+            await store.record_heartbeat(
+                task_id, parse_line("stage=load p=5"), owner="w1@box", token=lease.token
+            )
+
+    asyncio.run(build())
+    assert main(["watch", "--once", "--dry-run", "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    said = [line for line in lines if "would quarantine" in line]
+    assert len(said) == 1
+    assert "characters cut" in said[0]
+    assert max(len(line) for line in lines) < 2100

@@ -313,3 +313,26 @@ def test_speed_must_be_a_sensible_number(speed: str, capsys: pytest.CaptureFixtu
         main(["demo", "--speed", speed])
     assert exc.value.code == 2
     assert "--speed" in capsys.readouterr().err
+
+
+def test_demo_publish_starts_once_its_upstream_is_resumed_and_succeeds(
+    demo: DemoPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reported fault: publish-2031 stayed `queued` for ever after export-2031 was resumed
+    and succeeded, since nothing waited to start it."""
+    start(demo)
+    store = ("--db", str(demo.db), "--config", str(demo.config))
+    wait_until(demo, capsys, {"queued behind a quarantined upstream": blocked_behind_quarantine})
+    resumed = zombietop("resume", "export-2031", "--yes", *store)
+    assert "export-2031: relaunched:" in resumed.stdout, resumed.stdout + resumed.stderr
+    wait_until(
+        demo,
+        capsys,
+        {
+            "export succeeded": health("export-2031", "succeeded"),
+            "publish succeeded": health("publish-2031", "succeeded"),
+        },
+    )
+    pids = live_pids(demo, status(demo, capsys))
+    stop(demo)
+    assert_all_gone(demo, pids)

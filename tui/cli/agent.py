@@ -10,15 +10,20 @@ from zombietop.agent import AGENT_INTERVAL_S, Agent
 from zombietop.executor import Executor
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.sources import open_sources
-from zombietop.store import open_store
-from zombietop.tui.cli.context import EXIT_OK, add_command, context_of, source_flags
+from zombietop.tui.cli.context import (
+    EXIT_OK,
+    add_command,
+    context_of,
+    open_or_create,
+    source_flags,
+)
 
 
 async def cmd_agent(args: argparse.Namespace) -> int:
     ctx = context_of(args)
     host = args.host or this_host()
     async with (
-        await open_store(ctx.db, create=True) as store,
+        await open_or_create(ctx.db) as store,
         open_sources(ctx.sources) as sources,
     ):
         agent = Agent(

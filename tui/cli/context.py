@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any, TypeVar
 from zombietop.config import Config, SourceSettings, load_config, resolve_config_path
 from zombietop.locations import SOURCES_ENV, default_store_path, store_location
 from zombietop.sources import check_source_url
+from zombietop.store import Store, open_store
 
 EXIT_OK, EXIT_NOT_DONE, EXIT_ERROR = 0, 1, 2
 """Done; asked but not (yet) done (a kill an agent must carry out); failed or misused."""
@@ -101,6 +103,15 @@ def resolve_store_path(flag: str | None, config: Config) -> Path | str:
     if config.store_path is not None:
         return config.store_path
     return default_store_path()
+
+
+async def open_or_create(location: Path | str) -> Store:
+    """Open the store at ``location``, creating it when it is missing; say where a new one is,
+    once, on stderr, since a store nobody watches is easy to make by a typo."""
+    store = await open_store(location, create=True)
+    if store.created:
+        print(f"zombietop: created a new store at {store.describe()}", file=sys.stderr)
+    return store
 
 
 def context_of(args: argparse.Namespace) -> Context:

@@ -29,6 +29,7 @@ from zombietop.tui.cli.context import (
     EXIT_OK,
     add_command,
     context_of,
+    open_or_create,
     source_flags,
 )
 
@@ -59,13 +60,16 @@ def _add_run(
         "succeeded; with --wait, record the task queued behind it instead, hold its lease, "
         "check every heartbeat_interval, and start the command once every --after task has "
         "succeeded. A discarded or failed --after task ends the waiting task failed (exit 1); "
-        "a quarantined or interrupted one keeps it waiting, shown blocked. SIGTERM, SIGINT or "
+        "a quarantined or interrupted one keeps it waiting, shown blocked; one that has not "
+        "started yet is waited for. --after may name a job: its latest run if unfinished or "
+        "recent, else its next run. SIGTERM, SIGINT or "
         "SIGHUP while waiting ends it interrupted (exit 128 + the signal).",
         examples=(
             "zombietop run --job nightly-export -- ./export.sh",
             "zombietop run --task export-2031 --type export -- ./export.sh",
             "zombietop run --task load-2031 --after export-2031 -- ./load.sh",
             "zombietop run --task publish-2031 --after load-2031 --wait -- ./publish.sh",
+            "zombietop run --job publish --after extract --wait -- ./publish.sh",
         ),
         usage="zombietop run [--job NAME | --task ID] [--run RUN] [--type TYPE] [--after TASK ...] "
         "[--wait] [--db PATH|URL] [--config PATH] -- CMD ARGS...",
@@ -94,13 +98,15 @@ def _add_run(
         nargs="+",
         default=[],
         metavar="TASK",
-        help="refuse to start until these tasks have succeeded (with --wait: wait for them)",
+        help="refuse to start until these tasks (or a job's latest run) have succeeded (with "
+        "--wait: wait for them)",
     )
     run.add_argument(
         "--wait",
         action="store_true",
-        help="with --task: record the task queued, blocked by its --after tasks, and start "
-        "the command when they have all succeeded (a resume relaunches a waiting task so)",
+        help="record the task queued, blocked by its --after tasks (also those not started "
+        "yet), and start the command when they have all succeeded (a resume relaunches a "
+        "waiting task so)",
     )
     run.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     run.set_defaults(handler=cmd_run)
@@ -164,7 +170,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             "nothing to run: give a command after --, e.g. zombietop run -- ./job.sh"
         )
     ctx = context_of(args)
-    async with await open_store(ctx.db, create=True) as store:
+    async with await open_or_create(ctx.db) as store:
         runner = Runner(store, ctx.config, store_path=ctx.db)
         return await runner.run(
             RunSpec(

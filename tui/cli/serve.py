@@ -18,8 +18,7 @@ from zombietop.config import ListenAddress, parse_listen
 from zombietop.extras import require
 from zombietop.printable import printable
 from zombietop.procs import this_host
-from zombietop.store import open_store
-from zombietop.tui.cli.context import EXIT_OK, add_command, context_of
+from zombietop.tui.cli.context import EXIT_OK, add_command, context_of, open_or_create
 
 
 def _log(line: str) -> None:
@@ -53,7 +52,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         )
     logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
     # A ping may be the first thing a store hears of: create it, as `zombietop run` does.
-    async with await open_store(ctx.db, create=True) as store:
+    async with await open_or_create(ctx.db) as store:
         book = PingBook(store, config, host=this_host())
         served = await PingServer.start(
             book,
