@@ -6,7 +6,9 @@ job's ``lease_ttl`` and renewed by each beat, so a job that stops pinging is fou
 whose lease expired, exactly as a run whose wrapper died. ``?rid=`` names the run (its task id
 is ``<job>/<rid>``) so overlapping runs are told apart; without it a ping speaks for the job's
 newest open run. The lease's owner and token are read back from the store at each ping, so a
-restart of ``serve`` loses nothing.
+restart of ``serve`` loses nothing. A ping touches only the runs pings opened (their lease is
+held by ``http@...``): any other run, a ``zombietop run --job`` one above all, is answered as
+an unknown job.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ PINGS_READ = 1000
 """How many of the latest ping events ``last_pings`` reads to find each job's latest."""
 OPEN_RUNS_LOOKED_AT = 50
 """How many of a job's newest runs are searched for its open one."""
+SAME_START = 30.0
+"""Seconds after a start in which another start of the job (no ``rid``) is the same start sent
+again, by a client that timed out waiting for the answer and retried: it opens no new run.
+Shorter than the shortest cron interval, one minute."""
 
 
 class Ping(StrEnum):
@@ -123,7 +129,9 @@ class PingBook:
                 return None
             await self._keep_output(task, body)
             return PingResult(task_id=task.task_id, state=task.state)
-        if kind is Ping.START or task is None:
+        if kind is Ping.START and task is not None and (rid is not None or await self._new(task)):
+            pass  # the same start again (a client's retry after a timeout): the same run
+        elif kind is Ping.START or task is None:
             if task is not None and rid is None:
                 # A start without a rid while a run is open: that run ended unreported.
                 # The new one takes its place, as healthchecks restarts its timer.
@@ -151,13 +159,26 @@ class PingBook:
                 task = await self.store.get_task(f"{job}/{rid}")
             except TaskNotFound:
                 return None
-            return task if task.state.executing else None
+            lease = await self.store.get_lease(task.task_id)
+            if task.state.executing and lease is not None and lease.over_http:
+                return task
+            # A run that pings did not open (a `zombietop run --job`, whose id is easy to
+            # guess), or one that has ended: a ping may not touch it, and may not learn that
+            # it exists either.
+            raise UnknownJob(job)
         for task in await self.store.job_runs(job, OPEN_RUNS_LOOKED_AT):
             if task.state.executing:
                 lease = await self.store.get_lease(task.task_id)
                 if lease is not None and lease.over_http:
                     return task
         return None
+
+    async def _new(self, task: Task) -> bool:
+        """True when the run started less than ``SAME_START`` seconds ago."""
+        lease = await self.store.get_lease(task.task_id)
+        if lease is None or lease.acquired_at is None:
+            return False
+        return await self.store.now() - lease.acquired_at < SAME_START
 
     async def _claim(self, job: str, rid: str | None) -> Claim:
         ttl = self.config.limits_for(job).lease_ttl
@@ -170,8 +191,8 @@ class PingBook:
 
     async def _lease(self, task: Task) -> tuple[str, int]:
         lease = await self.store.get_lease(task.task_id)
-        if lease is None or lease.owner is None:
-            raise StoreError(f"{task.task_id} holds no lease")
+        if lease is None or not lease.over_http or lease.owner is None:
+            raise StoreError(f"{task.task_id} is not a run reported over HTTP")
         return lease.owner, lease.token
 
     async def _beat(self, task: Task, beat: BeatLine) -> PingResult:
