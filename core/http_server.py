@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -119,6 +120,13 @@ class HttpServer:
         response: web.StreamResponse = await handler(request)
         return response
 
+    def connection(self, request: web.Request) -> Connection | None:
+        """When the connection of ``request`` is cut, and the event set once it is gone."""
+        guard = self._guards.get(request.transport) if request.transport else None
+        if guard is None:
+            return None
+        return Connection(cut_at=guard.cut_at, gone=guard.gone)
+
     def _admit(self, transport: asyncio.BaseTransport, guard: _Guard) -> None:
         if len(self._guards) >= self.max_connections:
             waiting = (g for g in self._guards.values() if not g.asked)
@@ -172,12 +180,18 @@ class _Guard(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
         self.asked = False
         """Its request was read whole (it is being answered)."""
+        self.cut_at = 0.0
+        """The loop's time at which it is cut off."""
+        self.gone = asyncio.Event()
+        """Set once the connection is closed, by either side."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         self.server._admit(transport, self)
-        self.timer = asyncio.get_running_loop().call_later(self.server.deadline, self._cut)
+        loop = asyncio.get_running_loop()
+        self.cut_at = loop.time() + self.server.deadline
+        self.timer = loop.call_at(self.cut_at, self._cut)
         self.inner.connection_made(transport)
 
     def _cut(self) -> None:
@@ -198,6 +212,7 @@ class _Guard(asyncio.Protocol):
         self.inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.gone.set()
         if self.timer is not None:
             self.timer.cancel()
         if self.transport is not None:
@@ -206,8 +221,23 @@ class _Guard(asyncio.Protocol):
         self.inner.connection_lost(exc)
 
 
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """What a handler may know of its connection: a handler that writes gives up in time."""
+
+    cut_at: float
+    """The loop's time at which the connection is cut off (its deadline)."""
+    gone: asyncio.Event
+    """Set once the connection is closed: the client left, or was cut off."""
+
+
 SERVER = web.AppKey("zombietop_http_server", HttpServer)
 """The ``HttpServer`` serving an application, in the application (``hold``)."""
+
+
+def connection_of(request: web.Request) -> Connection | None:
+    """The deadline and the end of the connection of ``request`` (None outside the bounds)."""
+    return request.config_dict[SERVER].connection(request)
 
 
 def hold(request: web.Request) -> None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -29,6 +31,7 @@ from zombietop.job_runs import claim_run
 from zombietop.model import HTTP_OWNER, EventKind, Task, TaskState
 from zombietop.output import private_output_path
 from zombietop.private import open_read, replace_file
+from zombietop.serve.rate import RateLimit
 from zombietop.store import Store, location_of
 
 REPORTED_OVER_HTTP = "reported over HTTP"
@@ -38,6 +41,9 @@ VIA = "http"
 """The ``via`` of a ping event and of ``status --json``'s ``pings``."""
 PINGS_READ = 1000
 """How many of the latest ping events ``last_pings`` reads to find each job's latest."""
+NEW_JOBS_PER_MINUTE = 60
+"""Jobs that pings may create (``?create=1``) in any minute, every job together: a leaked key
+cannot fill the store with names."""
 OPEN_RUNS_LOOKED_AT = 50
 """How many of a job's newest runs are searched for its open one."""
 SAME_START = 30.0
@@ -59,6 +65,30 @@ class UnknownJob(ZombietopError):
     """The job has never run and the ping did not ask to create it."""
 
 
+class TooLate(ZombietopError):
+    """The ping was given up before it changed anything: its client left, or its time to
+    answer was running out (the store was locked or busy)."""
+
+
+class TooManyJobs(ZombietopError):
+    """Over ``NEW_JOBS_PER_MINUTE`` jobs were created by pings in the last minute."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """When a ping may still start to write: before ``write_by`` (the loop's time) and while
+    its client is still there (``gone`` not set). Past that it changes nothing."""
+
+    write_by: float | None = None
+    gone: asyncio.Event | None = None
+
+    def check(self) -> None:
+        if self.gone is not None and self.gone.is_set():
+            raise TooLate("the client left before the ping was applied")
+        if self.write_by is not None and asyncio.get_running_loop().time() >= self.write_by:
+            raise TooLate("the store was too slow to apply the ping in time")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PingResult:
     task_id: str
@@ -68,13 +98,21 @@ class PingResult:
 class PingBook:
     """Apply pings to the store for the jobs of ``config``."""
 
-    def __init__(self, store: Store, config: Config, *, host: str) -> None:
+    def __init__(
+        self,
+        store: Store,
+        config: Config,
+        *,
+        host: str,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.store = store
         self.config = config
         self.owner = owner_name(HTTP_OWNER, host)
         self.host = host
         self._lock = asyncio.Lock()
         """One ping at a time changes the store: a start and its end never race."""
+        self._new_jobs = RateLimit(NEW_JOBS_PER_MINUTE, clock, max_jobs=1)
 
     async def known(self, job: str) -> bool:
         """A job is known once it has a run, a ``[step_types]`` entry or a schedule."""
@@ -92,11 +130,26 @@ class PingBook:
         body: bytes,
         exit_code: int | None = None,
         beat: BeatLine | None = None,
+        gate: Gate = Gate(),
     ) -> PingResult | None:
-        """Apply one ping; None for a log with no open run. Raise ``UnknownJob``."""
-        async with self._lock:
+        """Apply one ping; None for a log with no open run. Raise ``UnknownJob``, or
+        ``TooLate`` when ``gate`` closed before the ping began to write: once it has begun, a
+        ping is applied whole."""
+        try:
+            async with asyncio.timeout_at(gate.write_by):
+                await self._lock.acquire()
+        except TimeoutError:
+            raise TooLate("other pings held the store for too long") from None
+        try:
             result = await self._apply(
-                job, kind, rid=rid, create=create, body=body, exit_code=exit_code, beat=beat
+                job,
+                kind,
+                rid=rid,
+                create=create,
+                body=body,
+                exit_code=exit_code,
+                beat=beat,
+                gate=gate,
             )
             # The event names the job and what it said, never the URL: that holds the key.
             said = f"/{exit_code}" if kind is Ping.EXIT else str(kind)
@@ -108,6 +161,8 @@ class PingBook:
                 data={"job": job, "ping": said, "via": VIA},
             )
             return result
+        finally:
+            self._lock.release()
 
     async def _apply(
         self,
@@ -119,19 +174,25 @@ class PingBook:
         body: bytes,
         exit_code: int | None,
         beat: BeatLine | None,
+        gate: Gate,
     ) -> PingResult | None:
         if not await self.known(job):
             if not create:
                 raise UnknownJob(job)
+            if not self._new_jobs.allow(""):
+                raise TooManyJobs(f"over {NEW_JOBS_PER_MINUTE} new jobs a minute")
         task = await self._open_run(job, rid)
+        again = False
+        if kind is Ping.START and task is not None:
+            again = rid is not None or await self._new(task)
+        gate.check()  # only reads so far: giving up here changes nothing
         if kind is Ping.LOG:
             if task is None:
                 return None
             await self._keep_output(task, body)
             return PingResult(task_id=task.task_id, state=task.state)
-        if kind is Ping.START and task is not None and (rid is not None or await self._new(task)):
-            pass  # the same start again (a client's retry after a timeout): the same run
-        elif kind is Ping.START or task is None:
+        # A start sent again (a client's retry after a timeout) is the same run: no claim.
+        if task is None or (kind is Ping.START and not again):
             if task is not None and rid is None:
                 # A start without a rid while a run is open: that run ended unreported.
                 # The new one takes its place, as healthchecks restarts its timer.

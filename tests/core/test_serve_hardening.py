@@ -5,8 +5,11 @@ one short line and no secret, and job names and creations are bounded."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import subprocess
+import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -71,3 +74,84 @@ async def test_a_ping_cannot_touch_a_local_run_of_the_job(
         assert (await curl(served.url("nightly/fail?rid=h1")))[0] == 404  # ended: not found
     wrapper.terminate()
     await asyncio.to_thread(wrapper.wait, 30)
+
+
+LOCK_HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+@contextlib.asynccontextmanager
+async def store_locked(db: Path) -> AsyncIterator[None]:
+    """Hold the store's write lock, as a long write by another process does, until the block
+    ends."""
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", LOCK_HOLDER, str(db),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdin is not None
+    assert await holder.stdout.readline() == b"locked\n"
+    try:
+        yield
+    finally:
+        holder.stdin.close()
+        await holder.wait()
+
+
+async def _runs(db: Path, job: str) -> list[tuple[str, TaskState]]:
+    store = await SQLiteStore.open(db)
+    try:
+        return [(task.task_id, task.state) for task in await store.job_runs(job, 100)]
+    finally:
+        await store.close()
+
+
+async def test_a_locked_store_is_answered_503_in_time_and_nothing_is_applied_late(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "store.db"
+    async with serve_process(db) as served:  # read_timeout: the default 10 s
+        assert (await curl(served.url("probe/start?create=1")))[0] == 200
+        async with store_locked(db):
+            answers = await asyncio.gather(
+                *(curl(served.url("etl/start?create=1"), "-i") for _ in range(4))
+            )
+        for code, said in answers:
+            # Answered, not cut off at read_timeout (curl's 000), and told to try again.
+            assert code == 503, said
+            assert "Retry-After: 5" in said and "nothing was changed" in said
+        assert (await curl(served.url("probe/start")))[0] == 200  # after all the others
+        assert await _runs(db, "etl") == []
+        code, said = await curl(served.url("etl/start?create=1"))  # the client's retry
+        assert code == 200, said
+        assert [state for _, state in await _runs(db, "etl")] == [TaskState.STARTING]
+    assert not any("Traceback" in line for line in served.log)
+
+
+async def test_a_ping_whose_client_left_is_not_applied(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    async with serve_process(db, "--metrics") as served:
+        assert (await curl(served.url("probe/start?create=1")))[0] == 200
+        async with store_locked(db):
+            first = asyncio.create_task(curl(served.url("first/start?create=1")))
+            # The second waits behind the first; its client gives up after 1 s.
+            code, _ = await curl(served.url("cut/start?create=1"), "-m", "1")
+            assert code == 0  # curl's word for no answer
+
+            async def seen_to_leave() -> bool:  # the first ping's connection and this one
+                _, page = await curl(f"http://{served.address}/metrics")
+                return "zombietop_serve_open_connections 2.0" in page
+
+            await wait_for(seen_to_leave, what="serve to see the client leave")
+        assert (await first)[0] == 200
+        assert (await curl(served.url("probe")))[0] == 200  # after the cut one
+        assert await _runs(db, "cut") == []
+        [(task_id, _)] = await _runs(db, "first")
+        # A start sent again within seconds (a client's retry) is the same run.
+        code, said = await curl(served.url("first/start"))
+        assert (code, said) == (200, f"OK {task_id} starting\n")
+        assert [state for _, state in await _runs(db, "first")] == [TaskState.STARTING]
