@@ -12,6 +12,7 @@ the key.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -32,6 +33,9 @@ MAX_BODY_FACTOR = 16
 """A body up to this many times ``body_limit`` is read (its end kept); a larger one is 413."""
 MAX_JOB = 200
 """The longest job name a ping may give."""
+JOB = re.compile(rf"\w[\w.:@+-]{{0,{MAX_JOB - 1}}}\Z")
+"""A job name a ping may give: one path segment of letters, digits and ``_ . : @ + -``, not
+starting with ``.`` or ``-`` (so never ``..``, nor a ``/`` sent as ``%2F``)."""
 READ_CHUNK = 64 * 1024
 NOT_FOUND = "not found\n"
 """The answer to a wrong key and to an unknown job alike."""
@@ -120,8 +124,12 @@ def read_url(request: web.Request, keys: PingKeys) -> Asked:
     if not keys.match(request.match_info["key"]):
         raise Refused(404, NOT_FOUND)
     job = request.match_info["job"]
-    if len(job) > MAX_JOB or not is_printable(job) or job != job.strip() or not job:
-        raise Refused(400, f"a job name is 1 to {MAX_JOB} printable characters\n")
+    if not JOB.match(job) or not is_printable(job):
+        raise Refused(
+            400,
+            f"a job name is 1 to {MAX_JOB} letters, digits, '_', '.', ':', '@', '+' or '-', "
+            "starting with a letter or digit\n",
+        )
     action = request.match_info.get("action", "")
     exit_code: int | None = None
     if action.isdigit() and int(action) <= 255:

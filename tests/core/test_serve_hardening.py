@@ -155,3 +155,31 @@ async def test_a_ping_whose_client_left_is_not_applied(tmp_path: Path) -> None:
         code, said = await curl(served.url("first/start"))
         assert (code, said) == (200, f"OK {task_id} starting\n")
         assert [state for _, state in await _runs(db, "first")] == [TaskState.STARTING]
+
+
+async def test_a_job_name_is_one_safe_path_segment(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    async with serve_process(db) as served:
+        for name in ("..", "..%2F..%2Fetc", "a%2Fb", "%2E%2E", ".hidden", "a%20b"):
+            code, said = await curl(served.url(f"{name}/start?create=1"), "--path-as-is")
+            assert code == 400 and said.startswith("a job name is 1 to 200 letters"), name
+        store = await SQLiteStore.open(db)
+        try:
+            assert await store.job_runs("..", 10) == [] and await store.events(kind="ping") == []
+        finally:
+            await store.close()
+        assert (await curl(served.url("nightly.export-2:eu/start?create=1")))[0] == 200
+
+
+async def test_pings_create_at_most_sixty_jobs_a_minute(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    async with serve_process(db) as served:
+        proc = await asyncio.create_subprocess_exec(
+            "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}\n",
+            served.url("job-[1-100]/start?create=1"), stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, _ = await proc.communicate()
+        codes = out.decode().split()
+        assert (codes.count("200"), codes.count("429")) == (60, 40)
+        assert (await curl(served.url("job-1")))[0] == 200  # a known job is still served
+    assert any("over 60 new jobs a minute" in line for line in served.log)
