@@ -14,20 +14,26 @@ A local user must not be able to blow the process up or blind it with connection
   by its handler) leaves both bounds: no deadline, never evicted, not counted against
   ``max_connections``;
 - a body is written in chunks that wait for the client to read (``send_bytes``): a slow
-  reader holds a chunk, never a copy of the body.
+  reader holds a chunk, never a copy of the body;
+- a request refused before it reaches a handler (a request line or header too long, not
+  HTTP) is logged as one short line without what the client sent: a URL can hold a key.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from zombietop.config import ListenAddress
 from zombietop.errors import ZombietopError
+
+log = logging.getLogger("zombietop.http")
 
 MAX_CONNECTIONS = 32
 """Connections open at once, every client together."""
@@ -88,6 +94,7 @@ class HttpServer:
             max_line_size=max_line_size,
             max_field_size=max_field_size,
             max_headers=max_headers,
+            logger=log,
         )
         self._server: asyncio.Server | None = None
         self.address: ListenAddress | None = None
@@ -229,6 +236,24 @@ class Connection:
     """The loop's time at which the connection is cut off (its deadline)."""
     gone: asyncio.Event
     """Set once the connection is closed: the client left, or was cut off."""
+
+
+class _ShortRefusals(logging.Filter):
+    """Make aiohttp's record of a refused request one line that names the refusal, not what
+    the client sent (its message quotes the request line, and so a ping key or a token)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        refusal = record.exc_info[1] if record.exc_info else None
+        if isinstance(refusal, HttpProcessingError):
+            client = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.msg = "refused a request from %s: %s (HTTP %s)"
+            record.args = (client, type(refusal).__name__, refusal.code)
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+log.addFilter(_ShortRefusals())
 
 
 SERVER = web.AppKey("zombietop_http_server", HttpServer)

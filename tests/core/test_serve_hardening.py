@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.realprocs import FAST_CONFIG, Children, wait_for, zombietop
-from tests.core.serve_process import serve_process
+from tests.core.serve_process import KEY, serve_process
 from tests.core.test_serve_pings import curl
 from zombietop.model import TaskState
 from zombietop.store.sqlite import SQLiteStore
@@ -183,3 +183,20 @@ async def test_pings_create_at_most_sixty_jobs_a_minute(tmp_path: Path) -> None:
         assert (codes.count("200"), codes.count("429")) == (60, 40)
         assert (await curl(served.url("job-1")))[0] == 200  # a known job is still served
     assert any("over 60 new jobs a minute" in line for line in served.log)
+
+
+async def test_a_refused_request_logs_one_short_line_and_no_secret(tmp_path: Path) -> None:
+    token = "wall-0123456789abcdef"
+    db = tmp_path / "store.db"
+    async with serve_process(db, "--wall", env={"ZOMBIETOP_WALL_TOKEN": token}) as served:
+        started = len(served.log)
+        code, _ = await curl(served.url("x" * 5000))  # a request line past its bound
+        assert code == 400
+        cookie = f"zombietop_wall={token}; pad={'y' * 5000}"  # a header past its bound
+        code, _ = await curl(f"http://{served.address}/wall", "-H", f"Cookie: {cookie}")
+        assert code == 400
+        assert (await curl(served.url("probe/start?create=1")))[0] == 200
+    logged = served.log[started:]
+    refusals = [line for line in logged if line.startswith("refused a request from 127.0.0.1")]
+    assert refusals == ["refused a request from 127.0.0.1: LineTooLong (HTTP 400)"] * 2, logged
+    assert not any(KEY in line or token in line or "Traceback" in line for line in logged)
