@@ -37,12 +37,12 @@ async def _keep_lines(stream: asyncio.StreamReader, into: list[str]) -> None:
 
 @contextlib.asynccontextmanager
 async def serve_process(
-    db: Path, *args: str, env: dict[str, str] | None = None
+    db: Path, *args: str, env: dict[str, str] | None = None, listen: str = "127.0.0.1:0"
 ) -> AsyncIterator[ServeProcess]:
-    """Run ``zombietop --db DB serve --listen 127.0.0.1:0 ARGS`` until the block ends."""
+    """Run ``zombietop --db DB serve --listen LISTEN ARGS`` until the block ends."""
     environment = {**os.environ, "ZOMBIETOP_PING_KEY": KEY, **(env or {})}
     process = await asyncio.create_subprocess_exec(
-        ZOMBIETOP, "--db", str(db), "serve", "--listen", "127.0.0.1:0", *args,
+        ZOMBIETOP, "--db", str(db), "serve", "--listen", listen, *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=environment,
     )  # fmt: skip
     assert process.stdout is not None

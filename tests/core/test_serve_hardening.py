@@ -200,3 +200,15 @@ async def test_a_refused_request_logs_one_short_line_and_no_secret(tmp_path: Pat
     refusals = [line for line in logged if line.startswith("refused a request from 127.0.0.1")]
     assert refusals == ["refused a request from 127.0.0.1: LineTooLong (HTTP 400)"] * 2, logged
     assert not any(KEY in line or token in line or "Traceback" in line for line in logged)
+
+
+async def test_metrics_off_loopback_need_the_key(tmp_path: Path) -> None:
+    async with serve_process(tmp_path / "store.db", "--metrics", listen="0.0.0.0:0") as served:
+        metrics = f"http://127.0.0.1:{served.address.rsplit(':', 1)[1]}/metrics"
+        code, said = await curl(metrics)
+        assert (code, said) == (401, "metrics need a ping key: Authorization: Bearer KEY\n")
+        assert (await curl(metrics, "-H", "Authorization: Bearer wrong-key-0123456789"))[0] == 401
+        code, page = await curl(metrics, "-H", f"Authorization: Bearer {KEY}")
+        assert code == 200 and "zombietop_serve_answers_total" in page
+    async with serve_process(tmp_path / "store.db", "--metrics") as served:
+        assert (await curl(f"http://{served.address}/metrics"))[0] == 200  # loopback: open
