@@ -2,11 +2,13 @@
 by GET, HEAD or POST, with ``?rid=`` and ``?create=1``.
 
 Every request is answered in this order, so nothing can be probed: a wrong key is the same 404
-as an unknown job; a bad job name or run id is 400; over the job's rate limit is 429; a body
-larger than ``MAX_BODY_FACTOR`` times ``[serve] body_limit`` is 413, refused before it changes
-anything. Of a body that fits, the last ``body_limit`` bytes are kept as the run's output (its
-end is what a reader wants). Log lines name the job (printable), never the URL: the URL holds
-the key.
+as an unknown job (and as a run that pings did not open); a bad job name or run id is 400; over
+the job's rate limit is 429; a body larger than ``MAX_BODY_FACTOR`` times ``[serve]
+body_limit`` is 413, refused before it changes anything. A ping that cannot begin to write in
+time (other pings before it, a locked store) or whose client left is 503 with ``Retry-After``,
+also before it changes anything. Of a body that fits, the last ``body_limit`` bytes are kept as
+the run's output (its end is what a reader wants). Log lines name the job (printable), never
+the URL: the URL holds the key.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import contextlib
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -110,6 +111,17 @@ async def _runs(db: Path, job: str) -> list[tuple[str, TaskState]]:
         await store.close()
 
 
+READ_TIMEOUT = 10.0
+"""``[serve] read_timeout``'s default: serve cuts a connection off then."""
+
+
+async def _timed(url: str) -> tuple[int, str, float]:
+    """Ask ``url`` (the answer's head too); return the status, the answer and the seconds."""
+    started = time.monotonic()
+    code, said = await curl(url, "-i")
+    return code, said, time.monotonic() - started
+
+
 async def test_a_locked_store_is_answered_503_in_time_and_nothing_is_applied_late(
     tmp_path: Path,
 ) -> None:
@@ -118,9 +130,10 @@ async def test_a_locked_store_is_answered_503_in_time_and_nothing_is_applied_lat
         assert (await curl(served.url("probe/start?create=1")))[0] == 200
         async with store_locked(db):
             answers = await asyncio.gather(
-                *(curl(served.url("etl/start?create=1"), "-i") for _ in range(4))
+                *(_timed(served.url("etl/start?create=1")) for _ in range(4))
             )
-        for code, said in answers:
+        for code, said, took in answers:
+            assert took < READ_TIMEOUT, f"answered after {took:.1f}s"
             # Answered, not cut off at read_timeout (curl's 000), and told to try again.
             assert code == 503, said
             assert "Retry-After: 5" in said and "nothing was changed" in said
