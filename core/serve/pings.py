@@ -14,6 +14,7 @@ an unknown job.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import time
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from zombietop.claim import Claim, owner_name
 from zombietop.config import Config
@@ -77,9 +78,12 @@ class TooManyJobs(ZombietopError):
 @dataclass(frozen=True, slots=True)
 class Gate:
     """When a ping may still start to write: before ``write_by`` (the loop's time) and while
-    its client is still there (``gone`` not set). Past that it changes nothing."""
+    its client is still there (``gone`` not set). Past that it changes nothing. A ping whose
+    first write still waits for the store at ``answer_by``, or when its client leaves, is
+    cancelled: the store rolls that write back."""
 
     write_by: float | None = None
+    answer_by: float | None = None
     gone: asyncio.Event | None = None
 
     def check(self) -> None:
@@ -93,6 +97,35 @@ class Gate:
 class PingResult:
     task_id: str
     state: TaskState
+
+
+class _CountedWrites:
+    """``store`` (as ``.store``), counting the writes done through it: until the first is done,
+    cancelling a ping changes nothing (a write cancelled while it waits is rolled back)."""
+
+    WRITES = frozenset(
+        {
+            *("create_task", "acquire_lease", "reclaim_lease", "renew_lease"),
+            *("record_heartbeat", "finish_task", "record_event"),
+        }
+    )
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.done = 0
+        self.store = cast(Store, self)
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._store, name)
+        if name not in self.WRITES:
+            return found
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            result = await found(*args, **kwargs)
+            self.done += 1
+            return result
+
+        return counted
 
 
 class PingBook:
@@ -113,6 +146,8 @@ class PingBook:
         self._lock = asyncio.Lock()
         """One ping at a time changes the store: a start and its end never race."""
         self._new_jobs = RateLimit(NEW_JOBS_PER_MINUTE, clock, max_jobs=1)
+        self._writes = _CountedWrites(store)
+        """The writes of the ping that holds the lock."""
 
     async def known(self, job: str) -> bool:
         """A job is known once it has a run, a ``[step_types]`` entry or a schedule."""
@@ -133,13 +168,51 @@ class PingBook:
         gate: Gate = Gate(),
     ) -> PingResult | None:
         """Apply one ping; None for a log with no open run. Raise ``UnknownJob``, or
-        ``TooLate`` when ``gate`` closed before the ping began to write: once it has begun, a
-        ping is applied whole."""
+        ``TooLate`` when ``gate`` closed before the ping's first write was done: once one is
+        done, a ping is applied whole."""
+        writes = _CountedWrites(self.store)
+        work = asyncio.ensure_future(
+            self._locked(
+                writes, job, kind, rid=rid, create=create, body=body, exit_code=exit_code,
+                beat=beat, gate=gate,
+            )
+        )  # fmt: skip
+        gone = asyncio.ensure_future(gate.gone.wait()) if gate.gone is not None else None
+        try:
+            loop = asyncio.get_running_loop()
+            timeout = None if gate.answer_by is None else max(0.0, gate.answer_by - loop.time())
+            waits: set[asyncio.Future[Any]] = {work} if gone is None else {work, gone}
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if not work.done() and not writes.done:
+                work.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await work
+                if work.cancelled():
+                    raise TooLate("the ping was given up while it waited for the store")
+            return await work
+        finally:
+            if gone is not None:
+                gone.cancel()
+
+    async def _locked(
+        self,
+        writes: _CountedWrites,
+        job: str,
+        kind: Ping,
+        *,
+        rid: str | None,
+        create: bool,
+        body: bytes,
+        exit_code: int | None,
+        beat: BeatLine | None,
+        gate: Gate,
+    ) -> PingResult | None:
         try:
             async with asyncio.timeout_at(gate.write_by):
                 await self._lock.acquire()
         except TimeoutError:
             raise TooLate("other pings held the store for too long") from None
+        self._writes = writes
         try:
             result = await self._apply(
                 job,
@@ -153,7 +226,7 @@ class PingBook:
             )
             # The event names the job and what it said, never the URL: that holds the key.
             said = f"/{exit_code}" if kind is Ping.EXIT else str(kind)
-            await self.store.record_event(
+            await self._writes.store.record_event(
                 kind=EventKind.PING,
                 actor=self.owner,
                 message=f"{said} of {job} over HTTP",
@@ -245,7 +318,7 @@ class PingBook:
         ttl = self.config.limits_for(job).lease_ttl
         try:
             return await claim_run(
-                self.store, job=job, owner=self.owner, ttl=ttl, run=rid, host=None
+                self._writes.store, job=job, owner=self.owner, ttl=ttl, run=rid, host=None
             )
         except LeaseError as exc:
             raise StoreError(f"cannot start a run of {job}: {exc}") from None
@@ -259,15 +332,15 @@ class PingBook:
     async def _beat(self, task: Task, beat: BeatLine) -> PingResult:
         owner, token = await self._lease(task)
         ttl = self.config.limits_for(task.step_type).lease_ttl
-        await self.store.renew_lease(task.task_id, owner=owner, token=token, ttl=ttl)
-        await self.store.record_heartbeat(task.task_id, beat, owner=owner, token=token)
+        await self._writes.store.renew_lease(task.task_id, owner=owner, token=token, ttl=ttl)
+        await self._writes.store.record_heartbeat(task.task_id, beat, owner=owner, token=token)
         return PingResult(task_id=task.task_id, state=TaskState.RUNNING)
 
     async def _finish(
         self, task: Task, state: TaskState, exit_code: int | None, reason: str | None
     ) -> Task:
         owner, token = await self._lease(task)
-        return await self.store.finish_task(
+        return await self._writes.store.finish_task(
             task.task_id, owner=owner, token=token, state=state, exit_code=exit_code, reason=reason
         )
 
@@ -276,6 +349,7 @@ class PingBook:
         if where is None:
             return
         path = private_output_path(where, task.task_id, task.attempt)
+        self._writes.done += 1  # a file written on a thread: no cancelling it half-way
         await asyncio.to_thread(_append_tail, path, body, self.config.serve.body_limit)
 
 

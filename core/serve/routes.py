@@ -55,6 +55,9 @@ WAIT_SHARE = 0.4
 write; past it, the ping is answered 503 and changes nothing. The rest is for its writes and
 its answer: with the default ``read_timeout`` (10 s), 6 s, more than a write waits for a locked
 SQLite store (5 s) before it gives up, so even then the answer comes before the cut."""
+ANSWER_TIME = 0.5
+"""Seconds kept before the connection is cut to send the answer: a ping whose first write still
+waits for the store then is given up (503)."""
 RETRY_AFTER = 5
 """Seconds a client is told to wait (``Retry-After``) when the store is locked or busy."""
 
@@ -164,7 +167,11 @@ def _gate(request: web.Request, read_timeout: float) -> Gate:
     if connection is None:
         return Gate()
     opened_at = connection.cut_at - read_timeout
-    return Gate(write_by=opened_at + read_timeout * WAIT_SHARE, gone=connection.gone)
+    return Gate(
+        write_by=opened_at + read_timeout * WAIT_SHARE,
+        answer_by=connection.cut_at - ANSWER_TIME,
+        gone=connection.gone,
+    )
 
 
 def build_app(
