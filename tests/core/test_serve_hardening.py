@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl
 @pytest.fixture
 def fast_config(tmp_path: Path) -> Path:
     path = tmp_path / "fast.toml"
-    path.write_text(FAST_CONFIG)
+    path.write_text(FAST_CONFIG + "\n[serve]\nrate_limit = 100\n")
     return path
 
 
@@ -73,8 +73,13 @@ async def test_a_ping_cannot_touch_a_local_run_of_the_job(
         assert (await curl(served.url("nightly/fail?rid=h1")))[0] == 200
         assert (await _state_and_owner(db, "nightly/h1"))[0] is TaskState.FAILED
         assert (await curl(served.url("nightly/fail?rid=h1")))[0] == 404  # ended: not found
-    wrapper.terminate()
-    await asyncio.to_thread(wrapper.wait, 30)
+        # A local run whose wrapper died: no ping keeps it alive or takes it over.
+        wrapper.kill()
+        await asyncio.to_thread(wrapper.wait, 30)
+        for path in ("nightly/beat?rid=r1&p=5", "nightly/start?rid=r1", "nightly/0?rid=r1"):
+            assert (await curl(served.url(path)))[0] == 404, path
+        state, owner = await _state_and_owner(db, "nightly/r1")
+        assert state.executing and owner is not None and owner.startswith("run@")
 
 
 LOCK_HOLDER = """
