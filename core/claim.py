@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zombietop.durations import format_age
-from zombietop.errors import StoreError, TaskFinished, TaskNotFound, UpstreamBlocked
+from zombietop.errors import StoreBusy, StoreError, TaskFinished, TaskNotFound, UpstreamBlocked
 from zombietop.model import Lease, Task, TaskState
 from zombietop.store import Store
 
@@ -145,6 +145,8 @@ async def claim_task(
                 host=host,
                 job=job,
             )
+        except StoreBusy:
+            raise  # a locked store: nothing was created, and the caller may try again
         except StoreError:
             # Someone created it between our read and our write; claiming it is still right.
             await store.get_task(task_id)

@@ -14,19 +14,26 @@ A local user must not be able to blow the process up or blind it with connection
   by its handler) leaves both bounds: no deadline, never evicted, not counted against
   ``max_connections``;
 - a body is written in chunks that wait for the client to read (``send_bytes``): a slow
-  reader holds a chunk, never a copy of the body.
+  reader holds a chunk, never a copy of the body;
+- a request refused before it reaches a handler (a request line or header too long, not
+  HTTP) is logged as one short line without what the client sent: a URL can hold a key.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from zombietop.config import ListenAddress
 from zombietop.errors import ZombietopError
+
+log = logging.getLogger("zombietop.http")
 
 MAX_CONNECTIONS = 32
 """Connections open at once, every client together."""
@@ -87,6 +94,7 @@ class HttpServer:
             max_line_size=max_line_size,
             max_field_size=max_field_size,
             max_headers=max_headers,
+            logger=log,
         )
         self._server: asyncio.Server | None = None
         self.address: ListenAddress | None = None
@@ -118,6 +126,13 @@ class HttpServer:
             guard.asked = True
         response: web.StreamResponse = await handler(request)
         return response
+
+    def connection(self, request: web.Request) -> Connection | None:
+        """When the connection of ``request`` is cut, and the event set once it is gone."""
+        guard = self._guards.get(request.transport) if request.transport else None
+        if guard is None:
+            return None
+        return Connection(cut_at=guard.cut_at, gone=guard.gone)
 
     def _admit(self, transport: asyncio.BaseTransport, guard: _Guard) -> None:
         if len(self._guards) >= self.max_connections:
@@ -172,12 +187,18 @@ class _Guard(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
         self.asked = False
         """Its request was read whole (it is being answered)."""
+        self.cut_at = 0.0
+        """The loop's time at which it is cut off."""
+        self.gone = asyncio.Event()
+        """Set once the connection is closed, by either side."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         self.server._admit(transport, self)
-        self.timer = asyncio.get_running_loop().call_later(self.server.deadline, self._cut)
+        loop = asyncio.get_running_loop()
+        self.cut_at = loop.time() + self.server.deadline
+        self.timer = loop.call_at(self.cut_at, self._cut)
         self.inner.connection_made(transport)
 
     def _cut(self) -> None:
@@ -198,6 +219,7 @@ class _Guard(asyncio.Protocol):
         self.inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.gone.set()
         if self.timer is not None:
             self.timer.cancel()
         if self.transport is not None:
@@ -206,8 +228,41 @@ class _Guard(asyncio.Protocol):
         self.inner.connection_lost(exc)
 
 
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """What a handler may know of its connection: a handler that writes gives up in time."""
+
+    cut_at: float
+    """The loop's time at which the connection is cut off (its deadline)."""
+    gone: asyncio.Event
+    """Set once the connection is closed: the client left, or was cut off."""
+
+
+class _ShortRefusals(logging.Filter):
+    """Make aiohttp's record of a refused request one line that names the refusal, not what
+    the client sent (its message quotes the request line, and so a ping key or a token)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        refusal = record.exc_info[1] if record.exc_info else None
+        if isinstance(refusal, HttpProcessingError):
+            client = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.msg = "refused a request from %s: %s (HTTP %s)"
+            record.args = (client, type(refusal).__name__, refusal.code)
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+log.addFilter(_ShortRefusals())
+
+
 SERVER = web.AppKey("zombietop_http_server", HttpServer)
 """The ``HttpServer`` serving an application, in the application (``hold``)."""
+
+
+def connection_of(request: web.Request) -> Connection | None:
+    """The deadline and the end of the connection of ``request`` (None outside the bounds)."""
+    return request.config_dict[SERVER].connection(request)
 
 
 def hold(request: web.Request) -> None:

@@ -2,10 +2,11 @@
 (``zombietop.pagerduty``); retried, never blocking. ``zombietop.channels`` builds the ones
 ``[notify]`` configures.
 
-Deliveries run in the background, at most ``DELIVERY_CONCURRENCY`` at once, and the channels
-that block (a webhook, apprise) on threads of their own: a paging endpoint that hangs never holds
-up the watchdog's next look (its next poll of the store), nor the threads the store and the
-process probe use. A delivery that fails is retried
+Deliveries run in the background, each channel in a lane of its own (at most
+``DELIVERY_CONCURRENCY`` of its deliveries at once), and the channels that block (a webhook,
+apprise, PagerDuty) on threads of their own: a paging endpoint that hangs never holds up the
+watchdog's next look (its next poll of the store), nor the threads the store and the process
+probe use, nor the pages of any other channel. A delivery that fails is retried
 with doubling backoff up to ``max_attempts``; detection goes on meanwhile. Every attempt's
 outcome is handed back so the watchdog can record it as an event. Past ``[notify]
 digest_after`` task pages at one look, they go as digests (``zombietop.digest``), except to a
@@ -41,8 +42,8 @@ from zombietop.redact import redact_url, scrub
 from zombietop.store import Store
 
 DELIVERY_CONCURRENCY = 8
-"""Deliveries in flight at once, every channel together: a mass incident never starts
-thousands of page commands at once."""
+"""Deliveries in flight at once in each channel's lane: a mass incident never starts thousands
+of page commands at once, and a channel that hangs fills only its own lane."""
 CHANNEL_THREADS = 4
 """Threads of each channel that blocks (a webhook, apprise); its own, never the loop's default
 executor, which the store and the process probe need."""
@@ -280,11 +281,11 @@ class Outbox:
     """Pending deliveries, each retried with doubling backoff until it lands or runs out.
 
     ``flush`` starts what is due in the background and returns at once; at most
-    ``concurrency`` deliveries are in flight. With a ``keeper``, every delivery is written
-    there before its first attempt and removed once it lands or runs out of attempts: a
-    watchdog that stops (or a ``--once`` run that ends) with pages still failing leaves them
-    to the next one. While the keeper cannot be written (a full disk), deliveries wait in
-    memory and the write is tried again each flush.
+    ``concurrency`` deliveries of each channel are in flight (a lane per channel). With a
+    ``keeper``, every delivery is written there before its first attempt and removed once it
+    lands or runs out of attempts: a watchdog that stops (or a ``--once`` run that ends) with
+    pages still failing leaves them to the next one. While the keeper cannot be written (a
+    full disk), deliveries wait in memory and the write is tried again each flush.
     """
 
     def __init__(
@@ -306,7 +307,9 @@ class Outbox:
         self._new: list[Page] = []
         self._queue: list[_Delivery] = []
         self._keeper_down = False
-        self._slots = asyncio.Semaphore(concurrency)
+        self._concurrency = concurrency
+        self._lanes: dict[str, asyncio.Semaphore] = {}
+        """Each channel's slots, by its name: a hung channel waits for its own, no other's."""
         self._flying: set[asyncio.Task[None]] = set()
         self._results: list[DeliveryResult] = []
 
@@ -484,7 +487,11 @@ class Outbox:
             self._keeper_down = False
 
     async def _deliver(self, delivery: _Delivery) -> None:
-        async with self._slots:
+        name = delivery.notifier.name
+        lane = self._lanes.get(name)
+        if lane is None:
+            lane = self._lanes[name] = asyncio.Semaphore(self._concurrency)
+        async with lane:
             result = await self._attempt(delivery)
         delivery.flying = False
         try:

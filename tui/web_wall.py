@@ -11,12 +11,16 @@ bounded application, and:
   ``/wall`` once one is set, and one must be set on any address but loopback. It comes as
   ``?token=`` (which sets a cookie, HttpOnly and SameSite=Strict, for the page's websocket and
   the next visits), that cookie, or ``Authorization: Bearer``; it is compared in constant time
-  and never logged. A websocket from another site's page (its ``Origin``) is refused;
+  and never logged. A websocket from another site's page (its ``Origin``) is refused. Without
+  a token (loopback only), a request must name a loopback host at the port listened on: a page
+  of another site whose name was pointed at 127.0.0.1 (DNS rebinding) is refused;
 - at most ``[serve] wall_viewers`` browsers watch at once, each a process of its own;
 - the child is ``zombietop --wall``: the store opened read-only and a screen that binds no
   action, so no key a browser sends can change anything. Its store and config come through
-  the environment (a PostgreSQL URL's password never shows in ``ps``), the ping key and the
-  wall token do not reach it, and it draws at most ``WALL_FPS`` frames a second;
+  the environment (a PostgreSQL URL's password never shows in ``ps``). Its environment is an
+  allow-list (``PASSED``): no credential of this process reaches it (the ping key, the wall
+  token, a paging key), libpq's ``PG*`` only for a PostgreSQL store. It draws at most
+  ``WALL_FPS`` frames a second;
 - the size a browser asks for is bounded, and so is each message it sends.
 """
 
@@ -26,10 +30,13 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import sys
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jinja2
 from aiohttp import WSMsgType, web
@@ -37,8 +44,8 @@ from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
 from zombietop.http_server import hold
-from zombietop.locations import clean_env
 from zombietop.serve.keys import ENV_KEY, ENV_WALL_TOKEN, PingKeys
+from zombietop.serve.server import is_loopback
 
 log = logging.getLogger("zombietop.serve.wall")
 
@@ -89,12 +96,33 @@ def bounded_font(asked: str | None) -> int:
         return 16
 
 
-def wall_env(db: Path | str, config_path: Path | None) -> dict[str, str]:
-    """The environment of a viewer's ``zombietop --wall``: this one's, less the credentials,
-    with the store and config named."""
-    env = clean_env()
-    for secret in (ENV_KEY, ENV_WALL_TOKEN):
-        env.pop(secret, None)
+PASSED = frozenset(
+    {
+        *("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR"),
+        *("TERM", "COLORTERM", "NO_COLOR", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"),
+        *("ZOMBIETOP_HOST", "ZOMBIETOP_SOURCES", "ZOMBIETOP_TEXTUAL_SHIMS"),
+    }
+)
+"""What a viewer's ``zombietop --wall`` gets of this process's environment, besides
+``PASSED_PREFIXES``: what Python, the terminal and the wall need, never a credential."""
+PASSED_PREFIXES = ("LC_", "XDG_", "TEXTUAL_")
+POSTGRES_PREFIX = "PG"
+"""libpq's variables (``PGPASSWORD``, ``PGSSLROOTCERT``): passed only when the store is a
+PostgreSQL one, which may need them to connect."""
+
+
+def wall_env(
+    db: Path | str, config_path: Path | None, environ: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """The environment of a viewer's ``zombietop --wall``: the allowed part of this one's, with
+    the store and config named."""
+    postgres = str(db).startswith(("postgres://", "postgresql://"))
+    prefixes = (*PASSED_PREFIXES, POSTGRES_PREFIX) if postgres else PASSED_PREFIXES
+    env = {
+        key: value
+        for key, value in environ.items()
+        if (key in PASSED or key.startswith(prefixes)) and key not in (ENV_KEY, ENV_WALL_TOKEN)
+    }
     env["ZOMBIETOP_DB"] = str(db)
     if config_path is not None:
         env["ZOMBIETOP_CONFIG"] = str(config_path)
@@ -160,6 +188,26 @@ class WallProcess(AppService):
                 await asyncio.wait_for(process.wait(), STOP_GRACE)
 
 
+def _names_this_server(request: web.Request) -> bool:
+    """True when the request's ``Host`` (and ``Origin``, if any) name a loopback address at
+    the port the request came in on."""
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    port = int(sockname[1]) if sockname else None
+    named = [request.host]
+    origin = request.headers.get("Origin")
+    if origin is not None:
+        named.append(origin.split("://", 1)[-1].rstrip("/"))
+    for host in named:
+        try:
+            parts = urlsplit(f"//{host}")
+            asked = parts.port
+        except ValueError:
+            return False
+        if not is_loopback(parts.hostname or "") or (asked is not None and asked != port):
+            return False
+    return True
+
+
 class WallSite:
     """The wall's routes under ``/wall``; ``mount`` adds them to an application."""
 
@@ -207,7 +255,9 @@ class WallSite:
 
     def allowed(self, request: web.Request) -> bool:
         if not self.tokens:
-            return True  # loopback only: ``check_wall`` refused any other address
+            # Loopback only (``check_wall`` refused any other address), but a browser on this
+            # host also reaches 127.0.0.1 for a site whose name was pointed there.
+            return _names_this_server(request)
         token, _ = self._presented(request)
         return token is not None and self.tokens.match(token)
 

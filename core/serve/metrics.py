@@ -29,7 +29,7 @@ class ServeMetrics:
         self.answers = Counter(
             "zombietop_serve_answers",
             "Ping requests answered, by HTTP status (404: a wrong key or an unknown job; 429: "
-            "over the rate limit; 413: a body too large)",
+            "over the rate limit; 413: a body too large; 503: the store too busy to apply it)",
             ["status"],
             registry=self.registry,
         )

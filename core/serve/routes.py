@@ -2,26 +2,30 @@
 by GET, HEAD or POST, with ``?rid=`` and ``?create=1``.
 
 Every request is answered in this order, so nothing can be probed: a wrong key is the same 404
-as an unknown job; a bad job name or run id is 400; over the job's rate limit is 429; a body
-larger than ``MAX_BODY_FACTOR`` times ``[serve] body_limit`` is 413, refused before it changes
-anything. Of a body that fits, the last ``body_limit`` bytes are kept as the run's output (its
-end is what a reader wants). Log lines name the job (printable), never the URL: the URL holds
-the key.
+as an unknown job (and as a run that pings did not open); a bad job name or run id is 400; over
+the job's rate limit is 429; a body larger than ``MAX_BODY_FACTOR`` times ``[serve]
+body_limit`` is 413, refused before it changes anything. A ping that cannot begin to write in
+time (other pings before it, a locked store) or whose client left is 503 with ``Retry-After``,
+also before it changes anything. Of a body that fits, the last ``body_limit`` bytes are kept as
+the run's output (its end is what a reader wants). Log lines name the job (printable), never
+the URL: the URL holds the key.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
 
-from zombietop.errors import HeartbeatParseError, ZombietopError
+from zombietop.errors import HeartbeatParseError, StoreBusy, ZombietopError
 from zombietop.heartbeat_line import MAX_LINE, BeatLine, parse_line
+from zombietop.http_server import connection_of
 from zombietop.printable import bounded, is_printable
 from zombietop.serve.keys import PingKeys
-from zombietop.serve.pings import RID, Ping, PingBook, UnknownJob
+from zombietop.serve.pings import RID, Gate, Ping, PingBook, TooLate, TooManyJobs, UnknownJob
 from zombietop.serve.rate import RateLimit
 
 log = logging.getLogger("zombietop.serve")
@@ -31,6 +35,9 @@ MAX_BODY_FACTOR = 16
 """A body up to this many times ``body_limit`` is read (its end kept); a larger one is 413."""
 MAX_JOB = 200
 """The longest job name a ping may give."""
+JOB = re.compile(rf"\w[\w.:@+-]{{0,{MAX_JOB - 1}}}\Z")
+"""A job name a ping may give: one path segment of letters, digits and ``_ . : @ + -``, not
+starting with ``.`` or ``-`` (so never ``..``, nor a ``/`` sent as ``%2F``)."""
 READ_CHUNK = 64 * 1024
 NOT_FOUND = "not found\n"
 """The answer to a wrong key and to an unknown job alike."""
@@ -43,8 +50,20 @@ class TooLarge(Exception):
     pass
 
 
-def _text(status: int, text: str) -> web.Response:
-    return web.Response(status=status, text=text, headers={"Connection": "close"})
+WAIT_SHARE = 0.4
+"""The share of ``read_timeout`` a ping may wait (for the pings before it) before it begins to
+write; past it, the ping is answered 503 and changes nothing. The rest is for its writes and
+its answer: with the default ``read_timeout`` (10 s), 6 s, more than a write waits for a locked
+SQLite store (5 s) before it gives up, so even then the answer comes before the cut."""
+ANSWER_TIME = 0.5
+"""Seconds kept before the connection is cut to send the answer: a ping whose first write still
+waits for the store then is given up (503)."""
+RETRY_AFTER = 5
+"""Seconds a client is told to wait (``Retry-After``) when the store is locked or busy."""
+
+
+def _text(status: int, text: str, **headers: str) -> web.Response:
+    return web.Response(status=status, text=text, headers={"Connection": "close", **headers})
 
 
 def beat_from_query(query: Mapping[str, str]) -> str:
@@ -86,10 +105,11 @@ async def read_tail(request: web.Request, keep: int, most: int) -> bytes:
 class Refused(Exception):
     """A request answered with ``status`` and ``text`` before it changes anything."""
 
-    def __init__(self, status: int, text: str) -> None:
+    def __init__(self, status: int, text: str, **headers: str) -> None:
         super().__init__(text)
         self.status = status
         self.text = text
+        self.headers = headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +129,12 @@ def read_url(request: web.Request, keys: PingKeys) -> Asked:
     if not keys.match(request.match_info["key"]):
         raise Refused(404, NOT_FOUND)
     job = request.match_info["job"]
-    if len(job) > MAX_JOB or not is_printable(job) or job != job.strip() or not job:
-        raise Refused(400, f"a job name is 1 to {MAX_JOB} printable characters\n")
+    if not JOB.match(job) or not is_printable(job):
+        raise Refused(
+            400,
+            f"a job name is 1 to {MAX_JOB} letters, digits, '_', '.', ':', '@', '+' or '-', "
+            "starting with a letter or digit\n",
+        )
     action = request.match_info.get("action", "")
     exit_code: int | None = None
     if action.isdigit() and int(action) <= 255:
@@ -137,6 +161,19 @@ def read_beat(body: bytes, query: Mapping[str, str]) -> BeatLine:
         raise Refused(400, bounded(f"not a heartbeat line: {exc}") + "\n") from None
 
 
+def _gate(request: web.Request, read_timeout: float) -> Gate:
+    """Until when the ping of ``request`` may begin to write, and the end of its connection."""
+    connection = connection_of(request)
+    if connection is None:
+        return Gate()
+    opened_at = connection.cut_at - read_timeout
+    return Gate(
+        write_by=opened_at + read_timeout * WAIT_SHARE,
+        answer_by=connection.cut_at - ANSWER_TIME,
+        gone=connection.gone,
+    )
+
+
 def build_app(
     book: PingBook,
     keys: PingKeys,
@@ -156,7 +193,7 @@ def build_app(
         try:
             response = await answer(request)
         except Refused as refused:
-            response = _text(refused.status, refused.text)
+            response = _text(refused.status, refused.text, **refused.headers)
         on_answer(response.status)
         return response
 
@@ -180,9 +217,18 @@ def build_app(
                 body=b"" if beat is not None else body,
                 exit_code=asked.exit_code,
                 beat=beat,
+                gate=_gate(request, settings.read_timeout),
             )
         except UnknownJob:
             raise Refused(404, NOT_FOUND) from None
+        except TooManyJobs as exc:
+            log.warning("ping of %s refused: %s", bounded(job), exc)
+            raise Refused(429, f"{exc}\n") from None
+        except (TooLate, StoreBusy) as exc:
+            # Nothing was changed: the client may send it again, and curl --retry does.
+            log.warning("ping %s of %s not applied: %s", kind, bounded(job), bounded(str(exc)))
+            said = "the store is busy; nothing was changed, try again\n"
+            raise Refused(503, said, **{"Retry-After": str(RETRY_AFTER)}) from None
         except ZombietopError as exc:
             log.warning("ping %s of %s failed: %s", kind, bounded(job), bounded(str(exc)))
             raise Refused(409, bounded(str(exc)) + "\n") from None

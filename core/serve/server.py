@@ -54,6 +54,11 @@ def check_wall(address: ListenAddress, tokens: PingKeys) -> None:
         )
 
 
+def _bearer_matches(request: web.Request, keys: PingKeys) -> bool:
+    said = request.headers.get("Authorization", "")
+    return said.startswith("Bearer ") and keys.match(said[len("Bearer ") :].strip())
+
+
 class PingServer:
     """Answer pings into ``book`` at ``address`` until ``close``."""
 
@@ -63,6 +68,8 @@ class PingServer:
         """Pings answered 200 since the start."""
         self.metrics: ServeMetrics | None = None
         """Its figures at ``/metrics``, when asked for (``--metrics``)."""
+        self.metrics_keys: PingKeys | None = None
+        """The keys ``/metrics`` asks for: None on loopback, where any local user may read."""
 
     def _pinged(self, kind: str) -> None:
         self.pings += 1
@@ -76,6 +83,15 @@ class PingServer:
     async def _serve_metrics(self, request: web.Request) -> web.StreamResponse:
         assert self.metrics is not None
         from zombietop.serve.metrics import CONTENT_TYPE
+
+        if self.metrics_keys is not None and not _bearer_matches(request, self.metrics_keys):
+            # Off loopback the page says which jobs run and how often: a scraper shows a key
+            # (Prometheus: `authorization: {credentials_file: ...}`).
+            return web.Response(
+                status=401,
+                text="metrics need a ping key: Authorization: Bearer KEY\n",
+                headers={"WWW-Authenticate": 'Bearer realm="zombietop serve"'},
+            )
 
         return await send_bytes(request, self.metrics.render(), content_type=CONTENT_TYPE)
 
@@ -114,6 +130,7 @@ class PingServer:
             from zombietop.serve.metrics import ServeMetrics
 
             served.metrics = ServeMetrics(lambda: http.open)
+            served.metrics_keys = None if is_loopback(address.host) else keys
             app.router.add_get("/metrics", served._serve_metrics)
         if mount is not None:
             mount(app)

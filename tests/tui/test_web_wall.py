@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +105,13 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
+    with serving(tmp_path, ZOMBIETOP_WALL_TOKEN=TOKEN) as running:
+        yield running
+
+
+@contextmanager
+def serving(tmp_path: Path, **more_env: str) -> Iterator[Served]:
+    """A real ``zombietop serve --wall`` on loopback, with ``more_env`` in its environment."""
     db = tmp_path / "wall.db"
     asyncio.run(fill(db))
     config = tmp_path / "config.toml"
@@ -111,8 +119,8 @@ def served(tmp_path: Path) -> Iterator[Served]:
     env = {
         **os.environ,
         "ZOMBIETOP_CONFIG": str(config),
-        "ZOMBIETOP_WALL_TOKEN": TOKEN,
         "PYTHONUNBUFFERED": "1",
+        **more_env,
     }
     argv = ["serve", "--wall", "--listen", "127.0.0.1:0", "--db", str(db)]
     process = subprocess.Popen(
@@ -276,3 +284,40 @@ def test_a_viewers_process_gets_no_credential_and_draws_ten_frames_a_second(
     assert built["ZOMBIETOP_DB"] == "postgresql://zt:secret@db/zt"  # not on the command line
     assert built["TEXTUAL_FPS"] == str(WALL_FPS) == "10"
     assert built["TEXTUAL_DRIVER"] == "textual.drivers.web_driver:WebDriver"
+
+
+def test_a_tokenless_wall_refuses_another_sites_name_and_passes_no_secret(
+    tmp_path: Path,
+) -> None:
+    secrets = {
+        "ZOMBIETOP_PAGERDUTY_KEY": "R0ut1ngKey0f32LettersAndDigits00",
+        "PGPASSWORD": "pg-secret-0123456789",
+        "AWS_SECRET_ACCESS_KEY": "aws-secret-0123456789",
+        "ZOMBIETOP_PING_KEY": "ping-key-0123456789abc",
+    }
+    with serving(tmp_path, **secrets) as served:
+        port = served.address.rsplit(":", 1)[1]
+        rebound = {"Host": f"evil.example:{port}"}  # another site's name, pointed at 127.0.0.1
+        assert status_of(served.url("/wall"), rebound)[0] == 401
+        assert status_of(served.url("/wall"), {"Host": f"127.0.0.1:{int(port) + 1}"})[0] == 401
+        assert status_of(served.url("/wall"), {"Host": f"localhost:{port}"})[0] == 200
+        environ = asyncio.run(_a_viewers_environment(served, rebound, port))
+    assert environ["ZOMBIETOP_DB"] == str(served.db)
+    assert not set(secrets) & set(environ), "a credential reached a viewer"
+    assert not any(value in environ.values() for value in secrets.values())
+
+
+async def _a_viewers_environment(
+    served: Served, rebound: dict[str, str], port: str
+) -> dict[str, str]:
+    async with aiohttp.ClientSession() as session:
+        foreign = {**rebound, "Origin": f"http://evil.example:{port}"}
+        async with session.get(served.url("/wall/ws"), headers=foreign) as refused:
+            assert refused.status == 401
+        url = served.url("/wall/ws?width=80&height=24").replace("http:", "ws:")
+        async with session.ws_connect(url) as socket:
+            assert await _screen_bytes(socket, 30, until=b"\x1b"), "the wall never drew"
+            served.walls += psutil.Process(served.process.pid).children()
+            [wall] = served.walls
+            environ: dict[str, str] = wall.environ()
+            return environ
