@@ -179,6 +179,13 @@ RQ_TASKS = textwrap.dedent(
         return n
 
 
+    def boom(marker):
+        """Fail at once, as a job that raises does; write ``marker`` with the horse's pid."""
+        with open(marker, "a") as out:
+            out.write(f"{os.getpid()}\\n")
+        raise ValueError(f"boom in {os.path.basename(marker)}")
+
+
     class ElsewhereWorker(Worker):
         """RQ's worker, with the host name it registers set from ``ZQ_RQ_HOST``: a worker on
         "another host" that runs on this machine."""
@@ -223,12 +230,16 @@ class RQWorkers:
     def enqueue(self, seconds: float, marker: Path, *, depends_on: str | None = None) -> str:
         """A ``zqrq.spin`` job on ``default``; with ``depends_on``, deferred until that job
         succeeds (RQ's DeferredJobRegistry)."""
+        return self.enqueue_call("zqrq.spin", seconds, str(marker), depends_on=depends_on)
+
+    def enqueue_call(self, function: str, *args: Any, depends_on: str | None = None) -> str:
+        """A job that calls ``function`` (``zqrq.boom``) with ``args`` on ``default``."""
         import redis
         import rq
 
         with redis.Redis.from_url(self.url) as conn:
             job = rq.Queue("default", connection=conn).enqueue(
-                "zqrq.spin", seconds, str(marker), job_timeout=600, depends_on=depends_on
+                function, *args, job_timeout=600, depends_on=depends_on
             )
             return str(job.id)
 

@@ -1,0 +1,208 @@
+"""How RQ's jobs end, and RQ's keys that do not read, against real RQ workers.
+
+One ``rq worker`` (tests/queues_env.py) runs for the whole module on a Redis database of the
+module's own; each test enqueues its own jobs and looks only at them. Each scenario is checked
+three ways: the row of zombietop's monitor, ``status --json`` of the installed command, and the
+watchdog's page; and each against what RQ's own Python API says of the job.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import rq
+from rq.job import Job
+
+from tests.core.test_watchdog import ListNotifier
+from tests.queues_env import RQWorkers, wait_for
+from tests.redis_server import ThrowawayRedis
+from zombietop.clock import FakeClock
+from zombietop.config import load_config
+from zombietop.health import Health
+from zombietop.model import TaskState
+from zombietop.monitor import Monitor
+from zombietop.procs import PsutilProbe
+from zombietop.sources.rq import RQSource
+from zombietop.store.sqlite import SQLiteStore
+from zombietop.watchdog import Watchdog
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(scope="module")
+def rq_db(redis_server: ThrowawayRedis) -> int:
+    return redis_server.fresh_db()
+
+
+@pytest.fixture(scope="module")
+def workers(
+    tmp_path_factory: pytest.TempPathFactory, redis_server: ThrowawayRedis, rq_db: int
+) -> Iterator[RQWorkers]:
+    """One real RQ worker for the module."""
+    found = RQWorkers(tmp_path_factory.mktemp("rq"), redis_server.url(rq_db))
+    found.start("w1")
+    try:
+        yield found
+    finally:
+        found.stop()
+
+
+@pytest.fixture
+def client(redis_server: ThrowawayRedis, rq_db: int) -> Iterator[Any]:
+    found = redis.Redis.from_url(redis_server.url(rq_db))
+    yield found
+    found.close()
+
+
+class Look:
+    """zombietop's monitor and watchdog over the module's RQ, on a clock the test moves."""
+
+    def __init__(self, monitor: Monitor, clock: FakeClock, source: RQSource) -> None:
+        self.monitor, self.clock, self.source = monitor, clock, source
+        self.notifier = ListNotifier()
+        self.dog = Watchdog(
+            monitor,
+            monitor.config,
+            executor=None,
+            notifiers=[self.notifier],
+            clock=clock,
+            log=lambda line: None,
+        )
+
+    def pages(self, task_id: str) -> list[tuple[str, str]]:
+        return [(p.kind, p.line) for p in self.notifier.pages if p.task_id == task_id]
+
+
+@pytest.fixture
+async def look(tmp_path: Path, redis_server: ThrowawayRedis, rq_db: int) -> AsyncIterator[Look]:
+    clock = FakeClock(time.time())
+    source = RQSource(redis_server.url(rq_db, "rq+redis"), clock=clock)
+    await source.open()
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    store = await SQLiteStore.open(tmp_path / "zombietop.db", create=True, clock=clock)
+    monitor = Monitor(
+        store, load_config(config), probe=PsutilProbe(clock=clock), clock=clock, sources=[source]
+    )
+    try:
+        yield Look(monitor, clock, source)
+    finally:
+        await source.close()
+        await store.close()
+
+
+def _status_json(tmp_path: Path, url: str) -> dict[str, Any]:
+    """``zombietop status --json --source URL``, the installed command, in a process of its
+    own."""
+    store, config = tmp_path / "cli.db", tmp_path / "cli.toml"
+    config.write_text("")
+    base = [sys.executable, "-m", "zombietop.tui", "--db", str(store), "--config", str(config)]
+    if not store.exists():
+        subprocess.run([*base, "init"], check=True, capture_output=True)
+    done = subprocess.run(
+        [*base, "status", "--json", "--source", url], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def _task(said: dict[str, Any], task_id: str) -> dict[str, Any]:
+    tasks = {task["task_id"]: task for task in said["tasks"]}
+    assert task_id in tasks, sorted(tasks)
+    found: dict[str, Any] = tasks[task_id]
+    return found
+
+
+def _values(client: Any) -> dict[bytes, bytes]:
+    return {key: client.dump(key) for key in sorted(client.keys("*"))}
+
+
+def _rq_status(client: Any, job_id: str) -> str:
+    status = Job.fetch(job_id, connection=client).get_status(refresh=True)
+    return str(getattr(status, "value", status))
+
+
+async def test_a_failed_job_is_a_failed_run_with_rqs_error_and_pages_once(
+    workers: RQWorkers, look: Look, client: Any, tmp_path: Path, redis_server: ThrowawayRedis
+) -> None:
+    job = workers.enqueue_call("zqrq.boom", str(tmp_path / "failing"))
+    wait_for("RQ to fail the job", lambda: _rq_status(client, job) == "failed")
+    zid = f"default/zqrq.boom/{job}"
+    # What RQ says: in its FailedJobRegistry, its latest result the ValueError.
+    assert job in rq.registry.FailedJobRegistry("default", connection=client).get_job_ids()
+    result = Job.fetch(job, connection=client).latest_result()
+    assert result is not None and result.exc_string is not None
+    rq_error = result.exc_string.strip().splitlines()[-1]
+    assert rq_error == "ValueError: boom in failing"
+
+    before = _values(client)
+    view = (await look.monitor.poll()).by_id()[zid]
+    assert view.task.state is TaskState.FAILED and view.health is Health.FAILED
+    assert view.task.state_reason == rq_error
+    assert view.task.finished_at is not None and view.task.started_at is not None
+
+    said = _task(_status_json(tmp_path, redis_server.url(look_db(look), "rq+redis")), zid)
+    assert said["health"] == "failed" and said["state"] == "failed", said
+    assert said["state_reason"] == rq_error
+    assert said["context"].startswith(f"{zid} failed"), said["context"]
+
+    for _ in range(3):
+        await look.dog.tick()
+        look.clock.advance(1)
+    assert _values(client) == before  # read, never written
+    pages = look.pages(zid)
+    assert [kind for kind, _ in pages] == ["incident"], look.notifier.pages
+    assert f"{zid} failed: {rq_error}" in pages[0][1]
+
+
+def look_db(look: Look) -> int:
+    """The Redis database number the look's source reads."""
+    return int(look.source.redis_url.rsplit("/", 1)[1])
+
+
+async def test_a_finished_job_is_a_succeeded_run(
+    workers: RQWorkers, look: Look, client: Any, tmp_path: Path
+) -> None:
+    job = workers.enqueue(0, tmp_path / "quick")
+    wait_for("RQ to finish the job", lambda: _rq_status(client, job) == "finished")
+    assert job in rq.registry.FinishedJobRegistry("default", connection=client).get_job_ids()
+    view = (await look.monitor.poll()).by_id()[f"default/zqrq.spin/{job}"]
+    assert view.task.state is TaskState.SUCCEEDED and view.health is Health.SUCCEEDED
+    assert view.task.finished_at is not None
+
+
+async def test_a_job_deferred_behind_a_failed_one_says_it_waits_for_ever(
+    workers: RQWorkers, look: Look, client: Any, tmp_path: Path, redis_server: ThrowawayRedis
+) -> None:
+    """RQ keeps a job deferred for ever once the job it depends on failed: the row says what
+    it waits on, and that it failed; the failure is paged once, the deferred job is not."""
+    first = workers.enqueue_call("zqrq.boom", str(tmp_path / "first"))
+    then = workers.enqueue(1, tmp_path / "then", depends_on=first)
+    wait_for("RQ to fail the first job", lambda: _rq_status(client, first) == "failed")
+    assert _rq_status(client, then) == "deferred"
+    assert then in rq.registry.DeferredJobRegistry("default", connection=client).get_job_ids()
+    up, down = f"default/zqrq.boom/{first}", f"default/zqrq.spin/{then}"
+    view = (await look.monitor.poll()).by_id()[down]
+    assert view.task.upstream == (up,)
+    words = f"rq deferred: waits for ever on {up}, which failed"
+    assert view.task.state_reason == words
+    assert view.waiting_on == ((up, Health.FAILED),)
+
+    said = _task(_status_json(tmp_path, redis_server.url(look_db(look), "rq+redis")), down)
+    assert said["state_reason"] == words
+    assert said["context"] == f"{down} queued: waiting on {up} (failed)", said["context"]
+
+    for _ in range(3):
+        await look.dog.tick()
+        look.clock.advance(1)
+    assert [kind for kind, _ in look.pages(up)] == ["incident"]
+    assert look.pages(down) == []
