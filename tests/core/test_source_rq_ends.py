@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import redis
 import rq
+import rq.command
 from rq.job import Job
 
 from tests.core.test_watchdog import ListNotifier
@@ -122,8 +123,11 @@ def _task(said: dict[str, Any], task_id: str) -> dict[str, Any]:
     return found
 
 
-def _values(client: Any) -> dict[bytes, bytes]:
-    return {key: client.dump(key) for key in sorted(client.keys("*"))}
+def _values(client: Any, job_id: str) -> dict[str, bytes]:
+    """What Redis holds of one ended job: its hash, its results and its registry (the worker
+    writes its own keys meanwhile)."""
+    keys = (f"rq:job:{job_id}", f"rq:results:{job_id}", "rq:failed:default")
+    return {key: client.dump(key) for key in keys}
 
 
 def _rq_status(client: Any, job_id: str) -> str:
@@ -144,7 +148,7 @@ async def test_a_failed_job_is_a_failed_run_with_rqs_error_and_pages_once(
     rq_error = result.exc_string.strip().splitlines()[-1]
     assert rq_error == "ValueError: boom in failing"
 
-    before = _values(client)
+    before = _values(client, job)
     view = (await look.monitor.poll()).by_id()[zid]
     assert view.task.state is TaskState.FAILED and view.health is Health.FAILED
     assert view.task.state_reason == rq_error
@@ -158,7 +162,7 @@ async def test_a_failed_job_is_a_failed_run_with_rqs_error_and_pages_once(
     for _ in range(3):
         await look.dog.tick()
         look.clock.advance(1)
-    assert _values(client) == before  # read, never written
+    assert _values(client, job) == before  # read, never written
     pages = look.pages(zid)
     assert [kind for kind, _ in pages] == ["incident"], look.notifier.pages
     assert f"{zid} failed: {rq_error}" in pages[0][1]
@@ -206,3 +210,71 @@ async def test_a_job_deferred_behind_a_failed_one_says_it_waits_for_ever(
         look.clock.advance(1)
     assert [kind for kind, _ in look.pages(up)] == ["incident"]
     assert look.pages(down) == []
+
+
+async def test_a_key_of_another_type_is_skipped_and_named_and_the_rest_is_read(
+    workers: RQWorkers, look: Look, client: Any, tmp_path: Path, redis_server: ThrowawayRedis
+) -> None:
+    """``SET rq:wip:bad notazset`` with the queue ``bad`` registered: RQ's own registry of it
+    cannot be read; zombietop names the key and still reads every other job."""
+    job = workers.enqueue(0, tmp_path / "quick")
+    wait_for("RQ to finish the job", lambda: _rq_status(client, job) == "finished")
+    zid = f"default/zqrq.spin/{job}"
+    client.sadd("rq:queues", "rq:queue:bad")
+    client.set("rq:wip:bad", "notazset")
+    try:
+        with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+            rq.registry.StartedJobRegistry("bad", connection=client).get_job_ids()
+        snapshot = await look.monitor.poll()
+        said = _status_json(tmp_path, redis_server.url(look_db(look), "rq+redis"))
+    finally:
+        client.delete("rq:wip:bad")
+        client.srem("rq:queues", "rq:queue:bad")
+    assert snapshot.source_errors == {}
+    assert snapshot.by_id()[zid].task.state is TaskState.SUCCEEDED
+    note = snapshot.source_notes[look.source.name]
+    assert "skipped rq:wip:bad (not a sorted set)" in note, note
+    assert said["source_errors"] == [] and _task(said, zid)["state"] == "succeeded"
+    assert [n["note"] for n in said["source_notes"]] == [note]
+
+
+async def test_a_start_time_that_does_not_read_is_stalled_after_the_start_grace(
+    workers: RQWorkers, look: Look, client: Any, tmp_path: Path, redis_server: ThrowawayRedis
+) -> None:
+    """RQ's ``started_at`` of a running job set to ``not a date``: the job is ``starting`` from
+    when zombietop first saw it, then ``stalled`` after the start grace, with the reason; the
+    watchdog pages it once. Before, the job's start was "now" at every poll."""
+    marker = tmp_path / "long"
+    job = workers.enqueue(60, marker)
+    wait_for("the job to start", lambda: marker.exists() and marker.read_text())
+    zid = f"default/zqrq.spin/{job}"
+    try:
+        client.hset(f"rq:job:{job}", "started_at", "not a date")
+        # RQ still says started; its own API cannot read the job any more.
+        assert client.hget(f"rq:job:{job}", "status") == b"started"
+        with pytest.raises(ValueError, match="not a date"):
+            Job.fetch(job, connection=client)
+        view = (await look.monitor.poll()).by_id()[zid]
+        why = "RQ's start time 'not a date' does not read as a time"
+        assert view.health is Health.STARTING and view.task.state_reason == why
+        said = _task(_status_json(tmp_path, redis_server.url(look_db(look), "rq+redis")), zid)
+        assert said["state"] == "starting" and said["state_reason"] == why
+        grace = look.monitor.config.limits_for("zqrq.spin").start_grace
+        for _ in range(2):
+            await look.dog.tick()
+            look.clock.advance(grace / 2 + 1)
+        for _ in range(2):
+            await look.dog.tick()
+            look.clock.advance(1)
+        view = look.monitor.last.by_id()[zid]
+    finally:
+        # RQ's own stop reads the job, so it needs a time RQ can read.
+        client.hset(f"rq:job:{job}", "started_at", "2026-01-01T00:00:00.000000Z")
+        rq.command.send_stop_job_command(client, job)
+    assert view.health is Health.STALLED
+    words = [reason.words(look.clock.now()) for reason in view.verdict.reasons]
+    assert any(
+        w.startswith("no first heartbeat") and w.endswith(f"(start grace 1m): {why}") for w in words
+    ), words
+    assert [kind for kind, _ in look.pages(zid)] == ["incident"], look.notifier.pages
+    assert why in look.pages(zid)[0][1]

@@ -45,6 +45,9 @@ def snapshot_to_json(
             {"source": name, "error": error}
             for name, error in sorted(snapshot.source_errors.items())
         ],
+        "source_notes": [
+            {"source": name, "note": note} for name, note in sorted(snapshot.source_notes.items())
+        ],
         "pings": pings or [],
     }
 
