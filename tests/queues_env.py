@@ -53,6 +53,29 @@ TASKS = textwrap.dedent(
         return n
 
 
+    if os.environ.get("ZQ_FORGED_PID"):
+        from celery.worker.control import inspect_command
+
+        @inspect_command()
+        def active(state, **kwargs):
+            """Answer ``inspect active`` with a task whose ``worker_pid`` is ZQ_FORGED_PID, as
+            any client of the broker can: a forged answer, from a real worker."""
+            return [
+                {
+                    "id": "forged-1",
+                    "name": "zq.spin",
+                    "type": "zq.spin",
+                    "args": [],
+                    "kwargs": {},
+                    "hostname": state.consumer.hostname,
+                    "time_start": float(os.environ["ZQ_FORGED_START"]),
+                    "acknowledged": True,
+                    "delivery_info": {"exchange": "", "routing_key": "celery"},
+                    "worker_pid": int(os.environ["ZQ_FORGED_PID"]),
+                }
+            ]
+
+
     @app.task(name="zq.nap")
     def nap(seconds, marker):
         """Sleep for ``seconds`` (no CPU, no I/O); write ``marker`` with the child's pid first."""
@@ -81,11 +104,14 @@ class Workers:
         host: str = "%h",
         pool: str = "prefork",
         concurrency: int = 1,
+        env: dict[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
         """Start ``celery worker`` named ``name@HOST`` (this host's name unless told) with one
-        prefork child, unless told another pool and concurrency."""
+        prefork child, unless told another pool and concurrency; ``env`` adds to its
+        environment."""
         env = {
             **os.environ,
+            **(env or {}),
             "ZQ_BROKER": self.broker,
             "ZQ_ACKS_LATE": "1" if acks_late else "0",
             "ZQ_VISIBILITY": str(visibility),

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import psutil
@@ -54,10 +54,13 @@ from zombietop.sources.rq_ends import (
     ENDED_SHOWN,
     REGISTRIES,
     Ended,
+    Keys,
     inflate,
     last_line,
+    notes,
     result_error,
 )
+from zombietop.sources.worker_processes import RQ_HORSE, engine_child
 from zombietop.start_identity import ProcessStart
 
 if TYPE_CHECKING:
@@ -77,9 +80,6 @@ ENDED_WITHOUT_SUCCESS = {"failed": "failed", "stopped": "was stopped", "canceled
 waits for ever."""
 ERROR_BYTES = 4096
 """The most bytes of an error kept in the job's hash as plain text read."""
-NOTES_SHOWN = 5
-"""Keys of the wrong type named in ``notes``; the others are counted."""
-T = TypeVar("T")
 
 
 def check_url(url: str) -> str:
@@ -150,26 +150,6 @@ class RQReads:
     """Each key that is not of the type RQ writes, with the type it should be."""
 
 
-class Keys:
-    """Reads of RQ's keys in which a key of another type is skipped and named, not fatal: one
-    such key must not hide every other job."""
-
-    def __init__(self, wrong_type: type[BaseException]) -> None:
-        self.wrong_type = wrong_type
-        self.skipped: list[str] = []
-
-    def read(self, key: str, kind: str, call: Callable[[], T], empty: T) -> T:
-        """``call()``, or ``empty`` when Redis says ``key`` holds another type than ``kind``."""
-        try:
-            return call()
-        except self.wrong_type as exc:
-            if "WRONGTYPE" not in str(exc):
-                raise
-            shown = key if len(key) <= 200 else key[:197] + "..."
-            self.skipped.append(f"{printable(shown)} (not {kind})")
-            return empty
-
-
 def _text(value: Any) -> str | None:
     if value is None:
         return None
@@ -217,17 +197,6 @@ def dependency_ids(many: str | None, one: str | None) -> list[str]:
     except ValueError:
         return []
     return [str(job_id) for job_id in found] if isinstance(found, list) else []
-
-
-def _notes(skipped: Sequence[str]) -> tuple[str, ...]:
-    """What a read skipped, in words: the first keys of another type by name, the rest
-    counted."""
-    if not skipped:
-        return ()
-    named = ", ".join(skipped[:NOTES_SHOWN])
-    more = len(skipped) - NOTES_SHOWN
-    also = f" and {more} more" if more > 0 else ""
-    return (f"skipped {named}{also}: not the type RQ writes there; the other keys were read",)
 
 
 class RQSource:
@@ -492,7 +461,7 @@ class RQSource:
         for ended in reads.ended:
             first = self._first(seen, ended.job_id, reads.read_at)
             out.append(self._ended_record(ended, reads, first, host, local))
-        self.notes = _notes(reads.skipped)
+        self.notes = notes(reads.skipped)
         return out
 
     def _first(self, seen: Mapping[str, float], job_id: str, now: float) -> float:
@@ -668,6 +637,10 @@ class RQSource:
                 "stage": (base.task, "RQ: one stage per job (the task budget)"),
             },
         )
+
+    def kill_check(self, pid: int) -> str | None:
+        """None when ``pid`` is RQ's work horse under its ``rq worker``; else what it is."""
+        return engine_child(pid, RQ_HORSE)
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids

@@ -1,6 +1,9 @@
-"""How RQ's jobs end, read from its Redis without writing: the FailedJobRegistry
-(``rq:failed:QUEUE``) and the FinishedJobRegistry (``rq:finished:QUEUE``), each a sorted set
-whose score is when RQ forgets the entry, and the error of a failed job.
+"""How RQ's jobs end, and how RQ's keys are read, from its Redis without writing.
+
+Each key is read so that one of another type than RQ writes there is skipped and named, not
+fatal (``Keys``). The jobs that ended are read from the FailedJobRegistry (``rq:failed:QUEUE``)
+and the FinishedJobRegistry (``rq:finished:QUEUE``), each a sorted set whose score is when RQ
+forgets the entry; a failed job's error from its latest result.
 
 RQ 2 keeps each run's result in a stream of its own (``rq:results:ID``; ``exc_string`` is
 zlib-compressed, then base64); older RQ keeps the last error in the job's hash (``exc_info``,
@@ -12,8 +15,9 @@ from __future__ import annotations
 import base64
 import binascii
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from zombietop.printable import printable
 
@@ -24,6 +28,9 @@ ERROR_READ = 64 * 1024
 """The most bytes of an error's text inflated: enough for a long traceback's last line."""
 ERROR_SHOWN = 200
 """The most characters of an error kept in a task's reason."""
+NOTES_SHOWN = 5
+"""Keys of the wrong type named in ``notes``; the others are counted."""
+T = TypeVar("T")
 REGISTRIES = (("failed", "rq:failed:{}"), ("finished", "rq:finished:{}"))
 """RQ's status word of the jobs in each ended registry, and the registry's key."""
 
@@ -73,3 +80,34 @@ def last_line(error: str | None) -> str | None:
     if len(line) > ERROR_SHOWN:
         line = line[: ERROR_SHOWN - 3] + "..."
     return printable(line)
+
+
+class Keys:
+    """Reads of RQ's keys in which a key of another type is skipped and named, not fatal: one
+    such key must not hide every other job."""
+
+    def __init__(self, wrong_type: type[BaseException]) -> None:
+        self.wrong_type = wrong_type
+        self.skipped: list[str] = []
+
+    def read(self, key: str, kind: str, call: Callable[[], T], empty: T) -> T:
+        """``call()``, or ``empty`` when Redis says ``key`` holds another type than ``kind``."""
+        try:
+            return call()
+        except self.wrong_type as exc:
+            if "WRONGTYPE" not in str(exc):
+                raise
+            shown = key if len(key) <= 200 else key[:197] + "..."
+            self.skipped.append(f"{printable(shown)} (not {kind})")
+            return empty
+
+
+def notes(skipped: Sequence[str]) -> tuple[str, ...]:
+    """What a read skipped, in words: the first keys of another type by name, the rest
+    counted."""
+    if not skipped:
+        return ()
+    named = ", ".join(skipped[:NOTES_SHOWN])
+    more = len(skipped) - NOTES_SHOWN
+    also = f" and {more} more" if more > 0 else ""
+    return (f"skipped {named}{also}: not the type RQ writes there; the other keys were read",)
