@@ -55,10 +55,8 @@ from zombietop.sources.rq_ends import (
     REGISTRIES,
     Ended,
     Keys,
-    inflate,
-    last_line,
+    failures,
     notes,
-    result_error,
 )
 from zombietop.sources.worker_processes import RQ_HORSE, engine_child
 from zombietop.start_identity import ProcessStart
@@ -78,8 +76,6 @@ DEFERRED_FIELDS = ("description", "dependency_ids", "dependency_id", "enqueued_a
 ENDED_WITHOUT_SUCCESS = {"failed": "failed", "stopped": "was stopped", "canceled": "was canceled"}
 """RQ's statuses of a job that ended without success, in words: a job deferred behind one
 waits for ever."""
-ERROR_BYTES = 4096
-"""The most bytes of an error kept in the job's hash as plain text read."""
 
 
 def check_url(url: str) -> str:
@@ -300,9 +296,10 @@ class RQSource:
                     started.append(
                         Started(queue=queue, job_id=job_id, expires_at=float(score), fields=values)
                     )
-            for one in waiting:
-                job_id = _text(one) or ""
-                fields = self._hash(keys, job_id, ("description", "enqueued_at"))
+            ids = [_text(one) or "" for one in waiting]
+            for job_id, fields in zip(
+                ids, self._hashes(keys, ids, ("description", "enqueued_at")), strict=True
+            ):
                 if job_id and fields is not None:
                     queued.append(
                         Waiting(
@@ -331,6 +328,22 @@ class RQSource:
         if values is None:
             return None
         return dict(zip(names, map(_text, values), strict=True))
+
+    def _hashes(
+        self, keys: Keys, job_ids: Sequence[str], names: Sequence[str]
+    ) -> list[dict[str, str | None] | None]:
+        """The fields ``names`` of each job's hash, in one round trip; None for a key of
+        another type."""
+        found = keys.many(
+            self._redis,
+            "a hash",
+            [f"rq:job:{job_id}" for job_id in job_ids],
+            lambda pipe, key: pipe.hmget(key, names),
+        )
+        return [
+            None if values is None else dict(zip(names, map(_text, values), strict=True))
+            for values in found
+        ]
 
     def _workers(self, keys: Keys) -> dict[str, Worker]:
         r = self._redis
@@ -364,35 +377,28 @@ class RQSource:
             members: list[Any] = keys.read(
                 key, "a sorted set", partial(self._redis.zrevrange, key, 0, ENDED_SHOWN - 1), []
             )
-            for member in members:
-                job_id = (_text(member) or "").partition(":")[0]
-                fields = self._hash(keys, job_id, ENDED_FIELDS)
-                if fields is None:
+            ids = [(_text(member) or "").partition(":")[0] for member in members]
+            kept: list[tuple[str, dict[str, str | None]]] = []
+            for job_id, fields in zip(ids, self._hashes(keys, ids, ENDED_FIELDS), strict=True):
+                ended_at = None if fields is None else _when(fields["ended_at"])
+                if fields is None or (
+                    since is not None and ended_at is not None and ended_at < since
+                ):
                     continue
-                ended_at = _when(fields["ended_at"])
-                if since is not None and ended_at is not None and ended_at < since:
-                    continue
-                error = self._error(keys, job_id) if status == "failed" else None
-                found.append(
-                    Ended(queue=queue, job_id=job_id, status=status, fields=fields, error=error)
+                kept.append((job_id, fields))
+            failed = [job_id for job_id, _ in kept] if status == "failed" else []
+            errors = failures(self._redis, keys, failed)
+            found.extend(
+                Ended(
+                    queue=queue,
+                    job_id=job_id,
+                    status=status,
+                    fields=fields,
+                    error=errors.get(job_id),
                 )
+                for job_id, fields in kept
+            )
         return found
-
-    def _error(self, keys: Keys, job_id: str) -> str | None:
-        """The last line of the error of a failed job: from its latest result (RQ 2), else
-        from its hash (older RQ)."""
-        r = self._redis
-        stream = f"rq:results:{job_id}"
-        latest: list[Any] = keys.read(stream, "a stream", lambda: r.xrevrange(stream, count=1), [])
-        for _, fields in latest:
-            said = last_line(result_error(fields))
-            if said is not None:
-                return said
-        key = f"rq:job:{job_id}"
-        raw = keys.read(key, "a hash", lambda: r.hget(key, "exc_info"), None)
-        if not raw:
-            return None
-        return last_line(inflate(raw) or _text(raw[:ERROR_BYTES]))
 
     def _deferred(
         self, keys: Keys, queue: str, names: dict[str, tuple[str | None, str | None]]

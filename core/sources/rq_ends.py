@@ -17,7 +17,7 @@ import binascii
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from zombietop.printable import printable
 
@@ -26,6 +26,8 @@ ENDED_SHOWN = 1000
 ENDED_FIELDS = ("description", "started_at", "enqueued_at", "ended_at", "worker_name", "status")
 ERROR_READ = 64 * 1024
 """The most bytes of an error's text inflated: enough for a long traceback's last line."""
+ERROR_BYTES = 4096
+"""The most bytes of an error read as plain text (older RQ, or a hash not compressed)."""
 ERROR_SHOWN = 200
 """The most characters of an error kept in a task's reason."""
 NOTES_SHOWN = 5
@@ -97,9 +99,31 @@ class Keys:
         except self.wrong_type as exc:
             if "WRONGTYPE" not in str(exc):
                 raise
-            shown = key if len(key) <= 200 else key[:197] + "..."
-            self.skipped.append(f"{printable(shown)} (not {kind})")
+            self._skip(key, kind)
             return empty
+
+    def many(
+        self, redis: Any, kind: str, keys: Sequence[str], call: Callable[..., Any]
+    ) -> list[Any]:
+        """``call(pipeline, key)`` for each of ``keys``, in one round trip to Redis (a thousand
+        jobs' hashes one by one took 0.6 s); None for a key of another type than ``kind``."""
+        pipe = redis.pipeline(transaction=False)
+        for key in keys:
+            call(pipe, key)
+        found: list[Any] = []
+        for key, got in zip(keys, pipe.execute(raise_on_error=False), strict=True):
+            if isinstance(got, self.wrong_type) and "WRONGTYPE" in str(got):
+                self._skip(key, kind)
+                found.append(None)
+            elif isinstance(got, BaseException):
+                raise got
+            else:
+                found.append(got)
+        return found
+
+    def _skip(self, key: str, kind: str) -> None:
+        shown = key if len(key) <= 200 else key[:197] + "..."
+        self.skipped.append(f"{printable(shown)} (not {kind})")
 
 
 def notes(skipped: Sequence[str]) -> tuple[str, ...]:
@@ -111,3 +135,34 @@ def notes(skipped: Sequence[str]) -> tuple[str, ...]:
     more = len(skipped) - NOTES_SHOWN
     also = f" and {more} more" if more > 0 else ""
     return (f"skipped {named}{also}: not the type RQ writes there; the other keys were read",)
+
+
+def failures(redis: Any, keys: Keys, job_ids: Sequence[str]) -> dict[str, str]:
+    """By job id, the last line of each failed job's error: from its latest result (RQ 2),
+    else from its hash (older RQ)."""
+    found: dict[str, str] = {}
+    latest = keys.many(
+        redis,
+        "a stream",
+        [f"rq:results:{job_id}" for job_id in job_ids],
+        lambda pipe, key: pipe.xrevrange(key, count=1),
+    )
+    for job_id, entries in zip(job_ids, latest, strict=True):
+        for _, fields in entries or ():
+            said = last_line(result_error(fields))
+            if said is not None:
+                found[job_id] = said
+    older = [job_id for job_id in job_ids if job_id not in found]
+    raws = keys.many(
+        redis,
+        "a hash",
+        [f"rq:job:{job_id}" for job_id in older],
+        lambda pipe, key: pipe.hget(key, "exc_info"),
+    )
+    for job_id, raw in zip(older, raws, strict=True):
+        said = (
+            last_line(inflate(raw) or raw[:ERROR_BYTES].decode(errors="replace")) if raw else None
+        )
+        if said is not None:
+            found[job_id] = said
+    return found
