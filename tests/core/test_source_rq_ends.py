@@ -215,25 +215,31 @@ async def test_a_job_deferred_behind_a_failed_one_says_it_waits_for_ever(
 async def test_a_key_of_another_type_is_skipped_and_named_and_the_rest_is_read(
     workers: RQWorkers, look: Look, client: Any, tmp_path: Path, redis_server: ThrowawayRedis
 ) -> None:
-    """``SET rq:wip:bad notazset`` with the queue ``bad`` registered: RQ's own registry of it
-    cannot be read; zombietop names the key and still reads every other job."""
+    """``SET rq:wip:bad notazset`` with the queue ``bad`` registered, and a job listed in the
+    queue ``other`` whose hash is a string: RQ's own API cannot read them; zombietop names
+    both keys and still reads every other job."""
     job = workers.enqueue(0, tmp_path / "quick")
     wait_for("RQ to finish the job", lambda: _rq_status(client, job) == "finished")
     zid = f"default/zqrq.spin/{job}"
     client.sadd("rq:queues", "rq:queue:bad")
     client.set("rq:wip:bad", "notazset")
+    client.sadd("rq:queues", "rq:queue:other")
+    client.rpush("rq:queue:other", "nothash")
+    client.set("rq:job:nothash", "a string")
     try:
         with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
             rq.registry.StartedJobRegistry("bad", connection=client).get_job_ids()
+        with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+            Job.fetch("nothash", connection=client)
         snapshot = await look.monitor.poll()
         said = _status_json(tmp_path, redis_server.url(look_db(look), "rq+redis"))
     finally:
-        client.delete("rq:wip:bad")
-        client.srem("rq:queues", "rq:queue:bad")
+        client.delete("rq:wip:bad", "rq:queue:other", "rq:job:nothash")
+        client.srem("rq:queues", "rq:queue:bad", "rq:queue:other")
     assert snapshot.source_errors == {}
     assert snapshot.by_id()[zid].task.state is TaskState.SUCCEEDED
     note = snapshot.source_notes[look.source.name]
-    assert "skipped rq:wip:bad (not a sorted set)" in note, note
+    assert "skipped rq:wip:bad (not a sorted set), rq:job:nothash (not a hash)" in note, note
     assert said["source_errors"] == [] and _task(said, zid)["state"] == "succeeded"
     assert [n["note"] for n in said["source_notes"]] == [note]
 
