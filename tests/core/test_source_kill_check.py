@@ -209,3 +209,33 @@ def _answers(tmp_path: Path, url: str) -> bool:
 
 def _children(pid: int) -> list[str]:
     return (Path(f"/proc/{pid}/task/{pid}/children")).read_text().split()
+
+
+@pytest.mark.parametrize(
+    ("argv", "rq", "celery"),
+    [
+        (
+            ["/usr/bin/python3", "/usr/local/bin/rq", "worker", "-u", "redis://r", "high"],
+            True,
+            False,
+        ),
+        (["rq", "worker", "default"], True, False),
+        (["python", "-m", "rq.cli", "worker", "default"], True, False),
+        (["/usr/local/bin/rqworker", "default"], True, False),
+        # With setproctitle installed, RQ and Celery rename their processes.
+        (["rq:worker:w1:", "Processing", "zqrq.spin", "from", "default"], True, False),
+        (["[celeryd:", "w1@box:ForkPoolWorker-1]"], False, True),
+        (["/srv/venv/bin/celery", "-A", "proj", "worker", "-l", "INFO"], False, True),
+        (["python", "-m", "celery", "-A", "proj", "worker"], False, True),
+        (["celery", "-A", "proj", "beat"], False, False),
+        (["rq", "info"], False, False),
+        (["sleep", "6666"], False, False),
+        (["python", "-c", "print('rq worker celery worker')"], False, False),
+        ([], False, False),
+    ],
+)
+def test_which_command_lines_are_the_engines_workers(
+    argv: list[str], rq: bool, celery: bool
+) -> None:
+    assert RQ_HORSE.looks(argv) is rq
+    assert CELERY_CHILD.looks(argv) is celery
