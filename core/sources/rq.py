@@ -23,7 +23,8 @@ with its ``pid``, ``hostname``, ``state`` and ``last_heartbeat``) and the starte
   paged as any failed run.
 - A key of another type than RQ's (a string where a sorted set should be) is skipped and named
   in ``notes``; the rest is read. A job whose start time does not read as a time is taken as
-  starting when zombietop first saw it, with no heartbeat: ``stalled`` after the start grace.
+  starting when RQ enqueued it (else when zombietop first saw it), with no heartbeat:
+  ``stalled`` after the start grace.
 """
 
 from __future__ import annotations
@@ -553,12 +554,17 @@ class RQSource:
         host: str,
         local: frozenset[str],
     ) -> SourceRecord:
-        """A started job: running, with its worker's beat; starting (no beat) from when
-        zombietop first saw it when RQ's start time does not read, so the start grace ends."""
+        """A started job: running, with its worker's beat; starting (no beat) from when RQ
+        enqueued it when its start time does not read, so the start grace ends."""
         name = job_name(entry.fields.get("description"))
         zid = rq_task_id(entry.queue, name, entry.job_id)
         unread = _unreadable_start(entry.fields.get("started_at"))
-        started = first if unread else (_when(entry.fields.get("started_at")) or first)
+        # Unread, it started after RQ enqueued it: the start grace counts from then (else from
+        # first sight), so that a one-shot ``status`` sees it late too.
+        enqueued = _when(entry.fields.get("enqueued_at"))
+        started = (
+            (enqueued or first) if unread else (_when(entry.fields.get("started_at")) or first)
+        )
         worker_name = entry.fields.get("worker_name")
         here = (worker is not None and worker.hostname in local) or horse is not None
         pid: int | None = None

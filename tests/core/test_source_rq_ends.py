@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +274,10 @@ async def test_a_start_time_that_does_not_read_is_stalled_after_the_start_grace(
             await look.dog.tick()
             look.clock.advance(1)
         view = look.monitor.last.by_id()[zid]
+        # Enqueued two minutes ago, as RQ writes it: a one-shot status says stalled at once.
+        enqueued = datetime.now(UTC) - timedelta(minutes=2)
+        client.hset(f"rq:job:{job}", "enqueued_at", enqueued.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+        once = _task(_status_json(tmp_path, redis_server.url(look_db(look), "rq+redis")), zid)
     finally:
         # RQ's own stop reads the job, so it needs a time RQ can read.
         client.hset(f"rq:job:{job}", "started_at", "2026-01-01T00:00:00.000000Z")
@@ -284,3 +289,7 @@ async def test_a_start_time_that_does_not_read_is_stalled_after_the_start_grace(
     ), words
     assert [kind for kind, _ in look.pages(zid)] == ["incident"], look.notifier.pages
     assert why in look.pages(zid)[0][1]
+    assert once["health"] == "stalled", once
+    assert once["state_reason"] == why
+    assert "stalled: no heartbeat yet (2m0" in once["context"], once["context"]
+    assert f" since claim): {why}, lease expires in " in once["context"], once["context"]
