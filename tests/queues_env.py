@@ -270,10 +270,27 @@ class RQWorkers:
             return str(job.id)
 
     def stop(self) -> None:
+        """Kill each worker and its work horse: the horse runs in a session of its own
+        (setsid), so a signal to the worker's group leaves it running, re-parented to init."""
         for proc in self.procs:
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
+                    for horse in _children(proc.pid):
+                        os.kill(horse, signal.SIGKILL)
                     os.killpg(proc.pid, signal.SIGCONT)
                     os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         self.procs.clear()
+
+
+def _children(pid: int) -> list[int]:
+    """The children of ``pid``, as the kernel lists them; none once it is gone."""
+    try:
+        threads = list(Path(f"/proc/{pid}/task").iterdir())
+    except FileNotFoundError:
+        return []
+    found: list[int] = []
+    for thread in threads:
+        with contextlib.suppress(FileNotFoundError):
+            found += [int(child) for child in (thread / "children").read_text().split()]
+    return found
