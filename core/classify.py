@@ -9,7 +9,7 @@ between polls reads true at any moment before its ``stable_until``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from zombietop.budgets import Budgets, measure_budgets, overruns, start_of, used
 from zombietop.config import Limits
@@ -345,7 +345,10 @@ def _executing_rules(
             elif now - claimed > limits.start_grace:
                 words = ("no first heartbeat ", claimed, " after claim")
                 limit = ("start grace", limits.start_grace)
-                reasons.append(_late("no_first_heartbeat", Health.STALLED, words, limit))
+                late = _late("no_first_heartbeat", Health.STALLED, words, limit)
+                # An engine's words on why (RQ: a start time that does not read).
+                why = f": {task.state_reason}" if task.state_reason else ""
+                reasons.append(replace(late, after=late.after + why))
         else:
             start = start_of(task)
             if now - start > limits.heartbeat_timeout and task.command:
@@ -586,7 +589,9 @@ def _context(verdict: Verdict, now: float) -> str:
         observed = "" if heartbeat.source is HeartbeatSource.REPORTED else f"{heartbeat.source} "
         parts.append(f"{observed}heartbeat {format_age(now - heartbeat.written_at)} old")
     elif task.state.executing:
-        parts.append(f"no heartbeat yet ({format_age(now - start_of(task))} since claim)")
+        starting = task.state is TaskState.STARTING
+        why = f": {task.state_reason}" if task.state_reason and starting else ""
+        parts.append(f"no heartbeat yet ({format_age(now - start_of(task))} since claim){why}")
     held = lease is not None and lease.held
     expires_at = lease.expires_at if lease is not None and held else None
     # A lease held without an expiry (an engine's) says nothing worth a page's words.

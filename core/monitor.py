@@ -145,6 +145,7 @@ class Monitor:
             schedules=schedules,
             origins=read.origins,
             source_errors=read.errors,
+            source_notes=read.notes,
             unread=self._unread(read),
             jobs=self.job_book.jobs,
         )

@@ -123,6 +123,9 @@ class Snapshot:
     source_errors: Mapping[str, str] = field(default_factory=dict)
     """By source name, why that source could not be read in this poll (its tasks are then
     missing here; the store's and the other sources' are not)."""
+    source_notes: Mapping[str, str] = field(default_factory=dict)
+    """By source name, what the source's read skipped in this poll (its other tasks are
+    here)."""
     unread: frozenset[str] = frozenset()
     """The tasks of the sources in ``source_errors``, as of their last good read in this
     process: nothing is known of them now, so nothing is said or done about them."""

@@ -21,6 +21,7 @@ Every other task's action goes to the store's executor unchanged.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from zombietop.action_events import recorded
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
@@ -28,6 +29,7 @@ from zombietop.errors import ActionRefused, UnsafePath
 from zombietop.executor import Executor
 from zombietop.model import PendingKill
 from zombietop.monitor import Monitor
+from zombietop.sources import Source
 from zombietop.start_identity import same_start
 
 
@@ -134,6 +136,9 @@ class SourceActions:
                 f"{source.name} records no start for {task.task_id}, so pid {task.pid} cannot "
                 "be told from a process that took its number since; nothing signalled",
             )
+        refused = await self._not_the_engines(request, source, task.pid)
+        if refused is not None:
+            return refused
         return await self.inner.kill_process(
             request,
             task,
@@ -141,6 +146,27 @@ class SourceActions:
             pending=await self.inner.store.get_open_kill(task.task_id),
             source=source.name,
             data={"source": source.name, origin.kind: dict(origin.ids)},
+        )
+
+    async def _not_the_engines(
+        self, request: ActionRequest, source: Source, pid: int | None
+    ) -> ActionOutcome | None:
+        """The refusal of a kill whose process cannot be shown to be the engine's own worker
+        process (a source with a ``kill_check``: RQ, Celery); None when it can, or the source
+        has no such check. Whoever can write the engine's Redis can name any pid there."""
+        check: Callable[[int], str | None] | None = getattr(source, "kill_check", None)
+        if check is None or pid is None:
+            return None
+        why = await asyncio.to_thread(check, pid)
+        if why is None:
+            return None
+        assert self.inner is not None
+        return await recorded(
+            self.inner.store,
+            request,
+            Outcome.REFUSED,
+            f"{request.task_id} of {source.name}: {why}",
+            data={"source": source.name, "pid": pid},
         )
 
     async def _resume_command(self, request: ActionRequest, source: str) -> ActionOutcome:

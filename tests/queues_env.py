@@ -53,6 +53,29 @@ TASKS = textwrap.dedent(
         return n
 
 
+    if os.environ.get("ZQ_FORGED_PID"):
+        from celery.worker.control import inspect_command
+
+        @inspect_command()
+        def active(state, **kwargs):
+            """Answer ``inspect active`` with a task whose ``worker_pid`` is ZQ_FORGED_PID, as
+            any client of the broker can: a forged answer, from a real worker."""
+            return [
+                {
+                    "id": "forged-1",
+                    "name": "zq.spin",
+                    "type": "zq.spin",
+                    "args": [],
+                    "kwargs": {},
+                    "hostname": state.consumer.hostname,
+                    "time_start": float(os.environ["ZQ_FORGED_START"]),
+                    "acknowledged": True,
+                    "delivery_info": {"exchange": "", "routing_key": "celery"},
+                    "worker_pid": int(os.environ["ZQ_FORGED_PID"]),
+                }
+            ]
+
+
     @app.task(name="zq.nap")
     def nap(seconds, marker):
         """Sleep for ``seconds`` (no CPU, no I/O); write ``marker`` with the child's pid first."""
@@ -81,11 +104,14 @@ class Workers:
         host: str = "%h",
         pool: str = "prefork",
         concurrency: int = 1,
+        env: dict[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
         """Start ``celery worker`` named ``name@HOST`` (this host's name unless told) with one
-        prefork child, unless told another pool and concurrency."""
+        prefork child, unless told another pool and concurrency; ``env`` adds to its
+        environment."""
         env = {
             **os.environ,
+            **(env or {}),
             "ZQ_BROKER": self.broker,
             "ZQ_ACKS_LATE": "1" if acks_late else "0",
             "ZQ_VISIBILITY": str(visibility),
@@ -179,6 +205,13 @@ RQ_TASKS = textwrap.dedent(
         return n
 
 
+    def boom(marker):
+        """Fail at once, as a job that raises does; write ``marker`` with the horse's pid."""
+        with open(marker, "a") as out:
+            out.write(f"{os.getpid()}\\n")
+        raise ValueError(f"boom in {os.path.basename(marker)}")
+
+
     class ElsewhereWorker(Worker):
         """RQ's worker, with the host name it registers set from ``ZQ_RQ_HOST``: a worker on
         "another host" that runs on this machine."""
@@ -223,20 +256,41 @@ class RQWorkers:
     def enqueue(self, seconds: float, marker: Path, *, depends_on: str | None = None) -> str:
         """A ``zqrq.spin`` job on ``default``; with ``depends_on``, deferred until that job
         succeeds (RQ's DeferredJobRegistry)."""
+        return self.enqueue_call("zqrq.spin", seconds, str(marker), depends_on=depends_on)
+
+    def enqueue_call(self, function: str, *args: Any, depends_on: str | None = None) -> str:
+        """A job that calls ``function`` (``zqrq.boom``) with ``args`` on ``default``."""
         import redis
         import rq
 
         with redis.Redis.from_url(self.url) as conn:
             job = rq.Queue("default", connection=conn).enqueue(
-                "zqrq.spin", seconds, str(marker), job_timeout=600, depends_on=depends_on
+                function, *args, job_timeout=600, depends_on=depends_on
             )
             return str(job.id)
 
     def stop(self) -> None:
+        """Kill each worker and its work horse: the horse runs in a session of its own
+        (setsid), so a signal to the worker's group leaves it running, re-parented to init."""
         for proc in self.procs:
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
+                    for horse in _children(proc.pid):
+                        os.kill(horse, signal.SIGKILL)
                     os.killpg(proc.pid, signal.SIGCONT)
                     os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         self.procs.clear()
+
+
+def _children(pid: int) -> list[int]:
+    """The children of ``pid``, as the kernel lists them; none once it is gone."""
+    try:
+        threads = list(Path(f"/proc/{pid}/task").iterdir())
+    except FileNotFoundError:
+        return []
+    found: list[int] = []
+    for thread in threads:
+        with contextlib.suppress(FileNotFoundError):
+            found += [int(child) for child in (thread / "children").read_text().split()]
+    return found

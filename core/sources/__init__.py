@@ -135,6 +135,9 @@ class SourcesRead:
     """By task id, the source each task came from."""
     errors: dict[str, str] = field(default_factory=dict)
     """By source name, why that source could not be read (what, where, what to do)."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """By source name, what a source that was read skipped (a source's ``notes``, such as
+    RQ's keys of another type than RQ writes): the rest of it was read."""
 
 
 def source_words(source: Source, exc: ZombietopError) -> str:
@@ -167,6 +170,9 @@ async def read_sources(
         except ZombietopError as exc:
             found.errors[source.name] = source_words(source, exc)
             continue
+        skipped: Sequence[str] = getattr(source, "notes", ())
+        if skipped:
+            found.notes[source.name] = f"source {source.name}: {'; '.join(skipped)}"
         for one in read:
             record = one.record if offset == 0.0 else shifted(one.record, offset)
             record = with_hold(record, holds.get(record.task.task_id))

@@ -52,6 +52,7 @@ from zombietop.sources.celery_reports import (
     sightings_of,
     unacked_of,
 )
+from zombietop.sources.worker_processes import CELERY_CHILD, engine_child
 
 if TYPE_CHECKING:
     from zombietop.config import Limits
@@ -266,6 +267,11 @@ class CelerySource:
                 "stage": (base.task, "Celery: one stage per task (the task budget)"),
             },
         )
+
+    def kill_check(self, pid: int) -> str | None:
+        """None when ``pid`` is Celery's pool child under its ``celery worker``; else what it
+        is (any client of the broker can answer ``inspect active`` with any ``worker_pid``)."""
+        return engine_child(pid, CELERY_CHILD)
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids

@@ -16,7 +16,15 @@ with its ``pid``, ``hostname``, ``state`` and ``last_heartbeat``) and the starte
 - Queued jobs are queued, and so are the jobs deferred behind the jobs they depend on (RQ's
   DeferredJobRegistry, ``rq:deferred:QUEUE``, for ``depends_on``): their upstream is the ids
   the job's hash lists in ``dependency_ids``, so the watchdog pages a stalled dependency once,
-  naming the jobs it blocks.
+  naming the jobs it blocks. A job deferred behind one that failed waits for ever in RQ: its
+  reason says so.
+- The jobs that ended since the finished window are read from RQ's failed and finished
+  registries (``zombietop.sources.rq_ends``): a failed job is a failed run with its error,
+  paged as any failed run.
+- A key of another type than RQ's (a string where a sorted set should be) is skipped and named
+  in ``notes``; the rest is read. A job whose start time does not read as a time is taken as
+  starting when RQ enqueued it (else when zombietop first saw it), with no heartbeat:
+  ``stalled`` after the start grace.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -37,9 +46,20 @@ from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
+from zombietop.printable import printable
 from zombietop.procs import read_start, this_host
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
 from zombietop.sources.celery_reports import local_hostnames
+from zombietop.sources.rq_ends import (
+    ENDED_FIELDS,
+    ENDED_SHOWN,
+    REGISTRIES,
+    Ended,
+    Keys,
+    failures,
+    notes,
+)
+from zombietop.sources.worker_processes import RQ_HORSE, engine_child
 from zombietop.start_identity import ProcessStart
 
 if TYPE_CHECKING:
@@ -53,7 +73,10 @@ three of RQ's default job monitoring intervals (30 s), at which the worker beats
 QUEUED_SHOWN = 1000
 """Jobs read from the head of each queue's list."""
 JOB_FIELDS = ("description", "started_at", "enqueued_at", "worker_name", "status")
-DEFERRED_FIELDS = ("description", "dependency_ids", "dependency_id")
+DEFERRED_FIELDS = ("description", "dependency_ids", "dependency_id", "enqueued_at")
+ENDED_WITHOUT_SUCCESS = {"failed": "failed", "stopped": "was stopped", "canceled": "was canceled"}
+"""RQ's statuses of a job that ended without success, in words: a job deferred behind one
+waits for ever."""
 
 
 def check_url(url: str) -> str:
@@ -102,10 +125,13 @@ class Waiting:
     queue: str
     job_id: str
     description: str | None
+    enqueued_at: str | None = None
     status: str
     """RQ's word for where it waits: ``queued`` or ``deferred``."""
     upstream: tuple[str, ...] = ()
     """zombietop's ids of the jobs it depends on (a deferred job's ``dependency_ids``)."""
+    ended_ups: tuple[str, ...] = ()
+    """Of those, each that ended without success, in words (``X, which failed``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,7 +140,11 @@ class RQReads:
     started: tuple[Started, ...]
     queued: tuple[Waiting, ...]
     """Each job waiting in a queue's list, then each deferred one."""
+    ended: tuple[Ended, ...]
+    """Each job in a failed or finished registry that ended since the window's start."""
     workers: Mapping[str, Worker]
+    skipped: tuple[str, ...] = ()
+    """Each key that is not of the type RQ writes, with the type it should be."""
 
 
 def _text(value: Any) -> str | None:
@@ -132,6 +162,16 @@ def _when(value: str | None) -> float | None:
     except ValueError:
         return None
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+
+
+def _unreadable_start(value: str | None) -> str | None:
+    """Why RQ's ``started_at`` of a started job gives no time, in words; None when it does."""
+    if not value:
+        return "RQ recorded no start time for it"
+    if _when(value) is None:
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"RQ's start time {printable(shown)!r} does not read as a time"
+    return None
 
 
 def job_name(description: str | None) -> str:
@@ -176,6 +216,12 @@ class RQSource:
         self._clock = clock or SystemClock()
         self._redis: Any = None
         self._errors: tuple[type[BaseException], ...] = (OSError,)
+        self._wrong_type: type[BaseException] = LookupError
+        """Redis's error for a key of another type (``redis.ResponseError`` once open)."""
+        self.notes: tuple[str, ...] = ()
+        """What the last read skipped, in words (each key of another type than RQ's)."""
+        self._first_seen: dict[str, float] = {}
+        """By job id, when a job whose time does not read was first seen."""
         self._horses: dict[str, tuple[int, ProcessStart]] = {}
         """By job id, the work horse last found for it on this host."""
         self._lock = asyncio.Lock()
@@ -194,6 +240,7 @@ class RQSource:
         import redis
 
         self._errors = (OSError, redis.RedisError)
+        self._wrong_type = redis.ResponseError
         if self._redis is None:
             self._redis = redis.Redis.from_url(
                 self.redis_url, socket_timeout=5, socket_connect_timeout=5
@@ -216,48 +263,100 @@ class RQSource:
             await self.open()
         async with self._lock:
             try:
-                reads = await asyncio.to_thread(self._read)
+                reads = await asyncio.to_thread(self._read, since)
             except self._errors as exc:
                 raise SourceError(f"source {self.name}: cannot read Redis ({exc})") from None
             local = local_hostnames(host) if host == this_host() else frozenset({host})
             return await asyncio.to_thread(self._records, reads, host, local)
 
-    def _read(self) -> RQReads:
+    def _read(self, since: float | None) -> RQReads:
         r = self._redis
+        keys = Keys(self._wrong_type)
         read_at = self._clock.now()
-        queues = sorted(
-            name.removeprefix("rq:queue:")
-            for name in (_text(q) or "" for q in r.smembers("rq:queues"))
-        )
+        listed: set[Any] = keys.read("rq:queues", "a set", partial(r.smembers, "rq:queues"), set())
+        queues = sorted(name.removeprefix("rq:queue:") for name in (_text(q) or "" for q in listed))
         started: list[Started] = []
         queued: list[Waiting] = []
         deferred: list[Waiting] = []
-        names: dict[str, str | None] = {}
+        ended: list[Ended] = []
+        names: dict[str, tuple[str | None, str | None]] = {}
         for queue in queues:
-            entries = r.zrange(f"rq:wip:{queue}", 0, -1, withscores=True)
-            waiting = [_text(j) or "" for j in r.lrange(f"rq:queue:{queue}", 0, QUEUED_SHOWN - 1)]
+            wip = f"rq:wip:{queue}"
+            entries: list[Any] = keys.read(
+                wip, "a sorted set", partial(r.zrange, wip, 0, -1, withscores=True), []
+            )
+            listing = f"rq:queue:{queue}"
+            waiting: list[Any] = keys.read(
+                listing, "a list", partial(r.lrange, listing, 0, QUEUED_SHOWN - 1), []
+            )
             for member, score in entries:
                 # RQ 2 writes JOB_ID:EXECUTION_ID; older RQ the job id alone.
                 job_id = (_text(member) or "").partition(":")[0]
-                values = r.hmget(f"rq:job:{job_id}", JOB_FIELDS)
-                started.append(
-                    Started(
-                        queue=queue,
-                        job_id=job_id,
-                        expires_at=float(score),
-                        fields=dict(zip(JOB_FIELDS, map(_text, values), strict=True)),
+                values = self._hash(keys, job_id, JOB_FIELDS)
+                if values is not None:
+                    started.append(
+                        Started(queue=queue, job_id=job_id, expires_at=float(score), fields=values)
                     )
-                )
-            for job_id in waiting:
-                description = _text(r.hget(f"rq:job:{job_id}", "description"))
-                queued.append(
-                    Waiting(queue=queue, job_id=job_id, description=description, status="queued")
-                )
-            deferred.extend(self._deferred(queue, names))
+            ids = [_text(one) or "" for one in waiting]
+            for job_id, fields in zip(
+                ids, self._hashes(keys, ids, ("description", "enqueued_at")), strict=True
+            ):
+                if job_id and fields is not None:
+                    queued.append(
+                        Waiting(
+                            queue=queue,
+                            job_id=job_id,
+                            description=fields["description"],
+                            enqueued_at=fields["enqueued_at"],
+                            status="queued",
+                        )
+                    )
+            deferred.extend(self._deferred(keys, queue, names))
+            ended.extend(self._ended(keys, queue, since))
+        return RQReads(
+            read_at=read_at,
+            started=tuple(started),
+            queued=(*queued, *deferred),
+            ended=tuple(ended),
+            workers=self._workers(keys),
+            skipped=tuple(keys.skipped),
+        )
+
+    def _hash(self, keys: Keys, job_id: str, names: Sequence[str]) -> dict[str, str | None] | None:
+        """The fields ``names`` of the job's hash; None when its key is of another type."""
+        key = f"rq:job:{job_id}"
+        values = keys.read(key, "a hash", lambda: self._redis.hmget(key, names), None)
+        if values is None:
+            return None
+        return dict(zip(names, map(_text, values), strict=True))
+
+    def _hashes(
+        self, keys: Keys, job_ids: Sequence[str], names: Sequence[str]
+    ) -> list[dict[str, str | None] | None]:
+        """The fields ``names`` of each job's hash, in one round trip; None for a key of
+        another type."""
+        found = keys.many(
+            self._redis,
+            "a hash",
+            [f"rq:job:{job_id}" for job_id in job_ids],
+            lambda pipe, key: pipe.hmget(key, names),
+        )
+        return [
+            None if values is None else dict(zip(names, map(_text, values), strict=True))
+            for values in found
+        ]
+
+    def _workers(self, keys: Keys) -> dict[str, Worker]:
+        r = self._redis
         workers: dict[str, Worker] = {}
-        for key in r.smembers("rq:workers"):
-            name = (_text(key) or "").removeprefix("rq:worker:")
-            raw = {_text(k): _text(v) for k, v in r.hgetall(key).items()}
+        listed: set[Any] = keys.read(
+            "rq:workers", "a set", partial(r.smembers, "rq:workers"), set()
+        )
+        for key in listed:
+            text = _text(key) or ""
+            name = text.removeprefix("rq:worker:")
+            got: dict[Any, Any] = keys.read(text, "a hash", partial(r.hgetall, key), {})
+            raw = {_text(k): _text(v) for k, v in got.items()}
             if not raw:
                 continue  # listed, but its hash expired: the worker is gone
             pid = raw.get("pid")
@@ -268,74 +367,166 @@ class RQSource:
                 state=raw.get("state"),
                 last_heartbeat=_when(raw.get("last_heartbeat")),
             )
-        return RQReads(
-            read_at=read_at,
-            started=tuple(started),
-            queued=(*queued, *deferred),
-            workers=workers,
-        )
+        return workers
 
-    def _deferred(self, queue: str, names: dict[str, str | None]) -> list[Waiting]:
-        """The jobs deferred in ``queue`` (its DeferredJobRegistry) and what they depend on;
-        ``names`` keeps zombietop's id of each dependency asked in this read."""
-        found: list[Waiting] = []
-        for member in self._redis.zrange(f"rq:deferred:{queue}", 0, QUEUED_SHOWN - 1):
-            job_id = _text(member) or ""
-            description, many, one = map(
-                _text, self._redis.hmget(f"rq:job:{job_id}", DEFERRED_FIELDS)
+    def _ended(self, keys: Keys, queue: str, since: float | None) -> list[Ended]:
+        """The jobs of ``queue`` that RQ records as failed or finished, those that ended at or
+        after ``since``; a failed one with its error."""
+        found: list[Ended] = []
+        for status, template in REGISTRIES:
+            key = template.format(queue)
+            members: list[Any] = keys.read(
+                key, "a sorted set", partial(self._redis.zrevrange, key, 0, ENDED_SHOWN - 1), []
             )
-            ups = [self._job_id(dep, names) for dep in dependency_ids(many, one)]
+            ids = [(_text(member) or "").partition(":")[0] for member in members]
+            kept: list[tuple[str, dict[str, str | None]]] = []
+            for job_id, fields in zip(ids, self._hashes(keys, ids, ENDED_FIELDS), strict=True):
+                ended_at = None if fields is None else _when(fields["ended_at"])
+                if fields is None or (
+                    since is not None and ended_at is not None and ended_at < since
+                ):
+                    continue
+                kept.append((job_id, fields))
+            failed = [job_id for job_id, _ in kept] if status == "failed" else []
+            errors = failures(self._redis, keys, failed)
+            found.extend(
+                Ended(
+                    queue=queue,
+                    job_id=job_id,
+                    status=status,
+                    fields=fields,
+                    error=errors.get(job_id),
+                )
+                for job_id, fields in kept
+            )
+        return found
+
+    def _deferred(
+        self, keys: Keys, queue: str, names: dict[str, tuple[str | None, str | None]]
+    ) -> list[Waiting]:
+        """The jobs deferred in ``queue`` (its DeferredJobRegistry) and what they depend on;
+        ``names`` keeps zombietop's id and RQ's status of each dependency asked in this read."""
+        found: list[Waiting] = []
+        key = f"rq:deferred:{queue}"
+        members: list[Any] = keys.read(
+            key, "a sorted set", lambda: self._redis.zrange(key, 0, QUEUED_SHOWN - 1), []
+        )
+        for member in members:
+            job_id = _text(member) or ""
+            fields = self._hash(keys, job_id, DEFERRED_FIELDS)
+            if fields is None:
+                continue
+            ups = []
+            ended = []
+            for dep in dependency_ids(fields["dependency_ids"], fields["dependency_id"]):
+                zid, status = self._dependency(keys, dep, names)
+                if zid is None:
+                    ended.append(f"job {printable(dep[:100])}, which RQ no longer has")
+                    continue
+                ups.append(zid)
+                if status in ENDED_WITHOUT_SUCCESS:
+                    ended.append(f"{zid}, which {ENDED_WITHOUT_SUCCESS[status]}")
             found.append(
                 Waiting(
                     queue=queue,
                     job_id=job_id,
-                    description=description,
+                    description=fields["description"],
+                    enqueued_at=fields["enqueued_at"],
                     status="deferred",
-                    upstream=tuple(filter(None, ups)),
+                    upstream=tuple(ups),
+                    ended_ups=tuple(ended),
                 )
             )
         return found
 
-    def _job_id(self, job_id: str, names: dict[str, str | None]) -> str | None:
-        """zombietop's id of the job ``job_id``, from its queue (``origin``) and description;
-        None when its hash is gone."""
+    def _dependency(
+        self, keys: Keys, job_id: str, names: dict[str, tuple[str | None, str | None]]
+    ) -> tuple[str | None, str | None]:
+        """zombietop's id of the job ``job_id``, from its queue (``origin``) and description,
+        and RQ's status of it; (None, None) when its hash is gone."""
         if job_id not in names:
-            fields = self._redis.hmget(f"rq:job:{job_id}", ("origin", "description"))
-            origin, description = map(_text, fields)
-            names[job_id] = origin and rq_task_id(origin, job_name(description), job_id)
+            fields = self._hash(keys, job_id, ("origin", "description", "status")) or {}
+            origin = fields.get("origin")
+            zid = origin and rq_task_id(origin, job_name(fields.get("description")), job_id)
+            names[job_id] = (zid or None, fields.get("status"))
         return names[job_id]
 
     def _records(self, reads: RQReads, host: str, local: frozenset[str]) -> list[SourceRecord]:
         out: list[SourceRecord] = []
         horses: dict[str, tuple[int, ProcessStart]] = {}
+        seen, self._first_seen = self._first_seen, {}
         for entry in reads.started:
             worker = reads.workers.get(entry.fields.get("worker_name") or "")
             found = self._horse(entry.job_id, worker, local)
             if found is not None:
                 horses[entry.job_id] = found
-            out.append(self._started(entry, worker, found, reads.read_at, host, local))
+            first = self._first(seen, entry.job_id, reads.read_at)
+            out.append(self._started(entry, worker, found, first, reads.read_at, host, local))
         self._horses = horses
         for waiting in reads.queued:
-            name = job_name(waiting.description)
-            task = Task(
-                task_id=rq_task_id(waiting.queue, name, waiting.job_id),
-                run_id=waiting.job_id,
-                step=name,
-                step_type=name,
-                job=name,
-                state=TaskState.QUEUED,
-                upstream=waiting.upstream,
-                state_reason=None if waiting.status == "queued" else f"rq {waiting.status}",
-                created_at=reads.read_at,
-                updated_at=reads.read_at,
-            )
-            origin = self._origin(waiting.queue, name, waiting.job_id, None, waiting.status)
-            out.append(
-                SourceRecord(
-                    record=TaskRecord(task=task, lease=None, heartbeat=None), origin=origin
-                )
-            )
+            out.append(self._waiting(waiting, self._first(seen, waiting.job_id, reads.read_at)))
+        for ended in reads.ended:
+            first = self._first(seen, ended.job_id, reads.read_at)
+            out.append(self._ended_record(ended, reads, first, host, local))
+        self.notes = notes(reads.skipped)
         return out
+
+    def _first(self, seen: Mapping[str, float], job_id: str, now: float) -> float:
+        """When this source first saw ``job_id`` (kept while it is seen): the time of a job
+        whose own time does not read, so that its age grows instead of being now at every
+        poll."""
+        first = self._first_seen[job_id] = seen.get(job_id, now)
+        return first
+
+    def _waiting(self, waiting: Waiting, first: float) -> SourceRecord:
+        name = job_name(waiting.description)
+        reason = None if waiting.status == "queued" else f"rq {waiting.status}"
+        if waiting.ended_ups:
+            reason = f"{reason}: waits for ever on {'; '.join(waiting.ended_ups)}"
+        task = Task(
+            task_id=rq_task_id(waiting.queue, name, waiting.job_id),
+            run_id=waiting.job_id,
+            step=name,
+            step_type=name,
+            job=name,
+            state=TaskState.QUEUED,
+            upstream=waiting.upstream,
+            state_reason=reason,
+            created_at=_when(waiting.enqueued_at) or first,
+            updated_at=first,
+        )
+        origin = self._origin(waiting.queue, name, waiting.job_id, None, waiting.status)
+        return SourceRecord(record=TaskRecord(task=task, lease=None, heartbeat=None), origin=origin)
+
+    def _ended_record(
+        self, ended: Ended, reads: RQReads, first: float, host: str, local: frozenset[str]
+    ) -> SourceRecord:
+        """A failed or finished job: a failed run (with its error) or a succeeded one."""
+        fields = ended.fields
+        name = job_name(fields.get("description"))
+        worker_name = fields.get("worker_name")
+        worker = reads.workers.get(worker_name or "")
+        where = None if worker is None else worker.hostname
+        failed = ended.status == "failed"
+        finished = _when(fields.get("ended_at")) or first
+        started = _when(fields.get("started_at"))
+        task = Task(
+            task_id=rq_task_id(ended.queue, name, ended.job_id),
+            run_id=ended.job_id,
+            step=name,
+            step_type=name,
+            job=name,
+            state=TaskState.FAILED if failed else TaskState.SUCCEEDED,
+            host=host if where in local else where,
+            state_reason=(ended.error or "rq failed, with no error recorded") if failed else None,
+            created_at=_when(fields.get("enqueued_at")) or started or finished,
+            claimed_at=started,
+            started_at=started,
+            finished_at=finished,
+            updated_at=finished,
+        )
+        origin = self._origin(ended.queue, name, ended.job_id, worker_name, ended.status)
+        return SourceRecord(record=TaskRecord(task=task, lease=None, heartbeat=None), origin=origin)
 
     def _horse(
         self, job_id: str, worker: Worker | None, local: frozenset[str]
@@ -358,13 +549,22 @@ class RQSource:
         entry: Started,
         worker: Worker | None,
         horse: tuple[int, ProcessStart] | None,
+        first: float,
         now: float,
         host: str,
         local: frozenset[str],
     ) -> SourceRecord:
+        """A started job: running, with its worker's beat; starting (no beat) from when RQ
+        enqueued it when its start time does not read, so the start grace ends."""
         name = job_name(entry.fields.get("description"))
         zid = rq_task_id(entry.queue, name, entry.job_id)
-        started = _when(entry.fields.get("started_at")) or now
+        unread = _unreadable_start(entry.fields.get("started_at"))
+        # Unread, it started after RQ enqueued it: the start grace counts from then (else from
+        # first sight), so that a one-shot ``status`` sees it late too.
+        enqueued = _when(entry.fields.get("enqueued_at"))
+        started = (
+            (enqueued or first) if unread else (_when(entry.fields.get("started_at")) or first)
+        )
         worker_name = entry.fields.get("worker_name")
         here = (worker is not None and worker.hostname in local) or horse is not None
         pid: int | None = None
@@ -377,13 +577,15 @@ class RQSource:
             pid, pid_start = worker.pid, read_start(worker.pid) or ProcessStart(time=started)
         if worker is None:
             reason = f"its worker {worker_name or '?'} is gone from RQ's workers"
+        if unread:
+            reason = "; ".join(filter(None, [unread, reason]))
         task = Task(
             task_id=zid,
             run_id=entry.job_id,
             step=name,
             step_type=name,
             job=name,
-            state=TaskState.RUNNING,
+            state=TaskState.STARTING if unread else TaskState.RUNNING,
             host=host if here else (worker.hostname if worker else None),
             pid=pid,
             pid_start_time=None if pid_start is None else pid_start.time,
@@ -401,7 +603,7 @@ class RQSource:
             acquired_at=started,
             expires_at=entry.expires_at,
         )
-        beat = None if worker is None else worker.last_heartbeat
+        beat = None if worker is None or unread else worker.last_heartbeat
         heartbeat = (
             None
             if beat is None
@@ -447,6 +649,10 @@ class RQSource:
                 "stage": (base.task, "RQ: one stage per job (the task budget)"),
             },
         )
+
+    def kill_check(self, pid: int) -> str | None:
+        """None when ``pid`` is RQ's work horse under its ``rq worker``; else what it is."""
+        return engine_child(pid, RQ_HORSE)
 
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         ids = origin.ids

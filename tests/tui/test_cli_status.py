@@ -234,6 +234,7 @@ def test_status_json_reports_each_health(
         "schedules",
         "silences",
         "source_errors",
+        "source_notes",
         "pings",
     }
     dead = next(t for t in report["tasks"] if t["task_id"] == "dead-1")

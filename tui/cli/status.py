@@ -66,10 +66,14 @@ def level(snapshot: Snapshot) -> Level:
 
 
 def source_error_lines(snapshot: Snapshot) -> list[str]:
-    """One line per source that could not be read: its tasks are missing from the rest."""
+    """One line per source that could not be read (its tasks are missing from the rest), and
+    one per source whose read skipped something."""
     return [
-        f"UNKNOWN {error} (its tasks are not shown)"
-        for _, error in sorted(snapshot.source_errors.items())
+        *(
+            f"UNKNOWN {error} (its tasks are not shown)"
+            for _, error in sorted(snapshot.source_errors.items())
+        ),
+        *(f"NOTE {note}" for _, note in sorted(snapshot.source_notes.items())),
     ]
 
 

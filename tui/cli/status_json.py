@@ -45,6 +45,9 @@ def snapshot_to_json(
             {"source": name, "error": error}
             for name, error in sorted(snapshot.source_errors.items())
         ],
+        "source_notes": [
+            {"source": name, "note": note} for name, note in sorted(snapshot.source_notes.items())
+        ],
         "pings": pings or [],
     }
 
@@ -199,6 +202,7 @@ def task_json(
         "host_request": _request_json(view),
         "attempt": task.attempt,
         "exit_code": task.exit_code,
+        "state_reason": task.state_reason,
         "quarantined": task.quarantined,
         "budgets": {
             name: {"used_s": _round(b.used_s), "limit_s": b.limit_s, "source": b.source}

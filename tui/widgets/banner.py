@@ -49,6 +49,7 @@ class Banner(Widget):
             lines.append(f"⚠ {old}: {snapshot.error}")
         # A source that cannot be read hides only its own tasks: say which, and why.
         lines.extend(f"⚠ {error}" for _, error in sorted(snapshot.source_errors.items()))
+        lines.extend(f"⚠ {note}" for _, note in sorted(snapshot.source_notes.items()))
         if self.paused_at is not None:
             lines.append("‖ PAUSED: the table is frozen; press p to resume refreshing")
         return lines
