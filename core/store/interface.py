@@ -38,6 +38,12 @@ from zombietop.store.oncall_interface import OnCallInterface
 HISTORY_LIMIT = 120
 """Heartbeats kept per task for sparklines; older ones are trimmed as new ones arrive."""
 
+RECONNECT_MOST_S = 4.0
+"""The longest a store that lost its server waits between two attempts to reach it again
+(PostgreSQL; the backoff doubles up to this). Short enough that a wrapper's exit, retried every
+second, is written soon after the server is back; the watchdog waits this long, and a second,
+for the jobs to beat again after an outage."""
+
 FinishedKey = tuple[float, str]
 """Where a task stands among the finished ones: ``(finished_at, task_id)``."""
 
