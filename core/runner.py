@@ -68,9 +68,9 @@ from zombietop.signal_forwarding import SignalForwarding
 from zombietop.start_identity import ProcessStart
 from zombietop.store import Store, location_of
 from zombietop.stray_beats import StrayBeats
+from zombietop.unwatched import EXIT_CANNOT_START
 from zombietop.upstream_wait import UpstreamWait
 
-EXIT_CANNOT_START = 127
 PUMP_DRAIN = 2.0
 """Seconds to wait, once the command exits, for the rest of its output: a background child
 that inherited its stdout may hold the pipe open long after."""
@@ -90,6 +90,9 @@ class RunSpec:
     """Start a new run of this job (``--job``); ``run_id`` then names the run."""
     wait: bool = False
     """Wait, queued, for the ``after`` tasks to succeed instead of refusing (``--wait``)."""
+    require_lease: bool | None = None
+    """Refuse to run the command when the store cannot be used (``--require-lease``), or run it
+    unwatched (``--no-require-lease``); None: as the step type or the kind of run says."""
 
 
 def default_task_id(command: Sequence[str]) -> str:
@@ -172,8 +175,11 @@ class Runner:
         store_path: Path | str | None = None,
         tail_interval: float | None = None,
         err: TextIO | None = None,
+        unusable: Callable[[RunSpec, StoreError], Awaitable[int]] | None = None,
     ) -> None:
         self.store = store
+        self.unusable = unusable
+        """Run the command unwatched when the store cannot be used (``fail_open``)."""
         self.config = config
         self.host = host if host is not None else this_host()
         where = store_location(store_path) if store_path is not None else location_of(store)
@@ -222,6 +228,10 @@ class Runner:
                 # The upstream changed between the last look and the claim: wait again.
                 self._say(f"{exc}; waiting again")
                 continue
+            except StoreError as exc:
+                if self.unusable is None or isinstance(exc, StoreReplaced):
+                    raise
+                return await self.unusable(spec, exc)
             break
         task_id = claim.task.task_id
         self.lease_until = claimed_at + type_limits.lease_ttl
@@ -652,3 +662,19 @@ class Runner:
             self._lose_store(exc, claim)
         except StoreError as exc:
             self._say(f"could not record a heartbeat for {task_id}: {exc}")
+
+
+# For ``zombietop.fail_open``: a run claimed, and a command adopted, once the store can be used.
+
+
+async def claim_for(runner: Runner, spec: RunSpec, owner: str, ttl: float, cwd: str) -> Claim:
+    """Claim the task or the job's run now."""
+    return await runner._claim(spec, owner, ttl, cwd)
+
+
+async def adopt(runner: Runner, claim: Claim, child: Child, beat_file: Path) -> int:
+    """Watch a command that started before its run could be claimed; its exit status."""
+    limits = runner.config.limits_for(claim.task.step_type)
+    runner.lease_until = time.monotonic() + limits.lease_ttl
+    started = await runner.store.now()
+    return await runner._watch(claim, limits, child, beat_file, None, started)
