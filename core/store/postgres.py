@@ -310,7 +310,12 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
         if self._closed:
             raise StoreError(f"store {self._where()} is closed")
         if self._conn is not None and not self._conn.is_closed():
-            return self._conn
+            if not self._conn.is_in_transaction():
+                return self._conn
+            # A call cancelled halfway (a wrapper's helper, as its command exits) left its
+            # transaction open: the next write would become a savepoint in it that never
+            # commits. End that connection and start afresh.
+            self._conn.terminate()
         self._conn = None
         wait = self._next_attempt - self._monotonic()
         if wait > 0:
@@ -344,8 +349,8 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
             conn = await self._connection()
             with self._translate():
                 transaction = conn.transaction()
-                await transaction.start()
                 try:
+                    await transaction.start()
                     yield conn
                 except BaseException:
                     with contextlib.suppress(

@@ -17,7 +17,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.core.realprocs import FAST_CONFIG, Children, wait_for, zombietop
+from tests.core.realprocs import FAST_CONFIG, Children, Said, wait_for, zombietop
 from tests.pg_server import ThrowawayServer, find_binaries
 from zombietop.errors import StoreError
 from zombietop.model import EventKind, TaskState
@@ -102,6 +102,23 @@ async def test_a_store_reconnects_after_a_restart(server: ThrowawayServer, store
         await store.get_task("t1")
 
 
+async def test_a_transaction_left_open_by_a_cancelled_call_is_not_built_on(
+    store_url: str,
+) -> None:
+    """A call cancelled between BEGIN and COMMIT (a wrapper's helper, as its command exits)
+    must not turn the next write into a savepoint of a transaction that never commits."""
+    store = await PostgresStore.open(store_url)
+    other = await PostgresStore.open(store_url)
+    try:
+        assert store._conn is not None
+        await store._conn.execute("BEGIN")  # what the cancelled call left behind
+        await store.create_task(task_id="t1", run_id="r", step="s", step_type="d", actor="t")
+        assert (await other.get_task("t1")).task_id == "t1"
+    finally:
+        await store.close()
+        await other.close()
+
+
 async def _reads(store: PostgresStore) -> bool:
     try:
         await store.get_task("t1")
@@ -184,3 +201,51 @@ async def test_a_restart_under_a_watchdog_an_agent_and_three_jobs(
 
 def _said(logs: dict[str, Path]) -> str:
     return "\n".join(f"--- {name}\n{path.read_text()[-3000:]}" for name, path in logs.items())
+
+
+async def test_a_job_started_while_the_server_is_down_runs_and_is_recorded_once_it_is_up(
+    server: ThrowawayServer, store_url: str, tmp_path: Path, children: Children
+) -> None:
+    """A broken monitor never stops a job: the nightly run goes ahead with PostgreSQL down,
+    and its run is in the store once the server is back."""
+    config = tmp_path / "config.toml"
+    config.write_text(CONFIG)
+    assert server.proc is not None
+    server.proc.send_signal(signal.SIGINT)
+    await asyncio.to_thread(server.proc.wait, 30)
+    try:
+        job = children.start(
+            zombietop(
+                store_url,
+                config,
+                "run",
+                "--job",
+                "nightly",
+                "--",
+                "sh",
+                "-c",
+                "touch started; while [ ! -e stop ]; do sleep 0.05; done",
+            ),
+            cwd=tmp_path,
+            stderr=subprocess.PIPE,
+        )
+        assert job.stderr is not None
+        said = Said(job.stderr)
+        await wait_for(lambda: (tmp_path / "started").exists(), what="the job", while_running=job)
+        assert said.wait_for("running the command unwatched")
+    finally:
+        await asyncio.to_thread(server.start_again)
+    store = await PostgresStore.open(store_url)
+    try:
+
+        async def recorded() -> bool:
+            return [r.task.state for r in await store.poll(None)] == [TaskState.RUNNING]
+
+        await wait_for(recorded, timeout=60, what="the run recorded", while_running=job)
+        (tmp_path / "stop").touch()
+        assert await asyncio.to_thread(job.wait, 60) == 0, said.all()
+        [record] = await store.poll(None)
+        assert record.task.task_id.startswith("nightly/")
+        assert record.task.state is TaskState.SUCCEEDED
+    finally:
+        await store.close()
