@@ -41,6 +41,10 @@ from zombietop.store.sql_store import SQLStore
 
 APPLICATION = "zombietop"
 CONNECT_TIMEOUT_S = 10.0
+LOCK_TIMEOUT_MS = 5000
+"""How long a statement waits for a lock another session holds before it fails (StoreBusy),
+as SQLite's busy timeout does: a store locked for good must not hang every caller for good
+(``zombietop run`` then runs its command unwatched, the watchdog says who to ask)."""
 RECONNECT_FIRST_S = 0.25
 _SQL = queries.load("postgresql")
 MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in range(1, 16))
@@ -103,7 +107,10 @@ def safe_url(url: str) -> str:
 async def _connect(url: str, *, read_only: bool) -> asyncpg.Connection:
     """Open one connection, or raise a ``StoreError`` that says what to check."""
     where = safe_url(url)
-    settings = {"application_name": f"zombietop:{os.getpid()}"}
+    settings = {
+        "application_name": f"zombietop:{os.getpid()}",
+        "lock_timeout": str(LOCK_TIMEOUT_MS),
+    }
     if read_only:
         # The server refuses writes too, not only this class.
         settings["default_transaction_read_only"] = "on"
@@ -291,7 +298,10 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
             asyncpg.LockNotAvailableError,
             asyncpg.SerializationError,
         ) as exc:
-            raise StoreBusy(f"store {where} was too busy ({exc}); retry") from None
+            raise StoreBusy(
+                f"store {where} was too busy ({exc}); retry, or find the session that holds "
+                "the lock (pg_stat_activity, pg_locks)"
+            ) from None
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
             if _lost(exc):
                 raise ConnectionLost(

@@ -249,3 +249,53 @@ async def test_a_job_started_while_the_server_is_down_runs_and_is_recorded_once_
         assert record.task.state is TaskState.SUCCEEDED
     finally:
         await store.close()
+
+
+async def test_a_job_runs_while_another_session_locks_the_store(
+    store_url: str, tmp_path: Path, children: Children
+) -> None:
+    """A session that holds a lock on the tasks for good does not hang the wrapper: after the
+    lock timeout the job runs unwatched, and its run is recorded once the lock is let go."""
+    config = tmp_path / "config.toml"
+    config.write_text(CONFIG)
+    locker = await asyncpg.connect(store_url)
+    holding = locker.transaction()
+    await holding.start()
+    await locker.execute("LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE")
+    try:
+        job = children.start(
+            zombietop(
+                store_url,
+                config,
+                "run",
+                "--job",
+                "nightly",
+                "--",
+                "sh",
+                "-c",
+                "touch started; while [ ! -e stop ]; do sleep 0.05; done",
+            ),
+            cwd=tmp_path,
+            stderr=subprocess.PIPE,
+        )
+        assert job.stderr is not None
+        said = Said(job.stderr)
+        await wait_for(lambda: (tmp_path / "started").exists(), what="the job", while_running=job)
+        assert said.wait_for("running the command unwatched")
+        assert "lock timeout" in said.all(timeout=0)
+    finally:
+        await holding.rollback()
+        await locker.close()
+    store = await PostgresStore.open(store_url)
+    try:
+
+        async def recorded() -> bool:
+            return [r.task.state for r in await store.poll(None)] == [TaskState.RUNNING]
+
+        await wait_for(recorded, timeout=60, what="the run recorded", while_running=job)
+        (tmp_path / "stop").touch()
+        assert await asyncio.to_thread(job.wait, 60) == 0, said.all()
+        [record] = await store.poll(None)
+        assert record.task.state is TaskState.SUCCEEDED
+    finally:
+        await store.close()
