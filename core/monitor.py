@@ -80,11 +80,15 @@ class Monitor:
         reuse_verdicts: bool = False,
         own_thread: bool = False,
         sources: Sequence[Source] = (),
+        source_deadline: float | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.sources = tuple(sources)
         """Read-only engine databases whose tasks join the store's every poll."""
+        self.source_deadline = source_deadline
+        """Seconds a source may take to answer a poll before it counts as unread (None: no
+        limit); the watchdog's is its interval."""
         self.source_of: dict[str, Source] = {}
         """By task id, the source each task of the last poll came from (the store's: absent)."""
         self._judging = JudgingConfig()
@@ -140,7 +144,8 @@ class Monitor:
             return self.last
         self.last = replace(
             snapshot,
-            poll_seconds=time.perf_counter() - started,
+            # The sources' read is theirs: a source that hangs is no lag of the store's.
+            poll_seconds=time.perf_counter() - started - read.seconds,
             oncall=oncall,
             schedules=schedules,
             origins=read.origins,
@@ -201,6 +206,7 @@ class Monitor:
             self.host,
             await read_holds(self.store),
             await self.store.source_kills(since),
+            deadline=self.source_deadline,
         )
         self.source_of = read.owners
         config = self._judging(self.config, [r.task for r in read.records], self.source_of)

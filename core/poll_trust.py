@@ -6,6 +6,11 @@ Otherwise its verdicts are withheld: nothing is quarantined, killed or paged on 
 watchdog pages itself when the store cannot be read, and again when it can; a stretch of
 withheld looks is logged once as it starts and once as it ends (``WithheldStretch``).
 
+While the store could not be read, no job could write its beats either: the first looks after
+it comes back would judge every task by that gap. So verdicts stay withheld after an outage for
+as long as it lasted (at most the longest heartbeat_timeout), and the time a job's store may
+wait before it reconnects: each job has the time to reconnect and beat again.
+
 A source (an engine's database) that cannot be read withholds only the verdicts on its own
 tasks: the watchdog pages that once, naming the source, and once when it reads it again.
 """
@@ -15,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from zombietop.clock_watch import ClockWatch, beats_of
+from zombietop.durations import format_age
 from zombietop.model import EventKind
 from zombietop.monitor import Snapshot
 from zombietop.page import SOURCE_READ, STORE_READ
+from zombietop.store.interface import RECONNECT_MOST_S
 from zombietop.watchdog_hands import Hands, Look
 from zombietop.withheld import WithheldStretch
 
@@ -32,6 +39,7 @@ class PollTrust:
         *,
         interval: float,
         monotonic: Callable[[], float],
+        settle_most: float = 0.0,
     ) -> None:
         self.hands = hands
         self.clocks = clocks
@@ -43,6 +51,12 @@ class PollTrust:
         """The watchdog paged that it cannot read the store, and has not paged the all-clear."""
         self._sources_down: set[str] = set()
         """The sources the watchdog paged it cannot read, and has not paged the all-clear of."""
+        self.settle_most = settle_most
+        """The longest heartbeat_timeout: an outage longer than it is waited out this long."""
+        self._read_at: float | None = None
+        """The store's time at the last poll that read it."""
+        self._settle: tuple[float, str] | None = None
+        """(store time, reason) until which verdicts stay withheld after an outage."""
 
     async def check_store(self, snapshot: Snapshot, look: Look, *, standby: bool) -> str | None:
         """Withhold verdicts (and say so, once) while the store cannot be read or lags."""
@@ -70,12 +84,43 @@ class PollTrust:
                 f"zombietop watchdog reads {hands.store.describe()} again",
                 incident=STORE_READ,
             )
+            settling = self._start_settling(snapshot.taken_at)
+            if settling is not None:
+                look.logs.append(f"verdicts withheld: {settling}")
+        if snapshot.taken_at is not None:
+            self._read_at = snapshot.taken_at
+        settling = self._settling(snapshot.taken_at)
+        if settling is not None:
+            return settling
         if snapshot.poll_seconds > self.interval:
             reason = (
                 f"store lags: one poll took {snapshot.poll_seconds:.1f}s, "
                 f"longer than the {self.interval:g}s interval"
             )
             return reason
+        return None
+
+    def _start_settling(self, now: float | None) -> str | None:
+        """The store is readable again after an outage: wait about as long as it lasted.
+        Return why verdicts are withheld meanwhile."""
+        if now is None or self._read_at is None:
+            return None  # no read before this one: nothing to measure the gap by
+        outage = now - self._read_at
+        wait = min(outage, self.settle_most) + RECONNECT_MOST_S + 1.0
+        reason = (
+            f"the store could not be read for {format_age(outage)}, so no job could write "
+            f"its beats; waiting {format_age(wait)} for them to beat again"
+        )
+        self._settle = (now + wait, reason)
+        return reason
+
+    def _settling(self, now: float | None) -> str | None:
+        if self._settle is None or now is None:
+            return None
+        until, reason = self._settle
+        if now < until:
+            return reason
+        self._settle = None
         return None
 
     def check_sources(self, snapshot: Snapshot, look: Look, *, standby: bool) -> None:

@@ -3,19 +3,46 @@
 A task of zombietop's own store is held in the store. A task of a read-only source (an
 engine's database) is held on zombietop's side only: an event in the store that the monitor
 shows as the hold, never a write into the engine's database. A hold that cannot be written
-(a full disk) is tried again at every look of the watchdog (one poll of the store and what
-follows it); the watchdog pages once that it cannot write the store, and once when it can.
+(a full disk, a lock held by another writer) is tried again at every look of the watchdog (one
+poll of the store and what follows it); the watchdog pages once that it cannot write the store,
+saying why and what to do, and once when it can.
+
+The hold is written only if the task has not beaten or renewed its lease since the look read
+it (``Seen``, checked inside the write): a lock that held those writes back until after the
+look must not get a working job quarantined. Such a task is judged again at the next look.
 """
 
 from __future__ import annotations
 
-from zombietop.errors import StoreError
+from zombietop.errors import StoreBusy, StoreError
 from zombietop.health import Health
 from zombietop.model import EventKind
 from zombietop.monitor import TaskView
 from zombietop.page import STORE_WRITE
 from zombietop.sources import Origin
+from zombietop.store.interface import Seen
 from zombietop.watchdog_hands import Hands, Look
+
+
+def seen_in(view: TaskView) -> Seen:
+    """What the look's verdict on ``view`` was made on, to check again inside the write."""
+    return Seen(
+        beat_seq=None if view.heartbeat is None else view.heartbeat.seq,
+        lease_token=None if view.lease is None else view.lease.token,
+        lease_expires_at=None if view.lease is None else view.lease.expires_at,
+    )
+
+
+def what_to_do(exc: StoreError) -> str:
+    """What a human can do about a store that refused a write, going by why it refused."""
+    if isinstance(exc, StoreBusy):
+        return (
+            "another writer holds the store's lock (named above, when it could be found); "
+            "end or wait for that writer: the watchdog tries again at every look"
+        )
+    if "full" in str(exc):
+        return "free the store's disk"
+    return "check the store: the error above says what failed"
 
 
 class Quarantines:
@@ -43,14 +70,21 @@ class Quarantines:
                 look.logs.append(f"would quarantine {task_id}: {first}")
             else:
                 try:
-                    await hands.store.set_quarantine(
+                    held = await hands.store.set_quarantine(
                         task_id,
                         quarantined=True,
                         actor=hands.actor,
                         reason=f"{view.health}: {first}",
+                        seen=seen_in(view),
                     )
                 except StoreError as exc:
                     self._failed(view, look, exc)
+                    return False
+                if not held.quarantined:
+                    look.logs.append(
+                        f"not quarantined {task_id}: it beat or renewed its lease after the "
+                        f"look that found it {view.health}; judged again at the next look"
+                    )
                     return False
                 look.logs.append(f"quarantined {task_id}: {first}")
         if task_id in self._unheld:
@@ -123,6 +157,6 @@ class Quarantines:
                 look,
                 "watchdog",
                 f"zombietop watchdog cannot write {self.hands.store.describe()}: could not "
-                f"quarantine {task_id} ({view.health}): {exc} - free the store's disk",
+                f"quarantine {task_id} ({view.health}): {exc} - {what_to_do(exc)}",
                 incident=STORE_WRITE,
             )

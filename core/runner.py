@@ -19,10 +19,10 @@ While the command writes no heartbeat lines (or none for heartbeat_timeout), the
 at its process tree every heartbeat_interval and records an observed heartbeat when its CPU
 time, I/O or output moved: proof of activity, never of progress.
 
-When the store cannot take the exit (a full disk), the wrapper keeps trying every
-heartbeat_interval and renews the lease meanwhile, for as long as the lease can be renewed
-(``lease_ttl`` after the last renewal that worked), then exits with the command's status and
-says what was not recorded. What the end is recorded as, and who stopped the command, is
+When the store cannot take the exit (a full disk, a server that is down), the wrapper keeps
+trying every heartbeat_interval and renews the lease meanwhile, also past the lease's end as
+long as nobody took the lease over (``PAST_THE_LEASE``), then exits with the command's status
+and says what was not recorded. What the end is recorded as, and who stopped the command, is
 ``zombietop.run_exit``.
 """
 
@@ -68,9 +68,13 @@ from zombietop.signal_forwarding import SignalForwarding
 from zombietop.start_identity import ProcessStart
 from zombietop.store import Store, location_of
 from zombietop.stray_beats import StrayBeats
+from zombietop.unwatched import EXIT_CANNOT_START
 from zombietop.upstream_wait import UpstreamWait, resolve_after
 
-EXIT_CANNOT_START = 127
+PAST_THE_LEASE = 2
+"""How many lease_ttls past the lease's end the wrapper still tries to record the command's
+exit while the store fails: a store that comes back after an outage longer than the lease
+still gets the exit, if nobody took the lease over meanwhile."""
 PUMP_DRAIN = 2.0
 """Seconds to wait, once the command exits, for the rest of its output: a background child
 that inherited its stdout may hold the pipe open long after."""
@@ -90,6 +94,9 @@ class RunSpec:
     """Start a new run of this job (``--job``); ``run_id`` then names the run."""
     wait: bool = False
     """Wait, queued, for the ``after`` tasks to succeed instead of refusing (``--wait``)."""
+    require_lease: bool | None = None
+    """Refuse to run the command when the store cannot be used (``--require-lease``), or run it
+    unwatched (``--no-require-lease``); None: as the step type or the kind of run says."""
 
 
 def default_task_id(command: Sequence[str]) -> str:
@@ -172,8 +179,11 @@ class Runner:
         store_path: Path | str | None = None,
         tail_interval: float | None = None,
         err: TextIO | None = None,
+        unusable: Callable[[RunSpec, StoreError], Awaitable[int]] | None = None,
     ) -> None:
         self.store = store
+        self.unusable = unusable
+        """Run the command unwatched when the store cannot be used (``fail_open``)."""
         self.config = config
         self.host = host if host is not None else this_host()
         where = store_location(store_path) if store_path is not None else location_of(store)
@@ -226,6 +236,10 @@ class Runner:
                 # The upstream changed between the last look and the claim: wait again.
                 self._say(f"{exc}; waiting again")
                 continue
+            except StoreError as exc:
+                if self.unusable is None or isinstance(exc, StoreReplaced):
+                    raise
+                return await self.unusable(spec, exc)
             break
         task_id = claim.task.task_id
         self.lease_until = claimed_at + type_limits.lease_ttl
@@ -465,9 +479,11 @@ class Runner:
     async def _keep_trying(
         self, claim: Claim, limits: Limits, what: str, write: Callable[[], Awaitable[None]]
     ) -> None:
-        """Write ``what`` to the store. While the store fails (a full disk), try again every
-        heartbeat_interval, renewing the lease meanwhile, for as long as the lease can be
-        renewed; say on stderr what is waited for, and how it ended."""
+        """Write ``what`` to the store. While the store fails (a full disk, a server that is
+        down), try again every heartbeat_interval, renewing the lease meanwhile, until
+        ``PAST_THE_LEASE`` lease_ttls past the last renewal: an end is still taken after the
+        lease expired, as long as nobody took the lease over. Say on stderr what is waited
+        for, and how it ended."""
         try:
             await write()
             return
@@ -479,22 +495,18 @@ class Runner:
         except StoreError as exc:
             error = exc
         interval, ttl = limits.heartbeat_interval, limits.lease_ttl
+        patience = (1 + PAST_THE_LEASE) * ttl
         self._say(
             f"cannot record {what} yet: {error}; trying again every {_seconds(interval)}, and "
-            f"renewing the lease meanwhile, until the lease cannot be renewed for {_seconds(ttl)}"
+            f"renewing the lease meanwhile, for up to {_seconds(patience)} after the last "
+            "renewal, as long as nobody takes the lease over"
         )
         tries = 1
         while True:
             await asyncio.sleep(interval)
-            ended: LeaseLost | None = None
-            try:
+            # A renewal refused (expired, or taken over) ends nothing: the write says which.
+            with contextlib.suppress(LeaseLost, StoreError):
                 await self._renew_once(claim, limits)
-            except LeaseLost as exc:
-                ended = exc  # an end is still taken just past expiry, if nobody took over
-            except StoreReplaced:
-                raise
-            except StoreError:
-                pass  # the same store that cannot take the exit; the lease has its ttl
             tries += 1
             try:
                 await write()
@@ -508,12 +520,12 @@ class Runner:
             else:
                 self._say(f"recorded {what} after {tries} tries")
                 return
-            if ended is not None or time.monotonic() >= self.lease_until:
+            if time.monotonic() >= self.lease_until + PAST_THE_LEASE * ttl:
                 break
         self._say(
             f"gave up: {what} is not recorded ({error}), and the lease could not be renewed for "
-            f"{_seconds(ttl)}; {claim.task.task_id} stays unfinished in the store: resume or "
-            "discard it once the store works again"
+            f"{_seconds(patience)}; {claim.task.task_id} stays unfinished in the store: resume "
+            "or discard it once the store works again"
         )
 
     def _lose_store(self, exc: StoreReplaced, claim: Claim) -> None:
@@ -654,3 +666,19 @@ class Runner:
             self._lose_store(exc, claim)
         except StoreError as exc:
             self._say(f"could not record a heartbeat for {task_id}: {exc}")
+
+
+# For ``zombietop.fail_open``: a run claimed, and a command adopted, once the store can be used.
+
+
+async def claim_for(runner: Runner, spec: RunSpec, owner: str, ttl: float, cwd: str) -> Claim:
+    """Claim the task or the job's run now."""
+    return await runner._claim(spec, owner, ttl, cwd)
+
+
+async def adopt(runner: Runner, claim: Claim, child: Child, beat_file: Path) -> int:
+    """Watch a command that started before its run could be claimed; its exit status."""
+    limits = runner.config.limits_for(claim.task.step_type)
+    runner.lease_until = time.monotonic() + limits.lease_ttl
+    started = await runner.store.now()
+    return await runner._watch(claim, limits, child, beat_file, None, started)

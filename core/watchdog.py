@@ -136,7 +136,14 @@ class Watchdog:
         self.notices = self.book.notices
         self.clocks = ClockWatch(local=self.store.local_clock)
         self.trust = PollTrust(
-            self.hands, self.clocks, interval=watch.interval, monotonic=self.monotonic
+            self.hands,
+            self.clocks,
+            interval=watch.interval,
+            monotonic=self.monotonic,
+            settle_most=max(
+                limits.heartbeat_timeout
+                for limits in (config.defaults, *config.step_types.values())
+            ),
         )
         self.lease = LeaseKeeper(
             self.store,

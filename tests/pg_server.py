@@ -90,7 +90,19 @@ class ThrowawayServer:
             )
         if done.returncode != 0:
             raise RuntimeError(f"initdb failed: {log.read_text(errors='replace')[-2000:]}")
-        server_log = open(self.root / "postgres.log", "wb")
+        self.start_again()
+
+    def restart(self) -> None:
+        """Stop the server as ``pg_ctl restart`` does (a fast shutdown: every session is ended)
+        and start it again on the same data."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=30)
+        self.start_again()
+
+    def start_again(self) -> None:
+        """Start the server on the data it has (after ``restart`` stopped it, or a test did)."""
+        server_log = open(self.root / "postgres.log", "ab")
         self.proc = subprocess.Popen(
             [
                 str(self.bindir / "postgres"),

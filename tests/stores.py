@@ -37,6 +37,7 @@ async def count_rows(store: Store, table: str) -> int:
     from zombietop.store.sqlite import SQLiteStore
 
     if isinstance(store, PostgresStore):
+        assert store._conn is not None
         return int(await store._conn.fetchval(f"SELECT count(*) FROM {table}"))
     assert isinstance(store, SQLiteStore)
     rows = await store._db.execute_fetchall(f"SELECT count(*) FROM {table}")

@@ -51,7 +51,7 @@ def apply_section(
             changes[key] = read_duration(path, section, key, value, family="step_types")
         elif key == "max_retries":
             changes[key] = read_whole(path, section, key, value, family="step_types")
-        elif key in ("auto_retry", "from_source", "page_on_failure"):
+        elif key in ("auto_retry", "from_source", "page_on_failure", "require_lease"):
             if not isinstance(value, bool):
                 raise ConfigError(f"{label}: {key} must be true or false, not {value!r}")
             changes[key] = value

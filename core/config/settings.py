@@ -46,6 +46,7 @@ STEP_ONLY_KEYS = (
     "from_source",
     "page_on_failure",
     "runbook",
+    "require_lease",
 )
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
 STORE_DEFAULTS: dict[str, float] = {"keep_finished": 30 * 86400.0}
@@ -103,6 +104,10 @@ class Limits:
     """A run that succeeds in under this many times the median ``finished_too_fast``."""
     page_on_failure: bool = True
     """A failed run opens an incident and pages (false: the failure is someone else's)."""
+    require_lease: bool | None = None
+    """``zombietop run`` refuses to run the command when it cannot take the lease (the store
+    cannot be used); None: only a ``--task`` or ``--after`` run does, a ``--job`` run goes on
+    unwatched."""
     runbook: str | None = None
     """A link template filled with the task's fields (``zombietop.runbooks``): what to do."""
     step_type: str | None = None

@@ -13,7 +13,9 @@ times are on, and how its records map onto zombietop's tasks, leases and heartbe
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -138,6 +140,8 @@ class SourcesRead:
     notes: dict[str, str] = field(default_factory=dict)
     """By source name, what a source that was read skipped (a source's ``notes``, such as
     RQ's keys of another type than RQ writes): the rest of it was read."""
+    seconds: float = 0.0
+    """How long the read of every source took: it is no part of the store's own lag."""
 
 
 def source_words(source: Source, exc: ZombietopError) -> str:
@@ -153,22 +157,27 @@ async def read_sources(
     host: str,
     holds: Mapping[str, Hold] | None = None,
     kills: Mapping[str, PendingKill] | None = None,
+    *,
+    deadline: float | None = None,
 ) -> SourcesRead:
     """Read every source at ``store_now``: the records on the store's clock (with their
     zombietop-side ``holds`` and the ``kills`` zombietop's store keeps of them), each task's
     origin, which source each task came from, and the error of each source that could not be
-    read. One source that cannot be read hides nothing of the others."""
+    read. One source that cannot be read hides nothing of the others.
+
+    The sources are read side by side, each for at most ``deadline`` seconds: one that does
+    not answer in time (a broker that hangs) counts as unread, and delays nothing else.
+    """
     holds = holds or {}
     kills = kills or {}
     found = SourcesRead()
-    for source in sources:
-        try:
-            offset = store_now - await source.now()
-            if abs(offset) < CLOCK_TOLERANCE:
-                offset = 0.0
-            read = await source.poll(None if since is None else since - offset, host)
-        except ZombietopError as exc:
-            found.errors[source.name] = source_words(source, exc)
+    started = time.perf_counter()
+    reads = await asyncio.gather(
+        *(_read_one(source, store_now, since, host, deadline) for source in sources)
+    )
+    for source, (read, offset, error) in zip(sources, reads, strict=True):
+        if error is not None:
+            found.errors[source.name] = error
             continue
         skipped: Sequence[str] = getattr(source, "notes", ())
         if skipped:
@@ -182,7 +191,34 @@ async def read_sources(
             found.records.append(record)
             found.origins[record.task.task_id] = one.origin
             found.owners[record.task.task_id] = source
-    return found
+    return replace(found, seconds=time.perf_counter() - started)
+
+
+async def _read_one(
+    source: Source, store_now: float, since: float | None, host: str, deadline: float | None
+) -> tuple[Sequence[SourceRecord], float, str | None]:
+    """One source's records and its clock's offset from the store's, or why it gave none."""
+
+    async def read() -> tuple[Sequence[SourceRecord], float]:
+        offset = store_now - await source.now()
+        if abs(offset) < CLOCK_TOLERANCE:
+            offset = 0.0
+        return await source.poll(None if since is None else since - offset, host), offset
+
+    try:
+        records, offset = await asyncio.wait_for(read(), deadline)
+    except ZombietopError as exc:
+        return (), 0.0, source_words(source, exc)
+    except TimeoutError:
+        return (
+            (),
+            0.0,
+            (
+                f"source {source.name} did not answer within {deadline:g}s; its tasks are "
+                "judged again once it does (is its database or broker up and reachable?)"
+            ),
+        )
+    return records, offset, None
 
 
 class JudgingConfig:

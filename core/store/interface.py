@@ -38,6 +38,27 @@ from zombietop.store.oncall_interface import OnCallInterface
 HISTORY_LIMIT = 120
 """Heartbeats kept per task for sparklines; older ones are trimmed as new ones arrive."""
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Seen:
+    """What a verdict on a task was made on: its latest heartbeat and its lease, as read.
+
+    A write that acts on the verdict checks them again inside its transaction: a task that
+    beat or renewed its lease since (a lock may have held those writes back) is judged again
+    at the next look instead.
+    """
+
+    beat_seq: int | None
+    lease_token: int | None
+    lease_expires_at: float | None
+
+
+RECONNECT_MOST_S = 4.0
+"""The longest a store that lost its server waits between two attempts to reach it again
+(PostgreSQL; the backoff doubles up to this). Short enough that a wrapper's exit, retried every
+second, is written soon after the server is back; the watchdog waits this long, and a second,
+for the jobs to beat again after an outage."""
+
 FinishedKey = tuple[float, str]
 """Where a task stands among the finished ones: ``(finished_at, task_id)``."""
 
@@ -175,9 +196,19 @@ class Store(OnCallInterface):
 
     @abc.abstractmethod
     async def set_quarantine(
-        self, task_id: str, *, quarantined: bool, actor: str, reason: str | None = None
+        self,
+        task_id: str,
+        *,
+        quarantined: bool,
+        actor: str,
+        reason: str | None = None,
+        seen: Seen | None = None,
     ) -> Task:
-        """Hold (or release) a task so that nothing downstream of it starts."""
+        """Hold (or release) a task so that nothing downstream of it starts.
+
+        With ``seen`` (what a verdict was made on), a hold is placed only if the task has not
+        beaten or renewed its lease since; otherwise the task is returned as it is, unheld.
+        """
 
     # Leases --------------------------------------------------------------------------------
 

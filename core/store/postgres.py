@@ -6,6 +6,10 @@ fleet: a host whose own clock is off can neither steal a live lease nor keep an 
 Events are written in the same transaction as the change they record; the schema is versioned
 and migrated on open.
 
+A connection lost to a restart, an upgrade or a failover is opened again at the next call, with
+a backoff while the server cannot be reached; a read that was in flight when it was lost is
+tried once more (``IDEMPOTENT``).
+
 Its SQL is in ``sql/common/`` and ``sql/postgresql/`` (the schema in
 ``sql/postgresql/migrations.sql``); the blocks write parameters as ``:name``, which this module
 turns into asyncpg's ``$n``.
@@ -15,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -29,11 +35,17 @@ from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
 from zombietop.model import Task
 from zombietop.store import queries
 from zombietop.store.columns import fill_columns
+from zombietop.store.interface import RECONNECT_MOST_S
 from zombietop.store.sql_base import Duplicate
 from zombietop.store.sql_store import SQLStore
 
 APPLICATION = "zombietop"
 CONNECT_TIMEOUT_S = 10.0
+LOCK_TIMEOUT_MS = 5000
+"""How long a statement waits for a lock another session holds before it fails (StoreBusy),
+as SQLite's busy timeout does: a store locked for good must not hang every caller for good
+(``zombietop run`` then runs its command unwatched, the watchdog says who to ask)."""
+RECONNECT_FIRST_S = 0.25
 _SQL = queries.load("postgresql")
 MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in range(1, 17))
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -92,6 +104,62 @@ def safe_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}@{netloc}"))
 
 
+async def _connect(url: str, *, read_only: bool) -> asyncpg.Connection:
+    """Open one connection, or raise a ``StoreError`` that says what to check."""
+    where = safe_url(url)
+    settings = {
+        "application_name": f"zombietop:{os.getpid()}",
+        "lock_timeout": str(LOCK_TIMEOUT_MS),
+    }
+    if read_only:
+        # The server refuses writes too, not only this class.
+        settings["default_transaction_read_only"] = "on"
+    try:
+        return await asyncpg.connect(
+            url, timeout=CONNECT_TIMEOUT_S, server_settings=settings, statement_cache_size=200
+        )
+    except (
+        asyncpg.InvalidPasswordError,
+        asyncpg.InvalidAuthorizationSpecificationError,
+    ) as exc:
+        raise StoreError(
+            f"PostgreSQL at {where} refused the login ({exc}); check the user and password "
+            "in the URL, PGPASSWORD or ~/.pgpass"
+        ) from None
+    except asyncpg.InvalidCatalogNameError as exc:
+        raise StoreMissing(
+            f"no database at {where} ({exc}); create it (createdb NAME) and zombietop "
+            "will create its tables on first use"
+        ) from None
+    except (OSError, TimeoutError, asyncpg.CannotConnectNowError) as exc:
+        raise StoreError(
+            f"cannot reach PostgreSQL at {where} ({exc.__class__.__name__}: {exc}); "
+            "is the server running and is --db / ZOMBIETOP_DB right?"
+        ) from None
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
+        raise StoreError(f"cannot open store {where}: {exc}") from None
+
+
+class ConnectionLost(StoreError):
+    """The connection to the server was lost (a restart, a failover); the next call reconnects."""
+
+
+def _lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection is gone, not that a statement was refused."""
+    if isinstance(exc, asyncpg.InterfaceError):
+        return "closed" in str(exc)
+    return isinstance(
+        exc,
+        (
+            asyncpg.PostgresConnectionError,
+            asyncpg.AdminShutdownError,
+            asyncpg.CrashShutdownError,
+            asyncpg.CannotConnectNowError,
+            OSError,
+        ),
+    )
+
+
 class PostgresStore(SQLStore[asyncpg.Connection]):
     """A store in one PostgreSQL database, shared by every host of a fleet."""
 
@@ -102,14 +170,21 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
         *,
         read_only: bool,
         pinned_clock: Clock | None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
-        self._conn = conn
+        self._conn: asyncpg.Connection | None = conn
         self.url = url
         self.read_only = read_only
         self._pinned = pinned_clock
         # One connection, one transaction at a time: coroutines sharing this store queue here.
         self._lock = asyncio.Lock()
+        self._closed = False
+        self._monotonic = monotonic
+        self._backoff = 0.0
+        """Seconds to wait after the last failed attempt to reconnect; 0 while connected."""
+        self._next_attempt = 0.0
+        """This host's monotonic time before which no new attempt to reconnect is made."""
 
     # Opening -------------------------------------------------------------------------------
 
@@ -131,35 +206,7 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
         production.
         """
         del clock, create  # the server has the clock; the database is created by its admin
-        where = safe_url(url)
-        settings = {"application_name": f"zombietop:{os.getpid()}"}
-        if read_only:
-            # The server refuses writes too, not only this class.
-            settings["default_transaction_read_only"] = "on"
-        try:
-            conn = await asyncpg.connect(
-                url, timeout=CONNECT_TIMEOUT_S, server_settings=settings, statement_cache_size=200
-            )
-        except (
-            asyncpg.InvalidPasswordError,
-            asyncpg.InvalidAuthorizationSpecificationError,
-        ) as exc:
-            raise StoreError(
-                f"PostgreSQL at {where} refused the login ({exc}); check the user and password "
-                "in the URL, PGPASSWORD or ~/.pgpass"
-            ) from None
-        except asyncpg.InvalidCatalogNameError as exc:
-            raise StoreMissing(
-                f"no database at {where} ({exc}); create it (createdb NAME) and zombietop "
-                "will create its tables on first use"
-            ) from None
-        except (OSError, TimeoutError, asyncpg.CannotConnectNowError) as exc:
-            raise StoreError(
-                f"cannot reach PostgreSQL at {where} ({exc.__class__.__name__}: {exc}); "
-                "is the server running and is --db / ZOMBIETOP_DB right?"
-            ) from None
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
-            raise StoreError(f"cannot open store {where}: {exc}") from None
+        conn = await _connect(url, read_only=read_only)
         store = cls(conn, url, read_only=read_only, pinned_clock=pinned_clock)
         try:
             await store._prepare()
@@ -170,9 +217,8 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
 
     async def _prepare(self) -> None:
         where = safe_url(self.url)
-        async with self._lock:
-            with self._translate():
-                version = await self._marker_version(self._conn)
+        async with self._read() as db:
+            version = await self._marker_version(db)
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{where} uses store schema v{version}, newer than this zombietop "
@@ -225,8 +271,11 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
         return safe_url(self.url) + (" (read-only)" if self.read_only else "")
 
     async def close(self) -> None:
-        with contextlib.suppress(asyncpg.InterfaceError, OSError):
-            await self._conn.close(timeout=5)
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(asyncpg.InterfaceError, OSError, TimeoutError):
+                await conn.close(timeout=5)
 
     async def now(self) -> float:
         async with self._read() as db:
@@ -249,23 +298,56 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
             asyncpg.LockNotAvailableError,
             asyncpg.SerializationError,
         ) as exc:
-            raise StoreBusy(f"store {where} was too busy ({exc}); retry") from None
-        except asyncpg.InterfaceError as exc:
-            if "closed" in str(exc):
-                raise StoreError(f"store {where} is closed") from None
-            raise StoreError(f"store {where}: {exc}") from None
-        except (asyncpg.PostgresConnectionError, OSError) as exc:
-            raise StoreError(
-                f"lost the connection to PostgreSQL at {where} ({exc}); check the server"
+            raise StoreBusy(
+                f"store {where} was too busy ({exc}); retry, or find the session that holds "
+                "the lock (pg_stat_activity, pg_locks)"
             ) from None
-        except asyncpg.PostgresError as exc:
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            if _lost(exc):
+                raise ConnectionLost(
+                    f"lost the connection to PostgreSQL at {where} ({exc}); zombietop "
+                    "connects again at its next call"
+                ) from None
             raise StoreError(f"store {where}: {exc}") from None
+
+    async def _connection(self) -> asyncpg.Connection:
+        """The open connection, opened again if it was lost; call it holding ``_lock``.
+
+        While the server cannot be reached, attempts are spaced out (doubling up to
+        ``RECONNECT_MOST_S``), so that many callers retrying do not hammer a server that is
+        starting; a call between two attempts fails at once, saying when the next one is.
+        """
+        if self._closed:
+            raise StoreError(f"store {self._where()} is closed")
+        if self._conn is not None and not self._conn.is_closed():
+            if not self._conn.is_in_transaction():
+                return self._conn
+            # A call cancelled halfway (a wrapper's helper, as its command exits) left its
+            # transaction open: the next write would become a savepoint in it that never
+            # commits. End that connection and start afresh.
+            self._conn.terminate()
+        self._conn = None
+        wait = self._next_attempt - self._monotonic()
+        if wait > 0:
+            raise ConnectionLost(
+                f"lost the connection to PostgreSQL at {self._where()}; trying to connect "
+                f"again in {wait:.1f}s"
+            )
+        try:
+            self._conn = await _connect(self.url, read_only=self.read_only)
+        except StoreError:
+            self._backoff = min(max(self._backoff * 2, RECONNECT_FIRST_S), RECONNECT_MOST_S)
+            self._next_attempt = self._monotonic() + self._backoff
+            raise
+        self._backoff = 0.0
+        return self._conn
 
     @contextlib.asynccontextmanager
     async def _read(self) -> AsyncIterator[asyncpg.Connection]:
         async with self._lock:
+            conn = await self._connection()
             with self._translate():
-                yield self._conn
+                yield conn
 
     @contextlib.asynccontextmanager
     async def _write(self) -> AsyncIterator[asyncpg.Connection]:
@@ -274,11 +356,12 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
                 f"store {self.describe()} is open read-only; this needs a writable store"
             )
         async with self._lock:
+            conn = await self._connection()
             with self._translate():
-                transaction = self._conn.transaction()
-                await transaction.start()
+                transaction = conn.transaction()
                 try:
-                    yield self._conn
+                    await transaction.start()
+                    yield conn
                 except BaseException:
                     with contextlib.suppress(
                         asyncpg.PostgresError, asyncpg.InterfaceError, OSError
@@ -333,3 +416,57 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
                 return await self._row(db, name, params)
         except asyncpg.UniqueViolationError:
             raise Duplicate(name) from None
+
+
+IDEMPOTENT = (
+    "now",
+    "get_task",
+    "get_record",
+    "poll",
+    "glance",
+    "get_lease",
+    "still_owner",
+    "renew_lease",
+    "get_open_kill",
+    "open_kills",
+    "source_kills",
+    "heartbeat_history",
+    "events",
+    "job_summaries",
+    "job_runs",
+    "failed_latest_runs",
+    "step_runs",
+    "schedule_seen",
+    "record_agent_beat",
+    "agents",
+    "active_tasks_on",
+    "process_samples",
+    "get_host_request",
+    "open_host_requests",
+    "finished_counts",
+    "finished_page",
+    "watchdog_lease",
+    "pending_pages",
+    "watchdog_memory",
+)
+"""The calls that give the same answer when made twice: the reads, and the writes that set a
+value (a lease renewed by compare-and-swap, an agent's beat). One that was in flight when the
+connection was lost is made once more, on a new connection."""
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _once_more(call: Callable[_P, Awaitable[_T]]) -> Callable[_P, Awaitable[_T]]:
+    @functools.wraps(call)
+    async def again(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return await call(*args, **kwargs)
+        except ConnectionLost:
+            return await call(*args, **kwargs)
+
+    return again
+
+
+for _name in IDEMPOTENT:
+    setattr(PostgresStore, _name, _once_more(getattr(PostgresStore, _name)))

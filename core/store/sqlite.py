@@ -26,6 +26,7 @@ from zombietop.locations import default_store_path, file_identity
 from zombietop.model import Task
 from zombietop.store import queries
 from zombietop.store.columns import fill_columns
+from zombietop.store.lock_holders import lock_holders
 from zombietop.store.sql_base import Duplicate
 from zombietop.store.sql_store import SQLStore
 from zombietop.store.sqlite_inline import InlineConnection
@@ -262,8 +263,10 @@ class SQLiteStore(SQLStore[Connection]):
             yield
         except sqlite3.OperationalError as exc:
             if _is_busy(exc):
+                holders = lock_holders(self.path)
+                by = f" ({', '.join(holders)})" if holders else ""
                 raise StoreBusy(
-                    f"store {self.path} stayed locked by another writer for over "
+                    f"store {self.path} stayed locked by another writer{by} for over "
                     f"{BUSY_TIMEOUT_MS / 1000:g}s; retry, or find the process holding it "
                     f"(fuser {self.path})"
                 ) from None

@@ -10,8 +10,9 @@ import json
 from collections.abc import Sequence
 
 from zombietop.errors import ActionRefused, LeaseLost, StoreError
-from zombietop.model import EventKind, Lease, PollChanges, Task, TaskRecord, TaskState
+from zombietop.model import EventKind, Heartbeat, Lease, PollChanges, Task, TaskRecord, TaskState
 from zombietop.start_identity import StartIdentity
+from zombietop.store.interface import Seen
 from zombietop.store.jobs import Jobs
 from zombietop.store.poll_cache import PollCache, task_record
 from zombietop.store.sql_base import Conn, Duplicate, identity_params
@@ -209,11 +210,19 @@ class Tasks(Jobs[Conn]):
             return after
 
     async def set_quarantine(
-        self, task_id: str, *, quarantined: bool, actor: str, reason: str | None = None
+        self,
+        task_id: str,
+        *,
+        quarantined: bool,
+        actor: str,
+        reason: str | None = None,
+        seen: Seen | None = None,
     ) -> Task:
         async with self._write() as db:
             before, now = await self._locked(db, task_id)
             if before.quarantined == quarantined:
+                return before
+            if seen is not None and await self._moved(db, task_id, seen):
                 return before
             await self._run(
                 db,
@@ -236,6 +245,18 @@ class Tasks(Jobs[Conn]):
                 message=("quarantined" if quarantined else "released from quarantine") + why,
             )
             return await self._task_in(db, task_id)
+
+    async def _moved(self, db: Conn, task_id: str, seen: Seen) -> bool:
+        """Whether the task beat or its lease changed since ``seen`` was read."""
+        row = await self._row(db, "select_heartbeat", {"task_id": task_id})
+        beat_seq = None if row is None else Heartbeat.from_row(row).seq
+        lease = await self._lease_in(db, task_id)
+        now_seen = Seen(
+            beat_seq=beat_seq,
+            lease_token=None if lease is None else lease.token,
+            lease_expires_at=None if lease is None else lease.expires_at,
+        )
+        return now_seen != seen
 
     # Resume and discard: the operator takes the lease away ---------------------------------
 

@@ -92,3 +92,34 @@ async def test_a_jump_of_the_stores_clock_is_recorded_and_said_once(
     after = Look()
     trust.note_withheld(None, after)
     assert after.logs == ["verdicts acted on again, after 30s withheld (1 looks)"]
+
+
+async def test_after_an_outage_verdicts_wait_for_the_jobs_to_beat_again(
+    store: Store, clock: FakeClock
+) -> None:
+    """No job could write its beats while the store could not be read: the looks after it
+    comes back do not judge by that gap, for about as long as it lasted."""
+    parts = hands_on(store, clock)
+    trust = PollTrust(
+        parts.hands,
+        ClockWatch(local=False),
+        interval=INTERVAL,
+        monotonic=FakeClock(start=0.0).now,
+        settle_most=60.0,
+    )
+    assert await trust.check_store(Snapshot(taken_at=clock.now()), Look(), standby=False) is None
+    down = Snapshot(taken_at=clock.now(), error="connection refused")  # the last good tasks
+    clock.advance(100)
+    await trust.check_store(down, Look(), standby=False)
+    back = Look()
+    reason = await trust.check_store(Snapshot(taken_at=clock.now()), back, standby=False)
+    wait = 60.0 + 4.0 + 1.0  # the longest heartbeat_timeout, the reconnect backoff, a second
+    assert reason == (
+        "the store could not be read for 1m40s, so no job could write its beats; waiting "
+        "1m05s for them to beat again"
+    )
+    assert back.logs == [f"verdicts withheld: {reason}"]
+    clock.advance(wait - 1)
+    assert await trust.check_store(Snapshot(taken_at=clock.now()), Look(), standby=False)
+    clock.advance(1)
+    assert await trust.check_store(Snapshot(taken_at=clock.now()), Look(), standby=False) is None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
+from tests.core.realprocs import Children, wait_for
 from tests.core.test_watchdog import start
 from tests.core.test_watchdog_retry import fill, small_fs
 from tests.core.watchdog_parts import ACTOR, hands_on
@@ -103,5 +105,59 @@ async def test_a_hold_that_cannot_be_written_pages_once_and_is_retried_until_it_
         assert [p.kind for p in look.pages] == ["all_clear"]
         assert look.pages[0].line == f"zombietop watchdog writes {store.describe()} again"
         assert (await store.get_task("export-2031")).quarantined
+    finally:
+        await store.close()
+
+
+async def test_a_task_that_beat_after_the_look_is_not_held(store: Store, clock: FakeClock) -> None:
+    """A lock held the job's beat back until after the look that found it stalled: the hold
+    is checked again inside its write, and a task that beat since is left for the next look."""
+    token = await start(store)
+    clock.advance(200)
+    parts = hands_on(store, clock)
+    holds = Quarantines(parts.hands)
+    view, look = await parts.judged()
+    assert view.health is Health.STALLED
+    await store.record_heartbeat(
+        "export-2031", parse_line("stage=transform p=62"), owner="w1", token=token
+    )
+    assert not await holds.place(view, look)
+    assert not (await store.get_task("export-2031")).quarantined
+    assert look.logs == [
+        "not quarantined export-2031: it beat or renewed its lease after the look that found "
+        "it stalled; judged again at the next look"
+    ]
+    assert look.pages == []
+    view, look = await parts.judged()
+    assert view.health is Health.HEALTHY
+
+
+HOLDS_THE_LOCK = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").close()
+time.sleep(600)
+"""
+
+
+async def test_a_hold_the_lock_refused_names_the_writer_and_not_the_disk(
+    tmp_path: Path, children: Children
+) -> None:
+    clock = FakeClock()
+    db, ready = tmp_path / "z.db", tmp_path / "ready"
+    store = await SQLiteStore.open(db, create=True, clock=clock)
+    try:
+        await start(store)
+        clock.advance(200)
+        parts = hands_on(store, clock)
+        view, look = await parts.judged()
+        writer = children.start([sys.executable, "-c", HOLDS_THE_LOCK, str(db), str(ready)])
+        await wait_for(ready.exists, what="the other writer", while_running=writer)
+        assert not await Quarantines(parts.hands).place(view, look)
+        [page] = look.pages
+        assert f"locked by another writer (pid {writer.pid} (python" in page.line, page.line
+        assert "another writer holds the store's lock" in page.line
+        assert "disk" not in page.line
     finally:
         await store.close()

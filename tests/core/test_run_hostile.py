@@ -100,6 +100,39 @@ async def test_an_exit_the_full_disk_refused_is_recorded_once_there_is_space_aga
     assert (task.state, task.exit_code) == (TaskState.SUCCEEDED, 0)
 
 
+async def test_an_exit_is_recorded_after_an_outage_longer_than_the_lease(
+    small_disk: Path, tmp_path: Path, children: Children
+) -> None:
+    """The disk stays full past the 3 s lease: nobody took the lease over, so the owner's
+    token is still the latest, and its exit is taken once there is space again."""
+    db = small_disk / "zombietop.db"
+    config = _config(tmp_path, "3s")
+    wrapper = children.start(
+        zombietop(
+            db, config, "run", "--task", "full", "--", "sh", "-c", _fills_the_disk(small_disk)
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    said = Said(wrapper.stderr)
+    waiting = await asyncio.to_thread(said.wait_for, "cannot record the exit of full (exit 0) yet")
+    assert waiting, said.all()
+
+    async def expired() -> bool:
+        async with await SQLiteStore.open(db, read_only=True) as store:
+            lease = await store.get_lease("full")
+            now = await store.now()
+        return lease is not None and lease.expires_at is not None and now > lease.expires_at
+
+    await wait_for(expired, timeout=30, what="the lease to run out")
+    (small_disk / "fill").unlink()
+    assert await asyncio.to_thread(wrapper.wait, 30) == 0, said.all()
+    assert "recorded the exit of full (exit 0) after" in said.all()
+    async with await SQLiteStore.open(db) as store:
+        task = await store.get_task("full")
+    assert (task.state, task.exit_code) == (TaskState.SUCCEEDED, 0)
+
+
 async def test_an_exit_that_cannot_be_recorded_before_the_lease_runs_out_is_said(
     small_disk: Path, fast_config_path: Path, children: Children
 ) -> None:

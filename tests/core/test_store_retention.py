@@ -85,6 +85,7 @@ async def _count(store: Store, table: str, task_id: str) -> int:
 
     sql = f"SELECT count(*) FROM {table} WHERE task_id = "
     if isinstance(store, PostgresStore):
+        assert store._conn is not None
         return int(await store._conn.fetchval(sql + "$1", task_id))
     assert isinstance(store, SQLiteStore)
     rows = await store._db.execute_fetchall(sql + "?", (task_id,))

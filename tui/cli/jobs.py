@@ -15,12 +15,13 @@ from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.durations import format_age
 from zombietop.errors import ZombietopError
 from zombietop.executor import Executor
+from zombietop.fail_open import FailOpen
 from zombietop.identity import real_user
 from zombietop.model import EventKind
 from zombietop.monitor import Monitor
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe, this_host
-from zombietop.runner import Runner, RunSpec
+from zombietop.runner import RunSpec
 from zombietop.source_actions import SourceActions
 from zombietop.sources import open_sources
 from zombietop.store import open_store
@@ -55,8 +56,13 @@ def _add_run(
         about="Run a command as a task: take its lease and renew it while the command lives, "
         "turn each line the command appends to $ZOMBIETOP_HEARTBEAT_FILE into a heartbeat, "
         "forward SIGTERM, SIGINT and SIGHUP to it, record how it ended, and exit with its "
-        "status. When the store cannot take the end (a full disk), keep trying while the "
-        "lease can be renewed. Refuse to start (exit 2) while an --after task has not "
+        "status. When the store cannot take the end (a full disk), keep trying, also past the "
+        "lease's end while nobody takes the lease over. When the store cannot be used at the "
+        "start, a --job run says "
+        "so and runs the command unwatched, and records the run if the store comes back; a "
+        "--task or --after run refuses (exit 2); --require-lease and --no-require-lease, or "
+        "the step type's require_lease, decide otherwise. Refuse to start (exit 2) while an "
+        "--after task has not "
         "succeeded; with --wait, record the task queued behind it instead, hold its lease, "
         "check every heartbeat_interval, and start the command once every --after task has "
         "succeeded. A discarded or failed --after task ends the waiting task failed (exit 1); "
@@ -72,7 +78,7 @@ def _add_run(
             "zombietop run --job publish --after extract --wait -- ./publish.sh",
         ),
         usage="zombietop run [--job NAME | --task ID] [--run RUN] [--type TYPE] [--after TASK ...] "
-        "[--wait] [--db PATH|URL] [--config PATH] -- CMD ARGS...",
+        "[--wait] [--[no-]require-lease] [--db PATH|URL] [--config PATH] -- CMD ARGS...",
     )
     named = run.add_mutually_exclusive_group()
     named.add_argument(
@@ -107,6 +113,14 @@ def _add_run(
         help="record the task queued, blocked by its --after tasks (also those not started "
         "yet), and start the command when they have all succeeded (a resume relaunches a "
         "waiting task so)",
+    )
+    run.add_argument(
+        "--require-lease",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="refuse to run the command when the store cannot be used (exit 2); with "
+        "--no-require-lease, run it unwatched and record the run if the store comes back "
+        "(default: the step type's require_lease, else refuse only for --task and --after)",
     )
     run.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     run.set_defaults(handler=cmd_run)
@@ -170,19 +184,18 @@ async def cmd_run(args: argparse.Namespace) -> int:
             "nothing to run: give a command after --, e.g. zombietop run -- ./job.sh"
         )
     ctx = context_of(args)
-    async with await open_or_create(ctx.db) as store:
-        runner = Runner(store, ctx.config, store_path=ctx.db)
-        return await runner.run(
-            RunSpec(
-                command=tuple(command),
-                task_id=args.task,
-                run_id=args.run_id,
-                step_type=args.step_type,
-                after=tuple(args.after),
-                job=args.job,
-                wait=args.wait,
-            )
+    return await FailOpen(ctx.config, ctx.db, lambda: open_or_create(ctx.db)).run(
+        RunSpec(
+            command=tuple(command),
+            task_id=args.task,
+            run_id=args.run_id,
+            step_type=args.step_type,
+            after=tuple(args.after),
+            job=args.job,
+            wait=args.wait,
+            require_lease=args.require_lease,
         )
+    )
 
 
 def _actor() -> str:

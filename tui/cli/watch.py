@@ -65,7 +65,14 @@ async def cmd_watch(args: argparse.Namespace) -> int:
     ):
         executor = None if args.dry_run else Executor(store, config)
         # Verdicts are reused until they can change; the watchdog reads ages as of each tick.
-        monitor = Monitor(store, config, probe=PsutilProbe(), reuse_verdicts=True, sources=sources)
+        monitor = Monitor(
+            store,
+            config,
+            probe=PsutilProbe(),
+            reuse_verdicts=True,
+            sources=sources,
+            source_deadline=config.watch.interval,
+        )
         dog = Watchdog(
             monitor, config, executor=executor, notifiers=notifiers, dry_run=args.dry_run, log=_log
         )
