@@ -1,6 +1,6 @@
 """Airflow's metadata database (2.x and 3.x) as a read-only source.
 
-The database is opened read-only (SQLite with ``mode=ro``, or ``immutable=1`` while Airflow is
+The database is opened read-only (SQLite with ``mode=ro``, and ``immutable=1`` too while Airflow is
 stopped, so that no file is ever made beside it: ``sqlite_files``; PostgreSQL in read-only
 transactions) and never written. Each task instance becomes one zombietop task:
 
