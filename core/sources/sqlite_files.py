@@ -12,9 +12,9 @@ So zombietop looks before it opens:
   with ``mode=ro``; SQLite reads them as they are, even when zombietop cannot write them;
 - a WAL database with no write-ahead log, or an empty one: the main file holds every commit.
   ``immutable=1`` reads it with no locks and no files, and ``mode=ro`` beside it, so that a file
-  gone since the look is an error, not a new empty database. Immutable means SQLite does not notice a
-  change, so such a connection is used for one read only, and the read is thrown away when the
-  file or its log changed meanwhile (the engine started);
+  gone since the look is an error, not a new empty database. Immutable means SQLite does not
+  notice a change, so such a connection is used for one read only, and the read is thrown away
+  when the file or its log changed meanwhile (the engine started);
 - a write-ahead log with commits but no ``-shm``: SQLite cannot read it without making the
   ``-shm``, so zombietop says so and reads nothing.
 """
