@@ -34,18 +34,18 @@ import re
 import shlex
 import socket
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from zombietop.actions import ActionKind
 from zombietop.clock import Clock, SystemClock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
-from zombietop.locations import file_identity, printable_url
+from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
 from zombietop.procs import read_start, this_host
@@ -59,13 +59,7 @@ from zombietop.sources.airflow_waits import (
     upstream_waits,
 )
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
-from zombietop.sources.sqlite_files import (
-    mark,
-    read_only_uri,
-    readable_hint,
-    replaced_words,
-    same_file,
-)
+from zombietop.sources.sqlite_reader import SqliteReader
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
 
@@ -78,12 +72,6 @@ SCHEMES = ("airflow+sqlite", "airflow+postgresql", "airflow+postgres")
 """The URL schemes of an Airflow database, as in Airflow's own ``sql_alchemy_conn``."""
 FORMS = ("airflow+sqlite:///PATH", "airflow+postgresql://USER@HOST/DB")
 """How a person writes them, for help and error texts."""
-
-T = TypeVar("T")
-
-READ_TRIES = 3
-"""Reads of a stopped Airflow's file in one poll, each thrown away when the file changed under
-it (Airflow started): then the next read goes through the files Airflow made."""
 
 AIRFLOW_HEARTBEAT_TIMEOUT = 300.0
 """Airflow's own ``[scheduler] task_instance_heartbeat_timeout`` default, in seconds: past it,
@@ -374,11 +362,10 @@ class AirflowSource:
         self.revision: str | None = None
         """Airflow's alembic revision."""
         self._sql = load(f"airflow_{self.backend}", package="zombietop.sources")
-        self._sqlite: sqlite3.Connection | None = None
-        """The kept ``mode=ro`` connection; None while Airflow is stopped (``sqlite_files``)."""
-        self._sqlite_uri: str | None = None
-        self._sqlite_file: tuple[int, int] | None = None
-        """The device and inode the kept connection opened (``locations.file_identity``)."""
+        self._sqlite = (
+            None if self.path is None else SqliteReader(self.path, self.name, replaced=self._reopen)
+        )
+        """The SQLite file's reads, with no file left beside it (``sqlite_reader``)."""
         self._pg: Any = None
         self._lock = asyncio.Lock()
         self._last: dict[str, SourceRecord] = {}
@@ -419,96 +406,14 @@ class AirflowSource:
             raise self._pg_error(exc) from None
         return {r["name"] for r in cols}, revision
 
-    def _sqlite_read(self, read: Callable[[sqlite3.Connection], T], what: str) -> T:
-        """``read`` on a read-only connection that leaves no file beside the database
-        (``sqlite_files``); ``what`` names the read for its error."""
-        assert self.path is not None
-        path = self.path
-        for _ in range(READ_TRIES):
-            if not path.is_file():
-                raise SourceError(
-                    f"source {self.name}: no such Airflow database file; give the path of "
-                    "Airflow's [database] sql_alchemy_conn"
-                )
-            uri, immutable = read_only_uri(path, self.name)
-            if not immutable:
-                return self._run(self._kept(uri, path), read, what)
-            # Airflow is stopped: read the file alone, on a connection for this read only.
-            self.close_sqlite()
-            try:
-                before = mark(path)
-            except OSError as exc:
-                raise SourceError(f"source {self.name}: cannot read {path} ({exc})") from None
-            conn = self._connect(uri)
-            try:
-                found = self._run(conn, read, what)
-            finally:
-                conn.close()
-            if same_file(before, path):
-                return found
-            # Airflow started (or wrote) as we read: read again, the way the files now allow.
-        raise SourceError(
-            f"source {self.name}: {path} changed as it was read, {READ_TRIES} times; "
-            "it is read again at the next poll"
-        )
-
-    def _kept(self, uri: str, path: Path) -> sqlite3.Connection:
-        """The kept ``mode=ro`` connection (made again when the URI to use changed).
-
-        A kept connection reads the file it opened: when another file now sits at the path,
-        it is closed, the schema is read again, and this read fails saying so (the next one
-        reads the new file), so the old file's tasks are never judged as if they were current.
-        """
-        if self._sqlite is not None and self._sqlite_uri == uri:
-            if file_identity(path) == self._sqlite_file:
-                return self._sqlite
-            self.close_sqlite()
-            self.schema = None
-            raise SourceError(replaced_words(self.name, path))
-        self.close_sqlite()
-        opened = file_identity(path)  # before: a file moved there meanwhile is seen next read
-        self._sqlite, self._sqlite_uri = self._connect(uri), uri
-        self._sqlite_file = opened
-        return self._sqlite
-
-    def _connect(self, uri: str) -> sqlite3.Connection:
-        assert self.path is not None
-        try:
-            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
-            # Belt and braces: mode=ro refuses writes at the file, query_only at the statement.
-            conn.execute("PRAGMA query_only = ON")
-        except sqlite3.Error as exc:
-            raise SourceError(
-                f"source {self.name}: cannot open read-only ({exc}); "
-                f"{readable_hint(self.path, str(exc))}"
-            ) from None
-        conn.row_factory = sqlite3.Row
-        return conn
-
-    def _run(
-        self, conn: sqlite3.Connection, read: Callable[[sqlite3.Connection], T], what: str
-    ) -> T:
-        try:
-            return read(conn)
-        except sqlite3.Error as exc:
-            assert self.path is not None
-            raise SourceError(
-                f"source {self.name}: cannot read {what} ({exc}); "
-                f"{readable_hint(self.path, str(exc))}"
-            ) from None
-
-    def close_sqlite(self) -> None:
-        if self._sqlite is not None:
-            self._sqlite.close()
-            self._sqlite, self._sqlite_uri = None, None
-
     def _sqlite_schema(self) -> tuple[set[str], str | None]:
         def read(conn: sqlite3.Connection) -> tuple[set[str], str | None]:
             cols = {r["name"] for r in conn.execute(self._sql["airflow_task_instance_columns"])}
             row = conn.execute(self._sql["airflow_schema_version"]).fetchone()
             return cols, None if row is None else row[0]
 
-        return self._sqlite_read(read, "its schema")
+        assert self._sqlite is not None
+        return self._sqlite.read(read, "its schema")
 
     async def _pg_connection(self) -> Any:
         if self._pg is not None and not self._pg.is_closed():
@@ -534,8 +439,13 @@ class AirflowSource:
     def _pg_error(self, exc: Exception) -> SourceError:
         return SourceError(f"source {self.name}: cannot read ({exc})")
 
+    def _reopen(self) -> None:
+        """Read the schema again at the next poll: another file sits at the path."""
+        self.schema = None
+
     async def close(self) -> None:
-        self.close_sqlite()
+        if self._sqlite is not None:
+            self._sqlite.close()
         if self._pg is not None:
             await self._pg.close()
             self._pg = None
@@ -612,9 +522,9 @@ class AirflowSource:
 
     async def _fetch(self, query: str, *params: Any, what: str) -> list[Row]:
         """The rows of ``query``, read-only on either backend; ``what`` names it for errors."""
-        if self.backend == "sqlite":
+        if self._sqlite is not None:
             return await asyncio.to_thread(
-                self._sqlite_read, lambda conn: list(conn.execute(query, params)), what
+                self._sqlite.read, lambda conn: list(conn.execute(query, params)), what
             )
         conn = await self._pg_connection()
         try:
