@@ -123,6 +123,8 @@ class IncidentBook:
             # for a moment: the kill's outcome is the news, not a new incident (or an all-clear).
             pass
         elif health.pages or failure_open(view, look.jobs):
+            if await self._held(view, look):
+                return
             incident = self.incidents.get(task_id)
             if incident is not None and incident.health is not health and health.asks_to_kill:
                 # Finished while its process lives on (a stalled task its engine failed):
@@ -158,7 +160,7 @@ class IncidentBook:
         # The job's last words, and how old they are: "the last log line was at 03:42".
         last = await asyncio.to_thread(last_output_of, hands.store, view.task, hands.monitor.host)
         if failed:
-            line = failure_line(view, last, look.now)
+            line = failure_line(view, last, look.now, self.blocks(task_id, look))
         else:
             line = with_last_output(context + self.blocks(task_id, look), last, look.now)
         silence = look.oncall.silence_for(view.task)
@@ -222,7 +224,7 @@ class IncidentBook:
         )
         if due is not None:
             if view.health is Health.FAILED:
-                line = failure_line(view, None, look.now)
+                line = failure_line(view, None, look.now, self.blocks(view.task_id, look))
             else:
                 line = view.verdict.context(look.now) + self.blocks(view.task_id, look)
             line = await self._noted(view.task_id, line, look)
@@ -235,6 +237,25 @@ class IncidentBook:
     def held_behind(self, view: TaskView, look: Look) -> str | None:
         """The upstream whose open incident speaks for this waiting task (None: page it)."""
         return look.causes.behind(view.task_id, self.incidents)
+
+    async def _held(self, view: TaskView, look: Look) -> bool:
+        """True for a task that failed before it started (Airflow's upstream_failed) while
+        the upstream that held it has an open incident: that page speaks for it (it lists
+        it), so it opens none. Said once in the log and the task's events."""
+        if view.health is not Health.FAILED or view.task_id in self.incidents:
+            return False
+        root = self.held_behind(view, look)
+        if root is None:
+            return False
+        key = f"held:{view.task_id}:{root}"
+        if key not in self.once:
+            self.once.add(key)
+            said = f"failure held behind the incident of {root} (not paged): {view.task_id}"
+            look.logs.append(said)
+            await self.hands.record(
+                EventKind.WATCHDOG, said, view.task_id, {"key": key, "held_behind": root}
+            )
+        return True
 
     async def _noted(self, task_id: str, line: str, look: Look) -> str:
         """The line with the newest note on this incident, if someone wrote one."""

@@ -335,7 +335,10 @@ class Judge:
                 for upstream in view.task.upstream
                 if upstream in views and views[upstream].health is not Health.SUCCEEDED
             )
-            if waiting:
+            if not waiting:
+                continue
+            verdict = view.verdict
+            if view.task.state is TaskState.QUEUED:
                 verdict = classify(
                     self.now,
                     view.task,
@@ -345,12 +348,18 @@ class Judge:
                     view.limits,
                     waiting_on=waiting,
                 )
-                views[task_id] = replace(view, verdict=verdict, waiting_on=waiting)
+            views[task_id] = replace(view, verdict=verdict, waiting_on=waiting)
 
 
 def waits_on_upstream(task: Task) -> bool:
-    """True for a queued task with upstream: its verdict depends on other tasks' healths."""
-    return task.state is TaskState.QUEUED and bool(task.upstream)
+    """True for a queued task with upstream (its verdict depends on other tasks' healths), and
+    for one that failed before it started (Airflow's upstream_failed): its view says which
+    upstream it is held by, so the watchdog pages that upstream only."""
+    if not task.upstream:
+        return False
+    return task.state is TaskState.QUEUED or (
+        task.state is TaskState.FAILED and task.started_at is None and task.claimed_at is None
+    )
 
 
 def probed_here(task: Task, host: str) -> bool:

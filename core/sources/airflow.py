@@ -11,7 +11,10 @@ transactions) and never written. Each task instance becomes one zombietop task:
   states are queued; success and skipped are succeeded, failed and upstream_failed failed;
 - a task instance waiting to start (no state yet, scheduled or queued) waits on its upstream
   task instances of the same DAG run, read from Airflow's serialized DAG (``airflow_waits``):
-  the watchdog pages a stalled upstream once, naming what it blocks;
+  the watchdog pages a stalled upstream once, naming what it blocks; one in upstream_failed is
+  held by them the same way, so a failure is paged once with what it blocks;
+- only scheduled and queued wait for a slot or a worker (``queue_timeout``, counted from
+  Airflow's scheduled time): not a task waiting for its upstream, a retry or a trigger;
 - Airflow 3 keeps the heartbeat on the task instance (``last_heartbeat_at``); Airflow 2 on the
   LocalTaskJob the task instance points at (``job.latest_heartbeat`` through ``job_id``). The
   schema says which: the columns ``task_instance`` has, and ``alembic_version``.
@@ -201,7 +204,8 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
     if state is TaskState.RUNNING and _epoch(row["heartbeat_at"]) is None:
         # Claimed but never beat: zombietop's start grace covers it (Airflow never did).
         state = TaskState.STARTING
-    start = _epoch(row["start_date"])
+    # Airflow stamps the moment it gave an upstream_failed task up as its start: it never ran.
+    start = None if airflow_state == "upstream_failed" else _epoch(row["start_date"])
     hostname: str | None = row["hostname"] or None
     on_this_host = hostname is not None and hostname in local
     # A finished task's pid too: its process may live on (orphaned), and the monitor decides
@@ -214,7 +218,7 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
     if airflow_state not in _SAID_AS_IS:
         reason = f"airflow state {airflow_state or 'none'}"
     updated = _epoch(row["updated_at"])
-    created = _epoch(row["queued_dttm"]) or start or updated or now
+    created = _queued_since(row) or start or updated or now
     return Task(
         task_id=airflow_task_id(row["dag_id"], row["task_id"], row["run_id"], row["map_index"]),
         run_id=row["run_id"],
@@ -228,12 +232,25 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
         pid_start_time=None if pid_start is None else pid_start.time,
         pid_start_identity=None if pid_start is None else pid_start.identity,
         state_reason=reason,
+        # Only a slot or a worker is waited for too long: not a retry at a set time, a trigger,
+        # or the upstream (that one's own health says what holds it).
+        waits_in_queue=airflow_state in WAITS_IN_POOL,
         created_at=created,
         claimed_at=start if state.executing else None,
         started_at=start,
         finished_at=_epoch(row["end_date"]) if state.finished else None,
         updated_at=updated or created,
     )
+
+
+def _queued_since(row: Row) -> float | None:
+    """When the task instance began to wait for a slot or a worker: when Airflow scheduled it
+    (Airflow 3 records it), else when it queued it."""
+    scheduled, queued = _epoch(row["scheduled_dttm"]), _epoch(row["queued_dttm"])
+    if row["state"] == "queued" and queued is not None:
+        # Scheduled, then queued: it has waited since it was scheduled, if that was this try.
+        return scheduled if scheduled is not None and scheduled <= queued else queued
+    return scheduled or queued
 
 
 def _try_number(row: Row) -> int:
@@ -489,18 +506,29 @@ class AirflowSource:
 
     async def _rows(self, since: float | None, now: float) -> list[Row]:
         """This poll's task instances: a full read or an indexed one (``airflow_reads``)."""
-        keys = self._plan.next_read(since, now)
-        param: Any
-        if keys is not None:
-            query, param = self._sql[f"airflow_task_instances_indexed_v{self.schema}"], keys
+        indexed = self._plan.next_read(since, now)
+        # Before the rows: a run made meanwhile is after it, so the next read reads it.
+        found = await self._fetch(self._sql["airflow_newest_run"], what="its DAG runs")
+        newest = int(found[0]["newest"] or 0) if found else 0
+        params: tuple[Any, ...]
+        if indexed is not None:
+            query = self._sql[f"airflow_task_instances_indexed_v{self.schema}"]
+            params = (indexed.keys, indexed.runs_after, self._time_param(since))
         else:
             query = self._sql[f"airflow_task_instances_v{self.schema}"]
-            param = None if since is None else datetime.fromtimestamp(since, tz=UTC)
-            if self.backend == "sqlite" and param is not None:
-                # SQLAlchemy's text for UtcDateTime, so the comparison is the column's order.
-                param = param.strftime("%Y-%m-%d %H:%M:%S.%f")
-        rows = await self._fetch(query, param, what="its task instances")
-        return self._plan.merge(rows, since, now, full=keys is None)
+            params = (self._time_param(since),)
+        rows = await self._fetch(query, *params, what="its task instances")
+        return self._plan.merge(rows, since, now, full=indexed is None, newest_run=newest)
+
+    def _time_param(self, when: float | None) -> Any:
+        """``when`` as the queries compare it with Airflow's time columns."""
+        if when is None:
+            return None
+        param = datetime.fromtimestamp(when, tz=UTC)
+        if self.backend == "sqlite":
+            # SQLAlchemy's text for UtcDateTime, so the comparison is the column's order.
+            return param.strftime("%Y-%m-%d %H:%M:%S.%f")
+        return param
 
     async def _waits(self, rows: Sequence[Row]) -> Waits:
         """What the waiting task instances wait on (``airflow_waits``). Where the serialized
