@@ -241,20 +241,22 @@ class IncidentBook:
     async def _held(self, view: TaskView, look: Look) -> bool:
         """True for a task that failed before it started (Airflow's upstream_failed) while
         the upstream that held it has an open incident: that page speaks for it (it lists
-        it), so it opens none. Said once in the log and the task's events."""
+        it), so it opens none, also once that incident has ended (its all-clear spoke for it
+        too). Said once in the log and the task's events; a later try is judged again."""
         if view.health is not Health.FAILED or view.task_id in self.incidents:
             return False
+        key = f"held:{view.task_id}:{view.task.attempt}"
+        if key in self.once:
+            return True
         root = self.held_behind(view, look)
         if root is None:
             return False
-        key = f"held:{view.task_id}:{root}"
-        if key not in self.once:
-            self.once.add(key)
-            said = f"failure held behind the incident of {root} (not paged): {view.task_id}"
-            look.logs.append(said)
-            await self.hands.record(
-                EventKind.WATCHDOG, said, view.task_id, {"key": key, "held_behind": root}
-            )
+        self.once.add(key)
+        said = f"failure held behind the incident of {root} (not paged): {view.task_id}"
+        look.logs.append(said)
+        await self.hands.record(
+            EventKind.WATCHDOG, said, view.task_id, {"key": key, "held_behind": root}
+        )
         return True
 
     async def _noted(self, task_id: str, line: str, look: Look) -> str:

@@ -175,6 +175,43 @@ async def test_a_failure_pages_once_for_the_upstream_failed_task_instances(
     )
 
 
+async def test_the_held_failures_stay_held_once_the_upstream_is_all_clear(
+    airflow_sqlite: AirflowDatabase, tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    """A later run of ``a`` succeeds before the later ``b``, ``c`` and ``d`` do: ``a``'s
+    failure is over (all-clear), and the failures it spoke for are not paged after it."""
+    now = fake_clock.now()
+    serialize_pipeline(airflow_sqlite, tmp_path, now, False, failed_rows)
+    store = await SQLiteStore.open(tmp_path / "zombietop.db", create=True, clock=fake_clock)
+    source = AirflowSource(airflow_sqlite.url, clock=fake_clock)
+    await source.open()
+    cfg = config()
+    notifier = ListNotifier()
+    dog = Watchdog(
+        Monitor(store, cfg, clock=fake_clock, sources=[source]),
+        cfg,
+        executor=None,
+        notifiers=[notifier],
+        clock=fake_clock,
+        log=lambda _: None,
+    )
+    try:
+        await dog.tick()
+        assert [(p.kind, p.task_id) for p in notifier.pages] == [("incident", A)]
+        later = {"dag_id": "pipeline", "run_id": RUN2, "operator": "EmptyOperator"}
+        airflow_sqlite.write([
+            {**later, "task_id": "a", "state": "success", "start_date": now + 10,
+             "end_date": now + 20},
+            *({**later, "task_id": t, "state": None, "updated_at": now + 20} for t in "bcd"),
+        ])  # fmt: skip
+        fake_clock.advance(30)
+        await dog.tick()
+    finally:
+        await source.close()
+        await store.close()
+    assert [(p.kind, p.task_id) for p in notifier.pages] == [("incident", A), ("all_clear", A)]
+
+
 async def test_only_a_task_instance_waiting_for_a_slot_is_queued_too_long(
     airflow_sqlite: AirflowDatabase, tmp_path: Path, fake_clock: FakeClock
 ) -> None:
