@@ -528,19 +528,20 @@ def _orphaned_reason(task: Task, process: ProcessSample, limits: Limits) -> Reas
     )
 
 
+def _in_queue(task: Task, limits: Limits) -> bool:
+    """True for a task that waits for a slot or a worker, with a queue timeout to keep."""
+    return task.state is TaskState.QUEUED and task.waits_in_queue and limits.queue_timeout > 0
+
+
 def _queued_too_long(now: float, task: Task, limits: Limits) -> bool:
-    return (
-        task.state is TaskState.QUEUED
-        and limits.queue_timeout > 0
-        and now - task.created_at > limits.queue_timeout
-    )
+    return _in_queue(task, limits) and now - task.created_at > limits.queue_timeout
 
 
 def _queue_flags(now: float, task: Task, limits: Limits) -> tuple[tuple[Flag, ...], float]:
     """The flags of a task that does not execute, and until when they hold."""
     if _queued_too_long(now, task, limits):
         return (Flag.QUEUED_TOO_LONG,), INF
-    if task.state is TaskState.QUEUED and limits.queue_timeout > 0:
+    if _in_queue(task, limits):
         return (), task.created_at + limits.queue_timeout
     return (), INF
 

@@ -40,9 +40,10 @@ def failure_open(view: TaskView, jobs: Mapping[str, JobSummary]) -> bool:
     return succeeded_at is None or task.finished_at is None or succeeded_at < task.finished_at
 
 
-def failure_line(view: TaskView, last: LastOutput | None, now: float) -> str:
+def failure_line(view: TaskView, last: LastOutput | None, now: float, blocks: str = "") -> str:
     """``export/20261201T023000Z failed: exit 3 after 12m at stage=copy p=40%; last output 0s
-    ago: rsync: connection reset - rerun, resume or discard``."""
+    ago: rsync: connection reset - rerun, resume or discard``; ``blocks`` (``; blocks 2: ...``,
+    ``root_causes``) after the failure."""
     task, beat = view.task, view.heartbeat
     how = f"exit {task.exit_code}" if task.exit_code is not None else (task.state_reason or "")
     line = f"{task.task_id} failed: {how}".rstrip()
@@ -52,7 +53,7 @@ def failure_line(view: TaskView, last: LastOutput | None, now: float) -> str:
     if beat is not None and beat.reports_progress:
         where = f" stage={beat.stage}" if beat.stage else ""
         line += f" at{where} p={format_progress(beat.progress)}"
-    return with_last_output(line, last, now) + ASK
+    return with_last_output(line + blocks, last, now) + ASK
 
 
 def open_failures(snapshot: Snapshot) -> list[TaskView]:

@@ -149,6 +149,8 @@ class IncidentBook:
             # for a moment: the kill's outcome is the news, not a new incident (or an all-clear).
             pass
         elif health.pages or failure_open(view, look.jobs):
+            if await self._held(view, look):
+                return
             incident = self.incidents.get(task_id)
             if incident is not None and incident.health is not health and health.asks_to_kill:
                 # Finished while its process lives on (a stalled task its engine failed):
@@ -190,7 +192,7 @@ class IncidentBook:
         # The job's last words, and how old they are: "the last log line was at 03:42".
         last = await asyncio.to_thread(last_output_of, hands.store, view.task, hands.monitor.host)
         if failed:
-            line = failure_line(view, last, look.now)
+            line = failure_line(view, last, look.now, self.blocks(task_id, look))
         else:
             line = with_last_output(context + self.blocks(task_id, look), last, look.now)
         silence = look.oncall.silence_for(view.task)
@@ -254,7 +256,7 @@ class IncidentBook:
         )
         if due is not None:
             if view.health is Health.FAILED:
-                line = failure_line(view, None, look.now)
+                line = failure_line(view, None, look.now, self.blocks(view.task_id, look))
             elif self.killed_by_us(view):
                 line = killed_line(view, self.incidents[view.task_id])
             else:
@@ -297,6 +299,27 @@ class IncidentBook:
     def held_behind(self, view: TaskView, look: Look) -> str | None:
         """The upstream whose open incident speaks for this waiting task (None: page it)."""
         return look.causes.behind(view.task_id, self.incidents)
+
+    async def _held(self, view: TaskView, look: Look) -> bool:
+        """True for a task that failed before it started (Airflow's upstream_failed) while
+        the upstream that held it has an open incident: that page speaks for it (it lists
+        it), so it opens none, also once that incident has ended (its all-clear spoke for it
+        too). Said once in the log and the task's events; a later try is judged again."""
+        if view.health is not Health.FAILED or view.task_id in self.incidents:
+            return False
+        key = f"held:{view.task_id}:{view.task.attempt}"
+        if key in self.once:
+            return True
+        root = self.held_behind(view, look)
+        if root is None:
+            return False
+        self.once.add(key)
+        said = f"failure held behind the incident of {root} (not paged): {view.task_id}"
+        look.logs.append(said)
+        await self.hands.record(
+            EventKind.WATCHDOG, said, view.task_id, {"key": key, "held_behind": root}
+        )
+        return True
 
     async def _noted(self, task_id: str, line: str, look: Look) -> str:
         """The line with the newest note on this incident, if someone wrote one."""

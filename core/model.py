@@ -87,6 +87,9 @@ class Task:
     redelivered: bool = False
     """A queue handed this task to a worker again while it was still held: seen active twice,
     or active and waiting at once (the engine's word; never in zombietop's store)."""
+    waits_in_queue: bool = True
+    """Queued for a slot or a worker, so ``queue_timeout`` applies; False for a source's queued
+    task that waits for its upstream, a retry at a set time or a trigger (never in the store)."""
     created_at: float
     claimed_at: float | None = None
     started_at: float | None = None
@@ -124,6 +127,7 @@ _TASK_READS: RowReads = {
     "command": column("command", json_tuple),
     "pid_start_identity": _start_identity,
     "redelivered": None,  # only a source's tasks are redelivered: no column in the store
+    "waits_in_queue": None,  # and only theirs wait outside a queue
 }
 
 

@@ -352,7 +352,10 @@ class Judge:
                         missing.append(upstream)
                 if up is not None and up.health is not Health.SUCCEEDED:
                     waiting.append((up.task_id, up.health))
-            if waiting or missing:
+            if not waiting and not missing:
+                continue
+            verdict = view.verdict
+            if view.task.state is TaskState.QUEUED:
                 verdict = classify(
                     self.now,
                     view.task,
@@ -363,7 +366,7 @@ class Judge:
                     waiting_on=waiting,
                     not_started=missing,
                 )
-                views[task_id] = replace(view, verdict=verdict, waiting_on=tuple(waiting))
+            views[task_id] = replace(view, verdict=verdict, waiting_on=tuple(waiting))
 
 
 def latest_runs(views: Mapping[str, TaskView]) -> dict[str, TaskView]:
@@ -379,8 +382,14 @@ def latest_runs(views: Mapping[str, TaskView]) -> dict[str, TaskView]:
 
 
 def waits_on_upstream(task: Task) -> bool:
-    """True for a queued task with upstream: its verdict depends on other tasks' healths."""
-    return task.state is TaskState.QUEUED and bool(task.upstream)
+    """True for a queued task with upstream (its verdict depends on other tasks' healths), and
+    for one that failed before it started (Airflow's upstream_failed): its view says which
+    upstream it is held by, so the watchdog pages that upstream only."""
+    if not task.upstream:
+        return False
+    return task.state is TaskState.QUEUED or (
+        task.state is TaskState.FAILED and task.started_at is None and task.claimed_at is None
+    )
 
 
 def probed_here(task: Task, host: str) -> bool:

@@ -11,11 +11,13 @@ from pathlib import Path
 SCHEMA = """
 CREATE TABLE alembic_version (version_num TEXT);
 INSERT INTO alembic_version VALUES ('29ce7909c52b');
-CREATE TABLE dag_run (dag_id TEXT, run_id TEXT, logical_date TEXT);
+CREATE TABLE dag_run (
+    id INTEGER PRIMARY KEY, dag_id TEXT, run_id TEXT, logical_date TEXT, state TEXT
+);
 CREATE TABLE task_instance (
     dag_id TEXT, task_id TEXT, run_id TEXT, map_index INTEGER DEFAULT -1,
     try_number INTEGER, state TEXT, hostname TEXT, pid INTEGER, operator TEXT,
-    custom_operator_name TEXT, start_date TEXT, end_date TEXT, queued_dttm TEXT,
+    custom_operator_name TEXT, start_date TEXT, end_date TEXT, queued_dttm TEXT, scheduled_dttm TEXT,
     updated_at TEXT, last_heartbeat_at TEXT, dag_version_id TEXT,
     UNIQUE (dag_id, task_id, run_id, map_index)
 );
@@ -24,6 +26,7 @@ CREATE TABLE serialized_dag (
 );
 CREATE INDEX ti_state ON task_instance (state);
 CREATE INDEX ti_state_lkp ON task_instance (dag_id, task_id, run_id, state);
+CREATE INDEX ti_dag_run ON task_instance (dag_id, run_id);
 CREATE UNIQUE INDEX dag_run_key ON dag_run (dag_id, run_id);
 """
 """Airflow 3's tables as zombietop reads them, with the indexes Airflow has that it reads by."""

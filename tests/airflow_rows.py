@@ -84,7 +84,9 @@ def main() -> int:
                 )
             if (dag_id, run_id) not in runs:
                 runs.add((dag_id, run_id))
-                start = _when(row.get("start_date") or row.get("queued_dttm"))
+                start = _when(
+                    row.get("start_date") or row.get("queued_dttm") or row.get("scheduled_dttm")
+                )
                 logical = _when(row.get("logical_date"))
                 _insert(
                     conn,

@@ -65,15 +65,31 @@ DAGS: dict[str, str] = {
     "zt_pool": f"""
     PythonOperator(task_id="wait", python_callable=lambda: None, pool={POOL!r})
     """,
+    "fe_fail": """
+    def boom():
+        raise RuntimeError("extract failed")
+    extract = PythonOperator(task_id="extract", python_callable=boom, retries=0)
+    extract >> [PythonOperator(task_id=t, python_callable=lambda: None) for t in LOADS]
+    """,
+    "fe_fail_retry": """
+    def boom():
+        raise RuntimeError("extract failed")
+    extract = PythonOperator(
+        task_id="extract", python_callable=boom, retries=1, retry_delay=timedelta(hours=1)
+    )
+    extract >> [PythonOperator(task_id=t, python_callable=lambda: None) for t in LOADS]
+    """,
 }
 """The DAGs, by id: each a body inside ``with DAG(...)``, indented by four."""
 
 DAG_FILE = """\
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import DAG
+
+LOADS = ("load_a", "load_b")
 
 with DAG({dag_id!r}, schedule=None, start_date=datetime(2026, 1, 1), catchup=False):
 {body}

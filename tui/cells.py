@@ -20,7 +20,7 @@ from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health
 from zombietop.history_judge import SLOW_REASON
-from zombietop.model import HeartbeatSource
+from zombietop.model import HeartbeatSource, TaskState
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall
 from zombietop.tui.healths import GLYPHS, STYLES
@@ -29,6 +29,8 @@ from zombietop.tui.untrusted import printable_text
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 DASH = Text("-", style="dim")
+NO_PROGRESS = Text(f"{'':8}    -", style="dim")
+"""The progress cell of a task that reports none, and is not expected to (queued, finished)."""
 KILL_OUTCOME_SHOWN_S = 60.0
 """How long a finished kill's outcome stays in its row (the store keeps it longer)."""
 EPSILON_S = 1e-6
@@ -175,9 +177,16 @@ def _stage(view: TaskView, now: float, note: RowNote | None) -> Text:
 
 def _progress(view: TaskView, now: float, note: RowNote | None) -> Text:
     beat = view.heartbeat
+    task = view.task
+    if beat is None or beat.progress is None:
+        if task.state is TaskState.SUCCEEDED:
+            return Text(f"{'':8}  done", style="dim")
+        if task.state is TaskState.QUEUED or task.state.finished:
+            # Nothing expected yet, or nothing more: no "?" to wonder about.
+            return NO_PROGRESS
     if beat is not None and beat.progress is None and beat.source is HeartbeatSource.SUPERVISOR:
-        # An engine that never reports progress: no bar and no "?" to wonder about.
-        return Text(f"{'':8}    -", style="dim")
+        # An engine that never reports progress.
+        return NO_PROGRESS
     if beat is None or beat.progress is None:
         return Text(f"{bar(None, 8)}    ?", style="dim")
     text = Text(bar(beat.progress / 100, 8))

@@ -37,14 +37,18 @@ def _squeezed(time: re.Match[str]) -> str:
 
 def middle_cut(text: str, width: int) -> str:
     """``text`` in at most ``width`` cells, cut in the middle and never at its end. The head
-    keeps a third of the room; in a ``DAG/TASK/RUN`` id it starts at the TASK and keeps half
-    (the DAG is the step type, and one DAG's tasks share it)."""
+    keeps a third of the room. A ``DAG/TASK/RUN`` id keeps its ``DAG/TASK/`` whole when that
+    fits in two thirds of the room (the tasks of two DAGs may share a name), and the end of
+    its run in the rest; else it starts at the TASK and keeps half."""
     if cell_len(text) <= width:
         return text
     room = width - cell_len(CUT)
     head_from, head_room = text, room // 3
     dag, _, rest = text.partition("/")
     if rest.count("/") >= 1 and dag:
+        named = f"{dag}/{rest.partition('/')[0]}/"
+        if cell_len(named) <= room * 2 // 3:
+            return named + CUT + _cells_from(text, room - cell_len(named), end=True)
         head_from, head_room = rest, room // 2
         if cell_len(rest) <= room:
             return CUT + rest

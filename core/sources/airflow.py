@@ -1,6 +1,6 @@
 """Airflow's metadata database (2.x and 3.x) as a read-only source.
 
-The database is opened read-only (SQLite with ``mode=ro``, or ``immutable=1`` while Airflow is
+The database is opened read-only (SQLite with ``mode=ro``, and ``immutable=1`` too while Airflow is
 stopped, so that no file is ever made beside it: ``sqlite_files``; PostgreSQL in read-only
 transactions) and never written. Each task instance becomes one zombietop task:
 
@@ -11,7 +11,10 @@ transactions) and never written. Each task instance becomes one zombietop task:
   states are queued; success and skipped are succeeded, failed and upstream_failed failed;
 - a task instance waiting to start (no state yet, scheduled or queued) waits on its upstream
   task instances of the same DAG run, read from Airflow's serialized DAG (``airflow_waits``):
-  the watchdog pages a stalled upstream once, naming what it blocks;
+  the watchdog pages a stalled upstream once, naming what it blocks; one in upstream_failed is
+  held by them the same way, so a failure is paged once with what it blocks;
+- only scheduled and queued wait for a slot or a worker (``queue_timeout``, counted from
+  Airflow's scheduled time): not a task waiting for its upstream, a retry or a trigger;
 - Airflow 3 keeps the heartbeat on the task instance (``last_heartbeat_at``); Airflow 2 on the
   LocalTaskJob the task instance points at (``job.latest_heartbeat`` through ``job_id``). The
   schema says which: the columns ``task_instance`` has, and ``alembic_version``.
@@ -34,18 +37,18 @@ import re
 import shlex
 import socket
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from zombietop.actions import ActionKind
 from zombietop.clock import Clock, SystemClock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
-from zombietop.locations import file_identity, printable_url
+from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
 from zombietop.procs import read_start, this_host
@@ -59,13 +62,7 @@ from zombietop.sources.airflow_waits import (
     upstream_waits,
 )
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
-from zombietop.sources.sqlite_files import (
-    mark,
-    read_only_uri,
-    readable_hint,
-    replaced_words,
-    same_file,
-)
+from zombietop.sources.sqlite_reader import SqliteReader
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
 
@@ -78,12 +75,6 @@ SCHEMES = ("airflow+sqlite", "airflow+postgresql", "airflow+postgres")
 """The URL schemes of an Airflow database, as in Airflow's own ``sql_alchemy_conn``."""
 FORMS = ("airflow+sqlite:///PATH", "airflow+postgresql://USER@HOST/DB")
 """How a person writes them, for help and error texts."""
-
-T = TypeVar("T")
-
-READ_TRIES = 3
-"""Reads of a stopped Airflow's file in one poll, each thrown away when the file changed under
-it (Airflow started): then the next read goes through the files Airflow made."""
 
 AIRFLOW_HEARTBEAT_TIMEOUT = 300.0
 """Airflow's own ``[scheduler] task_instance_heartbeat_timeout`` default, in seconds: past it,
@@ -213,7 +204,8 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
     if state is TaskState.RUNNING and _epoch(row["heartbeat_at"]) is None:
         # Claimed but never beat: zombietop's start grace covers it (Airflow never did).
         state = TaskState.STARTING
-    start = _epoch(row["start_date"])
+    # Airflow stamps the moment it gave an upstream_failed task up as its start: it never ran.
+    start = None if airflow_state == "upstream_failed" else _epoch(row["start_date"])
     hostname: str | None = row["hostname"] or None
     on_this_host = hostname is not None and hostname in local
     # A finished task's pid too: its process may live on (orphaned), and the monitor decides
@@ -226,7 +218,7 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
     if airflow_state not in _SAID_AS_IS:
         reason = f"airflow state {airflow_state or 'none'}"
     updated = _epoch(row["updated_at"])
-    created = _epoch(row["queued_dttm"]) or start or updated or now
+    created = _queued_since(row) or start or updated or now
     return Task(
         task_id=airflow_task_id(row["dag_id"], row["task_id"], row["run_id"], row["map_index"]),
         run_id=row["run_id"],
@@ -240,12 +232,25 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
         pid_start_time=None if pid_start is None else pid_start.time,
         pid_start_identity=None if pid_start is None else pid_start.identity,
         state_reason=reason,
+        # Only a slot or a worker is waited for too long: not a retry at a set time, a trigger,
+        # or the upstream (that one's own health says what holds it).
+        waits_in_queue=airflow_state in WAITS_IN_POOL,
         created_at=created,
         claimed_at=start if state.executing else None,
         started_at=start,
         finished_at=_epoch(row["end_date"]) if state.finished else None,
         updated_at=updated or created,
     )
+
+
+def _queued_since(row: Row) -> float | None:
+    """When the task instance began to wait for a slot or a worker: when Airflow scheduled it
+    (Airflow 3 records it), else when it queued it."""
+    scheduled, queued = _epoch(row["scheduled_dttm"]), _epoch(row["queued_dttm"])
+    if row["state"] == "queued" and queued is not None:
+        # Scheduled, then queued: it has waited since it was scheduled, if that was this try.
+        return scheduled if scheduled is not None and scheduled <= queued else queued
+    return scheduled or queued
 
 
 def _try_number(row: Row) -> int:
@@ -374,11 +379,10 @@ class AirflowSource:
         self.revision: str | None = None
         """Airflow's alembic revision."""
         self._sql = load(f"airflow_{self.backend}", package="zombietop.sources")
-        self._sqlite: sqlite3.Connection | None = None
-        """The kept ``mode=ro`` connection; None while Airflow is stopped (``sqlite_files``)."""
-        self._sqlite_uri: str | None = None
-        self._sqlite_file: tuple[int, int] | None = None
-        """The device and inode the kept connection opened (``locations.file_identity``)."""
+        self._sqlite = (
+            None if self.path is None else SqliteReader(self.path, self.name, replaced=self._reopen)
+        )
+        """The SQLite file's reads, with no file left beside it (``sqlite_reader``)."""
         self._pg: Any = None
         self._lock = asyncio.Lock()
         self._last: dict[str, SourceRecord] = {}
@@ -419,96 +423,14 @@ class AirflowSource:
             raise self._pg_error(exc) from None
         return {r["name"] for r in cols}, revision
 
-    def _sqlite_read(self, read: Callable[[sqlite3.Connection], T], what: str) -> T:
-        """``read`` on a read-only connection that leaves no file beside the database
-        (``sqlite_files``); ``what`` names the read for its error."""
-        assert self.path is not None
-        path = self.path
-        for _ in range(READ_TRIES):
-            if not path.is_file():
-                raise SourceError(
-                    f"source {self.name}: no such Airflow database file; give the path of "
-                    "Airflow's [database] sql_alchemy_conn"
-                )
-            uri, immutable = read_only_uri(path, self.name)
-            if not immutable:
-                return self._run(self._kept(uri, path), read, what)
-            # Airflow is stopped: read the file alone, on a connection for this read only.
-            self.close_sqlite()
-            try:
-                before = mark(path)
-            except OSError as exc:
-                raise SourceError(f"source {self.name}: cannot read {path} ({exc})") from None
-            conn = self._connect(uri)
-            try:
-                found = self._run(conn, read, what)
-            finally:
-                conn.close()
-            if same_file(before, path):
-                return found
-            # Airflow started (or wrote) as we read: read again, the way the files now allow.
-        raise SourceError(
-            f"source {self.name}: {path} changed as it was read, {READ_TRIES} times; "
-            "it is read again at the next poll"
-        )
-
-    def _kept(self, uri: str, path: Path) -> sqlite3.Connection:
-        """The kept ``mode=ro`` connection (made again when the URI to use changed).
-
-        A kept connection reads the file it opened: when another file now sits at the path,
-        it is closed, the schema is read again, and this read fails saying so (the next one
-        reads the new file), so the old file's tasks are never judged as if they were current.
-        """
-        if self._sqlite is not None and self._sqlite_uri == uri:
-            if file_identity(path) == self._sqlite_file:
-                return self._sqlite
-            self.close_sqlite()
-            self.schema = None
-            raise SourceError(replaced_words(self.name, path))
-        self.close_sqlite()
-        opened = file_identity(path)  # before: a file moved there meanwhile is seen next read
-        self._sqlite, self._sqlite_uri = self._connect(uri), uri
-        self._sqlite_file = opened
-        return self._sqlite
-
-    def _connect(self, uri: str) -> sqlite3.Connection:
-        assert self.path is not None
-        try:
-            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
-            # Belt and braces: mode=ro refuses writes at the file, query_only at the statement.
-            conn.execute("PRAGMA query_only = ON")
-        except sqlite3.Error as exc:
-            raise SourceError(
-                f"source {self.name}: cannot open read-only ({exc}); "
-                f"{readable_hint(self.path, str(exc))}"
-            ) from None
-        conn.row_factory = sqlite3.Row
-        return conn
-
-    def _run(
-        self, conn: sqlite3.Connection, read: Callable[[sqlite3.Connection], T], what: str
-    ) -> T:
-        try:
-            return read(conn)
-        except sqlite3.Error as exc:
-            assert self.path is not None
-            raise SourceError(
-                f"source {self.name}: cannot read {what} ({exc}); "
-                f"{readable_hint(self.path, str(exc))}"
-            ) from None
-
-    def close_sqlite(self) -> None:
-        if self._sqlite is not None:
-            self._sqlite.close()
-            self._sqlite, self._sqlite_uri = None, None
-
     def _sqlite_schema(self) -> tuple[set[str], str | None]:
         def read(conn: sqlite3.Connection) -> tuple[set[str], str | None]:
             cols = {r["name"] for r in conn.execute(self._sql["airflow_task_instance_columns"])}
             row = conn.execute(self._sql["airflow_schema_version"]).fetchone()
             return cols, None if row is None else row[0]
 
-        return self._sqlite_read(read, "its schema")
+        assert self._sqlite is not None
+        return self._sqlite.read(read, "its schema")
 
     async def _pg_connection(self) -> Any:
         if self._pg is not None and not self._pg.is_closed():
@@ -534,8 +456,13 @@ class AirflowSource:
     def _pg_error(self, exc: Exception) -> SourceError:
         return SourceError(f"source {self.name}: cannot read ({exc})")
 
+    def _reopen(self) -> None:
+        """Read the schema again at the next poll: another file sits at the path."""
+        self.schema = None
+
     async def close(self) -> None:
-        self.close_sqlite()
+        if self._sqlite is not None:
+            self._sqlite.close()
         if self._pg is not None:
             await self._pg.close()
             self._pg = None
@@ -579,18 +506,29 @@ class AirflowSource:
 
     async def _rows(self, since: float | None, now: float) -> list[Row]:
         """This poll's task instances: a full read or an indexed one (``airflow_reads``)."""
-        keys = self._plan.next_read(since, now)
-        param: Any
-        if keys is not None:
-            query, param = self._sql[f"airflow_task_instances_indexed_v{self.schema}"], keys
+        indexed = self._plan.next_read(since, now)
+        # Before the rows: a run made meanwhile is after it, so the next read reads it.
+        found = await self._fetch(self._sql["airflow_newest_run"], what="its DAG runs")
+        newest = int(found[0]["newest"] or 0) if found else 0
+        params: tuple[Any, ...]
+        if indexed is not None:
+            query = self._sql[f"airflow_task_instances_indexed_v{self.schema}"]
+            params = (indexed.keys, indexed.runs_after, self._time_param(since))
         else:
             query = self._sql[f"airflow_task_instances_v{self.schema}"]
-            param = None if since is None else datetime.fromtimestamp(since, tz=UTC)
-            if self.backend == "sqlite" and param is not None:
-                # SQLAlchemy's text for UtcDateTime, so the comparison is the column's order.
-                param = param.strftime("%Y-%m-%d %H:%M:%S.%f")
-        rows = await self._fetch(query, param, what="its task instances")
-        return self._plan.merge(rows, since, now, full=keys is None)
+            params = (self._time_param(since),)
+        rows = await self._fetch(query, *params, what="its task instances")
+        return self._plan.merge(rows, since, now, full=indexed is None, newest_run=newest)
+
+    def _time_param(self, when: float | None) -> Any:
+        """``when`` as the queries compare it with Airflow's time columns."""
+        if when is None:
+            return None
+        param = datetime.fromtimestamp(when, tz=UTC)
+        if self.backend == "sqlite":
+            # SQLAlchemy's text for UtcDateTime, so the comparison is the column's order.
+            return param.strftime("%Y-%m-%d %H:%M:%S.%f")
+        return param
 
     async def _waits(self, rows: Sequence[Row]) -> Waits:
         """What the waiting task instances wait on (``airflow_waits``). Where the serialized
@@ -612,9 +550,9 @@ class AirflowSource:
 
     async def _fetch(self, query: str, *params: Any, what: str) -> list[Row]:
         """The rows of ``query``, read-only on either backend; ``what`` names it for errors."""
-        if self.backend == "sqlite":
+        if self._sqlite is not None:
             return await asyncio.to_thread(
-                self._sqlite_read, lambda conn: list(conn.execute(query, params)), what
+                self._sqlite.read, lambda conn: list(conn.execute(query, params)), what
             )
         conn = await self._pg_connection()
         try:

@@ -16,9 +16,10 @@ poll reads the hashes (small columns, through an index) and the data only of wha
 DAG whose data cannot be parsed gives its task instances no upstream and a note saying why.
 
 A task instance in ``scheduled``, ``queued`` or no state yet waits on its upstream task
-instances of the same DAG run, among those the poll read: of each upstream task, the one of
-its own map index when there is one (as in a mapped task group), else every one of them. An
-upstream that finished before the poll's ``since`` is not read, and waits on nothing anyway.
+instances of the same DAG run, and one in ``upstream_failed`` is held by them, among those the
+poll read: of each upstream task, the one of its own map index when there is one (as in a
+mapped task group), else every one of them. An upstream that finished before the poll's
+``since`` is not read.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ from zombietop.printable import printable
 from zombietop.rows import Row
 from zombietop.sources.airflow_reads import Key, key_of
 
-WAITS_ON_UPSTREAM: frozenset[str | None] = frozenset({None, "scheduled", "queued"})
-"""The Airflow states in which a task instance has not yet started past its upstream."""
+WAITS_ON_UPSTREAM: frozenset[str | None] = frozenset(
+    {None, "scheduled", "queued", "upstream_failed"}
+)
+"""The Airflow states in which a task instance has not yet started past its upstream; in
+``upstream_failed`` it never will, and its upstream's failure says why."""
 WAITS_IN_POOL = frozenset({"scheduled", "queued"})
 """The states in which a task instance waits for a slot of its pool."""
 

@@ -11,9 +11,10 @@ So zombietop looks before it opens:
 - a rollback-journal database, or a WAL database with both files there (the engine runs): open
   with ``mode=ro``; SQLite reads them as they are, even when zombietop cannot write them;
 - a WAL database with no write-ahead log, or an empty one: the main file holds every commit.
-  ``immutable=1`` reads it with no locks and no files. Immutable means SQLite does not notice a
-  change, so such a connection is used for one read only, and the read is thrown away when the
-  file or its log changed meanwhile (the engine started);
+  ``immutable=1`` reads it with no locks and no files, and ``mode=ro`` beside it, so that a file
+  gone since the look is an error, not a new empty database. Immutable means SQLite does not
+  notice a change, so such a connection is used for one read only, and the read is thrown away
+  when the file or its log changed meanwhile (the engine started);
 - a write-ahead log with commits but no ``-shm``: SQLite cannot read it without making the
   ``-shm``, so zombietop says so and reads nothing.
 """
@@ -88,7 +89,7 @@ def read_only_uri(path: Path, name: str) -> tuple[str, bool]:
     if wal is not None and shm is not None:
         return uri + "?mode=ro", False
     if not wal:
-        return uri + "?immutable=1", True
+        return uri + "?mode=ro&immutable=1", True
     raise SourceError(
         f"source {name}: its write-ahead log {path}-wal holds commits that SQLite reads only "
         f"with {path}-shm, which is missing, and zombietop never creates a file beside an "

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import pytest
 
 from tests.airflow_env import need_venv
 from tests.airflow_scheduler import DAGS, HEARTBEAT_TIMEOUT, AirflowScheduler, running_airflow
+from tests.core.test_watchdog import ListNotifier
 from zombietop.config import load_config
 from zombietop.health import Flag, Health
 from zombietop.model import HeartbeatSource, TaskState
@@ -36,6 +38,7 @@ from zombietop.procs import PsutilProbe
 from zombietop.snapshot import Snapshot, TaskView
 from zombietop.sources.airflow import AirflowSource
 from zombietop.store.sqlite import SQLiteStore
+from zombietop.watchdog import Watchdog
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -263,3 +266,134 @@ async def test_a_task_stuck_in_a_pool_without_slots_is_queued_too_long(
     words = watch.words(view)
     assert f"{task} queued, queued_too_long: queued " in words, words
     assert "(queue timeout 15s): airflow state scheduled, pool zt_empty: 0 of 0 slots open" in words
+
+
+@dataclass
+class Dog:
+    """A watchdog over the module's Airflow, looked through by hand (``look``)."""
+
+    watchdog: Watchdog
+    notifier: ListNotifier
+
+    async def look(self) -> list[tuple[str, str | None, str]]:
+        """One look; the pages it sent (kind, task, line)."""
+        before = len(self.notifier.pages)
+        await self.watchdog.tick()
+        return [(p.kind, p.task_id, p.shown) for p in self.notifier.pages[before:]]
+
+
+@pytest.fixture
+async def dog(airflow: Started, tmp_path: Path) -> AsyncIterator[Dog]:
+    """A watchdog at the documented [watch] defaults, zombietop's thresholds as above."""
+    config = tmp_path / "dog.toml"
+    config.write_text(CONFIG)
+    cfg = load_config(config)
+    store = await SQLiteStore.open(tmp_path / "dog.db", create=True)
+    source = AirflowSource(airflow.url(), heartbeat_timeout=HEARTBEAT_TIMEOUT)
+    await source.open()
+    notifier = ListNotifier()
+    monitor = Monitor(store, cfg, probe=PsutilProbe(), sources=[source])
+    try:
+        yield Dog(
+            Watchdog(monitor, cfg, executor=None, notifiers=[notifier], log=lambda _: None),
+            notifier,
+        )
+    finally:
+        await source.close()
+        await store.close()
+
+
+def upstream_failed(ti: dict[str, Any]) -> bool:
+    return bool(ti["state"] == "upstream_failed")
+
+
+async def test_a_failure_pages_once_naming_what_it_blocks(
+    airflow: Started, watch: Watch, dog: Dog, tmp_path: Path
+) -> None:
+    """fe_fail: extract raises (no retries), Airflow marks load_a and load_b upstream_failed.
+    One page, for extract; the loads' rows say what holds them."""
+    dag, run = "fe_fail", airflow.runs["fe_fail"]
+    failed = airflow.airflow.wait_state(
+        dag, run, "extract", lambda ti: ti["state"] == "failed", "failed"
+    )
+    for load in ("load_a", "load_b"):
+        airflow.airflow.wait_state(dag, run, load, upstream_failed, "upstream_failed")
+    extract, loads = f"{dag}/extract/{run}", [f"{dag}/{t}/{run}" for t in ("load_a", "load_b")]
+    _, view = await watch.until(loads[0], lambda v: bool(v.waiting_on), "load_a held by extract")
+    assert view.health is Health.FAILED and view.waiting_on == ((extract, Health.FAILED),)
+    assert ": airflow state upstream_failed" in watch.words(view), watch.words(view)
+
+    status = zombietop(airflow, tmp_path, "status", "--json")
+    tasks = {t["task_id"]: t for t in json.loads(status.stdout)["tasks"]}
+    assert (
+        tasks[extract]["health"] == "failed"
+        and tasks[extract]["source"]["airflow"]["state"] == "failed"
+    )
+    for load in loads:
+        assert tasks[load]["health"] == "failed"
+        assert tasks[load]["source"]["airflow"]["state"] == "upstream_failed"
+        assert tasks[load]["waiting_on"] == [{"task_id": extract, "health": "failed"}]
+
+    pages = await dog.look()
+    looked = time.time()
+    mine = [(kind, task, line) for kind, task, line in pages if task and task.startswith(f"{dag}/")]
+    assert [(kind, task) for kind, task, _ in mine] == [("incident", extract)], pages
+    assert f"; blocks 2: {loads[0]}, {loads[1]}" in mine[0][2], mine
+    ended = datetime.fromisoformat(failed["end_date"]).timestamp()
+    timing(
+        "fe_fail: one page at the watchdog's first look, Airflow's end_date before it",
+        looked - ended,
+    )
+    again = await dog.look()
+    assert not [p for p in again if p[1] and p[1].startswith(f"{dag}/")], again
+
+
+async def test_a_task_waiting_to_retry_is_not_queued_too_long(
+    airflow: Started, watch: Watch, dog: Dog, tmp_path: Path
+) -> None:
+    """fe_fail_retry: extract fails and waits an hour to retry; load_a and load_b wait on it
+    in no state. Past queue_timeout (15 s here) none of the three is queued_too_long."""
+    dag, run = "fe_fail_retry", airflow.runs["fe_fail_retry"]
+    ti = airflow.airflow.wait_state(
+        dag, run, "extract", lambda ti: ti["state"] == "up_for_retry", "up_for_retry"
+    )
+    extract = f"{dag}/extract/{run}"
+    ids = [extract, *(f"{dag}/{t}/{run}" for t in ("load_a", "load_b"))]
+    # Past queue_timeout since the run began (15 s): the flag would be there by now.
+    began = datetime.fromisoformat(ti["start_date"]).timestamp()
+    time.sleep(max(0.0, began + 16 - time.time()))
+    _, view = await watch.until(extract, lambda v: v.health is Health.QUEUED, "extract queued")
+    assert watch.last is not None
+    for task in ids:
+        seen = watch.last.by_id()[task]
+        assert seen.health is Health.QUEUED and not seen.verdict.flags, watch.words(seen)
+    assert view.task.state_reason == "airflow state up_for_retry"
+    assert watch.last.by_id()[ids[1]].waiting_on == ((extract, Health.QUEUED),)
+
+    status = zombietop(airflow, tmp_path, "status", "--json")
+    tasks = {t["task_id"]: t for t in json.loads(status.stdout)["tasks"]}
+    assert [(tasks[t]["health"], tasks[t]["flags"]) for t in ids] == [("queued", [])] * 3
+
+    pages = await dog.look()
+    assert not [p for p in pages if p[1] and p[1].startswith(f"{dag}/")], pages
+
+
+async def test_a_fast_failure_between_two_looks_is_paged_at_the_next(
+    airflow: Started, dog: Dog
+) -> None:
+    """A run made and failed between two looks of the watchdog (30 s apart by default) is
+    paged at the next look, not at the next full read (10 minutes later)."""
+    await dog.look()
+    dag = "fe_fail"
+    run = airflow.airflow.trigger(dag)
+    failed = airflow.airflow.wait_state(
+        dag, run, "extract", lambda ti: ti["state"] == "failed", "failed"
+    )
+    for load in ("load_a", "load_b"):
+        airflow.airflow.wait_state(dag, run, load, upstream_failed, "upstream_failed")
+    pages = await dog.look()
+    looked = time.time()
+    extract = f"{dag}/extract/{run}"
+    assert [(k, t) for k, t, _ in pages if t and run in t] == [("incident", extract)], pages
+    ended = datetime.fromisoformat(failed["end_date"]).timestamp()
+    timing("fast failure: paged at the next look, Airflow's end_date before it", looked - ended)

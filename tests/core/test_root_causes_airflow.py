@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import zlib
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -60,15 +61,48 @@ def pipeline_rows(now: float) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+def failed_rows(now: float) -> list[dict[str, Any]]:
+    """``a`` failed a minute ago, and Airflow marked ``b``, ``c`` and ``d`` upstream_failed
+    (stamping that moment as their start and end, as its ``set_state`` does)."""
+    run = {"dag_id": "pipeline", "run_id": RUN, "operator": "EmptyOperator"}
+    gave_up = {**run, "state": "upstream_failed", "start_date": now - 59, "end_date": now - 59}
+    return [
+        {**run, "task_id": "a", "state": "failed", "hostname": "worker-7", "pid": 4120,
+         "start_date": now - 65, "end_date": now - 60},
+        *({**gave_up, "task_id": name} for name in "bcd"),
+    ]  # fmt: skip
+
+
+def waiting_rows(now: float) -> list[dict[str, Any]]:
+    """Two hours in: ``a`` waits to retry, ``b``, ``c`` and ``d`` wait on it in no state;
+    another run's ``a`` has been scheduled for two hours (its row touched a second ago)."""
+    run = {"dag_id": "pipeline", "run_id": RUN, "operator": "EmptyOperator"}
+    return [
+        {**run, "task_id": "a", "state": "up_for_retry", "hostname": "worker-7", "pid": 4120,
+         "try_number": 1, "start_date": now - 7200, "end_date": now - 7190,
+         "queued_dttm": now - 7201, "updated_at": now - 7190},
+        *({**run, "task_id": name, "state": None, "updated_at": now - 7200} for name in "bcd"),
+        {**run, "run_id": RUN2, "task_id": "a", "state": "scheduled",
+         "scheduled_dttm": now - 7100, "updated_at": now - 1},
+    ]  # fmt: skip
+
+
+RUN2 = "manual__2026-12-02"
+
+
 def serialize_pipeline(
-    airflow: AirflowDatabase, tmp_path: Path, now: float, compress: bool
+    airflow: AirflowDatabase,
+    tmp_path: Path,
+    now: float,
+    compress: bool,
+    rows: Callable[[float], list[dict[str, Any]]] = pipeline_rows,
 ) -> None:
     """The pipeline DAG serialized by Airflow, then its run written."""
     dags = tmp_path / "dags"
     dags.mkdir()
     (dags / "pipeline.py").write_text(DAG_FILE)
     airflow.serialize(dags, compress=compress)
-    airflow.write(pipeline_rows(now))
+    airflow.write(rows(now))
 
 
 @pytest.fixture
@@ -116,13 +150,82 @@ async def test_a_stalled_upstream_pages_once_for_the_task_instances_it_blocks(
     assert shown.startswith(f"{A} stalled: ")
     assert f"; blocks 3: {B}, {C}, {D}" in shown
 
-    # Without grouping each waiting task instance pages its own wait.
+    # Task instances in no state wait on their upstream, not in a queue: no queue timeout.
+    alone = await _pages(airflow_sqlite, tmp_path, fake_clock, group=False)
+    assert [(kind, task) for kind, task, _ in alone] == [("incident", A)]
+    assert "blocks" not in alone[0][2]
+
+
+async def test_a_failure_pages_once_for_the_upstream_failed_task_instances(
+    airflow_sqlite: AirflowDatabase, tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    """``a`` fails, Airflow marks the rest upstream_failed: one page, for ``a``, naming them."""
+    serialize_pipeline(airflow_sqlite, tmp_path, fake_clock.now(), False, failed_rows)
+    pages = await _pages(airflow_sqlite, tmp_path, fake_clock)
+    assert [(kind, task) for kind, task, _ in pages] == [("incident", A)]
+    assert pages[0][2].startswith(f"{A} failed: after 5s; blocks 3: {B}, {C}, {D} - "), pages
+
+    # Without grouping each one pages its own failure, and says it never ran.
     alone = await _pages(airflow_sqlite, tmp_path, fake_clock, group=False)
     assert sorted((kind, task) for kind, task, _ in alone) == [
-        ("incident", A),
-        *(("queued_too_long", task) for task in (B, C, D)),
+        ("incident", t) for t in (A, B, C, D)
     ]
-    assert "blocks" not in alone[0][2]
+    assert next(shown for _, task, shown in alone if task == B).startswith(
+        f"{B} failed: airflow state upstream_failed"
+    )
+
+
+async def test_the_held_failures_stay_held_once_the_upstream_is_all_clear(
+    airflow_sqlite: AirflowDatabase, tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    """A later run of ``a`` succeeds before the later ``b``, ``c`` and ``d`` do: ``a``'s
+    failure is over (all-clear), and the failures it spoke for are not paged after it."""
+    now = fake_clock.now()
+    serialize_pipeline(airflow_sqlite, tmp_path, now, False, failed_rows)
+    store = await SQLiteStore.open(tmp_path / "zombietop.db", create=True, clock=fake_clock)
+    source = AirflowSource(airflow_sqlite.url, clock=fake_clock)
+    await source.open()
+    cfg = config()
+    notifier = ListNotifier()
+    dog = Watchdog(
+        Monitor(store, cfg, clock=fake_clock, sources=[source]),
+        cfg,
+        executor=None,
+        notifiers=[notifier],
+        clock=fake_clock,
+        log=lambda _: None,
+    )
+    try:
+        await dog.tick()
+        assert [(p.kind, p.task_id) for p in notifier.pages] == [("incident", A)]
+        later = {"dag_id": "pipeline", "run_id": RUN2, "operator": "EmptyOperator"}
+        airflow_sqlite.write([
+            {**later, "task_id": "a", "state": "success", "start_date": now + 10,
+             "end_date": now + 20},
+            *({**later, "task_id": t, "state": None, "updated_at": now + 20} for t in "bcd"),
+        ])  # fmt: skip
+        fake_clock.advance(30)
+        await dog.tick()
+    finally:
+        await source.close()
+        await store.close()
+    assert [(p.kind, p.task_id) for p in notifier.pages] == [("incident", A), ("all_clear", A)]
+
+
+async def test_only_a_task_instance_waiting_for_a_slot_is_queued_too_long(
+    airflow_sqlite: AirflowDatabase, tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    """Waiting to retry, or on an upstream that does: not stuck. Scheduled for two hours:
+    stuck, counted from Airflow's scheduled time however recently its row changed."""
+    serialize_pipeline(airflow_sqlite, tmp_path, fake_clock.now(), False, waiting_rows)
+    pages = await _pages(airflow_sqlite, tmp_path, fake_clock, group=False)
+    if airflow_sqlite.major == "2":
+        # Airflow 2 records no scheduled time: the wait counts from the row's last change.
+        assert pages == []
+        return
+    scheduled = f"pipeline/a/{RUN2}"
+    assert [(kind, task) for kind, task, _ in pages] == [("queued_too_long", scheduled)]
+    assert pages[0][2].startswith(f"{scheduled} queued, queued_too_long: queued 1h58m"), pages
 
 
 async def test_on_postgresql_the_compressed_shape_is_read_in_read_only_transactions(

@@ -214,7 +214,8 @@ async def test_the_connection_cannot_write(
     assert airflow3_sqlite.path is not None
     # The connection the source reads by, whether Airflow runs (mode=ro) or not (immutable).
     uri, _ = read_only_uri(airflow3_sqlite.path, source.name)
-    conn = source._connect(uri)
+    assert source._sqlite is not None
+    conn = source._sqlite._connect(uri)
     try:
         with pytest.raises(sqlite3.OperationalError, match=r"readonly|read-only"):
             conn.execute("DELETE FROM task_instance")

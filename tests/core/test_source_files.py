@@ -30,6 +30,7 @@ import pytest
 from tests.airflow_by_hand import add_task, make_database
 from zombietop.clock import FakeClock
 from zombietop.sources.airflow import AirflowSource
+from zombietop.sources.sqlite_files import read_only_uri
 
 pytestmark = pytest.mark.slow
 
@@ -37,6 +38,7 @@ READER = """
 import asyncio, json, sys
 from zombietop.errors import SourceError
 from zombietop.sources.airflow import AirflowSource
+from zombietop.sources.sqlite_files import read_only_uri
 
 async def main():
     source = AirflowSource(sys.argv[1])
@@ -281,3 +283,19 @@ def test_an_unreadable_file_says_what_to_do(users: Users, folder: Path) -> None:
 
     assert "cannot read" in str(found["error"]) or "cannot open" in str(found["error"])
     assert f"zombietop's user cannot read {db}" in str(found["error"])
+
+
+def test_a_stopped_airflows_file_is_opened_read_only(tmp_path: Path) -> None:
+    """The URI for a stopped Airflow's file is read-only too: when the file is gone between the
+    look and the open (Airflow's folder cleaned up), the open fails and makes no empty
+    database in Airflow's folder."""
+    db = tmp_path / "airflow.db"
+    make_database(db, "wal")
+    uri, immutable = read_only_uri(db, "airflow+sqlite:///airflow.db")
+    assert immutable
+    db.unlink()
+
+    with pytest.raises(sqlite3.OperationalError, match="unable to open"):
+        sqlite3.connect(uri, uri=True).execute("SELECT 1").fetchone()
+
+    assert list(tmp_path.iterdir()) == []

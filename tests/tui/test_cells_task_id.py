@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
-from zombietop.tui.cells import TASK_WIDTH
+from zombietop.tui.cells import TASK_GROWS_BY, TASK_WIDTH
 from zombietop.tui.short_ids import middle_cut, short_id
 
 
@@ -18,12 +18,12 @@ from zombietop.tui.short_ids import middle_cut, short_id
         ("export-2031", "export-2031"),
         ("a" * 18, "a" * 18),
         ("x" * 40, "xxxxx…" + "x" * 12),
-        ("etl/load/manual__2026-12-01T00:00:01", "load/man…T00:00:01"),
-        ("etl/load/manual__2026-12-01T00:00:02", "load/man…T00:00:02"),
+        ("etl/load/manual__2026-12-01T00:00:01", "etl/load/…00:00:01"),
+        ("etl/load/manual__2026-12-01T00:00:02", "etl/load/…00:00:02"),
         ("nightly_etl/transform/scheduled__2026", "transfor…led__2026"),
         ("nightly_etl/load_warehouse/scheduled__2026", "load_war…led__2026"),
         ("a_very_long_dag_name/t/r", "…t/r"),
-        ("etl/split/scheduled__2026-12-01[12]", "split/sc…12-01[12]"),
+        ("etl/split/scheduled__2026-12-01[12]", "etl/split/…-01[12]"),
         ("日本語のタスクの名前です1234", "日本…名前です1234"),
     ],
 )
@@ -44,6 +44,21 @@ def test_three_runs_of_one_task_and_three_tasks_of_one_run_read_apart() -> None:
     assert len({short_id(run, TASK_WIDTH) for run in runs}) == 3
     tasks = [f"nightly_etl/{t}/scheduled__2026-11-29T04:00:00+00:00" for t in ("a", "bb", "cc")]
     assert len({short_id(task, TASK_WIDTH) for task in tasks}) == 3
+
+
+def test_the_same_task_of_three_dags_reads_apart() -> None:
+    """Three DAGs with a task ``victim`` each: the DAG is kept where the column has room for
+    it beside the end of the run (a wider terminal widens the column)."""
+    runs = [
+        f"{dag}/victim/manual__2026-12-05T10:11:1{s}.12345{s}+00:00"
+        for dag, s in (("fe_hang", 1), ("fe_orphan", 2), ("fe_fail", 3))
+    ]
+    shown = [short_id(run, TASK_WIDTH + TASK_GROWS_BY) for run in runs]
+    assert shown == [
+        "fe_hang/victim/…05T10:11:11.123451",
+        "fe_orphan/victim/…T10:11:12.123452",
+        "fe_fail/victim/…05T10:11:13.123453",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -181,6 +181,7 @@ def task_json(
             for r in verdict.reasons
         ],
         "flags": [str(flag) for flag in verdict.flags],
+        "waiting_on": [{"task_id": up, "health": str(health)} for up, health in view.waiting_on],
         "stage": beat.stage if beat else None,
         "progress": beat.progress if beat else None,
         "counters": dict(beat.counters) if beat else {},

@@ -46,6 +46,7 @@ def _airflow_rows() -> list[dict[str, Any]]:
         "end_date": None,
         "heartbeat_at": None,
         "queued_dttm": None,
+        "scheduled_dttm": None,
         "updated_at": None,
         "logical_date": NOW - 6 * 3600,
     }

@@ -16,7 +16,7 @@ SELECT extract(epoch FROM clock_timestamp())::float8 AS now
 -- Airflow 3: the task instance carries its own heartbeat (last_heartbeat_at).
 SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
        ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
-       ti.updated_at, ti.last_heartbeat_at AS heartbeat_at, dr.logical_date,
+       ti.scheduled_dttm, ti.updated_at, ti.last_heartbeat_at AS heartbeat_at, dr.logical_date,
        ti.dag_version_id AS dag_version
 FROM task_instance AS ti
 LEFT JOIN dag_run AS dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id
@@ -30,7 +30,7 @@ WHERE ti.state IS NULL
 -- Its one serialized DAG per DAG is found by dag_id: the DAG's version, to ``airflow_waits``.
 SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
        ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
-       ti.updated_at, job.latest_heartbeat AS heartbeat_at,
+       NULL AS scheduled_dttm, ti.updated_at, job.latest_heartbeat AS heartbeat_at,
        dr.execution_date AS logical_date, ti.dag_id AS dag_version
 FROM task_instance AS ti
 LEFT JOIN dag_run AS dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id
@@ -43,9 +43,11 @@ WHERE ti.state IS NULL
 -- Between full reads (``airflow_reads``): the unfinished through ti_state, and those unfinished at
 -- the last read by their keys ($1: a JSON list of [dag_id, task_id, run_id, map_index]) through
 -- ti_state_lkp. Airflow's unfinished states (State.unfinished); the finished are listed above.
+-- And those finished since $3 in the DAG runs made since the last read (dag_run.id above
+-- $2) or running, through ti_dag_run: a task instance made and finished between two reads.
 SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
        ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
-       ti.updated_at, ti.last_heartbeat_at AS heartbeat_at, dr.logical_date,
+       ti.scheduled_dttm, ti.updated_at, ti.last_heartbeat_at AS heartbeat_at, dr.logical_date,
        ti.dag_version_id AS dag_version
 FROM task_instance AS ti
 LEFT JOIN dag_run AS dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id
@@ -55,12 +57,15 @@ WHERE ti.state IS NULL
    OR (ti.dag_id, ti.task_id, ti.run_id, ti.map_index) IN
           (SELECT k->>0, k->>1, k->>2, (k->>3)::int
            FROM jsonb_array_elements($1::jsonb) AS k)
+   OR (ti.end_date >= $3::timestamptz AND (ti.dag_id, ti.run_id) IN
+          (SELECT r.dag_id, r.run_id FROM dag_run AS r
+           WHERE r.id > $2::bigint OR r.state = 'running'))
 
 -- airflow_task_instances_indexed_v2 --
 -- The same, for Airflow 2.
 SELECT ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number, ti.state, ti.hostname,
        ti.pid, ti.operator, ti.custom_operator_name, ti.start_date, ti.end_date, ti.queued_dttm,
-       ti.updated_at, job.latest_heartbeat AS heartbeat_at,
+       NULL AS scheduled_dttm, ti.updated_at, job.latest_heartbeat AS heartbeat_at,
        dr.execution_date AS logical_date, ti.dag_id AS dag_version
 FROM task_instance AS ti
 LEFT JOIN dag_run AS dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id
@@ -71,6 +76,14 @@ WHERE ti.state IS NULL
    OR (ti.dag_id, ti.task_id, ti.run_id, ti.map_index) IN
           (SELECT k->>0, k->>1, k->>2, (k->>3)::int
            FROM jsonb_array_elements($1::jsonb) AS k)
+   OR (ti.end_date >= $3::timestamptz AND (ti.dag_id, ti.run_id) IN
+          (SELECT r.dag_id, r.run_id FROM dag_run AS r
+           WHERE r.id > $2::bigint OR r.state = 'running'))
+
+-- airflow_newest_run --
+-- The newest DAG run's row id (dag_run's primary key): the next indexed read reads the runs
+-- made after it.
+SELECT max(id) AS newest FROM dag_run
 
 -- airflow_waiting_pools --
 -- The pool of each task instance that waits to run, its slots and how many of them run or are
