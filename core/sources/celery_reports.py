@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from zombietop.durations import format_age
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start
 from zombietop.sources.base import Capability, Origin, SourceRecord
+from zombietop.sources.engine_text import bounded_id
 from zombietop.start_identity import ProcessStart
 
 IDENTITY_SLACK = 5.0
@@ -114,14 +116,14 @@ def sightings_of(worker: str, listed: str, answer: Any) -> list[Sighting]:
         pid, start = item.get("worker_pid"), item.get("time_start")
         found.append(
             Sighting(
-                task_id=str(item.get("id") or "?"),
-                name=str(item.get("name") or item.get("type") or "?"),
-                queue=str(delivery.get("routing_key") or "?"),
-                worker=worker,
+                task_id=bounded_id(str(item.get("id") or "?")),
+                name=bounded_id(str(item.get("name") or item.get("type") or "?")),
+                queue=bounded_id(str(delivery.get("routing_key") or "?")),
+                worker=bounded_id(worker),
                 listed=listed,
                 worker_pid=pid if isinstance(pid, int) and pid > 0 else None,
                 time_start=float(start) if isinstance(start, int | float) else None,
-                eta=None if eta is None else str(eta),
+                eta=None if eta is None else bounded_id(str(eta)),
             )
         )
     return found
@@ -142,9 +144,9 @@ def unacked_of(entries: Mapping[bytes, bytes], index: Mapping[bytes, float]) -> 
             continue
         found.append(
             Unacked(
-                task_id=str(headers["id"]),
-                name=str(headers.get("task") or "?"),
-                queue=str(routing_key or "?"),
+                task_id=bounded_id(str(headers["id"])),
+                name=bounded_id(str(headers.get("task") or "?")),
+                queue=bounded_id(str(routing_key or "?")),
                 delivered_at=float(delivered),
             )
         )
@@ -308,8 +310,8 @@ def _lost(message: Unacked, visibility_timeout: float, *, source: str, now: floa
         job=message.name,
         state=TaskState.RUNNING,
         state_reason=(
-            f"delivered at {_iso(delivered)} and never acknowledged; no worker reports it "
-            f"(visibility timeout {visibility_timeout:g}s)"
+            f"unacked for {format_age(now - delivered)}: delivered at {_iso(delivered)} and "
+            f"never acknowledged; no worker reports it (visibility timeout {visibility_timeout:g}s)"
         ),
         created_at=delivered,
         claimed_at=delivered,

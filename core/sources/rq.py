@@ -40,6 +40,7 @@ from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord,
 from zombietop.procs import read_start, this_host
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
 from zombietop.sources.celery_reports import local_hostnames
+from zombietop.sources.engine_text import bounded_id
 from zombietop.start_identity import ProcessStart
 
 if TYPE_CHECKING:
@@ -135,13 +136,14 @@ def _when(value: str | None) -> float | None:
 
 
 def job_name(description: str | None) -> str:
-    """The function an RQ job calls, from its description (``tasks.spin(3)``)."""
-    return (description or "?").split("(", 1)[0] or "?"
+    """The function an RQ job calls, from its description (``tasks.spin(3)``), bounded:
+    RQ sets no limit on a description."""
+    return bounded_id((description or "?").split("(", 1)[0] or "?")
 
 
 def rq_task_id(queue: str, name: str, job_id: str) -> str:
-    """zombietop's id for an RQ job: ``QUEUE/FUNCTION/JOB_ID``."""
-    return f"{queue}/{name}/{job_id}"
+    """zombietop's id for an RQ job: ``QUEUE/FUNCTION/JOB_ID``, each part bounded."""
+    return f"{bounded_id(queue)}/{bounded_id(name)}/{bounded_id(job_id)}"
 
 
 def dependency_ids(many: str | None, one: str | None) -> list[str]:
@@ -195,8 +197,9 @@ class RQSource:
 
         self._errors = (OSError, redis.RedisError)
         if self._redis is None:
+            # The name shows zombietop's connections in Redis's CLIENT LIST.
             self._redis = redis.Redis.from_url(
-                self.redis_url, socket_timeout=5, socket_connect_timeout=5
+                self.redis_url, socket_timeout=5, socket_connect_timeout=5, client_name="zombietop"
             )
         try:
             self._redis.ping()
@@ -426,10 +429,10 @@ class RQSource:
             kind="rq",
             capability=Capability.READ_ONLY,
             ids={
-                "queue": queue,
-                "function": name,
-                "job_id": job_id,
-                "worker": worker,
+                "queue": bounded_id(queue),
+                "function": bounded_id(name),
+                "job_id": bounded_id(job_id),
+                "worker": None if worker is None else bounded_id(worker),
                 "status": status,
             },
         )
