@@ -73,6 +73,18 @@ def _still_failing(incident: Incident, snapshot: Snapshot) -> bool:
     return succeeded_at is None or succeeded_at < incident.opened_at
 
 
+def _vanished_line(incident: Incident, engine: str | None, now: float) -> str:
+    """What closes the incident of a task the snapshot no longer holds. A store's task was
+    pruned after it finished; an engine's task that left unfinished is lost, not clear."""
+    if engine is None or incident.health.finished:
+        return f"{incident.task_id} all clear: no longer active (was {incident.health})"
+    took = format_age(max(now - incident.opened_at, 0.0))
+    return (
+        f"{incident.task_id} lost: {engine} no longer holds it and recorded no end "
+        f"(was {incident.health} for {took}); look for it in the engine, this incident is closed"
+    )
+
+
 class IncidentBook:
     """Open incidents (tasks and schedules), their notices, and the one-shot keys taken."""
 
@@ -82,6 +94,8 @@ class IncidentBook:
         self.renotify = renotify
         """``[watch] renotify``: seconds between the notices of an incident nobody acked."""
         self.incidents: dict[str, Incident] = {}
+        self.engines: dict[str, str] = {}
+        """By task id, the source an open incident's task was last read from (an engine's)."""
         self.notices = Notices()
         """Pages sent per open incident (tasks and schedules), for re-notify and silences."""
         self.once: set[str] = set()
@@ -283,6 +297,7 @@ class IncidentBook:
         all-clear."""
         task_id, task = view.task_id, view.task
         incident = self.incidents.pop(task_id)
+        self.engines.pop(task_id, None)
         name = self.name_of(incident)
         health = await self.quarantines.let_go(view, look)
         # A source's own end time, where it has one, ends the incident: the watchdog only
@@ -317,12 +332,15 @@ class IncidentBook:
         if snapshot.source_errors:
             return
         present = {view.task_id for view in snapshot.tasks}
+        for task_id in self.incidents:
+            if (origin := snapshot.origins.get(task_id)) is not None:
+                self.engines[task_id] = origin.source
         for task_id in [t for t in self.incidents if t not in present]:
             if _still_failing(self.incidents[task_id], snapshot):
                 continue  # a failed run past the finished window: open until its job succeeds
             incident = self.incidents.pop(task_id)
             name = self.name_of(incident)
-            line = f"{task_id} all clear: no longer active (was {incident.health})"
+            line = _vanished_line(incident, self.engines.pop(task_id, None), look.now)
             await self._end_ack(task_id, look)
             if await self._closed_unpaged(task_id, line, look):
                 continue

@@ -17,9 +17,13 @@ question makes its own reply queue on the pidbox exchange for the length of the 
   answering keeps its tasks on screen, as it last listed them, so its heartbeat goes stale
   (stalled); the process probe reads the child (``worker_pid``, checked against
   ``time_start``): gone or reused is dead, stopped by SIGSTOP is stalled, though the worker
-  still answers ping.
+  still answers ping. Once the worker has been silent past the heartbeat timeout, a task whose
+  child on this host is gone leaves: nothing in Celery holds it (a lost message of
+  ``acks_late`` is still read, as below).
 - Reserved and scheduled tasks are queued.
-- A task id active twice, or active and waiting at once, is flagged ``redelivered``.
+- A task id active twice, or active and waiting at once, or marked by Celery's own
+  ``delivery_info.redelivered``, is flagged ``redelivered``, with how many deliveries the
+  polls saw; its clock runs from its first delivery's start.
 - An unacked message that no worker reports is lost: its visibility timeout is its lease, so
   past it the task is reclaimable (the transport gives it to the next worker that asks).
 
@@ -195,6 +199,7 @@ class CelerySource:
                 source=self.name,
                 host=host,
                 local=local,
+                deliveries=self._memory.deliveries,
             )
 
     def _read(self) -> Reads:

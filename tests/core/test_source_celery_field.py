@@ -28,7 +28,7 @@ from tests.redis_monitor import RedisMonitor, outside_pidbox
 from tests.redis_server import ThrowawayRedis
 from zombietop.clock import SystemClock
 from zombietop.config import load_config
-from zombietop.health import Health
+from zombietop.health import Flag, Health
 from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.snapshot import Snapshot
@@ -58,7 +58,8 @@ class Looks:
         return snapshot
 
     def pages(self, task_id: str) -> list[Any]:
-        return [p for p in self.notifier.pages if p.task_id == task_id]
+        """The pages about ``task_id`` (a closing page of a task gone carries only its line)."""
+        return [p for p in self.notifier.pages if p.line.startswith(f"{task_id} ")]
 
 
 async def _looks(tmp_path: Path, url: str, config_text: str = "") -> AsyncIterator[Looks]:
@@ -148,3 +149,103 @@ async def test_a_lost_acks_late_message_reads_reclaimable_and_stays_where_it_is(
     # The page, once.
     assert [p.health for p in paged if p.kind == "incident"] == ["reclaimable"], paged
     assert paged[0].line.startswith(f"{zid} reclaimable: no heartbeat yet (")
+
+
+def _active(workers: Workers) -> list[dict[str, Any]]:
+    """What ``celery inspect active`` says now, every worker's list in one."""
+    answer = workers.app().control.inspect(timeout=1.0).active() or {}
+    return [task for tasks in answer.values() for task in tasks]
+
+
+async def test_a_task_run_again_by_a_short_visibility_timeout_is_flagged_and_paged_once(
+    celery_workers: Workers,
+    redis_server: ThrowawayRedis,
+    redis_db: int,
+    tmp_path: Path,
+) -> None:
+    """A visibility timeout (2s) shorter than the task (40s), with ``acks_late``: the message
+    comes back to the queue while the first child still runs it, and a second worker runs it
+    too, marked ``delivery_info.redelivered`` by Celery. zombietop flags ``redelivered`` with
+    how often and why, pages it once, and the task's clock runs from its first start."""
+    celery_workers.start("w1", acks_late=True, visibility=2)
+    result = celery_workers.app().send_task("zq.nap", args=(40, str(tmp_path / "m")))
+    _child(tmp_path / "m")
+    celery_workers.start("w2", acks_late=True, visibility=2)
+    runs = wait_for(
+        "the same task active on both workers",
+        lambda: (
+            [t for t in _active(celery_workers) if t["id"] == result.id][1:]
+            and [t for t in _active(celery_workers) if t["id"] == result.id]
+        ),
+        timeout=30,
+    )
+    # What the engine says: two runs of one task, the later one marked redelivered.
+    assert sorted(t["delivery_info"]["redelivered"] for t in runs) == [False, True]
+    first_start = min(t["time_start"] for t in runs)
+    zid = f"celery/zq.nap/{result.id}"
+    url = redis_server.url(redis_db, "celery+redis") + "?visibility_timeout=2"
+    async for looks in _looks(tmp_path / "w", url):
+        for _ in range(3):
+            await looks.dog.tick()
+        view = (await looks.poll()).by_id()[zid]
+        paged = looks.pages(zid)
+    report = _status_json(tmp_path, url)
+    # The row.
+    assert Flag.REDELIVERED in view.verdict.flags
+    assert view.task.started_at == pytest.approx(first_start)
+    said = [r.words(time.time()) for r in view.verdict.reasons if r.code == "redelivered"]
+    assert len(said) == 1 and said[0].startswith("delivered "), view.verdict.reasons
+    assert "times: the visibility timeout 2s is shorter than the task runs" in said[0]
+    # status --json.
+    row = next(t for t in report["tasks"] if t["task_id"] == zid)
+    assert "redelivered" in row["flags"]
+    assert any(
+        r["code"] == "redelivered" and "visibility timeout 2s" in r["message"]
+        for r in row["reasons"]
+    )
+    # The page, once in three looks, with the same words.
+    assert [p.kind for p in paged] == ["redelivered"], paged
+    assert paged[0].line.startswith(f"{zid} redelivered: ")
+    assert "the visibility timeout 2s is shorter than the task runs" in paged[0].line
+
+
+async def test_a_task_that_left_celery_without_an_end_is_paged_lost_once_and_closed(
+    celery_workers: Workers,
+    redis_server: ThrowawayRedis,
+    redis_db: int,
+    client: Any,
+    tmp_path: Path,
+) -> None:
+    """The worker and its child die mid-task without ``acks_late``: the message was
+    acknowledged at the start, so nothing in Celery holds the task. It is paged dead, then,
+    once its worker is silent past the heartbeat timeout (5s here), paged lost once, and its
+    incident closes: no re-notice, no row left."""
+    worker = celery_workers.start("w1")
+    result = celery_workers.app().send_task("zq.nap", args=(60, str(tmp_path / "m")))
+    child = _child(tmp_path / "m")
+    zid = f"celery/zq.nap/{result.id}"
+    url = redis_server.url(redis_db, "celery+redis")
+    async for looks in _looks(tmp_path / "w", url):
+        await looks.dog.tick()
+        assert [v.task_id for v in looks.monitor.last.tasks] == [zid]
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+        killed = time.monotonic()
+        wait_for("the child to be gone", lambda: not Path(f"/proc/{child}").exists())
+        await looks.dog.tick()
+        dead = looks.monitor.last.by_id()[zid]
+        wait_for("the heartbeat timeout to pass", lambda end=killed + 6: time.monotonic() > end)
+        for _ in range(3):
+            await looks.dog.tick()
+        left = [v.task_id for v in looks.monitor.last.tasks]
+        paged = looks.pages(zid)
+    # What the engine says: no worker runs it, no message holds it.
+    assert client.hlen("unacked") == 0 and client.llen("celery") == 0
+    assert dead.health is Health.DEAD
+    assert left == []
+    assert [p.kind for p in paged] == ["incident", "all_clear"], paged
+    assert paged[0].health == "dead"
+    assert paged[1].line.startswith(f"{zid} lost: {url} no longer holds it and recorded no end")
+    assert "(was dead for " in paged[1].line
+    report = _status_json(tmp_path, url)
+    assert all(t["task_id"] != zid for t in report["tasks"])
