@@ -185,7 +185,7 @@ def task_instance_record(
         # it, so zombietop sees a lease held without an expiry (never reclaimable).
         lease = Lease(
             task_id=task.task_id,
-            owner=f"airflow@{row['hostname'] or '?'}",
+            owner=f"airflow@{bounded_id(row['hostname'] or '?')}",
             token=_try_number(row),
             acquired_at=task.started_at,
         )
@@ -214,7 +214,7 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
         # Claimed but never beat: zombietop's start grace covers it (Airflow never did).
         state = TaskState.STARTING
     start = _epoch(row["start_date"])
-    hostname: str | None = row["hostname"] or None
+    hostname: str | None = bounded_id(row["hostname"]) if row["hostname"] else None
     on_this_host = hostname is not None and hostname in local
     # A finished task's pid too: its process may live on (orphaned), and the monitor decides
     # how long to look at it.

@@ -267,7 +267,7 @@ class RQSource:
             workers[name] = Worker(
                 name=name,
                 pid=int(pid) if pid and pid.isdigit() else None,
-                hostname=raw.get("hostname"),
+                hostname=bounded_id(raw.get("hostname") or "") or None,
                 state=raw.get("state"),
                 last_heartbeat=_when(raw.get("last_heartbeat")),
             )
@@ -368,7 +368,7 @@ class RQSource:
         name = job_name(entry.fields.get("description"))
         zid = rq_task_id(entry.queue, name, entry.job_id)
         started = _when(entry.fields.get("started_at")) or now
-        worker_name = entry.fields.get("worker_name")
+        worker_name = bounded_id(entry.fields.get("worker_name") or "") or None
         here = (worker is not None and worker.hostname in local) or horse is not None
         pid: int | None = None
         pid_start: ProcessStart | None = None
