@@ -46,7 +46,7 @@ from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.procs import this_host
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
-from zombietop.sources.celery_pidbox import ask
+from zombietop.sources.celery_pidbox import UnreadableReply, ask
 from zombietop.sources.celery_reports import (
     ACTIVE,
     RESERVED,
@@ -219,6 +219,10 @@ class CelerySource:
             asked = ask(
                 self._redis, self.db, (ACTIVE, RESERVED, SCHEDULED), timeout=self.inspect_timeout
             )
+        except UnreadableReply as exc:
+            raise SourceError(
+                f"source {self.name}: cannot read the workers' answers: {exc}"
+            ) from None
         except self._errors as exc:
             raise SourceError(
                 f"source {self.name}: cannot ask the workers ({type(exc).__name__}: {exc})"

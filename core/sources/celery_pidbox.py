@@ -60,10 +60,25 @@ def broadcast_message(method: str, ticket: str, reply_key: str, expires: float) 
     return json.dumps(envelope).encode()
 
 
+class UnreadableReply(Exception):
+    """A worker answered in a serializer other than JSON (Celery answers in its
+    ``task_serializer``); zombietop never loads pickle or other formats from a broker."""
+
+
 def reply_of(raw: bytes) -> tuple[str, dict[str, Any]] | None:
-    """The ticket and the ``{worker: answer}`` of one reply, or None for anything else."""
+    """The ticket and the ``{worker: answer}`` of one reply, or None for anything else.
+
+    Raises ``UnreadableReply`` for a reply in another serializer than JSON.
+    """
     try:
         envelope = json.loads(raw)
+        kind = envelope.get("content-type")
+        if kind not in (None, "application/json"):
+            raise UnreadableReply(
+                f"a worker answered in {str(kind)[:60]!r}; zombietop reads JSON answers only "
+                '(Celery answers in its task_serializer: set task_serializer = "json", '
+                "the default)"
+            )
         body = envelope["body"]
         if (envelope.get("properties") or {}).get("body_encoding") == "base64":
             body = base64.b64decode(body)
