@@ -105,6 +105,7 @@ class IncidentBook:
     async def restore(self, store: Store, log: Callable[[str], None]) -> None:
         """Rebuild the book from the store's event log, in place."""
         self.incidents.clear()
+        self.engines.clear()
         self.once.clear()
         self.notices.clear()
         try:
@@ -126,6 +127,8 @@ class IncidentBook:
                     opened_at=event.at,
                     job=event.data.get("job"),
                 )
+                if isinstance(event.data.get("source"), str):
+                    self.engines[event.task_id] = event.data["source"]
             if isinstance(event.data.get("key"), str):
                 self.once.add(event.data["key"])
 
@@ -168,6 +171,8 @@ class IncidentBook:
         self.incidents[task_id] = Incident(
             task_id=task_id, health=view.health, opened_at=look.now, job=job
         )
+        if (origin := hands.origin_of(task_id)) is not None:
+            self.engines[task_id] = origin.source
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
         # The job's last words, and how old they are: "the last log line was at 03:42".
         last = await asyncio.to_thread(last_output_of, hands.store, view.task, hands.monitor.host)
@@ -191,6 +196,9 @@ class IncidentBook:
         }
         if job is not None:
             data["job"] = job
+        if task_id in self.engines:
+            # Kept in the log, so a watchdog started later still knows the task is an engine's.
+            data["source"] = self.engines[task_id]
         await hands.record(EventKind.PAGE, line, task_id, data)
 
     async def _held_by(
@@ -332,9 +340,6 @@ class IncidentBook:
         if snapshot.source_errors:
             return
         present = {view.task_id for view in snapshot.tasks}
-        for task_id in self.incidents:
-            if (origin := snapshot.origins.get(task_id)) is not None:
-                self.engines[task_id] = origin.source
         for task_id in [t for t in self.incidents if t not in present]:
             if _still_failing(self.incidents[task_id], snapshot):
                 continue  # a failed run past the finished window: open until its job succeeds
