@@ -171,8 +171,11 @@ class IncidentBook:
         self.incidents[task_id] = Incident(
             task_id=task_id, health=view.health, opened_at=look.now, job=job
         )
-        if (origin := hands.origin_of(task_id)) is not None:
+        origin = hands.origin_of(task_id)
+        if origin is not None and not view.task.state.finished:
             self.engines[task_id] = origin.source
+        else:  # a finished task recorded its end: when it goes, it is no loss
+            self.engines.pop(task_id, None)
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
         # The job's last words, and how old they are: "the last log line was at 03:42".
         last = await asyncio.to_thread(last_output_of, hands.store, view.task, hands.monitor.host)
