@@ -51,6 +51,8 @@ class Looks:
 
     def __init__(self, monitor: Monitor, notifier: ListNotifier, dog: Watchdog) -> None:
         self.monitor, self.notifier, self.dog = monitor, notifier, dog
+        self.earlier: list[Any] = []
+        """The pages of the watchdogs stopped by ``restart``."""
 
     async def poll(self) -> Snapshot:
         snapshot = await self.monitor.poll()
@@ -61,7 +63,7 @@ class Looks:
         """Stop the watchdog and start another on the same store, as a restart does (its pages
         go to a new notifier; the old one's stay in ``earlier``)."""
         await self.dog.release()
-        self.earlier = [*getattr(self, "earlier", []), *self.notifier.pages]
+        self.earlier += self.notifier.pages
         self.notifier = ListNotifier()
         self.dog = Watchdog(
             self.monitor,
@@ -74,7 +76,7 @@ class Looks:
 
     def pages(self, task_id: str) -> list[Any]:
         """The pages about ``task_id`` (a closing page of a task gone carries only its line)."""
-        every = [*getattr(self, "earlier", []), *self.notifier.pages]
+        every = [*self.earlier, *self.notifier.pages]
         return [p for p in every if p.line.startswith(f"{task_id} ")]
 
 
