@@ -9,6 +9,7 @@ connections send.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -104,6 +105,17 @@ async def _looks(tmp_path: Path, url: str, config_text: str = "") -> AsyncIterat
 def _child(marker: Path) -> int:
     text = wait_for(f"the task to start ({marker})", lambda: marker.exists() and marker.read_text())
     return int(text.split()[0])
+
+
+def _zombietop(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The installed command on the store and config of ``_looks(folder, ...)``."""
+    base = [sys.executable, "-m", "zombietop.tui", "--db", str(folder / "zombietop.db")]
+    return subprocess.run(
+        [*base, "--config", str(folder / "config.toml"), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _status_json(tmp_path: Path, url: str) -> dict[str, Any]:
@@ -253,6 +265,11 @@ async def test_a_task_that_left_celery_without_an_end_is_paged_lost_once_and_clo
         wait_for("the child to be gone", lambda: not Path(f"/proc/{child}").exists())
         await looks.dog.tick()
         dead = looks.monitor.last.by_id()[zid]
+        # zombietop ack, a process of its own: its fresh read of Celery finds nothing, and the
+        # open incident's page says whose the task is.
+        # (in a thread: the test's own store keeps answering meanwhile).
+        argv = ("ack", zid, "--source", url, "--reason", "on it")
+        acked = await asyncio.to_thread(_zombietop, tmp_path / "w", *argv)
         # A watchdog started after the dead page knows from the log that the task is Celery's.
         await looks.restart()
         wait_for("the heartbeat timeout to pass", lambda end=killed + 6: time.monotonic() > end)
@@ -268,5 +285,7 @@ async def test_a_task_that_left_celery_without_an_end_is_paged_lost_once_and_clo
     assert paged[0].health == "dead"
     assert paged[1].line.startswith(f"{zid} lost: {url} no longer holds it and recorded no end")
     assert "(was dead for " in paged[1].line
+    assert acked.returncode == 0, acked.stderr
+    assert acked.stdout.startswith(f"{zid}: acked by ")
     report = _status_json(tmp_path, url)
     assert all(t["task_id"] != zid for t in report["tasks"])

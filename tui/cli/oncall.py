@@ -213,11 +213,18 @@ async def cmd_ack(args: argparse.Namespace) -> int:
 
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
-        task, source = await _whose(store, ctx, args.task)
-        if task.state.finished:
+        try:
+            found, source = await _whose(store, ctx, args.task)
+        except TaskNotFound:
+            # Gone from its engine while its incident is open: the page recorded whose it was.
+            source = await _incident_source(store, args.task)
+            if source is None:
+                raise
+            found = None
+        if found is not None and found.state.finished:
             # Its incident is over; an ack kept now would only quiet a later run's re-notify.
             raise ZombietopError(
-                f"{printable(task.task_id)} has finished ({task.state}): it pages nobody, so "
+                f"{printable(found.task_id)} has finished ({found.state}): it pages nobody, so "
                 "there is nothing to ack; no ack was set"
             )
         done = await oncall.ack(
@@ -286,6 +293,16 @@ async def _whose(store: Store, ctx: Context, task_id: str) -> tuple[Task, str | 
     names = ", ".join(source.name for source in sources)
     unread = "".join(f"; {error}" for error in snapshot.source_errors.values())
     raise TaskNotFound(printable(f"{missing}, nor among the recent tasks of {names}{unread}"))
+
+
+async def _incident_source(store: Store, task_id: str) -> str | None:
+    """The engine source that the open incident of ``task_id`` recorded, or None."""
+    memory = await store.watchdog_memory()
+    for event in reversed(memory.open_events):
+        source = event.data.get("source")
+        if event.task_id == task_id and isinstance(source, str):
+            return source
+    return None
 
 
 async def _acked_source(store: Store, ctx: Context, task_id: str) -> str | None:
