@@ -28,6 +28,10 @@ same process. A prefork child is forked before it accepts a task, so it is older
 task; one born well after it got the pid by reuse."""
 
 ACTIVE, RESERVED, SCHEDULED = "active", "reserved", "scheduled"
+DELIVERIES_KEPT = 600.0
+"""Seconds the deliveries of a task no worker lists any more are remembered: a redelivery is
+seen while the first run still goes on, so the count needs no long memory, and a fleet that
+runs thousands of tasks a minute keeps only the last few minutes of them."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,11 +131,13 @@ class WorkerMemory:
             if reads.read_at - seen.answered_at > self.kept_for:
                 del self.workers[worker]
         for task_id, counted in list(self.deliveries.items()):
-            if reads.read_at - counted.last_seen > self.kept_for:
+            if reads.read_at - counted.last_seen > DELIVERIES_KEPT:
                 del self.deliveries[task_id]
         return dict(self.workers)
 
     def _count(self, task_id: str, sightings: list[Sighting], now: float) -> None:
+        if task_id not in self.deliveries and all(s.listed != ACTIVE for s in sightings):
+            return  # only waiting: nothing ran yet (most tasks of a busy fleet, not kept)
         counted = self.deliveries.setdefault(task_id, Deliveries())
         counted.last_seen = now
         counted.overlapped = counted.overlapped or len(sightings) > 1

@@ -12,6 +12,7 @@ import pytest
 from zombietop.model import TaskState
 from zombietop.sources.celery_reports import (
     ACTIVE,
+    DELIVERIES_KEPT,
     RESERVED,
     Reads,
     Sighting,
@@ -194,3 +195,14 @@ def test_a_child_born_after_the_task_started_is_not_its_process() -> None:
 
     assert start_of(own + 60) == pytest.approx(own, abs=1)  # the child took it later: itself
     assert start_of(own - 600) == own - 600  # born after the task started: a reused pid
+
+
+def test_the_deliveries_of_waiting_and_long_gone_tasks_are_not_kept() -> None:
+    """A busy fleet lists thousands of tasks an hour: only those that ran are counted, and
+    only while a worker lists them (and a few minutes after)."""
+    memory = WorkerMemory(kept_for=3600)
+    waiting = replace(_sighting(RESERVED), task_id="t2")
+    _judge(Reads(read_at=NOW, answered={"w1@vm": (_run("w1@vm", 11, NOW), waiting)}), memory)
+    assert set(memory.deliveries) == {"t1"}
+    _judge(Reads(read_at=NOW + DELIVERIES_KEPT + 1, answered={"w1@vm": ()}), memory)
+    assert memory.deliveries == {}
