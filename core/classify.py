@@ -20,6 +20,8 @@ from zombietop.job_summary import JobSummary
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Task, TaskState
 
 INF = float("inf")
+REDELIVERED_REASON = "redelivered"
+"""The reason code that carries an engine's words on a task it delivered more than once."""
 # An idle process (no I/O, or no CPU and no I/O) is worth a word in the context line after this.
 IO_IDLE_WORTH_SAYING = 60.0
 STOPPED = ("stopped", "tracing-stop")
@@ -173,6 +175,10 @@ def classify(
             stable_until = min(stable_until, max(lease.expires_at, now))  # a waiter's lease
     if task.redelivered:
         flags = (Flag.REDELIVERED, *flags)
+        # The engine's own words (how often, and why) explain the flag on the row and the page.
+        reasons.append(
+            Reason(code=REDELIVERED_REASON, before=task.state_reason or "delivered again")
+        )
     flags, history_changes = _history_flags(now, task, history, limits, flags, reasons)
     stable_until = min(stable_until, history_changes)
     return Verdict(
@@ -620,7 +626,7 @@ def _context(verdict: Verdict, now: float) -> str:
                 f"{label}{name} running {format_age(budget.used_s)} "
                 f"(budget {format_duration(budget.limit_s)})"
             )
-    parts.extend(r.words(now) for r in reasons if r.code == SLOW_REASON)
+    parts.extend(r.words(now) for r in reasons if r.code in (SLOW_REASON, REDELIVERED_REASON))
     if task.quarantined and health is not Health.QUARANTINED:
         parts.append("quarantined")
     if task.state is TaskState.INTERRUPTED:

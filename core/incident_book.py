@@ -99,6 +99,18 @@ def _still_failing(incident: Incident, snapshot: Snapshot) -> bool:
     return succeeded_at is None or succeeded_at < incident.opened_at
 
 
+def _vanished_line(incident: Incident, engine: str | None, now: float) -> str:
+    """What closes the incident of a task the snapshot no longer holds. A store's task was
+    pruned after it finished; an engine's task that left unfinished is lost, not clear."""
+    if engine is None or incident.health.finished:
+        return f"{incident.task_id} all clear: no longer active (was {incident.health})"
+    took = format_age(max(now - incident.opened_at, 0.0))
+    return (
+        f"{incident.task_id} lost: {engine} no longer holds it and recorded no end "
+        f"(was {incident.health} for {took}); look for it in the engine, this incident is closed"
+    )
+
+
 class IncidentBook:
     """Open incidents (tasks and schedules), their notices, and the one-shot keys taken."""
 
@@ -108,6 +120,8 @@ class IncidentBook:
         self.renotify = renotify
         """``[watch] renotify``: seconds between the notices of an incident nobody acked."""
         self.incidents: dict[str, Incident] = {}
+        self.engines: dict[str, str] = {}
+        """By task id, the source an open incident's task was last read from (an engine's)."""
         self.notices = Notices()
         """Pages sent per open incident (tasks and schedules), for re-notify and silences."""
         self.once: set[str] = set()
@@ -117,6 +131,7 @@ class IncidentBook:
     async def restore(self, store: Store, log: Callable[[str], None]) -> None:
         """Rebuild the book from the store's event log, in place."""
         self.incidents.clear()
+        self.engines.clear()
         self.once.clear()
         self.notices.clear()
         try:
@@ -138,6 +153,8 @@ class IncidentBook:
                     opened_at=event.at,
                     job=event.data.get("job"),
                 )
+                if isinstance(event.data.get("source"), str):
+                    self.engines[event.task_id] = event.data["source"]
             if isinstance(event.data.get("key"), str):
                 self.once.add(event.data["key"])
 
@@ -188,6 +205,11 @@ class IncidentBook:
         self.incidents[task_id] = Incident(
             task_id=task_id, health=view.health, opened_at=look.now, job=job
         )
+        origin = hands.origin_of(task_id)
+        if origin is not None and not view.task.state.finished:
+            self.engines[task_id] = origin.source
+        else:  # a finished task recorded its end: when it goes, it is no loss
+            self.engines.pop(task_id, None)
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
         # The job's last words, and how old they are: "the last log line was at 03:42".
         last = await asyncio.to_thread(last_output_of, hands.store, view.task, hands.monitor.host)
@@ -211,6 +233,9 @@ class IncidentBook:
         }
         if job is not None:
             data["job"] = job
+        if task_id in self.engines:
+            # Kept in the log, so a watchdog started later still knows the task is an engine's.
+            data["source"] = self.engines[task_id]
         await hands.record(EventKind.PAGE, line, task_id, data)
 
     async def _held_by(
@@ -368,6 +393,7 @@ class IncidentBook:
         all-clear."""
         task_id, task = view.task_id, view.task
         incident = self.incidents.pop(task_id)
+        self.engines.pop(task_id, None)
         name = self.name_of(incident)
         health = await self.quarantines.let_go(view, look)
         # A source's own end time, where it has one, ends the incident: the watchdog only
@@ -407,7 +433,7 @@ class IncidentBook:
                 continue  # a failed run past the finished window: open until its job succeeds
             incident = self.incidents.pop(task_id)
             name = self.name_of(incident)
-            line = f"{task_id} all clear: no longer active (was {incident.health})"
+            line = _vanished_line(incident, self.engines.pop(task_id, None), look.now)
             await self._end_ack(task_id, look)
             if await self._closed_unpaged(task_id, line, look):
                 continue

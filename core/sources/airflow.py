@@ -62,6 +62,7 @@ from zombietop.sources.airflow_waits import (
     upstream_waits,
 )
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
+from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.sqlite_reader import SqliteReader
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
@@ -122,9 +123,9 @@ def check_url(url: str) -> str:
 
 
 def airflow_task_id(dag_id: str, task_id: str, run_id: str, map_index: int | None) -> str:
-    """zombietop's id for a task instance: ``DAG/TASK/RUN``, ``[MAP_INDEX]`` when mapped."""
+    """zombietop's id for a task instance: ``DAG/TASK/RUN`` (``[MAP_INDEX]`` when mapped)."""
     mapped = f"[{map_index}]" if map_index is not None and map_index >= 0 else ""
-    return f"{dag_id}/{task_id}/{run_id}{mapped}"
+    return f"{bounded_id(dag_id)}/{bounded_id(task_id)}/{bounded_id(run_id)}{mapped}"
 
 
 def _epoch(value: Any) -> float | None:
@@ -137,8 +138,7 @@ def _epoch(value: Any) -> float | None:
         raise SourceError(f"unexpected time {value!r} in Airflow's task_instance")
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)  # UtcDateTime columns hold UTC
-    seconds: float = value.timestamp()
-    return seconds
+    return float(value.timestamp())
 
 
 def local_hostnames(host: str) -> frozenset[str]:
@@ -176,7 +176,7 @@ def task_instance_record(
         # it, so zombietop sees a lease held without an expiry (never reclaimable).
         lease = Lease(
             task_id=task.task_id,
-            owner=f"airflow@{row['hostname'] or '?'}",
+            owner=f"airflow@{bounded_id(row['hostname'] or '?')}",
             token=_try_number(row),
             acquired_at=task.started_at,
         )
@@ -206,7 +206,7 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
         state = TaskState.STARTING
     # Airflow stamps the moment it gave an upstream_failed task up as its start: it never ran.
     start = None if airflow_state == "upstream_failed" else _epoch(row["start_date"])
-    hostname: str | None = row["hostname"] or None
+    hostname: str | None = bounded_id(row["hostname"]) if row["hostname"] else None
     on_this_host = hostname is not None and hostname in local
     # A finished task's pid too: its process may live on (orphaned), and the monitor decides
     # how long to look at it.
@@ -221,10 +221,10 @@ def _task(row: Row, *, host: str, local: frozenset[str], now: float) -> Task:
     created = _queued_since(row) or start or updated or now
     return Task(
         task_id=airflow_task_id(row["dag_id"], row["task_id"], row["run_id"], row["map_index"]),
-        run_id=row["run_id"],
-        step=row["task_id"],
-        step_type=row["dag_id"],
-        job=f"{row['dag_id']}/{row['task_id']}",
+        run_id=bounded_id(row["run_id"]),
+        step=bounded_id(row["task_id"]),
+        step_type=bounded_id(row["dag_id"]),
+        job=f"{bounded_id(row['dag_id'])}/{bounded_id(row['task_id'])}",
         state=state,
         attempt=max(_try_number(row), 1),
         host=host if on_this_host else hostname,

@@ -1,12 +1,14 @@
 """Celery on Redis as a read-only source.
 
 Each poll asks the workers what they hold (``inspect active``, ``reserved`` and ``scheduled``,
-with a short timeout, in threads so the caller's event loop never waits on the network) and
+with a short timeout, in a thread so the caller's event loop never waits on the network) and
 reads the Redis transport's ``unacked`` hash and ``unacked_index``, where a delivered message
 waits until it is acknowledged or its visibility timeout passes. Nothing is written to task
-state: the keys of the queues and of the transport's bookkeeping are only read. (An inspect is
-a broadcast: like ``celery inspect`` it makes its reply queue, on the pidbox exchange, for the
-length of the call.)
+state: the keys of the queues and of the transport's bookkeeping are only read. The questions
+go over the pidbox with plain Redis commands (``celery_pidbox``), not through kombu: a kombu
+channel moves the messages unacknowledged past their visibility timeout back into their queue
+whenever it waits for a message, which would hide a lost task. (Like ``celery inspect``, a
+question makes its own reply queue on the pidbox exchange for the length of the call.)
 
 - The id is ``QUEUE/TASKNAME/TASK_ID``; the step type is the task name, so
   ``[step_types."tasks.export"]`` sets a task's thresholds.
@@ -15,9 +17,13 @@ length of the call.)
   answering keeps its tasks on screen, as it last listed them, so its heartbeat goes stale
   (stalled); the process probe reads the child (``worker_pid``, checked against
   ``time_start``): gone or reused is dead, stopped by SIGSTOP is stalled, though the worker
-  still answers ping.
+  still answers ping. Once the worker has been silent past the heartbeat timeout, a task whose
+  child on this host is gone leaves: nothing in Celery holds it (a lost message of
+  ``acks_late`` is still read, as below).
 - Reserved and scheduled tasks are queued.
-- A task id active twice, or active and waiting at once, is flagged ``redelivered``.
+- A task id active twice, or active and waiting at once, or marked by Celery's own
+  ``delivery_info.redelivered``, is flagged ``redelivered``, with how many deliveries the
+  polls saw; its clock runs from its first delivery's start.
 - An unacked message that no worker reports is lost: its visibility timeout is its lease, so
   past it the task is reclaimable (the transport gives it to the next worker that asks).
 
@@ -40,6 +46,7 @@ from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.procs import this_host
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
+from zombietop.sources.celery_pidbox import UnreadableReply, ask
 from zombietop.sources.celery_reports import (
     ACTIVE,
     RESERVED,
@@ -131,9 +138,9 @@ class CelerySource:
         self.visibility_timeout = float(options.get("visibility_timeout", VISIBILITY_TIMEOUT))
         self.inspect_timeout = float(options.get("inspect_timeout", INSPECT_TIMEOUT))
         self.broker = "redis://" + parts.netloc + (parts.path or "/0")
+        self.db = int(parts.path.strip("/") or 0)
         self.clock = "this host's clock (Celery's workers write their time() into the reports)"
         self._clock = clock or SystemClock()
-        self._app: Any = None
         self._redis: Any = None
         self._errors: tuple[type[BaseException], ...] = (OSError,)
         self._memory = WorkerMemory(kept_for=SILENT_WORKER_KEPT)
@@ -146,29 +153,20 @@ class CelerySource:
     async def open(self) -> None:
         """Make the Celery client and the Redis connection, and check that Redis answers."""
         try:
-            require("a Celery source", "celery", "redis", "packaging", extra="celery")
+            require("a Celery source", "redis", extra="celery")
         except MissingExtra as exc:
             raise SourceError(f"source {self.name}: {exc}") from None
         await asyncio.get_running_loop().run_in_executor(self._pool, self._connect)
 
     def _connect(self) -> None:
-        import celery
-        import kombu.exceptions
         import redis
 
-        self._errors = (OSError, redis.RedisError, kombu.exceptions.KombuError)
+        self._errors = (OSError, redis.RedisError)
         if self._redis is None:
+            # The name shows zombietop's connections in Redis's CLIENT LIST.
             self._redis = redis.Redis.from_url(
-                self.broker, socket_timeout=5, socket_connect_timeout=5
+                self.broker, socket_timeout=5, socket_connect_timeout=5, client_name="zombietop"
             )
-        if self._app is None:
-            # Only a client: it never consumes a queue, so it never takes a task.
-            self._app = celery.Celery("zombietop", broker=self.broker, set_as_current=False)
-            self._app.conf.broker_connection_retry_on_startup = False
-            self._app.conf.broker_connection_max_retries = 0
-            self._app.conf.broker_transport_options = {
-                "visibility_timeout": self.visibility_timeout
-            }
         try:
             self._redis.ping()
         except self._errors as exc:
@@ -179,9 +177,6 @@ class CelerySource:
             if self._redis is not None:
                 self._redis.close()
                 self._redis = None
-            if self._app is not None:
-                self._app.close()
-                self._app = None
 
         await asyncio.get_running_loop().run_in_executor(self._pool, shut)
         self._pool.shutdown(wait=False)
@@ -190,7 +185,7 @@ class CelerySource:
         return self._clock.now()
 
     async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
-        if self._app is None:
+        if self._redis is None:
             await self.open()
         loop = asyncio.get_running_loop()
         async with self._lock:
@@ -205,6 +200,7 @@ class CelerySource:
                 source=self.name,
                 host=host,
                 local=local,
+                deliveries=self._memory.deliveries,
             )
 
     def _read(self) -> Reads:
@@ -219,13 +215,21 @@ class CelerySource:
             self._redis.ping()
         except self._errors as exc:
             raise SourceError(f"source {self.name}: cannot read Redis ({exc})") from None
-        asked = {
-            listed: self._pool.submit(self._inspect, listed)
-            for listed in (ACTIVE, RESERVED, SCHEDULED)
-        }
         answered: dict[str, list[Sighting]] = {}
-        for listed, future in asked.items():
-            for worker, answer in future.result().items():
+        try:
+            asked = ask(
+                self._redis, self.db, (ACTIVE, RESERVED, SCHEDULED), timeout=self.inspect_timeout
+            )
+        except UnreadableReply as exc:
+            raise SourceError(
+                f"source {self.name}: cannot read the workers' answers: {exc}"
+            ) from None
+        except self._errors as exc:
+            raise SourceError(
+                f"source {self.name}: cannot ask the workers ({type(exc).__name__}: {exc})"
+            ) from None
+        for listed, answers in asked.items():
+            for worker, answer in answers.items():
                 answered.setdefault(worker, []).extend(sightings_of(worker, listed, answer))
         try:
             entries = self._redis.hgetall(UNACKED)
@@ -237,16 +241,6 @@ class CelerySource:
             answered={worker: tuple(found) for worker, found in answered.items()},
             unacked=tuple(unacked_of(entries, index)),
         )
-
-    def _inspect(self, listed: str) -> dict[str, Any]:
-        inspect = self._app.control.inspect(timeout=self.inspect_timeout)
-        try:
-            answer = getattr(inspect, listed)()
-        except self._errors as exc:
-            raise SourceError(
-                f"source {self.name}: cannot ask the workers ({type(exc).__name__}: {exc})"
-            ) from None
-        return answer if isinstance(answer, dict) else {}
 
     def limits(self, base: Limits) -> Limits:
         # An unacked message's lease is the transport's visibility timeout. Celery reports no

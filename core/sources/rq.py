@@ -50,6 +50,7 @@ from zombietop.printable import printable
 from zombietop.procs import read_start, this_host
 from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
 from zombietop.sources.celery_reports import local_hostnames
+from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.rq_ends import (
     ENDED_FIELDS,
     ENDED_SHOWN,
@@ -175,13 +176,14 @@ def _unreadable_start(value: str | None) -> str | None:
 
 
 def job_name(description: str | None) -> str:
-    """The function an RQ job calls, from its description (``tasks.spin(3)``)."""
-    return (description or "?").split("(", 1)[0] or "?"
+    """The function an RQ job calls, from its description (``tasks.spin(3)``), bounded:
+    RQ sets no limit on a description."""
+    return bounded_id((description or "?").split("(", 1)[0] or "?")
 
 
 def rq_task_id(queue: str, name: str, job_id: str) -> str:
-    """zombietop's id for an RQ job: ``QUEUE/FUNCTION/JOB_ID``."""
-    return f"{queue}/{name}/{job_id}"
+    """zombietop's id for an RQ job: ``QUEUE/FUNCTION/JOB_ID``, each part bounded."""
+    return f"{bounded_id(queue)}/{bounded_id(name)}/{bounded_id(job_id)}"
 
 
 def dependency_ids(many: str | None, one: str | None) -> list[str]:
@@ -242,8 +244,9 @@ class RQSource:
         self._errors = (OSError, redis.RedisError)
         self._wrong_type = redis.ResponseError
         if self._redis is None:
+            # The name shows zombietop's connections in Redis's CLIENT LIST.
             self._redis = redis.Redis.from_url(
-                self.redis_url, socket_timeout=5, socket_connect_timeout=5
+                self.redis_url, socket_timeout=5, socket_connect_timeout=5, client_name="zombietop"
             )
         try:
             self._redis.ping()
@@ -363,7 +366,7 @@ class RQSource:
             workers[name] = Worker(
                 name=name,
                 pid=int(pid) if pid and pid.isdigit() else None,
-                hostname=raw.get("hostname"),
+                hostname=bounded_id(raw.get("hostname") or "") or None,
                 state=raw.get("state"),
                 last_heartbeat=_when(raw.get("last_heartbeat")),
             )
@@ -565,7 +568,7 @@ class RQSource:
         started = (
             (enqueued or first) if unread else (_when(entry.fields.get("started_at")) or first)
         )
-        worker_name = entry.fields.get("worker_name")
+        worker_name = bounded_id(entry.fields.get("worker_name") or "") or None
         here = (worker is not None and worker.hostname in local) or horse is not None
         pid: int | None = None
         pid_start: ProcessStart | None = None
@@ -628,10 +631,10 @@ class RQSource:
             kind="rq",
             capability=Capability.READ_ONLY,
             ids={
-                "queue": queue,
-                "function": name,
-                "job_id": job_id,
-                "worker": worker,
+                "queue": bounded_id(queue),
+                "function": bounded_id(name),
+                "job_id": bounded_id(job_id),
+                "worker": None if worker is None else bounded_id(worker),
                 "status": status,
             },
         )

@@ -223,8 +223,16 @@ async def cmd_ack(args: argparse.Namespace) -> int:
 
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
-        task, source = await _incident_of(store, ctx, args.task)
-        if task.state.finished and not await _failure_open(store, ctx, task):
+        task: Task | None
+        try:
+            task, source = await _incident_of(store, ctx, args.task)
+        except TaskNotFound:
+            # Gone from its engine while its incident is open: the page recorded whose it was.
+            source = await _incident_source(store, args.task)
+            if source is None:
+                raise
+            task = None
+        if task is not None and task.state.finished and not await _failure_open(store, ctx, task):
             # Its incident is over; an ack kept now would only quiet a later run's re-notify.
             raise ZombietopError(
                 f"{printable(task.task_id)} has finished ({task.state}): it pages nobody, so "
@@ -233,7 +241,7 @@ async def cmd_ack(args: argparse.Namespace) -> int:
         done = await oncall.ack(
             store,
             ctx.config.oncall,
-            task.task_id,
+            args.task if task is None else task.task_id,
             by=operator_name(),
             reason=args.reason,
             duration=args.duration,
@@ -330,6 +338,16 @@ async def _incident_of(store: Store, ctx: Context, name: str) -> tuple[Task, str
             )
         return view.task, None
     return await _whose(store, ctx, name)
+
+
+async def _incident_source(store: Store, task_id: str) -> str | None:
+    """The engine source that the open incident of ``task_id`` recorded, or None."""
+    memory = await store.watchdog_memory()
+    for event in reversed(memory.open_events):
+        source = event.data.get("source")
+        if event.task_id == task_id and isinstance(source, str):
+            return source
+    return None
 
 
 async def _acked_source(store: Store, ctx: Context, task_id: str) -> str | None:

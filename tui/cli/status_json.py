@@ -175,6 +175,7 @@ def task_json(
         "run_number": task.run_number,
         "job": _job_json(snapshot.job_of(task)),
         "state": str(task.state),
+        "state_reason": task.state_reason,
         "health": str(verdict.health),
         "reasons": [
             {"code": r.code, "message": r.words(now), "age_s": r.age(now), "limit_s": r.limit}
