@@ -204,7 +204,6 @@ def task_json(
         "host_request": _request_json(view),
         "attempt": task.attempt,
         "exit_code": task.exit_code,
-        "state_reason": task.state_reason,
         "quarantined": task.quarantined,
         "budgets": {
             name: {"used_s": _round(b.used_s), "limit_s": b.limit_s, "source": b.source}
