@@ -447,17 +447,17 @@ MARKS: dict[str, Mark] = {
 }
 """The on-call marks, by word."""
 OUTCOME_GLYPH = "↯"
+FLAG_STYLE, URGENT_FLAG_STYLE = "bold yellow", "bold red"
 FLAG_MARKS: dict[Flag, Mark] = {
-    Flag.REQUEST_OVERRUN: Mark(OVER, "request", "bold yellow"),
-    Flag.STAGE_OVERRUN: Mark(OVER, "stage", "bold yellow"),
-    Flag.TASK_OVERRUN: Mark(OVER, "task", "bold yellow"),
-    Flag.REDELIVERED: Mark("⧉", "twice", "bold red"),
-    Flag.SLOWER_THAN_USUAL: Mark(OVER, "slow", "bold yellow"),
-    Flag.FINISHED_TOO_FAST: Mark(OVER, "too fast", "bold yellow"),
+    flag: Mark(
+        flag.traits.glyph, flag.mark, URGENT_FLAG_STYLE if flag.traits.urgent else FLAG_STYLE
+    )
+    for flag in Flag
 }
-"""A budget overrun (``!request`` is a request running past its budget), a task a queue
-handed out again while it ran (``⧉twice``), or a run judged against its job's history
-(``!slow``: slower than usual, ``!too fast``: finished too fast)."""
+"""Every flag's mark, made from its traits (``zombietop.health``), so a new flag has one: a
+budget overrun (``!request`` is a request running past its budget), a task queued too long
+(``!queued``), a task a queue handed out again while it ran (``⧉twice``), or a run judged
+against its job's history (``!slow``: slower than usual, ``!too fast``: finished too fast)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
