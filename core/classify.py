@@ -22,6 +22,8 @@ from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Ta
 INF = float("inf")
 # An idle process (no I/O, or no CPU and no I/O) is worth a word in the context line after this.
 IO_IDLE_WORTH_SAYING = 60.0
+IDLE_REASON = "process_idle"
+"""The reason of a task whose process does nothing while beats that prove only life go on."""
 STOPPED = ("stopped", "tracing-stop")
 """Process statuses of a process that cannot run until someone sends it SIGCONT."""
 _FINISHED_HEALTH = {
@@ -220,9 +222,9 @@ def _waiter_lost(
 
 
 def _flat_since(heartbeat: Heartbeat | None, reasons: list[Reason]) -> float | None:
-    """When progress last moved: for a task spinning on an idle process, when it went idle."""
+    """When progress last moved: for a task stalled on an idle process, when it went idle."""
     for reason in reasons:
-        if reason.code == "process_idle":
+        if reason.code == IDLE_REASON:
             return reason.since
     return None if heartbeat is None else heartbeat.progress_changed_at
 
@@ -281,7 +283,7 @@ def _next_threshold(
         moments.append(heartbeat.progress_changed_at + limits.progress_timeout)
         idle_since = _idle_since(heartbeat, process)
         if idle_since is not None:
-            moments.append(idle_since + limits.progress_timeout)
+            moments.append(idle_since + limits.idle_timeout)
         moments.append(heartbeat.stage_started_at + limits.stage)
         if heartbeat.request_name and heartbeat.request_started_at is not None:
             moments.append(heartbeat.request_started_at + limits.request)
@@ -406,10 +408,12 @@ def _beat_rules(
         )
         limit = ("timeout", limits.progress_timeout)
         reasons.append(_late("progress_stuck", Health.SPINNING, words, limit))
-    else:
+    if now - written <= limits.heartbeat_timeout:
+        # Fresh beats that prove only life, over a process that does nothing: the task hangs
+        # (a sleep, a lock, a socket that never answers) while its supervisor beats for it.
         idle_since = _idle_since(heartbeat, process)
-        if idle_since is not None and now - idle_since > limits.progress_timeout:
-            reasons.append(_idle(heartbeat, idle_since, limits.progress_timeout))
+        if idle_since is not None and now - idle_since > limits.idle_timeout:
+            reasons.append(_idle(heartbeat, idle_since, limits.idle_timeout))
     return reasons
 
 
@@ -422,14 +426,14 @@ def _idle_since(heartbeat: Heartbeat, process: ProcessSample | None) -> float | 
 
 
 def _idle(heartbeat: Heartbeat, since: float, limit: float) -> Reason:
-    """Spinning under beats that prove life only: the process behind them does nothing."""
+    """Stalled under beats that prove life only: the process behind them does nothing."""
     who = "observed" if heartbeat.observed else "supervisor"
     return Reason(
-        code="process_idle",
-        health=Health.SPINNING,
+        code=IDLE_REASON,
+        health=Health.STALLED,
         before=f"{who} beats; task process idle ",
         since=since,
-        after=" (cpu 0%, no I/O)",
+        after=" (no CPU, no I/O)",
         limit=limit,
     )
 
@@ -576,6 +580,8 @@ def _context(verdict: Verdict, now: float) -> str:
         line = f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
         return line + _ask(health, limits)
 
+    idle = [r.words(now) for r in reasons if r.code == IDLE_REASON]
+    parts.extend(idle)  # what pages an idle task leads its line, as the seed's incident read
     if heartbeat is not None:
         observed = "" if heartbeat.source is HeartbeatSource.REPORTED else f"{heartbeat.source} "
         parts.append(f"{observed}heartbeat {format_age(now - heartbeat.written_at)} old")
@@ -594,8 +600,10 @@ def _context(verdict: Verdict, now: float) -> str:
     if held and lease is not None and lease.over_http:
         parts.append("reported over HTTP (no process to probe)")
     if process is not None:
-        # Idle past the progress timeout is worth saying however short that timeout is.
-        parts.append(_process_words(process, min(IO_IDLE_WORTH_SAYING, limits.progress_timeout)))
+        # Idle past the idle timeout is worth saying however short that timeout is (and is
+        # said once: an idle reason already said it).
+        idle_after = None if idle else min(IO_IDLE_WORTH_SAYING, limits.idle_timeout)
+        parts.append(_process_words(process, idle_after))
     budgets = verdict.budgets(now)
     for flag, budget, label in (
         (Flag.REQUEST_OVERRUN, budgets.request, "request"),
@@ -637,8 +645,9 @@ def _what_is_wrong(health: Health, flags: tuple[Flag, ...]) -> str:
     return said if health is Health.HEALTHY else f"{health}, {said}"
 
 
-def _process_words(process: ProcessSample, idle_after: float = IO_IDLE_WORTH_SAYING) -> str:
-    """``pid 4121 alive cpu 0%``, with how long it has been idle past ``idle_after``."""
+def _process_words(process: ProcessSample, idle_after: float | None = IO_IDLE_WORTH_SAYING) -> str:
+    """``pid 4121 alive cpu 0%``, with how long it has been idle past ``idle_after`` (None:
+    the line says it already)."""
     if not process.alive:
         return f"pid {process.pid} gone"
     if not process.identity_ok:
@@ -658,6 +667,8 @@ def _process_words(process: ProcessSample, idle_after: float = IO_IDLE_WORTH_SAY
             words += ","  # the figure after it is the tree's, not the first process's
     if process.cpu_percent is not None:
         words += f" cpu {process.cpu_percent:.0f}%"
+    if idle_after is None:
+        return words
     if process.idle_s is not None and process.idle_s >= idle_after:
         words += f", idle {format_age(process.idle_s)} (no CPU, no I/O)"
     elif process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:

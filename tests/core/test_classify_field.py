@@ -1,6 +1,6 @@
 """The rules a real Airflow showed were missing (issue 29): a finished task whose process lives
-on is orphaned, a task process idle under beats that prove only life is spinning, and the
-words a page ends with."""
+on is orphaned, a task process idle under beats that prove only life is stalled (issue 46: it
+was spinning, and nobody was paged), and the words a page ends with."""
 
 from __future__ import annotations
 
@@ -43,10 +43,30 @@ IDLE_CASES = [
         task(),
         supervisor(),
         idle(35),
-        Health.SPINNING,
+        Health.STALLED,
         ["process_idle"],
     ),
-    ("supervisor-idle-at-timeout", task(), supervisor(), idle(30), Health.HEALTHY, []),
+    # idle_timeout (20m by default) is its own limit, shorter than progress_timeout (30m).
+    ("supervisor-idle-past-idle-timeout", task(), supervisor(), idle(21), Health.STALLED, None),
+    ("supervisor-idle-at-timeout", task(), supervisor(), idle(20), Health.HEALTHY, []),
+    # Progress reported by the supervisor's task, flat, while the process works: spinning.
+    (
+        "supervisor-busy-progress-flat",
+        task(),
+        supervisor(progress=40.0, stuck=35 * M),
+        proc(idle_s=0.0, cpu_percent=40.0),
+        Health.SPINNING,
+        ["progress_stuck"],
+    ),
+    # Flat and idle: the idle process is the worse news, and pages.
+    (
+        "supervisor-idle-progress-flat",
+        task(),
+        supervisor(progress=40.0, stuck=35 * M),
+        idle(35),
+        Health.STALLED,
+        ["process_idle", "progress_stuck"],
+    ),
     (
         "supervisor-busy",
         task(),
@@ -62,7 +82,7 @@ IDLE_CASES = [
         task(),
         supervisor(source=HeartbeatSource.OBSERVED),
         idle(35),
-        Health.SPINNING,
+        Health.STALLED,
         ["process_idle"],
     ),
     # A job that reports its progress is judged on it: an idle process may wait for a reply.
@@ -90,29 +110,40 @@ IDLE_CASES = [
     ("the_task", "the_beat", "the_proc", "health", "codes"),
     [pytest.param(*case[1:], id=case[0]) for case in IDLE_CASES],
 )
-def test_an_idle_process_under_beats_of_life_is_spinning(
+def test_an_idle_process_under_beats_of_life_is_stalled(
     the_task: Task,
     the_beat: Heartbeat,
     the_proc: ProcessSample | None,
     health: Health,
-    codes: list[str],
+    codes: list[str] | None,
 ) -> None:
     verdict = classify(NOW, the_task, lease(), the_beat, the_proc, LIMITS)
     assert verdict.health is health
-    assert [r.code for r in verdict.reasons] == codes
+    if codes is not None:
+        assert [r.code for r in verdict.reasons] == codes
 
 
 def test_the_idle_reason_and_the_context_say_how_long() -> None:
     verdict = classify(NOW, task(), lease(), supervisor(), idle(35), LIMITS)
     (reason,) = verdict.reasons
-    assert reason.words(NOW) == "supervisor beats; task process idle 35m00s (cpu 0%, no I/O)"
-    assert reason.age(NOW) == 35 * M and reason.limit == LIMITS.progress_timeout
+    assert reason.words(NOW) == "supervisor beats; task process idle 35m00s (no CPU, no I/O)"
+    assert reason.age(NOW) == 35 * M and reason.limit == LIMITS.idle_timeout == 20 * M
+    assert verdict.health.pages
     assert verdict.context(NOW) == (
-        "export-2031 spinning: supervisor heartbeat 2s old, lease expires in 4m00s, "
-        "pid 4121 alive cpu 0%, idle 35m00s (no CPU, no I/O)"
+        "export-2031 stalled: supervisor beats; task process idle 35m00s (no CPU, no I/O), "
+        "supervisor heartbeat 2s old, lease expires in 4m00s, pid 4121 alive cpu 0% - resume "
+        "or discard"
     )
-    # Spinning rows sort by how long they are flat: here, how long the process has been idle.
     assert verdict.progress_changed_at == NOW - 35 * M
+
+
+def test_idle_timeout_is_per_step_type_and_judged_at_its_moment() -> None:
+    short = replace(LIMITS, idle_timeout=5 * M)
+    assert classify(NOW, task(), lease(), supervisor(), idle(6), short).health is Health.STALLED
+    early = classify(NOW, task(), lease(), supervisor(), idle(4.5), short)
+    assert early.health is Health.HEALTHY
+    # The verdict says when to look again: the moment the idle process crosses the limit.
+    assert early.stable_until == NOW + 0.5 * M
 
 
 def finished(state: TaskState = TaskState.FAILED, ago: float = 18 * M, **overrides: Any) -> Task:
