@@ -18,14 +18,13 @@ from zombietop.health import Flag, Health, RowOrder
 from zombietop.history_judge import SLOW_REASON, judge_history
 from zombietop.job_summary import JobSummary
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Task, TaskState
+from zombietop.process_words import IO_IDLE_WORTH_SAYING, STOPPED, process_words
 
 INF = float("inf")
-# An idle process (no I/O, or no CPU and no I/O) is worth a word in the context line after this.
-IO_IDLE_WORTH_SAYING = 60.0
+RECORD_GRACE_MAX = 30.0
+"""At most this long a supervisor that still beats is given to record how its task ended."""
 IDLE_REASON = "process_idle"
 """The reason of a task whose process does nothing while beats that prove only life go on."""
-STOPPED = ("stopped", "tracing-stop")
-"""Process statuses of a process that cannot run until someone sends it SIGCONT."""
 _FINISHED_HEALTH = {
     TaskState.SUCCEEDED: Health.SUCCEEDED,
     TaskState.FAILED: Health.FAILED,
@@ -284,6 +283,8 @@ def _next_threshold(
         idle_since = _idle_since(heartbeat, process)
         if idle_since is not None:
             moments.append(idle_since + limits.idle_timeout)
+        if process is not None and _exit_unrecorded(process, heartbeat, limits):
+            moments.append(heartbeat.written_at + record_grace(limits))
         moments.append(heartbeat.stage_started_at + limits.stage)
         if heartbeat.request_name and heartbeat.request_started_at is not None:
             moments.append(heartbeat.request_started_at + limits.request)
@@ -311,7 +312,7 @@ def _executing_rules(
     limits: Limits,
     reasons: list[Reason],
 ) -> None:
-    said = _process_reason(process, heartbeat)
+    said = _process_reason(now, process, heartbeat, limits)
     if said is not None:
         reasons.append(said)
 
@@ -357,11 +358,21 @@ def _executing_rules(
         reasons.append(_quarantine_reason(task))
 
 
-def _process_reason(process: ProcessSample | None, heartbeat: Heartbeat | None) -> Reason | None:
+def _process_reason(
+    now: float, process: ProcessSample | None, heartbeat: Heartbeat | None, limits: Limits
+) -> Reason | None:
     """What the probe says against the task: its process gone (dead), or frozen while its
     worker beats for it (stalled); None when neither."""
     if process is None:
         return None
+    if _exit_unrecorded(process, heartbeat, limits) and heartbeat is not None:
+        if now - heartbeat.written_at <= record_grace(limits):
+            # A task that raised exits seconds before its supervisor records "failed": that
+            # is a normal end, not a death, while the supervisor still beats.
+            engine = limits.engine or "its supervisor"
+            grace = format_duration(record_grace(limits))
+            what = f"pid {process.pid} exited; waiting up to {grace} for {engine} to record the end"
+            return Reason(code="exit_unrecorded", before=what)
     if process.gone:
         if not process.alive:
             code, what = "process_gone", f"pid {process.pid} is gone"
@@ -382,6 +393,24 @@ def _process_reason(process: ProcessSample | None, heartbeat: Heartbeat | None) 
         what = f"pid {process.pid} stopped (SIGSTOP); the worker still beats"
         return Reason(code="process_stopped", before=what, health=Health.STALLED)
     return None
+
+
+def record_grace(limits: Limits) -> float:
+    """How long after its supervisor's latest beat a task whose process ended may wait for
+    the engine's record of the end before it is ``dead``: one heartbeat interval, at most
+    ``RECORD_GRACE_MAX``."""
+    return min(limits.heartbeat_interval, RECORD_GRACE_MAX)
+
+
+def _exit_unrecorded(process: ProcessSample, heartbeat: Heartbeat | None, limits: Limits) -> bool:
+    """True for a task process that exited (gone or a zombie, not reused) under beats of a
+    supervisor, which records how it ended a few seconds later."""
+    return (
+        heartbeat is not None
+        and heartbeat.source is HeartbeatSource.SUPERVISOR
+        and process.identity_ok
+        and (not process.alive or process.status == "zombie")
+    )
 
 
 def _beat_rules(
@@ -603,7 +632,7 @@ def _context(verdict: Verdict, now: float) -> str:
         # Idle past the idle timeout is worth saying however short that timeout is (and is
         # said once: an idle reason already said it).
         idle_after = None if idle else min(IO_IDLE_WORTH_SAYING, limits.idle_timeout)
-        parts.append(_process_words(process, idle_after))
+        parts.append(process_words(process, idle_after))
     budgets = verdict.budgets(now)
     for flag, budget, label in (
         (Flag.REQUEST_OVERRUN, budgets.request, "request"),
@@ -643,37 +672,6 @@ def _what_is_wrong(health: Health, flags: tuple[Flag, ...]) -> str:
         return str(health)
     said = ", ".join(flags)
     return said if health is Health.HEALTHY else f"{health}, {said}"
-
-
-def _process_words(process: ProcessSample, idle_after: float | None = IO_IDLE_WORTH_SAYING) -> str:
-    """``pid 4121 alive cpu 0%``, with how long it has been idle past ``idle_after`` (None:
-    the line says it already)."""
-    if not process.alive:
-        return f"pid {process.pid} gone"
-    if not process.identity_ok:
-        return f"pid {process.pid} reused by another process"
-    if process.status == "zombie":
-        return f"pid {process.pid} zombie"
-    words = f"pid {process.pid} alive"
-    if process.status in ("stopped", "tracing-stop"):
-        words = f"pid {process.pid} stopped"
-    if process.children:
-        # The work is often a grandchild (sh -c 'python job.py'): say the numbers are the tree's.
-        plural = "child" if process.children == 1 else "children"
-        words = f"pid {process.pid} + {process.children} {plural}"
-        if process.status in ("stopped", "tracing-stop"):
-            words += " (stopped)"
-        if process.cpu_percent is not None:
-            words += ","  # the figure after it is the tree's, not the first process's
-    if process.cpu_percent is not None:
-        words += f" cpu {process.cpu_percent:.0f}%"
-    if idle_after is None:
-        return words
-    if process.idle_s is not None and process.idle_s >= idle_after:
-        words += f", idle {format_age(process.idle_s)} (no CPU, no I/O)"
-    elif process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:
-        words += f", no I/O for {format_age(process.io_idle_s)}"
-    return words
 
 
 def sort_key(task_id: str, verdict: Verdict) -> tuple[int, float, str]:

@@ -98,7 +98,7 @@ IDLE_CASES = [
     (
         "supervisor-gone-is-dead-not-idle",
         task(),
-        supervisor(),
+        supervisor(age=15),
         idle(35, alive=False),
         Health.DEAD,
         ["process_gone"],
@@ -267,3 +267,59 @@ def test_the_queue_flag_says_the_age_and_the_engine_reason() -> None:
     # Queued a while, not yet too long: the verdict holds until the timeout is crossed.
     early = classify(NOW, replace(WAITING, created_at=NOW - 10 * M), None, None, None, QUEUE)
     assert early.flags == () and early.stable_until == NOW + 20 * M
+
+
+# A task that raises exits a few seconds before its supervisor records "failed" (issue 46: 3 of
+# 4 ordinary Airflow failures were paged dead, then all clear, then failed). While the
+# supervisor's beat is within one heartbeat interval (10s here), the end waits for the record.
+# (id, heartbeat, process, expected health, reason codes)
+EXIT_CASES = [
+    ("gone-beat-2s", supervisor(age=2), proc(alive=False), Health.HEALTHY, ["exit_unrecorded"]),
+    (
+        "zombie-beat-5s",
+        supervisor(age=5),
+        proc(status="zombie"),
+        Health.HEALTHY,
+        ["exit_unrecorded"],
+    ),
+    ("gone-beat-at-grace", supervisor(age=10), proc(alive=False), Health.HEALTHY, None),
+    ("gone-beat-past-grace", supervisor(age=11), proc(alive=False), Health.DEAD, ["process_gone"]),
+    # A reused pid is no fresh exit: the task's process ended long ago.
+    (
+        "reused-beat-2s",
+        supervisor(age=2),
+        proc(identity_ok=False),
+        Health.DEAD,
+        ["pid_reused"],
+    ),
+    # zombietop's own beats: its wrapper records the end itself, at once.
+    ("gone-reported-beat", beat(age=2), proc(alive=False), Health.DEAD, ["process_gone"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("the_beat", "the_proc", "health", "codes"),
+    [pytest.param(*case[1:], id=case[0]) for case in EXIT_CASES],
+)
+def test_a_fresh_exit_under_a_beating_supervisor_waits_for_the_record(
+    the_beat: Heartbeat, the_proc: ProcessSample, health: Health, codes: list[str] | None
+) -> None:
+    verdict = classify(NOW, task(), lease(), the_beat, the_proc, AIRFLOW)
+    assert verdict.health is health, verdict.context(NOW)
+    if codes is not None:
+        assert [r.code for r in verdict.reasons] == codes
+
+
+def test_the_wait_for_the_record_is_one_interval_at_most_30s_and_judged_again_then() -> None:
+    waiting = classify(NOW, task(), lease(), supervisor(age=2), proc(alive=False), AIRFLOW)
+    assert waiting.reasons[0].words(NOW) == (
+        "pid 4121 exited; waiting up to 10s for Airflow to record the end"
+    )
+    assert waiting.stable_until == NOW + 8  # dead then, unless Airflow recorded the end
+    slow = replace(AIRFLOW, heartbeat_interval=60.0, heartbeat_timeout=300.0)
+    assert classify(NOW, task(), lease(), supervisor(age=29), proc(alive=False), slow).health is (
+        Health.HEALTHY
+    )
+    assert classify(NOW, task(), lease(), supervisor(age=31), proc(alive=False), slow).health is (
+        Health.DEAD
+    )

@@ -198,6 +198,11 @@ async def test_a_worker_killed_mid_task_without_acks_late_is_dead_and_lost_to_ce
     os.killpg(worker.pid, signal.SIGKILL)
     worker.wait()
     wait_for("the child to be gone", lambda: not Path(f"/proc/{child}").exists())
+    # A gone process waits one heartbeat interval (10s) for the engine's record of its end.
+    view = await watch.view(f"celery/zq.spin/{task_id}")
+    assert view.health is Health.HEALTHY
+    assert view.verdict.reasons[0].code == "exit_unrecorded"
+    watch.clock.advance(10)
     view = await watch.view(f"celery/zq.spin/{task_id}")
     assert view.health is Health.DEAD
     assert f"pid {child} gone - send it again with Celery, revoke it, or kill it" in (
@@ -225,6 +230,7 @@ async def test_a_worker_killed_with_acks_late_leaves_a_lost_task_paged_with_its_
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
         wait_for("the child to be gone", lambda: not Path(f"/proc/{child}").exists())
+        clock.advance(10)  # past the wait for the engine's record of the end
         view = await watch.view(f"celery/zq.spin/{task_id}")
         assert view.health is Health.DEAD
     assert client.hlen("unacked") == 1

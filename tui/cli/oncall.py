@@ -17,6 +17,7 @@ from zombietop.model import Ack, Matcher, Silence, Task
 from zombietop.monitor import Monitor, Snapshot
 from zombietop.oncall import operator_name
 from zombietop.printable import printable
+from zombietop.procs import PsutilProbe
 from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
 from zombietop.tui.cli.context import EXIT_OK, Context, add_command, context_of, source_flags
@@ -51,10 +52,10 @@ def _add_ack(
         parents=[common, source_flags()],
         summary="say you are on a task's incident: no re-notify until the ack ends",
         about="Say you are on a task's incident: the watchdog does not page it again until "
-        "the ack ends (--for) or the incident does. A task that has finished pages nobody, "
-        "so an ack of it is refused (exit 2). A task of a read-only source (--source, "
-        "[[sources]]) is acked too: the ack is kept in zombietop's store, never in the "
-        "engine's database.",
+        "the ack ends (--for) or the incident does. A task that has finished pages nobody "
+        "unless its process runs on (orphaned), so an ack of it is refused (exit 2). A task "
+        "of a read-only source (--source, [[sources]]) is acked too: the ack is kept in "
+        "zombietop's store, never in the engine's database.",
         examples=(
             'zombietop ack export-2031 --for 2h --reason "restarting the partner API"',
             "zombietop ack --source airflow+sqlite:///srv/airflow/airflow.db 'etl/load/run1'",
@@ -214,7 +215,7 @@ async def cmd_ack(args: argparse.Namespace) -> int:
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
         task, source = await _whose(store, ctx, args.task)
-        if task.state.finished:
+        if task.state.finished and not await _pages_now(store, ctx, task.task_id):
             # Its incident is over; an ack kept now would only quiet a later run's re-notify.
             raise ZombietopError(
                 f"{printable(task.task_id)} has finished ({task.state}): it pages nobody, so "
@@ -262,6 +263,15 @@ async def cmd_unack(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"{task}: ack by {printable(ended.by)} ended")
     return EXIT_OK
+
+
+async def _pages_now(store: Store, ctx: Context, task_id: str) -> bool:
+    """True when the task pages as this host sees it now: a finished task whose process runs
+    on (orphaned), as the dashboard's ``a`` sees it."""
+    async with open_sources(ctx.sources) as sources:
+        monitor = Monitor(store, ctx.config, probe=PsutilProbe(), sources=sources)
+        view = (await monitor.poll()).by_id().get(task_id)
+    return view is not None and view.health.pages
 
 
 async def _whose(store: Store, ctx: Context, task_id: str) -> tuple[Task, str | None]:
