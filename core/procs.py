@@ -27,6 +27,7 @@ from zombietop.last_ran import longer_idle, tree_idle_s
 from zombietop.locations import TIE_FOLDER, task_file_name
 from zombietop.model import ProcessSample, Task
 from zombietop.private import open_append
+from zombietop.process_words import STOPPED
 from zombietop.start_identity import ProcessStart, StartIdentity, same_start
 
 if TYPE_CHECKING:
@@ -582,6 +583,8 @@ class PsutilProbe:
             return ProcessSample(pid=pid, alive=True, status="zombie", sampled_at=now)
         tree = tree_totals(reading, leader)
         cpu_percent = self._cpu_percent(tree, now)
+        if cpu_percent is not None and all(m.status in STOPPED for m in tree.members):
+            cpu_percent = 0.0  # stopped now: the CPU of the interval before the stop is past
         for member in tree.members:
             seen[member.pid] = _Seen(
                 create_time=member.create_time, cpu_seconds=member.cpu_seconds, at=now

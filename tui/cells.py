@@ -23,6 +23,7 @@ from zombietop.history_judge import SLOW_REASON
 from zombietop.model import HeartbeatSource
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall
+from zombietop.process_words import STOPPED
 from zombietop.tui.healths import GLYPHS, STYLES
 from zombietop.tui.short_ids import short_id
 from zombietop.tui.untrusted import printable_text
@@ -316,6 +317,10 @@ def _pid(view: TaskView, now: float, note: RowNote | None) -> Text:
         return Text(f"{pid} ?", style="dim")
     if process.gone:
         return Text(f"{pid} gone", style="bold red")
+    if process.status in STOPPED:
+        # It cannot run until someone sends SIGCONT: that says more than its 0% ("stop" is
+        # the word that fits the column beside a 5-digit pid).
+        return Text(f"{pid} stop", style="bold yellow")
     cpu = "" if process.cpu_percent is None else f" {process.cpu_percent:.0f}%"
     return Text(f"{pid}{cpu}")
 

@@ -10,6 +10,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -402,3 +403,28 @@ async def test_a_task_left_out_of_a_sample_keeps_its_delta(
     await probe.sample([ta, tb])
     await probe.sample([ta])
     assert (await probe.sample([tb]))["b"].cpu_percent is not None
+
+
+async def test_a_stopped_process_reads_no_cpu_and_says_it_is_stopped(
+    children: Children, reading: type
+) -> None:
+    """SIGSTOP after a busy stretch: the sample says stopped and 0%, not the CPU it used in the
+    interval before the stop (issue 46)."""
+    busy = children.start([sys.executable, "-c", "while True: pass"])
+    probe = RecordingProbe(clock=(clock := FakeClock()))
+    task = _task(busy.pid, read_start(busy.pid))
+    await probe.sample([task])
+    used = psutil.Process(busy.pid).cpu_times()
+    await wait_for(
+        lambda: sum(psutil.Process(busy.pid).cpu_times()[:2]) > sum(used[:2]) + 0.1,
+        what="the loop to use CPU",
+    )
+    os.kill(busy.pid, signal.SIGSTOP)
+    try:
+        await wait_for(lambda: psutil.Process(busy.pid).status() == "stopped", what="the stop")
+        clock.advance(1)
+        stopped = (await probe.sample([task]))["t"]
+    finally:
+        os.kill(busy.pid, signal.SIGCONT)
+    assert stopped.status == "stopped" and stopped.cpu_percent == 0.0
+    assert _words(stopped) == f"pid {busy.pid} stopped cpu 0%"
