@@ -62,6 +62,7 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             "progress_timeout",
             "start_grace",
             "queue_timeout",
+            "idle_timeout",
             "request",
             "stage",
             "task",

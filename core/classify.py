@@ -18,14 +18,15 @@ from zombietop.health import Flag, Health, RowOrder
 from zombietop.history_judge import SLOW_REASON, judge_history
 from zombietop.job_summary import JobSummary
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Task, TaskState
+from zombietop.process_words import IO_IDLE_WORTH_SAYING, STOPPED, process_words
 
 INF = float("inf")
 REDELIVERED_REASON = "redelivered"
 """The reason code that carries an engine's words on a task it delivered more than once."""
-# An idle process (no I/O, or no CPU and no I/O) is worth a word in the context line after this.
-IO_IDLE_WORTH_SAYING = 60.0
-STOPPED = ("stopped", "tracing-stop")
-"""Process statuses of a process that cannot run until someone sends it SIGCONT."""
+RECORD_GRACE_MAX = 30.0
+"""At most this long a supervisor that still beats is given to record how its task ended."""
+IDLE_REASON = "process_idle"
+"""The reason of a task whose process does nothing while beats that prove only life go on."""
 _FINISHED_HEALTH = {
     TaskState.SUCCEEDED: Health.SUCCEEDED,
     TaskState.FAILED: Health.FAILED,
@@ -232,9 +233,9 @@ def _waiter_lost(
 
 
 def _flat_since(heartbeat: Heartbeat | None, reasons: list[Reason]) -> float | None:
-    """When progress last moved: for a task spinning on an idle process, when it went idle."""
+    """When progress last moved: for a task stalled on an idle process, when it went idle."""
     for reason in reasons:
-        if reason.code == "process_idle":
+        if reason.code == IDLE_REASON:
             return reason.since
     return None if heartbeat is None else heartbeat.progress_changed_at
 
@@ -293,7 +294,9 @@ def _next_threshold(
         moments.append(heartbeat.progress_changed_at + limits.progress_timeout)
         idle_since = _idle_since(heartbeat, process)
         if idle_since is not None:
-            moments.append(idle_since + limits.progress_timeout)
+            moments.append(idle_since + limits.idle_timeout)
+        if process is not None and _exit_unrecorded(process, heartbeat, limits):
+            moments.append(heartbeat.written_at + record_grace(limits))
         moments.append(heartbeat.stage_started_at + limits.stage)
         if heartbeat.request_name and heartbeat.request_started_at is not None:
             moments.append(heartbeat.request_started_at + limits.request)
@@ -321,7 +324,7 @@ def _executing_rules(
     limits: Limits,
     reasons: list[Reason],
 ) -> None:
-    said = _process_reason(process, heartbeat)
+    said = _process_reason(now, process, heartbeat, limits)
     if said is not None:
         reasons.append(said)
 
@@ -370,11 +373,21 @@ def _executing_rules(
         reasons.append(_quarantine_reason(task))
 
 
-def _process_reason(process: ProcessSample | None, heartbeat: Heartbeat | None) -> Reason | None:
+def _process_reason(
+    now: float, process: ProcessSample | None, heartbeat: Heartbeat | None, limits: Limits
+) -> Reason | None:
     """What the probe says against the task: its process gone (dead), or frozen while its
     worker beats for it (stalled); None when neither."""
     if process is None:
         return None
+    if _exit_unrecorded(process, heartbeat, limits) and heartbeat is not None:
+        if now - heartbeat.written_at <= record_grace(limits):
+            # A task that raised exits seconds before its supervisor records "failed": that
+            # is a normal end, not a death, while the supervisor still beats.
+            engine = limits.engine or "its supervisor"
+            grace = format_duration(record_grace(limits))
+            what = f"pid {process.pid} exited; waiting up to {grace} for {engine} to record the end"
+            return Reason(code="exit_unrecorded", before=what)
     if process.gone:
         if not process.alive:
             code, what = "process_gone", f"pid {process.pid} is gone"
@@ -395,6 +408,24 @@ def _process_reason(process: ProcessSample | None, heartbeat: Heartbeat | None) 
         what = f"pid {process.pid} stopped (SIGSTOP); the worker still beats"
         return Reason(code="process_stopped", before=what, health=Health.STALLED)
     return None
+
+
+def record_grace(limits: Limits) -> float:
+    """How long after its supervisor's latest beat a task whose process ended may wait for
+    the engine's record of the end before it is ``dead``: one heartbeat interval, at most
+    ``RECORD_GRACE_MAX``."""
+    return min(limits.heartbeat_interval, RECORD_GRACE_MAX)
+
+
+def _exit_unrecorded(process: ProcessSample, heartbeat: Heartbeat | None, limits: Limits) -> bool:
+    """True for a task process that exited (gone or a zombie, not reused) under beats of a
+    supervisor, which records how it ended a few seconds later."""
+    return (
+        heartbeat is not None
+        and heartbeat.source is HeartbeatSource.SUPERVISOR
+        and process.identity_ok
+        and (not process.alive or process.status == "zombie")
+    )
 
 
 def _beat_rules(
@@ -421,10 +452,12 @@ def _beat_rules(
         )
         limit = ("timeout", limits.progress_timeout)
         reasons.append(_late("progress_stuck", Health.SPINNING, words, limit))
-    else:
+    if now - written <= limits.heartbeat_timeout:
+        # Fresh beats that prove only life, over a process that does nothing: the task hangs
+        # (a sleep, a lock, a socket that never answers) while its supervisor beats for it.
         idle_since = _idle_since(heartbeat, process)
-        if idle_since is not None and now - idle_since > limits.progress_timeout:
-            reasons.append(_idle(heartbeat, idle_since, limits.progress_timeout))
+        if idle_since is not None and now - idle_since > limits.idle_timeout:
+            reasons.append(_idle(heartbeat, idle_since, limits.idle_timeout))
     return reasons
 
 
@@ -437,14 +470,14 @@ def _idle_since(heartbeat: Heartbeat, process: ProcessSample | None) -> float | 
 
 
 def _idle(heartbeat: Heartbeat, since: float, limit: float) -> Reason:
-    """Spinning under beats that prove life only: the process behind them does nothing."""
+    """Stalled under beats that prove life only: the process behind them does nothing."""
     who = "observed" if heartbeat.observed else "supervisor"
     return Reason(
-        code="process_idle",
-        health=Health.SPINNING,
+        code=IDLE_REASON,
+        health=Health.STALLED,
         before=f"{who} beats; task process idle ",
         since=since,
-        after=" (cpu 0%, no I/O)",
+        after=" (no CPU, no I/O)",
         limit=limit,
     )
 
@@ -592,6 +625,8 @@ def _context(verdict: Verdict, now: float) -> str:
         line = f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
         return line + _ask(health, limits)
 
+    idle = [r.words(now) for r in reasons if r.code == IDLE_REASON]
+    parts.extend(idle)  # what pages an idle task leads its line, as the seed's incident read
     if heartbeat is not None:
         observed = "" if heartbeat.source is HeartbeatSource.REPORTED else f"{heartbeat.source} "
         parts.append(f"{observed}heartbeat {format_age(now - heartbeat.written_at)} old")
@@ -612,8 +647,10 @@ def _context(verdict: Verdict, now: float) -> str:
     if held and lease is not None and lease.over_http:
         parts.append("reported over HTTP (no process to probe)")
     if process is not None:
-        # Idle past the progress timeout is worth saying however short that timeout is.
-        parts.append(_process_words(process, min(IO_IDLE_WORTH_SAYING, limits.progress_timeout)))
+        # Idle past the idle timeout is worth saying however short that timeout is (and is
+        # said once: an idle reason already said it).
+        idle_after = None if idle else min(IO_IDLE_WORTH_SAYING, limits.idle_timeout)
+        parts.append(process_words(process, idle_after))
     budgets = verdict.budgets(now)
     for flag, budget, label in (
         (Flag.REQUEST_OVERRUN, budgets.request, "request"),
@@ -653,34 +690,6 @@ def _what_is_wrong(health: Health, flags: tuple[Flag, ...]) -> str:
         return str(health)
     said = ", ".join(flags)
     return said if health is Health.HEALTHY else f"{health}, {said}"
-
-
-def _process_words(process: ProcessSample, idle_after: float = IO_IDLE_WORTH_SAYING) -> str:
-    """``pid 4121 alive cpu 0%``, with how long it has been idle past ``idle_after``."""
-    if not process.alive:
-        return f"pid {process.pid} gone"
-    if not process.identity_ok:
-        return f"pid {process.pid} reused by another process"
-    if process.status == "zombie":
-        return f"pid {process.pid} zombie"
-    words = f"pid {process.pid} alive"
-    if process.status in ("stopped", "tracing-stop"):
-        words = f"pid {process.pid} stopped"
-    if process.children:
-        # The work is often a grandchild (sh -c 'python job.py'): say the numbers are the tree's.
-        plural = "child" if process.children == 1 else "children"
-        words = f"pid {process.pid} + {process.children} {plural}"
-        if process.status in ("stopped", "tracing-stop"):
-            words += " (stopped)"
-        if process.cpu_percent is not None:
-            words += ","  # the figure after it is the tree's, not the first process's
-    if process.cpu_percent is not None:
-        words += f" cpu {process.cpu_percent:.0f}%"
-    if process.idle_s is not None and process.idle_s >= idle_after:
-        words += f", idle {format_age(process.idle_s)} (no CPU, no I/O)"
-    elif process.io_idle_s is not None and process.io_idle_s >= IO_IDLE_WORTH_SAYING:
-        words += f", no I/O for {format_age(process.io_idle_s)}"
-    return words
 
 
 def sort_key(task_id: str, verdict: Verdict) -> tuple[int, float, str]:

@@ -53,7 +53,14 @@ def failure_line(view: TaskView, last: LastOutput | None, now: float, blocks: st
     if beat is not None and beat.reports_progress:
         where = f" stage={beat.stage}" if beat.stage else ""
         line += f" at{where} p={format_progress(beat.progress)}"
-    return with_last_output(line + blocks, last, now) + ASK
+    return with_last_output(line + blocks, last, now) + _ask(view)
+
+
+def _ask(view: TaskView) -> str:
+    """What a failure page ends with: zombietop refuses rerun, resume and discard for an
+    engine's task, so such a page names the engine's own actions."""
+    actions = view.limits.engine_actions
+    return f" - {actions}" if actions else ASK
 
 
 def open_failures(snapshot: Snapshot) -> list[TaskView]:

@@ -84,12 +84,13 @@ class StoredSample:
 
 # The store keeps no I/O deltas of a sample, only how long its I/O has been idle (io_idle_s)
 # and how long it has used neither CPU nor I/O (idle_s, from schema v16 on SQLite, v14 on
-# PostgreSQL).
+# PostgreSQL), not where that idle time came from (idle_source).
 _SAMPLE_READS: RowReads = {
     "alive": column("alive", bool),
     "identity_ok": column("identity_ok", bool),
     "read_bytes_delta": None,
     "write_bytes_delta": None,
+    "idle_source": None,
 }
 _STORED_SAMPLE_READS: RowReads = {
     "sample": lambda row: read_row(ProcessSample, row, _SAMPLE_READS),

@@ -242,23 +242,40 @@ class Flag(StrEnum):
     def pages_once(self) -> bool:
         return FLAG_TRAITS[self].pages_once
 
+    @property
+    def mark(self) -> str:
+        """The word shown beside a task id that carries the flag (``!queued``)."""
+        return FLAG_TRAITS[self].mark
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FlagTraits:
     """What one flag means to each module that reads it: one row of ``FLAG_TRAITS``."""
 
+    mark: str
+    """The word shown after the flag's glyph beside a task id (``!stage``). Every flag must
+    have one, so no screen meets a flag it cannot draw."""
+    glyph: str = "!"
+    """The glyph before the word: ``!`` for a limit passed, another for what is not a limit."""
+    urgent: bool = False
+    """The mark is drawn in the colour of a page: the same work may run twice."""
     pages_once: bool = False
     """The watchdog pages it once per task (the budget flags have their own reactions)."""
 
 
 FLAG_TRAITS: Mapping[Flag, FlagTraits] = {
-    Flag.REQUEST_OVERRUN: FlagTraits(),
-    Flag.STAGE_OVERRUN: FlagTraits(),
-    Flag.TASK_OVERRUN: FlagTraits(),
-    Flag.REDELIVERED: FlagTraits(pages_once=True),
-    Flag.QUEUED_TOO_LONG: FlagTraits(pages_once=True),
-    Flag.SLOWER_THAN_USUAL: FlagTraits(pages_once=True),
-    Flag.FINISHED_TOO_FAST: FlagTraits(pages_once=True),
+    Flag.REQUEST_OVERRUN: FlagTraits(mark="request"),
+    Flag.STAGE_OVERRUN: FlagTraits(mark="stage"),
+    Flag.TASK_OVERRUN: FlagTraits(mark="task"),
+    Flag.REDELIVERED: FlagTraits(mark="twice", glyph="⧉", urgent=True, pages_once=True),
+    Flag.QUEUED_TOO_LONG: FlagTraits(mark="queued", pages_once=True),
+    Flag.SLOWER_THAN_USUAL: FlagTraits(mark="slow", pages_once=True),
+    Flag.FINISHED_TOO_FAST: FlagTraits(mark="too fast", pages_once=True),
 }
-"""What each flag pages: one row per member, so a new flag is its member, its row here and
-the rule in ``classify`` that raises it."""
+"""What each flag pages and how it is marked: one row per member, so a new flag is its member,
+its row here and the rule in ``classify`` that raises it."""
+
+_WITHOUT_TRAITS = [flag for flag in Flag if flag not in FLAG_TRAITS]
+if _WITHOUT_TRAITS:
+    # Fail at import, not at the first poll that raises the flag (a dashboard crashed so).
+    raise TypeError(f"zombietop.health: no row in FLAG_TRAITS for {_WITHOUT_TRAITS}")

@@ -396,6 +396,12 @@ class IncidentBook:
         self.engines.pop(task_id, None)
         name = self.name_of(incident)
         health = await self.quarantines.let_go(view, look)
+        if health is Health.QUARANTINED and task.state is not TaskState.INTERRUPTED:
+            # Still held, and a human must resolve it: "all clear: now quarantined" would tell
+            # the pager that nothing is left to do. The incident stays open.
+            self.incidents[task_id] = incident
+            await self.follow_up(view, look)
+            return
         # A source's own end time, where it has one, ends the incident: the watchdog only
         # looked later (Airflow's end_date of a dead task, not the next poll).
         ended = task.finished_at

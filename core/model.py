@@ -262,6 +262,17 @@ class HistoryPoint:
     progress: float | None
 
 
+class IdleSource(StrEnum):
+    """Where a process sample's idle time comes from."""
+
+    KERNEL = "kernel"
+    """The kernel's record of when each thread of the tree last ran (``zombietop.last_ran``):
+    known at the first look."""
+    SAMPLES = "samples"
+    """The CPU and I/O of the tree compared between this probe's samples: at most as old as
+    the probe's first sample of the tree."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessSample:
     """What the local process probe saw of a task's PID at one moment.
@@ -282,7 +293,9 @@ class ProcessSample:
     io_idle_s: float | None = None
     idle_s: float | None = None
     """Seconds, as of ``sampled_at``, since the tree last used CPU or did I/O (None: not known,
-    such as at the first sample or where the I/O cannot be read)."""
+    such as at the first sample where the kernel's record cannot be read)."""
+    idle_source: IdleSource | None = None
+    """Where ``idle_s`` comes from (None: not known, or a sample an agent stored)."""
     children: int = 0
     create_time: float | None = None
     sampled_at: float

@@ -4,6 +4,9 @@ A task can be finished (its engine marked it failed, an operator discarded it) w
 process runs on: the process a supervisor left behind when it died. The probe keeps sampling
 such a pid for ``LOOK_AFTER_FINISH_S`` after the finish, and for as long as it sees the process
 alive after that; then it lets the pid go, so that a store's finished history costs nothing.
+Its first look samples every finished task it is given, however long ago it finished: a
+``status`` run once, or a dashboard just restarted, knows nothing of earlier looks, and must
+still find the orphan that a long-running dashboard follows.
 The monitor's probe does this for the tasks of its host, and an agent for the tasks of its
 host, whose samples then carry the orphan to dashboards elsewhere.
 
@@ -29,6 +32,8 @@ class OrphanWatch:
         self._alive: dict[tuple[str, int], float] = {}
         """(task id, pid) of the finished tasks whose process the last sample saw alive, each
         with the moment its task finished."""
+        self._first = True
+        """No sample has been seen yet: every finished task given is looked at."""
 
     def finished_since(self, now: float) -> float:
         """The earliest finish worth reading a task for: the window after a finish, or the
@@ -46,12 +51,13 @@ class OrphanWatch:
             return True
         if task.pid is None or not (task.command or task.task_id in sources):
             return False
-        if (task.task_id, task.pid) in self._alive:
+        if self._first or (task.task_id, task.pid) in self._alive:
             return True
         return now - _finished(task) <= LOOK_AFTER_FINISH_S
 
     def saw(self, tasks: Sequence[Task], samples: Mapping[str, ProcessSample]) -> None:
         """Remember the finished tasks whose process this sample saw alive (identity checked)."""
+        self._first = False
         alive = {}
         for task in tasks:
             sample = samples.get(task.task_id)

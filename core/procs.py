@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zombietop.clock import CLOCK_TICKS, Clock, SystemClock, host_ticks
+from zombietop.last_ran import longer_idle, tree_idle_s
 from zombietop.locations import TIE_FOLDER, task_file_name
 from zombietop.model import ProcessSample, Task
 from zombietop.private import open_append
+from zombietop.process_words import STOPPED
 from zombietop.start_identity import ProcessStart, StartIdentity, same_start
 
 if TYPE_CHECKING:
@@ -581,6 +583,8 @@ class PsutilProbe:
             return ProcessSample(pid=pid, alive=True, status="zombie", sampled_at=now)
         tree = tree_totals(reading, leader)
         cpu_percent = self._cpu_percent(tree, now)
+        if cpu_percent is not None and all(m.status in STOPPED for m in tree.members):
+            cpu_percent = 0.0  # stopped now: the CPU of the interval before the stop is past
         for member in tree.members:
             seen[member.pid] = _Seen(
                 create_time=member.create_time, cpu_seconds=member.cpu_seconds, at=now
@@ -605,6 +609,8 @@ class PsutilProbe:
             io_moved_at=io_moved_at,
             active_at=active_at,
         )
+        sampled = None if read_delta is None else now - active_at
+        idle_s, idle_source = longer_idle(tree_idle_s([m.pid for m in tree.members]), sampled)
         return ProcessSample(
             pid=pid,
             alive=True,
@@ -616,7 +622,8 @@ class PsutilProbe:
             read_bytes_delta=read_delta,
             write_bytes_delta=write_delta,
             io_idle_s=None if tree.io_bytes is None else now - io_moved_at,
-            idle_s=None if read_delta is None else now - active_at,
+            idle_s=idle_s,
+            idle_source=idle_source,
             children=len(tree.members) - 1,
             create_time=leader.create_time,
             sampled_at=now,

@@ -105,6 +105,8 @@ class Quarantines:
         hands, task_id, health, task = self.hands, view.task_id, view.health, view.task
         origin = hands.origin_of(task_id)
         if origin is not None and task.quarantined_by == hands.actor and not hands.dry_run:
+            if health is Health.QUARANTINED and task.state.executing:
+                health = Health.HEALTHY  # the hold it showed is let go of: it runs, recovered
             await hands.record(
                 EventKind.UNQUARANTINED,
                 f"hold released: now {health}",

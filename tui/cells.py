@@ -23,6 +23,7 @@ from zombietop.history_judge import SLOW_REASON
 from zombietop.model import HeartbeatSource, TaskState
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall
+from zombietop.process_words import STOPPED
 from zombietop.tui.healths import GLYPHS, STYLES
 from zombietop.tui.short_ids import short_id
 from zombietop.tui.untrusted import printable_text
@@ -325,6 +326,10 @@ def _pid(view: TaskView, now: float, note: RowNote | None) -> Text:
         return Text(f"{pid} ?", style="dim")
     if process.gone:
         return Text(f"{pid} gone", style="bold red")
+    if process.status in STOPPED:
+        # It cannot run until someone sends SIGCONT: that says more than its 0% ("stop" is
+        # the word that fits the column beside a 5-digit pid).
+        return Text(f"{pid} stop", style="bold yellow")
     cpu = "" if process.cpu_percent is None else f" {process.cpu_percent:.0f}%"
     return Text(f"{pid}{cpu}")
 
@@ -456,17 +461,17 @@ MARKS: dict[str, Mark] = {
 }
 """The on-call marks, by word."""
 OUTCOME_GLYPH = "↯"
+FLAG_STYLE, URGENT_FLAG_STYLE = "bold yellow", "bold red"
 FLAG_MARKS: dict[Flag, Mark] = {
-    Flag.REQUEST_OVERRUN: Mark(OVER, "request", "bold yellow"),
-    Flag.STAGE_OVERRUN: Mark(OVER, "stage", "bold yellow"),
-    Flag.TASK_OVERRUN: Mark(OVER, "task", "bold yellow"),
-    Flag.REDELIVERED: Mark("⧉", "twice", "bold red"),
-    Flag.SLOWER_THAN_USUAL: Mark(OVER, "slow", "bold yellow"),
-    Flag.FINISHED_TOO_FAST: Mark(OVER, "too fast", "bold yellow"),
+    flag: Mark(
+        flag.traits.glyph, flag.mark, URGENT_FLAG_STYLE if flag.traits.urgent else FLAG_STYLE
+    )
+    for flag in Flag
 }
-"""A budget overrun (``!request`` is a request running past its budget), a task a queue
-handed out again while it ran (``⧉twice``), or a run judged against its job's history
-(``!slow``: slower than usual, ``!too fast``: finished too fast)."""
+"""Every flag's mark, made from its traits (``zombietop.health``), so a new flag has one: a
+budget overrun (``!request`` is a request running past its budget), a task queued too long
+(``!queued``), a task a queue handed out again while it ran (``⧉twice``), or a run judged
+against its job's history (``!slow``: slower than usual, ``!too fast``: finished too fast)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

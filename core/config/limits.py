@@ -97,6 +97,7 @@ def read_limits(path: Path | None, data: Mapping[str, Any]) -> tuple[Limits, dic
     limits = apply_section(
         limits, path, "history", section_table(path, data, "history"), list(HISTORY_DEFAULTS)
     )
+    limits = idle_within_task(limits)
     validate(limits, path, None)
 
     step_types: dict[str, Limits] = {}
@@ -108,9 +109,19 @@ def read_limits(path: Path | None, data: Mapping[str, Any]) -> tuple[Limits, dic
         merged = apply_section(replace(limits, step_type=name), path, section, table, allowed)
         if merged.from_source:
             merged = one_stage(merged, path, section, "stage" in table)
+        merged = idle_within_task(merged)
         validate(merged, path, name)
         step_types[name] = merged
     return limits, step_types
+
+
+def idle_within_task(limits: Limits) -> Limits:
+    """``limits`` with a default ``idle_timeout`` cut to a task budget shorter than it: a config
+    that only sets a short ``task`` stays valid. An ``idle_timeout`` someone set is checked."""
+    if limits.source("idle_timeout") != DEFAULT_SOURCE or limits.idle_timeout <= limits.task:
+        return limits
+    sources = {**limits.sources, "idle_timeout": "default, cut to the task budget"}
+    return replace(limits, idle_timeout=limits.task, sources=sources)
 
 
 def one_stage(limits: Limits, path: Path | None, section: str, own_stage: bool) -> Limits:
@@ -149,6 +160,7 @@ RULES: tuple[tuple[str, str, float, bool, str], ...] = (
     ),
     ("heartbeat_timeout", "progress_timeout", 1.0, True, "silence must be noticed before slowness"),
     ("kill_grace", "stage", 1.0, True, "a kill's grace must fit inside a stage"),
+    ("idle_timeout", "task", 1.0, False, "an idle task must be noticed before its task ends"),
 )
 
 

@@ -16,6 +16,7 @@ THRESHOLD_DEFAULTS: dict[str, float] = {
     "progress_timeout": 1800.0,
     "start_grace": 60.0,
     "queue_timeout": 0.0,
+    "idle_timeout": 1200.0,
 }
 ZERO_OFF_KEYS = frozenset({"queue_timeout"})
 """Durations that 0 turns off."""
@@ -79,6 +80,9 @@ class Limits:
     start_grace: float
     queue_timeout: float = 0.0
     """A task queued or scheduled longer than this is ``queued_too_long`` (0: never)."""
+    idle_timeout: float = THRESHOLD_DEFAULTS["idle_timeout"]
+    """A task whose process tree used no CPU and did no I/O this long, while beats that prove
+    only life go on (an engine's supervisor beats for it), is ``stalled``."""
     request: float
     stage: float
     task: float
@@ -321,6 +325,7 @@ def default_limits() -> Limits:
         progress_timeout=values["progress_timeout"],
         start_grace=values["start_grace"],
         queue_timeout=values["queue_timeout"],
+        idle_timeout=values["idle_timeout"],
         request=values["request"],
         stage=values["stage"],
         task=values["task"],

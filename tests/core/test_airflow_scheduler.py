@@ -48,6 +48,7 @@ start_grace = "30s"
 heartbeat_interval = "2s"
 heartbeat_timeout = "10s"
 progress_timeout = "20s"
+idle_timeout = "20s"
 queue_timeout = "15s"
 """
 """zombietop's thresholds for Airflow's tasks in these tests."""
@@ -219,7 +220,7 @@ async def test_an_orphan_after_a_sigkill_of_the_supervisor(
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
-async def test_an_idle_task_under_a_beating_supervisor_is_spinning(
+async def test_an_idle_task_under_a_beating_supervisor_is_stalled(
     airflow: Started, watch: Watch
 ) -> None:
     """time.sleep(3600) in a PythonOperator: the supervisor beats, the task process idles."""
@@ -227,8 +228,8 @@ async def test_an_idle_task_under_a_beating_supervisor_is_spinning(
     airflow.airflow.wait_state(dag, run, "sleep", running, "running")
     task = f"{dag}/sleep/{run}"
     began, _ = await watch.until(task, lambda v: v.process is not None, "zombietop to probe it")
-    at, view = await watch.until(task, lambda v: v.health is Health.SPINNING, "spinning", 120)
-    timing("idle: spinning after the first sample (progress_timeout 20s)", at - began)
+    at, view = await watch.until(task, lambda v: v.health is Health.STALLED, "stalled", 120)
+    timing("idle: stalled after the first sample (idle_timeout 20s)", at - began)
     assert view.heartbeat is not None and view.heartbeat.source is HeartbeatSource.SUPERVISOR
     assert view.verdict.reasons[0].code == "process_idle"
     assert (
@@ -243,7 +244,7 @@ async def test_an_idle_task_under_a_beating_supervisor_is_spinning(
     assert watch.last is not None
     then = watch.last.by_id()[f"{dag}/then/{run}"]
     assert then.task.upstream == (task,)
-    assert then.waiting_on == ((task, Health.SPINNING),)
+    assert then.waiting_on == ((task, Health.STALLED),)
 
 
 async def test_a_task_stuck_in_a_pool_without_slots_is_queued_too_long(

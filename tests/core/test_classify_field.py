@@ -1,6 +1,6 @@
 """The rules a real Airflow showed were missing (issue 29): a finished task whose process lives
-on is orphaned, a task process idle under beats that prove only life is spinning, and the
-words a page ends with."""
+on is orphaned, a task process idle under beats that prove only life is stalled (issue 46: it
+was spinning, and nobody was paged), and the words a page ends with."""
 
 from __future__ import annotations
 
@@ -43,10 +43,30 @@ IDLE_CASES = [
         task(),
         supervisor(),
         idle(35),
-        Health.SPINNING,
+        Health.STALLED,
         ["process_idle"],
     ),
-    ("supervisor-idle-at-timeout", task(), supervisor(), idle(30), Health.HEALTHY, []),
+    # idle_timeout (20m by default) is its own limit, shorter than progress_timeout (30m).
+    ("supervisor-idle-past-idle-timeout", task(), supervisor(), idle(21), Health.STALLED, None),
+    ("supervisor-idle-at-timeout", task(), supervisor(), idle(20), Health.HEALTHY, []),
+    # Progress reported by the supervisor's task, flat, while the process works: spinning.
+    (
+        "supervisor-busy-progress-flat",
+        task(),
+        supervisor(progress=40.0, stuck=35 * M),
+        proc(idle_s=0.0, cpu_percent=40.0),
+        Health.SPINNING,
+        ["progress_stuck"],
+    ),
+    # Flat and idle: the idle process is the worse news, and pages.
+    (
+        "supervisor-idle-progress-flat",
+        task(),
+        supervisor(progress=40.0, stuck=35 * M),
+        idle(35),
+        Health.STALLED,
+        ["process_idle", "progress_stuck"],
+    ),
     (
         "supervisor-busy",
         task(),
@@ -62,7 +82,7 @@ IDLE_CASES = [
         task(),
         supervisor(source=HeartbeatSource.OBSERVED),
         idle(35),
-        Health.SPINNING,
+        Health.STALLED,
         ["process_idle"],
     ),
     # A job that reports its progress is judged on it: an idle process may wait for a reply.
@@ -78,7 +98,7 @@ IDLE_CASES = [
     (
         "supervisor-gone-is-dead-not-idle",
         task(),
-        supervisor(),
+        supervisor(age=15),
         idle(35, alive=False),
         Health.DEAD,
         ["process_gone"],
@@ -90,29 +110,40 @@ IDLE_CASES = [
     ("the_task", "the_beat", "the_proc", "health", "codes"),
     [pytest.param(*case[1:], id=case[0]) for case in IDLE_CASES],
 )
-def test_an_idle_process_under_beats_of_life_is_spinning(
+def test_an_idle_process_under_beats_of_life_is_stalled(
     the_task: Task,
     the_beat: Heartbeat,
     the_proc: ProcessSample | None,
     health: Health,
-    codes: list[str],
+    codes: list[str] | None,
 ) -> None:
     verdict = classify(NOW, the_task, lease(), the_beat, the_proc, LIMITS)
     assert verdict.health is health
-    assert [r.code for r in verdict.reasons] == codes
+    if codes is not None:
+        assert [r.code for r in verdict.reasons] == codes
 
 
 def test_the_idle_reason_and_the_context_say_how_long() -> None:
     verdict = classify(NOW, task(), lease(), supervisor(), idle(35), LIMITS)
     (reason,) = verdict.reasons
-    assert reason.words(NOW) == "supervisor beats; task process idle 35m00s (cpu 0%, no I/O)"
-    assert reason.age(NOW) == 35 * M and reason.limit == LIMITS.progress_timeout
+    assert reason.words(NOW) == "supervisor beats; task process idle 35m00s (no CPU, no I/O)"
+    assert reason.age(NOW) == 35 * M and reason.limit == LIMITS.idle_timeout == 20 * M
+    assert verdict.health.pages
     assert verdict.context(NOW) == (
-        "export-2031 spinning: supervisor heartbeat 2s old, lease expires in 4m00s, "
-        "pid 4121 alive cpu 0%, idle 35m00s (no CPU, no I/O)"
+        "export-2031 stalled: supervisor beats; task process idle 35m00s (no CPU, no I/O), "
+        "supervisor heartbeat 2s old, lease expires in 4m00s, pid 4121 alive cpu 0% - resume "
+        "or discard"
     )
-    # Spinning rows sort by how long they are flat: here, how long the process has been idle.
     assert verdict.progress_changed_at == NOW - 35 * M
+
+
+def test_idle_timeout_is_per_step_type_and_judged_at_its_moment() -> None:
+    short = replace(LIMITS, idle_timeout=5 * M)
+    assert classify(NOW, task(), lease(), supervisor(), idle(6), short).health is Health.STALLED
+    early = classify(NOW, task(), lease(), supervisor(), idle(4.5), short)
+    assert early.health is Health.HEALTHY
+    # The verdict says when to look again: the moment the idle process crosses the limit.
+    assert early.stable_until == NOW + 0.5 * M
 
 
 def finished(state: TaskState = TaskState.FAILED, ago: float = 18 * M, **overrides: Any) -> Task:
@@ -236,3 +267,59 @@ def test_the_queue_flag_says_the_age_and_the_engine_reason() -> None:
     # Queued a while, not yet too long: the verdict holds until the timeout is crossed.
     early = classify(NOW, replace(WAITING, created_at=NOW - 10 * M), None, None, None, QUEUE)
     assert early.flags == () and early.stable_until == NOW + 20 * M
+
+
+# A task that raises exits a few seconds before its supervisor records "failed" (issue 46: 3 of
+# 4 ordinary Airflow failures were paged dead, then all clear, then failed). While the
+# supervisor's beat is within one heartbeat interval (10s here), the end waits for the record.
+# (id, heartbeat, process, expected health, reason codes)
+EXIT_CASES = [
+    ("gone-beat-2s", supervisor(age=2), proc(alive=False), Health.HEALTHY, ["exit_unrecorded"]),
+    (
+        "zombie-beat-5s",
+        supervisor(age=5),
+        proc(status="zombie"),
+        Health.HEALTHY,
+        ["exit_unrecorded"],
+    ),
+    ("gone-beat-at-grace", supervisor(age=10), proc(alive=False), Health.HEALTHY, None),
+    ("gone-beat-past-grace", supervisor(age=11), proc(alive=False), Health.DEAD, ["process_gone"]),
+    # A reused pid is no fresh exit: the task's process ended long ago.
+    (
+        "reused-beat-2s",
+        supervisor(age=2),
+        proc(identity_ok=False),
+        Health.DEAD,
+        ["pid_reused"],
+    ),
+    # zombietop's own beats: its wrapper records the end itself, at once.
+    ("gone-reported-beat", beat(age=2), proc(alive=False), Health.DEAD, ["process_gone"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("the_beat", "the_proc", "health", "codes"),
+    [pytest.param(*case[1:], id=case[0]) for case in EXIT_CASES],
+)
+def test_a_fresh_exit_under_a_beating_supervisor_waits_for_the_record(
+    the_beat: Heartbeat, the_proc: ProcessSample, health: Health, codes: list[str] | None
+) -> None:
+    verdict = classify(NOW, task(), lease(), the_beat, the_proc, AIRFLOW)
+    assert verdict.health is health, verdict.context(NOW)
+    if codes is not None:
+        assert [r.code for r in verdict.reasons] == codes
+
+
+def test_the_wait_for_the_record_is_one_interval_at_most_30s_and_judged_again_then() -> None:
+    waiting = classify(NOW, task(), lease(), supervisor(age=2), proc(alive=False), AIRFLOW)
+    assert waiting.reasons[0].words(NOW) == (
+        "pid 4121 exited; waiting up to 10s for Airflow to record the end"
+    )
+    assert waiting.stable_until == NOW + 8  # dead then, unless Airflow recorded the end
+    slow = replace(AIRFLOW, heartbeat_interval=60.0, heartbeat_timeout=300.0)
+    assert classify(NOW, task(), lease(), supervisor(age=29), proc(alive=False), slow).health is (
+        Health.HEALTHY
+    )
+    assert classify(NOW, task(), lease(), supervisor(age=31), proc(alive=False), slow).health is (
+        Health.DEAD
+    )

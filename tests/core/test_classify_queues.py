@@ -40,9 +40,8 @@ def test_a_stopped_process_is_stalled_only_while_a_worker_beats_for_it(
 
 
 def test_a_gone_process_is_dead_before_it_is_stopped() -> None:
-    verdict = classify(
-        NOW, task(), lease(), SUPERVISED, proc(alive=False, status="stopped"), LIMITS
-    )
+    beaten = replace(SUPERVISED, written_at=NOW - 15)  # past the grace for the engine's record
+    verdict = classify(NOW, task(), lease(), beaten, proc(alive=False, status="stopped"), LIMITS)
     assert verdict.health is Health.DEAD
     assert [r.code for r in verdict.reasons] == ["process_gone"]
 

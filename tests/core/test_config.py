@@ -405,6 +405,8 @@ BOUND_CASES = [
      '[thresholds]: start_grace = "1ms" is below its floor of "100ms"'),
     ("limits", "queue_timeout", "low", '[step_types.x]\nqueue_timeout = "10ms"\n',
      '[step_types.x]: queue_timeout = "10ms" is below its floor of "100ms"'),
+    ("limits", "idle_timeout", "low", '[thresholds]\nidle_timeout = "1ms"\n',
+     '[thresholds]: idle_timeout = "1ms" is below its floor of "100ms"'),
     ("limits", "request", "low", '[timeouts]\nrequest = "1ms"\n',
      '[timeouts]: request = "1ms" is below its floor of "100ms"'),
     ("limits", "stage", "low", '[step_types.x]\nstage = "99ms"\n',
@@ -718,3 +720,21 @@ def test_group_by_upstream_must_be_true_or_false(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path, '[watch]\ngroup_by_upstream = "yes"\n'))
     assert "[watch]: group_by_upstream must be true or false, not 'yes'" in str(caught.value)
+
+
+def test_idle_timeout_is_per_step_type_and_at_most_the_task(tmp_path: Path) -> None:
+    """The idle timeout of a hung task under a beating supervisor: 20m by default, set per
+    step type, never longer than the task; a default one is cut to a shorter task budget."""
+    path = write(tmp_path, '[step_types.etl]\nidle_timeout = "5m"\n')
+    config = load_config(path)
+    assert (config.defaults.idle_timeout, config.limits_for("etl").idle_timeout) == (1200.0, 300.0)
+    short = load_config(write(tmp_path, '[timeouts]\ntask = "10m"\nstage = "5m"\n')).defaults
+    assert short.idle_timeout == 600.0
+    assert short.source("idle_timeout") == "default, cut to the task budget"
+    path = write(tmp_path, '[step_types.etl]\nidle_timeout = "7h"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == (
+        f'{path} [step_types.etl]: idle_timeout = "7h" must be at most task = "6h" (default) '
+        "(an idle task must be noticed before its task ends)"
+    )

@@ -6,14 +6,17 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from tests.core.realprocs import FAST_CONFIG, zombietop
 from tests.core.test_watchdog import watchdog
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
+from zombietop.failed_runs import failure_line
 from zombietop.model import TaskState
 from zombietop.store.sqlite import SQLiteStore
+from zombietop.tui.testing import NOW, sample_snapshot
 
 FAILS = (
     'echo "stage=copy p=40" >> "$ZOMBIETOP_HEARTBEAT_FILE"; echo "rsync: connection reset"; exit 3'
@@ -192,3 +195,15 @@ async def test_a_resumed_failed_run_that_then_succeeds_counts_once(
         await store.close()
     assert (summary.runs, summary.succeeded) == (1, 1)
     assert summary.last_outcome is TaskState.SUCCEEDED
+
+
+def test_an_engine_tasks_failure_page_names_the_engines_actions() -> None:
+    """zombietop refuses rerun, resume and discard for an engine's task: its failure page ends
+    with what works, as its stalled page does."""
+    view = sample_snapshot().by_id()["backup-0731"]
+    assert view.task.state is TaskState.FAILED
+    assert failure_line(view, None, NOW).endswith(" - rerun, resume or discard")
+    actions = "clear it in Airflow, mark it failed, or kill it"
+    airflow = replace(view, limits=replace(view.limits, engine="Airflow", engine_actions=actions))
+    line = failure_line(airflow, None, NOW)
+    assert line.endswith(f" - {actions}") and "rerun" not in line

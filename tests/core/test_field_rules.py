@@ -95,7 +95,9 @@ async def test_an_orphan_left_by_a_sigkilled_wrapper_pages_and_is_killed(
     assert view is not None and view.health is Health.DISCARDED
 
 
-IDLE_CONFIG = FAST_CONFIG.replace('progress_timeout = "10s"', 'progress_timeout = "3s"')
+IDLE_CONFIG = FAST_CONFIG.replace(
+    'progress_timeout = "10s"', 'progress_timeout = "10s"\nidle_timeout = "3s"'
+)
 
 LEFT_BEHIND_TALKS = (
     # A helper leaves the tree (setsid after a fork) and keeps writing to the task's output,
@@ -104,7 +106,7 @@ LEFT_BEHIND_TALKS = (
 )
 
 
-async def test_an_idle_process_under_observed_beats_is_spinning(
+async def test_an_idle_process_under_observed_beats_is_stalled(
     real_store: SQLiteStore, db: Path, tmp_path: Path, children: Children
 ) -> None:
     config = tmp_path / "idle.toml"
@@ -125,14 +127,14 @@ async def test_an_idle_process_under_observed_beats_is_spinning(
     began = time.monotonic()
     seen: list[TaskView] = []
 
-    async def spinning() -> bool:
+    async def stalled() -> bool:
         view = await view_of(monitor, "i1")
         if view is not None:
             seen.append(view)
-        return view is not None and view.health is Health.SPINNING
+        return view is not None and view.health is Health.STALLED
 
-    await wait_for(spinning, timeout=30, what="spinning")
-    timing("own task: spinning on an idle process (progress_timeout 3s)", time.monotonic() - began)
+    await wait_for(stalled, timeout=30, what="stalled")
+    timing("own task: stalled on an idle process (idle_timeout 3s)", time.monotonic() - began)
     view = seen[-1]
     assert all(v.health is Health.HEALTHY for v in seen[:-1]), [v.health for v in seen]
     assert view.heartbeat is not None and view.heartbeat.source is HeartbeatSource.OBSERVED
@@ -140,6 +142,6 @@ async def test_an_idle_process_under_observed_beats_is_spinning(
     assert reason.code == "process_idle"
     now = time.time()
     assert reason.words(now).startswith("observed beats; task process idle ")
-    assert reason.words(now).endswith(" (cpu 0%, no I/O)")
+    assert reason.words(now).endswith(" (no CPU, no I/O)")
     assert view.process is not None and (view.process.idle_s or 0) > 3
     assert "(no CPU, no I/O)" in view.verdict.context(now)

@@ -22,7 +22,9 @@ from zombietop.store import Store
 WORKER = "host-b"
 """The task's host, which only its agent serves: the test's monitor is on another."""
 
-IDLE_CONFIG = FAST_CONFIG.replace('progress_timeout = "10s"', 'progress_timeout = "3s"')
+IDLE_CONFIG = FAST_CONFIG.replace(
+    'progress_timeout = "10s"', 'progress_timeout = "10s"\nidle_timeout = "3s"'
+)
 
 TALKS = (
     # A helper leaves the tree and keeps writing to the task's output, so the wrapper sees
@@ -35,7 +37,7 @@ async def view_of(monitor: Monitor, task_id: str) -> TaskView | None:
     return (await monitor.poll()).by_id().get(task_id)
 
 
-async def test_an_agent_elsewhere_shows_a_spinning_task_and_then_its_orphan(
+async def test_an_agent_elsewhere_shows_a_stalled_task_and_then_its_orphan(
     live_store: Store, store_location: Path | str, tmp_path: Path, children: Children
 ) -> None:
     config = tmp_path / "idle.toml"
@@ -56,13 +58,13 @@ async def test_an_agent_elsewhere_shows_a_spinning_task_and_then_its_orphan(
     monitor = Monitor(live_store, load_config(config), probe=PsutilProbe(host="host-a"))
     seen: list[TaskView] = []
 
-    async def spinning() -> bool:
+    async def stalled() -> bool:
         view = await view_of(monitor, "f1")
         if view is not None:
             seen.append(view)
-        return view is not None and view.health is Health.SPINNING
+        return view is not None and view.health is Health.STALLED
 
-    await wait_for(spinning, timeout=40, what="spinning through the agent's samples")
+    await wait_for(stalled, timeout=40, what="stalled through the agent's samples")
     view = seen[-1]
     assert view.remote and view.task.host == WORKER
     assert view.heartbeat is not None and view.heartbeat.source is HeartbeatSource.OBSERVED

@@ -90,6 +90,43 @@ async def test_an_incident_closes_with_the_hold_let_go_of_and_an_all_clear(
     assert not (await store.get_task("export-2031")).quarantined
 
 
+async def test_a_task_still_held_by_a_human_keeps_its_incident_open(
+    store: Store, clock: FakeClock
+) -> None:
+    """Out of stalled into quarantined, held by someone: no "all clear: now quarantined" (the
+    hold asks a human to resolve it); the incident stays open and is paged again."""
+    token = await start(store)
+    clock.advance(200)
+    parts = hands_on(store, clock)
+    book = book_of(parts)
+    await judge(parts, book)
+    # Ana takes the hold over from the watchdog: hers stays when the task beats again.
+    await store.set_quarantine("export-2031", quarantined=False, actor="ana", reason="mine")
+    await store.set_quarantine("export-2031", quarantined=True, actor="ana", reason="looking")
+    clock.advance(60)
+    await store.record_heartbeat(
+        "export-2031", parse_line("stage=transform p=62"), owner="w1", token=token
+    )
+    view, look = await parts.judged()
+    assert view.health is Health.QUARANTINED
+    await book.judge(view, look)
+    assert look.pages == [] and "export-2031" in book.incidents
+    clock.advance(RENOTIFY)
+    view, look = await parts.judged()
+    await book.judge(view, look)
+    assert [p.kind for p in look.pages] == ["renotify"]
+    # The human lets go of a task that beats: now the all-clear.
+    await store.set_quarantine("export-2031", quarantined=False, actor="ana", reason="done")
+    await store.record_heartbeat(
+        "export-2031", parse_line("stage=transform p=70"), owner="w1", token=token
+    )
+    view, look = await parts.judged()
+    await book.judge(view, look)
+    assert [p.line for p in look.pages] == [
+        "export-2031 all clear: now healthy (was stalled for 11m00s)"
+    ]
+
+
 async def test_a_silence_holds_the_page_and_an_incident_never_paged_ends_quietly(
     store: Store, clock: FakeClock
 ) -> None:

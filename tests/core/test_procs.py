@@ -10,6 +10,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ from zombietop import procs
 from zombietop.clock import CLOCK_TICKS, FakeClock, host_boottime
 from zombietop.config import Config
 from zombietop.health import Health
-from zombietop.model import ProcessSample, Task, TaskState
+from zombietop.model import IdleSource, ProcessSample, Task, TaskState
 from zombietop.monitor import Monitor
 from zombietop.procs import (
     ProcessReading,
@@ -105,8 +106,11 @@ async def test_live_process_is_sampled_with_deltas(
     assert second.cpu_percent is not None and second.cpu_percent < 5
     assert second.read_bytes_delta == 0 and second.write_bytes_delta == 0
     assert second.io_idle_s == 120
-    assert first.idle_s is None  # the first sample cannot tell
-    assert second.idle_s == 120  # no CPU and no I/O since the first sample
+    # The first sample knows from the kernel's record how long ago a thread of the tree ran.
+    assert first.idle_source is IdleSource.KERNEL and first.idle_s is not None
+    assert first.idle_s < 60
+    # The fake clock moved 2 minutes, the kernel's real one a moment: the longer one is said.
+    assert second.idle_s == 120 and second.idle_source is IdleSource.SAMPLES
 
 
 async def test_reused_pid_fails_identity(children: Children, tmp_path: Path, reading: type) -> None:
@@ -379,13 +383,13 @@ async def test_cpu_is_summed_over_the_tree(
     leader = psutil.Process(proc.pid).cpu_times()
     assert leader.user + leader.system < 0.5
     assert "pid " + str(proc.pid) + " + 1 child, cpu" in _words(second)
-    assert second.idle_s == 0  # the tree used CPU: it is not idle
+    assert second.idle_s is not None and second.idle_s < 1  # the tree used CPU: not idle
 
 
 def _words(sample: ProcessSample) -> str:
-    from zombietop.classify import _process_words
+    from zombietop.process_words import process_words
 
-    return _process_words(sample)
+    return process_words(sample)
 
 
 async def test_a_task_left_out_of_a_sample_keeps_its_delta(
@@ -399,3 +403,28 @@ async def test_a_task_left_out_of_a_sample_keeps_its_delta(
     await probe.sample([ta, tb])
     await probe.sample([ta])
     assert (await probe.sample([tb]))["b"].cpu_percent is not None
+
+
+async def test_a_stopped_process_reads_no_cpu_and_says_it_is_stopped(
+    children: Children, reading: type
+) -> None:
+    """SIGSTOP after a busy stretch: the sample says stopped and 0%, not the CPU it used in the
+    interval before the stop (issue 46)."""
+    busy = children.start([sys.executable, "-c", "while True: pass"])
+    probe = RecordingProbe(clock=(clock := FakeClock()))
+    task = _task(busy.pid, read_start(busy.pid))
+    await probe.sample([task])
+    used = psutil.Process(busy.pid).cpu_times()
+    await wait_for(
+        lambda: sum(psutil.Process(busy.pid).cpu_times()[:2]) > sum(used[:2]) + 0.1,
+        what="the loop to use CPU",
+    )
+    os.kill(busy.pid, signal.SIGSTOP)
+    try:
+        await wait_for(lambda: psutil.Process(busy.pid).status() == "stopped", what="the stop")
+        clock.advance(1)
+        stopped = (await probe.sample([task]))["t"]
+    finally:
+        os.kill(busy.pid, signal.SIGCONT)
+    assert stopped.status == "stopped" and stopped.cpu_percent == 0.0
+    assert _words(stopped) == f"pid {busy.pid} stopped cpu 0%"

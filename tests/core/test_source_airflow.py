@@ -68,9 +68,10 @@ def scheduler_rows(now: float, sleeper: int, gone: int, other: int) -> list[dict
          "start_date": now - 600},
         {**etl, "task_id": "index", "state": "running", "hostname": "worker-7", "pid": 4123,
          "start_date": now - 10},
-        # Local, but its process exited: dead.
+        # Local, but its process exited, and its supervisor last beat 30 s ago, more than one
+        # heartbeat interval (10s): no record of a normal end is coming, so dead.
         {**etl, "task_id": "exited", "state": "running", "hostname": host, "pid": gone,
-         "start_date": now - 60, "last_heartbeat_at": now - 5},
+         "start_date": now - 60, "last_heartbeat_at": now - 30},
         # Local, and the pid now belongs to a process born long after the task started.
         {**etl, "task_id": "reused", "state": "running", "hostname": host, "pid": other,
          "start_date": psutil.Process(other).create_time() - 3600, "last_heartbeat_at": now - 5},

@@ -198,6 +198,11 @@ async def test_a_worker_killed_mid_task_without_acks_late_is_dead_and_lost_to_ce
     os.killpg(worker.pid, signal.SIGKILL)
     worker.wait()
     wait_for("the child to be gone", lambda: not Path(f"/proc/{child}").exists())
+    # A gone process waits one heartbeat interval (10s) for the engine's record of its end.
+    view = await watch.view(f"celery/zq.spin/{task_id}")
+    assert view.health is Health.HEALTHY
+    assert view.verdict.reasons[0].code == "exit_unrecorded"
+    watch.clock.advance(10)
     view = await watch.view(f"celery/zq.spin/{task_id}")
     assert view.health is Health.DEAD
     assert f"pid {child} gone - send it again with Celery, revoke it, or kill it" in (
@@ -225,6 +230,7 @@ async def test_a_worker_killed_with_acks_late_leaves_a_lost_task_paged_with_its_
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
         wait_for("the child to be gone", lambda: not Path(f"/proc/{child}").exists())
+        clock.advance(10)  # past the wait for the engine's record of the end
         view = await watch.view(f"celery/zq.spin/{task_id}")
         assert view.health is Health.DEAD
     assert client.hlen("unacked") == 1
@@ -423,7 +429,7 @@ def test_status_through_the_command_line_is_critical_for_a_stopped_child(
     ), done.stdout
 
 
-async def test_a_worker_that_beats_for_an_idle_child_is_spinning(
+async def test_a_worker_that_beats_for_an_idle_child_is_stalled(
     celery_workers: Workers,
     tmp_path: Path,
     redis_server: ThrowawayRedis,
@@ -431,14 +437,14 @@ async def test_a_worker_that_beats_for_an_idle_child_is_spinning(
     clock: FakeClock,
 ) -> None:
     """The rule for beats that prove life only: the worker answers, but its child has used no
-    CPU and done no I/O for the progress timeout, so the task is spinning."""
+    CPU and done no I/O for the idle timeout, so the task is stalled, and pages."""
     celery_workers.start("w1")
     result = celery_workers.app().send_task("zq.nap", args=(300, str(tmp_path / "m")))
     child = _child(tmp_path / "m")
     zid = f"celery/zq.nap/{result.id}"
     config = (
         '[thresholds]\nheartbeat_interval = "2s"\nheartbeat_timeout = "5s"\n'
-        'progress_timeout = "1m"\n'
+        'progress_timeout = "2m"\nidle_timeout = "1m"\n'
     )
     url = redis_server.url(redis_db, "celery+redis")
     async for watch in _watch(tmp_path / "w", url, clock, config):
@@ -446,7 +452,8 @@ async def test_a_worker_that_beats_for_an_idle_child_is_spinning(
         clock.advance(61)
         view = await watch.view(zid)
     assert view.task.pid == child
-    assert view.health is Health.SPINNING, view.verdict.context(clock.now())
+    assert view.health is Health.STALLED, view.verdict.context(clock.now())
+    assert view.verdict.reasons[0].code == "process_idle"
 
 
 async def test_the_watchdog_pages_a_stopped_child_and_leaves_redis_as_it_was(

@@ -150,6 +150,11 @@ async def test_a_killed_worker_and_horse_leave_the_job_dead_before_rq_cleans_up(
     worker.wait()
     wait_for("the horse to exit", lambda: _status_or_gone(horse) in ("gone", "Z"))
     view = await watch.view(zid)
+    # The worker's last beat is fresh: the end waits one heartbeat interval for RQ's record.
+    assert view.health is Health.HEALTHY
+    assert view.verdict.reasons[0].code == "exit_unrecorded"
+    watch.clock.advance(10)
+    view = await watch.view(zid)
     assert view.health is Health.DEAD
     assert [r.code for r in view.verdict.reasons][:1] in (["process_gone"], ["process_zombie"])
     # RQ itself still says it runs: STARTED, in the registry, its worker listed.

@@ -191,6 +191,7 @@ async def test_a_remote_airflow_task_is_judged_with_its_hosts_agent(
             "status": "sleeping",
             "cpu_percent": 0.0,
             "idle_s": tasks[HUNG]["process"]["idle_s"],
+            "idle_source": None,  # the store keeps the agent's idle time, not its source
             "rss_bytes": tasks[HUNG]["process"]["rss_bytes"],
             "seen_by": WORKER,
         }

@@ -74,3 +74,13 @@ def test_a_kill_finished_elsewhere_replaces_the_term_sent_note() -> None:
         == "resize-9001 ↯relaunched !request"
     )
     assert BY_KEY["health"].render(view, NOW, RowNote(outcome="term sent")).plain == "● healthy"
+
+
+def test_a_stopped_process_says_so_where_its_cpu_would() -> None:
+    """A SIGSTOPped process reads 'stop' in the PID CPU cell, not the CPU of before the stop."""
+    view = _view()
+    assert view.process is not None
+    stopped = replace(view, process=replace(view.process, status="stopped", cpu_percent=0.0))
+    cell = BY_KEY["pid"].render(stopped, NOW, None)
+    assert cell.plain == "8422 stop" and cell.cell_len <= 10
+    assert BY_KEY["pid"].render(view, NOW, None).plain == "8422 0%"

@@ -8,7 +8,15 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from zombietop.model import Event, EventKind, Lease, ProcessSample, TaskRecord, TaskState
+from zombietop.model import (
+    Event,
+    EventKind,
+    IdleSource,
+    Lease,
+    ProcessSample,
+    TaskRecord,
+    TaskState,
+)
 from zombietop.monitor import TaskView, build_snapshot
 from zombietop.tui.screens.detail import facts_table, notes_text
 from zombietop.tui.testing import NOW, sample_config, sample_records
@@ -61,6 +69,23 @@ def test_a_finished_tasks_process_still_alive_is_said() -> None:
     alive = ProcessSample(pid=7041, alive=True, status="sleeping", sampled_at=NOW)
     view = _view("backup-0731", alive, pid=7041, host="batch-01")
     assert "pid 7041 still alive, though the task failed" in process_words(view)
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        (IdleSource.KERNEL, "idle 35m00s (no CPU, no I/O, by the kernel's record)"),
+        (IdleSource.SAMPLES, "idle 35m00s (no CPU, no I/O, seen between samples)"),
+        (None, "idle 35m00s (no CPU, no I/O)"),
+    ],
+)
+def test_the_process_row_says_how_long_it_idled_and_who_says_so(
+    source: IdleSource | None, said: str
+) -> None:
+    idle = ProcessSample(
+        pid=4121, alive=True, status="sleeping", idle_s=2100.0, idle_source=source, sampled_at=NOW
+    )
+    assert f"cpu -, {said}, rss" in process_words(_view("export-2031", idle))
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from zombietop.model import Ack, Matcher, Silence, Task, TaskState
 from zombietop.monitor import Monitor, Snapshot
 from zombietop.oncall import operator_name
 from zombietop.printable import printable
+from zombietop.procs import PsutilProbe
 from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
 from zombietop.tui.cli.context import EXIT_OK, Context, add_command, context_of, source_flags
@@ -54,8 +55,9 @@ def _add_ack(
         summary="say you are on a task's incident: no re-notify until the ack ends",
         about="Say you are on a task's incident: the watchdog does not page it again until "
         "the ack ends (--for) or the incident does. A job's name acks the job's open incident "
-        "(its latest failed or stuck run). A failed run takes an ack while its incident is "
-        "open; any other finished task pages nobody, so an ack of it is refused (exit 2). "
+        "(its latest failed or stuck run). A finished task takes an ack while its incident is "
+        "open (a failed run not yet followed by a success, or a process that runs on: "
+        "orphaned); any other finished task pages nobody, so an ack of it is refused (exit 2). "
         "A task of a read-only source (--source, [[sources]]) is acked too: the ack is kept "
         "in zombietop's store, never in the engine's database.",
         examples=(
@@ -232,7 +234,7 @@ async def cmd_ack(args: argparse.Namespace) -> int:
             if source is None:
                 raise
             task = None
-        if task is not None and task.state.finished and not await _failure_open(store, ctx, task):
+        if task is not None and task.state.finished and not await _incident_open(store, ctx, task):
             # Its incident is over; an ack kept now would only quiet a later run's re-notify.
             raise ZombietopError(
                 f"{printable(task.task_id)} has finished ({task.state}): it pages nobody, so "
@@ -314,11 +316,21 @@ async def _snapshot(store: Store, ctx: Context) -> Snapshot:
     return await older_failures(store, ctx.config, snapshot)
 
 
-async def _failure_open(store: Store, ctx: Context, task: Task) -> bool:
-    """True when ``task`` is a failed run whose incident is still open."""
+async def _incident_open(store: Store, ctx: Context, task: Task) -> bool:
+    """True when the finished ``task`` still has an open incident, as the dashboard's ``a``
+    sees it on this host: its process runs on (orphaned), or it is a failed run that no later
+    run of its job has made good."""
+    async with open_sources(ctx.sources) as sources:
+        monitor = Monitor(store, ctx.config, probe=PsutilProbe(), sources=sources)
+        snapshot = await monitor.poll()
+    if snapshot.error:
+        raise ZombietopError(snapshot.error)
+    view = snapshot.by_id().get(task.task_id)
+    if view is not None and view.health.pages:
+        return True
     if task.state is not TaskState.FAILED:
         return False
-    snapshot = await _snapshot(store, ctx)
+    snapshot = await older_failures(store, ctx.config, snapshot)
     return any(view.task_id == task.task_id for view in open_failures(snapshot))
 
 

@@ -241,6 +241,7 @@ def _process_json(view: TaskView) -> dict[str, Any] | None:
         "status": sample.status,
         "cpu_percent": _round(sample.cpu_percent),
         "idle_s": _round(sample.idle_s),
+        "idle_source": sample.idle_source,
         "rss_bytes": sample.rss_bytes,
         "seen_by": view.task.host if view.remote else "this host",
     }

@@ -23,7 +23,7 @@ from zombietop.budgets import Budget
 from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.job_summary import JobSummary, run_began
-from zombietop.model import Event, EventKind, HeartbeatSource, Note, Task
+from zombietop.model import Event, EventKind, HeartbeatSource, IdleSource, Note, Task
 from zombietop.monitor import TaskView
 from zombietop.oncall import OnCall, capped_words
 from zombietop.output import LastOutput
@@ -116,6 +116,12 @@ def lease_words(view: TaskView, now: float) -> str:
     return f"owner {lease.owner}, token {lease.token}, {expiry} ({_stamp(lease.expires_at)})"
 
 
+_IDLE_SOURCE_WORDS = {
+    IdleSource.KERNEL: ", by the kernel's record",
+    IdleSource.SAMPLES: ", seen between samples",
+}
+
+
 def process_words(view: TaskView) -> str:
     """What the probe says of the task's process, read against the task's state: the process
     of a finished task has exited, as it should."""
@@ -141,8 +147,12 @@ def process_words(view: TaskView) -> str:
     if process.children:
         plural = "child" if process.children == 1 else "children"
         tree = f" + {process.children} {plural} (cpu, rss summed over the tree)"
+    idle = ""
+    if process.idle_s is not None:
+        source = _IDLE_SOURCE_WORDS.get(process.idle_source, "")
+        idle = f", idle {format_age(process.idle_s)} (no CPU, no I/O{source})"
     return (
-        f"pid {process.pid}{tree} {alive}, status {process.status or '-'}, cpu {cpu}, "
+        f"pid {process.pid}{tree} {alive}, status {process.status or '-'}, cpu {cpu}{idle}, "
         f"rss {rss}, {started}"
     )
 

@@ -28,6 +28,7 @@ from zombietop.tui.testing.builders import (
 from zombietop.tui.testing.events import sample_events, sample_history
 from zombietop.tui.testing.fakes import RecordingDesk, RecordingExecutor, SampleSource
 from zombietop.tui.testing.fleet import (
+    every_flag_snapshot,
     sample_records,
     sample_samples,
     sample_snapshot,
@@ -62,6 +63,7 @@ __all__ = [
     "RecordingExecutor",
     "SampleSource",
     "alive_process",
+    "every_flag_snapshot",
     "hostile_events",
     "hostile_records",
     "hostile_snapshot",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from zombietop.health import Flag
 from zombietop.model import (
     Heartbeat,
     Lease,
@@ -318,3 +319,12 @@ def synthetic_records(n: int, now: float = NOW) -> list[TaskRecord]:
             )
         )
     return records
+
+
+def every_flag_snapshot(now: float = NOW) -> Snapshot:
+    """The sample fleet with every ``Flag`` raised on its first (most urgent) row, so each
+    screen is drawn with every flag there is, including one added later."""
+    snapshot = sample_snapshot(now)
+    first, *rest = snapshot.tasks
+    flagged = replace(first, verdict=replace(first.verdict, flags=tuple(Flag)))
+    return replace(snapshot, tasks=(flagged, *rest))
