@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from zombietop.classify import format_progress
 from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.job_summary import JobSummary, run_duration
 from zombietop.model import TaskState
 from zombietop.output import LastOutput, with_last_output
 from zombietop.snapshot import Snapshot, TaskView, finished_view
+from zombietop.verdict import format_progress
 
 if TYPE_CHECKING:
     from zombietop.store import Store

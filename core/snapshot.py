@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 
-from zombietop.classify import Verdict, classify, sort_key
+from zombietop.classify import classify, sort_key
 from zombietop.config import Config, Limits
 from zombietop.durations import format_age
 from zombietop.fleet import AgentPresence, HostRequest, StoredSample
@@ -26,6 +26,7 @@ from zombietop.model import (
 from zombietop.oncall import OnCall
 from zombietop.schedules import ScheduleHealth, ScheduleView
 from zombietop.sources import Origin
+from zombietop.verdict import Verdict
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,7 +16,6 @@ from functools import cache, partial
 from rich.text import Text
 
 from zombietop.budgets import Budget
-from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health
 from zombietop.history_judge import SLOW_REASON
@@ -27,6 +26,7 @@ from zombietop.process_words import STOPPED
 from zombietop.tui.healths import GLYPHS, STYLES
 from zombietop.tui.short_ids import short_id
 from zombietop.tui.untrusted import printable_text
+from zombietop.verdict import format_progress
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 DASH = Text("-", style="dim")

@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from zombietop.classify import format_progress
 from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.errors import MissingExtra, ZombietopError
@@ -40,6 +39,7 @@ from zombietop.tui.cli.status_json import (
     task_json,
     tasks_json,
 )
+from zombietop.verdict import format_progress
 
 Level = NagiosLevel
 """How ``status`` exits: the Nagios plugin API, which every monitoring system reads."""

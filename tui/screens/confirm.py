@@ -12,10 +12,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from zombietop.actions import ActionKind, ActionRequest
-from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.monitor import TaskView
 from zombietop.tui.untrusted import escaped_markup, printable_text
+from zombietop.verdict import format_progress
 
 
 def consequence(kind: ActionKind, view: TaskView) -> Text:

@@ -20,7 +20,6 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Sparkline, Static
 
 from zombietop.budgets import Budget
-from zombietop.classify import format_progress
 from zombietop.durations import format_age, format_duration
 from zombietop.job_summary import JobSummary, run_began
 from zombietop.model import Event, EventKind, HeartbeatSource, IdleSource, Note, Task
@@ -37,6 +36,7 @@ from zombietop.tui.messages import OutputAsked, TaskAction
 from zombietop.tui.screen_state import DetailState, TaskRecord
 from zombietop.tui.untrusted import escaped_markup, printable_text
 from zombietop.tui.widgets.events_pane import event_line
+from zombietop.verdict import format_progress
 
 
 def _stamp(at: float | None) -> str:
