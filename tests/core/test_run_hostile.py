@@ -205,10 +205,17 @@ def users_folder(job_user: pwd.struct_passwd) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+WARM_UP = "warm-up"
+"""A first run that makes the store, so that the run under test has nothing to say about it."""
+
+
 def _task_row(db: Path) -> tuple[str, int | None, int | None] | None:
-    """The one task's state, pid and exit code, read without writing (the store is not ours)."""
+    """The run under test's state, pid and exit code, read without writing (the store is not
+    ours)."""
     with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
-        row = con.execute("SELECT state, pid, exit_code FROM tasks").fetchone()
+        row = con.execute(
+            "SELECT state, pid, exit_code FROM tasks WHERE task_id != ?", (WARM_UP,)
+        ).fetchone()
     return None if row is None else (row[0], row[1], row[2])
 
 
@@ -227,13 +234,7 @@ async def test_a_process_limit_reached_as_the_command_starts_leaves_it_supervise
     config.write_text(FAST_CONFIG)
     os.chown(config, job_user.pw_uid, job_user.pw_gid)
     db = users_folder / "zombietop.db"
-    stderr = FullPipe()
-    argv = as_user(
-        job_user,
-        "bash",
-        "-c",
-        f'ulimit -u {LIMIT} && exec "$@"',
-        "bash",
+    zombietop_as_user = (
         _python_for(job_user),
         "-c",
         BOOT,
@@ -242,6 +243,19 @@ async def test_a_process_limit_reached_as_the_command_starts_leaves_it_supervise
         str(db),
         "--config",
         str(config),
+    )
+    # The store exists before the run, as it does on a job's host after its first run: the
+    # wrapper's first word on stderr is then the task's id (a new store would be named first).
+    warm_up = as_user(job_user, *zombietop_as_user, "run", "--task", WARM_UP, "--", "true")
+    assert subprocess.run(warm_up, cwd=users_folder, timeout=60).returncode == 0
+    stderr = FullPipe()
+    argv = as_user(
+        job_user,
+        "bash",
+        "-c",
+        f'ulimit -u {LIMIT} && exec "$@"',
+        "bash",
+        *zombietop_as_user,
         "run",
         "--",
         "sh",
@@ -304,6 +318,8 @@ async def test_a_closed_pipe_is_passed_on_to_the_command(
 ) -> None:
     """The reported fault: `zombietop run -- yes | head -1` never ended, for the wrapper kept
     reading the command after its own stdout broke."""
+    async with await SQLiteStore.open(db, create=True):
+        pass  # the store exists, as after a job's first run: nothing to say about it
     wrapper = children.start(
         zombietop(db, fast_config_path, "run", "--task", "yes", "--", "yes"),
         stdout=subprocess.PIPE,

@@ -44,6 +44,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 SHORT_TIMEOUT = 5.0
 """The heartbeat timeout the tests give the source: a worker silent this long is stale."""
+SHORT_INTERVAL = '[thresholds]\nheartbeat_interval = "2s"\nheartbeat_timeout = "5s"\n'
+"""The config's thresholds to match: a gone process waits one heartbeat interval (2s) for the
+engine's record of its end, well inside the source's heartbeat timeout."""
 
 
 @pytest.fixture
@@ -107,7 +110,8 @@ async def _watch(
 async def watch(
     tmp_path: Path, redis_server: ThrowawayRedis, redis_db: int, clock: FakeClock
 ) -> AsyncIterator[Watch]:
-    async for found in _watch(tmp_path, redis_server.url(redis_db, "celery+redis"), clock):
+    url = redis_server.url(redis_db, "celery+redis")
+    async for found in _watch(tmp_path, url, clock, SHORT_INTERVAL):
         yield found
 
 
@@ -198,11 +202,12 @@ async def test_a_worker_killed_mid_task_without_acks_late_is_dead_and_lost_to_ce
     os.killpg(worker.pid, signal.SIGKILL)
     worker.wait()
     wait_for("the child to be gone", lambda: not Path(f"/proc/{child}").exists())
-    # A gone process waits one heartbeat interval (10s) for the engine's record of its end.
+    # A gone process waits one heartbeat interval (2s here) for the engine's record of its
+    # end, inside the source's heartbeat timeout (5s), as the defaults are (10s inside 60s).
     view = await watch.view(f"celery/zq.spin/{task_id}")
     assert view.health is Health.HEALTHY
     assert view.verdict.reasons[0].code == "exit_unrecorded"
-    watch.clock.advance(10)
+    watch.clock.advance(2)
     view = await watch.view(f"celery/zq.spin/{task_id}")
     assert view.health is Health.DEAD
     assert f"pid {child} gone - send it again with Celery, revoke it, or kill it" in (
@@ -225,12 +230,14 @@ async def test_a_worker_killed_with_acks_late_leaves_a_lost_task_paged_with_its_
     task_id = _send(celery_workers, 60, tmp_path / "m")
     child = _child(tmp_path / "m")
     url = redis_server.url(redis_db, "celery+redis")
-    async for watch in _watch(tmp_path / "first", url, clock, visibility_timeout=30):
+    async for watch in _watch(
+        tmp_path / "first", url, clock, SHORT_INTERVAL, visibility_timeout=30
+    ):
         await watch.poll()
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
         wait_for("the child to be gone", lambda: not Path(f"/proc/{child}").exists())
-        clock.advance(10)  # past the wait for the engine's record of the end
+        clock.advance(2)  # past the wait for the engine's record of the end
         view = await watch.view(f"celery/zq.spin/{task_id}")
         assert view.health is Health.DEAD
     assert client.hlen("unacked") == 1

@@ -256,13 +256,17 @@ async def test_a_task_that_left_celery_without_an_end_is_paged_lost_once_and_clo
     child = _child(tmp_path / "m")
     zid = f"celery/zq.nap/{result.id}"
     url = redis_server.url(redis_db, "celery+redis")
-    async for looks in _looks(tmp_path / "w", url):
+    # A gone process waits one heartbeat interval for the engine's record of its end: 1s
+    # here, inside the source's heartbeat timeout (5s), as the defaults are (10s inside 60s).
+    config = '[thresholds]\nheartbeat_interval = "1s"\n'
+    async for looks in _looks(tmp_path / "w", url, config):
         await looks.dog.tick()
         assert [v.task_id for v in looks.monitor.last.tasks] == [zid]
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
         killed = time.monotonic()
         wait_for("the child to be gone", lambda: not Path(f"/proc/{child}").exists())
+        wait_for("the wait for Celery's record", lambda end=killed + 1.5: time.monotonic() > end)
         await looks.dog.tick()
         dead = looks.monitor.last.by_id()[zid]
         # zombietop ack, a process of its own: its fresh read of Celery finds nothing, and the
