@@ -126,6 +126,7 @@ def ask(
             if found is not None and found[0] in tickets:
                 answers[tickets[found[0]]].update(found[1])
     finally:
+        # Our own reply binding and queue, made above: never a key of Celery's own.
         client.srem(binding, member)
         client.delete(queue)
     return answers
