@@ -116,6 +116,7 @@ PY
 # command that beats with `zombietop beat`. The config has a schedule, which a job's config
 # check reads with cronsim: the job side must start with the watchdog's config.
 jobdb="$work/jobs/zombietop.db"
+mkdir -p "$work/jobs"   # zombietop makes a store, never the folders of a --db path
 export ZOMBIETOP_CONFIG="$work/jobs.toml"
 printf '[schedules.nightly-smoke]\nstep = "smoke"\ncron = "30 2 * * *"\n' >"$ZOMBIETOP_CONFIG"
 "$job/python" - "$jobdb" <<'PY'
