@@ -20,9 +20,6 @@ from textual.worker import Worker, WorkerState
 from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
 from zombietop.clock import Clock, SystemClock
 from zombietop.config import OnCallSettings
-from zombietop.durations import format_duration
-from zombietop.errors import ZombietopError
-from zombietop.failed_runs import incident_of_row
 from zombietop.model import Event
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import OnCallDesk
@@ -31,6 +28,7 @@ from zombietop.printable import printable
 from zombietop.tui import messages
 from zombietop.tui.keys import QUIT_KEYS, TaskKeys, display_key, keys_for
 from zombietop.tui.messages import TaskAction
+from zombietop.tui.oncall_flow import OnCallFlow
 from zombietop.tui.screen_state import (
     NO_ROWS,
     Rows,
@@ -42,14 +40,6 @@ from zombietop.tui.screen_state import (
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.dashboard import DashboardScreen
 from zombietop.tui.screens.detail import DetailScreen
-from zombietop.tui.screens.oncall import (
-    AckAsk,
-    AckScreen,
-    NoteAsk,
-    NoteScreen,
-    SilenceAsk,
-    SilenceScreen,
-)
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.source import SnapshotSource
 from zombietop.tui.task_order import (
@@ -60,7 +50,6 @@ from zombietop.tui.task_order import (
     ordered,
 )
 from zombietop.tui.textual_compat import quiet_driver
-from zombietop.tui.untrusted import escaped_markup
 
 NOTE_SECONDS = 60.0
 GLANCE_ROWS = 40
@@ -102,9 +91,8 @@ class ZombietopApp(App[None]):
         self.source = source
         # The wall never acts, whatever it was handed.
         self.executor = None if wall else executor
-        self.desk = None if wall else desk
-        """Acks and silences go here (None: the keys say they cannot)."""
-        self.oncall = oncall or OnCallSettings()
+        self.oncall_flow = OnCallFlow(self, None if wall else desk, oncall or OnCallSettings())
+        """The on-call keys (ack, unack, silence, note) and their screens."""
         self.clock = clock or SystemClock()
         self.refresh_interval = refresh
         self.wall = wall
@@ -337,13 +325,13 @@ class ZombietopApp(App[None]):
             case TaskAction.DETAIL:
                 self.open_detail(task_id)
             case TaskAction.ACK:
-                self.request_ack(task_id)
+                self.oncall_flow.request_ack(task_id)
             case TaskAction.UNACK:
-                self.request_unack(task_id)
+                self.oncall_flow.request_unack(task_id)
             case TaskAction.SILENCE:
-                self.request_silence(task_id)
+                self.oncall_flow.request_silence(task_id)
             case TaskAction.NOTE:
-                self.request_note(task_id)
+                self.oncall_flow.request_note(task_id)
             case TaskAction.RESUME:
                 self.request_action(ActionKind.RESUME, task_id)
             case TaskAction.DISCARD:
@@ -431,9 +419,9 @@ class ZombietopApp(App[None]):
         assert self.executor is not None
         outcome = await self.executor.run(request)
         self.report(outcome)
-        self._show_effect()
+        self.show_effect()
 
-    def _show_effect(self) -> None:
+    def show_effect(self) -> None:
         """After an action: poll now so its effect shows, unless the screen is paused."""
         if self.paused_at is None:
             self.poll()
@@ -450,93 +438,6 @@ class ZombietopApp(App[None]):
         )
         word = str(outcome.outcome).replace("_", " ")
         self.notes[request.task_id] = (word, self.clock.now() + NOTE_SECONDS)
-
-    def _oncall_view(self, verb: str, task_id: str) -> TaskView | None:
-        if self.read_only or self.desk is None or self.desk.read_only:
-            self.notify(f"{verb} refused: zombietop is read-only", severity="error")
-            return None
-        view = self.snapshot.by_id().get(task_id)
-        if view is None:
-            self.notify(f"{escaped_markup(task_id)} is no longer on screen", severity="warning")
-        return view
-
-    def request_ack(self, task_id: str) -> None:
-        """Ask for a reason and a duration (default ``[oncall] ack_for``), then ack."""
-        view = self._oncall_view("ack", task_id)
-        if view is not None:
-            if not self.per_run and self.screen is self.main:
-                # A job's row acks the job's open incident, as `zombietop ack JOB` does.
-                view = incident_of_row(self.snapshot, view)
-            self.push_screen(AckScreen(view, self.oncall.ack_for), self._oncall_decided)
-
-    def request_unack(self, task_id: str) -> None:
-        """End the task's ack at once (no dialog: an unack only lets re-notify resume)."""
-        view = self._oncall_view("unack", task_id)
-        if view is None:
-            return
-        if self.snapshot.oncall.ack_for(task_id) is None:
-            self.notify(f"{escaped_markup(task_id)} is not acked", severity="warning", timeout=5)
-        else:
-            self.run_unack(task_id)
-
-    @work(group="action", exit_on_error=False)
-    async def run_unack(self, task_id: str) -> None:
-        assert self.desk is not None
-        try:
-            ended = await self.desk.unack(task_id)
-        except ZombietopError as exc:
-            self.notify(escaped_markup(str(exc)), title="refused", severity="error", timeout=15)
-            return
-        said = "was no longer acked" if ended is None else "unacked: re-notify resumes"
-        self.notify(f"{escaped_markup(task_id)} {said}", title="done", timeout=10)
-        self._show_effect()
-
-    def request_silence(self, task_id: str) -> None:
-        """Ask for the rule (this task or its step type), a reason and a duration; silence."""
-        view = self._oncall_view("silence", task_id)
-        if view is not None:
-            self.push_screen(SilenceScreen(view), self._oncall_decided)
-
-    def request_note(self, task_id: str) -> None:
-        """Ask for the note's text, then add it to the task's incident."""
-        view = self._oncall_view("note", task_id)
-        if view is not None:
-            self.push_screen(NoteScreen(view), self._oncall_decided)
-
-    def _oncall_decided(self, asked: AckAsk | SilenceAsk | NoteAsk | None) -> None:
-        if asked is None:
-            self.notify("nothing done", timeout=3)
-        else:
-            self.run_oncall(asked)
-
-    @work(group="action", exit_on_error=False)
-    async def run_oncall(self, asked: AckAsk | SilenceAsk | NoteAsk) -> None:
-        assert self.desk is not None
-        try:
-            if isinstance(asked, NoteAsk):
-                noted = await self.desk.note(asked.task_id, asked.text)
-                said = f"note added to {escaped_markup(noted.task_id)}"
-            elif isinstance(asked, AckAsk):
-                ack = await self.desk.ack(
-                    asked.task_id, reason=asked.reason, duration=asked.duration
-                )
-                said = f"{escaped_markup(ack.task_id)} acked for {format_duration(asked.duration)}"
-            else:
-                made = await self.desk.silence(
-                    matcher=asked.matcher,
-                    pattern=asked.pattern,
-                    reason=asked.reason,
-                    duration=asked.duration,
-                )
-                said = (
-                    f"silence {made.silence_id} ({made.matcher} {escaped_markup(made.pattern)}) "
-                    f"for {format_duration(asked.duration)}"
-                )
-        except ZombietopError as exc:
-            self.notify(escaped_markup(str(exc)), title="refused", severity="error", timeout=15)
-            return
-        self.notify(said, title="done", timeout=10)
-        self._show_effect()
 
     # Command palette ------------------------------------------------------------------------
 

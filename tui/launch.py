@@ -101,15 +101,16 @@ def actor() -> str:
 
 async def launch_dashboard(
     config: Config,
-    db: Path,
+    db: Path | str,
     *,
     read_only: bool,
     wall: bool,
     refresh: float | None,
     sources: Sequence[SourceSettings] = (),
 ) -> int:
-    """Open the store at ``db``, run the dashboard over it until it exits, hand over the kills
-    still in their grace, and return the exit status."""
+    """Open the store at ``db`` (a SQLite file or a ``postgresql://`` URL), run the dashboard
+    over it until it exits, hand over the kills still in their grace, and return the exit
+    status."""
     from zombietop.tui.app import ZombietopApp
     from zombietop.tui.textual_compat import install_cropped_updates
 
@@ -179,7 +180,7 @@ async def launch_dashboard(
 async def hand_over_pending_kills(
     store: Store,
     executor: Executor,
-    db: Path,
+    db: Path | str,
     config: Config,
     sources: Sequence[SourceSettings] = (),
 ) -> list[int]:

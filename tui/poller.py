@@ -36,7 +36,7 @@ class ThreadedMonitor:
     @classmethod
     async def open(
         cls,
-        db: Path,
+        db: Path | str,
         config: Config,
         *,
         read_only: bool,

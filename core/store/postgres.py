@@ -47,7 +47,7 @@ as SQLite's busy timeout does: a store locked for good must not hang every calle
 (``zombietop run`` then runs its command unwatched, the watchdog says who to ask)."""
 RECONNECT_FIRST_S = 0.25
 _SQL = queries.load("postgresql")
-MIGRATIONS = tuple(_SQL[f"schema_v{n}"] for n in range(1, 17))
+MIGRATIONS = queries.migrations(_SQL)
 SCHEMA_VERSION = len(MIGRATIONS)
 """Numbered apart from the SQLite store's (which had migrations of its own): each .sql file
 says which SQLite version a PostgreSQL one matches."""
@@ -84,7 +84,7 @@ class _Query:
 Q = {
     name: _Query.parse(fill_columns(sql))
     for name, sql in _SQL.items()
-    if not name.startswith("schema_v")
+    if not name.startswith(queries.MIGRATION)
 }
 
 

@@ -19,6 +19,9 @@ _NAME = re.compile(r"^-- ([a-z0-9_]+) --$", re.MULTILINE)
 COMMON = "common"
 """The folder of the blocks every backend shares."""
 
+MIGRATION = "schema_v"
+"""The name of a migration block, before its number: ``schema_v1``, ``schema_v2``..."""
+
 
 def files(backend: str, package: str = "zombietop.store") -> list[Traversable]:
     """The ``.sql`` files that make up ``backend``'s blocks in ``package``: the one file
@@ -64,3 +67,17 @@ def load(backend: str, package: str = "zombietop.store") -> dict[str, str]:
                 )
             blocks[name], where[name] = sql, str(file)
     return blocks
+
+
+def migrations(blocks: dict[str, str]) -> tuple[str, ...]:
+    """Return the migration blocks of ``blocks`` in order, so that adding a migration is adding
+    its block. Their names must run from ``schema_v1`` up without a gap: a missing number would
+    leave a store at a version it never reached."""
+    names = [name for name in blocks if name.startswith(MIGRATION)]
+    expected = [f"{MIGRATION}{number}" for number in range(1, len(names) + 1)]
+    if sorted(names) != sorted(expected):
+        raise RuntimeError(
+            f"the migration blocks must be named {MIGRATION}1 to {MIGRATION}{len(names)}, "
+            f"one each, without a gap; found {', '.join(sorted(names))}"
+        )
+    return tuple(blocks[name] for name in expected)

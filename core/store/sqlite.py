@@ -33,12 +33,14 @@ from zombietop.store.sqlite_inline import InlineConnection
 
 SQL = queries.load("sqlite")
 APPLICATION_ID = 0x5A4F4D42  # "ZOMB": marks a SQLite file as a zombietop store.
-MIGRATIONS = tuple(SQL[f"schema_v{n}"] for n in range(1, 19))
+MIGRATIONS = queries.migrations(SQL)
 SCHEMA_VERSION = len(MIGRATIONS)
 BUSY_TIMEOUT_MS = 5000
 BEGIN_RETRIES = 4
 
-QUERIES = {name: fill_columns(sql) for name, sql in SQL.items() if not name.startswith("schema_v")}
+QUERIES = {
+    name: fill_columns(sql) for name, sql in SQL.items() if not name.startswith(queries.MIGRATION)
+}
 POLL_SQL = QUERIES["select_tasks_for_poll"]
 
 

@@ -4,6 +4,7 @@ and no block is defined twice (in common/ and a backend's folder, or twice in on
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -106,7 +107,7 @@ def test_every_block_is_run_by_the_code(dialect: str) -> None:
     unused = sorted(
         name
         for name in queries.load(dialect)
-        if dialect not in used.get(name, ()) and not name.startswith("schema_v")
+        if dialect not in used.get(name, ()) and not name.startswith(queries.MIGRATION)
     )
     assert not unused, f"{dialect} blocks nothing runs: {unused}"
 
@@ -159,6 +160,30 @@ def test_a_source_still_loads_its_own_file() -> None:
 def test_a_backend_without_sql_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="no SQL for backend 'mysql'"):
         queries.files("mysql")
+
+
+@pytest.mark.parametrize("dialect", BACKENDS)
+def test_the_schema_version_is_the_count_of_migration_blocks(dialect: str) -> None:
+    """Adding a migration is adding its block: the store's version follows the file."""
+    from zombietop.store import postgres, sqlite
+
+    text = resources.files("zombietop.store").joinpath("sql", dialect, "migrations.sql")
+    headers = re.findall(r"^-- schema_v\d+ --$", text.read_text(), re.MULTILINE)
+    store = {"sqlite": sqlite, "postgresql": postgres}[dialect]
+    assert store.SCHEMA_VERSION == len(store.MIGRATIONS) == len(headers)
+    assert store.MIGRATIONS[-1] == queries.load(dialect)[f"schema_v{len(headers)}"]
+
+
+def test_migrations_are_taken_in_number_order() -> None:
+    blocks = {"schema_v2": "two", "select_x": "x", "schema_v10": "ten", "schema_v1": "one"}
+    blocks |= {f"schema_v{n}": str(n) for n in range(3, 10)}
+    assert queries.migrations(blocks) == ("one", "two", *map(str, range(3, 10)), "ten")
+
+
+def test_a_gap_in_the_migrations_is_an_error() -> None:
+    blocks = {"schema_v1": "one", "schema_v3": "three"}
+    with pytest.raises(RuntimeError, match="schema_v1 to schema_v2, one each, without a gap"):
+        queries.migrations(blocks)
 
 
 def _folder(file: object) -> str:

@@ -8,9 +8,10 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from zombietop.config import Config, SourceSettings, load_config, resolve_config_path
+from zombietop.durations import parse_duration
 from zombietop.locations import SOURCES_ENV, default_store_path, store_location
 from zombietop.sources import check_source_url
 from zombietop.store import Store, open_store
@@ -21,6 +22,26 @@ EXIT_UNKNOWN = 3
 """``status`` speaks the Nagios plugin API: a usage error there is UNKNOWN, not 2."""
 
 P = TypeVar("P", bound=argparse.ArgumentParser)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with the exit status of a usage error chosen per command."""
+
+    usage_exit = EXIT_ERROR
+    commands: argparse._SubParsersAction[Parser]
+    """The subcommands' parsers, on the top-level parser."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(self.usage_exit, f"{self.prog}: error: {message}\n")
+
+
+def duration(text: str) -> float:
+    """The argparse type of a duration flag (``90s``, ``30m``, ``1h30m``): its seconds."""
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def store_flags() -> argparse.ArgumentParser:

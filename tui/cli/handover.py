@@ -7,21 +7,13 @@ import argparse
 import json
 from datetime import datetime, tzinfo
 
-from zombietop.durations import parse_duration
 from zombietop.errors import ZombietopError
 from zombietop.handover import read_handover
 from zombietop.incident_story import stories
 from zombietop.printable import printable
 from zombietop.store import open_store
-from zombietop.tui.cli.context import EXIT_OK, add_command, context_of
+from zombietop.tui.cli.context import EXIT_OK, add_command, context_of, duration
 from zombietop.tui.handover_text import handover_json, handover_markdown, story_json, story_text
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_parser(
@@ -45,7 +37,7 @@ def add_parser(
     )
     handover.add_argument(
         "--since",
-        type=_duration,
+        type=duration,
         default=8 * 3600.0,
         metavar="DURATION",
         help="how far back the window goes (default: 8h)",

@@ -17,20 +17,7 @@ from zombietop import __version__
 from zombietop.errors import ZombietopError
 from zombietop.printable import ERROR_LIMIT, bounded
 from zombietop.tui.cli import dashboard
-from zombietop.tui.cli.context import EXIT_ERROR, source_flags, store_flags
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, with the exit status of a usage error chosen per command."""
-
-    usage_exit = EXIT_ERROR
-    commands: argparse._SubParsersAction[Parser]
-    """The subcommands' parsers, on the top-level parser."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(self.usage_exit, f"{self.prog}: error: {message}\n")
-
+from zombietop.tui.cli.context import EXIT_ERROR, Parser, source_flags, store_flags
 
 COMMANDS: dict[str, tuple[str, ...]] = {
     "zombietop.tui.cli.status": ("status",),
@@ -63,7 +50,7 @@ ack), and 2 on a usage error or a failure.
 `zombietop COMMAND --help` says what each command does, with an example."""
 
 
-def build_parser(command: str | None = None, *, commands: bool = True) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, *, commands: bool = True) -> Parser:
     """The parser of every command, or of ``command``'s module only when it names one; with
     ``commands=False``, of the dashboard alone (its flags, and no subcommand's module)."""
     common = store_flags()

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from zombietop import oncall
-from zombietop.durations import format_age, format_duration, parse_duration
+from zombietop.durations import format_age, format_duration
 from zombietop.errors import TaskNotFound, ZombietopError
 from zombietop.failed_runs import job_incident, older_failures, open_failures
 from zombietop.heartbeat_line import format_timestamp
@@ -22,14 +22,14 @@ from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
 from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
-from zombietop.tui.cli.context import EXIT_OK, Context, add_command, context_of, source_flags
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+from zombietop.tui.cli.context import (
+    EXIT_OK,
+    Context,
+    add_command,
+    context_of,
+    duration,
+    source_flags,
+)
 
 
 def add_parser(
@@ -71,7 +71,7 @@ def _add_ack(
     ack.add_argument(
         "--for",
         dest="duration",
-        type=_duration,
+        type=duration,
         metavar="DURATION",
         help="how long, e.g. 2h (default: [oncall] ack_for)",
     )
@@ -148,7 +148,7 @@ def _add_silence(
     silence.add_argument(
         "--for",
         dest="duration",
-        type=_duration,
+        type=duration,
         required=True,
         metavar="DURATION",
         help="how long, e.g. 8h (at most [oncall] max_silence)",

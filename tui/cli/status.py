@@ -31,7 +31,13 @@ from zombietop.snapshot import finished_view
 from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
 from zombietop.store.interface import FinishedKey
-from zombietop.tui.cli.context import EXIT_UNKNOWN, add_command, context_of, source_flags
+from zombietop.tui.cli.context import (
+    EXIT_UNKNOWN,
+    Parser,
+    add_command,
+    context_of,
+    source_flags,
+)
 from zombietop.tui.cli.status_json import (
     JsonStream,
     read_at,
@@ -548,9 +554,7 @@ rest is printed all the same). With --prometheus: 0 once the metrics are written
 (the store's state is in them), 3 when they cannot be."""
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
+def add_parser(sub: argparse._SubParsersAction[Parser], common: argparse.ArgumentParser) -> None:
     status = add_command(
         sub,
         "status",

@@ -149,7 +149,7 @@ def process_words(view: TaskView) -> str:
         tree = f" + {process.children} {plural} (cpu, rss summed over the tree)"
     idle = ""
     if process.idle_s is not None:
-        source = _IDLE_SOURCE_WORDS.get(process.idle_source, "")
+        source = "" if process.idle_source is None else _IDLE_SOURCE_WORDS[process.idle_source]
         idle = f", idle {format_age(process.idle_s)} (no CPU, no I/O{source})"
     return (
         f"pid {process.pid}{tree} {alive}, status {process.status or '-'}, cpu {cpu}{idle}, "
