@@ -18,7 +18,7 @@ from zombietop.errors import StoreBusy, StoreError
 from zombietop.health import Health
 from zombietop.model import EventKind
 from zombietop.monitor import TaskView
-from zombietop.page import STORE_WRITE
+from zombietop.page import STORE_WRITE, PageKind
 from zombietop.sources import Origin
 from zombietop.store.interface import Seen
 from zombietop.watchdog_hands import Hands, Look
@@ -93,7 +93,7 @@ class Quarantines:
                 self._write_down = False
                 hands.page(
                     look,
-                    "all_clear",
+                    PageKind.ALL_CLEAR,
                     f"zombietop watchdog writes {hands.store.describe()} again",
                     incident=STORE_WRITE,
                 )
@@ -157,7 +157,7 @@ class Quarantines:
             self._write_down = True
             self.hands.page(
                 look,
-                "watchdog",
+                PageKind.WATCHDOG,
                 f"zombietop watchdog cannot write {self.hands.store.describe()}: could not "
                 f"quarantine {task_id} ({view.health}): {exc} - {what_to_do(exc)}",
                 incident=STORE_WRITE,

@@ -8,6 +8,7 @@ import asyncio
 from zombietop.clock import FakeClock
 from zombietop.config import NotifySettings
 from zombietop.notify import DeliveryError, Outbox, Page
+from zombietop.page import PageKind
 
 
 class FlakyNotifier:
@@ -30,7 +31,7 @@ class FlakyNotifier:
 def outbox(notifier: FlakyNotifier, said: list[str], *, backoff: float) -> Outbox:
     settings = NotifySettings(retry_backoff=backoff, max_attempts=5)
     outbox = Outbox([notifier], settings, FakeClock(), log=said.append)
-    outbox.put(Page(kind="incident", line="t1 stalled", task_id="t1", at=0.0))
+    outbox.put(Page(kind=PageKind.INCIDENT, line="t1 stalled", task_id="t1", at=0.0))
     return outbox
 
 

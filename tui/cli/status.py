@@ -480,7 +480,8 @@ class Older:
         """The snapshot with these tasks in its counts."""
         counts = dict(snapshot.counts)
         for state, n in self.counts.items():
-            counts[Health(state.value)] = counts.get(Health(state.value), 0) + n
+            health = Health.of_finished(state)
+            counts[health] = counts.get(health, 0) + n
         return replace(snapshot, counts=counts)
 
     async def views(self) -> AsyncIterator[TaskView]:
