@@ -5,7 +5,7 @@ overrun is only logged; a request overrun pages. Any other flag whose traits say
 Budgets are not a health: a healthy task can be over its stage budget. Each reaction is taken
 once (its one-shot key goes into the incident book's ``once``), and an overrun is not paged
 while the task's incident is open: the incident's page spoke for the task already. The watch
-is asked about each task at each look of the watchdog (one poll of the store and what follows).
+is asked about each task at each look of the watchdog (see docs/glossary.md).
 """
 
 from __future__ import annotations

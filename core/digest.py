@@ -1,6 +1,6 @@
 """Many task pages at one look become a few digests: a mass incident pages a human per group.
 
-A look is one round of the watchdog: one poll of the store and what it leads to.
+For the words look and page, see docs/glossary.md.
 
 Up to ``[notify] digest_after`` task pages at one look go out one by one. Past it, the pages
 of each kind (incident, renotify, all-clear, an overrun) and health are grouped by host, and a

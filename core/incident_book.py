@@ -5,8 +5,8 @@ An incident opens when a task's health pages: the task is quarantined first, the
 paged with one line (unless a silence holds the page). While it is open, the on-call loop
 (``zombietop.oncall``) says when it is owed another notice. It closes when the task's health
 no longer pages, or the task is gone: the hold is let go of, the ack ended, the all-clear paged.
-The book judges one task at a time, as one look of the watchdog (one poll of the store and what
-it leads to) hands it each task's view.
+The book judges one task at a time, as each look of the watchdog hands it each task's view.
+For the words book, incident, notice, hold and look, see docs/glossary.md.
 
 The book's memory is the event log, so a watchdog that restarts, or runs from cron
 (``--once``), pages once per incident too. ``restore`` reads it back through one store query

@@ -1,6 +1,6 @@
 """Whether one poll of the store can be acted on, and what to say when it cannot.
 
-A look of the watchdog (one poll of the store and what follows it) acts on its verdicts only
+A look of the watchdog (see docs/glossary.md) acts on its verdicts only
 when the store could be read, read in time, and its ages can be trusted (``ClockWatch``).
 Otherwise its verdicts are withheld: nothing is quarantined, killed or paged on them. The
 watchdog pages itself when the store cannot be read, and again when it can; a stretch of

@@ -3,8 +3,8 @@
 A task of zombietop's own store is held in the store. A task of a read-only source (an
 engine's database) is held on zombietop's side only: an event in the store that the monitor
 shows as the hold, never a write into the engine's database. A hold that cannot be written
-(a full disk, a lock held by another writer) is tried again at every look of the watchdog (one
-poll of the store and what follows it); the watchdog pages once that it cannot write the store,
+(a full disk, a lock held by another writer) is tried again at every look of the watchdog (see
+docs/glossary.md); the watchdog pages once that it cannot write the store,
 saying why and what to do, and once when it can.
 
 The hold is written only if the task has not beaten or renewed its lease since the look read

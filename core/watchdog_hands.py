@@ -1,11 +1,9 @@
 """What the watchdog's parts act with, and what one look of the watchdog has done so far.
 
-A *look* is one round of the watchdog: one poll of the store, the decision whether that
-snapshot can be trusted, the verdict on each task acted on, and the delivery of the pages.
-``Look`` gathers what one look does as it goes: the pages it queued, the lines it will log,
-the actions it took. ``Hands`` is how every part of the watchdog records an event, queues a
-page or runs an action, all in the same way. A dry run records nothing and changes nothing;
-its pages are shown instead of sent.
+For the words look and hands, see docs/glossary.md. ``Look`` gathers what one look does as it
+goes: the pages it queued, the lines it will log, the actions it took. ``Hands`` is how every
+part of the watchdog records an event, queues a page or runs an action, all in the same way. A
+dry run records nothing and changes nothing; its pages are shown instead of sent.
 """
 
 from __future__ import annotations
