@@ -345,11 +345,18 @@ class Outbox:
         for row in kept:
             if row.page_id in queued:
                 continue
+            try:
+                kind, health = PageKind(row.kind), page_health(row.health)
+            except ValueError:
+                # Written by a newer zombietop that knows a word this one does not.
+                self.log(f"dropping a page of an unknown kind or health: {bounded(row.line)}")
+                await self._drop(row.page_id)
+                continue
             page = Page(
-                kind=PageKind(row.kind),
+                kind=kind,
                 line=row.line,
                 task_id=row.task_id,
-                health=page_health(row.health),
+                health=health,
                 at=row.page_at,
                 incident=row.incident,
                 runbook=row.runbook,
