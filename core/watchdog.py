@@ -15,7 +15,7 @@ its own, which this class only puts together:
 - ``LeaseKeeper``: whether this watchdog is the active one or a standby.
 - ``IncidentBook`` (with ``Quarantines``): open, follow up, retry and close incidents.
 - ``BudgetWatch``, ``ScheduleWatch``, ``SpinningWatch``: overruns, missed schedules and
-  spinning tasks.
+  the tasks of a health that warns (spinning), logged and digested.
 - ``Hands``: how all of them record events, queue pages and run actions; ``Look`` gathers
   what one look did, and ``LookReport`` is what the caller hears of it.
 """
