@@ -5,7 +5,7 @@ overrun is only logged; a request overrun pages. Any other flag whose traits say
 Budgets are not a health: a healthy task can be over its stage budget. Each reaction is taken
 once (its one-shot key goes into the incident book's ``once``), and an overrun is not paged
 while the task's incident is open: the incident's page spoke for the task already. The watch
-is asked about each task at each look of the watchdog (one poll of the store and what follows).
+is asked about each task at each look of the watchdog (see docs/glossary.md).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from zombietop.health import Flag
 from zombietop.incident_book import IncidentBook
 from zombietop.model import EventKind
 from zombietop.monitor import TaskView
+from zombietop.page import PageKind
 from zombietop.watchdog_hands import Hands, Look
 
 
@@ -47,7 +48,9 @@ class BudgetWatch:
             # The flags that page once per task (FLAG_TRAITS); the budgets' own are below.
             key = f"flag:{flag}:{task.task_id}:{task.attempt}"
             if flag.pages_once and key not in once:
-                await self._overrun(look, str(flag), verdict.context(look.now), key, view)
+                await self._overrun(
+                    look, PageKind.of_flag(flag), verdict.context(look.now), key, view
+                )
         budgets = verdict.budgets(look.now)
         beat = view.heartbeat
         if Flag.STAGE_OVERRUN in flags and budgets.stage.used_s is not None:
@@ -55,7 +58,9 @@ class BudgetWatch:
         if Flag.REQUEST_OVERRUN in flags and beat is not None:
             key = f"request:{task.task_id}:{beat.request_name}:{beat.request_started_at}"
             if key not in once:
-                await self._overrun(look, "request_overrun", verdict.context(look.now), key, view)
+                await self._overrun(
+                    look, PageKind.REQUEST_OVERRUN, verdict.context(look.now), key, view
+                )
         if Flag.TASK_OVERRUN in flags:
             key = f"task:{task.task_id}:{task.attempt}"
             if key not in once:
@@ -92,7 +97,7 @@ class BudgetWatch:
             else:
                 then = ""
             line = view.verdict.context(look.now) + then
-            await self._overrun(look, "stage_overrun", line, key, view)
+            await self._overrun(look, PageKind.STAGE_OVERRUN, line, key, view)
         kill_key = "kill:" + key
         if factor and used >= kill_at and kill_key not in once and task.pid is not None:
             once.add(kill_key)
@@ -108,7 +113,9 @@ class BudgetWatch:
             )
             await self.hands.act(view, ActionKind.KILL, reason, look)
 
-    async def _overrun(self, look: Look, kind: str, line: str, key: str, view: TaskView) -> None:
+    async def _overrun(
+        self, look: Look, kind: PageKind, line: str, key: str, view: TaskView
+    ) -> None:
         """Page an overrun once; while the task's incident is open, or an upstream's incident
         it waits behind, that page already spoke."""
         self.book.once.add(key)

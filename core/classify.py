@@ -31,11 +31,6 @@ from zombietop.verdict import (
 INF = float("inf")
 RECORD_GRACE_MAX = 30.0
 """At most this long a supervisor that still beats is given to record how its task ended."""
-_FINISHED_HEALTH = {
-    TaskState.SUCCEEDED: Health.SUCCEEDED,
-    TaskState.FAILED: Health.FAILED,
-    TaskState.DISCARDED: Health.DISCARDED,
-}
 
 
 def classify(
@@ -60,7 +55,7 @@ def classify(
     reasons: list[Reason] = []
     state = task.state
     executing = state.executing
-    if state in _FINISHED_HEALTH:
+    if state.finished:
         health = _finished_rules(task, process, limits, reasons)
     elif executing:
         _executing_rules(now, task, lease, heartbeat, process, limits, reasons)
@@ -466,7 +461,7 @@ def _finished_rules(
     task: Task, process: ProcessSample | None, limits: Limits, reasons: list[Reason]
 ) -> Health:
     """A finished task's health: its own word, or orphaned while its process lives on."""
-    health = _FINISHED_HEALTH[task.state]
+    health = Health.of_finished(task.state)
     if process is not None and not process.gone:
         health = Health.ORPHANED
         reasons.append(_orphaned_reason(task, process, limits))

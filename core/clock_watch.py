@@ -1,6 +1,6 @@
 """Whether a look's ages can be trusted: the clocks the watchdog measures them by, watched.
 
-A look is one round of the watchdog: one poll of the store and what it leads to.
+The words look and watchdog are as in docs/glossary.md.
 
 Every age (a heartbeat's, a lease's) is the store's clock less a moment the store holds. On
 SQLite, the store's clock is read in this very process (the anchor plus this host's boot clock),

@@ -1,6 +1,6 @@
 """Many task pages at one look become a few digests: a mass incident pages a human per group.
 
-A look is one round of the watchdog: one poll of the store and what it leads to.
+For the words look and page, see docs/glossary.md.
 
 Up to ``[notify] digest_after`` task pages at one look go out one by one. Past it, the pages
 of each kind (incident, renotify, all-clear, an overrun) and health are grouped by host, and a
@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from zombietop.page import Page
+from zombietop.page import Page, PageKind
 
 WORST_SHOWN = 3
 """Task lines a digest carries in full, the longest silent first."""
@@ -44,14 +44,20 @@ def digest(members: Sequence[Page], *, at: float, by_host: bool = True) -> Page:
     hosts = sorted({page.host or "an unknown host" for page in members})
     where = f" on {hosts[0]}" if by_host or len(hosts) == 1 else f" on {len(hosts)} hosts"
     starts = [page.since for page in members if page.since is not None]
-    since = f" since {_clock_time(min(starts))}" if starts and first.kind != "all_clear" else ""
+    since = (
+        f" since {_clock_time(min(starts))}"
+        if starts and first.kind is not PageKind.ALL_CLEAR
+        else ""
+    )
     worst = sorted(members, key=lambda page: (page.since is None, page.since or 0.0))
     shown = [page.line for page in worst[:WORST_SHOWN]]
     more = len(members) - len(shown)
     tail = f" | and {more} more" if more else ""
     line = (
         f"{len(members)} tasks {_what(first)}{where}{since}; "
-        f"{'worst' if first.kind != 'all_clear' else 'first'}: " + " | ".join(shown) + tail
+        f"{'worst' if first.kind is not PageKind.ALL_CLEAR else 'first'}: "
+        + " | ".join(shown)
+        + tail
     )
     return replace(
         first,
@@ -65,12 +71,12 @@ def digest(members: Sequence[Page], *, at: float, by_host: bool = True) -> Page:
 
 
 def _what(page: Page) -> str:
-    health = page.health or "?"
-    if page.kind == "incident":
+    health = str(page.health or "?")
+    if page.kind is PageKind.INCIDENT:
         return health
-    if page.kind == "renotify":
+    if page.kind is PageKind.RENOTIFY:
         return f"still {health}"
-    if page.kind == "all_clear":
+    if page.kind is PageKind.ALL_CLEAR:
         return f"all clear (now {health})"
     return f"{page.kind.replace('_', ' ')} ({health})"
 

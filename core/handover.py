@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from zombietop import oncall
 from zombietop.incident_story import Story, stories_of_tasks
 from zombietop.model import Ack, Event, EventKind, Silence
+from zombietop.page import PageKind
 from zombietop.store import Store
 
 SILENCE_HORIZON = 8 * 3600.0
@@ -106,9 +107,9 @@ def missed_schedules(
             continue
         seen.add(event.event_id)
         page = event.data.get("page")
-        if page == "incident" and not event.data.get("released") and name not in opened:
+        if page == PageKind.INCIDENT and not event.data.get("released") and name not in opened:
             opened[name] = event
-        elif page == "all_clear" and name in opened:
+        elif page == PageKind.ALL_CLEAR and name in opened:
             first = opened.pop(name)
             missed.append(_missed(first, event))
     missed += [_missed(first, None) for first in opened.values()]

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
+from zombietop.model import TaskState
+
 
 class RowOrder(StrEnum):
     """How the rows of one health sort among themselves, after the health's rank."""
@@ -33,6 +35,18 @@ class NagiosLevel(IntEnum):
     """The store or the config could not be read: zombietop cannot say."""
 
 
+class WatchReaction(StrEnum):
+    """What the watchdog does with a task of one health (``Health.watch``)."""
+
+    PAGE = "page"
+    """It opens an incident and pages a human."""
+    DIGEST = "digest"
+    """It logs the task once, and lists it in a digest every ``[watch] digest_every``: nobody
+    is woken, but nothing is dropped."""
+    QUIET = "quiet"
+    """It says nothing: the task needs nobody, or a human was already told."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HealthTraits:
     """What one health means to each module that reads it: one row of ``HEALTH_TRAITS``."""
@@ -40,7 +54,8 @@ class HealthTraits:
     pages: bool = False
     """It wakes a human: the watchdog opens an incident, and ``status`` exits CRITICAL."""
     warns: bool = False
-    """Someone should look soon, but nobody is woken: ``status`` exits WARNING."""
+    """Someone should look soon, but nobody is woken: ``status`` exits WARNING, and the
+    watchdog logs the task and lists it in its digest."""
     asks_a_human: bool = False
     """A human must decide what to do: the page line ends with "resume or discard"."""
     asks_to_kill: bool = False
@@ -99,6 +114,15 @@ class Health(StrEnum):
     DISCARDED = "discarded"
     """Given up by an operator."""
 
+    @classmethod
+    def of_finished(cls, state: TaskState) -> Health:
+        """The health of a task whose state is final, before its process is checked (a process
+        that lives on makes it orphaned)."""
+        try:
+            return _FINISHED_HEALTH[state]
+        except KeyError:
+            raise ValueError(f"{state} is not a finished state") from None
+
     @property
     def rank(self) -> int:
         """Position in urgency order: 0 is the most urgent."""
@@ -149,6 +173,15 @@ class Health(StrEnum):
         return HEALTH_TRAITS[self].order
 
     @property
+    def watch(self) -> WatchReaction:
+        """What the watchdog does with the task: a warning health is always digested, so a new
+        one is logged without a line of the watchdog changed."""
+        traits = HEALTH_TRAITS[self]
+        if traits.pages:
+            return WatchReaction.PAGE
+        return WatchReaction.DIGEST if traits.warns else WatchReaction.QUIET
+
+    @property
     def nagios_level(self) -> NagiosLevel:
         """What ``status`` exits with for a task of this health and no budget flag."""
         traits = HEALTH_TRAITS[self]
@@ -158,6 +191,11 @@ class Health(StrEnum):
 
 
 _HEALTH_RANK = {health: rank for rank, health in enumerate(Health)}
+_FINISHED_HEALTH = {
+    TaskState.SUCCEEDED: Health.SUCCEEDED,
+    TaskState.FAILED: Health.FAILED,
+    TaskState.DISCARDED: Health.DISCARDED,
+}
 HEALTH_TRAITS: Mapping[Health, HealthTraits] = {
     Health.DEAD: HealthTraits(
         pages=True,

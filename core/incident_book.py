@@ -5,8 +5,8 @@ An incident opens when a task's health pages: the task is quarantined first, the
 paged with one line (unless a silence holds the page). While it is open, the on-call loop
 (``zombietop.oncall``) says when it is owed another notice. It closes when the task's health
 no longer pages, or the task is gone: the hold is let go of, the ack ended, the all-clear paged.
-The book judges one task at a time, as one look of the watchdog (one poll of the store and what
-it leads to) hands it each task's view.
+The book judges one task at a time, as each look of the watchdog hands it each task's view.
+For the words book, incident, notice, hold and look, see docs/glossary.md.
 
 The book's memory is the event log, so a watchdog that restarts, or runs from cron
 (``--once``), pages once per incident too. ``restore`` reads it back through one store query
@@ -30,7 +30,7 @@ from zombietop.model import Ack, EventKind, Silence, TaskState
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.oncall import FollowUp, Notices, capped_words, notice_line, with_note
 from zombietop.output import last_output_of, with_last_output
-from zombietop.page import incident_key
+from zombietop.page import PageKind, incident_key
 from zombietop.quarantines import Quarantines
 from zombietop.root_causes import blocks_words
 from zombietop.schedules import ScheduleHealth
@@ -146,7 +146,7 @@ class IncidentBook:
             key = notice_key(event.task_id, event.data)
             if key is not None:
                 self.notices.remember(key, event.data, event.at)
-            if page == "incident" and event.task_id and not event.data.get("released"):
+            if page == PageKind.INCIDENT and event.task_id and not event.data.get("released"):
                 self.incidents[event.task_id] = Incident(
                     task_id=event.task_id,
                     health=Health(event.data["health"]),
@@ -224,9 +224,9 @@ class IncidentBook:
         if silence is not None:
             await self._held_by(silence, view, context, page_key, notice.incident, look)
             return
-        hands.page(look, "incident", line, view=view, incident=notice.incident)
+        hands.page(look, PageKind.INCIDENT, line, view=view, incident=notice.incident)
         data = {
-            "page": "incident",
+            "page": PageKind.INCIDENT,
             "key": page_key,
             "health": str(view.health),
             "incident": notice.incident,
@@ -258,7 +258,7 @@ class IncidentBook:
             f"held by silence {silence.silence_id}: {context}",
             view.task_id,
             {
-                "page": "incident",
+                "page": PageKind.INCIDENT,
                 "key": page_key,
                 "health": str(view.health),
                 "held": silence.silence_id,
@@ -375,7 +375,7 @@ class IncidentBook:
         incident = notice.incident
         number = self.notices.sent(key, at=now)
         text = notice_line(line, notice=number, open_for=now - notice.opened_at)
-        kind = "incident" if due is FollowUp.RELEASE else "renotify"
+        kind = PageKind.INCIDENT if due is FollowUp.RELEASE else PageKind.RENOTIFY
         data: dict[str, Any] = {"page": kind, "notice": number}
         if due is FollowUp.RELEASE:
             data["released"] = True
@@ -419,9 +419,9 @@ class IncidentBook:
         await self._end_ack(task_id, look)
         if await self._closed_unpaged(task_id, line, look):
             return
-        self.hands.page(look, "all_clear", line, view=view, health=health, incident=name)
+        self.hands.page(look, PageKind.ALL_CLEAR, line, view=view, health=health, incident=name)
         await self.hands.record(
-            EventKind.PAGE, line, task_id, {"page": "all_clear", "health": str(health)}
+            EventKind.PAGE, line, task_id, {"page": PageKind.ALL_CLEAR, "health": str(health)}
         )
 
     async def close_vanished(self, snapshot: Snapshot, look: Look) -> None:
@@ -443,8 +443,8 @@ class IncidentBook:
             await self._end_ack(task_id, look)
             if await self._closed_unpaged(task_id, line, look):
                 continue
-            self.hands.page(look, "all_clear", line, incident=name)
-            await self.hands.record(EventKind.PAGE, line, task_id, {"page": "all_clear"})
+            self.hands.page(look, PageKind.ALL_CLEAR, line, incident=name)
+            await self.hands.record(EventKind.PAGE, line, task_id, {"page": PageKind.ALL_CLEAR})
 
     def name_of(self, incident: Incident) -> str:
         """The name the incident's pages carry (``zombietop.page.incident_key``)."""
@@ -472,7 +472,7 @@ class IncidentBook:
             return False
         look.logs.append(f"silenced (not paged): {line}")
         await self.hands.record(
-            EventKind.WATCHDOG, line, task_id, {"page": "all_clear", "held": True}
+            EventKind.WATCHDOG, line, task_id, {"page": PageKind.ALL_CLEAR, "held": True}
         )
         return True
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from zombietop.model import Event, EventKind
+from zombietop.page import PageKind
 from zombietop.store import Store
 
 STORY_KINDS = (
@@ -111,7 +112,7 @@ def _opens(event: Event) -> bool:
     data = event.data
     return (
         event.kind in (EventKind.PAGE, EventKind.WATCHDOG)
-        and data.get("page") == "incident"
+        and data.get("page") == PageKind.INCIDENT
         and not data.get("released")
         and "schedule" not in data
     )
@@ -122,13 +123,13 @@ def _entry(event: Event) -> Entry:
     step = Step.WATCHDOG
     if kind == EventKind.PAGE or (kind == EventKind.WATCHDOG and "page" in data):
         page = data.get("page")
-        if page == "all_clear":
+        if page == PageKind.ALL_CLEAR:
             step = Step.ALL_CLEAR
-        elif page == "incident":
+        elif page == PageKind.INCIDENT:
             step = Step.HELD if data.get("held") else Step.PAGED
             if data.get("released"):
                 step = Step.RENOTIFIED  # paged at last, the silence over
-        elif page == "renotify":
+        elif page == PageKind.RENOTIFY:
             step = Step.RENOTIFIED
         # Any other page is a one-shot warning (an overrun): told as the watchdog said it.
     elif kind == EventKind.INCIDENT_NOTE:

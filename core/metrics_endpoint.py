@@ -1,10 +1,10 @@
 """``/metrics`` over HTTP: one body rendered per look, on a thread, served as is to everyone.
 
-A look is one round of the watchdog: one poll of the store and what it leads to
-(``zombietop.watchdog``). A scrape never renders (4 MB at 10,000 tasks) and never waits on
-the watchdog's loop for long: it is handed the body of the last look, whoever asks and however
-many ask. The server is ``zombietop.http_server``'s, with its bounds. ``MetricsUpdate`` hands
-each look's outcome to the metrics and the endpoint.
+For the word look, see docs/glossary.md (``zombietop.watchdog`` makes the looks). A scrape
+never renders (4 MB at 10,000 tasks) and never waits on the watchdog's loop for long: it is
+handed the body of the last look, whoever asks and however many ask. The server is
+``zombietop.http_server``'s, with its bounds. ``MetricsUpdate`` hands each look's outcome to
+the metrics and the endpoint.
 """
 
 from __future__ import annotations

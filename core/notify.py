@@ -37,6 +37,7 @@ from zombietop.digest import compose
 from zombietop.errors import ZombietopError
 from zombietop.extras import require
 from zombietop.page import Page as Page  # where every caller has found it
+from zombietop.page import PageKind, page_health
 from zombietop.printable import ERROR_LIMIT, ID_LIMIT, bounded
 from zombietop.redact import redact_url, scrub
 from zombietop.store import Store
@@ -49,10 +50,6 @@ CHANNEL_THREADS = 4
 executor, which the store and the process probe need."""
 
 _T = TypeVar("_T")
-
-
-ACKNOWLEDGED = "acknowledged"
-"""The page that says a human acked an incident: only channels that keep incidents get it."""
 
 
 class DeliveryError(ZombietopError):
@@ -99,7 +96,7 @@ class CommandNotifier:
             "ZOMBIETOP_PAGE": page.shown,
             "ZOMBIETOP_PAGE_KIND": page.kind,
             "ZOMBIETOP_TASK": bounded(page.task_id or "", limit=ID_LIMIT, word=ID_LIMIT),
-            "ZOMBIETOP_HEALTH": page.health or "",
+            "ZOMBIETOP_HEALTH": str(page.health or ""),
         }
         try:
             process = await asyncio.create_subprocess_exec(
@@ -348,11 +345,18 @@ class Outbox:
         for row in kept:
             if row.page_id in queued:
                 continue
+            try:
+                kind, health = PageKind(row.kind), page_health(row.health)
+            except ValueError:
+                # Written by a newer zombietop that knows a word this one does not.
+                self.log(f"dropping a page of an unknown kind or health: {bounded(row.line)}")
+                await self._drop(row.page_id)
+                continue
             page = Page(
-                kind=row.kind,
+                kind=kind,
                 line=row.line,
                 task_id=row.task_id,
-                health=row.health,
+                health=health,
                 at=row.page_at,
                 incident=row.incident,
                 runbook=row.runbook,
@@ -454,7 +458,7 @@ class Outbox:
                 self._queue.append(_Delivery(page=page, notifier=notifier, next_at=page.at))
         if not others:
             return
-        told = [page for page in pages if page.kind != ACKNOWLEDGED]
+        told = [page for page in pages if page.kind is not PageKind.ACKNOWLEDGED]
         for page in compose(told, after=self.settings.digest_after, at=self.clock.now()):
             for notifier in others:
                 self._queue.append(_Delivery(page=page, notifier=notifier, next_at=page.at))
@@ -472,7 +476,7 @@ class Outbox:
                     kind=page.kind,
                     line=page.line,
                     task_id=page.task_id,
-                    health=page.health,
+                    health=page.health and str(page.health),
                     page_at=page.at,
                     attempts=delivery.attempts,
                     next_at=delivery.next_at,

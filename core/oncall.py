@@ -19,7 +19,7 @@ from zombietop.errors import ActionRefused
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.identity import real_user
 from zombietop.model import Ack, EventKind, Matcher, Note, Silence, Task
-from zombietop.page import incident_key
+from zombietop.page import PageKind, incident_key
 from zombietop.printable import bounded, printable
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class Notices:
     def remember(self, key: str, data: Mapping[str, object], at: float) -> None:
         """Replay one page event of the log (oldest first)."""
         page = data.get("page")
-        if page == "incident":
+        if page == PageKind.INCIDENT:
             if data.get("released") and key in self._open:
                 self.sent(key, at=at)
             else:
@@ -195,9 +195,9 @@ class Notices:
                     paged=not data.get("held"),
                     incident=name if isinstance(name, str) else None,
                 )
-        elif page == "renotify" and key in self._open:
+        elif page == PageKind.RENOTIFY and key in self._open:
             self.sent(key, at=at)
-        elif page == "all_clear":
+        elif page == PageKind.ALL_CLEAR:
             self._open.pop(key, None)
 
     def due(

@@ -31,8 +31,9 @@ from typing import Any
 
 from zombietop.config import PAGERDUTY_KEY_ENV, PagerDutySettings
 from zombietop.errors import ZombietopError
-from zombietop.notify import ACKNOWLEDGED, ChannelThreads, DeliveryError
-from zombietop.page import Page, incident_key
+from zombietop.health import Health
+from zombietop.notify import ChannelThreads, DeliveryError
+from zombietop.page import Page, PageKind, incident_key
 from zombietop.printable import ID_LIMIT, bounded, printable
 from zombietop.private import read_secret
 from zombietop.procs import this_host
@@ -45,11 +46,6 @@ DEDUP_LIMIT = 255
 ROUTING_KEY = re.compile(r"[A-Za-z0-9]{32}")
 """An Events API v2 integration key: 32 letters and digits."""
 KEY_FILE_LIMIT = 4096
-
-CRITICAL = frozenset({"dead", "orphaned", "reclaimable"})
-"""Healths whose page asks for a kill or a resume now: the work is lost or a process runs loose."""
-WARNING = frozenset({"stage_overrun", "request_overrun"})
-"""Pages that warn of a budget spent, and open no incident here."""
 
 
 def read_routing_key(settings: PagerDutySettings, environ: Mapping[str, str] = os.environ) -> str:
@@ -90,32 +86,38 @@ def dedup_key(page: Page) -> str:
 
 def severity(page: Page) -> str:
     """How loud PagerDuty should be: a lost task or a blind watchdog is critical."""
-    if page.kind in WARNING:
+    if page.kind.budget:
         return "warning"
-    if page.kind == "watchdog" or page.health in CRITICAL:
+    if page.kind is PageKind.WATCHDOG or _critical(page.health):
         return "critical"
     return "error"
+
+
+def _critical(health: object) -> bool:
+    """True for a health whose page asks for a kill or a resume now: the work is lost
+    (``retryable``) or a process runs loose (``asks_to_kill``)."""
+    return isinstance(health, Health) and (health.retryable or health.asks_to_kill)
 
 
 def event(page: Page, routing_key: str, *, source: str) -> dict[str, Any]:
     """The Events API v2 body of one page."""
     key = dedup_key(page)
-    if page.kind == ACKNOWLEDGED:
+    if page.kind is PageKind.ACKNOWLEDGED:
         return {"routing_key": routing_key, "event_action": "acknowledge", "dedup_key": key}
-    if page.kind == "all_clear":
+    if page.kind is PageKind.ALL_CLEAR:
         return {"routing_key": routing_key, "event_action": "resolve", "dedup_key": key}
-    details = {"page": page.kind, "line": page.shown}
+    details = {"page": str(page.kind), "line": page.shown}
     if page.task_id is not None:
         details["task"] = bounded(page.task_id, limit=ID_LIMIT, word=ID_LIMIT)
     if page.health is not None:
-        details["health"] = page.health
+        details["health"] = str(page.health)
     payload: dict[str, Any] = {
         "summary": bounded(page.line, limit=SUMMARY_LIMIT),
         "source": bounded(page.host or source, limit=DEDUP_LIMIT),
         "severity": severity(page),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(page.at)),
         "component": details.get("task", "watchdog"),
-        "class": page.health or page.kind,
+        "class": str(page.health or page.kind),
         "custom_details": details,
     }
     body: dict[str, Any] = {

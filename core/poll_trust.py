@@ -1,6 +1,6 @@
 """Whether one poll of the store can be acted on, and what to say when it cannot.
 
-A look of the watchdog (one poll of the store and what follows it) acts on its verdicts only
+A look of the watchdog (see docs/glossary.md) acts on its verdicts only
 when the store could be read, read in time, and its ages can be trusted (``ClockWatch``).
 Otherwise its verdicts are withheld: nothing is quarantined, killed or paged on them. The
 watchdog pages itself when the store cannot be read, and again when it can; a stretch of
@@ -23,7 +23,7 @@ from zombietop.clock_watch import ClockWatch, beats_of
 from zombietop.durations import format_age
 from zombietop.model import EventKind
 from zombietop.monitor import Snapshot
-from zombietop.page import SOURCE_READ, STORE_READ
+from zombietop.page import SOURCE_READ, STORE_READ, PageKind
 from zombietop.store.interface import RECONNECT_MOST_S
 from zombietop.watchdog_hands import Hands, Look
 from zombietop.withheld import WithheldStretch
@@ -71,7 +71,7 @@ class PollTrust:
                     return reason
                 hands.page(
                     look,
-                    "watchdog",
+                    PageKind.WATCHDOG,
                     f"zombietop watchdog {reason} - verdicts withheld until it can",
                     incident=STORE_READ,
                 )
@@ -80,7 +80,7 @@ class PollTrust:
             self._store_down = False
             hands.page(
                 look,
-                "all_clear",
+                PageKind.ALL_CLEAR,
                 f"zombietop watchdog reads {hands.store.describe()} again",
                 incident=STORE_READ,
             )
@@ -138,12 +138,12 @@ class PollTrust:
                 # The active watchdog pages it, if it too cannot read the source.
                 look.logs.append(f"standby: {line}")
             else:
-                self.hands.page(look, "watchdog", line, incident=SOURCE_READ + name)
+                self.hands.page(look, PageKind.WATCHDOG, line, incident=SOURCE_READ + name)
         for name in sorted(self._sources_down - down.keys()):
             self._sources_down.discard(name)
             self.hands.page(
                 look,
-                "all_clear",
+                PageKind.ALL_CLEAR,
                 f"zombietop watchdog reads source {name} again",
                 incident=SOURCE_READ + name,
             )

@@ -3,8 +3,8 @@
 A task of zombietop's own store is held in the store. A task of a read-only source (an
 engine's database) is held on zombietop's side only: an event in the store that the monitor
 shows as the hold, never a write into the engine's database. A hold that cannot be written
-(a full disk, a lock held by another writer) is tried again at every look of the watchdog (one
-poll of the store and what follows it); the watchdog pages once that it cannot write the store,
+(a full disk, a lock held by another writer) is tried again at every look of the watchdog (see
+docs/glossary.md); the watchdog pages once that it cannot write the store,
 saying why and what to do, and once when it can.
 
 The hold is written only if the task has not beaten or renewed its lease since the look read
@@ -18,7 +18,7 @@ from zombietop.errors import StoreBusy, StoreError
 from zombietop.health import Health
 from zombietop.model import EventKind
 from zombietop.monitor import TaskView
-from zombietop.page import STORE_WRITE
+from zombietop.page import STORE_WRITE, PageKind
 from zombietop.sources import Origin
 from zombietop.store.interface import Seen
 from zombietop.watchdog_hands import Hands, Look
@@ -93,7 +93,7 @@ class Quarantines:
                 self._write_down = False
                 hands.page(
                     look,
-                    "all_clear",
+                    PageKind.ALL_CLEAR,
                     f"zombietop watchdog writes {hands.store.describe()} again",
                     incident=STORE_WRITE,
                 )
@@ -157,7 +157,7 @@ class Quarantines:
             self._write_down = True
             self.hands.page(
                 look,
-                "watchdog",
+                PageKind.WATCHDOG,
                 f"zombietop watchdog cannot write {self.hands.store.describe()}: could not "
                 f"quarantine {task_id} ({view.health}): {exc} - {what_to_do(exc)}",
                 incident=STORE_WRITE,

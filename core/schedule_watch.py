@@ -11,7 +11,7 @@ from zombietop.durations import format_age
 from zombietop.incident_book import SCHEDULE_KEY, IncidentBook
 from zombietop.model import EventKind
 from zombietop.monitor import Snapshot
-from zombietop.page import incident_key
+from zombietop.page import PageKind, incident_key
 from zombietop.schedules import ScheduleHealth
 from zombietop.watchdog_hands import Hands, Look
 
@@ -35,13 +35,13 @@ class ScheduleWatch:
             open_ = notices.get(key)
             if view.health.pages and open_ is None:
                 notice = notices.opened(key, at=hands.clock.now(), paged=True)
-                hands.page_schedule(look, "incident", view.line, incident=notice.incident)
+                hands.page_schedule(look, PageKind.INCIDENT, view.line, incident=notice.incident)
                 await hands.record(
                     EventKind.PAGE,
                     view.line,
                     None,
                     {
-                        "page": "incident",
+                        "page": PageKind.INCIDENT,
                         "schedule": view.name,
                         "health": str(view.health),
                         "incident": notice.incident,
@@ -69,5 +69,7 @@ class ScheduleWatch:
         notice = self.book.notices.closed(SCHEDULE_KEY + name)
         line = f"schedule {name} all clear: {how}"
         incident = notice.incident if notice else incident_key(SCHEDULE_KEY + name, look.now)
-        self.hands.page_schedule(look, "all_clear", line, incident=incident)
-        await self.hands.record(EventKind.PAGE, line, None, {"page": "all_clear", "schedule": name})
+        self.hands.page_schedule(look, PageKind.ALL_CLEAR, line, incident=incident)
+        await self.hands.record(
+            EventKind.PAGE, line, None, {"page": PageKind.ALL_CLEAR, "schedule": name}
+        )

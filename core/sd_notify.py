@@ -5,8 +5,8 @@ message is newline-separated ``KEY=VALUE`` pairs. ``READY=1`` ends start-up, ``W
 resets the unit's ``WatchdogSec`` timer (systemd restarts the unit when it runs out), and
 ``STATUS=`` is the line ``systemctl status`` shows. Outside systemd this does nothing.
 
-``SystemdPing`` is what ``zombietop watch`` sends after each look of the watchdog (one round:
-one poll of the store and what it leads to, ``zombietop.watchdog``).
+``SystemdPing`` is what ``zombietop watch`` sends after each look of the watchdog (see
+docs/glossary.md; ``zombietop.watchdog``).
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ work) is retried, within its retry limit and with backoff. Its memory of open in
 event log itself, so a watchdog run from cron (``--once``) pages once per incident too. Who is
 paged again, and when, is the on-call loop's (``zombietop.oncall``): acks, silences, renotify.
 
-The watchdog works in *looks*. A look (one call of ``Watchdog.tick``, once every ``[watch]
-interval``) is one round: poll the store once, decide whether that snapshot can be trusted,
-judge each task and act on it, then deliver the pages that are due. Each step is a part of
+The watchdog works in looks (see docs/glossary.md): one call of ``Watchdog.tick``, once every
+``[watch] interval``, polls the store once, decides whether that snapshot can be trusted,
+judges each task and acts on it, then delivers the pages that are due. Each step is a part of
 its own, which this class only puts together:
 
 - ``PollTrust`` (and ``ClockWatch`` in it): whether the store was read, in time, on clocks
@@ -15,7 +15,7 @@ its own, which this class only puts together:
 - ``LeaseKeeper``: whether this watchdog is the active one or a standby.
 - ``IncidentBook`` (with ``Quarantines``): open, follow up, retry and close incidents.
 - ``BudgetWatch``, ``ScheduleWatch``, ``SpinningWatch``: overruns, missed schedules and
-  spinning tasks.
+  the tasks of a health that warns (spinning), logged and digested.
 - ``Hands``: how all of them record events, queue pages and run actions; ``Look`` gathers
   what one look did, and ``LookReport`` is what the caller hears of it.
 """

@@ -1,11 +1,9 @@
 """What the watchdog's parts act with, and what one look of the watchdog has done so far.
 
-A *look* is one round of the watchdog: one poll of the store, the decision whether that
-snapshot can be trusted, the verdict on each task acted on, and the delivery of the pages.
-``Look`` gathers what one look does as it goes: the pages it queued, the lines it will log,
-the actions it took. ``Hands`` is how every part of the watchdog records an event, queues a
-page or runs an action, all in the same way. A dry run records nothing and changes nothing;
-its pages are shown instead of sent.
+For the words look and hands, see docs/glossary.md. ``Look`` gathers what one look does as it
+goes: the pages it queued, the lines it will log, the actions it took. ``Hands`` is how every
+part of the watchdog records an event, queues a page or runs an action, all in the same way. A
+dry run records nothing and changes nothing; its pages are shown instead of sent.
 """
 
 from __future__ import annotations
@@ -22,8 +20,9 @@ from zombietop.health import Health
 from zombietop.job_summary import JobSummary
 from zombietop.model import EventKind
 from zombietop.monitor import Monitor, TaskView
-from zombietop.notify import ACKNOWLEDGED, DeliveryResult, LogNotifier, Notifier, Outbox, Page
+from zombietop.notify import DeliveryResult, LogNotifier, Notifier, Outbox, Page
 from zombietop.oncall import OnCall
+from zombietop.page import PageKind
 from zombietop.root_causes import RootCauses
 from zombietop.runbooks import runbook_for
 from zombietop.schedules import ScheduleHealth
@@ -138,7 +137,7 @@ class Hands:
     def page(
         self,
         look: Look,
-        kind: str,
+        kind: PageKind,
         line: str,
         *,
         view: TaskView | None = None,
@@ -148,14 +147,14 @@ class Hands:
         """Queue a page; ``health`` is the one its line speaks of (the view's by default),
         ``incident`` the incident it opens, follows or ends (``zombietop.page.incident_key``)."""
         health = health or (view.health if view else None)
-        runbook = runbook_for(view) if view is not None and kind != "all_clear" else None
+        runbook = runbook_for(view) if view is not None and kind is not PageKind.ALL_CLEAR else None
         if runbook is not None:
             line = f"{line} runbook: {runbook}"  # the last field: what to do
         page = Page(
             kind=kind,
             line=line,
             task_id=view.task_id if view else None,
-            health=str(health) if health else None,
+            health=health,
             host=view.task.host if view else None,
             since=since(view) if view else None,
             at=self.clock.now(),
@@ -165,12 +164,12 @@ class Hands:
         self._queue(look, page)
         return page
 
-    def page_schedule(self, look: Look, kind: str, line: str, *, incident: str) -> None:
+    def page_schedule(self, look: Look, kind: PageKind, line: str, *, incident: str) -> None:
         """Queue a page about a schedule: its miss, a later notice of it, or its all-clear."""
         page = Page(
             kind=kind,
             line=line,
-            health=str(ScheduleHealth.MISSED),
+            health=ScheduleHealth.MISSED,
             at=self.clock.now(),
             incident=incident,
         )
@@ -180,7 +179,11 @@ class Hands:
         """Queue the word that a human acked an incident, for the channels that keep incidents
         (``Notifier.keeps_incidents``); the others never hear of it."""
         page = Page(
-            kind=ACKNOWLEDGED, line=line, task_id=task_id, at=self.clock.now(), incident=incident
+            kind=PageKind.ACKNOWLEDGED,
+            line=line,
+            task_id=task_id,
+            at=self.clock.now(),
+            incident=incident,
         )
         self._queue(look, page)
 

@@ -2,8 +2,8 @@
 
 The watchdog that holds the lease is the active one: it acts and pages. Any other is a
 standby: it polls the store, acts on nothing, and takes over once the lease lapses (or is
-given up on a clean stop). Each look of the watchdog (one poll of the store and what follows
-it) renews the lease; it lasts ``LEASE_INTERVALS`` intervals, so a watchdog that dies without
+given up on a clean stop). Each look of the watchdog (see docs/glossary.md) renews the
+lease; it lasts ``LEASE_INTERVALS`` intervals, so a watchdog that dies without
 a word is replaced within that time.
 """
 

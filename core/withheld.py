@@ -1,8 +1,8 @@
 """Looks whose verdicts are withheld: said once when the stretch starts, once when it ends.
 
-A look is one round of the watchdog: one poll of the store and what it leads to. Its verdicts
-are withheld (nothing is quarantined, killed or paged on them) while the store cannot be read
-or lags, while a clock cannot be trusted, or while another watchdog is the active one.
+For the word look, see docs/glossary.md. A look's verdicts are withheld (nothing is quarantined,
+killed or paged on them) while the store cannot be read or lags, while a clock cannot be
+trusted, or while another watchdog is the active one.
 """
 
 from __future__ import annotations

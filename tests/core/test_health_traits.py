@@ -16,7 +16,9 @@ from zombietop.health import (
     HealthTraits,
     NagiosLevel,
     RowOrder,
+    WatchReaction,
 )
+from zombietop.model import TaskState
 
 REPO = Path(__file__).resolve().parents[2]
 H = Health
@@ -80,6 +82,19 @@ def test_every_health_has_a_nagios_level() -> None:
     assert {h for h, level in levels.items() if level is NagiosLevel.WARNING} == healths("warns")
     assert NagiosLevel.UNKNOWN not in levels.values()  # only for a store nobody could read
     assert all(level is NagiosLevel.OK for h, level in levels.items() if h.finished)
+
+
+def test_every_health_has_a_watchdog_reaction() -> None:
+    """The watchdog pages a health that pages, digests one that warns, and is quiet about the
+    rest: no health is left without a reaction, and none that warns is dropped."""
+    reactions = {health: health.watch for health in Health}
+    assert set(reactions.values()) <= set(WatchReaction)
+    assert {h for h, r in reactions.items() if r is WatchReaction.PAGE} == healths("pages")
+    assert {h for h, r in reactions.items() if r is WatchReaction.DIGEST} == healths("warns")
+    assert {h for h, r in reactions.items() if r is WatchReaction.QUIET} == {
+        *(H.QUARANTINED, H.INTERRUPTED, H.STARTING, H.QUEUED, H.HEALTHY),
+        *(H.FAILED, H.SUCCEEDED, H.DISCARDED),
+    }
 
 
 def test_a_health_cannot_both_page_and_warn() -> None:
@@ -164,3 +179,19 @@ def test_every_flag_has_one_row_of_traits() -> None:
         Flag.SLOWER_THAN_USUAL,
         Flag.FINISHED_TOO_FAST,
     }
+
+
+def test_each_finished_state_has_its_health_and_no_other_state_has_one() -> None:
+    """``Health.of_finished`` is the one map from a final state to its health (classify and
+    ``status``'s count of older finished tasks both read it)."""
+    finished = {state: Health.of_finished(state) for state in TaskState if state.finished}
+    assert finished == {
+        TaskState.SUCCEEDED: H.SUCCEEDED,
+        TaskState.FAILED: H.FAILED,
+        TaskState.DISCARDED: H.DISCARDED,
+    }
+    assert set(finished.values()) == healths("finished")
+    for state in TaskState:
+        if not state.finished:
+            with pytest.raises(ValueError, match="not a finished state"):
+                Health.of_finished(state)

@@ -8,6 +8,9 @@ import asyncio
 from zombietop.clock import FakeClock
 from zombietop.config import NotifySettings
 from zombietop.notify import DeliveryError, Outbox, Page
+from zombietop.page import PageKind
+from zombietop.schedules import ScheduleHealth
+from zombietop.store import Store
 
 
 class FlakyNotifier:
@@ -30,7 +33,7 @@ class FlakyNotifier:
 def outbox(notifier: FlakyNotifier, said: list[str], *, backoff: float) -> Outbox:
     settings = NotifySettings(retry_backoff=backoff, max_attempts=5)
     outbox = Outbox([notifier], settings, FakeClock(), log=said.append)
-    outbox.put(Page(kind="incident", line="t1 stalled", task_id="t1", at=0.0))
+    outbox.put(Page(kind=PageKind.INCIDENT, line="t1 stalled", task_id="t1", at=0.0))
     return outbox
 
 
@@ -64,3 +67,27 @@ async def test_a_stop_ends_the_drain_at_once() -> None:
     stop.set()
     await box.drain(3600.0, stop)
     assert box.pending == 1 and said == []
+
+
+async def test_a_kept_page_of_a_kind_this_version_does_not_know_is_dropped_and_said(
+    store: Store, clock: FakeClock
+) -> None:
+    """A page a newer zombietop left in the store is dropped, never a crash of the watchdog;
+    a known one is read back with its kind and health as members."""
+    said: list[str] = []
+    notifier = FlakyNotifier(fails=0)
+    for kind, health in (("a_later_kind", "stalled"), ("incident", "a_later_health")):
+        await store.keep_page(notifier="flaky", kind=kind, line=f"{kind} {health}", task_id="t1",
+                              health=health, page_at=0.0, attempts=0, next_at=0.0)  # fmt: skip
+    await store.keep_page(notifier="flaky", kind="incident", line="t2 missed", task_id="t2",
+                          health="missed", page_at=0.0, attempts=0, next_at=0.0)  # fmt: skip
+    box = Outbox([notifier], NotifySettings(), clock, log=said.append, keeper=store)
+    assert await box.load() == 1
+    assert said == [
+        "dropping a page of an unknown kind or health: a_later_kind stalled",
+        "dropping a page of an unknown kind or health: incident a_later_health",
+    ]
+    await box.flush()
+    [page] = notifier.pages
+    assert page.kind is PageKind.INCIDENT and page.health is ScheduleHealth.MISSED
+    assert [row.line for row in await store.pending_pages()] == []

@@ -31,6 +31,7 @@ from zombietop.health import Health
 from zombietop.model import EventKind
 from zombietop.monitor import Monitor
 from zombietop.notify import CommandNotifier, Notifier, Page
+from zombietop.page import PageKind
 from zombietop.pagerduty import PagerDutyNotifier, dedup_key, event, severity
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store
@@ -294,17 +295,17 @@ def test_the_key_file_must_be_private_and_hold_a_routing_key(tmp_path: Path) -> 
 
 def test_severity_and_a_long_hostile_task_id_make_a_valid_event() -> None:
     hostile = "extract-\x1b[31m" + "x" * 400
-    page = Page(kind="incident", line=f"{hostile} dead: pid 7 gone", task_id=hostile,
-                health="dead", at=0.0, incident=f"{hostile}:20261204T030000Z")  # fmt: skip
+    page = Page(kind=PageKind.INCIDENT, line=f"{hostile} dead: pid 7 gone", task_id=hostile,
+                health=Health.DEAD, at=0.0, incident=f"{hostile}:20261204T030000Z")  # fmt: skip
     body = event(page, ROUTING_KEY, source="host-a")
     assert len(body["dedup_key"]) == 255 and "\x1b" not in body["dedup_key"]
     assert dedup_key(page) == body["dedup_key"]  # the same page, the same key: every time
     assert body["payload"]["severity"] == "critical"
     assert "\x1b" not in body["payload"]["summary"] and "\x1b" not in body["payload"]["component"]
-    assert severity(replace(page, kind="stage_overrun", health="healthy")) == "warning"
-    assert severity(replace(page, kind="watchdog", health=None)) == "critical"
-    assert severity(replace(page, health="stalled")) == "error"
-    overrun = replace(page, kind="stage_overrun", incident=None, task_id="t")
+    assert severity(replace(page, kind=PageKind.STAGE_OVERRUN, health=Health.HEALTHY)) == "warning"
+    assert severity(replace(page, kind=PageKind.WATCHDOG, health=None)) == "critical"
+    assert severity(replace(page, health=Health.STALLED)) == "error"
+    overrun = replace(page, kind=PageKind.STAGE_OVERRUN, incident=None, task_id="t")
     assert dedup_key(overrun) == "stage_overrun:t:19700101T000000Z"
 
 

@@ -9,8 +9,9 @@ import pytest
 
 from tests.core.test_watchdog import config, start
 from tests.core.watchdog_parts import Parts, hands_on
+from zombietop import health as health_table
 from zombietop.clock import FakeClock
-from zombietop.health import Health
+from zombietop.health import Health, HealthTraits
 from zombietop.heartbeat_line import parse_line
 from zombietop.incident_book import IncidentBook
 from zombietop.model import EventKind
@@ -92,3 +93,27 @@ async def test_the_first_digest_goes_out_at_once_and_the_book_remembers_when(
     await spin.watch.digest(look)
     assert look.logs == ["digest: 0 spinning"]
     assert spin.book.last_digest_at == clock.now()
+
+
+async def test_a_new_warning_health_is_logged_and_digested_without_a_change_here(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Make ``healthy`` warn, as a new warning health would: the watch reads the trait, so the
+    task is logged once and listed in the digest, never silently dropped."""
+    warning_row = replace(health_table.HEALTH_TRAITS[Health.HEALTHY], warns=True)
+    monkeypatch.setitem(dict_of(health_table.HEALTH_TRAITS), Health.HEALTHY, warning_row)
+    spin = await spinning(store, clock)
+    await spin.beat(1, moving=True)
+    health, logs = await spin.look()
+    assert health is Health.HEALTHY
+    assert logs[0].startswith("healthy (not paged): export-2031 healthy")
+    assert logs[1] == "digest: 0 spinning, 1 healthy\n  " + logs[0].removeprefix(
+        "healthy (not paged): "
+    )
+    [event] = [e for e in await spin.parts.events(EventKind.WATCHDOG) if e.data.get("digest")]
+    assert event.data["spinning"] == [] and len(event.data["healthy"]) == 1
+
+
+def dict_of(table: object) -> dict[Health, HealthTraits]:
+    assert isinstance(table, dict)
+    return table

@@ -18,9 +18,11 @@ from tests.core.realprocs import wait_for
 from tests.core.test_watchdog import ListNotifier, config, start, watchdog
 from zombietop.clock import FakeClock
 from zombietop.config import Config
+from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import EventKind
 from zombietop.notify import DELIVERY_CONCURRENCY, CommandNotifier, Page, WebhookNotifier
+from zombietop.page import PageKind
 from zombietop.store import Store
 
 
@@ -163,10 +165,16 @@ def test_a_few_pages_go_one_by_one_and_pages_without_a_task_always_alone() -> No
     from zombietop.digest import compose
 
     pages = [
-        Page(kind="incident", line=f"t{n} stalled", task_id=f"t{n}", health="stalled", at=0)
+        Page(
+            kind=PageKind.INCIDENT,
+            line=f"t{n} stalled",
+            task_id=f"t{n}",
+            health=Health.STALLED,
+            at=0,
+        )
         for n in range(3)
     ]
-    alone = Page(kind="watchdog", line="zombietop watchdog cannot read the store", at=0)
+    alone = Page(kind=PageKind.WATCHDOG, line="zombietop watchdog cannot read the store", at=0)
     assert compose([*pages, alone], after=3, at=0) == [*pages, alone]
     composed = compose([*pages, alone], after=2, at=0)
     assert composed[0] == alone and len(composed) == 2

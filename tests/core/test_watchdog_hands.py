@@ -13,6 +13,7 @@ from zombietop.actions import ActionKind
 from zombietop.clock import FakeClock
 from zombietop.model import EventKind
 from zombietop.notify import DeliveryResult, LogNotifier, Page
+from zombietop.page import PageKind
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
 
@@ -103,7 +104,7 @@ async def test_without_an_executor_an_action_is_only_said(store: Store, clock: F
 
 async def test_each_delivery_attempt_is_recorded(store: Store, clock: FakeClock) -> None:
     parts = hands_on(store, clock)
-    page = Page(kind="incident", line="t1 stalled", task_id="t1", at=clock.now())
+    page = Page(kind=PageKind.INCIDENT, line="t1 stalled", task_id="t1", at=clock.now())
     failed = DeliveryResult(
         page=page,
         notifier="list",
@@ -131,7 +132,7 @@ async def test_each_delivery_attempt_is_recorded(store: Store, clock: FakeClock)
 
 async def test_the_log_channel_writes_each_page_as_a_line() -> None:
     said: list[str] = []
-    page = Page(kind="all_clear", line="t1 all clear \x1b[2J", task_id="t1", at=0.0)
+    page = Page(kind=PageKind.ALL_CLEAR, line="t1 all clear \x1b[2J", task_id="t1", at=0.0)
     plain, dry = LogNotifier(said.append), LogNotifier.dry_run(said.append)
     await plain.send(page)
     await dry.send(page)

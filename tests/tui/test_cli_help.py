@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from zombietop.health import Health, NagiosLevel
 from zombietop.tui.cli.main import main
 
 COMMANDS = [
@@ -99,3 +100,17 @@ def test_the_demo_names_its_own_store(capsys: pytest.CaptureFixture[str]) -> Non
     assert "$ZOMBIETOP_DB" not in text
     assert "--db PATH a demo store (default: $XDG_STATE_HOME/zombietop/demo/demo.db" in text
     assert "--config" not in text
+
+
+def test_status_help_names_each_health_under_the_exit_status_it_gives(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The exit statuses are read from the traits: a health that pages is named under
+    CRITICAL (``orphaned`` was left out when the words were written by hand)."""
+    text = " ".join(help_of(capsys, "status").split())
+    # The words of the task's clause only: "a task dead, orphaned ... or stalled, a schedule ..."
+    warning = set(re.findall(r"\w+", text.split("1 WARNING (", 1)[1].split(", a ", 1)[0]))
+    critical = set(re.findall(r"\w+", text.split("2 CRITICAL (", 1)[1].split(", a ", 1)[0]))
+    for health in Health:
+        assert (health in warning) is (health.nagios_level is NagiosLevel.WARNING), health
+        assert (health in critical) is (health.nagios_level is NagiosLevel.CRITICAL), health

@@ -33,6 +33,7 @@ from zombietop.metrics import Metrics
 from zombietop.metrics_endpoint import MetricsEndpoint, MetricsUpdate
 from zombietop.model import TaskState
 from zombietop.monitor import Monitor
+from zombietop.page import PageKind
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store, open_store, sqlite
 from zombietop.tui.cli.main import main
@@ -288,7 +289,7 @@ def test_pages_are_counted_by_channel_kind_and_result() -> None:
     from zombietop.monitor import Snapshot
     from zombietop.notify import DeliveryResult, Page
 
-    page = Page(kind="incident", line="x", at=0.0)
+    page = Page(kind=PageKind.INCIDENT, line="x", at=0.0)
 
     def result(ok: bool, final: bool = True) -> DeliveryResult:
         return DeliveryResult(

@@ -22,6 +22,7 @@ from zombietop.fleet import AgentPresence
 from zombietop.model import Event, EventKind, TaskRecord
 from zombietop.monitor import Snapshot, TaskView
 from zombietop.notify import Page
+from zombietop.page import PageKind
 from zombietop.printable import UNSAFE, printable
 from zombietop.tui.cells import COLUMNS, row_cells, task_column
 from zombietop.tui.cli.status import nagios_output, render_table
@@ -120,7 +121,7 @@ INTERFACES: dict[str, Interface] = {
     "status table": lambda s, e: render_table(s, width=400),
     "status --nagios": lambda s, e: nagios_output(s),
     "page line": lambda s, e: (
-        Page(kind="incident", line=_view(s).verdict.context(NOW), at=NOW).shown
+        Page(kind=PageKind.INCIDENT, line=_view(s).verdict.context(NOW), at=NOW).shown
     ),
     # The task column as wide as the longest escaped id here: a narrower one cuts the id in
     # the middle (tests/tui/test_cells_task_id.py), which is no escape to check.
@@ -189,7 +190,7 @@ def test_status_json_stays_exact(field: str) -> None:
 
 def test_the_page_is_exact_in_the_store_and_printable_on_the_phone() -> None:
     line = f"t{EVIL} stalled: stage=load"
-    page = Page(kind="incident", line=line, at=NOW)
+    page = Page(kind=PageKind.INCIDENT, line=line, at=NOW)
     assert page.line == line and page.shown == printable(line)
 
 

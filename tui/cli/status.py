@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import shutil
 import sys
+import textwrap
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -486,7 +487,8 @@ class Older:
         """The snapshot with these tasks in its counts."""
         counts = dict(snapshot.counts)
         for state, n in self.counts.items():
-            counts[Health(state.value)] = counts.get(Health(state.value), 0) + n
+            health = Health.of_finished(state)
+            counts[health] = counts.get(health, 0) + n
         return replace(snapshot, counts=counts)
 
     async def views(self) -> AsyncIterator[TaskView]:
@@ -545,13 +547,27 @@ def _print_prometheus(snapshot: Snapshot, output: Path | None) -> bool:
     return True
 
 
-STATUS_EPILOG = """\
-exit status (the Nagios plugin API): 0 OK; 1 WARNING (a task spinning or over a
-budget, a schedule running long); 2 CRITICAL (a task dead, stalled or
-reclaimable, a schedule missed); 3 UNKNOWN (the store or config cannot be read,
-or a usage error; or a --source cannot be read and nothing is CRITICAL: the
-rest is printed all the same). With --prometheus: 0 once the metrics are written
-(the store's state is in them), 3 when they cannot be."""
+def _one_of(words: Sequence[str]) -> str:
+    """``a, b or c``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def status_epilog() -> str:
+    """The exit statuses, with the healths of each level read from their traits, so a new
+    health is named where it belongs."""
+    warning = [str(h) for h in Health if h.nagios_level is Level.WARNING]
+    critical = [str(h) for h in Health if h.nagios_level is Level.CRITICAL]
+    text = (
+        "exit status (the Nagios plugin API): 0 OK; "
+        f"1 WARNING (a task {_one_of(warning)} or over a budget, a schedule running long); "
+        f"2 CRITICAL (a task {_one_of(critical)}, a failed run with no later good run of "
+        "its job, a schedule missed); "
+        "3 UNKNOWN (the store or config cannot be read, or a usage error; or a --source "
+        "cannot be read and nothing is CRITICAL: the rest is printed all the same). "
+        "With --prometheus: 0 once the metrics are written (the store's state is in them), "
+        "3 when they cannot be."
+    )
+    return textwrap.fill(text, width=79)
 
 
 def add_parser(sub: argparse._SubParsersAction[Parser], common: argparse.ArgumentParser) -> None:
@@ -568,7 +584,7 @@ def add_parser(sub: argparse._SubParsersAction[Parser], common: argparse.Argumen
             "zombietop status --nagios",
             "zombietop status --json --all",
         ),
-        epilog=STATUS_EPILOG,
+        epilog=status_epilog(),
     )
     status.usage_exit = EXIT_UNKNOWN
     form = status.add_mutually_exclusive_group()
