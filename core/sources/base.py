@@ -78,7 +78,8 @@ class Source(Protocol):
         """Every unfinished task, and those finished at or after ``since`` (its own clock).
 
         ``host`` is the monitor's: a task running there is given the pid start time that the
-        process probe checks its identity against.
+        process probe checks its identity against. A running task carries a held lease, or it
+        is judged reclaimable: ``ReadOnlySource.poll`` says all that a source must return.
         """
         ...
 
