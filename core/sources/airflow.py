@@ -31,27 +31,24 @@ SQL is in ``sql/airflow_sqlite.sql`` and ``sql/airflow_postgresql.sql``.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import re
 import shlex
-import socket
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, unquote
 
-from zombietop.actions import ActionKind
-from zombietop.clock import Clock, SystemClock
+from zombietop.clock import Clock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
-from zombietop.procs import read_start, this_host
+from zombietop.procs import read_start
 from zombietop.rows import Row
 from zombietop.sources.airflow_reads import Key, ReadPlan, key_of
 from zombietop.sources.airflow_waits import (
@@ -61,16 +58,11 @@ from zombietop.sources.airflow_waits import (
     pool_words,
     upstream_waits,
 )
-from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
+from zombietop.sources.base import Capability, Engine, Origin, ReadOnlySource, SourceRecord
 from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.sqlite_reader import SqliteReader
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
-
-if TYPE_CHECKING:
-    # Only for annotations: the config imports the sources to check their URLs, so an import of
-    # the config here, when the code runs, would close a circle.
-    from zombietop.config import Limits
 
 SCHEMES = ("airflow+sqlite", "airflow+postgresql", "airflow+postgres")
 """The URL schemes of an Airflow database, as in Airflow's own ``sql_alchemy_conn``."""
@@ -139,19 +131,6 @@ def _epoch(value: Any) -> float | None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)  # UtcDateTime columns hold UTC
     return float(value.timestamp())
-
-
-def local_hostnames(host: str) -> frozenset[str]:
-    """Names Airflow may have recorded for this host (its default ``hostname_callable`` is
-    ``socket.getfqdn``; zombietop's own name can be set by ``ZOMBIETOP_HOST``)."""
-    return frozenset({host, *machine_names()})
-
-
-@functools.cache
-def machine_names() -> frozenset[str]:
-    """This machine's host name and fully qualified name, asked once per process:
-    ``socket.getfqdn`` can ask the resolver (a DNS round trip), and every poll needs them."""
-    return frozenset({socket.gethostname(), socket.getfqdn()})
 
 
 def task_instance_record(
@@ -262,7 +241,7 @@ def _origin(row: Row, source: str) -> Origin:
     logical = row["logical_date"]
     return Origin(
         source=source,
-        kind="airflow",
+        kind=ENGINE.kind,
         capability=Capability.READ_ONLY,
         ids={
             "dag_id": row["dag_id"],
@@ -343,24 +322,13 @@ def task_instance_path(origin: Origin) -> str:
     )
 
 
-class AirflowSource:
-    """One Airflow metadata database, read-only; implements ``zombietop.sources.Source``."""
-
-    kind = "airflow"
-    capability = Capability.READ_ONLY
+class AirflowSource(ReadOnlySource):
+    """One Airflow metadata database, read-only."""
 
     def __init__(
-        self,
-        url: str,
-        *,
-        heartbeat_timeout: float | None = None,
-        clock: Clock | None = None,
+        self, url: str, *, heartbeat_timeout: float | None = None, clock: Clock | None = None
     ) -> None:
-        self.url = url
-        self.name = printable_url(url)
-        self.heartbeat_timeout = (
-            AIRFLOW_HEARTBEAT_TIMEOUT if heartbeat_timeout is None else heartbeat_timeout
-        )
+        super().__init__(url, heartbeat_timeout=heartbeat_timeout, clock=clock)
         scheme, _, rest = url.partition("://")
         self.backend = "sqlite" if scheme == "airflow+sqlite" else "postgresql"
         self.clock = (
@@ -368,7 +336,6 @@ class AirflowSource:
             if self.backend == "sqlite"
             else "the PostgreSQL server's clock_timestamp()"
         )
-        self._clock = clock or SystemClock()
         # As SQLAlchemy reads sqlite:/// URLs: three slashes, then the path (a fourth: absolute).
         self.path = (
             Path(unquote(url.split(":///", 1)[1])).resolve() if self.backend == "sqlite" else None
@@ -390,9 +357,6 @@ class AirflowSource:
         """What each poll reads: in full now and then, else through Airflow's indexes."""
         self._shapes = DagShapes()
         """The DAGs' shapes, parsed once per version (``airflow_waits``)."""
-
-    def __repr__(self) -> str:
-        return f"AirflowSource({self.name!r})"
 
     # Opening -------------------------------------------------------------------------------
 
@@ -564,7 +528,7 @@ class AirflowSource:
     def _records(
         self, rows: Sequence[Row], host: str, now: float, pools: Mapping[Key, str], waiting: Waits
     ) -> list[SourceRecord]:
-        local = local_hostnames(host) if host == this_host() else frozenset({host})
+        local = self.local_names(host)
         out: list[SourceRecord] = []
         last, kept = self._last, {}
         for row in rows:
@@ -588,51 +552,52 @@ class AirflowSource:
         self._last = kept
         return out
 
-    # What zombietop may do -----------------------------------------------------------------
 
-    def limits(self, base: Limits) -> Limits:
-        # Airflow reports no stages: the task instance is one stage, budgeted as the task
-        # (Airflow enforces its own execution_timeout), unless the DAG's section says.
-        return engine_limits(
-            base,
-            engine="Airflow",
-            actions="clear it in Airflow, mark it failed, or kill it",
-            overrides={
-                "heartbeat_timeout": (
-                    self.heartbeat_timeout,
-                    "Airflow's [scheduler] task_instance_heartbeat_timeout",
-                ),
-                "stage": (base.task, "Airflow: one stage per task instance (the task budget)"),
-            },
+def _task_id_of(origin: Origin) -> str:
+    ids = origin.ids
+    mapped = ids.get("map_index")
+    return airflow_task_id(
+        str(ids["dag_id"]),
+        str(ids["task_id"]),
+        str(ids["run_id"]),
+        mapped if isinstance(mapped, int) else None,
+    )
+
+
+def _resume(origin: Origin) -> str:
+    api = clear_request(origin)
+    command = clear_command(origin)
+    if command is None:
+        return (
+            "Re-run it with Airflow's REST API (`airflow tasks clear` picks runs by logical "
+            f"date, and this run has none): {api}, or in the UI: Clear"
         )
-
-    def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
-        ids = origin.ids
-        what = airflow_task_id(
-            str(ids["dag_id"]),
-            str(ids["task_id"]),
-            str(ids["run_id"]),
-            ids["map_index"] if isinstance(ids["map_index"], int) else None,
-        )
-        where = f"{what} is Airflow's (read-only source {self.name}); zombietop never writes to it"
-        if kind is ActionKind.RESUME:
-            api = clear_request(origin)
-            command = clear_command(origin)
-            if command is None:
-                return (
-                    f"{where}. Re-run it with Airflow's REST API (`airflow tasks clear` picks "
-                    f"runs by logical date, and this run has none): {api}, or in the UI: Clear"
-                )
-            return f"{where}. Re-run it in Airflow: {command} (or {api})"
-        if kind is ActionKind.DISCARD:
-            return (
-                f"{where}. Mark it failed in Airflow: PATCH {task_instance_path(origin)} "
-                '{"new_state": "failed"} (Airflow 2: /api/v1/...), or in the UI: '
-                "Mark as failed"
-            )
-        return None
+    return f"Re-run it in Airflow: {command} (or {api})"
 
 
+def _discard(origin: Origin) -> str:
+    return (
+        f"Mark it failed in Airflow: PATCH {task_instance_path(origin)} "
+        '{"new_state": "failed"} (Airflow 2: /api/v1/...), or in the UI: Mark as failed'
+    )
+
+
+# Airflow reports no stages: the task instance is one stage, budgeted as the task (Airflow
+# enforces its own execution_timeout), unless the DAG's section says.
 ENGINE = Engine(
-    kind=AirflowSource.kind, schemes=SCHEMES, forms=FORMS, check_url=check_url, make=AirflowSource
+    kind="airflow",
+    name="Airflow",
+    unit="task instance",
+    schemes=SCHEMES,
+    forms=FORMS,
+    check_url=check_url,
+    make=AirflowSource,
+    heartbeat_timeout=(
+        AIRFLOW_HEARTBEAT_TIMEOUT,
+        "Airflow's [scheduler] task_instance_heartbeat_timeout",
+    ),
+    actions="clear it in Airflow, mark it failed, or kill it",
+    task_id=_task_id_of,
+    resume=_resume,
+    discard=_discard,
 )

@@ -1,16 +1,24 @@
 """The contract every source keeps: what it can do, where a task came from, the calls the
-monitor makes on it, and how its module declares its engine for the table
-(``zombietop.sources.registry``)."""
+monitor makes on it, how its module declares its engine for the table
+(``zombietop.sources.registry``), and ``ReadOnlySource``, the base that every engine's source
+is built on, so that a new engine is its ``poll`` and its ``ENGINE``."""
 
 from __future__ import annotations
 
+import functools
+import socket
+import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from zombietop.actions import ActionKind
+from zombietop.clock import Clock, SystemClock
+from zombietop.locations import printable_url
 from zombietop.model import TaskRecord
+from zombietop.procs import this_host
 
 if TYPE_CHECKING:
     # Only for annotations: the config imports the sources to check their URLs.
@@ -70,7 +78,8 @@ class Source(Protocol):
         """Every unfinished task, and those finished at or after ``since`` (its own clock).
 
         ``host`` is the monitor's: a task running there is given the pid start time that the
-        process probe checks its identity against.
+        process probe checks its identity against. A running task carries a held lease, or it
+        is judged reclaimable: ``ReadOnlySource.poll`` says all that a source must return.
         """
         ...
 
@@ -109,6 +118,21 @@ class Engine:
     write instead."""
     make: SourceFactory
     """Make one of its sources from a checked URL: usually the source's class."""
+    name: str
+    """The engine in words, as its users write it (``Airflow``)."""
+    heartbeat_timeout: tuple[float, str]
+    """Seconds without a beat before a running task is stalled, unless the config says
+    otherwise, and where that number comes from in words."""
+    actions: str
+    """What a person can do to one of its tasks, in words, for the detail view."""
+    task_id: Callable[[Origin], str]
+    """zombietop's id of a task, from its origin: the refusals name the task by it."""
+    resume: Callable[[Origin], str]
+    """The sentence that says how to run a task again with the engine's own command."""
+    discard: Callable[[Origin], str]
+    """The sentence that says how to stop or fail a task with the engine's own command."""
+    unit: str = "task"
+    """The engine's word for one of its tasks (``task instance``, ``job``)."""
 
 
 def engine_limits(
@@ -124,3 +148,129 @@ def engine_limits(
         if not base.source(name).endswith(own):
             changes[name], sources[name] = value, said
     return replace(base, **changes, sources=sources)
+
+
+def local_hostnames(host: str) -> frozenset[str]:
+    """Names an engine may have recorded for this host: ``host`` (zombietop's own name, which
+    ``ZOMBIETOP_HOST`` can set), the host name and the fully qualified one (the default of
+    Airflow's ``hostname_callable``, and of the name after ``@`` of a Celery worker)."""
+    return frozenset({host, *machine_names()})
+
+
+@functools.cache
+def machine_names() -> frozenset[str]:
+    """This machine's host name and fully qualified name, asked once per process:
+    ``socket.getfqdn`` can ask the resolver (a DNS round trip), and every poll needs them."""
+    return frozenset({socket.gethostname(), socket.getfqdn()})
+
+
+class ReadOnlySource(ABC):
+    """The base of a read-only source: everything but ``poll``, from the module's ``ENGINE``.
+
+    A subclass writes ``poll`` (and ``open`` and ``close`` when it holds a connection); its
+    module ends with ``ENGINE = Engine(..., make=TheSource)``, which the base reads for the
+    kind, the default heartbeat timeout, the limits and the refusals.
+    """
+
+    capability = Capability.READ_ONLY
+    clock = "this host's clock"
+    """Which clock the times are on, in words (``Source.clock``); a subclass says more."""
+
+    def __init__(
+        self, url: str, *, heartbeat_timeout: float | None = None, clock: Clock | None = None
+    ) -> None:
+        self.engine = declared_engine(type(self))
+        self.kind = self.engine.kind
+        self.url = url
+        self.name = printable_url(url)
+        """The URL without its password: safe to show and to log."""
+        default = self.engine.heartbeat_timeout[0]
+        self.heartbeat_timeout = default if heartbeat_timeout is None else heartbeat_timeout
+        self._clock = clock or SystemClock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    async def open(self) -> None:  # noqa: B027 - a file engine has nothing to open
+        """Connect, and check that the engine answers; nothing to do for a plain file."""
+
+    async def close(self) -> None:  # noqa: B027 - nor anything to close
+        """Let go of what ``open`` took."""
+
+    async def now(self) -> float:
+        """The source's clock, epoch seconds: this host's, unless the engine has its own."""
+        return self._clock.now()
+
+    @abstractmethod
+    async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
+        """Every unfinished task, and those finished at or after ``since`` (its own clock).
+
+        What a source must return, one ``SourceRecord`` for each task, with ``self.origin``:
+
+        - A task that runs (``RUNNING`` or ``STARTING``) carries a lease that is held (an
+          ``owner``). Give it the engine's own lease with its expiry (RQ's registry, Celery's
+          visibility timeout): past it, the task is ``reclaimable``. An engine without leases
+          gives one held with no expiry (``expires_at=None``), which is never reclaimable. A
+          running task with no lease, or a released one, is judged ``reclaimable``: nobody
+          holds it.
+        - A heartbeat the engine writes proves that its worker lives, not that the task moves:
+          write it as ``HeartbeatSource.SUPERVISOR``.
+        - A task on this host (its host in ``self.local_names(host)``) has ``host`` as its
+          host, and its pid with the start time that the process probe checks (``procs``).
+        - Every name read from the engine goes through ``engine_text.bounded_id`` before it
+          becomes part of an id, a step or a reason.
+        - What cannot be read raises ``SourceError``: the monitor keeps it to this source.
+        """
+
+    def origin(self, ids: Mapping[str, str | int | None]) -> Origin:
+        """Where a task of this source came from, with the engine's own names for it."""
+        return Origin(source=self.name, kind=self.kind, capability=self.capability, ids=ids)
+
+    def local_names(self, host: str) -> frozenset[str]:
+        """The host names that mean this host, for the monitor's ``host``: the machine's own
+        names too when the monitor runs here (an agent for another host uses only its name)."""
+        return local_hostnames(host) if host == this_host() else frozenset({host})
+
+    def limit_overrides(self, base: Limits) -> dict[str, tuple[float, str]]:
+        """The engine's own values for the limits (see ``engine_limits``): its heartbeat
+        timeout, and one stage per task, budgeted as the task."""
+        name, unit = self.engine.name, self.engine.unit
+        return {
+            "heartbeat_timeout": (self.heartbeat_timeout, self.engine.heartbeat_timeout[1]),
+            "stage": (base.task, f"{name}: one stage per {unit} (the task budget)"),
+        }
+
+    def limits(self, base: Limits) -> Limits:
+        return engine_limits(
+            base,
+            engine=self.engine.name,
+            actions=self.engine.actions,
+            overrides=self.limit_overrides(base),
+        )
+
+    def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
+        """Resume and discard are refused with the engine's own command: zombietop never
+        writes to an engine. A kill goes to the task's process (``source_actions``)."""
+        if kind is ActionKind.RESUME:
+            how = self.engine.resume(origin)
+        elif kind is ActionKind.DISCARD:
+            how = self.engine.discard(origin)
+        else:
+            return None
+        what = self.engine.task_id(origin)
+        return (
+            f"{what} is {self.engine.name}'s (read-only source {self.name}); "
+            f"zombietop never writes to it. {how}"
+        )
+
+
+@functools.cache
+def declared_engine(cls: type) -> Engine:
+    """The ``ENGINE`` that the module of ``cls`` (or of a class it is built on) declares with
+    ``make=`` that class."""
+    for klass in cls.__mro__:
+        found = getattr(sys.modules.get(klass.__module__), "ENGINE", None)
+        if isinstance(found, Engine) and found.make is cast(Any, klass):
+            return found
+    # A mistake in the engine's module, never in what a user wrote.
+    raise RuntimeError(f"{cls.__module__} declares no ENGINE with make={cls.__name__}")

@@ -39,13 +39,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
-from zombietop.actions import ActionKind
-from zombietop.clock import Clock, SystemClock
+from zombietop.clock import Clock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import printable_url
-from zombietop.procs import this_host
-from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
+from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord
 from zombietop.sources.celery_pidbox import UnreadableReply, ask
 from zombietop.sources.celery_reports import (
     ACTIVE,
@@ -54,7 +52,7 @@ from zombietop.sources.celery_reports import (
     Reads,
     Sighting,
     WorkerMemory,
-    local_hostnames,
+    celery_task_id,
     records,
     sightings_of,
     unacked_of,
@@ -115,40 +113,26 @@ def check_url(url: str) -> str:
     return url
 
 
-class CelerySource:
-    """One Celery broker on Redis, read-only; implements ``zombietop.sources.Source``."""
+class CelerySource(ReadOnlySource):
+    """One Celery broker on Redis, read-only."""
 
-    kind = "celery"
-    capability = Capability.READ_ONLY
+    clock = "this host's clock (Celery's workers write their time() into the reports)"
 
     def __init__(
-        self,
-        url: str,
-        *,
-        heartbeat_timeout: float | None = None,
-        clock: Clock | None = None,
+        self, url: str, *, heartbeat_timeout: float | None = None, clock: Clock | None = None
     ) -> None:
-        self.url = url
-        self.name = printable_url(url)
-        self.heartbeat_timeout = (
-            CELERY_HEARTBEAT_TIMEOUT if heartbeat_timeout is None else heartbeat_timeout
-        )
+        super().__init__(url, heartbeat_timeout=heartbeat_timeout, clock=clock)
         parts = urlsplit(url)
         options = dict(parse_qsl(parts.query))
         self.visibility_timeout = float(options.get("visibility_timeout", VISIBILITY_TIMEOUT))
         self.inspect_timeout = float(options.get("inspect_timeout", INSPECT_TIMEOUT))
         self.broker = "redis://" + parts.netloc + (parts.path or "/0")
         self.db = int(parts.path.strip("/") or 0)
-        self.clock = "this host's clock (Celery's workers write their time() into the reports)"
-        self._clock = clock or SystemClock()
         self._redis: Any = None
         self._errors: tuple[type[BaseException], ...] = (OSError,)
         self._memory = WorkerMemory(kept_for=SILENT_WORKER_KEPT)
         self._lock = asyncio.Lock()
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="zombietop-celery")
-
-    def __repr__(self) -> str:
-        return f"CelerySource({self.name!r})"
 
     async def open(self) -> None:
         """Make the Celery client and the Redis connection, and check that Redis answers."""
@@ -181,9 +165,6 @@ class CelerySource:
         await asyncio.get_running_loop().run_in_executor(self._pool, shut)
         self._pool.shutdown(wait=False)
 
-    async def now(self) -> float:
-        return self._clock.now()
-
     async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
         if self._redis is None:
             await self.open()
@@ -191,7 +172,7 @@ class CelerySource:
         async with self._lock:
             reads = await loop.run_in_executor(self._pool, self._read)
             workers = self._memory.update(reads)
-            local = local_hostnames(host) if host == this_host() else frozenset({host})
+            local = self.local_names(host)
             return records(
                 reads,
                 workers,
@@ -242,48 +223,45 @@ class CelerySource:
             unacked=tuple(unacked_of(entries, index)),
         )
 
-    def limits(self, base: Limits) -> Limits:
-        # An unacked message's lease is the transport's visibility timeout. Celery reports no
-        # stages: the task is one stage, budgeted as the task.
-        return engine_limits(
-            base,
-            engine="Celery",
-            actions="send it again with Celery, revoke it, or kill it",
-            overrides={
-                "heartbeat_timeout": (
-                    self.heartbeat_timeout,
-                    "Celery: seconds without an answer from the worker",
-                ),
-                "lease_ttl": (
-                    self.visibility_timeout,
-                    "Celery: the Redis transport's visibility_timeout",
-                ),
-                "stage": (base.task, "Celery: one stage per task (the task budget)"),
-            },
-        )
+    def limit_overrides(self, base: Limits) -> dict[str, tuple[float, str]]:
+        # An unacked message's lease is the transport's visibility timeout.
+        lease = (self.visibility_timeout, "Celery: the Redis transport's visibility_timeout")
+        return {**super().limit_overrides(base), "lease_ttl": lease}
 
     def kill_check(self, pid: int) -> str | None:
         """None when ``pid`` is Celery's pool child under its ``celery worker``; else what it
         is (any client of the broker can answer ``inspect active`` with any ``worker_pid``)."""
         return engine_child(pid, CELERY_CHILD)
 
-    def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
-        ids = origin.ids
-        what = f"{ids['queue']}/{ids['task_name']}/{ids['task_id']}"
-        where = f"{what} is Celery's (read-only source {self.name}); zombietop never writes to it"
-        if kind is ActionKind.RESUME:
-            return (
-                f"{where}: use the engine's command to run it again, e.g. "
-                f"app.send_task({str(ids['task_name'])!r}, ...) with its arguments"
-            )
-        if kind is ActionKind.DISCARD:
-            return (
-                f"{where}: use the engine's command: celery -b REDIS_URL control revoke "
-                f"{ids['task_id']}"
-            )
-        return None
+
+def _resume(origin: Origin) -> str:
+    name = str(origin.ids["task_name"])
+    return (
+        f"To run it again, use the engine's command: app.send_task({name!r}, ...) "
+        "with its arguments"
+    )
+
+
+def _discard(origin: Origin) -> str:
+    task_id = origin.ids["task_id"]
+    return f"To stop it, use the engine's command: celery -b REDIS_URL control revoke {task_id}"
 
 
 ENGINE = Engine(
-    kind=CelerySource.kind, schemes=SCHEMES, forms=FORMS, check_url=check_url, make=CelerySource
+    kind="celery",
+    name="Celery",
+    schemes=SCHEMES,
+    forms=FORMS,
+    check_url=check_url,
+    make=CelerySource,
+    heartbeat_timeout=(
+        CELERY_HEARTBEAT_TIMEOUT,
+        "Celery: seconds without an answer from the worker",
+    ),
+    actions="send it again with Celery, revoke it, or kill it",
+    task_id=lambda origin: celery_task_id(
+        *(str(origin.ids[key]) for key in ("queue", "task_name", "task_id"))
+    ),
+    resume=_resume,
+    discard=_discard,
 )

@@ -7,9 +7,7 @@ source that does the reading is ``zombietop.sources.celery``.
 
 from __future__ import annotations
 
-import functools
 import json
-import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -205,18 +203,6 @@ def unacked_of(entries: Mapping[bytes, bytes], index: Mapping[bytes, float]) -> 
 def celery_task_id(queue: str, name: str, task_id: str) -> str:
     """zombietop's id for a Celery task: ``QUEUE/TASKNAME/TASK_ID``."""
     return f"{queue}/{name}/{task_id}"
-
-
-def local_hostnames(host: str) -> frozenset[str]:
-    """Names a worker on this host may carry after ``@`` (Celery's default is the FQDN)."""
-    return frozenset({host, *machine_names()})
-
-
-@functools.cache
-def machine_names() -> frozenset[str]:
-    """This machine's host name and fully qualified name, asked once per process:
-    ``socket.getfqdn`` can ask the resolver, and every poll needs them."""
-    return frozenset({socket.gethostname(), socket.getfqdn()})
 
 
 def records(

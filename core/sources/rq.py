@@ -35,21 +35,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
 
-from zombietop.actions import ActionKind
-from zombietop.clock import Clock, SystemClock
+from zombietop.clock import Clock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
-from zombietop.procs import read_start, this_host
-from zombietop.sources.base import Capability, Engine, Origin, SourceRecord, engine_limits
-from zombietop.sources.celery_reports import local_hostnames
+from zombietop.procs import read_start
+from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord
 from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.rq_ends import (
     ENDED_FIELDS,
@@ -62,9 +60,6 @@ from zombietop.sources.rq_ends import (
 )
 from zombietop.sources.worker_processes import RQ_HORSE, engine_child
 from zombietop.start_identity import ProcessStart
-
-if TYPE_CHECKING:
-    from zombietop.config import Limits
 
 SCHEMES = ("rq+redis",)
 FORMS = ("rq+redis://HOST:PORT/DB",)
@@ -198,24 +193,17 @@ def dependency_ids(many: str | None, one: str | None) -> list[str]:
     return [str(job_id) for job_id in found] if isinstance(found, list) else []
 
 
-class RQSource:
-    """RQ's Redis, read-only; implements ``zombietop.sources.Source``."""
+class RQSource(ReadOnlySource):
+    """RQ's Redis, read-only."""
 
-    kind = "rq"
-    capability = Capability.READ_ONLY
+    clock = "this host's clock (RQ's workers write UTC times into Redis)"
 
     def __init__(
         self, url: str, *, heartbeat_timeout: float | None = None, clock: Clock | None = None
     ) -> None:
-        self.url = url
-        self.name = printable_url(url)
-        self.heartbeat_timeout = (
-            RQ_HEARTBEAT_TIMEOUT if heartbeat_timeout is None else heartbeat_timeout
-        )
+        super().__init__(url, heartbeat_timeout=heartbeat_timeout, clock=clock)
         parts = urlsplit(url)
         self.redis_url = "redis://" + parts.netloc + (parts.path or "/0")
-        self.clock = "this host's clock (RQ's workers write UTC times into Redis)"
-        self._clock = clock or SystemClock()
         self._redis: Any = None
         self._errors: tuple[type[BaseException], ...] = (OSError,)
         self._wrong_type: type[BaseException] = LookupError
@@ -227,9 +215,6 @@ class RQSource:
         self._horses: dict[str, tuple[int, ProcessStart]] = {}
         """By job id, the work horse last found for it on this host."""
         self._lock = asyncio.Lock()
-
-    def __repr__(self) -> str:
-        return f"RQSource({self.name!r})"
 
     async def open(self) -> None:
         try:
@@ -258,9 +243,6 @@ class RQSource:
             await asyncio.to_thread(self._redis.close)
             self._redis = None
 
-    async def now(self) -> float:
-        return self._clock.now()
-
     async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
         if self._redis is None:
             await self.open()
@@ -269,7 +251,7 @@ class RQSource:
                 reads = await asyncio.to_thread(self._read, since)
             except self._errors as exc:
                 raise SourceError(f"source {self.name}: cannot read Redis ({exc})") from None
-            local = local_hostnames(host) if host == this_host() else frozenset({host})
+            local = self.local_names(host)
             return await asyncio.to_thread(self._records, reads, host, local)
 
     def _read(self, since: float | None) -> RQReads:
@@ -626,51 +608,45 @@ class RQSource:
     def _origin(
         self, queue: str, name: str, job_id: str, worker: str | None, status: str
     ) -> Origin:
-        return Origin(
-            source=self.name,
-            kind="rq",
-            capability=Capability.READ_ONLY,
-            ids={
+        return self.origin(
+            {
                 "queue": bounded_id(queue),
                 "function": bounded_id(name),
                 "job_id": bounded_id(job_id),
                 "worker": None if worker is None else bounded_id(worker),
                 "status": status,
-            },
-        )
-
-    def limits(self, base: Limits) -> Limits:
-        return engine_limits(
-            base,
-            engine="RQ",
-            actions="requeue it with rq, or kill it",
-            overrides={
-                "heartbeat_timeout": (
-                    self.heartbeat_timeout,
-                    "RQ: three job monitoring intervals of its worker",
-                ),
-                "stage": (base.task, "RQ: one stage per job (the task budget)"),
-            },
+            }
         )
 
     def kill_check(self, pid: int) -> str | None:
         """None when ``pid`` is RQ's work horse under its ``rq worker``; else what it is."""
         return engine_child(pid, RQ_HORSE)
 
-    def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
-        ids = origin.ids
-        what = f"{ids['queue']}/{ids['function']}/{ids['job_id']}"
-        where = f"{what} is RQ's (read-only source {self.name}); zombietop never writes to it"
-        if kind is ActionKind.RESUME:
-            return f"{where}: use the engine's command: rq requeue -u REDIS_URL {ids['job_id']}"
-        if kind is ActionKind.DISCARD:
-            return (
-                f"{where}: use the engine's command: from rq.command import send_stop_job_command; "
-                f"send_stop_job_command(redis, {str(ids['job_id'])!r})"
-            )
-        return None
+
+def _resume(origin: Origin) -> str:
+    return f"To re-run it, use the engine's command: rq requeue -u REDIS_URL {origin.ids['job_id']}"
+
+
+def _discard(origin: Origin) -> str:
+    return (
+        "To stop it, use the engine's command: from rq.command import send_stop_job_command; "
+        f"send_stop_job_command(redis, {str(origin.ids['job_id'])!r})"
+    )
 
 
 ENGINE = Engine(
-    kind=RQSource.kind, schemes=SCHEMES, forms=FORMS, check_url=check_url, make=RQSource
+    kind="rq",
+    name="RQ",
+    unit="job",
+    schemes=SCHEMES,
+    forms=FORMS,
+    check_url=check_url,
+    make=RQSource,
+    heartbeat_timeout=(RQ_HEARTBEAT_TIMEOUT, "RQ: three job monitoring intervals of its worker"),
+    actions="requeue it with rq, or kill it",
+    task_id=lambda origin: "/".join(
+        str(origin.ids[key]) for key in ("queue", "function", "job_id")
+    ),
+    resume=_resume,
+    discard=_discard,
 )

@@ -11,7 +11,7 @@ import pytest
 from tests.airflow_by_hand import add_running, make_database
 from zombietop.clock import FakeClock
 from zombietop.procs import this_host
-from zombietop.sources import airflow
+from zombietop.sources import base
 from zombietop.sources.airflow import AirflowSource
 
 
@@ -25,7 +25,7 @@ async def test_getfqdn_is_asked_once_for_every_poll(
         return "box.example.org"
 
     monkeypatch.setattr(socket, "getfqdn", getfqdn)
-    airflow.machine_names.cache_clear()
+    base.machine_names.cache_clear()
     path = tmp_path / "airflow.db"
     make_database(path, "wal")
     add_running(path, "load", started=clock.now() - 60, beat=clock.now())
@@ -36,8 +36,8 @@ async def test_getfqdn_is_asked_once_for_every_poll(
             found = await source.poll(None, this_host())
             assert len(found) == 2  # etl/extract/r (queued) and etl/load/r
             clock.advance(1)
-        assert "box.example.org" in airflow.local_hostnames(this_host())
+        assert "box.example.org" in base.local_hostnames(this_host())
         assert asked == [""]
     finally:
         await source.close()
-        airflow.machine_names.cache_clear()  # the next test asks the real resolver
+        base.machine_names.cache_clear()  # the next test asks the real resolver

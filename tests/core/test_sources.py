@@ -187,10 +187,16 @@ def check_url(url):
 
 ENGINE = Engine(
     kind="memory",
+    name="Memory",
     schemes=("memory+list",),
     forms=("memory+list://NAME",),
     check_url=check_url,
     make=MemorySource,
+    heartbeat_timeout=(60.0, "Memory's default"),
+    actions="kill it",
+    task_id=str,
+    resume=str,
+    discard=str,
 )
 """
 
