@@ -99,6 +99,19 @@ class PingResult:
     state: TaskState
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Said:
+    """What one ping says: its job, its kind and what came with it."""
+
+    job: str
+    kind: Ping
+    rid: str | None
+    create: bool
+    body: bytes
+    exit_code: int | None
+    beat: BeatLine | None
+
+
 class _CountedWrites:
     """``store`` (as ``.store``), counting the writes done through it: until the first is done,
     cancelling a ping changes nothing (a write cancelled while it waits is rolled back)."""
@@ -171,12 +184,10 @@ class PingBook:
         ``TooLate`` when ``gate`` closed before the ping's first write was done: once one is
         done, a ping is applied whole."""
         writes = _CountedWrites(self.store)
-        work = asyncio.ensure_future(
-            self._locked(
-                writes, job, kind, rid=rid, create=create, body=body, exit_code=exit_code,
-                beat=beat, gate=gate,
-            )
-        )  # fmt: skip
+        said = _Said(
+            job=job, kind=kind, rid=rid, create=create, body=body, exit_code=exit_code, beat=beat
+        )
+        work = asyncio.ensure_future(self._locked(writes, said, gate))
         gone = asyncio.ensure_future(gate.gone.wait()) if gate.gone is not None else None
         try:
             loop = asyncio.get_running_loop()
@@ -194,19 +205,7 @@ class PingBook:
             if gone is not None:
                 gone.cancel()
 
-    async def _locked(
-        self,
-        writes: _CountedWrites,
-        job: str,
-        kind: Ping,
-        *,
-        rid: str | None,
-        create: bool,
-        body: bytes,
-        exit_code: int | None,
-        beat: BeatLine | None,
-        gate: Gate,
-    ) -> PingResult | None:
+    async def _locked(self, writes: _CountedWrites, said: _Said, gate: Gate) -> PingResult | None:
         try:
             async with asyncio.timeout_at(gate.write_by):
                 await self._lock.acquire()
@@ -214,43 +213,24 @@ class PingBook:
             raise TooLate("other pings held the store for too long") from None
         self._writes = writes
         try:
-            result = await self._apply(
-                job,
-                kind,
-                rid=rid,
-                create=create,
-                body=body,
-                exit_code=exit_code,
-                beat=beat,
-                gate=gate,
-            )
+            result = await self._apply(said, gate)
             # The event names the job and what it said, never the URL: that holds the key.
-            said = f"/{exit_code}" if kind is Ping.EXIT else str(kind)
+            what = f"/{said.exit_code}" if said.kind is Ping.EXIT else str(said.kind)
             await self._writes.store.record_event(
                 kind=EventKind.PING,
                 actor=self.owner,
-                message=f"{said} of {job} over HTTP",
+                message=f"{what} of {said.job} over HTTP",
                 task_id=None if result is None else result.task_id,
-                data={"job": job, "ping": said, "via": VIA},
+                data={"job": said.job, "ping": what, "via": VIA},
             )
             return result
         finally:
             self._lock.release()
 
-    async def _apply(
-        self,
-        job: str,
-        kind: Ping,
-        *,
-        rid: str | None,
-        create: bool,
-        body: bytes,
-        exit_code: int | None,
-        beat: BeatLine | None,
-        gate: Gate,
-    ) -> PingResult | None:
+    async def _apply(self, said: _Said, gate: Gate) -> PingResult | None:
+        job, kind, rid, body = said.job, said.kind, said.rid, said.body
         if not await self.known(job):
-            if not create:
+            if not said.create:
                 raise UnknownJob(job)
             if not self._new_jobs.allow(""):
                 raise TooManyJobs(f"over {NEW_JOBS_PER_MINUTE} new jobs a minute")
@@ -277,13 +257,13 @@ class PingBook:
         if kind is Ping.START:
             return PingResult(task_id=task.task_id, state=task.state)
         if kind is Ping.BEAT:
-            return await self._beat(task, beat or BeatLine())
-        if kind is Ping.SUCCESS or (kind is Ping.EXIT and exit_code == 0):
+            return await self._beat(task, said.beat or BeatLine())
+        if kind is Ping.SUCCESS or (kind is Ping.EXIT and said.exit_code == 0):
             ended = await self._finish(task, TaskState.SUCCEEDED, 0, None)
         else:
-            reason = f"exit status {exit_code}" if exit_code is not None else "failed"
+            reason = f"exit status {said.exit_code}" if said.exit_code is not None else "failed"
             ended = await self._finish(
-                task, TaskState.FAILED, exit_code, f"{reason} {REPORTED_OVER_HTTP}"
+                task, TaskState.FAILED, said.exit_code, f"{reason} {REPORTED_OVER_HTTP}"
             )
         return PingResult(task_id=ended.task_id, state=ended.state)
 
