@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.heartbeat_line import parse_line
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.store import open_store
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 CONFIG = """\
 [thresholds]

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from zombietop.clock import SystemClock
 from zombietop.config import default_config
-from zombietop.monitor import Snapshot, build_snapshot
+from zombietop.judge.monitor import Snapshot, build_snapshot
 from zombietop.tui.app import ZombietopApp
 from zombietop.tui.testing import SampleSource, synthetic_records
 from zombietop.tui.textual_compat import install_cropped_updates

@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zombietop.config import WatchSettings, default_config
 from zombietop.heartbeat_line import parse_line
-from zombietop.monitor import Monitor
-from zombietop.notify import Page
+from zombietop.judge.monitor import Monitor
+from zombietop.paging.notify import Page
 from zombietop.store import open_store
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 
 class Stopwatch:

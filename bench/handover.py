@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from zombietop.handover import read_handover  # noqa: E402
+from zombietop.oncall.handover import read_handover  # noqa: E402
 from zombietop.store import open_store  # noqa: E402
 from zombietop.tui.handover_text import handover_markdown  # noqa: E402
 

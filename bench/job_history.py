@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zombietop.clock import FakeClock
 from zombietop.config import default_config
-from zombietop.job_book import JobBook
 from zombietop.job_summary import HISTORY_WINDOW
-from zombietop.monitor import Monitor
+from zombietop.judge.job_book import JobBook
+from zombietop.judge.monitor import Monitor
 from zombietop.store import open_store
 
 NOW = 1_796_000_000.0

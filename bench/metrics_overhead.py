@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scripts.fleet_store import beat_once, enlist, is_silent
 from zombietop.clock import FakeClock
 from zombietop.config import default_config, parse_listen
-from zombietop.metrics import Metrics
-from zombietop.metrics_endpoint import MetricsEndpoint, MetricsUpdate
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.store import Store, open_store
-from zombietop.watchdog import Watchdog
+from zombietop.watch.metrics import Metrics
+from zombietop.watch.metrics_endpoint import MetricsEndpoint, MetricsUpdate
+from zombietop.watch.watchdog import Watchdog
 
 NOW = 1_796_000_000.0
 SILENT = 10

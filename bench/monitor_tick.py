@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scripts.fleet_store import beat_once, enlist, is_silent
 from zombietop.clock import FakeClock
 from zombietop.config import default_config
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.store import Store, open_store
 
 NOW = 1_796_000_000.0

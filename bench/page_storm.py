@@ -29,14 +29,14 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from zombietop.act.executor import Executor
 from zombietop.config import load_config
-from zombietop.executor import Executor
 from zombietop.heartbeat_line import parse_line
+from zombietop.judge.monitor import Monitor
 from zombietop.model import EventKind
-from zombietop.monitor import Monitor
-from zombietop.notify import CommandNotifier
+from zombietop.paging.notify import CommandNotifier
 from zombietop.store import open_store
-from zombietop.watchdog import LookReport, Watchdog
+from zombietop.watch.watchdog import LookReport, Watchdog
 
 CONFIG = """\
 [thresholds]

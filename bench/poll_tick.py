@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zombietop.clock import FakeClock
 from zombietop.config import default_config
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.store import open_store
 from zombietop.store.poll_cache import task_record
 from zombietop.store.sqlite import POLL_SQL

@@ -11,7 +11,7 @@ tasks. Then:
 1. size (the file, and the bytes in use: pages minus free pages) and `status --all > /dev/null`
    (wall time and peak RSS of the process), with this checkout and, with ``--vs``, another
    interpreter's zombietop (the code before the change, on a store it made itself);
-2. a prune (``zombietop.retention.prune``, as the watchdog runs it) while a second process
+2. a prune (``zombietop.store.pruner.prune``, as the watchdog runs it) while a second process
    writes a heartbeat every 10 ms through its own connection with a short busy timeout
    (``--writer-timeout``, default 100 ms), counting its "database is locked" errors and its
    slowest write; every batch's time holding the store is recorded;
@@ -37,8 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from zombietop.retention import prune  # noqa: E402
 from zombietop.store import open_store  # noqa: E402
+from zombietop.store.pruner import prune  # noqa: E402
 
 DAY = 86400.0
 RUNNING = 200

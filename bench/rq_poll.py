@@ -32,7 +32,7 @@ from tests.queues_env import RQWorkers, wait_for  # noqa: E402
 from tests.redis_server import ThrowawayRedis, find_server  # noqa: E402
 from zombietop.clock import FakeClock  # noqa: E402
 from zombietop.config import default_config  # noqa: E402
-from zombietop.monitor import Monitor  # noqa: E402
+from zombietop.judge.monitor import Monitor  # noqa: E402
 from zombietop.sources.rq import RQSource  # noqa: E402
 from zombietop.store import open_store  # noqa: E402
 

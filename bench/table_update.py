@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from textual.app import App, ComposeResult
 
-from zombietop.monitor import build_snapshot
+from zombietop.judge.monitor import build_snapshot
 from zombietop.tui.cells import COLUMNS
 from zombietop.tui.testing import NOW, sample_config, synthetic_records
 from zombietop.tui.widgets.task_list import TaskList

@@ -1,4 +1,11 @@
-"""zombietop's engine: model, config, classifier, store, leases, the monitor and the job SDK.
+"""zombietop's engine: the vocabulary at the top, and the rest in wings by subsystem.
+
+The wings: ``run`` (the job side), ``judge`` (poll, probe, verdicts), ``act`` (resume, discard,
+kill), ``watch`` (the watchdog), ``paging``, ``oncall``; beside them ``config``, ``store``,
+``sources`` (engines, read-only) and ``serve`` (HTTP pings). At the top: the vocabulary every
+wing speaks (``model``, ``health``, ``page``, ``errors``, ``clock``, ``printable``, ...), the
+job's API (``sdk``, ``heartbeat_line``) and the daemons' edges (``agent``, ``http_server``).
+docs/architecture.md draws them; docs/modules.md lists every module.
 
 Installed as ``zombietop`` (the folder is ``core/``); the dashboard and the command line are
 ``zombietop.tui``. Nothing in the engine imports textual or rich, so a job's own environment

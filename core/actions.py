@@ -1,7 +1,7 @@
 """The vocabulary of operator actions: what was asked, and what happened.
 
 Every action (from a key in the dashboard, the CLI, or the watchdog) goes through one executor
-(``zombietop.executor.Executor``), which implements ``ActionExecutor``. The faces depend only on
+(``zombietop.act.executor.Executor``), which implements ``ActionExecutor``. The faces depend only on
 this protocol, so tests can hand them a recording fake.
 """
 

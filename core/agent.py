@@ -23,22 +23,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from zombietop.act.executor import Executor
+from zombietop.act.source_actions import SourceActions
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.errors import StoreError
-from zombietop.executor import Executor
 from zombietop.fleet import HostRequest
 from zombietop.identity import real_user
+from zombietop.judge.monitor import Monitor, ProcessProbe, Snapshot
+from zombietop.judge.orphan_watch import OrphanWatch
 from zombietop.model import EventKind, Task
-from zombietop.monitor import Monitor, ProcessProbe, Snapshot
-from zombietop.orphan_watch import OrphanWatch
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe, this_host
-from zombietop.retention import keep_pruning
-from zombietop.source_actions import SourceActions
 from zombietop.sources import Source
 from zombietop.store import Store
+from zombietop.store.pruner import keep_pruning
 
 AGENT_INTERVAL_S = 2.0
 """Default time between ticks; dashboards call an agent gone after ~3 missed ticks."""

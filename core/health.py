@@ -317,3 +317,20 @@ _WITHOUT_TRAITS = [flag for flag in Flag if flag not in FLAG_TRAITS]
 if _WITHOUT_TRAITS:
     # Fail at import, not at the first poll that raises the flag (a dashboard crashed so).
     raise TypeError(f"zombietop.health: no row in FLAG_TRAITS for {_WITHOUT_TRAITS}")
+
+
+class ScheduleHealth(StrEnum):
+    """The verdict on a schedule; declared from most to least urgent."""
+
+    MISSED = "missed"
+    """A fire time passed its grace with no run of the step started: page, like a stall."""
+    RUNNING_LONG = "running_long"
+    """A run is still going at the next fire time (overlap) or past max_runtime: shown."""
+    LATE = "late"
+    """A fire time passed and no run started yet, but the grace has not run out: shown."""
+    OK = "ok"
+    """The latest fire time has its run."""
+
+    @property
+    def pages(self) -> bool:
+        return self is ScheduleHealth.MISSED

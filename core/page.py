@@ -6,9 +6,8 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 
-from zombietop.health import Flag, Health
+from zombietop.health import Flag, Health, ScheduleHealth
 from zombietop.printable import bounded
-from zombietop.schedules import ScheduleHealth
 
 STORE_READ = "watchdog:store-read"
 """The incident of a watchdog that cannot read its store; paged once, cleared once."""

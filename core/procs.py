@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zombietop.clock import CLOCK_TICKS, Clock, SystemClock, host_ticks
+from zombietop.clock import CLOCK_TICKS, Clock, SystemClock, boot_id, host_ticks
 from zombietop.last_ran import longer_idle, tree_idle_s
 from zombietop.locations import TIE_FOLDER, task_file_name
 from zombietop.model import ProcessSample, Task
@@ -157,8 +157,8 @@ class ProcEntry:
 
     @property
     def identity(self) -> StartIdentity | None:
-        """The start as identity checks compare it."""
-        return StartIdentity.on_this_boot(self.start_ticks)
+        """The start as identity checks compare it: this boot, and the ticks read."""
+        return StartIdentity.from_columns(boot_id(), self.start_ticks)
 
 
 class ProcessReading(ABC):

@@ -37,7 +37,6 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, Self, TypeVar
 
-from zombietop.claim import Claim, claim_task, owner_name
 from zombietop.config import Config, Limits, load_config, resolve_config_path
 from zombietop.errors import (
     LeaseLost,
@@ -48,7 +47,6 @@ from zombietop.errors import (
     ZombietopError,
 )
 from zombietop.heartbeat_line import BeatLine
-from zombietop.job_runs import check_job_name, claim_run
 from zombietop.locations import (
     TIE_FOLDER,
     adopt_legacy_file,
@@ -61,6 +59,8 @@ from zombietop.locations import (
 from zombietop.model import Lease, Task, TaskState
 from zombietop.private import create_new, open_append, open_read, private_dir, state_subdir
 from zombietop.procs import read_start, this_host
+from zombietop.run.claim import Claim, claim_task, owner_name
+from zombietop.run.job_runs import check_job_name, claim_run
 from zombietop.store import Store, open_store
 
 T = TypeVar("T")

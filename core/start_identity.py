@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zombietop.clock import boot_id
-
 START_TIME_TOLERANCE = 1.0
 """Seconds two wall-clock readings of one process's start may differ by, for the checks that
 have no ticks on one side: psutil builds the time on the boot time, which Linux reports in whole
@@ -38,14 +36,6 @@ class StartIdentity:
         if boot is None or ticks is None:
             return None
         return cls(boot_id=boot, ticks=int(ticks))
-
-    @classmethod
-    def on_this_boot(cls, ticks: int | None) -> StartIdentity | None:
-        """The identity of a start ``ticks`` after this host's boot; None without either."""
-        this_boot = boot_id()
-        if this_boot is None or ticks is None:
-            return None
-        return cls(boot_id=this_boot, ticks=ticks)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

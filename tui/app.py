@@ -20,9 +20,9 @@ from textual.worker import Worker, WorkerState
 from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
 from zombietop.clock import Clock, SystemClock
 from zombietop.config import OnCallSettings
+from zombietop.judge.monitor import Snapshot, TaskView
 from zombietop.model import Event
-from zombietop.monitor import Snapshot, TaskView
-from zombietop.oncall import OnCallDesk
+from zombietop.oncall.acks import OnCallDesk
 from zombietop.output import LastOutput
 from zombietop.printable import printable
 from zombietop.tui import messages

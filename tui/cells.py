@@ -15,18 +15,18 @@ from functools import cache, partial
 
 from rich.text import Text
 
-from zombietop.budgets import Budget
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health
-from zombietop.history_judge import SLOW_REASON
+from zombietop.judge.budgets import Budget
+from zombietop.judge.history_judge import SLOW_REASON
+from zombietop.judge.monitor import TaskView
+from zombietop.judge.verdict import format_progress
 from zombietop.model import HeartbeatSource, TaskState
-from zombietop.monitor import TaskView
-from zombietop.oncall import OnCall
+from zombietop.oncall.acks import OnCall
 from zombietop.process_words import STOPPED
 from zombietop.tui.healths import GLYPHS, STYLES
 from zombietop.tui.short_ids import short_id
 from zombietop.tui.untrusted import printable_text
-from zombietop.verdict import format_progress
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 DASH = Text("-", style="dim")

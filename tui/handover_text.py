@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from zombietop.durations import format_age
-from zombietop.handover import Handover, MissedSchedule, OpenIncident
 from zombietop.heartbeat_line import format_timestamp
-from zombietop.incident_story import Entry, Step, Story
 from zombietop.model import Silence
+from zombietop.oncall.handover import Handover, MissedSchedule, OpenIncident
+from zombietop.oncall.incident_story import Entry, Step, Story
 from zombietop.printable import printable
 from zombietop.tui.markdown import md_code, md_text
 

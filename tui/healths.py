@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from zombietop.failed_runs import failure_open
 from zombietop.health import Health
-from zombietop.monitor import Snapshot
+from zombietop.judge.monitor import Snapshot
+from zombietop.watch.failed_runs import failure_open
 
 GLYPHS: dict[Health, str] = {
     Health.DEAD: "✖",

@@ -18,17 +18,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zombietop.act.executor import Executor
+from zombietop.act.source_actions import SourceActions
 from zombietop.actions import ActionExecutor
 from zombietop.config import Config, SourceSettings
 from zombietop.errors import ZombietopError
-from zombietop.executor import Executor
 from zombietop.identity import real_user
 from zombietop.locations import SOURCES_ENV, clean_env, task_file_name
-from zombietop.oncall import Desk
+from zombietop.oncall.acks import Desk
 from zombietop.printable import printable
 from zombietop.private import open_append, state_subdir
 from zombietop.procs import PsutilProbe
-from zombietop.source_actions import SourceActions
 from zombietop.store import Store, open_store
 from zombietop.tui.poller import ThreadedMonitor
 

@@ -9,8 +9,8 @@ from enum import StrEnum
 from textual.message import Message
 
 from zombietop.actions import ActionOutcome
+from zombietop.judge.monitor import Snapshot, TaskView
 from zombietop.model import Event
-from zombietop.monitor import Snapshot, TaskView
 
 
 @dataclass

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, TypeVar
 
+from textual.notifications import SeverityLevel
+from textual.screen import Screen, ScreenResultCallbackType
 from textual.worker import Worker
 
 from zombietop.config import OnCallSettings
 from zombietop.durations import format_duration
 from zombietop.errors import ZombietopError
-from zombietop.failed_runs import incident_of_row
-from zombietop.monitor import TaskView
-from zombietop.oncall import OnCallDesk
+from zombietop.judge.monitor import Snapshot, TaskView
+from zombietop.oncall.acks import OnCallDesk
 from zombietop.tui.screens.oncall import (
     AckAsk,
     AckScreen,
@@ -24,17 +25,58 @@ from zombietop.tui.screens.oncall import (
     SilenceScreen,
 )
 from zombietop.tui.untrusted import escaped_markup
+from zombietop.watch.failed_runs import incident_of_row
 
-if TYPE_CHECKING:
-    from zombietop.tui.app import ZombietopApp
+_Result = TypeVar("_Result")
+
+
+class OnCallApp(Protocol):
+    """What the flow needs of the app that composes it (``ZombietopApp``): its state, and the
+    few Textual calls the flow makes."""
+
+    read_only: bool
+    per_run: bool
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+
+    @property
+    def main(self) -> Screen[Any]: ...
+
+    @property
+    def screen(self) -> Screen[object]: ...
+
+    def show_effect(self) -> None: ...
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+    ) -> None: ...
+
+    def run_worker(
+        self,
+        work: Callable[[], Coroutine[None, None, None]],
+        name: str | None = "",
+        group: str = "default",
+        *,
+        exit_on_error: bool = True,
+    ) -> Worker[None]: ...
+
+    def push_screen(
+        self,
+        screen: Screen[_Result],
+        callback: ScreenResultCallbackType[_Result] | None = None,
+    ) -> object: ...
 
 
 class OnCallFlow:
     """Ask on a screen, write through the desk, and say the outcome; the app sends the keys."""
 
-    def __init__(
-        self, app: ZombietopApp, desk: OnCallDesk | None, settings: OnCallSettings
-    ) -> None:
+    def __init__(self, app: OnCallApp, desk: OnCallDesk | None, settings: OnCallSettings) -> None:
         self.app = app
         self.desk = desk
         """Acks and silences go here (None: the keys say they cannot)."""

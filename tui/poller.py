@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from zombietop.config import Config, SourceSettings
+from zombietop.judge.monitor import Monitor, ProcessProbe, Snapshot
 from zombietop.model import Event, HistoryPoint, Task
-from zombietop.monitor import Monitor, ProcessProbe, Snapshot
 from zombietop.output import LastOutput
 from zombietop.sources import Source, open_or_later, open_source
 from zombietop.store import open_store

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from zombietop.judge.monitor import Snapshot, TaskView
 from zombietop.model import Event, HistoryPoint
-from zombietop.monitor import Snapshot, TaskView
 from zombietop.output import LastOutput, with_last_output
 from zombietop.tui.task_order import SortMode
 

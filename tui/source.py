@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from zombietop.judge.monitor import Snapshot
 from zombietop.model import Event, HistoryPoint, Task
-from zombietop.monitor import Snapshot
 from zombietop.output import LastOutput
 
 
 class SnapshotSource(Protocol):
-    """The read half of the core facade; ``zombietop.monitor.Monitor`` implements it."""
+    """The read half of the core facade; ``zombietop.judge.monitor.Monitor`` implements it."""
 
     @property
     def read_only(self) -> bool: ...

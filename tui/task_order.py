@@ -7,7 +7,7 @@ from enum import StrEnum
 from math import inf
 from typing import Any, Generic, TypeVar
 
-from zombietop.monitor import Snapshot, TaskView
+from zombietop.judge.monitor import Snapshot, TaskView
 
 T = TypeVar("T")
 

@@ -20,7 +20,6 @@ from zombietop.config.loader import (
 )
 from zombietop.config.sections import SCHEDULE_KEYS, SOURCE_KEYS
 from zombietop.config.settings import (
-    DEFAULT_SOURCE,
     DURATION_KEYS,
     METRICS_EXAMPLE,
     MONITOR_DEFAULTS,
@@ -34,12 +33,9 @@ from zombietop.config.settings import (
     STAGE_KILL_FACTOR,
     STEP_ONLY_KEYS,
     STORE_DEFAULTS,
-    THRESHOLD_DEFAULTS,
-    TIMEOUT_DEFAULTS,
     WATCH_DEFAULTS,
     AgentSettings,
     Config,
-    Limits,
     ListenAddress,
     NotifySettings,
     OnCallSettings,
@@ -49,10 +45,16 @@ from zombietop.config.settings import (
     SourceSettings,
     WatchSettings,
     default_config,
-    default_limits,
     parse_listen,
 )
 from zombietop.errors import ConfigError
+from zombietop.thresholds import (
+    DEFAULT_SOURCE,
+    THRESHOLD_DEFAULTS,
+    TIMEOUT_DEFAULTS,
+    Limits,
+    default_limits,
+)
 
 __all__ = [
     "CONFIG_LIMIT",

@@ -13,13 +13,15 @@ from zombietop.config.settings import (
     ONCALL_DEFAULTS,
     STAGE_KILL_FACTOR,
     STORE_DEFAULTS,
-    THRESHOLD_DEFAULTS,
-    TIMEOUT_DEFAULTS,
     WATCH_DEFAULTS,
 )
 from zombietop.durations import format_duration
 from zombietop.errors import ConfigError
 from zombietop.extras import require
+from zombietop.thresholds import (
+    THRESHOLD_DEFAULTS,
+    TIMEOUT_DEFAULTS,
+)
 
 
 def render_defaults() -> str:

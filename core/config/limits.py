@@ -9,18 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from zombietop.config.settings import (
-    DEFAULT_SOURCE,
     DURATION_KEYS,
     HISTORY_DEFAULTS,
     STEP_ONLY_KEYS,
-    THRESHOLD_DEFAULTS,
-    TIMEOUT_DEFAULTS,
     ZERO_OFF_KEYS,
-    Limits,
-    default_limits,
 )
 from zombietop.config.values import (
     check_bound,
+    check_runbook,
     read_command,
     read_duration,
     read_whole,
@@ -30,7 +26,13 @@ from zombietop.config.values import (
 )
 from zombietop.durations import format_duration
 from zombietop.errors import ConfigError
-from zombietop.runbooks import check_runbook
+from zombietop.thresholds import (
+    DEFAULT_SOURCE,
+    THRESHOLD_DEFAULTS,
+    TIMEOUT_DEFAULTS,
+    Limits,
+    default_limits,
+)
 
 
 def apply_section(

@@ -6,26 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_SOURCE = "default"
+from zombietop.thresholds import (
+    THRESHOLD_DEFAULTS,
+    TIMEOUT_DEFAULTS,
+    Limits,
+    default_limits,
+)
 
-
-THRESHOLD_DEFAULTS: dict[str, float] = {
-    "heartbeat_interval": 10.0,
-    "heartbeat_timeout": 120.0,
-    "lease_ttl": 300.0,
-    "progress_timeout": 1800.0,
-    "start_grace": 60.0,
-    "queue_timeout": 0.0,
-    "idle_timeout": 1200.0,
-}
 ZERO_OFF_KEYS = frozenset({"queue_timeout"})
 """Durations that 0 turns off."""
-TIMEOUT_DEFAULTS: dict[str, float] = {
-    "request": 90.0,
-    "stage": 900.0,
-    "task": 21600.0,
-    "kill_grace": 30.0,
-}
 HISTORY_DEFAULTS: dict[str, float] = {
     "history_min_runs": 5,
     "slow_after": 2.0,
@@ -67,65 +56,6 @@ NOTIFY_DIGEST_AFTER = 20
 than this, each group (by health and host) goes as one digest, not as one page per task."""
 METRICS_EXAMPLE = "127.0.0.1:9464"
 """Where ``[watch] metrics`` would serve: this host only, on the port Prometheus lists for us."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Limits:
-    """One effective set of thresholds and timeouts (global, or a step type after merging)."""
-
-    heartbeat_interval: float
-    heartbeat_timeout: float
-    lease_ttl: float
-    progress_timeout: float
-    start_grace: float
-    queue_timeout: float = 0.0
-    """A task queued or scheduled longer than this is ``queued_too_long`` (0: never)."""
-    idle_timeout: float = THRESHOLD_DEFAULTS["idle_timeout"]
-    """A task whose process tree used no CPU and did no I/O this long, while beats that prove
-    only life go on (an engine's supervisor beats for it), is ``stalled``."""
-    request: float
-    stage: float
-    task: float
-    kill_grace: float
-    resume_command: tuple[str, ...] | None = None
-    compensate_command: tuple[str, ...] | None = None
-    auto_retry: bool = False
-    max_retries: int = 3
-    """With auto_retry: how many attempts in all before the watchdog leaves it to a human."""
-    retry_backoff: float = 60.0
-    """With auto_retry: wait before the first retry, doubling for each one after."""
-    from_source: bool = False
-    """The step type's tasks come from a read-only source (an Airflow DAG): a task instance
-    is one stage, so its stage may last as long as its task, and is the task budget unless
-    the section sets one."""
-    history_min_runs: int = 5
-    """How many successful runs a job needs before its runs are judged against them."""
-    slow_after: float = 2.0
-    """A running run past this many times the job's median is ``slower_than_usual``..."""
-    slow_min: float = 300.0
-    """...and only once it is at least this far past the median."""
-    too_fast_below: float = 0.1
-    """A run that succeeds in under this many times the median ``finished_too_fast``."""
-    page_on_failure: bool = True
-    """A failed run opens an incident and pages (false: the failure is someone else's)."""
-    require_lease: bool | None = None
-    """``zombietop run`` refuses to run the command when it cannot take the lease (the store
-    cannot be used); None: only a ``--task`` or ``--after`` run does, a ``--job`` run goes on
-    unwatched."""
-    runbook: str | None = None
-    """A link template filled with the task's fields (``zombietop.runbooks``): what to do."""
-    step_type: str | None = None
-    engine: str | None = None
-    """The engine that runs the tasks judged by these limits (``Airflow``), for the words of
-    their verdicts and pages; None for zombietop's own tasks."""
-    engine_actions: str | None = None
-    """What works on such a task, for the end of its page (``clear it in Airflow, mark it
-    failed, or kill it``): resume and discard are refused for an engine's task."""
-    sources: Mapping[str, str] = field(default_factory=dict)
-    """Key -> where its value came from: ``default``, or a file and section."""
-
-    def source(self, key: str) -> str:
-        return self.sources.get(key, DEFAULT_SOURCE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,7 +133,7 @@ class WatchSettings:
     """Page an open incident nobody acked or silenced again after this long; 0 never does."""
     group_by_upstream: bool = True
     """One page per root cause: a task queued behind an upstream with an open incident is not
-    paged itself, and the upstream's page lists it (``zombietop.root_causes``)."""
+    paged itself, and the upstream's page lists it (``zombietop.watch.root_causes``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -314,23 +244,6 @@ class Config:
         if step_type is not None and step_type in self.step_types:
             return self.step_types[step_type]
         return self.defaults
-
-
-def default_limits() -> Limits:
-    values = {**THRESHOLD_DEFAULTS, **TIMEOUT_DEFAULTS}
-    return Limits(
-        heartbeat_interval=values["heartbeat_interval"],
-        heartbeat_timeout=values["heartbeat_timeout"],
-        lease_ttl=values["lease_ttl"],
-        progress_timeout=values["progress_timeout"],
-        start_grace=values["start_grace"],
-        queue_timeout=values["queue_timeout"],
-        idle_timeout=values["idle_timeout"],
-        request=values["request"],
-        stage=values["stage"],
-        task=values["task"],
-        kill_grace=values["kill_grace"],
-    )
 
 
 def default_config() -> Config:

@@ -1,9 +1,10 @@
-"""Read one value of a config file and check it (a duration, a whole number, a command), with
-errors that name the file, the section and the key."""
+"""Read one value of a config file and check it (a duration, a whole number, a command, a
+runbook's link template), with errors that name the file, the section and the key."""
 
 from __future__ import annotations
 
 import difflib
+import string
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,44 @@ def read_command(path: Path | None, section: str, key: str, value: Any) -> tuple
             "take in its arguments; remove it"
         )
     return tuple(value)
+
+
+RUNBOOK_FIELDS = (
+    "task_id",
+    "run_id",
+    "step",
+    "step_type",
+    "job",
+    "stage",
+    "host",
+    "attempt",
+    "state",
+)
+"""The placeholders a runbook may hold: the task's fields, and the stage of its last beat."""
+
+
+def placeholders(template: str) -> list[str]:
+    """The names of the template's placeholders, in order; ``ValueError`` for a bad brace."""
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+def check_runbook(path: Path | None, section: str, value: object) -> str:
+    """Read a ``runbook`` template: a string whose every placeholder is a task field."""
+    place = f"{where(path)} [{section}]"
+    example = '"https://wiki/runbooks/{step_type}#{stage}"'
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{place}: runbook must be a link template such as {example}")
+    try:
+        names = placeholders(value)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{place}: runbook = {value!r} is not a template ({exc}); write a literal brace "
+            "as {{ or }}"
+        ) from None
+    for name in names:
+        if name not in RUNBOOK_FIELDS:
+            raise ConfigError(
+                f"{place}: runbook has the unknown placeholder {{{name}}}; the known ones are "
+                + ", ".join(f"{{{field}}}" for field in RUNBOOK_FIELDS)
+            )
+    return value

@@ -24,14 +24,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, cast
 
-from zombietop.claim import Claim, owner_name
 from zombietop.config import Config
 from zombietop.errors import LeaseError, StoreError, TaskNotFound, ZombietopError
 from zombietop.heartbeat_line import BeatLine, format_timestamp
-from zombietop.job_runs import claim_run
 from zombietop.model import HTTP_OWNER, EventKind, Task, TaskState
 from zombietop.output import private_output_path
 from zombietop.private import open_read, replace_file
+from zombietop.run.claim import Claim, owner_name
+from zombietop.run.job_runs import claim_run
 from zombietop.serve.rate import RateLimit
 from zombietop.store import Store, location_of
 

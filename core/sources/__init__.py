@@ -8,7 +8,8 @@ times are on, and how its records map onto zombietop's tasks, leases and heartbe
 - ``base``: the contract every source keeps, and the ``Engine`` each engine's module declares;
 - ``registry``: the table of engines (``ENGINES``), which checks a URL and opens its source;
 - one module per engine (``airflow``), with its SQL in ``sql/<engine>_<backend>.sql``;
-- here: what the monitor does with every source (clocks, holds, the engines' limits).
+- here: what the monitor does with every source (clocks, holds); the engines' limits are
+  merged into the config the judge uses in ``zombietop.judge.source_limits``.
 """
 
 from __future__ import annotations
@@ -21,26 +22,27 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from zombietop.errors import SourceError, ZombietopError
-from zombietop.model import EventKind, Heartbeat, Lease, PendingKill, Task, TaskRecord
-from zombietop.sources.base import Capability, Engine, Origin, Source, SourceRecord
+from zombietop.model import EventKind, Heartbeat, Lease, PendingKill, TaskRecord
+from zombietop.sources.base import (
+    Capability,
+    Engine,
+    Origin,
+    Source,
+    SourceEntry,
+    SourceRecord,
+)
 from zombietop.sources.registry import ENGINES, check_source_url, open_source
 
-SOURCE_QUEUE_TIMEOUT = 1800.0
-"""``queue_timeout`` for an engine's tasks where the config leaves it at its default (off for
-zombietop's own tasks): an engine's queue is where its tasks get stuck unseen."""
-
 if TYPE_CHECKING:
-    # Only for annotations: the config checks source URLs with this package.
-    from zombietop.config import Config, SourceSettings
     from zombietop.store.interface import Store
 
 __all__ = [
     "ENGINES",
     "Capability",
     "Engine",
-    "JudgingConfig",
     "Origin",
     "Source",
+    "SourceEntry",
     "SourceRecord",
     "SourcesRead",
     "check_source_url",
@@ -221,37 +223,6 @@ async def _read_one(
     return records, offset, None
 
 
-class JudgingConfig:
-    """The config the monitor judges with: the user's, plus each source step type's limits.
-
-    A source's step type (Airflow's DAG id) takes ``[step_types.NAME]`` like any other; what
-    the file leaves at zombietop's built-in defaults, the engine's own defaults fill.
-    """
-
-    def __init__(self) -> None:
-        self._base: Config | None = None
-        self._made: Config | None = None
-        self._types: frozenset[tuple[str, str]] = frozenset()
-
-    def __call__(
-        self, config: Config, tasks: Sequence[Task], owners: Mapping[str, Source]
-    ) -> Config:
-        types = frozenset((owners[t.task_id].name, t.step_type) for t in tasks)
-        if self._made is not None and config is self._base and types == self._types:
-            return self._made  # the same objects, so verdicts can be kept between polls
-        by_name = {source.name: source for source in owners.values()}
-        step_types = dict(config.step_types)
-        for name, step_type in sorted(types):
-            base = replace(config.limits_for(step_type), step_type=step_type)
-            if "queue_timeout" not in base.sources:
-                sources = {**base.sources, "queue_timeout": "a source's tasks (30m by default)"}
-                base = replace(base, queue_timeout=SOURCE_QUEUE_TIMEOUT, sources=sources)
-            step_types[step_type] = by_name[name].limits(base)
-        self._base, self._types = config, types
-        self._made = replace(config, step_types=step_types)
-        return self._made
-
-
 async def open_or_later(source: Source) -> None:
     """Open ``source``; one that cannot be opened yet is tried again at each poll, which says
     why it cannot be read (a source that cannot be read hides nothing else)."""
@@ -260,7 +231,7 @@ async def open_or_later(source: Source) -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_sources(settings: Sequence[SourceSettings]) -> AsyncIterator[list[Source]]:
+async def open_sources(settings: Sequence[SourceEntry]) -> AsyncIterator[list[Source]]:
     """Open every source in ``settings`` (read-only), and close them all after; a source that
     cannot be opened now is opened by its first read that can (``open_or_later``)."""
     opened: list[Source] = []

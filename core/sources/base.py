@@ -21,8 +21,7 @@ from zombietop.model import TaskRecord
 from zombietop.procs import this_host
 
 if TYPE_CHECKING:
-    # Only for annotations: the config imports the sources to check their URLs.
-    from zombietop.config import Limits
+    from zombietop.thresholds import Limits
 
 
 class Capability(StrEnum):
@@ -93,6 +92,17 @@ class Source(Protocol):
         when zombietop can do it. zombietop only ever kills a source's task's process
         (``source_actions``), so a read-only source refuses resume and discard."""
         ...
+
+
+class SourceEntry(Protocol):
+    """What opens a source: a ``[[sources]]`` entry of the config, or ``--source URL``."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def heartbeat_timeout(self) -> float | None:
+        """None: the engine's own default."""
 
 
 class SourceFactory(Protocol):

@@ -60,7 +60,7 @@ from zombietop.sources.celery_reports import (
 from zombietop.sources.worker_processes import CELERY_CHILD, engine_child
 
 if TYPE_CHECKING:
-    from zombietop.config import Limits
+    from zombietop.thresholds import Limits
 
 SCHEMES = ("celery+redis",)
 FORMS = ("celery+redis://HOST:PORT/DB",)

@@ -1,6 +1,7 @@
 """The store: zombietop's own record of tasks, leases, heartbeats, events and pages.
 
-- ``interface``: the async API every backend implements (``Store``);
+- ``interface``: the async API every backend implements (``Store``), put together from the
+  part each concern declares beside its implementation;
 - ``sql_store``: the logic both backends share, composed from one module per concern
   (``tasks``, ``leases``, ``beats``, ``events``, ``kills``, ``agents``, ``oncall``, ``paging``,
   ``retention``) over ``sql_base``;
@@ -9,7 +10,8 @@
 - ``poll_cache``: what a poll has already read, so the next one reads only what changed;
 - ``queries``: the named SQL blocks of ``sql/``: ``sql/common/<concern>.sql`` for the blocks both
   backends share, ``sql/<backend>/<concern>.sql`` for the ones each writes its own way;
-- ``sqlite_inline``: SQLite statements on the caller's thread, for a loop of its own.
+- ``sqlite_inline``: SQLite statements on the caller's thread, for a loop of its own;
+- ``pruner``: who prunes finished tasks, and when (``[store] keep_finished``).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ Its SQL is in ``sql/common/beats.sql`` and ``sql/<backend>/beats.sql``.
 
 from __future__ import annotations
 
+import abc
 import json
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -13,8 +14,12 @@ from typing import Any
 from zombietop.errors import LeaseLost
 from zombietop.fleet import StoredSample
 from zombietop.heartbeat_line import BeatLine
-from zombietop.model import EventKind, Heartbeat, HistoryPoint, ProcessSample
-from zombietop.store.interface import HISTORY_LIMIT
+from zombietop.model import (
+    EventKind,
+    Heartbeat,
+    HistoryPoint,
+    ProcessSample,
+)
 from zombietop.store.sql_base import Conn, SQLBase
 
 
@@ -60,7 +65,65 @@ def sample_params(
     }
 
 
-class Beats(SQLBase[Conn]):
+HISTORY_LIMIT = 120
+"""Heartbeats kept per task for sparklines; older ones are trimmed as new ones arrive."""
+
+
+class BeatsInterface(abc.ABC):
+    """Part of ``Store``, implemented by ``Beats`` below: record and read heartbeats and process
+    samples."""
+
+    @abc.abstractmethod
+    async def record_heartbeat(
+        self,
+        task_id: str,
+        beat: BeatLine,
+        *,
+        owner: str | None = None,
+        token: int | None = None,
+    ) -> Heartbeat:
+        """Upsert the latest heartbeat and append it to the history.
+
+        With ``owner`` and ``token`` the beat is fenced: a stale owner gets ``LeaseLost``.
+        """
+
+    @abc.abstractmethod
+    async def record_observed_heartbeat(
+        self, task_id: str, counters: Mapping[str, float], *, owner: str, token: int
+    ) -> Heartbeat:
+        """Record an observed heartbeat (fenced on the lease): ``counters`` added to the latest
+        beat, its time moved, its stage and progress (and when progress last moved) kept."""
+
+    @abc.abstractmethod
+    async def record_heartbeat_error(self, task_id: str, message: str) -> None:
+        """Note a malformed heartbeat line so the dashboard can show it as a reason."""
+
+    @abc.abstractmethod
+    async def heartbeat_history(
+        self, task_id: str, limit: int = HISTORY_LIMIT
+    ) -> list[HistoryPoint]:
+        """Return up to ``limit`` recent heartbeats, oldest first."""
+
+    @abc.abstractmethod
+    async def record_process_samples(
+        self,
+        host: str,
+        samples: Mapping[str, ProcessSample],
+        *,
+        source: str | None = None,
+        finished: Collection[str] = (),
+    ) -> None:
+        """Store what ``host``'s agent saw of its tasks' processes (task id -> sample): all of
+        the store's own tasks, or with ``source`` of that source's; ``host``'s earlier samples
+        of the same kind not written again are dropped. ``finished`` names the tasks the agent
+        knew were finished when it sampled them: only those samples can show an orphan."""
+
+    @abc.abstractmethod
+    async def process_samples(self) -> dict[str, StoredSample]:
+        """The latest stored sample of every unfinished task, by task id."""
+
+
+class Beats(SQLBase[Conn], BeatsInterface):
     """Record and read heartbeats and process samples."""
 
     async def record_heartbeat(

@@ -6,11 +6,14 @@ Its SQL is in ``sql/common/events.sql`` and ``sql/<backend>/events.sql``.
 
 from __future__ import annotations
 
+import abc
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from zombietop.model import Event
+from zombietop.model import (
+    Event,
+)
 from zombietop.store.sql_base import Conn, SQLBase
 
 TASKS_PER_READ = 500
@@ -18,7 +21,38 @@ TASKS_PER_READ = 500
 incidents is 20 reads by the task index, not 50,000."""
 
 
-class Events(SQLBase[Conn]):
+class EventsInterface(abc.ABC):
+    """Part of ``Store``, implemented by ``Events`` below: record an event and read the log."""
+
+    @abc.abstractmethod
+    async def record_event(
+        self,
+        *,
+        kind: str,
+        actor: str,
+        message: str,
+        task_id: str | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    async def events(
+        self,
+        *,
+        task_id: str | None = None,
+        limit: int = 100,
+        before_id: int | None = None,
+        kind: str | None = None,
+        skip_kind: str | None = None,
+    ) -> list[Event]:
+        """Return events newest first, only of ``kind`` and never of ``skip_kind`` when given."""
+
+    @abc.abstractmethod
+    async def events_of_tasks(self, task_ids: Sequence[str], kinds: Sequence[str]) -> list[Event]:
+        """Return every event of the tasks ``task_ids`` whose kind is in ``kinds``, oldest first."""
+
+
+class Events(SQLBase[Conn], EventsInterface):
     """Record an event and read the log."""
 
     async def record_event(

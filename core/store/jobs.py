@@ -10,13 +10,36 @@ Its SQL is in ``sql/common/jobs.sql``.
 
 from __future__ import annotations
 
+import abc
+
 from zombietop.job_summary import JobSummary
-from zombietop.model import Task, TaskRecord
+from zombietop.model import (
+    Task,
+    TaskRecord,
+)
 from zombietop.store.poll_cache import task_record
 from zombietop.store.sql_base import Conn, SQLBase
 
 
-class Jobs(SQLBase[Conn]):
+class JobsInterface(abc.ABC):
+    """Part of ``Store``, implemented by ``Jobs`` below: job summaries and a job's runs (``tasks``
+    stands on it, to count each run's end)."""
+
+    @abc.abstractmethod
+    async def job_summaries(self, changed_after: float | None = None) -> list[JobSummary]:
+        """Every job's summary, or (with ``changed_after``) those changed at or after it."""
+
+    @abc.abstractmethod
+    async def job_runs(self, job: str, limit: int) -> list[Task]:
+        """The latest ``limit`` runs of ``job``, newest first."""
+
+    @abc.abstractmethod
+    async def failed_latest_runs(self, before: float) -> list[TaskRecord]:
+        """The runs that failed before ``before`` and are still the latest of their job to
+        end, newest first: one per job at most, read by way of the jobs table."""
+
+
+class Jobs(SQLBase[Conn], JobsInterface):
     """Job summaries and a job's runs (``tasks`` stands on it, to count each run's end)."""
 
     async def _count_run(self, db: Conn, task: Task, now: float) -> None:

@@ -8,6 +8,7 @@ Its SQL is in ``sql/common/kills.sql`` and ``sql/<backend>/kills.sql``.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import os
 from collections.abc import Mapping
@@ -16,7 +17,10 @@ from typing import Any
 from zombietop.errors import ActionRefused, StoreError
 from zombietop.fleet import HostRequest
 from zombietop.identity import real_user
-from zombietop.model import EventKind, PendingKill
+from zombietop.model import (
+    EventKind,
+    PendingKill,
+)
 from zombietop.start_identity import StartIdentity
 from zombietop.store.sql_base import Conn, Duplicate, SQLBase, identity_params
 
@@ -29,7 +33,95 @@ def already_requested(kind: str, task_id: str, host: str) -> str:
     )
 
 
-class Kills(SQLBase[Conn]):
+class KillsInterface(abc.ABC):
+    """Part of ``Store``, implemented by ``Kills`` below: open, read and close kills; ask, claim and
+    finish host requests."""
+
+    @abc.abstractmethod
+    async def open_kill(
+        self,
+        task_id: str,
+        *,
+        pid: int,
+        pid_start_time: float | None,
+        pgid: int | None,
+        host: str | None,
+        requested_by: str,
+        grace: float,
+        source: str | None = None,
+        pid_start_identity: StartIdentity | None = None,
+    ) -> PendingKill:
+        """Record a graceful kill as SIGTERM goes out (deadline = now + grace); ``source``
+        names the read-only source of a task this store does not hold, ``pid_start_identity``
+        the kernel's count of the signalled process's start.
+
+        Raise ``ActionRefused`` if the task already has an open kill.
+        """
+
+    @abc.abstractmethod
+    async def get_open_kill(self, task_id: str) -> PendingKill | None:
+        """Return the task's open kill, if any."""
+
+    @abc.abstractmethod
+    async def open_kills(self, host: str | None) -> list[PendingKill]:
+        """Return every open kill on ``host``, soonest deadline first."""
+
+    @abc.abstractmethod
+    async def source_kills(self, since: float | None) -> dict[str, PendingKill]:
+        """The latest kill of each read-only source's task, by task id: those still open and
+        those finished since ``since`` (None: all)."""
+
+    @abc.abstractmethod
+    async def close_kill(
+        self,
+        task_id: str,
+        *,
+        outcome: str,
+        actor: str,
+        message: str,
+        data: Mapping[str, Any] | None = None,
+    ) -> PendingKill | None:
+        """Close the task's open kill and record an action event, in one transaction.
+
+        Return None when there was no open kill (another zombietop closed it first).
+        """
+
+    @abc.abstractmethod
+    async def request_host_action(
+        self,
+        *,
+        task_id: str,
+        host: str,
+        kind: str,
+        expected_token: int | None,
+        actor: str,
+        reason: str | None = None,
+        source: str | None = None,
+    ) -> HostRequest:
+        """Ask ``host``'s agent to carry out an action (on a task of the read-only ``source``,
+        when given); raise ``ActionRefused`` if the same action on the task is already
+        waiting."""
+
+    @abc.abstractmethod
+    async def get_host_request(self, request_id: int) -> HostRequest:
+        """Return one request (or raise ``StoreError``)."""
+
+    @abc.abstractmethod
+    async def open_host_requests(self, host: str | None = None) -> list[HostRequest]:
+        """Requests not yet carried out, oldest first (None: every host)."""
+
+    @abc.abstractmethod
+    async def claim_host_request(self, request_id: int, *, agent_id: str) -> HostRequest | None:
+        """Claim a request for ``agent_id``; None when another agent claimed it first."""
+
+    @abc.abstractmethod
+    async def finish_host_request(
+        self, request_id: int, *, outcome: str, message: str, actor: str
+    ) -> HostRequest | None:
+        """Record what became of a request, with an event; None if it was already finished."""
+
+
+class Kills(SQLBase[Conn], KillsInterface):
     """Open, read and close kills; ask, claim and finish host requests."""
 
     async def open_kill(

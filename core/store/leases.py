@@ -5,13 +5,51 @@ Its SQL is in ``sql/common/leases.sql`` and ``sql/<backend>/leases.sql``.
 
 from __future__ import annotations
 
+import abc
+
 from zombietop.durations import format_age
 from zombietop.errors import LeaseHeld, LeaseLost
-from zombietop.model import EventKind, Lease
+from zombietop.model import (
+    EventKind,
+    Lease,
+)
 from zombietop.store.sql_base import Conn, SQLBase
 
 
-class Leases(SQLBase[Conn]):
+class LeasesInterface(abc.ABC):
+    """Part of ``Store``, implemented by ``Leases`` below: acquire, reclaim, renew and release a
+    task's lease."""
+
+    @abc.abstractmethod
+    async def get_lease(self, task_id: str) -> Lease | None: ...
+
+    @abc.abstractmethod
+    async def acquire_lease(
+        self, task_id: str, *, owner: str, ttl: float, queued: bool = False
+    ) -> Lease:
+        """Take a lease nobody holds; the token grows. Raise ``LeaseHeld`` if someone does.
+
+        ``queued`` leaves a queued task queued: ``zombietop run --wait`` holds the lease while
+        it waits for its upstream, so a waiter that dies shows as reclaimable."""
+
+    @abc.abstractmethod
+    async def renew_lease(self, task_id: str, *, owner: str, token: int, ttl: float) -> Lease:
+        """Extend our unexpired lease; raise ``LeaseLost`` if the owner, token or time is wrong."""
+
+    @abc.abstractmethod
+    async def release_lease(self, task_id: str, *, owner: str, token: int) -> None:
+        """Give the lease up; raise ``LeaseLost`` if it is no longer ours."""
+
+    @abc.abstractmethod
+    async def reclaim_lease(self, task_id: str, *, owner: str, ttl: float) -> Lease:
+        """Take over an expired lease (the token grows); raise ``LeaseHeld`` while it is live."""
+
+    @abc.abstractmethod
+    async def still_owner(self, task_id: str, *, owner: str, token: int) -> bool:
+        """True while ``owner`` holds the lease with ``token`` and it has not expired."""
+
+
+class Leases(SQLBase[Conn], LeasesInterface):
     """Acquire, reclaim, renew and release a task's lease."""
 
     async def get_lease(self, task_id: str) -> Lease | None:

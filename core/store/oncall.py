@@ -6,13 +6,94 @@ Its SQL is in ``sql/common/oncall.sql``.
 
 from __future__ import annotations
 
+import abc
+
 from zombietop.durations import format_age, format_duration
 from zombietop.errors import ActionRefused
-from zombietop.model import Ack, Event, EventKind, Note, Silence, StepRuns
+from zombietop.model import (
+    Ack,
+    Event,
+    EventKind,
+    Note,
+    Silence,
+    StepRuns,
+)
 from zombietop.store.sql_base import Conn, SQLBase
 
 
-class OnCall(SQLBase[Conn]):
+class OnCallInterface(abc.ABC):
+    """Part of ``Store``, implemented by ``OnCall`` below: acks (someone is on an incident),
+    notes on incidents, silences (rules that hold pages) and schedules seen, each written with
+    an event and the store's clock."""
+
+    @abc.abstractmethod
+    async def ack_task(
+        self,
+        task_id: str,
+        *,
+        by: str,
+        reason: str | None,
+        duration: float,
+        source: str | None = None,
+    ) -> Ack:
+        """Ack the task until now + ``duration`` (replacing any ack it has), with an event.
+
+        ``source`` names the read-only source the task comes from: its ack is kept here, by
+        that name and the task id, as the store holds no row of the task. Without it, raise
+        ``TaskNotFound`` for a task the store does not hold.
+        """
+
+    @abc.abstractmethod
+    async def unack_task(
+        self, task_id: str, *, by: str, reason: str, source: str | None = None
+    ) -> Ack | None:
+        """Remove the task's ack (of ``source``'s task, when given), with an event; None (and
+        no event) when it had none."""
+
+    @abc.abstractmethod
+    async def acks(self) -> list[Ack]:
+        """Every ack still in force, by task id."""
+
+    @abc.abstractmethod
+    async def add_note(
+        self, task_id: str, *, by: str, text: str, source: str | None = None
+    ) -> Note:
+        """Add a note to the task's incident (of ``source``'s task, when given), as an event;
+        without ``source``, raise ``TaskNotFound`` for a task the store does not hold."""
+
+    @abc.abstractmethod
+    async def notes(self, task_id: str, *, limit: int = 20) -> list[Note]:
+        """The task's notes, newest first."""
+
+    @abc.abstractmethod
+    async def add_silence(
+        self, *, matcher: str, pattern: str, by: str, reason: str, duration: float
+    ) -> Silence:
+        """Hold the pages of tasks matching the rule until now + ``duration``, with an event."""
+
+    @abc.abstractmethod
+    async def end_silence(self, silence_id: int, *, by: str) -> Silence:
+        """End a silence now, with an event; raise ``ActionRefused`` if it is unknown or over."""
+
+    @abc.abstractmethod
+    async def silences(self) -> list[Silence]:
+        """Every silence in force, soonest to end first."""
+
+    @abc.abstractmethod
+    async def step_runs(self, step: str, *, job: str | None = None) -> StepRuns:
+        """When a task of ``step`` (with ``job``: a run of that job, whatever its step) last
+        started, and since when the oldest still running has."""
+
+    @abc.abstractmethod
+    async def see_schedule(self, *, name: str, step: str, cron: str, tz: str, at: float) -> float:
+        """Record that a schedule was seen at ``at`` unless it was before; return its first time."""
+
+    @abc.abstractmethod
+    async def schedule_seen(self, *, name: str, step: str, cron: str, tz: str) -> float | None:
+        """When a schedule was first seen (None: no reader has recorded it yet)."""
+
+
+class OnCall(SQLBase[Conn], OnCallInterface):
     """Acks, silences and schedules."""
 
     async def ack_task(

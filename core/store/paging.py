@@ -5,12 +5,72 @@ Its SQL is in ``sql/common/paging.sql`` and ``sql/<backend>/paging.sql``.
 
 from __future__ import annotations
 
+import abc
+
 from zombietop.fleet import WatchdogLease
-from zombietop.model import Event, StoredPage, WatchdogMemory
+from zombietop.model import (
+    Event,
+    StoredPage,
+    WatchdogMemory,
+)
 from zombietop.store.sql_base import Conn, SQLBase
 
 
-class Paging(SQLBase[Conn]):
+class PagingInterface(abc.ABC):
+    """Part of ``Store``, implemented by ``Paging`` below: one watchdog at a time, and the pages it
+    still owes."""
+
+    @abc.abstractmethod
+    async def hold_watchdog_lease(
+        self, *, owner: str, host: str, pid: int, ttl: float
+    ) -> WatchdogLease:
+        """Take or renew the one watchdog lease of the store, for ``ttl`` seconds of store
+        time; return who holds it now (``owner`` or, while theirs is live, someone else)."""
+
+    @abc.abstractmethod
+    async def release_watchdog_lease(self, *, owner: str) -> None:
+        """Give the lease up (a clean stop), so a standby takes over at once."""
+
+    @abc.abstractmethod
+    async def watchdog_lease(self) -> WatchdogLease | None:
+        """Who holds the watchdog lease, live or expired; None if no watchdog ever did."""
+
+    @abc.abstractmethod
+    async def keep_page(
+        self,
+        *,
+        notifier: str,
+        kind: str,
+        line: str,
+        task_id: str | None,
+        health: str | None,
+        page_at: float,
+        attempts: int,
+        next_at: float,
+        incident: str | None = None,
+        runbook: str | None = None,
+    ) -> int:
+        """Keep a page owed to one channel until it is delivered; return its id."""
+
+    @abc.abstractmethod
+    async def pending_pages(self) -> list[StoredPage]:
+        """Every page still owed, oldest first."""
+
+    @abc.abstractmethod
+    async def retry_page(self, page_id: int, *, attempts: int, next_at: float) -> None:
+        """Record a failed attempt at a kept page and when to try it next."""
+
+    @abc.abstractmethod
+    async def drop_page(self, page_id: int) -> None:
+        """Forget a kept page: delivered, or out of attempts."""
+
+    @abc.abstractmethod
+    async def watchdog_memory(self) -> WatchdogMemory:
+        """What a starting watchdog must remember: every open incident's events, and the
+        one-shot reactions taken on unfinished tasks (never just the newest N events)."""
+
+
+class Paging(SQLBase[Conn], PagingInterface):
     """One watchdog at a time, and the pages it still owes."""
 
     async def hold_watchdog_lease(

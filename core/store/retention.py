@@ -6,10 +6,14 @@ Its SQL is in ``sql/common/retention.sql`` and ``sql/<backend>/retention.sql``.
 
 from __future__ import annotations
 
+import abc
 import json
+from dataclasses import dataclass
 
-from zombietop.model import TaskRecord, TaskState
-from zombietop.store.interface import FinishedKey, PruneBatch
+from zombietop.model import (
+    TaskRecord,
+    TaskState,
+)
 from zombietop.store.poll_cache import task_record
 from zombietop.store.sql_base import Conn, SQLBase
 
@@ -36,7 +40,55 @@ PRUNED_WITH_A_SOURCE_TASK = (
 """What the store keeps of a read-only source's task, pruned with it."""
 
 
-class Retention(SQLBase[Conn]):
+FinishedKey = tuple[float, str]
+"""Where a task stands among the finished ones: ``(finished_at, task_id)``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PruneBatch:
+    """What one prune transaction removed."""
+
+    task_ids: tuple[str, ...]
+    """The tasks removed, oldest first, with their events, heartbeats, lease and the rest."""
+    last: FinishedKey | None
+    """The last task removed: the next batch starts after it (None when nothing was)."""
+
+
+class RetentionInterface(abc.ABC):
+    """Part of ``Store``, implemented by ``Retention`` below: prune finished tasks, count them, and
+    read them page by page."""
+
+    @abc.abstractmethod
+    async def prune_finished(
+        self, before: float, *, limit: int, after: FinishedKey | None = None
+    ) -> PruneBatch:
+        """Remove, in one short write transaction, up to ``limit`` tasks finished before
+        ``before`` (store time), oldest first after ``after``, with everything kept of them.
+
+        A task something still needs stays: an open incident, an unfinished task that names
+        it upstream, an open kill or host request, an ack in force.
+        """
+
+    @abc.abstractmethod
+    async def prune_source_tasks(
+        self, before: float, *, limit: int, after: str = ""
+    ) -> tuple[tuple[str, ...], str | None]:
+        """In one short write, remove what is kept (events, ended acks, closed kills and host
+        requests) of up to ``limit`` source tasks whose newest event is before ``before``, in
+        id order after ``after``, that have nothing open (an incident, a hold, a kill, a host
+        request, an ack in force). Return the ids removed and the next batch's start, or None."""
+
+    @abc.abstractmethod
+    async def finished_counts(self, before: float) -> dict[TaskState, int]:
+        """How many tasks finished before ``before``, by state."""
+
+    @abc.abstractmethod
+    async def finished_page(self, after: FinishedKey, *, limit: int) -> list[TaskRecord]:
+        """Up to ``limit`` tasks finished before ``after``, newest first: pass the last one's
+        ``(finished_at, task_id)`` for the next page, ``(moment, "")`` for the first."""
+
+
+class Retention(SQLBase[Conn], RetentionInterface):
     """Prune finished tasks, count them, and read them page by page."""
 
     async def prune_finished(

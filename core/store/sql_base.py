@@ -21,7 +21,6 @@ from zombietop.durations import format_age
 from zombietop.errors import LeaseLost, StoreError, TaskNotFound
 from zombietop.model import Lease, Task
 from zombietop.start_identity import StartIdentity
-from zombietop.store.interface import Store
 
 Conn = TypeVar("Conn")
 """The backend's connection (``zombietop.store.sqlite.Connection`` or an asyncpg connection)."""
@@ -39,7 +38,7 @@ def identity_params(identity: StartIdentity | None) -> dict[str, Any]:
     }
 
 
-class SQLBase(Store, Generic[Conn]):
+class SQLBase(Generic[Conn]):
     """The adapter methods a backend implements, and the steps every part of the store takes
     inside a transaction: hold a task and read the clock, fence a lease, write an event."""
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from zombietop.store.agents import Agents
 from zombietop.store.beats import Beats
 from zombietop.store.events import Events
+from zombietop.store.interface import Store
 from zombietop.store.jobs import Jobs
 from zombietop.store.kills import Kills
 from zombietop.store.leases import Leases
@@ -46,5 +47,6 @@ class SQLStore(
     Paging[Conn],
     Retention[Conn],
     Jobs[Conn],
+    Store,
 ):
     """Every store method, written against the adapter methods each backend implements."""

@@ -6,19 +6,161 @@ Its SQL is in ``sql/common/tasks.sql`` and ``sql/<backend>/tasks.sql``.
 
 from __future__ import annotations
 
+import abc
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from zombietop.errors import ActionRefused, LeaseLost, StoreError
-from zombietop.model import EventKind, Heartbeat, Lease, PollChanges, Task, TaskRecord, TaskState
+from zombietop.model import (
+    EventKind,
+    Heartbeat,
+    Lease,
+    PollChanges,
+    Task,
+    TaskRecord,
+    TaskState,
+)
 from zombietop.start_identity import StartIdentity
-from zombietop.store.interface import Seen
 from zombietop.store.jobs import Jobs
 from zombietop.store.poll_cache import PollCache, task_record
 from zombietop.store.sql_base import Conn, Duplicate, identity_params
 
 
-class Tasks(Jobs[Conn]):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Seen:
+    """What a verdict on a task was made on: its latest heartbeat and its lease, as read.
+
+    A write that acts on the verdict checks them again inside its transaction: a task that
+    beat or renewed its lease since (a lock may have held those writes back) is judged again
+    at the next look instead.
+    """
+
+    beat_seq: int | None
+    lease_token: int | None
+    lease_expires_at: float | None
+
+
+class TasksInterface(abc.ABC):
+    """Part of ``Store``, implemented by ``Tasks`` below: tasks, from their creation to their end,
+    and the operator's resume and discard."""
+
+    @abc.abstractmethod
+    async def create_task(
+        self,
+        *,
+        task_id: str,
+        run_id: str,
+        step: str,
+        step_type: str,
+        actor: str,
+        upstream: Sequence[str] = (),
+        command: Sequence[str] = (),
+        cwd: str | None = None,
+        host: str | None = None,
+        job: str | None = None,
+    ) -> Task:
+        """Add a queued task; raise ``StoreError`` if the id is taken. A task of a ``job`` is
+        numbered after the job's latest run (``run_number``, from 1)."""
+
+    @abc.abstractmethod
+    async def get_task(self, task_id: str) -> Task:
+        """Return the task or raise ``TaskNotFound``."""
+
+    @abc.abstractmethod
+    async def get_record(self, task_id: str) -> TaskRecord:
+        """Return the task with its lease and latest heartbeat, or raise ``TaskNotFound``."""
+
+    @abc.abstractmethod
+    async def poll(self, finished_since: float | None) -> list[TaskRecord]:
+        """Read every active task and those finished since ``finished_since`` (None: all)."""
+
+    @abc.abstractmethod
+    async def glance(self, limit: int) -> tuple[int, list[TaskRecord]]:
+        """How many tasks are active, and the ``limit`` of them whose last sign of life is
+        oldest: a first screenful while a whole ``poll`` is still to come. It leaves what
+        ``poll`` follows as it was."""
+
+    def poll_changes(self) -> PollChanges | None:
+        """What the latest ``poll`` changed against the one before it, for a reader that keeps
+        what it built from that one; None when the store does not say (read it all again).
+
+        Ask right after ``poll`` returns, before anything else can poll the same store.
+        """
+        return None
+
+    @abc.abstractmethod
+    async def set_process(
+        self,
+        task_id: str,
+        *,
+        owner: str,
+        token: int,
+        pid: int,
+        pid_start_time: float,
+        host: str,
+        pid_start_identity: StartIdentity | None = None,
+    ) -> None:
+        """Record the process executing the task, with its start (the wall-clock time, and
+        the kernel's count where /proc tells it); fenced on the lease."""
+
+    @abc.abstractmethod
+    async def finish_task(
+        self,
+        task_id: str,
+        *,
+        owner: str,
+        token: int,
+        state: TaskState,
+        exit_code: int | None = None,
+        reason: str | None = None,
+        stopped_by: str | None = None,
+    ) -> Task:
+        """End the owner's execution (succeeded, failed or interrupted) and release the lease.
+
+        ``stopped_by`` names who stopped an interrupted task (a kill's requester, a forwarded
+        signal); the state-change event carries it with the exit code.
+        """
+
+    @abc.abstractmethod
+    async def set_quarantine(
+        self,
+        task_id: str,
+        *,
+        quarantined: bool,
+        actor: str,
+        reason: str | None = None,
+        seen: Seen | None = None,
+    ) -> Task:
+        """Hold (or release) a task so that nothing downstream of it starts.
+
+        With ``seen`` (what a verdict was made on), a hold is placed only if the task has not
+        beaten or renewed its lease since; otherwise the task is returned as it is, unheld.
+        """
+
+    @abc.abstractmethod
+    async def resume_task(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> tuple[Task, Lease]:
+        """Take the lease from whoever holds it (token + 1, no owner), keep the checkpoint,
+        count the attempt, clear the quarantine and requeue.
+
+        Raise ``ActionRefused`` when the token is not ``expected_token`` (None: no lease yet)
+        or the task succeeded or was discarded.
+        """
+
+    @abc.abstractmethod
+    async def discard_task(
+        self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
+    ) -> tuple[Task, Lease]:
+        """Take the lease from whoever holds it (token + 1, no owner) and mark the task discarded.
+
+        Raise ``ActionRefused`` when the token is not ``expected_token`` or the task succeeded
+        or was already discarded.
+        """
+
+
+class Tasks(Jobs[Conn], TasksInterface):
     """Tasks, from their creation to their end, and the operator's resume and discard."""
 
     def __init__(self) -> None:

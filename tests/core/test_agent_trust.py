@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 from tests.core.realprocs import Children, pid_alive, start_task_process, wait_for_file
+from zombietop.act.executor import Executor
 from zombietop.actions import Outcome
 from zombietop.agent import Agent
 from zombietop.clock import FakeClock
 from zombietop.config import AgentSettings, Config, load_config
-from zombietop.executor import Executor
 from zombietop.fleet import HostRequest
 from zombietop.identity import real_user
 from zombietop.model import EventKind

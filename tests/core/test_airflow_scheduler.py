@@ -32,13 +32,13 @@ from tests.airflow_scheduler import DAGS, HEARTBEAT_TIMEOUT, AirflowScheduler, r
 from tests.core.test_watchdog import ListNotifier
 from zombietop.config import load_config
 from zombietop.health import Flag, Health
+from zombietop.judge.monitor import Monitor
+from zombietop.judge.snapshot import Snapshot, TaskView
 from zombietop.model import HeartbeatSource, TaskState
-from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
-from zombietop.snapshot import Snapshot, TaskView
 from zombietop.sources.airflow import AirflowSource
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -12,15 +12,15 @@ import pytest
 from tests.core.test_clock_jump import start_with_pid
 from tests.core.test_watchdog import RecordingExecutor, config, start
 from tests.core.watchdog_parts import Parts, hands_on
-from zombietop.budget_watch import BudgetWatch
 from zombietop.clock import FakeClock
-from zombietop.clock_watch import ClockWatch
 from zombietop.config import Config
 from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
-from zombietop.incident_book import Incident, IncidentBook
 from zombietop.model import EventKind
 from zombietop.store import Store
+from zombietop.watch.budget_watch import BudgetWatch
+from zombietop.watch.clock_watch import ClockWatch
+from zombietop.watch.incident_book import Incident, IncidentBook
 
 pytestmark = pytest.mark.backends("sqlite")
 HOUR = 3600.0

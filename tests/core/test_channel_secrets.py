@@ -16,12 +16,12 @@ import pytest
 from tests.core.test_watchdog import config, start
 from zombietop.clock import FakeClock
 from zombietop.config import ConfigError, load_config
+from zombietop.judge.monitor import Monitor
 from zombietop.model import EventKind
-from zombietop.monitor import Monitor
-from zombietop.notify import AppriseNotifier, WebhookNotifier
+from zombietop.paging.notify import AppriseNotifier, WebhookNotifier
 from zombietop.redact import redact_url
 from zombietop.store import Store
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 SECRET = "xoxb-S3CRET-token"
 PASSWORD = "p@ss:w0rd"

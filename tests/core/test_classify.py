@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from zombietop.classify import classify, sort_key
 from zombietop.config import default_limits
 from zombietop.health import Flag, Health
+from zombietop.judge.classify import classify, sort_key
 from zombietop.model import Heartbeat, Lease, ProcessSample, Task, TaskState
 
 NOW = 1_796_000_000.0

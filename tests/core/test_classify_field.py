@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from tests.core.test_classify import LIMITS, NOW, beat, lease, proc, task
-from zombietop.classify import classify
 from zombietop.config import Limits
 from zombietop.health import Flag, Health
+from zombietop.judge.classify import classify
 from zombietop.model import Heartbeat, HeartbeatSource, ProcessSample, Task, TaskState
 
 M = 60.0

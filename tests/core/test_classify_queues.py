@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from tests.core.test_classify import LIMITS, NOW, beat, lease, proc, task
-from zombietop.classify import classify
 from zombietop.health import Flag, Health
+from zombietop.judge.classify import classify
 from zombietop.model import HeartbeatSource
 
 SUPERVISED = beat(source=HeartbeatSource.SUPERVISOR, stage=None, progress=None, counters={})

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zombietop.classify import classify
 from zombietop.config import default_limits
+from zombietop.judge.classify import classify
+from zombietop.judge.verdict import Verdict
 from zombietop.model import Heartbeat, Lease, ProcessSample, Task, TaskState
-from zombietop.verdict import Verdict
 
 NOW = 1_796_000_000.0
 LIMITS = default_limits()  # heartbeat 2m, lease 5m, progress 30m, grace 1m; 90s < 15m < 6h

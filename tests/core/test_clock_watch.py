@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from zombietop.clock_watch import AGREE_AGAIN, Beat, ClockVerdict, ClockWatch
+from zombietop.watch.clock_watch import AGREE_AGAIN, Beat, ClockVerdict, ClockWatch
 
 START = 1_000_000.0
 """The store's time at the first look."""

@@ -17,7 +17,7 @@ import pytest
 from zombietop.config import load_config, write_defaults
 from zombietop.errors import MissingExtra, SourceError, ZombietopError
 from zombietop.extras import Install, require
-from zombietop.notify import AppriseNotifier
+from zombietop.paging.notify import AppriseNotifier
 from zombietop.sdk import Job
 from zombietop.sources import open_source
 from zombietop.store import open_store

@@ -13,10 +13,10 @@ from tests.core.realprocs import FAST_CONFIG, zombietop
 from tests.core.test_watchdog import watchdog
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
-from zombietop.failed_runs import failure_line
 from zombietop.model import TaskState
 from zombietop.store.sqlite import SQLiteStore
 from zombietop.tui.testing import NOW, sample_snapshot
+from zombietop.watch.failed_runs import failure_line
 
 FAILS = (
     'echo "stage=copy p=40" >> "$ZOMBIETOP_HEARTBEAT_FILE"; echo "rsync: connection reset"; exit 3'

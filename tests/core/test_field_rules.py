@@ -16,10 +16,10 @@ from typing import Any
 from tests.core.realprocs import FAST_CONFIG, Children, pid_alive, wait_for, zombietop
 from zombietop.config import load_config
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor
+from zombietop.judge.snapshot import TaskView
 from zombietop.model import HeartbeatSource
-from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
-from zombietop.snapshot import TaskView
 from zombietop.store.sqlite import SQLiteStore
 
 

@@ -14,15 +14,15 @@ import pytest
 from tests.conftest import PostgresForTests
 from tests.core.realprocs import Children, pid_alive, start_task_process, wait_for, zombietop
 from tests.stores import open_for_test
+from zombietop.act.executor import Executor
 from zombietop.actions import Outcome
 from zombietop.agent import Agent
 from zombietop.clock import FakeClock
 from zombietop.config import Config, load_config
 from zombietop.errors import LeaseHeld, LeaseLost, StoreError, StoreMissing
-from zombietop.executor import Executor
 from zombietop.heartbeat_line import BeatLine
+from zombietop.judge.monitor import Monitor
 from zombietop.model import EventKind, ProcessSample
-from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.store import Store, open_store
 

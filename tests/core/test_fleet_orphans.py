@@ -13,10 +13,10 @@ from pathlib import Path
 from tests.core.realprocs import FAST_CONFIG, Children, pid_alive, wait_for, zombietop
 from zombietop.config import load_config
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor
+from zombietop.judge.snapshot import TaskView
 from zombietop.model import HeartbeatSource
-from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
-from zombietop.snapshot import TaskView
 from zombietop.store import Store
 
 WORKER = "host-b"

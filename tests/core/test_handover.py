@@ -17,15 +17,15 @@ import pytest
 
 from tests.core.realprocs import Children, pid_alive, start_task_process, wait_for
 from tests.core.test_watchdog import config, start, watchdog
-from zombietop import oncall
+from zombietop.act.executor import Executor
 from zombietop.actions import Outcome
 from zombietop.clock import FakeClock
 from zombietop.config import Config, OnCallSettings, Schedule
-from zombietop.executor import Executor
-from zombietop.handover import read_handover
 from zombietop.heartbeat_line import parse_line
-from zombietop.incident_story import Step, stories, stories_of_tasks
 from zombietop.model import Matcher, TaskState
+from zombietop.oncall import acks
+from zombietop.oncall.handover import read_handover
+from zombietop.oncall.incident_story import Step, stories, stories_of_tasks
 from zombietop.store import Store
 from zombietop.store import events as store_events
 from zombietop.tui.handover_text import (
@@ -72,10 +72,8 @@ async def night_shift(store: Store, clock: FakeClock, children: Children, tmp: P
     clock.advance(200)  # 02:03:20: the three beating tasks stall
     await once(store, clock)
     settings = OnCallSettings()
-    await oncall.note(
-        store, "export-2031", "waiting on partner API\x1b[2J # not a heading", by="ana"
-    )
-    await oncall.ack(
+    await acks.note(store, "export-2031", "waiting on partner API\x1b[2J # not a heading", by="ana")
+    await acks.ack(
         store, settings, "load-7", by="bob", reason="restarting *the* DB", duration=4 * 3600
     )
     clock.advance(600)  # 02:13:20: export-2031 is paged again; load-7 is acked
@@ -94,7 +92,7 @@ async def night_shift(store: Store, clock: FakeClock, children: Children, tmp: P
     assert done.outcome is Outcome.EXITED, done.message
     await store.finish_task("clean-3", owner="test-owner", token=1, state=TaskState.INTERRUPTED)
     await once(store, clock)
-    await oncall.silence(
+    await acks.silence(
         store,
         settings,
         matcher=Matcher.TASK,
@@ -103,7 +101,7 @@ async def night_shift(store: Store, clock: FakeClock, children: Children, tmp: P
         reason="maintenance night",
         duration=3 * 3600,
     )
-    await oncall.silence(
+    await acks.silence(
         store,
         settings,
         matcher=Matcher.HOST,

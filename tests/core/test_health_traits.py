@@ -152,7 +152,7 @@ def _health_words_compared(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_no_module_keeps_a_set_of_healths_or_compares_a_health_by_its_word() -> None:
-    """A new health is its member and row in core/model.py, its rule in core/classify.py and
+    """A new health is its member and row in core/model.py, its rule in core/judge/classify.py and
     its glyph and style in tui/healths.py: a set of healths anywhere else would be a fourth
     place to edit, and a word compared would miss a renamed health silently."""
     problems = []

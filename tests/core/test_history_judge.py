@@ -16,10 +16,10 @@ from tests.core.test_watchdog import watchdog
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.health import Flag
-from zombietop.history_judge import judge_history
 from zombietop.job_summary import JobSummary
+from zombietop.judge.history_judge import judge_history
+from zombietop.judge.monitor import Monitor, Snapshot
 from zombietop.model import Task, TaskState
-from zombietop.monitor import Monitor, Snapshot
 from zombietop.store.sqlite import SQLiteStore
 
 HISTORY = '\n[history]\nhistory_min_runs = 5\nslow_after = 2.0\nslow_min = "0s"\n'

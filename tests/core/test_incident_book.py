@@ -11,18 +11,18 @@ import pytest
 from tests.core.realprocs import Children
 from tests.core.test_watchdog import INTERVAL, RecordingExecutor, start
 from tests.core.watchdog_parts import Parts, hands_on
-from zombietop import oncall
 from zombietop.actions import ActionKind
 from zombietop.clock import FakeClock
 from zombietop.config import OnCallSettings, WatchSettings, load_config
 from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
-from zombietop.incident_book import IncidentBook
+from zombietop.judge.monitor import Snapshot
 from zombietop.model import EventKind, Matcher, TaskState
-from zombietop.monitor import Snapshot
+from zombietop.oncall import acks
 from zombietop.page import incident_key
 from zombietop.procs import PsutilProbe, read_start, this_host
 from zombietop.store import Store
+from zombietop.watch.incident_book import IncidentBook
 
 pytestmark = pytest.mark.backends("sqlite")
 RENOTIFY = 600.0
@@ -131,7 +131,7 @@ async def test_a_silence_holds_the_page_and_an_incident_never_paged_ends_quietly
     store: Store, clock: FakeClock
 ) -> None:
     token = await start(store)
-    await oncall.silence(
+    await acks.silence(
         store,
         OnCallSettings(),
         matcher=Matcher.TASK,

@@ -6,7 +6,7 @@ tests/core/test_source_celery_field.py; these are its words."""
 from __future__ import annotations
 
 from zombietop.health import Health
-from zombietop.incident_book import Incident, _vanished_line
+from zombietop.watch.incident_book import Incident, _vanished_line
 
 URL = "celery+redis://127.0.0.1:6379/0"
 

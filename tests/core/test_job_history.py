@@ -14,10 +14,10 @@ from tests.core.realprocs import zombietop
 from tests.stores import Reopen
 from zombietop.clock import FakeClock
 from zombietop.heartbeat_line import BeatLine
-from zombietop.job_book import JobBook
-from zombietop.job_runs import claim_run
 from zombietop.job_summary import HISTORY_WINDOW, JobSummary, percentile
+from zombietop.judge.job_book import JobBook
 from zombietop.model import Task, TaskState
+from zombietop.run.job_runs import claim_run
 from zombietop.store import Store
 from zombietop.store.postgres import PostgresStore
 from zombietop.store.sqlite import SCHEMA_VERSION as SQLITE_VERSION

@@ -16,8 +16,8 @@ from tests.core.realprocs import zombietop
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.errors import ConfigError, TaskFinished
-from zombietop.job_runs import claim_run, run_stamp
 from zombietop.model import StepRuns
+from zombietop.run.job_runs import claim_run, run_stamp
 from zombietop.sdk import Job
 from zombietop.store.sqlite import SQLiteStore
 

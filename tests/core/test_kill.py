@@ -28,16 +28,16 @@ from tests.core.realprocs import (
     zombietop,
 )
 from tests.stores import open_for_test
+from zombietop.act.executor import Executor
+from zombietop.act.task_processes import Outside, signal_each
 from zombietop.actions import Outcome
 from zombietop.clock import CLOCK_TICKS, FakeClock, host_boottime
 from zombietop.config import Config
 from zombietop.errors import TaskNotFound
-from zombietop.executor import Executor
 from zombietop.model import EventKind
 from zombietop.procs import read_start
 from zombietop.start_identity import start_words
 from zombietop.store import Store
-from zombietop.task_processes import Outside, signal_each
 
 # Two sleeping grandchildren in the group; the shell itself waits for them.
 RESPECTS_TERM = "sleep 30 & sleep 30 & : > {ready}; wait"
@@ -136,7 +136,7 @@ async def test_a_group_that_ends_while_its_tag_is_read_has_exited(
                 time.sleep(0.01)
         return False  # what /proc said of them: no environment left to read
 
-    monkeypatch.setattr("zombietop.graceful_kill.kill_is_tied", ends_as_it_is_read)
+    monkeypatch.setattr("zombietop.act.graceful_kill.kill_is_tied", ends_as_it_is_read)
     fake_clock.advance(fast_config.defaults.kill_grace + 0.1)
     done = await executor.complete_pending_kills()
     assert [d.outcome for d in done] == [Outcome.EXITED], [d.message for d in done]
@@ -301,7 +301,7 @@ async def test_pending_kill_is_finished_by_the_next_zombietop_process(
         "import asyncio, sys\n"
         "from pathlib import Path\n"
         "from zombietop.config import load_config\n"
-        "from zombietop.executor import Executor\n"
+        "from zombietop.act.executor import Executor\n"
         "from zombietop.store import open_store\n"
         "async def main():\n"
         f"    async with await open_store({str(store_location)!r}) as live_store:\n"
@@ -586,7 +586,7 @@ async def test_the_sessions_a_term_reached_are_counted_before_they_end(
         assert proc.wait(5) == -signal.SIGTERM and apart.wait(5) == -signal.SIGTERM  # reaped
         return signalled
 
-    monkeypatch.setattr("zombietop.graceful_kill.signal_each", each_ends_at_once)
+    monkeypatch.setattr("zombietop.act.graceful_kill.signal_each", each_ends_at_once)
     sent = await Executor(pinned_store, fast_config, clock=fake_clock).kill(
         "t1", expected_token=1, actor="oncall"
     )

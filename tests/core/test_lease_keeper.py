@@ -11,11 +11,11 @@ import pytest
 from tests.core.test_watchdog import ListNotifier
 from zombietop.clock import FakeClock
 from zombietop.config import NotifySettings
-from zombietop.notify import Outbox
+from zombietop.paging.notify import Outbox
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog_hands import Look
-from zombietop.watchdog_lease import LEASE_INTERVALS, LeaseKeeper
+from zombietop.watch.watchdog_hands import Look
+from zombietop.watch.watchdog_lease import LEASE_INTERVALS, LeaseKeeper
 
 pytestmark = pytest.mark.backends("sqlite")
 INTERVAL = 30.0

@@ -8,8 +8,8 @@ from zombietop.clock import FakeClock
 from zombietop.config import default_config
 from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
+from zombietop.judge.monitor import Monitor
 from zombietop.model import TaskState
-from zombietop.monitor import Monitor
 from zombietop.store import Store, open_store
 
 

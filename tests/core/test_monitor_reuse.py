@@ -12,16 +12,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import zombietop.reuse as reuse_module
+import zombietop.judge.reuse as reuse_module
 from tests.core.test_monitor import running
 from tests.stores import open_kill_for_test
 from zombietop.clock import FakeClock
 from zombietop.config import default_config
 from zombietop.errors import ZombietopError
 from zombietop.heartbeat_line import parse_line
+from zombietop.judge.monitor import Monitor, Snapshot, build_snapshot
+from zombietop.judge.reuse import KeptSnapshot
 from zombietop.model import ProcessSample, Task, TaskRecord, TaskState
-from zombietop.monitor import Monitor, Snapshot, build_snapshot
-from zombietop.reuse import KeptSnapshot
 from zombietop.store import Store
 
 

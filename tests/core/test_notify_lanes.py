@@ -17,11 +17,11 @@ from tests.core.pagerduty_stand_in import ROUTING_KEY
 from tests.core.test_watchdog import INTERVAL, config, start
 from zombietop.clock import FakeClock
 from zombietop.config import NotifySettings, PagerDutySettings
-from zombietop.monitor import Monitor
-from zombietop.notify import CommandNotifier
-from zombietop.pagerduty import PagerDutyNotifier
+from zombietop.judge.monitor import Monitor
+from zombietop.paging.notify import CommandNotifier
+from zombietop.paging.pagerduty import PagerDutyNotifier
 from zombietop.store import Store
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 TASKS = 300
 HUNG_FOR = 30.0

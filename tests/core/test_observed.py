@@ -17,9 +17,8 @@ from tests.core.realprocs import Children, wait_for, zombietop
 from zombietop.config import Config
 from zombietop.errors import TaskNotFound
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor
 from zombietop.model import HeartbeatSource
-from zombietop.monitor import Monitor
-from zombietop.notify import LogNotifier
 from zombietop.output import (
     KEEP,
     TRIM_AT,
@@ -29,9 +28,10 @@ from zombietop.output import (
     prune_attempts,
     read_last_output,
 )
+from zombietop.paging.notify import LogNotifier
 from zombietop.procs import PsutilProbe
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 BUSY = "while :; do :; done"
 """A legacy command: all CPU, no heartbeat line, no output."""

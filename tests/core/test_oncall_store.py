@@ -12,14 +12,14 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.stores import count_rows
-from zombietop import oncall
 from zombietop.clock import FakeClock
 from zombietop.config import Config, OnCallSettings, Schedule, default_config
 from zombietop.errors import ActionRefused, TaskNotFound
+from zombietop.health import ScheduleHealth
 from zombietop.heartbeat_line import format_timestamp
+from zombietop.judge.monitor import Monitor
 from zombietop.model import Ack, EventKind, Matcher, TaskState
-from zombietop.monitor import Monitor
-from zombietop.schedules import ScheduleHealth
+from zombietop.oncall import acks
 from zombietop.store import Store
 
 
@@ -32,7 +32,7 @@ async def test_ack_lasts_until_its_end_and_records_who_and_why(
 ) -> None:
     await _task(store)
     settings = OnCallSettings()
-    ack = await oncall.ack(
+    ack = await acks.ack(
         store, settings, "export-2031", by="ana", reason="restarting the partner API", duration=600
     )
     assert (ack.by, ack.reason, ack.until - ack.acked_at) == (
@@ -51,18 +51,18 @@ async def test_ack_lasts_until_its_end_and_records_who_and_why(
 
 async def test_unack_removes_it_once(store: Store) -> None:
     await _task(store)
-    await oncall.ack(store, OnCallSettings(), "export-2031", by="ana")
-    ended = await oncall.unack(store, "export-2031", by="bob")
+    await acks.ack(store, OnCallSettings(), "export-2031", by="ana")
+    ended = await acks.unack(store, "export-2031", by="bob")
     assert ended is not None and ended.by == "ana"
     assert await store.acks() == []
-    assert await oncall.unack(store, "export-2031", by="bob") is None
+    assert await acks.unack(store, "export-2031", by="bob") is None
     messages = [e.message for e in await store.events(kind=EventKind.ACK)]
     assert messages[0] == "ack by ana ended by bob: unacked"
 
 
 async def test_ack_of_an_unknown_task_is_refused(store: Store) -> None:
     with pytest.raises(TaskNotFound, match="no task 'nope'"):
-        await oncall.ack(store, OnCallSettings(), "nope", by="ana")
+        await acks.ack(store, OnCallSettings(), "nope", by="ana")
 
 
 @pytest.mark.parametrize(
@@ -77,9 +77,9 @@ async def test_durations_outside_the_bounds_are_refused(
 ) -> None:
     await _task(store)
     with pytest.raises(ActionRefused, match=message):
-        await oncall.ack(store, OnCallSettings(), "export-2031", by="ana", duration=duration)
+        await acks.ack(store, OnCallSettings(), "export-2031", by="ana", duration=duration)
     with pytest.raises(ActionRefused, match=message):
-        await oncall.silence(
+        await acks.silence(
             store,
             OnCallSettings(),
             matcher=Matcher.HOST,
@@ -92,7 +92,7 @@ async def test_durations_outside_the_bounds_are_refused(
 
 async def test_silence_needs_a_reason(store: Store) -> None:
     with pytest.raises(ActionRefused, match="needs a reason"):
-        await oncall.silence(
+        await acks.silence(
             store,
             OnCallSettings(),
             matcher=Matcher.TASK,
@@ -105,7 +105,7 @@ async def test_silence_needs_a_reason(store: Store) -> None:
 
 async def test_silences_end_by_expiry_or_by_hand(store: Store, clock: FakeClock) -> None:
     settings = OnCallSettings()
-    short = await oncall.silence(
+    short = await acks.silence(
         store,
         settings,
         matcher=Matcher.TASK,
@@ -114,7 +114,7 @@ async def test_silences_end_by_expiry_or_by_hand(store: Store, clock: FakeClock)
         reason="maintenance night",
         duration=60,
     )
-    long = await oncall.silence(
+    long = await acks.silence(
         store,
         settings,
         matcher=Matcher.STEP_TYPE,
@@ -127,12 +127,12 @@ async def test_silences_end_by_expiry_or_by_hand(store: Store, clock: FakeClock)
     clock.advance(61)
     assert [s.silence_id for s in await store.silences()] == [long.silence_id]
     with pytest.raises(ActionRefused, match="has already ended"):
-        await oncall.unsilence(store, short.silence_id, by="bob")
-    ended = await oncall.unsilence(store, long.silence_id, by="carol")
+        await acks.unsilence(store, short.silence_id, by="bob")
+    ended = await acks.unsilence(store, long.silence_id, by="carol")
     assert ended.rule == "step_type reindex"
     assert await store.silences() == []
     with pytest.raises(ActionRefused, match="no silence 999"):
-        await oncall.unsilence(store, 999, by="carol")
+        await acks.unsilence(store, 999, by="carol")
     events = await store.events(kind=EventKind.SILENCE)
     assert [e.data["action"] for e in events] == ["unsilence", "silence", "silence"]
     assert events[0].actor == "carol"
@@ -144,9 +144,9 @@ async def test_read_only_refuses_acks_and_silences(
     await _task(store)
     async with await reopen(read_only=True) as ro:
         with pytest.raises(ActionRefused, match="read-only; ack is disabled"):
-            await oncall.ack(ro, OnCallSettings(), "export-2031", by="ana")
+            await acks.ack(ro, OnCallSettings(), "export-2031", by="ana")
         with pytest.raises(ActionRefused, match="read-only; silence is disabled"):
-            await oncall.silence(
+            await acks.silence(
                 ro,
                 OnCallSettings(),
                 matcher=Matcher.HOST,
@@ -156,9 +156,9 @@ async def test_read_only_refuses_acks_and_silences(
                 duration=60,
             )
         with pytest.raises(ActionRefused, match="read-only; unsilence is disabled"):
-            await oncall.unsilence(ro, 1, by="ana")
+            await acks.unsilence(ro, 1, by="ana")
         with pytest.raises(ActionRefused, match="read-only; unack is disabled"):
-            await oncall.unack(ro, "export-2031", by="ana")
+            await acks.unack(ro, "export-2031", by="ana")
 
 
 async def test_step_runs_say_when_a_step_last_started_and_what_still_runs(
@@ -263,7 +263,7 @@ async def test_a_reader_caps_a_silence_at_its_own_max_silence(
 ) -> None:
     await _task(store, "export-1")
     big = OnCallSettings(ack_for=7200.0, max_silence=36500 * 86400.0)
-    made = await oncall.silence(
+    made = await acks.silence(
         store,
         big,
         matcher=Matcher.TASK,
@@ -275,7 +275,7 @@ async def test_a_reader_caps_a_silence_at_its_own_max_silence(
     week = 7 * 86400.0
     (held,) = (await Monitor(store, _with(), clock=clock).poll()).oncall.silences
     assert (held.until, held.set_until) == (made.created_at + week, made.until)
-    assert oncall.capped_words(held) == (
+    assert acks.capped_words(held) == (
         f" (set to end {format_timestamp(math.floor(made.until))}; this reader's "
         '[oncall] max_silence = "7d" ends it sooner)'
     )
@@ -283,7 +283,7 @@ async def test_a_reader_caps_a_silence_at_its_own_max_silence(
         await Monitor(store, _with(max_silence=36500 * 86400.0), clock=clock).poll()
     ).oncall.silences
     assert (as_set.until, as_set.set_until) == (made.until, None)
-    assert oncall.capped_words(as_set) == ""
+    assert acks.capped_words(as_set) == ""
     clock.advance(week)
     assert (await Monitor(store, _with(), clock=clock).poll()).oncall.silences == ()
     assert [s.silence_id for s in await store.silences()] == [made.silence_id]
@@ -301,7 +301,7 @@ async def test_an_ack_on_a_sources_task_is_kept_by_its_source_and_id(
     store's own) is acked apart."""
     await _task(store, "etl/load/r")
     settings = OnCallSettings()
-    made = await oncall.ack(
+    made = await acks.ack(
         store, settings, "etl/load/r", by="ana", reason="on it", duration=600, source=AIRFLOW
     )
     assert (made.task_id, made.source, made.by, made.reason) == (
@@ -310,8 +310,8 @@ async def test_an_ack_on_a_sources_task_is_kept_by_its_source_and_id(
         "ana",
         "on it",
     )
-    await oncall.ack(store, settings, "etl/load/r", by="bob", duration=900, source=STAGING)
-    await oncall.ack(store, settings, "etl/load/r", by="cy", duration=300)
+    await acks.ack(store, settings, "etl/load/r", by="bob", duration=900, source=STAGING)
+    await acks.ack(store, settings, "etl/load/r", by="cy", duration=300)
     assert sorted((a.source or "", a.by) for a in await store.acks()) == [
         ("", "cy"),
         (AIRFLOW, "ana"),
@@ -320,9 +320,9 @@ async def test_an_ack_on_a_sources_task_is_kept_by_its_source_and_id(
     event = (await store.events(kind=EventKind.ACK))[-1]
     assert (event.task_id, event.data["source"]) == ("etl/load/r", AIRFLOW)
 
-    ended = await oncall.unack(store, "etl/load/r", by="dee", source=AIRFLOW)
+    ended = await acks.unack(store, "etl/load/r", by="dee", source=AIRFLOW)
     assert ended is not None and (ended.by, ended.source) == ("ana", AIRFLOW)
-    assert await oncall.unack(store, "etl/load/r", by="dee", source=AIRFLOW) is None
+    assert await acks.unack(store, "etl/load/r", by="dee", source=AIRFLOW) is None
     assert sorted(a.source or "" for a in await store.acks()) == ["", STAGING]
     last = (await store.events(kind=EventKind.ACK))[0]
     assert last.message == "ack by ana ended by dee: unacked"
@@ -330,15 +330,15 @@ async def test_an_ack_on_a_sources_task_is_kept_by_its_source_and_id(
 
     clock.advance(901)  # every ack has ended: the next source ack takes the ended ones away
     assert await store.acks() == []
-    await oncall.ack(store, settings, "etl/other/r", by="ana", duration=60, source=AIRFLOW)
+    await acks.ack(store, settings, "etl/other/r", by="ana", duration=60, source=AIRFLOW)
     assert await count_rows(store, "source_acks") == 1
     assert await count_rows(store, "acks") == 1  # this store's own: gone with its task
 
 
 async def test_an_ack_on_a_sources_task_needs_no_row_and_its_own_needs_one(store: Store) -> None:
     with pytest.raises(TaskNotFound, match="no task 'etl/load/r'"):
-        await oncall.ack(store, OnCallSettings(), "etl/load/r", by="ana")
-    await oncall.ack(store, OnCallSettings(), "etl/load/r", by="ana", source=AIRFLOW)
+        await acks.ack(store, OnCallSettings(), "etl/load/r", by="ana")
+    await acks.ack(store, OnCallSettings(), "etl/load/r", by="ana", source=AIRFLOW)
     assert [(a.task_id, a.source) for a in await store.acks()] == [("etl/load/r", AIRFLOW)]
 
 
@@ -347,7 +347,7 @@ def _ack(task_id: str, source: str | None) -> Ack:
 
 
 @pytest.mark.parametrize(
-    ("acks", "owners", "acked"),
+    ("given", "owners", "acked"),
     [
         pytest.param([_ack("t", None)], {}, {"t": None}, id="own task, own ack"),
         pytest.param([_ack("t", AIRFLOW)], {"t": AIRFLOW}, {"t": AIRFLOW}, id="source's ack"),
@@ -363,16 +363,16 @@ def _ack(task_id: str, source: str | None) -> Ack:
     ],
 )
 def test_an_ack_counts_only_for_the_task_of_its_own_source(
-    acks: list[Ack], owners: dict[str, str], acked: dict[str, str | None]
+    given: list[Ack], owners: dict[str, str], acked: dict[str, str | None]
 ) -> None:
-    found = oncall.current(50.0, acks, [], owners=owners)
+    found = acks.current(50.0, given, [], owners=owners)
     assert {task_id: ack.source for task_id, ack in found.acks.items()} == acked
 
 
 async def test_the_dashboards_desk_acks_a_sources_task_by_its_source(store: Store) -> None:
     """The dashboard's ack key: the desk asks which source the task came from."""
     owners = {"etl/load/r": AIRFLOW}
-    desk = oncall.Desk(store, OnCallSettings(), by="ana", source_of=owners.get)
+    desk = acks.Desk(store, OnCallSettings(), by="ana", source_of=owners.get)
     made = await desk.ack("etl/load/r", reason=None, duration=60)
     assert made.source == AIRFLOW
     ended = await desk.unack("etl/load/r")
@@ -381,9 +381,9 @@ async def test_the_dashboards_desk_acks_a_sources_task_by_its_source(store: Stor
 
 async def test_notes_keep_who_and_when_newest_first(store: Store, clock: FakeClock) -> None:
     await _task(store)
-    await oncall.note(store, "export-2031", "looking at the\nlogs", by="ana")
+    await acks.note(store, "export-2031", "looking at the\nlogs", by="ana")
     clock.advance(60)
-    await oncall.note(store, "export-2031", "waiting on partner API", by="bob")
+    await acks.note(store, "export-2031", "waiting on partner API", by="bob")
     notes = await store.notes("export-2031")
     assert [(n.by, n.text) for n in notes] == [
         ("bob", "waiting on partner API"),
@@ -395,13 +395,13 @@ async def test_notes_keep_who_and_when_newest_first(store: Store, clock: FakeClo
 
 
 async def test_a_note_on_a_source_task_and_the_refusals(store: Store) -> None:
-    note = await oncall.note(store, "etl/load/run1", "engine says queued", by="ana", source="af")
+    note = await acks.note(store, "etl/load/run1", "engine says queued", by="ana", source="af")
     assert note.source == "af"
     assert [n.source for n in await store.notes("etl/load/run1")] == ["af"]
     with pytest.raises(TaskNotFound):
-        await oncall.note(store, "no-such-task", "hello", by="ana")
+        await acks.note(store, "no-such-task", "hello", by="ana")
     await _task(store)
     with pytest.raises(ActionRefused, match="needs some text"):
-        await oncall.note(store, "export-2031", "  \n ", by="ana")
-    long = await oncall.note(store, "export-2031", "x " * 1000, by="ana")
-    assert len(long.text) <= oncall.NOTE_LIMIT
+        await acks.note(store, "export-2031", "  \n ", by="ana")
+    long = await acks.note(store, "export-2031", "x " * 1000, by="ana")
+    assert len(long.text) <= acks.NOTE_LIMIT

@@ -7,9 +7,9 @@ import asyncio
 
 from zombietop.clock import FakeClock
 from zombietop.config import NotifySettings
-from zombietop.notify import DeliveryError, Outbox, Page
+from zombietop.health import ScheduleHealth
 from zombietop.page import PageKind
-from zombietop.schedules import ScheduleHealth
+from zombietop.paging.notify import DeliveryError, Outbox, Page
 from zombietop.store import Store
 
 

@@ -28,15 +28,15 @@ from zombietop.config import (
 )
 from zombietop.errors import ZombietopError
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor
 from zombietop.model import EventKind
-from zombietop.monitor import Monitor
-from zombietop.notify import CommandNotifier, Notifier, Page
 from zombietop.page import PageKind
-from zombietop.pagerduty import PagerDutyNotifier, dedup_key, event, severity
+from zombietop.paging.notify import CommandNotifier, Notifier, Page
+from zombietop.paging.pagerduty import PagerDutyNotifier, dedup_key, event, severity
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 ENV = {"ZOMBIETOP_PAGERDUTY_KEY": ROUTING_KEY}
 RUNBOOK = "https://wiki.example/runbooks/{step_type}#{stage}"
@@ -348,7 +348,7 @@ async def test_a_restarted_watchdog_resolves_the_incident_it_did_not_open(
 def test_the_incidents_name_is_read_back_from_its_page_event_not_recomputed() -> None:
     """The event's time is the store's clock, a little after the look that opened it: the name
     the pages carried is the one in the event's data."""
-    from zombietop.oncall import Notices
+    from zombietop.oncall.acks import Notices
 
     notices = Notices()
     data = {"page": "incident", "incident": "export-2031:20261204T030000Z"}

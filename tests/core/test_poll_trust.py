@@ -9,12 +9,12 @@ import pytest
 from tests.core.test_watchdog import start
 from tests.core.watchdog_parts import Parts, hands_on
 from zombietop.clock import FakeClock
-from zombietop.clock_watch import ClockWatch, beats_of
+from zombietop.judge.monitor import Snapshot
 from zombietop.model import EventKind
-from zombietop.monitor import Snapshot
-from zombietop.poll_trust import PollTrust
 from zombietop.store import Store
-from zombietop.watchdog_hands import Look
+from zombietop.watch.clock_watch import ClockWatch, beats_of
+from zombietop.watch.poll_trust import PollTrust
+from zombietop.watch.watchdog_hands import Look
 
 pytestmark = pytest.mark.backends("sqlite")
 INTERVAL = 30.0

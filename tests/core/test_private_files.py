@@ -127,7 +127,7 @@ def test_the_sdk_checkpoint_is_0600_and_replaces_a_planted_link(
 
 
 def test_the_demo_pages_log_and_job_logs_are_private(tmp_path: Path) -> None:
-    from zombietop.tui.demo import demo_paths, write_files
+    from zombietop.tui.demo.command import demo_paths, write_files
 
     paths = demo_paths(tmp_path / "demo" / "demo.db")
     write_files(paths, speed=10.0)
@@ -230,9 +230,9 @@ async def test_a_relaunch_never_logs_through_a_planted_link(
 ) -> None:
     """Resume relaunches the command with its output in logs/T.2.log: a link planted there is
     refused (the task stays requeued, and says why), and the victim is untouched."""
+    from zombietop.act.executor import Executor
     from zombietop.actions import Outcome
     from zombietop.config import load_config
-    from zombietop.executor import Executor
     from zombietop.store.sqlite import SQLiteStore
 
     store = await SQLiteStore.open(db, create=True)

@@ -23,8 +23,8 @@ from zombietop import procs
 from zombietop.clock import CLOCK_TICKS, FakeClock, host_boottime
 from zombietop.config import Config
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor
 from zombietop.model import IdleSource, ProcessSample, Task, TaskState
-from zombietop.monitor import Monitor
 from zombietop.procs import (
     ProcessReading,
     ProcessTable,

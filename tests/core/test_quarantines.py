@@ -14,9 +14,9 @@ from tests.core.watchdog_parts import ACTOR, hands_on
 from zombietop.clock import FakeClock
 from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
-from zombietop.quarantines import Quarantines
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
+from zombietop.watch.quarantines import Quarantines
 
 pytestmark = pytest.mark.backends("sqlite")
 __all__ = ["small_fs"]  # the fixture, used by name

@@ -14,9 +14,9 @@ import pytest
 
 from tests.core.realprocs import FAST_CONFIG, wait_for, zombietop
 from tests.stores import open_for_test
+from zombietop.act.executor import Executor
 from zombietop.actions import Outcome
 from zombietop.config import Config, load_config
-from zombietop.executor import Executor
 from zombietop.heartbeat_line import BeatLine
 from zombietop.model import EventKind, TaskState
 from zombietop.store import Store
@@ -146,7 +146,8 @@ async def test_cli_actions_confirm_and_report(
 
 def test_core_never_imports_the_tui_toolkits() -> None:
     code = (
-        "import sys, core.executor, core.runner, core.sdk, core.procs, core.claim\n"
+        "import sys, zombietop.act.executor, zombietop.run.runner, zombietop.sdk, zombietop.procs\n"
+        "import zombietop.run.claim\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
     )
     result = subprocess.run(

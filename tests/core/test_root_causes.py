@@ -17,13 +17,13 @@ from tests.core.realprocs import FAST_CONFIG, Children, wait_for, zombietop
 from zombietop.config import Config, WatchSettings, load_config
 from zombietop.errors import TaskNotFound
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor
 from zombietop.model import TaskState
-from zombietop.monitor import Monitor
-from zombietop.notify import Page
+from zombietop.paging.notify import Page
 from zombietop.procs import PsutilProbe
-from zombietop.root_causes import RootCauses, blocks_words
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.root_causes import RootCauses, blocks_words
+from zombietop.watch.watchdog import Watchdog
 
 QUEUE_TIMEOUT = 1.0
 # Beats until $DIR/stall exists, then blocks on a FIFO, using no CPU, until the test writes

@@ -21,11 +21,11 @@ import pytest
 from tests.airflow_env import AirflowDatabase
 from tests.core.test_watchdog import ListNotifier, config
 from zombietop.clock import FakeClock
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.sources.airflow import AirflowSource
 from zombietop.sources.airflow_waits import Shape, decoded, parse, upstream_of, upstream_waits
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 pytestmark = pytest.mark.slow
 

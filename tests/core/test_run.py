@@ -21,13 +21,13 @@ from tests.core.realprocs import (
     wait_for_file,
     zombietop,
 )
+from zombietop.act.executor import Executor
 from zombietop.config import Config, load_config
 from zombietop.errors import LeaseLost
-from zombietop.executor import Executor
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor
 from zombietop.locations import task_file_name
 from zombietop.model import TaskState
-from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.store.sqlite import SQLiteStore
 
@@ -311,7 +311,7 @@ async def test_wrapper_stopped_by_sigterm_kills_a_deaf_command_after_the_grace(
 def test_heartbeat_tail_remembers_the_newest_line_for_the_final_beat(tmp_path: Path) -> None:
     """The tail task can be cancelled mid-record when the command exits; the final beat then
     repeats the newest line instead of losing it (found by bench/ingest.py with 8 writers)."""
-    from zombietop.runner import HeartbeatTail
+    from zombietop.run.runner import HeartbeatTail
 
     beats = tmp_path / "beats"
     tail = HeartbeatTail(beats)
@@ -327,7 +327,7 @@ def test_heartbeat_tail_remembers_the_newest_line_for_the_final_beat(tmp_path: P
 
 def test_heartbeat_tail_drops_a_line_past_the_limit_up_to_its_newline(tmp_path: Path) -> None:
     from zombietop.heartbeat_line import MAX_LINE, HeartbeatParseError, parse_line
-    from zombietop.runner import HeartbeatTail
+    from zombietop.run.runner import HeartbeatTail
 
     beats = tmp_path / "beats"
     tail = HeartbeatTail(beats)

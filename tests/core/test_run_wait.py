@@ -15,8 +15,8 @@ from tests.core.realprocs import Children, wait_for, zombietop
 from zombietop.config import Config
 from zombietop.errors import TaskNotFound
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor, TaskView
 from zombietop.model import TaskState
-from zombietop.monitor import Monitor, TaskView
 from zombietop.procs import PsutilProbe
 from zombietop.store.sqlite import SQLiteStore
 

@@ -13,11 +13,11 @@ from tests.core.test_watchdog import config, start, watchdog
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.errors import ConfigError
-from zombietop.metrics import fleet_families
+from zombietop.judge.monitor import Monitor
 from zombietop.model import TaskState
-from zombietop.monitor import Monitor
 from zombietop.store import Store
 from zombietop.tui.cli.status_json import task_json
+from zombietop.watch.metrics import fleet_families
 
 TEMPLATE = "https://wiki/runbooks/{step_type}#{stage}"
 

@@ -9,12 +9,13 @@ import pytest
 from tests.core.watchdog_parts import Parts, hands_on
 from zombietop.clock import FakeClock
 from zombietop.config import Schedule
-from zombietop.incident_book import SCHEDULE_KEY, IncidentBook
+from zombietop.health import ScheduleHealth
+from zombietop.judge.monitor import Snapshot
+from zombietop.judge.schedules import ScheduleView
 from zombietop.model import EventKind
-from zombietop.monitor import Snapshot
-from zombietop.schedule_watch import ScheduleWatch
-from zombietop.schedules import ScheduleHealth, ScheduleView
 from zombietop.store import Store
+from zombietop.watch.incident_book import SCHEDULE_KEY, IncidentBook
+from zombietop.watch.schedule_watch import ScheduleWatch
 
 pytestmark = pytest.mark.backends("sqlite")
 RENOTIFY = 600.0

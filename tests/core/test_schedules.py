@@ -11,8 +11,9 @@ import pytest
 
 from zombietop.config import Schedule, load_config
 from zombietop.errors import ConfigError
+from zombietop.health import ScheduleHealth
+from zombietop.judge.schedules import judge, last_fire, next_fire
 from zombietop.model import StepRuns
-from zombietop.schedules import ScheduleHealth, judge, last_fire, next_fire
 
 
 def utc(text: str) -> float:

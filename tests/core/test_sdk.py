@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from tests.core.realprocs import Children, zombietop
+from zombietop.act.executor import Executor
 from zombietop.actions import Outcome
 from zombietop.config import Config
 from zombietop.errors import LeaseLost, RequestTimeout, UpstreamBlocked
-from zombietop.executor import Executor
 from zombietop.model import TaskState
 from zombietop.sdk import Job
 from zombietop.store.sqlite import SQLiteStore

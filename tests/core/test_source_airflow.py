@@ -27,8 +27,8 @@ from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.errors import ConfigError, SourceError
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor, Snapshot
 from zombietop.model import TaskState
-from zombietop.monitor import Monitor, Snapshot
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.sources import Capability, check_source_url
 from zombietop.sources.airflow import AirflowSource, airflow_task_id

@@ -16,7 +16,7 @@ import pytest
 from zombietop.actions import ActionKind
 from zombietop.config import default_config, default_limits
 from zombietop.health import Health
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.sources import ENGINES, open_source
 from zombietop.sources.base import ReadOnlySource, SourceRecord
 from zombietop.store.sqlite import SQLiteStore

@@ -24,21 +24,21 @@ import redis
 from tests.core.test_watchdog import ListNotifier
 from tests.queues_env import Workers, wait_for
 from tests.redis_server import ThrowawayRedis
+from zombietop.act.executor import Executor
+from zombietop.act.source_actions import SourceActions
 from zombietop.actions import ActionKind, ActionRequest, Outcome
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.errors import ConfigError, SourceError
-from zombietop.executor import Executor
 from zombietop.health import Flag, Health
+from zombietop.judge.monitor import Monitor
+from zombietop.judge.snapshot import Snapshot, TaskView
 from zombietop.model import HeartbeatSource
-from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
-from zombietop.snapshot import Snapshot, TaskView
-from zombietop.source_actions import SourceActions
 from zombietop.sources import open_source
 from zombietop.sources.celery import CelerySource
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 

@@ -30,12 +30,12 @@ from tests.redis_server import ThrowawayRedis
 from zombietop.clock import SystemClock
 from zombietop.config import load_config
 from zombietop.health import Flag, Health
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
+from zombietop.judge.snapshot import Snapshot
 from zombietop.procs import PsutilProbe
-from zombietop.snapshot import Snapshot
 from zombietop.sources.celery import CelerySource
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -21,7 +21,7 @@ from tests.queues_env import wait_for as wait_until
 from tests.redis_server import ThrowawayRedis
 from zombietop.config import Config
 from zombietop.health import Health
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.sources.celery import CelerySource
 from zombietop.store.sqlite import SQLiteStore

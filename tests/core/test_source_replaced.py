@@ -18,7 +18,7 @@ from tests.airflow_by_hand import add_running, add_task, make_database
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.errors import SourceError
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.sources.airflow import AirflowSource
 from zombietop.store.sqlite import SQLiteStore
 

@@ -15,12 +15,12 @@ import rq
 from tests.core.test_source_celery import _child, _inspect, _send, _watch
 from tests.queues_env import RQWorkers, Workers, wait_for
 from tests.redis_server import ThrowawayRedis
+from zombietop.act.executor import Executor
+from zombietop.act.source_actions import SourceActions
 from zombietop.actions import ActionKind, ActionRequest, Outcome
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
-from zombietop.executor import Executor
-from zombietop.monitor import Monitor
-from zombietop.source_actions import SourceActions
+from zombietop.judge.monitor import Monitor
 from zombietop.sources.rq import RQSource
 from zombietop.store.sqlite import SQLiteStore
 

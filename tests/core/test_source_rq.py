@@ -24,15 +24,15 @@ from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.errors import SourceError
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor
+from zombietop.judge.snapshot import TaskView
 from zombietop.model import HeartbeatSource
-from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
-from zombietop.snapshot import TaskView
 from zombietop.sources import open_source
 from zombietop.sources.base import Capability, Origin
 from zombietop.sources.rq import RQSource, dependency_ids
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 

@@ -29,12 +29,12 @@ from tests.redis_server import ThrowawayRedis
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor
 from zombietop.model import TaskState
-from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.sources.rq import RQSource
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -22,7 +22,7 @@ from tests.redis_monitor import RedisMonitor
 from tests.redis_server import ThrowawayRedis
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.sources.engine_text import ID_PART_LIMIT
 from zombietop.sources.rq import RQSource

@@ -13,20 +13,20 @@ from pathlib import Path
 
 import pytest
 
+from zombietop.act.executor import Executor
+from zombietop.act.source_actions import SourceActions
 from zombietop.actions import ActionKind, ActionRequest, Outcome
-from zombietop.classify import classify
 from zombietop.clock import FakeClock
 from zombietop.config import Limits, default_config, default_limits, load_config
 from zombietop.errors import SourceError
-from zombietop.executor import Executor
 from zombietop.health import Health
+from zombietop.judge.classify import classify
+from zombietop.judge.monitor import Monitor
+from zombietop.judge.source_limits import JudgingConfig
 from zombietop.model import EventKind, Heartbeat, Lease, Task, TaskRecord, TaskState
-from zombietop.monitor import Monitor
-from zombietop.source_actions import SourceActions
 from zombietop.sources import (
     ENGINES,
     Capability,
-    JudgingConfig,
     Origin,
     SourceRecord,
     check_source_url,
@@ -170,7 +170,7 @@ async def test_holds_are_read_from_zombietops_events(tmp_path) -> None:
 
 MEMORY_ENGINE = """
 from zombietop.errors import SourceError
-from zombietop.executor import Executor
+from zombietop.act.executor import Executor
 from zombietop.sources.base import Engine
 
 

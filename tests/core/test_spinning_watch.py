@@ -13,10 +13,10 @@ from zombietop import health as health_table
 from zombietop.clock import FakeClock
 from zombietop.health import Health, HealthTraits
 from zombietop.heartbeat_line import parse_line
-from zombietop.incident_book import IncidentBook
 from zombietop.model import EventKind
-from zombietop.spinning import SpinningWatch
 from zombietop.store import Store
+from zombietop.watch.incident_book import IncidentBook
+from zombietop.watch.spinning import SpinningWatch
 
 pytestmark = pytest.mark.backends("sqlite")
 DIGEST_EVERY = 3600.0

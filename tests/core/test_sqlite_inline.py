@@ -15,8 +15,8 @@ from zombietop.clock import FakeClock
 from zombietop.config import default_config
 from zombietop.errors import ReadOnlyStore, StoreError
 from zombietop.heartbeat_line import parse_line
+from zombietop.judge.monitor import Monitor
 from zombietop.model import ProcessSample
-from zombietop.monitor import Monitor
 from zombietop.store import open_store
 from zombietop.store.sqlite import SQLiteStore
 

@@ -23,7 +23,7 @@ import pytest
 from tests.core.realprocs import FAST_CONFIG, zombietop
 from zombietop.config import load_config
 from zombietop.errors import ReadOnlyStore
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.store import open_store
 from zombietop.store.sqlite import SQLiteStore
 

@@ -23,8 +23,8 @@ from zombietop.config import load_config
 from zombietop.errors import ConfigError
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import EventKind, ProcessSample, TaskState
-from zombietop.retention import prune
 from zombietop.store import Store, open_store
+from zombietop.store.pruner import prune
 
 DAY = 86400.0
 KEEP = 30 * DAY

@@ -12,8 +12,8 @@ import pytest
 from tests.core.realprocs import Children, wait_for, zombietop
 from zombietop.errors import TaskNotFound
 from zombietop.model import EventKind
+from zombietop.run.stray_beats import MAX_TRIES, StrayBeats
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.stray_beats import MAX_TRIES, StrayBeats
 
 HINT = "zombietop: the command printed heartbeat lines on its output"
 

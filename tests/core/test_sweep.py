@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.core.realprocs import Children, pid_alive, wait_for_file
+from zombietop.act.sweep import STARTED_FOR, find, stop_all, tag_env
 from zombietop.locations import clean_env
-from zombietop.sweep import STARTED_FOR, find, stop_all, tag_env
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +65,7 @@ def test_the_caller_and_its_parents_are_spared(tmp_path: Path) -> None:
     db = tmp_path / "demo.db"
     # A tagged shell runs a tagged python that sweeps: neither may find itself or its parent.
     code = (
-        "import os; from zombietop.sweep import find; "
+        "import os; from zombietop.act.sweep import find; "
         f"print(sorted({{f.pid for f in find({str(db)!r})}} & {{os.getpid(), os.getppid()}}))"
     )
     result = subprocess.run(

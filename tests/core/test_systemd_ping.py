@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from zombietop.health import Health
-from zombietop.sd_notify import SystemdNotifier, SystemdPing, status_line
-from zombietop.watchdog import LookReport
+from zombietop.watch.sd_notify import SystemdNotifier, SystemdPing, status_line
+from zombietop.watch.watchdog import LookReport
 
 
 @pytest.fixture

@@ -18,12 +18,12 @@ from zombietop.clock import FakeClock
 from zombietop.config import Config, NotifySettings, WatchSettings, default_config
 from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
+from zombietop.judge.monitor import Monitor
 from zombietop.model import EventKind, TaskState
-from zombietop.monitor import Monitor
-from zombietop.notify import Page, WebhookNotifier
+from zombietop.paging.notify import Page, WebhookNotifier
 from zombietop.store import Store, open_store
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 INTERVAL = 30.0
 
@@ -401,7 +401,7 @@ async def test_apprise_carries_pages_to_the_long_tail_of_services(
     store: SQLiteStore, clock: FakeClock, free_port: int
 ) -> None:
     """apprise's json:// service posts to a local server here, as PagerDuty or Slack would be."""
-    from zombietop.notify import AppriseNotifier
+    from zombietop.paging.notify import AppriseNotifier
 
     received: list[dict[str, object]] = []
     server = start_hook(free_port, received)
@@ -431,7 +431,7 @@ async def test_apprise_carries_pages_to_the_long_tail_of_services(
 
 def test_an_unknown_apprise_scheme_is_a_config_error() -> None:
     from zombietop.errors import ZombietopError
-    from zombietop.notify import AppriseNotifier
+    from zombietop.paging.notify import AppriseNotifier
 
     with pytest.raises(ZombietopError, match="nosuch:// is not a URL apprise knows"):
         AppriseNotifier(["nosuch://x"])

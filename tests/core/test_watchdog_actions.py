@@ -12,17 +12,17 @@ from pathlib import Path
 import psutil
 
 from tests.core.realprocs import Children, pid_alive, start_task_process, wait_for, zombietop
+from zombietop.act.executor import Executor
 from zombietop.actions import ActionKind, Outcome
 from zombietop.clock import FakeClock
 from zombietop.config import Config, WatchSettings
-from zombietop.executor import Executor
 from zombietop.heartbeat_line import parse_line
+from zombietop.judge.monitor import Monitor
 from zombietop.model import TaskState
-from zombietop.monitor import Monitor
-from zombietop.notify import Page
+from zombietop.paging.notify import Page
 from zombietop.procs import PsutilProbe
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 
 class ListNotifier:

@@ -21,8 +21,8 @@ from zombietop.config import Config
 from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import EventKind
-from zombietop.notify import DELIVERY_CONCURRENCY, CommandNotifier, Page, WebhookNotifier
 from zombietop.page import PageKind
+from zombietop.paging.notify import DELIVERY_CONCURRENCY, CommandNotifier, Page, WebhookNotifier
 from zombietop.store import Store
 
 
@@ -162,7 +162,7 @@ async def test_a_mass_incident_is_one_digest_and_one_all_clear_per_group(
 
 
 def test_a_few_pages_go_one_by_one_and_pages_without_a_task_always_alone() -> None:
-    from zombietop.digest import compose
+    from zombietop.paging.digest import compose
 
     pages = [
         Page(

@@ -12,8 +12,8 @@ from tests.core.watchdog_parts import ACTOR, hands_on
 from zombietop.actions import ActionKind
 from zombietop.clock import FakeClock
 from zombietop.model import EventKind
-from zombietop.notify import DeliveryResult, LogNotifier, Page
 from zombietop.page import PageKind
+from zombietop.paging.notify import DeliveryResult, LogNotifier, Page
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
 

@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from zombietop.clock import FakeClock
 from zombietop.config import default_config
 from zombietop.heartbeat_line import parse_line
+from zombietop.judge.monitor import Monitor
 from zombietop.model import EventKind, ProcessSample, Task
-from zombietop.monitor import Monitor
-from zombietop.notify import Page
+from zombietop.paging.notify import Page
 from zombietop.procs import this_host
 from zombietop.store import Store
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 PID, STARTED = 4121, 1_700_000_000.0
 

@@ -11,10 +11,10 @@ import pytest
 
 from tests.core.test_watchdog import INTERVAL, ListNotifier, start, watchdog
 from zombietop.clock import FakeClock
-from zombietop.sd_notify import status_line
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import LEASE_INTERVALS, Watchdog
+from zombietop.watch.sd_notify import status_line
+from zombietop.watch.watchdog import LEASE_INTERVALS, Watchdog
 
 
 async def pair(

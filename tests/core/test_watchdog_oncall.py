@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.core.test_watchdog import config, start, watchdog
-from zombietop import oncall
 from zombietop.clock import FakeClock
 from zombietop.config import Config, OnCallSettings, Schedule
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import EventKind, Matcher, TaskState
-from zombietop.notify import Page
+from zombietop.oncall import acks
+from zombietop.paging.notify import Page
 from zombietop.store import Store
 
 RENOTIFY = 600.0
@@ -46,9 +46,7 @@ async def test_an_open_incident_is_paged_again_until_acked(store: Store, clock: 
     (third,) = await once(store, clock)
     assert third.line.endswith("(3rd notice, open 20m00s)")
 
-    await oncall.ack(
-        store, OnCallSettings(), "export-2031", by="ana", reason="on it", duration=1800
-    )
+    await acks.ack(store, OnCallSettings(), "export-2031", by="ana", reason="on it", duration=1800)
     for _ in range(2):
         clock.advance(RENOTIFY)
         assert await once(store, clock) == []
@@ -73,7 +71,7 @@ async def test_the_all_clear_still_goes_out_and_ends_the_ack(
     token = await start(store)
     clock.advance(200)
     await once(store, clock)
-    await oncall.ack(store, OnCallSettings(), "export-2031", by="ana", duration=3600)
+    await acks.ack(store, OnCallSettings(), "export-2031", by="ana", duration=3600)
     await store.record_heartbeat(
         "export-2031", parse_line("stage=transform p=62"), owner="w1", token=token
     )
@@ -88,7 +86,7 @@ async def test_a_silence_holds_pages_until_it_ends_then_the_page_goes_out(
     store: Store, clock: FakeClock
 ) -> None:
     await start(store)
-    await oncall.silence(
+    await acks.silence(
         store,
         OnCallSettings(),
         matcher=Matcher.TASK,
@@ -124,7 +122,7 @@ async def test_a_silence_longer_than_this_watchdogs_max_silence_ends_at_its_boun
     incident once its own bound is over."""
     await start(store)
     big = OnCallSettings(max_silence=36500 * 86400.0)
-    await oncall.silence(
+    await acks.silence(
         store,
         big,
         matcher=Matcher.TASK,
@@ -151,7 +149,7 @@ async def test_a_silence_by_step_type_or_host_holds_too_and_an_unpaged_incident_
     store: Store, clock: FakeClock
 ) -> None:
     token = await start(store, step_type="export")
-    await oncall.silence(
+    await acks.silence(
         store,
         OnCallSettings(),
         matcher=Matcher.STEP_TYPE,
@@ -170,7 +168,7 @@ async def test_a_silence_by_step_type_or_host_holds_too_and_an_unpaged_incident_
 
 async def test_a_silence_for_another_task_changes_nothing(store: Store, clock: FakeClock) -> None:
     await start(store)
-    await oncall.silence(
+    await acks.silence(
         store,
         OnCallSettings(),
         matcher=Matcher.HOST,
@@ -237,7 +235,7 @@ async def test_a_note_rides_in_the_next_renotify(store: Store, clock: FakeClock)
     (first,) = await once(store, clock)
     assert "note by" not in first.line
     clock.advance(RENOTIFY - 300)
-    await oncall.note(store, "export-2031", "waiting on\x1b[2J partner API", by="ana")
+    await acks.note(store, "export-2031", "waiting on\x1b[2J partner API", by="ana")
     clock.advance(300)
     (second,) = await once(store, clock)
     assert second.line.endswith(

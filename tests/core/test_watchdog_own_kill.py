@@ -24,17 +24,17 @@ from tests.core.realprocs import (
 )
 from tests.core.test_root_causes import ListNotifier
 from tests.core.test_watchdog import config, watchdog
+from zombietop.act.executor import Executor
 from zombietop.actions import Outcome
 from zombietop.clock import FakeClock
 from zombietop.config import WatchSettings, load_config
 from zombietop.errors import TaskNotFound
-from zombietop.executor import Executor
+from zombietop.judge.monitor import Monitor
 from zombietop.model import EventKind, TaskState
-from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 # One reported beat in stage "transform", then it sleeps: stalled, and over its stage budget.
 STUCK = 'echo "stage=transform p=40" >> "$ZOMBIETOP_HEARTBEAT_FILE"; sleep 60'

@@ -15,7 +15,7 @@ import pytest
 from tests.core.test_watchdog import INTERVAL, config, start, watchdog
 from tests.stores import count_rows
 from zombietop.clock import FakeClock
-from zombietop.notify import DeliveryError, Page
+from zombietop.paging.notify import DeliveryError, Page
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
 

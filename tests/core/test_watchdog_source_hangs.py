@@ -16,10 +16,10 @@ import pytest
 from tests.core.test_watchdog import ListNotifier, config, start
 from tests.redis_server import NO_REDIS, ThrowawayRedis, find_server
 from zombietop.clock import FakeClock
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.sources.celery import CelerySource
 from zombietop.store import Store
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 pytestmark = pytest.mark.backends("sqlite")
 INTERVAL = 2.0

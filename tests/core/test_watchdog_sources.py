@@ -15,16 +15,16 @@ from pathlib import Path
 
 from tests.airflow_by_hand import add_finished, add_running, add_task, make_database, utc_text
 from tests.core.test_watchdog import INTERVAL, ListNotifier, RecordingExecutor, config, start
-from zombietop import oncall
 from zombietop.clock import FakeClock
 from zombietop.config import OnCallSettings, load_config
+from zombietop.judge.monitor import Monitor
 from zombietop.model import EventKind
-from zombietop.monitor import Monitor
-from zombietop.notify import Page
+from zombietop.oncall import acks
+from zombietop.paging.notify import Page
 from zombietop.sources.airflow import AirflowSource
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
-from zombietop.watchdog import Watchdog
+from zombietop.watch.watchdog import Watchdog
 
 AIRFLOW_TASK = "etl/load/r"
 RENOTIFY = 600.0
@@ -136,7 +136,7 @@ async def test_an_ack_on_a_sources_task_holds_its_renotify_until_the_incident_en
         clock.advance(RENOTIFY)
         assert [p.kind for p in await once()] == ["renotify"]
 
-        await oncall.ack(
+        await acks.ack(
             store, OnCallSettings(), AIRFLOW_TASK, by="ana", duration=3 * RENOTIFY,
             source=source.name,
         )  # fmt: skip
@@ -176,7 +176,7 @@ async def test_an_ack_on_a_sources_task_ends_in_time(
     )
     try:
         await dog.tick()
-        await oncall.ack(
+        await acks.ack(
             store, OnCallSettings(), AIRFLOW_TASK, by="ana", duration=RENOTIFY, source=source.name
         )
         clock.advance(RENOTIFY - 1)

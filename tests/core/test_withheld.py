@@ -3,7 +3,7 @@ starts and once as it ends, with how long it lasted and how many looks it took."
 
 from __future__ import annotations
 
-from zombietop.withheld import WithheldStretch
+from zombietop.watch.withheld import WithheldStretch
 
 
 def test_a_stretch_is_said_as_it_starts_and_as_it_ends() -> None:

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from tests.core.test_watchdog import ListNotifier, RecordingExecutor, config
 from zombietop.clock import FakeClock
 from zombietop.config import Config
+from zombietop.judge.monitor import Monitor, Snapshot, TaskView
 from zombietop.model import Event, EventKind
-from zombietop.monitor import Monitor, Snapshot, TaskView
-from zombietop.notify import Page
+from zombietop.paging.notify import Page
 from zombietop.store import Store
-from zombietop.watchdog_hands import Hands, Look
+from zombietop.watch.watchdog_hands import Hands, Look
 
 ACTOR = "watchdog@test"
 

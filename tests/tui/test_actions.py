@@ -10,8 +10,8 @@ from textual.widgets import Button
 
 from tests.tui.helpers import help_text, make_app, notified, settle
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from zombietop.judge.monitor import build_snapshot
 from zombietop.model import TaskState
-from zombietop.monitor import build_snapshot
 from zombietop.tui.keys import KEYS, display_key
 from zombietop.tui.screens.confirm import ConfirmScreen
 from zombietop.tui.screens.help import HelpScreen

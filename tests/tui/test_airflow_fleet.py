@@ -29,15 +29,15 @@ import pytest
 
 from tests.airflow_env import AirflowDatabase
 from tests.core.realprocs import FAST_CONFIG, Children, wait_for, zombietop
+from zombietop.act.executor import Executor
+from zombietop.act.source_actions import SourceActions
 from zombietop.actions import ActionKind, ActionRequest, Outcome
 from zombietop.agent import Agent
 from zombietop.config import Config, SourceSettings, load_config
-from zombietop.executor import Executor
 from zombietop.health import Health
+from zombietop.judge.monitor import Monitor
 from zombietop.locations import task_file_name
-from zombietop.monitor import Monitor
 from zombietop.procs import PsutilProbe, this_host
-from zombietop.source_actions import SourceActions
 from zombietop.sources.airflow import AirflowSource
 from zombietop.store.sqlite import SQLiteStore
 from zombietop.tui.launch import hand_over_pending_kills

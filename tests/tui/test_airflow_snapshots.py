@@ -18,8 +18,8 @@ from tests.airflow_env import AirflowDatabase
 from tests.tui.helpers import make_app, settle
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
+from zombietop.judge.monitor import Monitor, Snapshot
 from zombietop.model import Event, HistoryPoint
-from zombietop.monitor import Monitor, Snapshot
 from zombietop.sources.airflow import AirflowSource
 from zombietop.store.sqlite import SQLiteStore
 from zombietop.tui.testing import NOW, SampleSource

@@ -13,7 +13,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zombietop.monitor import build_snapshot
+from zombietop.judge.monitor import build_snapshot
 from zombietop.tui.cells import (
     COLUMNS,
     glance_age,

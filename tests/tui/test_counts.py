@@ -9,7 +9,7 @@ import pytest
 
 from tests.tui.helpers import make_app, settle
 from zombietop.health import Health
-from zombietop.monitor import Snapshot, build_snapshot
+from zombietop.judge.monitor import Snapshot, build_snapshot
 from zombietop.tui import healths
 from zombietop.tui.testing import (
     NOW,

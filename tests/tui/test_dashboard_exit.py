@@ -9,9 +9,9 @@ import signal
 from pathlib import Path
 
 from tests.core.realprocs import Children, start_task_process
+from zombietop.act.executor import Executor
 from zombietop.actions import Outcome
 from zombietop.config import Config
-from zombietop.executor import Executor
 from zombietop.locations import task_file_name
 from zombietop.store.sqlite import SQLiteStore
 from zombietop.tui.launch import hand_over_pending_kills

@@ -14,13 +14,20 @@ from typing import Any
 import psutil
 import pytest
 
+from zombietop.act.sweep import find, stop_all
 from zombietop.config import load_config
 from zombietop.locations import task_file_name
 from zombietop.model import EventKind
 from zombietop.store import open_store
-from zombietop.sweep import find, stop_all
 from zombietop.tui.cli.main import main
-from zombietop.tui.demo import CHECKPOINTED, JOBS, STUBBORN, DemoPaths, demo_limits, render_config
+from zombietop.tui.demo.command import (
+    CHECKPOINTED,
+    JOBS,
+    STUBBORN,
+    DemoPaths,
+    demo_limits,
+    render_config,
+)
 
 SPEED = "10"
 DEADLINE_S = 60.0

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from tests.tui.test_demo import assert_all_gone, kill_outcomes, live_pids, status
+from zombietop.act.sweep import stop_all
 from zombietop.locations import task_file_name
-from zombietop.sweep import stop_all
-from zombietop.tui.demo import CHECKPOINTED, STUBBORN, DemoPaths
+from zombietop.tui.demo.command import CHECKPOINTED, STUBBORN, DemoPaths
 
 SPEED = "10"
 FOCUS_ON_THE_TABLE = "K Kill"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zombietop.tui.demo import JOBS, DemoPaths, demo_guide
+from zombietop.tui.demo.command import JOBS, DemoPaths, demo_guide
 
 
 def test_the_demo_says_what_the_user_sees_without_in_house_words(tmp_path: Path) -> None:

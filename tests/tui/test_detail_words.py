@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
+from zombietop.judge.monitor import TaskView, build_snapshot
 from zombietop.model import (
     Event,
     EventKind,
@@ -17,7 +18,6 @@ from zombietop.model import (
     TaskRecord,
     TaskState,
 )
-from zombietop.monitor import TaskView, build_snapshot
 from zombietop.tui.screens.detail import facts_table, notes_text
 from zombietop.tui.testing import NOW, sample_config, sample_records
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from textual.pilot import Pilot
 
 from tests.tui.helpers import make_app, settle
-from zombietop.monitor import Snapshot
+from zombietop.judge.monitor import Snapshot
 from zombietop.tui.testing import SampleSource
 from zombietop.tui.testing.fleet import sample_snapshot
 from zombietop.tui.widgets.header import StatusHeader

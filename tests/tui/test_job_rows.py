@@ -11,8 +11,8 @@ from textual.pilot import Pilot
 from tests.tui.helpers import make_app, settle
 from zombietop.health import Flag
 from zombietop.job_summary import JobSummary
+from zombietop.judge.monitor import Snapshot, build_snapshot
 from zombietop.model import TaskRecord, TaskState
-from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.tui.cells import RowNote, RowNotes, row_name, running_per_job, task_column
 from zombietop.tui.screens.detail import history_eta
 from zombietop.tui.screens.oncall import AckScreen

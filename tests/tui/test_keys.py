@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.tui.helpers import help_text, make_app, settle
-from zombietop.monitor import Snapshot, build_snapshot
+from zombietop.judge.monitor import Snapshot, build_snapshot
 from zombietop.tui.keys import DETAIL_KEYS, KEYS
 from zombietop.tui.messages import TaskAction
 from zombietop.tui.screens.confirm import ConfirmScreen

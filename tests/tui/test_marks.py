@@ -9,8 +9,8 @@ import pytest
 
 from tests.tui.helpers import make_app, settle
 from zombietop.health import Health
+from zombietop.judge.monitor import build_snapshot
 from zombietop.model import PendingKill
-from zombietop.monitor import build_snapshot
 from zombietop.tui.cells import (
     ACKED,
     BY_KEY,

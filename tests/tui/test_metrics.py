@@ -29,16 +29,16 @@ from zombietop.config import default_config, parse_listen
 from zombietop.errors import ZombietopError
 from zombietop.health import Health
 from zombietop.heartbeat_line import BeatLine
-from zombietop.metrics import Metrics
-from zombietop.metrics_endpoint import MetricsEndpoint, MetricsUpdate
+from zombietop.judge.monitor import Monitor
 from zombietop.model import TaskState
-from zombietop.monitor import Monitor
 from zombietop.page import PageKind
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store, open_store, sqlite
 from zombietop.tui.cli.main import main
 from zombietop.tui.testing import sample_snapshot
-from zombietop.watchdog import Watchdog
+from zombietop.watch.metrics import Metrics
+from zombietop.watch.metrics_endpoint import MetricsEndpoint, MetricsUpdate
+from zombietop.watch.watchdog import Watchdog
 
 REPO = Path(__file__).resolve().parents[2]
 FINISHED = {"succeeded", "failed", "discarded", "orphaned"}
@@ -286,8 +286,8 @@ async def test_the_endpoint_answers_with_store_up_0_once_the_store_is_gone(
 
 def test_pages_are_counted_by_channel_kind_and_result() -> None:
     """The channel label is the notifier's kind, never its URL or command."""
-    from zombietop.monitor import Snapshot
-    from zombietop.notify import DeliveryResult, Page
+    from zombietop.judge.monitor import Snapshot
+    from zombietop.paging.notify import DeliveryResult, Page
 
     page = Page(kind=PageKind.INCIDENT, line="x", at=0.0)
 

@@ -6,11 +6,11 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from zombietop.failed_runs import failure_line, open_failures
-from zombietop.monitor import Snapshot, build_snapshot
+from zombietop.judge.monitor import Snapshot, build_snapshot
 from zombietop.tui.healths import GLYPHS
 from zombietop.tui.testing import NOW, sample_config, sample_snapshot, synthetic_records
 from zombietop.tui.widgets.offenders import ALL_CLEAR, offender_lines
+from zombietop.watch.failed_runs import failure_line, open_failures
 
 CONSOLE = Console(width=200)
 

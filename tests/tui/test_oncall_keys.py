@@ -14,7 +14,7 @@ from textual.widgets import Input, RadioButton, Static
 
 from tests.tui.helpers import make_app, notified, settle
 from zombietop.model import Matcher, Silence
-from zombietop.oncall import current
+from zombietop.oncall.acks import current
 from zombietop.tui.messages import TaskAction, TaskAsked
 from zombietop.tui.screens.oncall import AckScreen, NoteScreen, SilenceScreen
 from zombietop.tui.testing import NOW, RecordingDesk, SampleSource, sample_snapshot

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from tests.core.realprocs import Children, pid_alive, wait_for, zombietop
 from tests.tui.helpers import notified, settle
+from zombietop.act.executor import Executor
 from zombietop.config import load_config
-from zombietop.executor import Executor
 from zombietop.health import Health
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.procs import PsutilProbe
 from zombietop.store.sqlite import SQLiteStore
 from zombietop.tui.app import ZombietopApp

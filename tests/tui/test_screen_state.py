@@ -12,7 +12,7 @@ from textual.widgets import Static
 from textual.worker import WorkerFailed
 
 from tests.tui.helpers import make_app, settle
-from zombietop.monitor import Snapshot
+from zombietop.judge.monitor import Snapshot
 from zombietop.output import LastOutput
 from zombietop.tui import messages
 from zombietop.tui.screen_state import ShowsState, TaskRecord, detail_state, page_line

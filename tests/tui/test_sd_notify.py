@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.realprocs import Children, zombietop
-from zombietop.sd_notify import SystemdNotifier
+from zombietop.watch.sd_notify import SystemdNotifier
 
 
 @pytest.fixture
@@ -83,8 +83,8 @@ def _env() -> dict[str, str]:
 
 def test_status_counts_missed_schedules_among_what_needs_a_human() -> None:
     from zombietop.health import Health
-    from zombietop.sd_notify import status_line
-    from zombietop.watchdog import LookReport
+    from zombietop.watch.sd_notify import status_line
+    from zombietop.watch.watchdog import LookReport
 
     report = LookReport(
         taken_at=0.0, counts={Health.STALLED: 1, Health.HEALTHY: 3}, missed_schedules=1

@@ -6,7 +6,7 @@ from textual.pilot import Pilot
 
 from tests.tui.helpers import make_app, settle, steady_cursor
 from zombietop.clock import FakeClock
-from zombietop.monitor import build_snapshot
+from zombietop.judge.monitor import build_snapshot
 from zombietop.tui.testing import (
     NOW,
     SampleSource,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from zombietop.heartbeat_line import parse_line
-from zombietop.monitor import Monitor
+from zombietop.judge.monitor import Monitor
 from zombietop.procs import read_start, this_host
 from zombietop.store import open_store
 from zombietop.tui.cli import status as status_cli
@@ -31,10 +31,10 @@ NEVER_FOR_PLAIN_STATUS = {
     "prometheus_client",
     "psutil",
     "zombietop.sdk",
-    "zombietop.watchdog",
+    "zombietop.watch.watchdog",
     "zombietop.agent",
-    "zombietop.runner",
-    "zombietop.tui.demo",
+    "zombietop.run.runner",
+    "zombietop.tui.demo.command",
 }
 
 

@@ -15,7 +15,7 @@ from textual.geometry import Region
 from textual.pilot import Pilot
 
 from tests.tui.helpers import TableApp
-from zombietop.monitor import TaskView, build_snapshot
+from zombietop.judge.monitor import TaskView, build_snapshot
 from zombietop.tui.cells import BAR_STYLE, COLUMNS, RowNotes, columns_for_width, row_cells
 from zombietop.tui.testing import NOW, sample_config, synthetic_records
 from zombietop.tui.widgets.task_list import TaskList

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from zombietop.config import default_config
+from zombietop.judge.monitor import build_snapshot
 from zombietop.model import TaskState
-from zombietop.monitor import build_snapshot
 from zombietop.tui.task_order import SortMode, ordered
 from zombietop.tui.testing import sample_snapshot
 from zombietop.tui.testing.builders import NOW, make_task

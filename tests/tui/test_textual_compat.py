@@ -329,7 +329,7 @@ async def test_on_another_textual_the_dashboard_draws_with_textuals_own_methods(
     one-cell change still reaches the screen, through Textual's own partial update."""
     from textual.drivers.linux_driver import LinuxDriver
 
-    from zombietop.monitor import TaskView, build_snapshot
+    from zombietop.judge.monitor import TaskView, build_snapshot
     from zombietop.tui.testing import NOW, sample_config, sample_records, sample_samples
 
     stock = stock_render_segments()
@@ -416,7 +416,7 @@ def partial_updates(app: App[None]) -> list[ChopsUpdate]:
 
 async def test_a_one_cell_change_on_the_dashboard_writes_about_that_cell() -> None:
     """The real app at 80x24: a new lease cell in a row is written as that cell, no more."""
-    from zombietop.monitor import TaskView, build_snapshot
+    from zombietop.judge.monitor import TaskView, build_snapshot
     from zombietop.tui.testing import NOW, sample_config, sample_records, sample_samples
 
     app = make_app(read_only=True)

@@ -19,10 +19,10 @@ from rich.console import Console, RenderableType
 
 from zombietop.actions import ActionKind
 from zombietop.fleet import AgentPresence
+from zombietop.judge.monitor import Snapshot, TaskView
 from zombietop.model import Event, EventKind, TaskRecord
-from zombietop.monitor import Snapshot, TaskView
-from zombietop.notify import Page
 from zombietop.page import PageKind
+from zombietop.paging.notify import Page
 from zombietop.printable import UNSAFE, printable
 from zombietop.tui.cells import COLUMNS, row_cells, task_column
 from zombietop.tui.cli.status import nagios_output, render_table
@@ -80,7 +80,7 @@ def _with(field: str, value: str) -> TaskRecord:
 
 
 def _snapshot(field: str, value: str) -> Snapshot:
-    from zombietop.monitor import build_snapshot
+    from zombietop.judge.monitor import build_snapshot
 
     record = _with(field, value)
     samples = {record.task.task_id: alive_process(6666, 0.0, started_ago=2400)}

@@ -6,8 +6,8 @@ import argparse
 import asyncio
 import signal
 
+from zombietop.act.executor import Executor
 from zombietop.agent import AGENT_INTERVAL_S, Agent
-from zombietop.executor import Executor
 from zombietop.procs import PsutilProbe, this_host
 from zombietop.sources import open_sources
 from zombietop.tui.cli.context import (

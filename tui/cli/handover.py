@@ -8,8 +8,8 @@ import json
 from datetime import datetime, tzinfo
 
 from zombietop.errors import ZombietopError
-from zombietop.handover import read_handover
-from zombietop.incident_story import stories
+from zombietop.oncall.handover import read_handover
+from zombietop.oncall.incident_story import stories
 from zombietop.printable import printable
 from zombietop.store import open_store
 from zombietop.tui.cli.context import EXIT_OK, add_command, context_of, duration

@@ -11,18 +11,18 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from zombietop.act.executor import Executor
+from zombietop.act.source_actions import SourceActions
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
 from zombietop.durations import format_age
 from zombietop.errors import ZombietopError
-from zombietop.executor import Executor
-from zombietop.fail_open import FailOpen
 from zombietop.identity import real_user
+from zombietop.judge.monitor import Monitor
 from zombietop.model import EventKind
-from zombietop.monitor import Monitor
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe, this_host
-from zombietop.runner import RunSpec
-from zombietop.source_actions import SourceActions
+from zombietop.run.fail_open import FailOpen
+from zombietop.run.runner import RunSpec
 from zombietop.sources import open_sources
 from zombietop.store import open_store
 from zombietop.tui.cli.context import (

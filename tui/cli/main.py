@@ -31,7 +31,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "zombietop.tui.cli.oncall": ("ack", "unack", "note", "silence", "silences", "unsilence"),
     "zombietop.tui.cli.handover": ("handover", "incident"),
     "zombietop.tui.cli.serve": ("serve",),
-    "zombietop.tui.demo": ("demo",),
+    "zombietop.tui.demo.command": ("demo",),
 }
 """The modules of the subcommands, in the order ``zombietop --help`` lists them, and the
 commands each registers with ``add_parser(sub, common)``. A command line that names one

@@ -10,14 +10,13 @@ import json
 import math
 from typing import Any
 
-from zombietop import oncall
 from zombietop.durations import format_age, format_duration
 from zombietop.errors import TaskNotFound, ZombietopError
-from zombietop.failed_runs import job_incident, older_failures, open_failures
 from zombietop.heartbeat_line import format_timestamp
+from zombietop.judge.monitor import Monitor, Snapshot
 from zombietop.model import Ack, Matcher, Silence, Task, TaskState
-from zombietop.monitor import Monitor, Snapshot
-from zombietop.oncall import operator_name
+from zombietop.oncall import acks
+from zombietop.oncall.acks import operator_name
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
 from zombietop.sources import open_sources
@@ -30,6 +29,7 @@ from zombietop.tui.cli.context import (
     duration,
     source_flags,
 )
+from zombietop.watch.failed_runs import job_incident, older_failures, open_failures
 
 
 def add_parser(
@@ -212,12 +212,12 @@ def ack_words(ack: Ack) -> str:
 
 def silence_words(silence: Silence, now: float | None = None) -> str:
     """``silence 3 (task export-*) by ana, ends ...: maintenance night``; a silence this
-    reader's max_silence ends sooner than it was set to says so (``oncall.capped_words``)."""
+    reader's max_silence ends sooner than it was set to says so (``acks.capped_words``)."""
     left = "" if now is None else f" (in {format_age(max(silence.until - now, 0))})"
     return (
         f"silence {silence.silence_id} ({silence.matcher} {printable(silence.pattern)}) by "
         f"{printable(silence.by)}, ends {moment_words(silence.until)}{left}"
-        f"{oncall.capped_words(silence)}: {printable(silence.reason)}"
+        f"{acks.capped_words(silence)}: {printable(silence.reason)}"
     )
 
 
@@ -240,7 +240,7 @@ async def cmd_ack(args: argparse.Namespace) -> int:
                 f"{printable(task.task_id)} has finished ({task.state}): it pages nobody, so "
                 "there is nothing to ack; no ack was set"
             )
-        done = await oncall.ack(
+        done = await acks.ack(
             store,
             ctx.config.oncall,
             args.task if task is None else task.task_id,
@@ -258,7 +258,7 @@ async def cmd_note(args: argparse.Namespace) -> int:
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
         task, source = await _incident_of(store, ctx, args.task)
-        done = await oncall.note(store, task.task_id, args.text, by=operator_name(), source=source)
+        done = await acks.note(store, task.task_id, args.text, by=operator_name(), source=source)
     print(f"{printable(done.task_id)}: note by {printable(done.by)}: {printable(done.text)}")
     return EXIT_OK
 
@@ -268,7 +268,7 @@ async def cmd_unack(args: argparse.Namespace) -> int:
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
         source = await _acked_source(store, ctx, args.task)
-        ended = await oncall.unack(store, args.task, by=operator_name(), source=source)
+        ended = await acks.unack(store, args.task, by=operator_name(), source=source)
         now = await store.now()
     task = printable(args.task)
     if ended is None:
@@ -396,7 +396,7 @@ async def cmd_silence(args: argparse.Namespace) -> int:
                 Matcher.TASK,
                 glob.escape(await _job_incident_id(store, ctx, args.job)),
             )
-        made = await oncall.silence(
+        made = await acks.silence(
             store,
             ctx.config.oncall,
             matcher=matcher,
@@ -451,7 +451,7 @@ async def cmd_silences(args: argparse.Namespace) -> int:
         now = await store.now()
         found = await store.silences()
     # This reader's max_silence caps each one: it is what this host's watchdog honours.
-    found = list(oncall.current(now, [], found, max_silence=ctx.config.oncall.max_silence).silences)
+    found = list(acks.current(now, [], found, max_silence=ctx.config.oncall.max_silence).silences)
     if args.json:
         print(json.dumps([silence_json(s) for s in found], indent=2))
     elif not found:
@@ -466,7 +466,7 @@ async def cmd_unsilence(args: argparse.Namespace) -> int:
 
     ctx = context_of(args)
     async with await open_store(ctx.db) as store:
-        ended = await oncall.unsilence(store, args.silence_id, by=operator_name())
+        ended = await acks.unsilence(store, args.silence_id, by=operator_name())
     print(f"silence {ended.silence_id} ({ended.matcher} {printable(ended.pattern)}) ended")
     return EXIT_OK
 

@@ -17,18 +17,17 @@ from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.errors import MissingExtra, ZombietopError
 from zombietop.extras import require
-from zombietop.failed_runs import failure_line, older_failures, open_failures
 from zombietop.fleet import AgentPresence, WatchdogLease
-from zombietop.health import Health, NagiosLevel
+from zombietop.health import Health, NagiosLevel, ScheduleHealth
+from zombietop.judge.monitor import Monitor, Snapshot, TaskView
+from zombietop.judge.snapshot import finished_view
+from zombietop.judge.verdict import format_progress
 from zombietop.model import HeartbeatSource, Note, ProcessSample, TaskState
-from zombietop.monitor import Monitor, Snapshot, TaskView
-from zombietop.oncall import capped_words, recent_notes
+from zombietop.oncall.acks import capped_words, recent_notes
 from zombietop.output import LastOutput, last_outputs, with_last_output
 from zombietop.printable import ERROR_LIMIT, bounded, printable
 from zombietop.procs import PsutilProbe
-from zombietop.schedules import ScheduleHealth
 from zombietop.serve.pings import last_pings
-from zombietop.snapshot import finished_view
 from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
 from zombietop.store.interface import FinishedKey
@@ -46,7 +45,7 @@ from zombietop.tui.cli.status_json import (
     task_json,
     tasks_json,
 )
-from zombietop.verdict import format_progress
+from zombietop.watch.failed_runs import failure_line, older_failures, open_failures
 
 Level = NagiosLevel
 """How ``status`` exits: the Nagios plugin API, which every monitoring system reads."""
@@ -525,7 +524,7 @@ def _prometheus_exit(snapshot: Snapshot, output: Path | None) -> int:
 def _print_prometheus(snapshot: Snapshot, output: Path | None) -> bool:
     """The watchdog's metrics, once: to ``output`` atomically, or to stdout. False (and the
     reason on stderr) when ``output`` cannot be written."""
-    from zombietop.metrics import Metrics
+    from zombietop.watch.metrics import Metrics
 
     metrics = Metrics()
     # No watchdog here: every task that pages, and every failed run still open, has (or is

@@ -10,11 +10,11 @@ from typing import Any
 from zombietop.fleet import AgentPresence, WatchdogLease
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.job_summary import JobSummary
+from zombietop.judge.monitor import Snapshot, TaskView
+from zombietop.judge.schedules import ScheduleView
 from zombietop.model import Ack, Note, Silence
-from zombietop.monitor import Snapshot, TaskView
 from zombietop.output import LastOutput
-from zombietop.runbooks import runbook_for
-from zombietop.schedules import ScheduleView
+from zombietop.paging.runbooks import runbook_for
 from zombietop.sources import Origin
 from zombietop.tui.cli.oncall import silence_json
 

@@ -1,7 +1,7 @@
 """``zombietop watch``: the headless watchdog, in a loop or once from cron.
 
 Only the command line and the wiring: the watchdog, its systemd ping and its metrics
-endpoint live in core (``zombietop.watchdog``, ``sd_notify``, ``metrics_endpoint``).
+endpoint live in core (``zombietop.watch.watchdog``, ``sd_notify``, ``metrics_endpoint``).
 """
 
 from __future__ import annotations
@@ -13,16 +13,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from zombietop.channels import build_notifiers
+from zombietop.act.executor import Executor
 from zombietop.config import ListenAddress, parse_listen
 from zombietop.errors import ZombietopError
-from zombietop.executor import Executor
 from zombietop.extras import require
-from zombietop.monitor import Monitor
-from zombietop.notify import LogNotifier, Notifier
+from zombietop.judge.monitor import Monitor
+from zombietop.paging.channels import build_notifiers
+from zombietop.paging.notify import LogNotifier, Notifier
 from zombietop.printable import printable
 from zombietop.procs import PsutilProbe
-from zombietop.sd_notify import SystemdNotifier, SystemdPing
 from zombietop.sources import open_sources
 from zombietop.store import open_store
 from zombietop.tui.cli.context import (
@@ -32,7 +31,8 @@ from zombietop.tui.cli.context import (
     context_of,
     source_flags,
 )
-from zombietop.watchdog import LookReport, Watchdog
+from zombietop.watch.sd_notify import SystemdNotifier, SystemdPing
+from zombietop.watch.watchdog import LookReport, Watchdog
 
 
 def _log(line: str) -> None:
@@ -90,8 +90,8 @@ async def cmd_watch(args: argparse.Namespace) -> int:
         endpoint = metrics = None
         if address is not None:
             # prometheus-client and aiohttp take a while to import: only `--metrics` pays for them.
-            from zombietop.metrics import Metrics
-            from zombietop.metrics_endpoint import MetricsEndpoint, MetricsUpdate
+            from zombietop.watch.metrics import Metrics
+            from zombietop.watch.metrics_endpoint import MetricsEndpoint, MetricsUpdate
 
             metrics = Metrics([notifier.kind for notifier in dog.outbox.notifiers])
             endpoint = await MetricsEndpoint.start(metrics, address)

@@ -13,9 +13,9 @@ from textual.widgets import Button, Static
 
 from zombietop.actions import ActionKind, ActionRequest
 from zombietop.durations import format_age, format_duration
-from zombietop.monitor import TaskView
+from zombietop.judge.monitor import TaskView
+from zombietop.judge.verdict import format_progress
 from zombietop.tui.untrusted import escaped_markup, printable_text
-from zombietop.verdict import format_progress
 
 
 def consequence(kind: ActionKind, view: TaskView) -> Text:

@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.widgets import Footer, Input
 
-from zombietop.monitor import Snapshot
+from zombietop.judge.monitor import Snapshot
 from zombietop.tui import messages
 from zombietop.tui.cells import RowNotes, columns_for_width, running_per_job
 from zombietop.tui.keys import TaskKeys, bindings

@@ -19,15 +19,16 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Sparkline, Static
 
-from zombietop.budgets import Budget
 from zombietop.durations import format_age, format_duration
 from zombietop.job_summary import JobSummary, run_began
+from zombietop.judge.budgets import Budget
+from zombietop.judge.monitor import TaskView
+from zombietop.judge.verdict import format_progress
 from zombietop.model import Event, EventKind, HeartbeatSource, IdleSource, Note, Task
-from zombietop.monitor import TaskView
-from zombietop.oncall import OnCall, capped_words
+from zombietop.oncall.acks import OnCall, capped_words
 from zombietop.output import LastOutput
+from zombietop.paging.runbooks import runbook_for
 from zombietop.printable import printable
-from zombietop.runbooks import runbook_for
 from zombietop.sources import Origin
 from zombietop.tui.cells import ACKED, BAR_STYLE, FLAG_MARKS, MARKS, SILENCED, bar
 from zombietop.tui.healths import health_label
@@ -36,7 +37,6 @@ from zombietop.tui.messages import OutputAsked, TaskAction
 from zombietop.tui.screen_state import DetailState, TaskRecord
 from zombietop.tui.untrusted import escaped_markup, printable_text
 from zombietop.tui.widgets.events_pane import event_line
-from zombietop.verdict import format_progress
 
 
 def _stamp(at: float | None) -> str:

@@ -16,8 +16,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 
 from zombietop.durations import format_duration, parse_duration
+from zombietop.judge.monitor import TaskView
 from zombietop.model import Matcher
-from zombietop.monitor import TaskView
 from zombietop.printable import printable
 from zombietop.tui.cells import ACKED, MARKS, SILENCED
 from zombietop.tui.untrusted import escaped_markup, printable_text

@@ -14,9 +14,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from zombietop.judge.monitor import Snapshot, build_snapshot
+from zombietop.judge.source_limits import JudgingConfig
 from zombietop.model import TaskRecord
-from zombietop.monitor import Snapshot, build_snapshot
-from zombietop.sources import JudgingConfig, Source
+from zombietop.sources import Source
 from zombietop.sources.airflow import AirflowSource, task_instance_record
 from zombietop.sources.base import Origin, SourceRecord
 from zombietop.sources.celery import CelerySource

@@ -8,8 +8,8 @@ from dataclasses import replace
 from typing import ClassVar
 
 from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from zombietop.judge.monitor import Snapshot
 from zombietop.model import Ack, Event, HistoryPoint, Matcher, Note, Silence, Task
-from zombietop.monitor import Snapshot
 from zombietop.output import LastOutput
 from zombietop.tui.testing.builders import NOW, H
 from zombietop.tui.testing.events import sample_events, sample_history

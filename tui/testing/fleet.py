@@ -1,7 +1,7 @@
 """The sample fleet: one task of every health at ``NOW``, and what the probe sees of it.
 
-Built through core's real types and ``zombietop.monitor.build_snapshot``; the snapshot tests and
-``scripts/export_screenshots.py`` both draw it, so the screenshots are the tested screens. Each
+Built through core's real types and ``zombietop.judge.monitor.build_snapshot``; the snapshot tests
+and ``scripts/export_screenshots.py`` both draw it, so the screenshots are the tested screens. Each
 kind of task it shows has a builder of its own; ``sample_records`` lists them in table order.
 """
 
@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from zombietop.health import Flag
+from zombietop.judge.monitor import Snapshot, build_snapshot
 from zombietop.model import (
     Heartbeat,
     Lease,
@@ -20,7 +21,6 @@ from zombietop.model import (
     TaskRecord,
     TaskState,
 )
-from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.tui.testing.builders import (
     HOST,
     NOW,

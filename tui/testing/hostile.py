@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from zombietop.judge.monitor import Snapshot, build_snapshot
 from zombietop.model import Event, EventKind, Heartbeat, HeartbeatSource, TaskRecord, TaskState
-from zombietop.monitor import Snapshot, build_snapshot
 from zombietop.output import LastOutput
 from zombietop.tui.testing.builders import (
     NOW,

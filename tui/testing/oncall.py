@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from zombietop.config import Schedule
+from zombietop.judge.schedules import ScheduleView, judge, order
 from zombietop.model import Ack, Matcher, Silence, StepRuns
-from zombietop.oncall import OnCall
-from zombietop.schedules import ScheduleView, judge, order
+from zombietop.oncall.acks import OnCall
 from zombietop.tui.testing.builders import NOW, H, M
 
 

@@ -7,7 +7,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from zombietop.durations import format_age
-from zombietop.monitor import Snapshot
+from zombietop.judge.monitor import Snapshot
 from zombietop.printable import printable
 
 

@@ -11,7 +11,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from zombietop.model import Event, Silence
-from zombietop.oncall import capped_words
+from zombietop.oncall.acks import capped_words
 from zombietop.printable import printable
 from zombietop.tui.cells import MARKS, SILENCED
 from zombietop.tui.untrusted import printable_text

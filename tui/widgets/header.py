@@ -10,10 +10,9 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.reactive import reactive
 
-from zombietop.health import Health
-from zombietop.monitor import Snapshot
+from zombietop.health import Health, ScheduleHealth
+from zombietop.judge.monitor import Snapshot
 from zombietop.printable import printable
-from zombietop.schedules import ScheduleHealth
 from zombietop.tui.cells import ACKED, MARKS, SILENCED
 from zombietop.tui.healths import ALL_CLEAR, all_clear, count_of, health_count
 from zombietop.tui.untrusted import printable_text

@@ -7,13 +7,13 @@ from itertools import chain, takewhile
 from rich.console import Console
 from rich.text import Text
 
-from zombietop.failed_runs import failure_line, open_failures
-from zombietop.monitor import Snapshot
+from zombietop.judge.monitor import Snapshot
 from zombietop.printable import printable
 from zombietop.tui.cells import mark_text, oncall_marks
 from zombietop.tui.healths import ALL_CLEAR, GLYPHS, STYLES
 from zombietop.tui.untrusted import printable_text
 from zombietop.tui.widgets.text_lines import TextLines
+from zombietop.watch.failed_runs import failure_line, open_failures
 
 
 def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int) -> list[Text]:

@@ -25,7 +25,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from zombietop.monitor import TaskView
+from zombietop.judge.monitor import TaskView
 from zombietop.tui.cells import (
     CELL_PADDING,
     NO_NOTES,
