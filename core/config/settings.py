@@ -74,22 +74,38 @@ class Limits:
     """One effective set of thresholds and timeouts (global, or a step type after merging)."""
 
     heartbeat_interval: float
+    """How often ``zombietop run`` and the SDK beat and renew the lease."""
     heartbeat_timeout: float
+    """A task with no heartbeat for this long is ``stalled``."""
     lease_ttl: float
+    """A lease not renewed for this long expires: the task is ``reclaimable``."""
     progress_timeout: float
+    """A task that beats but whose progress has not moved for this long is ``spinning``."""
     start_grace: float
+    """A claimed task with no first heartbeat after this long is ``stalled``."""
     queue_timeout: float = 0.0
     """A task queued or scheduled longer than this is ``queued_too_long`` (0: never)."""
     idle_timeout: float = THRESHOLD_DEFAULTS["idle_timeout"]
     """A task whose process tree used no CPU and did no I/O this long, while beats that prove
     only life go on (an engine's supervisor beats for it), is ``stalled``."""
     request: float
+    """The budget of one outbound call (``request_overrun``): the job fails it fast."""
     stage: float
+    """The budget of one stage (``stage_overrun``): the first overrun pages, a later one kills
+    (``[watch] stage_kill_factor``)."""
     task: float
+    """The budget of the whole task (``task_overrun``): logged only, never kills, because a
+    checkpoint can resume it."""
     kill_grace: float
+    """How long a kill waits after SIGTERM before it sends SIGKILL."""
     resume_command: tuple[str, ...] | None = None
+    """What a resume runs: an argument list (never a shell string) with ``{task_id}`` and
+    ``{checkpoint}`` filled in."""
     compensate_command: tuple[str, ...] | None = None
+    """What a resume runs first, to undo a partial side effect: an argument list like
+    ``resume_command``."""
     auto_retry: bool = False
+    """The watchdog may run a dead or reclaimable task again on its own: for idempotent work."""
     max_retries: int = 3
     """With auto_retry: how many attempts in all before the watchdog leaves it to a human."""
     retry_backoff: float = 60.0
@@ -171,6 +187,7 @@ class ServeSettings:
     """``[serve]``: how ``zombietop serve`` answers pings over HTTP."""
 
     listen: ListenAddress = field(default_factory=lambda: parse_listen(SERVE_EXAMPLE))
+    """Where to listen (``HOST:PORT``); off loopback, a ping key is required."""
     ping_key_file: Path | None = None
     """A file of ping keys, one a line, mode 0600; None: only ``$ZOMBIETOP_PING_KEY``."""
     body_limit: int = 100 * 1024
@@ -194,11 +211,13 @@ class WatchSettings:
     """``[watch]``: how the headless watchdog runs."""
 
     interval: float = WATCH_DEFAULTS["interval"]
+    """How often the watchdog reads the store and judges every task."""
     digest_every: float = WATCH_DEFAULTS["digest_every"]
+    """How often the watchdog sends the digest of the tasks that warn (spinning ones)."""
     stage_kill_factor: float = STAGE_KILL_FACTOR
     """Kill a task still in one stage after this many stage timeouts; 0 never kills."""
     metrics: ListenAddress | None = None
-    """Serve Prometheus metrics here while the watchdog runs; None serves none."""
+    """Serve Prometheus metrics here (at `/metrics`) while the watchdog runs; unset: none."""
     renotify: float = WATCH_DEFAULTS["renotify"]
     """Page an open incident nobody acked or silenced again after this long; 0 never does."""
     group_by_upstream: bool = True
@@ -255,13 +274,23 @@ class NotifySettings:
     """``[notify]``: where pages go. Every configured channel gets every page."""
 
     command: tuple[str, ...] | None = None
+    """A program to run per page: an argument list; the page line on stdin and in
+    ``$ZOMBIETOP_PAGE``."""
     webhook: str | None = None
+    """An http(s) URL each page is POSTed to as JSON, ``{"text": line}`` (Slack's shape)."""
     apprise: tuple[str, ...] = ()
+    """Apprise URLs (``opsgenie://KEY``, ``mailto://...``): the long tail of services."""
     pagerduty: PagerDutySettings | None = None
+    """PagerDuty's Events API v2: the table ``[notify.pagerduty]`` below."""
     retry_backoff: float = NOTIFY_DEFAULTS["retry_backoff"]
+    """Wait before a failed delivery is tried again, doubling for each try after."""
     timeout: float = NOTIFY_DEFAULTS["timeout"]
+    """How long one delivery may take before it counts as failed."""
     max_attempts: int = NOTIFY_MAX_ATTEMPTS
+    """Deliveries of one page to one channel before it is given up."""
     digest_after: int = NOTIFY_DIGEST_AFTER
+    """Past this many task pages of one kind in one look, each group (by health and host)
+    goes as one digest."""
 
     @property
     def configured(self) -> bool:
@@ -281,6 +310,7 @@ class SourceSettings:
     """One ``[[sources]]`` entry (or ``--source URL``): an engine's database to watch read-only."""
 
     url: str
+    """The engine's database or broker (``airflow+postgresql://...``; see the sources page)."""
     heartbeat_timeout: float | None = None
     """None: the engine's own default (Airflow's task_instance_heartbeat_timeout, 300 s)."""
 
@@ -297,7 +327,9 @@ class Config:
     keep_finished: float = STORE_DEFAULTS["keep_finished"]
     """Seconds a finished task stays in the store before it is pruned (0: never pruned)."""
     refresh: float = MONITOR_DEFAULTS["refresh"]
+    """How often the dashboard reads the store."""
     finished_window: float = MONITOR_DEFAULTS["finished_window"]
+    """How long a finished task stays on screen."""
     watch: WatchSettings = field(default_factory=WatchSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
     agent: AgentSettings = field(default_factory=AgentSettings)
