@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from reference_pages.markdown import attribute_docs, first_paragraph, header, table
 from zombietop.health import (
     FLAG_TRAITS,
@@ -16,7 +18,8 @@ from zombietop.health import (
 from zombietop.schedules import ScheduleHealth
 from zombietop.tui.healths import GLYPHS
 
-TRAITS = ("pages", "warns", "asks_a_human", "asks_to_kill", "holds", "blocks_dependents")
+TRAITS = tuple(f.name for f in dataclasses.fields(HealthTraits) if f.type == "bool")
+"""Every yes-or-no trait of a health, in the order ``HealthTraits`` declares them."""
 
 
 def yes(value: bool) -> str:
@@ -49,7 +52,7 @@ def render() -> str:
     trait_docs = attribute_docs(HealthTraits)
     lines += ["## What each health does", ""]
     lines += ["Each column is a trait of the health (`Health.traits`):", ""]
-    lines += [f"- **{name}**: {trait_docs[name]}" for name in (*TRAITS, "needs_attention")]
+    lines += [f"- **{name}**: {trait_docs[name]}" for name in TRAITS]
     lines += [f"- **order**: {trait_docs['order']}", ""]
     lines += table(
         ["health", *TRAITS, "order"],
