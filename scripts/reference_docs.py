@@ -50,11 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.check:
         stale = stale_pages()
-        for path in stale:
-            print(f"{path} is stale: run python scripts/reference_docs.py", file=sys.stderr)
+        for name in stale:
+            print(f"{name} is stale: run python scripts/reference_docs.py", file=sys.stderr)
         return 1 if stale else 0
-    for path in write_pages():
-        print(f"wrote {path}")
+    for written in write_pages():
+        print(f"wrote {written}")
     return 0
 
 

@@ -209,7 +209,7 @@ def anchor(section: Section) -> str:
 def _rows(section: Section) -> list[tuple[str, ...]]:
     docs = attribute_docs(section.owner)
     fields = {f.name: f for f in dataclasses.fields(section.owner)}
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for key in section.keys:
         name = section.fields.get(key, key)
         found = fields[name]
