@@ -35,22 +35,38 @@ class Limits:
     """One effective set of thresholds and timeouts (global, or a step type after merging)."""
 
     heartbeat_interval: float
+    """How often ``zombietop run`` and the SDK beat and renew the lease."""
     heartbeat_timeout: float
+    """A task with no heartbeat for this long is ``stalled``."""
     lease_ttl: float
+    """A lease not renewed for this long expires: the task is ``reclaimable``."""
     progress_timeout: float
+    """A task that beats but whose progress has not moved for this long is ``spinning``."""
     start_grace: float
+    """A claimed task with no first heartbeat after this long is ``stalled``."""
     queue_timeout: float = 0.0
     """A task queued or scheduled longer than this is ``queued_too_long`` (0: never)."""
     idle_timeout: float = THRESHOLD_DEFAULTS["idle_timeout"]
     """A task whose process tree used no CPU and did no I/O this long, while beats that prove
     only life go on (an engine's supervisor beats for it), is ``stalled``."""
     request: float
+    """The budget of one outbound call (``request_overrun``): the job fails it fast."""
     stage: float
+    """The budget of one stage (``stage_overrun``): the first overrun pages, a later one kills
+    (``[watch] stage_kill_factor``)."""
     task: float
+    """The budget of the whole task (``task_overrun``): logged only, never kills, because a
+    checkpoint can resume it."""
     kill_grace: float
+    """How long a kill waits after SIGTERM before it sends SIGKILL."""
     resume_command: tuple[str, ...] | None = None
+    """What a resume runs: an argument list (never a shell string) with ``{task_id}`` and
+    ``{checkpoint}`` filled in."""
     compensate_command: tuple[str, ...] | None = None
+    """What a resume runs first, to undo a partial side effect: an argument list like
+    ``resume_command``."""
     auto_retry: bool = False
+    """The watchdog may run a dead or reclaimable task again on its own: for idempotent work."""
     max_retries: int = 3
     """With auto_retry: how many attempts in all before the watchdog leaves it to a human."""
     retry_backoff: float = 60.0

@@ -1,8 +1,9 @@
 """The size of the rooms: each module, class and function stays small enough to read in one sitting.
 
-The limits are STYLE.md's: a module in core/ or tui/ over 700 lines, a class over 500 or a function
-over 80 is a sign that two concepts share a room. When one of these tests fails, split the room by
-concern (docs/architecture.md says where things live); do not raise the limit.
+The limits are the style's (CONTRIBUTING.md#style): a module in core/ or tui/ over 700 lines, a
+class over 500 or a function over 80 is a sign that two concepts share a room. When one of these
+tests fails, split the room by concern (docs/architecture.md says where things live); do not raise
+the limit.
 """
 
 from __future__ import annotations

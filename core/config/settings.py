@@ -101,6 +101,7 @@ class ServeSettings:
     """``[serve]``: how ``zombietop serve`` answers pings over HTTP."""
 
     listen: ListenAddress = field(default_factory=lambda: parse_listen(SERVE_EXAMPLE))
+    """Where to listen (``HOST:PORT``); off loopback, a ping key is required."""
     ping_key_file: Path | None = None
     """A file of ping keys, one a line, mode 0600; None: only ``$ZOMBIETOP_PING_KEY``."""
     body_limit: int = 100 * 1024
@@ -124,11 +125,13 @@ class WatchSettings:
     """``[watch]``: how the headless watchdog runs."""
 
     interval: float = WATCH_DEFAULTS["interval"]
+    """How often the watchdog reads the store and judges every task."""
     digest_every: float = WATCH_DEFAULTS["digest_every"]
+    """How often the watchdog sends the digest of the tasks that warn (spinning ones)."""
     stage_kill_factor: float = STAGE_KILL_FACTOR
     """Kill a task still in one stage after this many stage timeouts; 0 never kills."""
     metrics: ListenAddress | None = None
-    """Serve Prometheus metrics here while the watchdog runs; None serves none."""
+    """Serve Prometheus metrics here (at `/metrics`) while the watchdog runs; unset: none."""
     renotify: float = WATCH_DEFAULTS["renotify"]
     """Page an open incident nobody acked or silenced again after this long; 0 never does."""
     group_by_upstream: bool = True
@@ -185,13 +188,23 @@ class NotifySettings:
     """``[notify]``: where pages go. Every configured channel gets every page."""
 
     command: tuple[str, ...] | None = None
+    """A program to run per page: an argument list; the page line on stdin and in
+    ``$ZOMBIETOP_PAGE``."""
     webhook: str | None = None
+    """An http(s) URL each page is POSTed to as JSON, ``{"text": line}`` (Slack's shape)."""
     apprise: tuple[str, ...] = ()
+    """Apprise URLs (``opsgenie://KEY``, ``mailto://...``): the long tail of services."""
     pagerduty: PagerDutySettings | None = None
+    """PagerDuty's Events API v2: the table ``[notify.pagerduty]`` below."""
     retry_backoff: float = NOTIFY_DEFAULTS["retry_backoff"]
+    """Wait before a failed delivery is tried again, doubling for each try after."""
     timeout: float = NOTIFY_DEFAULTS["timeout"]
+    """How long one delivery may take before it counts as failed."""
     max_attempts: int = NOTIFY_MAX_ATTEMPTS
+    """Deliveries of one page to one channel before it is given up."""
     digest_after: int = NOTIFY_DIGEST_AFTER
+    """Past this many task pages of one kind in one look, each group (by health and host)
+    goes as one digest."""
 
     @property
     def configured(self) -> bool:
@@ -211,6 +224,7 @@ class SourceSettings:
     """One ``[[sources]]`` entry (or ``--source URL``): an engine's database to watch read-only."""
 
     url: str
+    """The engine's database or broker (``airflow+postgresql://...``; see the sources page)."""
     heartbeat_timeout: float | None = None
     """None: the engine's own default (Airflow's task_instance_heartbeat_timeout, 300 s)."""
 
@@ -227,7 +241,9 @@ class Config:
     keep_finished: float = STORE_DEFAULTS["keep_finished"]
     """Seconds a finished task stays in the store before it is pruned (0: never pruned)."""
     refresh: float = MONITOR_DEFAULTS["refresh"]
+    """How often the dashboard reads the store."""
     finished_window: float = MONITOR_DEFAULTS["finished_window"]
+    """How long a finished task stays on screen."""
     watch: WatchSettings = field(default_factory=WatchSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
     agent: AgentSettings = field(default_factory=AgentSettings)

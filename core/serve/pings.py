@@ -54,12 +54,21 @@ Shorter than the shortest cron interval, one minute."""
 
 
 class Ping(StrEnum):
+    """What one ping says of its job's run."""
+
     START = "start"
+    """A run begins: it opens a new run of the job (the same start sent again opens none)."""
     SUCCESS = "success"
+    """The run succeeded (a run opened now if none was open)."""
     FAIL = "fail"
+    """The run failed."""
     LOG = "log"
+    """The body is added to the open run's output; nothing else changes."""
     BEAT = "beat"
+    """A heartbeat of the open run: the body's last line, or the query's fields; renews its
+    lease."""
     EXIT = "exit"
+    """The run ended with this exit status: 0 succeeded, any other failed."""
 
 
 class UnknownJob(ZombietopError):
