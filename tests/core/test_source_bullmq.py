@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -250,7 +252,7 @@ async def test_the_kill_check_passes_a_worker_and_refuses_any_other_process(
 ) -> None:
     worker = bull.start("emails", name="mailer")
     assert watch.source.kill_check(worker.pid) is None
-    sleeper = __import__("subprocess").Popen(["sleep", "60"])
+    sleeper = subprocess.Popen(["sleep", "60"])
     try:
         said = watch.source.kill_check(sleeper.pid)
         assert said is not None and "not a BullMQ worker (node)" in said
@@ -258,7 +260,7 @@ async def test_the_kill_check_passes_a_worker_and_refuses_any_other_process(
         sleeper.kill()
         sleeper.wait()
     # Node, but not a BullMQ worker: no connection of its own named as one.
-    node = __import__("subprocess").Popen(["node", "-e", "setTimeout(() => {}, 60000)"])
+    node = subprocess.Popen(["node", "-e", "setTimeout(() => {}, 60000)"])
     try:
         said = watch.source.kill_check(node.pid)
         assert said is not None and "holds no connection that Redis lists" in said
@@ -296,3 +298,28 @@ def test_resume_and_discard_name_bullmqs_own_calls() -> None:
 def test_a_wrong_url_says_how_to_write_one(url: str) -> None:
     with pytest.raises(SourceError, match=r"bullmq\+redis|port"):
         open_source(url)
+
+
+def test_zombietop_kill_signals_the_jobs_worker_process(
+    bull: BullWorkers, tmp_path: Path, redis_server: ThrowawayRedis, redis_db: int
+) -> None:
+    """``zombietop kill`` of a running job: the source finds its worker through Redis's
+    CLIENT LIST and the kernel's sockets, checks it is a BullMQ worker, and sends SIGTERM."""
+    worker = bull.start("emails", name="mailer")
+    job = bull.add("emails", "send", _job(120, tmp_path / "m"))
+    _started(tmp_path / "m")
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    base = [sys.executable, "-m", "zombietop.tui", "--db", str(tmp_path / "zt.db")]
+    base += ["--config", str(config)]
+    subprocess.run([*base, "init"], check=True, capture_output=True, timeout=60)
+    url = redis_server.url(redis_db, "bullmq+redis")
+    done = subprocess.run(
+        [*base, "kill", f"emails/send/{job}", "--yes", "--source", url],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SIGTERM sent to process group {worker.pid}" in done.stdout, done.stdout
+    assert worker.wait(timeout=30) == -signal.SIGTERM
