@@ -35,7 +35,7 @@ async function work(job) {
   const end = Date.now() + job.data.seconds * 1000;
   if (job.data.kind === "boom") throw new Error(`boom in ${job.id}`);
   while (Date.now() < end) {
-    if (job.data.kind === "nap") { await sleep(50); continue; }
+    if (job.data.kind === "nap") { await sleep(Math.min(1000, end - Date.now())); continue; }
     const slice = Date.now() + 20;  // burn CPU in slices, so the lock is still renewed
     while (Date.now() < slice) {}
     await new Promise((done) => setImmediate(done));
@@ -45,6 +45,14 @@ async function work(job) {
 
 async function main() {
   const [command, queue, ...rest] = process.argv.slice(2);
+  if (command === "bulk") {
+    const [name, count, data] = rest;
+    const q = new Queue(queue, { connection, prefix });
+    const jobs = Array.from({ length: Number(count) }, () => ({ name, data: JSON.parse(data) }));
+    for (let at = 0; at < jobs.length; at += 500) await q.addBulk(jobs.slice(at, at + 500));
+    await q.close();
+    return;
+  }
   if (command === "add") {
     const [name, data, opts] = rest;
     const q = new Queue(queue, { connection, prefix });
@@ -164,6 +172,17 @@ class BullWorkers:
             timeout=60,
         )
         return done.stdout.decode().strip()
+
+    def add_many(self, queue: str, name: str, count: int, data: dict[str, object]) -> None:
+        """Add ``count`` jobs at once, through BullMQ's ``Queue.addBulk``."""
+        subprocess.run(
+            ["node", str(self.script), "bulk", queue, name, str(count), json.dumps(data)],
+            cwd=self.folder,
+            env=self.env,
+            capture_output=True,
+            check=True,
+            timeout=120,
+        )
 
     def stop(self) -> None:
         for proc in self.procs:

@@ -186,6 +186,7 @@ class BullMQSource(ReadOnlySource):
     def _records(self, reads: BullReads, host: str) -> list[SourceRecord]:
         active = [job for job in reads.jobs if job.where == "active"]
         owners = socket_owners(self.redis_port) if active and reads.workers else {}
+        processes: dict[tuple[str, str | None], tuple[int, ProcessStart] | None] = {}
         found: dict[str, tuple[int, ProcessStart]] = {}
         seen: dict[str, float] = {}
         ends: dict[str, float] = {}
@@ -195,33 +196,17 @@ class BullMQSource(ReadOnlySource):
             if job.where != "active":
                 out.append(self._waiting_or_ended(job, reads))
                 continue
-            process = self._worker_of(job, reads.workers, owners)
+            # One answer for each queue and worker name: a thousand jobs share a few workers.
+            worker = (job.queue, job.fields.get("pb"))
+            if worker not in processes:
+                processes[worker] = worker_process(*worker, reads.workers, owners)
+            process = processes[worker] or self._workers.get(job.job_id)
             if process is not None:
                 found[job.job_id] = process
             out.append(self._active(job, reads, process, host, (seen, ends, lost)))
         self._workers, self._lock_seen = found, seen
         self._lock_ends, self._lock_lost = ends, lost
         return out
-
-    def _worker_of(
-        self, job: Job, clients: Sequence[Client], owners: Mapping[tuple[str, int], int]
-    ) -> tuple[int, ProcessStart] | None:
-        """The worker process of an active job on this host: the one process that holds the
-        connections of the workers that may run it; else the one found before."""
-        worker = job.fields.get("pb")
-        candidates = [
-            client
-            for client in clients
-            if client.queue == job.queue and (worker is None or client.worker == worker)
-        ]
-        pids = {owners.get(split_addr(client.addr) or ("", 0)) for client in candidates}
-        if len(pids) == 1 and None not in pids:
-            pid = pids.pop()
-            assert pid is not None
-            start = read_start(pid)
-            if start is not None:
-                return pid, start
-        return self._workers.get(job.job_id)
 
     def _active(
         self,
@@ -382,6 +367,26 @@ class BullMQSource(ReadOnlySource):
             f"pid {pid} holds no connection that Redis lists as a BullMQ worker's "
             f"(prefix {self.prefix}); nothing signalled"
         )
+
+
+def worker_process(
+    queue: str, worker: str | None, clients: Sequence[Client], owners: Mapping[tuple[str, int], int]
+) -> tuple[int, ProcessStart] | None:
+    """The worker process on this host of an active job of ``queue`` run by ``worker`` (its
+    ``processedBy``; None when the worker has no name): the one process that holds the
+    connections of the workers that may run it; None when there is not exactly one."""
+    candidates = [
+        client
+        for client in clients
+        if client.queue == queue and (worker is None or client.worker == worker)
+    ]
+    pids = {owners.get(split_addr(client.addr) or ("", 0)) for client in candidates}
+    if len(pids) != 1 or None in pids:
+        return None
+    pid = pids.pop()
+    assert pid is not None
+    start = read_start(pid)
+    return None if start is None else (pid, start)
 
 
 def _count(value: str | None) -> int:
