@@ -232,7 +232,7 @@ class BullMQSource(ReadOnlySource):
                 job.job_id, min(self._lock_ends.get(job.job_id, now), now)
             )
             on_queue = sum(1 for client in reads.workers if client.queue == job.queue)
-            reason = stalled_words(job.queue, on_queue)
+            reason = stalled_words(bounded_id(job.queue), on_queue)
             lease = Lease(
                 task_id=zid, owner=owner, token=1, acquired_at=started, expires_at=expired
             )
@@ -314,7 +314,7 @@ class BullMQSource(ReadOnlySource):
             in_queue = False
             reason = "bullmq waiting-children: runs when its children have completed"
         elif job.queue in reads.paused:
-            reason = f"queue {job.queue} is paused in BullMQ"
+            reason = f"queue {bounded_id(job.queue)} is paused in BullMQ"
         task = Task(
             task_id=bull_task_id(job.queue, name, job.job_id),
             run_id=job.job_id,

@@ -26,7 +26,6 @@ from typing import Any
 import psutil
 
 from zombietop.printable import printable
-from zombietop.sources.engine_text import bounded_id
 
 SHOWN = 1000
 """Jobs read from the head of each list or set of a queue."""
@@ -92,8 +91,9 @@ class Client:
     """One connection in Redis's CLIENT LIST that BullMQ named for a queue's worker."""
 
     queue: str
+    """The queue's name as BullMQ wrote it (compared with keys' names, never shown)."""
     worker: str | None
-    """The worker's name (``:w:NAME``), None for a worker without one."""
+    """The worker's name (``:w:NAME``), None for a worker without one; never shown."""
     addr: str
     """The client's address as Redis saw it: ``HOST:PORT``."""
 
@@ -214,8 +214,8 @@ def workers(clients: Sequence[Mapping[str, Any]], prefix: str) -> list[Client]:
             continue
         found.append(
             Client(
-                queue=bounded_id(queue),
-                worker=bounded_id(worker) if marker else None,
+                queue=queue,
+                worker=worker if marker else None,
                 addr=text(client.get("addr")) or "",
             )
         )
@@ -266,10 +266,10 @@ def failed_reason(value: str | None) -> str | None:
     lines = [line.strip() for line in (value or "").splitlines() if line.strip()]
     if not lines:
         return None
-    line = lines[0]
+    line = printable(lines[0])
     if len(line) > REASON_SHOWN:
         line = line[: REASON_SHOWN - 3] + "..."
-    return printable(line)
+    return line
 
 
 def _ip(host: str) -> str:
