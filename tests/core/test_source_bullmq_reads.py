@@ -4,9 +4,12 @@ names in CLIENT LIST, client addresses, BullMQ's times, failed reasons and the s
 from __future__ import annotations
 
 import base64
+import sys
 
 import pytest
 
+from zombietop.errors import SourceError
+from zombietop.sources import open_source
 from zombietop.sources.bullmq import bull_task_id, stalled_words
 from zombietop.sources.bullmq_reads import Client, failed_reason, millis, split_addr, workers
 
@@ -66,3 +69,14 @@ def test_a_long_queue_name_is_bounded_in_ids_and_words() -> None:
     assert len(bull_task_id(queue, "send", "1")) < 600
     assert "no worker on queue" in stalled_words(queue[:10], 0)
     assert stalled_words("emails", 2).startswith("stalled in BullMQ's words; 2 workers on queue")
+
+
+async def test_without_the_redis_client_the_source_names_its_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)
+    source = open_source("bullmq+redis://127.0.0.1:1/0")
+    with pytest.raises(SourceError, match=r"a BullMQ source needs redis, which is not installed"):
+        await source.open()
+    with pytest.raises(SourceError, match=r"zombietop\[bullmq\]"):
+        await source.open()
