@@ -34,6 +34,7 @@ async function work(job) {
   fs.appendFileSync(job.data.marker, `${process.pid} ${job.id}\n`);
   const end = Date.now() + job.data.seconds * 1000;
   if (job.data.kind === "boom") throw new Error(`boom in ${job.id}`);
+  if (job.data.kind === "block") { while (Date.now() < end) {} return "blocked"; }  // no renewal
   while (Date.now() < end) {
     if (job.data.kind === "nap") { await sleep(Math.min(1000, end - Date.now())); continue; }
     const slice = Date.now() + 20;  // burn CPU in slices, so the lock is still renewed

@@ -323,3 +323,35 @@ def test_zombietop_kill_signals_the_jobs_worker_process(
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"SIGTERM sent to process group {worker.pid}" in done.stdout, done.stdout
     assert worker.wait(timeout=30) == -signal.SIGTERM
+
+
+async def test_a_job_that_blocks_its_workers_event_loop_loses_its_lock_and_runs_twice(
+    bull: BullWorkers, watch: Watch, tmp_path: Path, client: Any
+) -> None:
+    """A job that burns CPU without yielding keeps its worker from renewing the lock: the job
+    is stalled in BullMQ's words while it still runs, and another worker's stalled check gives
+    it to that worker, which runs it again (BullMQ's "job stalled more than allowable limit")."""
+    first = bull.start("crunch", name="a")
+    job = bull.add("crunch", "crunch", _job(30, tmp_path / "m", "block"))
+    _started(tmp_path / "m")
+    blocked_at = time.monotonic()
+    zid = f"crunch/crunch/{job}"
+    view = await watch.until(zid, Health.RECLAIMABLE)
+    reclaimable_after = time.monotonic() - blocked_at
+    assert view.task.pid == first.pid and view.process is not None and not view.process.gone
+    line = view.verdict.context(watch.clock.now())
+    # Its own worker is still on the queue (its connection lives), blocked by the job.
+    assert "(stalled in BullMQ's words; a worker on queue crunch: the next stalled" in line, line
+    second = bull.start("crunch", name="b")
+    wait_for(
+        "BullMQ to give the job to the second worker",
+        lambda: (tmp_path / "m").read_text().count("\n") == 2,
+    )
+    twice_after = time.monotonic() - blocked_at
+    assert first.poll() is None  # the first worker still runs it too
+    view = await watch.until(zid, Health.HEALTHY)
+    assert view.task.pid == second.pid and Flag.REDELIVERED in view.verdict.flags
+    print(
+        f"\nbullmq blocked loop: reclaimable after {reclaimable_after:.1f}s; "
+        f"running twice {twice_after:.1f}s after the block began"
+    )
