@@ -260,8 +260,9 @@ def _executing_rules(
             ("lease expired ", lease.expires_at, " ago"),
             ("ttl", limits.lease_ttl),
         )
-        # An engine's words on what becomes of the task (BullMQ: nothing, until a worker starts).
-        why = f": {task.state_reason}" if task.state_reason else ""
+        # An engine's words on what becomes of the task (BullMQ: nothing, until a worker
+        # starts); zombietop's own tasks keep an operator's reason there, said elsewhere.
+        why = f": {task.state_reason}" if task.state_reason and limits.engine else ""
         reasons.append(replace(expired, after=expired.after + why))
 
     if heartbeat is None:

@@ -144,7 +144,7 @@ def page_line(verdict: Verdict, now: float) -> str:
             parts.append("no lease")
         elif now > expires_at:
             # An engine's words on what becomes of the task (BullMQ: nothing until a worker starts).
-            why = f" ({task.state_reason})" if task.state_reason else ""
+            why = f" ({task.state_reason})" if task.state_reason and limits.engine else ""
             parts.append(f"lease expired {format_age(now - expires_at)} ago{why}")
         else:
             parts.append(f"lease expires in {format_age(expires_at - now)}")
