@@ -254,14 +254,16 @@ def _executing_rules(
         # instance until the scheduler fails it). It can go stale, never be reclaimed.
         pass
     elif now > lease.expires_at:
-        reasons.append(
-            _late(
-                "lease_expired",
-                Health.RECLAIMABLE,
-                ("lease expired ", lease.expires_at, " ago"),
-                ("ttl", limits.lease_ttl),
-            )
+        expired = _late(
+            "lease_expired",
+            Health.RECLAIMABLE,
+            ("lease expired ", lease.expires_at, " ago"),
+            ("ttl", limits.lease_ttl),
         )
+        # An engine's words on what becomes of the task (BullMQ: nothing, until a worker
+        # starts); zombietop's own tasks keep an operator's reason there, said elsewhere.
+        why = f": {task.state_reason}" if task.state_reason and limits.engine else ""
+        reasons.append(replace(expired, after=expired.after + why))
 
     if heartbeat is None:
         if task.state is TaskState.STARTING:

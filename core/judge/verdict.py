@@ -143,7 +143,9 @@ def page_line(verdict: Verdict, now: float) -> str:
         if expires_at is None:
             parts.append("no lease")
         elif now > expires_at:
-            parts.append(f"lease expired {format_age(now - expires_at)} ago")
+            # An engine's words on what becomes of the task (BullMQ: nothing until a worker starts).
+            why = f" ({task.state_reason})" if task.state_reason and limits.engine else ""
+            parts.append(f"lease expired {format_age(now - expires_at)} ago{why}")
         else:
             parts.append(f"lease expires in {format_age(expires_at - now)}")
     if held and lease is not None and lease.over_http:

@@ -21,6 +21,7 @@ ENGINES: dict[str, str] = {
     "airflow": "zombietop.sources.airflow",
     "celery": "zombietop.sources.celery",
     "rq": "zombietop.sources.rq",
+    "bullmq": "zombietop.sources.bullmq",
 }
 """Each engine's kind (the part of its URLs' scheme before ``+``) and the module that reads it."""
 

@@ -123,3 +123,19 @@ def engine_child(pid: int, shape: WorkerShape) -> str | None:
             f"{shape.child}; nothing signalled"
         )
     return None
+
+
+def running(pid: int, programs: Sequence[str], what: str) -> str | None:
+    """None when ``pid`` runs one of ``programs`` (the file name of its executable or of its
+    command line's first word); else what the process is, and why it is not signalled."""
+    try:
+        proc = psutil.Process(pid)
+        argv, uid = proc.cmdline(), proc.uids().real
+        names = {os.path.basename(proc.exe()), *_names(argv[:1])}
+    except psutil.NoSuchProcess:
+        return f"pid {pid} is gone; nothing signalled"
+    except psutil.Error as exc:
+        return f"cannot read what pid {pid} is ({exc}), so it is not shown to be {what}"
+    if names & set(programs):
+        return None
+    return f"pid {pid} is {_said(argv)} run by {_user(uid)}, not {what}; nothing signalled"

@@ -606,3 +606,23 @@ def test_spinning_rows_sort_longest_flat_first_and_keep_their_order_as_they_beat
         )
         ordered = sorted(views, key=lambda k: sort_key(k, views[k]))
         assert ordered == ["reindex-2044", "sync-2047"]
+
+
+@pytest.mark.parametrize("engine", ["BullMQ", None])
+def test_an_engines_words_follow_its_expired_lease_and_an_operators_do_not(
+    engine: str | None,
+) -> None:
+    """An engine's task says after its expired lease what the engine does with it; one of
+    zombietop's own tasks keeps an operator's resume reason in the same field, said elsewhere."""
+    words = "stalled in BullMQ's words, no worker on queue q"
+    limits = replace(LIMITS, engine=engine)
+    verdict = classify(NOW, task(state_reason=words), lease(expires_in=-40), beat(), None, limits)
+    assert verdict.health is Health.RECLAIMABLE
+    said = [r.words(NOW) for r in verdict.reasons if r.code == "lease_expired"]
+    line = verdict.context(NOW)
+    if engine:
+        assert said == [f"lease expired 40s ago (ttl 5m): {words}"]
+        assert f"lease expired 40s ago ({words})" in line
+    else:
+        assert said == ["lease expired 40s ago (ttl 5m)"]
+        assert words not in line
