@@ -53,7 +53,7 @@ from zombietop.start_identity import ProcessStart
 
 if TYPE_CHECKING:
     # Only for annotations: the config imports the sources to check their URLs.
-    from zombietop.config import Limits
+    from zombietop.thresholds import Limits
 
 SCHEMES = ("bullmq+redis",)
 FORMS = ("bullmq+redis://HOST:PORT/DB",)

@@ -30,10 +30,10 @@ from zombietop.clock import FakeClock
 from zombietop.config import load_config
 from zombietop.errors import SourceError
 from zombietop.health import Flag, Health
-from zombietop.model import HeartbeatSource
 from zombietop.judge.monitor import Monitor
-from zombietop.procs import PsutilProbe
 from zombietop.judge.snapshot import TaskView
+from zombietop.model import HeartbeatSource
+from zombietop.procs import PsutilProbe
 from zombietop.sources import open_source
 from zombietop.sources.base import Capability, Origin
 from zombietop.sources.bullmq import BullMQSource
