@@ -41,13 +41,11 @@ from zombietop.sources.bullmq_reads import (
     Job,
     failed_reason,
     millis,
-    process_sockets,
     read_queues,
-    socket_owners,
-    split_addr,
     workers,
 )
 from zombietop.sources.engine_text import bounded_id
+from zombietop.sources.kernel_sockets import process_sockets, socket_owners, split_addr
 from zombietop.sources.worker_processes import running
 from zombietop.start_identity import ProcessStart
 
