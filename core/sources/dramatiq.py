@@ -61,6 +61,9 @@ SCHEMES = ("dramatiq+redis",)
 FORMS = ("dramatiq+redis://HOST:PORT/DB",)
 DRAMATIQ_HEARTBEAT_TIMEOUT = 60.0
 """The broker's default ``heartbeat_timeout``: a worker silent this long is dead to Dramatiq."""
+DRAMATIQ_BEAT_EVERY = 1.0
+"""A worker's consumers call the broker (and so beat) at least this often, in seconds: the
+longest wait between two fetches, Dramatiq's default ``worker_timeout``."""
 BEAT_FRESH = 5.0
 """Seconds since its last beat within which a worker is looked for among this host's
 processes: a live worker calls Redis at least once a second."""
@@ -167,6 +170,12 @@ class DramatiqSource(ReadOnlySource):
     def limit_overrides(self, base: Limits) -> dict[str, tuple[float, str]]:
         return {
             **super().limit_overrides(base),
+            # How long a process that is gone may wait for the engine to record its end: a
+            # Dramatiq worker records nothing once it is gone, and beats at least every second.
+            "heartbeat_interval": (
+                DRAMATIQ_BEAT_EVERY,
+                "Dramatiq: a worker calls its broker at least once a second (worker_timeout)",
+            ),
             "lease_ttl": (
                 DRAMATIQ_HEARTBEAT_TIMEOUT,
                 "Dramatiq: the broker's heartbeat_timeout, after which a worker is dead",
