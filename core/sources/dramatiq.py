@@ -27,6 +27,7 @@ Each poll reads, and never writes, the keys of Dramatiq's Redis broker
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 from collections.abc import Sequence
@@ -457,11 +458,12 @@ def _resume(origin: Origin) -> str:
         )
     if state == "failed":
         ns, url = origin.ids["namespace"], f"redis://{origin.ids['redis']}"
+        data = (f"{ns}:{queue}.XQ.msgs", origin.ids["redis_message_id"])
         line = (
             "import dramatiq, redis; from dramatiq.brokers.redis import RedisBroker; "
-            f"r = redis.Redis.from_url({url!r}); "
-            f"RedisBroker(client=r, namespace={ns!r}).enqueue(dramatiq.Message.decode("
-            f"r.hget({f'{ns}:{queue}.XQ.msgs'!r}, {origin.ids['redis_message_id']!r})))"
+            f"r = redis.Redis.from_url({_literal(url)}); "
+            f"RedisBroker(client=r, namespace={_literal(ns)}).enqueue(dramatiq.Message.decode("
+            f"r.hget({_literal(data[0])}, {_literal(data[1])})))"
         )
         return (
             "To run it again, enqueue it again with Dramatiq's broker: "
@@ -482,6 +484,11 @@ def _discard(origin: Origin) -> str:
         return f"To drop it from the dead letters: {line}"
     line = _cli(origin, DROP_QUEUED, key_queue, f"{key_queue}.msgs")
     return f"To drop it from its queue: {line}"
+
+
+def _literal(value: object) -> str:
+    """A Python string literal in double quotes, so that the shell's single quotes hold it."""
+    return json.dumps(str(value))
 
 
 def _where(origin: Origin) -> tuple[str, str, str]:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -20,19 +23,25 @@ import psutil
 import pytest
 import redis
 
+from tests.core.test_watchdog import ListNotifier
 from tests.dramatiq_env import DramatiqWorkers, require_dramatiq, started
 from tests.queues_env import wait_for
 from tests.redis_monitor import RedisMonitor
 from tests.redis_server import ThrowawayRedis
+from zombietop.actions import ActionKind
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
+from zombietop.errors import SourceError
 from zombietop.health import Health
 from zombietop.judge.monitor import Monitor
 from zombietop.judge.snapshot import TaskView
 from zombietop.model import HeartbeatSource
 from zombietop.procs import PsutilProbe
+from zombietop.sources import open_source
+from zombietop.sources.base import Capability, Origin
 from zombietop.sources.dramatiq import DRAMATIQ_HEARTBEAT_TIMEOUT, DramatiqSource
 from zombietop.store.sqlite import SQLiteStore
+from zombietop.watch.watchdog import Watchdog
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 REQUEUED_ONLY = "Dramatiq requeues it only in a random maintenance pass"
@@ -150,7 +159,7 @@ async def test_a_killed_worker_leaves_its_message_dead_while_dramatiq_still_hold
     (it knew the worker's process); a zombietop that starts later (``status``) reads the
     worker's last beat, and once Dramatiq itself would call the worker dead, says what becomes
     of the message in Dramatiq's words. Dramatiq still holds it in the dead worker's acks set."""
-    main = workers.start()
+    workers.start()
     message = workers.send("nap", 120, str(tmp_path / "m"))
     pid = started(tmp_path / "m")
     zid = f"default/nap/{message}"
@@ -178,5 +187,176 @@ async def test_a_killed_worker_leaves_its_message_dead_while_dramatiq_still_hold
     # Dramatiq still holds it for the dead worker; nothing moved it back to its queue.
     assert sum(len(ids) for ids in _held(client).values()) == 1
     assert client.llen("dramatiq:default") == 0
-    assert main.poll() is None  # the main process lives on: nothing tells Dramatiq
     print(f"\ndramatiq times: dead {dead_after:.1f}s after the worker process went")
+
+
+async def test_failed_and_acknowledged_messages_are_runs_that_ended(
+    workers: DramatiqWorkers, watch: Watch, tmp_path: Path, client: Any
+) -> None:
+    """A failed message is dead-lettered (``.XQ``): a failed run. Dramatiq keeps nothing of a
+    message that succeeded: one seen held, then gone from every key, was acknowledged."""
+    workers.start()
+    done = workers.send("nap", 2, str(tmp_path / "d"))
+    started(tmp_path / "d")
+    zid = f"default/nap/{done}"
+    assert (await watch.once(zid)).task.state.value == "running"
+    failed = workers.send("boom", str(tmp_path / "f"))
+    wait_for("the failure", lambda: client.zcard("dramatiq:default.XQ") == 1)
+    wait_for("the acknowledgement", lambda: not any(_held(client).values()))
+    views = (await watch.monitor.poll()).by_id()
+    assert views[f"default/boom/{failed}"].health is Health.FAILED
+    assert "dead-lettered by Dramatiq" in (views[f"default/boom/{failed}"].task.state_reason or "")
+    assert views[zid].health is Health.SUCCEEDED
+    again = (await watch.monitor.poll()).by_id()
+    assert again[zid].health is Health.SUCCEEDED  # kept for the finished window
+
+
+async def test_the_watchdog_pages_the_held_message_once_in_dramatiqs_words(
+    workers: DramatiqWorkers, watch: Watch, tmp_path: Path
+) -> None:
+    workers.start()
+    message = workers.send("nap", 120, str(tmp_path / "m"))
+    pid = started(tmp_path / "m")
+    await watch.once(f"default/nap/{message}")  # the worker's process is found
+    os.kill(pid, signal.SIGKILL)
+    wait_for("the worker process to go", lambda: not psutil.pid_exists(pid))
+    notifier = ListNotifier()
+    dog = Watchdog(
+        watch.monitor,
+        watch.monitor.config,
+        executor=None,
+        notifiers=[notifier],
+        clock=watch.clock,
+        log=lambda line: None,
+    )
+    watch.clock.set(time.time() + 2)  # past the second Dramatiq's worker has to beat
+    for _ in range(3):
+        await dog.tick()
+        watch.clock.advance(1)
+    paged = [p for p in notifier.pages if p.kind == "incident"]
+    assert [(p.task_id, p.health) for p in paged] == [(f"default/nap/{message}", "dead")]
+    assert REQUEUED_ONLY in paged[0].shown, paged[0].shown
+    assert paged[0].shown.endswith(
+        " - requeue or drop it with the redis-cli line shown, or kill its worker"
+    )
+
+
+async def test_the_resume_line_requeues_the_dead_workers_message_and_a_worker_runs_it(
+    workers: DramatiqWorkers, watch: Watch, tmp_path: Path, client: Any
+) -> None:
+    """The line zombietop prints (and never runs) does what Dramatiq's maintenance pass would:
+    the message goes back on its queue, and a live worker runs it again."""
+    first = workers.start()
+    message = workers.send("nap", 120, str(tmp_path / "m"))
+    started(tmp_path / "m")
+    zid = f"default/nap/{message}"
+    snapshot = await watch.monitor.poll()
+    origin = snapshot.origins[zid]
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    refusal = watch.source.refusal(ActionKind.RESUME, origin)
+    assert refusal is not None and "redis-cli" in refusal
+    line = refusal.split("maintenance pass would: ", 1)[1]
+    subprocess.run(shlex.split(line), check=True, capture_output=True, timeout=30)
+    assert client.llen("dramatiq:default") == 1 and not any(_held(client).values())
+    workers.start()
+    again = started(tmp_path / "m", count=2)
+    view = await watch.view(zid)
+    assert view.health is Health.HEALTHY and view.task.pid == again
+    discard = watch.source.refusal(ActionKind.DISCARD, (await watch.monitor.poll()).origins[zid])
+    assert discard is not None and "acknowledge it as its worker would" in discard
+
+
+async def test_the_kill_check_passes_a_worker_process_and_refuses_any_other(
+    workers: DramatiqWorkers, watch: Watch, tmp_path: Path
+) -> None:
+    main = workers.start()
+    workers.send("nap", 60, str(tmp_path / "m"))
+    pid = started(tmp_path / "m")
+    assert watch.source.kill_check(pid) is None
+    said = watch.source.kill_check(main.pid)  # the main process: its parent is no `dramatiq`
+    assert said is not None and "not `dramatiq`" in said, said
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        said = watch.source.kill_check(sleeper.pid)
+        assert said is not None and "not a Dramatiq worker process" in said, said
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_zombietop_kill_signals_the_messages_worker_process(
+    workers: DramatiqWorkers, tmp_path: Path, redis_server: ThrowawayRedis, redis_db: int
+) -> None:
+    """``zombietop kill`` of a running message: the source finds its worker process, checks
+    that it is a Dramatiq worker process, and sends SIGTERM to it alone (it does not lead its
+    process group: the main ``dramatiq`` process does)."""
+    main = workers.start()
+    message = workers.send("nap", 120, str(tmp_path / "m"))
+    pid = started(tmp_path / "m")
+    config = tmp_path / "config.toml"
+    config.write_text('[timeouts]\nkill_grace = "2s"\n')
+    base = [sys.executable, "-m", "zombietop.tui", "--db", str(tmp_path / "zt.db")]
+    base += ["--config", str(config)]
+    subprocess.run([*base, "init"], check=True, capture_output=True, timeout=60)
+    url = redis_server.url(redis_db, "dramatiq+redis")
+    done = subprocess.run(
+        [*base, "kill", f"default/nap/{message}", "--yes", "--source", url],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SIGTERM sent to pid {pid}" in done.stdout, done.stdout
+    wait_for(
+        "the worker process to end",
+        lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+    )
+    assert main.poll() is None or main.returncode is not None
+
+
+def test_resume_and_discard_name_redis_cli_lines_for_each_place() -> None:
+    source = open_source("dramatiq+redis://127.0.0.1:6379/2?namespace=jobs")
+    assert isinstance(source, DramatiqSource) and source.namespace == "jobs"
+    ids = {
+        "queue": "emails",
+        "actor": "send",
+        "message_id": "m1",
+        "redis_message_id": "r1",
+        "key_queue": "emails",
+        "worker": "w1",
+        "namespace": "jobs",
+        "redis": "127.0.0.1:6379/2",
+    }
+
+    def origin(state: str) -> Origin:
+        return Origin(
+            source=source.name,
+            kind="dramatiq",
+            capability=Capability.READ_ONLY,
+            ids={**ids, "state": state},
+        )
+
+    held = source.refusal(ActionKind.RESUME, origin("held")) or ""
+    assert "redis-cli -h 127.0.0.1 -p 6379 -n 2 EVAL" in held
+    assert "jobs:__acks__.w1.emails jobs:emails r1" in held
+    failed = source.refusal(ActionKind.RESUME, origin("failed")) or ""
+    assert 'RedisBroker(client=r, namespace="jobs")' in failed
+    assert 'r.hget("jobs:emails.XQ.msgs", "r1")' in failed
+    queued = source.refusal(ActionKind.DISCARD, origin("queued")) or ""
+    assert "lrem" in queued and "jobs:emails jobs:emails.msgs r1" in queued
+    assert source.refusal(ActionKind.KILL, origin("held")) is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "dramatiq+redis://host:port/0",
+        "dramatiq+redis://host:6379/zero",
+        "dramatiq+redis://h:1/0?x=1",
+        "dramatiq+redis://h:1/0?namespace=",
+    ],
+)
+def test_a_wrong_url_says_how_to_write_one(url: str) -> None:
+    with pytest.raises(SourceError, match=r"dramatiq\+redis|port"):
+        open_source(url)
