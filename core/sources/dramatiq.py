@@ -140,6 +140,8 @@ class DramatiqSource(ReadOnlySource):
         """By task id, the held messages of the last poll."""
         self._ended: dict[str, SourceRecord] = {}
         """By task id, the held messages that were acknowledged: succeeded runs."""
+        self._dead: dict[str, float | bool | None] = {}
+        """By worker id, as this poll found it: see ``_worker_dead``."""
         self._lock = asyncio.Lock()
 
     async def open(self) -> None:
@@ -188,13 +190,15 @@ class DramatiqSource(ReadOnlySource):
             await self.open()
         async with self._lock:
             try:
-                reads = await asyncio.to_thread(
-                    read_broker, self._redis, self.namespace, since, self._clock.now()
-                )
-                await asyncio.to_thread(self._find_workers, reads)
+                return await asyncio.to_thread(self._read, since, host)
             except self._errors as exc:
                 raise SourceError(f"source {self.name}: cannot read Redis ({exc})") from None
-            return self._records(reads, since, host)
+
+    def _read(self, since: float | None, host: str) -> list[SourceRecord]:
+        """One poll, in a thread: the keys, the workers' processes, the records."""
+        reads = read_broker(self._redis, self.namespace, since, self._clock.now())
+        self._find_workers(reads)
+        return self._records(reads, since, host)
 
     def _find_workers(self, reads: DramatiqReads) -> None:
         """Find on this host the process of each worker that holds a message and beats, once:
@@ -229,6 +233,9 @@ class DramatiqSource(ReadOnlySource):
     def _records(self, reads: DramatiqReads, since: float | None, host: str) -> list[SourceRecord]:
         out: dict[str, SourceRecord] = {}
         held: dict[str, SourceRecord] = {}
+        # One answer for each worker: a thousand messages share a few workers.
+        workers = {m.worker for m in reads.messages if m.worker is not None}
+        self._dead = {worker: self._worker_dead(worker, reads) for worker in workers}
         # A message found twice (requeued between two reads) is taken where it was found first.
         order = {"held": 0, "queued": 1, "delayed": 2, "failed": 3}
         for message in sorted(reads.messages, key=lambda m: order[m.where]):
@@ -266,7 +273,7 @@ class DramatiqSource(ReadOnlySource):
             in_queue = False
             reason = "delayed in Dramatiq: due at a set time"
             if message.where == "held" and message.worker is not None:
-                ago = self._worker_dead(message.worker, reads)
+                ago = self._dead[message.worker]
                 if ago is not False:
                     in_queue, reason = True, f"delayed, and {died_words(ago)}"
         task = Task(
@@ -298,7 +305,7 @@ class DramatiqSource(ReadOnlySource):
         zid = dramatiq_task_id(message.queue, actor, message.message_id)
         started = self._first_held.get(zid, now)
         beat = reads.beats.get(worker)
-        ago = self._worker_dead(worker, reads)
+        ago = self._dead.get(worker)
         pid, pid_start = self._workers.get(worker, (None, None))
         task = Task(
             task_id=zid,
