@@ -31,17 +31,16 @@ import json
 import os
 import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from zombietop.clock import Clock
 from zombietop.durations import format_age
-from zombietop.errors import MissingExtra, SourceError
-from zombietop.extras import require
+from zombietop.errors import SourceError
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start
-from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord
+from zombietop.sources.base import Engine, Origin, SourceRecord
 from zombietop.sources.dramatiq_reads import (
     SHOWN,
     DramatiqReads,
@@ -51,6 +50,7 @@ from zombietop.sources.dramatiq_reads import (
 )
 from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.kernel_sockets import process_sockets, socket_owners, split_addr
+from zombietop.sources.redis_source import RedisSource
 from zombietop.sources.worker_processes import DRAMATIQ_WORKER, engine_child
 from zombietop.start_identity import ProcessStart
 
@@ -113,23 +113,18 @@ def died_words(ago: float | None) -> str:
     return f"its worker died {format_age(ago)} ago; {REQUEUED_ONLY}"
 
 
-class DramatiqSource(ReadOnlySource):
+class DramatiqSource(RedisSource):
     """Dramatiq's Redis, read-only."""
 
+    extra = "dramatiq"
+    needs = "a Dramatiq source"
     clock = "this host's clock (Dramatiq's workers write their own times into Redis)"
 
     def __init__(
         self, url: str, *, heartbeat_timeout: float | None = None, clock: Clock | None = None
     ) -> None:
         super().__init__(url, heartbeat_timeout=heartbeat_timeout, clock=clock)
-        parts = urlsplit(url)
-        self.namespace = parse_qs(parts.query).get("namespace", ["dramatiq"])[0]
-        self.redis_url = "redis://" + parts.netloc + (parts.path or "/0")
-        self.redis_host = parts.hostname or "127.0.0.1"
-        self.redis_port = parts.port or 6379
-        self.redis_db = int(parts.path.strip("/") or 0)
-        self._redis: Any = None
-        self._errors: tuple[type[BaseException], ...] = (OSError,)
+        self.namespace = parse_qs(urlsplit(url).query).get("namespace", ["dramatiq"])[0]
         self._workers: dict[str, tuple[int, ProcessStart]] = {}
         """By worker id, its process on this host."""
         self._looked: dict[str, float] = {}
@@ -143,32 +138,6 @@ class DramatiqSource(ReadOnlySource):
         self._dead: dict[str, float | bool | None] = {}
         """By worker id, as this poll found it: see ``_worker_dead``."""
         self._lock = asyncio.Lock()
-
-    async def open(self) -> None:
-        try:
-            require("a Dramatiq source", "redis", extra="dramatiq")
-        except MissingExtra as exc:
-            raise SourceError(f"source {self.name}: {exc}") from None
-        await asyncio.to_thread(self._connect)
-
-    def _connect(self) -> None:
-        import redis
-
-        self._errors = (OSError, redis.RedisError)
-        if self._redis is None:
-            # The name shows zombietop's connections in Redis's CLIENT LIST.
-            self._redis = redis.Redis.from_url(
-                self.redis_url, socket_timeout=5, socket_connect_timeout=5, client_name="zombietop"
-            )
-        try:
-            self._redis.ping()
-        except self._errors as exc:
-            raise SourceError(f"source {self.name}: cannot connect to Redis ({exc})") from None
-
-    async def close(self) -> None:
-        if self._redis is not None:
-            await asyncio.to_thread(self._redis.close)
-            self._redis = None
 
     def limit_overrides(self, base: Limits) -> dict[str, tuple[float, str]]:
         return {
@@ -190,7 +159,7 @@ class DramatiqSource(ReadOnlySource):
             await self.open()
         async with self._lock:
             try:
-                return await asyncio.to_thread(self._read, since, host)
+                return await self.in_thread(lambda: self._read(since, host))
             except self._errors as exc:
                 raise SourceError(f"source {self.name}: cannot read Redis ({exc})") from None
 
