@@ -18,7 +18,7 @@ counters are read: never ``args`` or ``kwargs``, which the message's sender fill
 
 Redis does not say which connection a worker id uses. Every call of a worker names its id in
 its arguments (``EVALSHA ... NS COMMAND TIME QUEUE WORKER ...``), so ``beating_connections``
-reads Redis's ``MONITOR`` for about a second, which changes nothing, and keeps the address of
+reads Redis's ``MONITOR`` for up to two seconds, which changes nothing, and keeps the address of
 each connection that named a worker id it was asked for; the rest of the traffic is dropped
 unread.
 """
@@ -39,7 +39,7 @@ DATA_SHOWN = 65536
 """The most bytes of one message's data decoded: a longer one is listed without its names."""
 ACKS = "__acks__."
 HEARTBEATS = "__heartbeats__"
-MONITOR_WINDOW = 1.5
+MONITOR_WINDOW = 2.0
 """Seconds of ``MONITOR`` read at most: an idle Dramatiq worker calls Redis at least once a
 second (its consumers' longest wait, ``dramatiq_worker_timeout``)."""
 

@@ -196,7 +196,7 @@ async def test_failed_and_acknowledged_messages_are_runs_that_ended(
     """A failed message is dead-lettered (``.XQ``): a failed run. Dramatiq keeps nothing of a
     message that succeeded: one seen held, then gone from every key, was acknowledged."""
     workers.start()
-    done = workers.send("nap", 2, str(tmp_path / "d"))
+    done = workers.send("nap", 5, str(tmp_path / "d"))
     started(tmp_path / "d")
     zid = f"default/nap/{done}"
     assert (await watch.once(zid)).task.state.value == "running"
