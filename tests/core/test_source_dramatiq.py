@@ -9,6 +9,7 @@ write.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import signal
@@ -35,11 +36,12 @@ from zombietop.errors import SourceError
 from zombietop.health import Health
 from zombietop.judge.monitor import Monitor
 from zombietop.judge.snapshot import TaskView
-from zombietop.model import HeartbeatSource
+from zombietop.model import HeartbeatSource, TaskState
 from zombietop.procs import PsutilProbe
 from zombietop.sources import open_source
 from zombietop.sources.base import Capability, Origin
 from zombietop.sources.dramatiq import DRAMATIQ_HEARTBEAT_TIMEOUT, DramatiqSource
+from zombietop.sources.engine_text import bounded_id
 from zombietop.store.sqlite import SQLiteStore
 from zombietop.watch.watchdog import Watchdog
 
@@ -360,3 +362,29 @@ def test_resume_and_discard_name_redis_cli_lines_for_each_place() -> None:
 def test_a_wrong_url_says_how_to_write_one(url: str) -> None:
     with pytest.raises(SourceError, match=r"dramatiq\+redis|port"):
         open_source(url)
+
+
+async def test_hostile_and_broken_keys_are_bounded_or_skipped_never_fatal(
+    redis_server: ThrowawayRedis, redis_db: int, client: Any
+) -> None:
+    """Whoever can write the Redis writes Dramatiq's names and data: a name of 10,000
+    characters with terminal escapes, data that is no JSON, keys of another type. The poll
+    bounds each name, skips what does not read, and fails on nothing."""
+    long = "\x1b[2J" + "a" * 10_000
+    data = {"actor_name": long, "message_id": "m\x1b]0;x\x07", "options": {"retries": "x"}}
+    client.hset("dramatiq:default.msgs", mapping={"r1": json.dumps(data), "r2": b"\x80\x04junk"})
+    client.sadd(f"dramatiq:__acks__.{long}.default", "r1", "r2")
+    client.set("dramatiq:broken.msgs", "a string, not a hash")
+    client.hset("dramatiq:other.msgs", "r3", "{}")
+    client.set("dramatiq:other", "a string, not a list")
+    client.set("dramatiq:__heartbeats__", "a string, not a sorted set")
+    source = DramatiqSource(redis_server.url(redis_db, "dramatiq+redis"))
+    await source.open()
+    try:
+        found = await source.poll(None, "here")
+    finally:
+        await source.close()
+    tasks = sorted((r.record.task for r in found), key=lambda t: t.task_id)
+    assert len(tasks) == 2 and all(len(t.task_id) < 800 for t in tasks)
+    assert {t.step for t in tasks} == {bounded_id(long), "?"}
+    assert all(t.state is TaskState.RUNNING and t.state_reason for t in tasks)
