@@ -106,10 +106,16 @@ def dramatiq_task_id(queue: str, actor: str, message_id: str) -> str:
     return f"{bounded_id(queue)}/{bounded_id(actor)}/{bounded_id(message_id)}"
 
 
-def died_words(ago: float | None) -> str:
-    """What became of a message whose worker is dead, in Dramatiq's terms."""
+def died_words(ago: float | None, *, process_lives: bool = False) -> str:
+    """What became of a message whose worker is dead to Dramatiq (silent for ``ago`` seconds,
+    None: never heard), or whose process is gone, in Dramatiq's terms."""
     if ago is None:
         return f"its worker has no heartbeat in Dramatiq; {REQUEUED_ONLY}"
+    if process_lives:
+        return (
+            f"its worker has been silent for {format_age(ago)}, dead to Dramatiq though its "
+            f"process lives; {REQUEUED_ONLY}"
+        )
     return f"its worker died {format_age(ago)} ago; {REQUEUED_ONLY}"
 
 
@@ -135,7 +141,7 @@ class DramatiqSource(RedisSource):
         """By task id, the held messages of the last poll."""
         self._ended: dict[str, SourceRecord] = {}
         """By task id, the held messages that were acknowledged: succeeded runs."""
-        self._dead: dict[str, float | bool | None] = {}
+        self._dead: dict[str, str | None] = {}
         """By worker id, as this poll found it: see ``_worker_dead``."""
         self._lock = asyncio.Lock()
 
@@ -242,9 +248,9 @@ class DramatiqSource(RedisSource):
             in_queue = False
             reason = "delayed in Dramatiq: due at a set time"
             if message.where == "held" and message.worker is not None:
-                ago = self._dead[message.worker]
-                if ago is not False:
-                    in_queue, reason = True, f"delayed, and {died_words(ago)}"
+                died = self._dead.get(message.worker)
+                if died is not None:
+                    in_queue, reason = True, f"delayed, and {died}"
         task = Task(
             task_id=dramatiq_task_id(message.queue, actor, message.message_id),
             run_id=message.message_id,
@@ -274,7 +280,7 @@ class DramatiqSource(RedisSource):
         zid = dramatiq_task_id(message.queue, actor, message.message_id)
         started = self._first_held.get(zid, now)
         beat = reads.beats.get(worker)
-        ago = self._dead.get(worker)
+        died = self._dead.get(worker)
         pid, pid_start = self._workers.get(worker, (None, None))
         task = Task(
             task_id=zid,
@@ -288,7 +294,7 @@ class DramatiqSource(RedisSource):
             pid=pid,
             pid_start_time=None if pid_start is None else pid_start.time,
             pid_start_identity=None if pid_start is None else pid_start.identity,
-            state_reason=None if ago is False else died_words(ago),
+            state_reason=died,
             created_at=min(message.enqueued or started, started),
             claimed_at=started,
             started_at=started,
@@ -318,20 +324,21 @@ class DramatiqSource(RedisSource):
             origin=self._origin(message, actor),
         )
 
-    def _worker_dead(self, worker: str, reads: DramatiqReads) -> float | bool | None:
-        """False while the worker lives; else how long ago it last beat (None: never). It is
+    def _worker_dead(self, worker: str, reads: DramatiqReads) -> str | None:
+        """None while the worker lives; else what became of its messages, in words. It is
         dead when Dramatiq would say so (silent past the heartbeat timeout), or when its
         process on this host is gone."""
         beat = reads.beats.get(worker)
         if beat is None:
-            return None
+            return died_words(None)
         ago = max(reads.read_at - beat, 0.0)
-        if ago > DRAMATIQ_HEARTBEAT_TIMEOUT:
-            return ago
         process = self._workers.get(worker)
-        if process is not None and read_start(process[0]) != process[1]:
-            return ago
-        return False
+        lives = process is not None and read_start(process[0]) == process[1]
+        if process is not None and not lives:
+            return died_words(ago)
+        if ago > DRAMATIQ_HEARTBEAT_TIMEOUT:
+            return died_words(ago, process_lives=lives)
+        return None
 
     def _origin(self, message: Message, actor: str) -> Origin:
         return self.origin(

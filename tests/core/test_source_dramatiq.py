@@ -388,3 +388,28 @@ async def test_hostile_and_broken_keys_are_bounded_or_skipped_never_fatal(
     assert len(tasks) == 2 and all(len(t.task_id) < 800 for t in tasks)
     assert {t.step for t in tasks} == {bounded_id(long), "?"}
     assert all(t.state is TaskState.RUNNING and t.state_reason for t in tasks)
+
+
+async def test_a_frozen_worker_process_stalls_its_message_then_dramatiq_calls_it_dead(
+    workers: DramatiqWorkers, watch: Watch, tmp_path: Path
+) -> None:
+    """A worker process stopped with SIGSTOP stops beating too: ``stalled`` at once. A minute
+    later the lease that Dramatiq's heartbeat timeout bounds expires: Dramatiq counts the
+    worker as dead though its process lives."""
+    workers.start()
+    message = workers.send("nap", 120, str(tmp_path / "m"))
+    pid = started(tmp_path / "m")
+    zid = f"default/nap/{message}"
+    assert (await watch.view(zid)).health is Health.HEALTHY
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        wait_for("the worker to stop", lambda: psutil.Process(pid).status() == "stopped")
+        view = await watch.once(zid)
+        assert view.health is Health.STALLED, view.verdict.context(watch.clock.now())
+        assert f"pid {pid} stopped" in view.verdict.context(watch.clock.now())
+        later = await watch.once(zid, ahead=DRAMATIQ_HEARTBEAT_TIMEOUT + 1)
+        line = later.verdict.context(watch.clock.now())
+        assert later.health is Health.RECLAIMABLE, line
+        assert "dead to Dramatiq though its process lives; " + REQUEUED_ONLY in line, line
+    finally:
+        os.kill(pid, signal.SIGCONT)
