@@ -195,7 +195,12 @@ class DramatiqSource(RedisSource):
         owners = {a: p for a, p in socket_owners(self.redis_port).items() if p != mine}
         found: dict[str, set[str]] = {}
         if owners:
-            found = beating_connections(self._redis, self.namespace, self.redis_db, wanted)
+            try:
+                found = beating_connections(self._redis, self.namespace, self.redis_db, wanted)
+            except self._errors:
+                # MONITOR refused (an ACL, a managed Redis): the messages keep their worker's
+                # beat, without a pid; the next try is LOOK_AGAIN later.
+                found = {}
         for worker in wanted:
             pids = {owners.get(split_addr(addr) or ("", 0)) for addr in found.get(worker, ())}
             pid = pids.pop() if len(pids) == 1 else None

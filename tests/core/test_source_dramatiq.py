@@ -413,3 +413,27 @@ async def test_a_frozen_worker_process_stalls_its_message_then_dramatiq_calls_it
         assert "dead to Dramatiq though its process lives; " + REQUEUED_ONLY in line, line
     finally:
         os.kill(pid, signal.SIGCONT)
+
+
+async def test_a_redis_that_refuses_monitor_leaves_the_message_without_a_pid_only(
+    workers: DramatiqWorkers,
+    tmp_path: Path,
+    client: Any,
+    redis_server: ThrowawayRedis,
+    redis_db: int,
+) -> None:
+    """Process truth is a bonus: where Redis refuses ``MONITOR`` (an ACL, a managed Redis), the
+    poll still reads every message, with its worker's beat and no pid."""
+    user = f"zt-no-monitor-{redis_db}"
+    client.execute_command("ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-monitor")
+    try:
+        workers.start()
+        message = workers.send("nap", 60, str(tmp_path / "m"))
+        started(tmp_path / "m")
+        url = f"dramatiq+redis://{user}:pw@127.0.0.1:{redis_server.port}/{redis_db}"
+        async for watch in _watch(tmp_path, url, FakeClock(time.time())):
+            view = await watch.view(f"default/nap/{message}")
+        assert view.health is Health.HEALTHY and view.task.pid is None
+        assert view.heartbeat is not None
+    finally:
+        client.execute_command("ACL", "DELUSER", user)
