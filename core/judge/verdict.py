@@ -154,7 +154,13 @@ def page_line(verdict: Verdict, now: float) -> str:
         # Idle past the idle timeout is worth saying however short that timeout is (and is
         # said once: an idle reason already said it).
         idle_after = None if idle else min(IO_IDLE_WORTH_SAYING, limits.idle_timeout)
-        parts.append(process_words(process, idle_after))
+        words = process_words(process, idle_after)
+        said = expires_at is not None and now > expires_at
+        if health is Health.DEAD and task.state_reason and limits.engine and not said:
+            # An engine's words on what becomes of a task whose worker is gone (Dramatiq:
+            # nothing until a maintenance pass drawn at random), unless the lease said them.
+            words += f" ({task.state_reason})"
+        parts.append(words)
     budgets = verdict.budgets(now)
     for flag, budget, label in (
         (Flag.REQUEST_OVERRUN, budgets.request, "request"),

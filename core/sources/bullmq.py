@@ -25,29 +25,27 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from zombietop.clock import Clock
-from zombietop.errors import MissingExtra, SourceError
-from zombietop.extras import require
+from zombietop.errors import SourceError
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start
-from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord
+from zombietop.sources.base import Engine, Origin, SourceRecord
 from zombietop.sources.bullmq_reads import (
     BullReads,
     Client,
     Job,
     failed_reason,
     millis,
-    process_sockets,
     read_queues,
-    socket_owners,
-    split_addr,
     workers,
 )
 from zombietop.sources.engine_text import bounded_id
+from zombietop.sources.kernel_sockets import process_sockets, socket_owners, split_addr
+from zombietop.sources.redis_source import RedisSource
 from zombietop.sources.worker_processes import running
 from zombietop.start_identity import ProcessStart
 
@@ -112,21 +110,18 @@ def stalled_words(queue: str, workers_on: int) -> str:
     )
 
 
-class BullMQSource(ReadOnlySource):
+class BullMQSource(RedisSource):
     """BullMQ's Redis, read-only."""
 
+    extra = "bullmq"
+    needs = "a BullMQ source"
     clock = "this host's clock (BullMQ's workers write their own times into Redis)"
 
     def __init__(
         self, url: str, *, heartbeat_timeout: float | None = None, clock: Clock | None = None
     ) -> None:
         super().__init__(url, heartbeat_timeout=heartbeat_timeout, clock=clock)
-        parts = urlsplit(url)
-        self.prefix = parse_qs(parts.query).get("prefix", ["bull"])[0]
-        self.redis_url = "redis://" + parts.netloc + (parts.path or "/0")
-        self.redis_port = parts.port or 6379
-        self._redis: Any = None
-        self._errors: tuple[type[BaseException], ...] = (OSError,)
+        self.prefix = parse_qs(urlsplit(url).query).get("prefix", ["bull"])[0]
         self._workers: dict[str, tuple[int, ProcessStart]] = {}
         """By job id, the worker process last found for it on this host."""
         self._lock_seen: dict[str, float] = {}
@@ -138,32 +133,6 @@ class BullMQSource(ReadOnlySource):
         self._lock_longest: dict[str, int] = {}
         """By queue, the most milliseconds left seen on a lock: its lock duration, nearly."""
         self._lock = asyncio.Lock()
-
-    async def open(self) -> None:
-        try:
-            require("a BullMQ source", "redis", extra="bullmq")
-        except MissingExtra as exc:
-            raise SourceError(f"source {self.name}: {exc}") from None
-        await asyncio.to_thread(self._connect)
-
-    def _connect(self) -> None:
-        import redis
-
-        self._errors = (OSError, redis.RedisError)
-        if self._redis is None:
-            # The name shows zombietop's connections in Redis's CLIENT LIST.
-            self._redis = redis.Redis.from_url(
-                self.redis_url, socket_timeout=5, socket_connect_timeout=5, client_name="zombietop"
-            )
-        try:
-            self._redis.ping()
-        except self._errors as exc:
-            raise SourceError(f"source {self.name}: cannot connect to Redis ({exc})") from None
-
-    async def close(self) -> None:
-        if self._redis is not None:
-            await asyncio.to_thread(self._redis.close)
-            self._redis = None
 
     def limit_overrides(self, base: Limits) -> dict[str, tuple[float, str]]:
         return {

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import ipaddress
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import psutil
 
 from zombietop.printable import printable
 
@@ -222,45 +219,6 @@ def workers(clients: Sequence[Mapping[str, Any]], prefix: str) -> list[Client]:
     return found
 
 
-def split_addr(addr: str) -> tuple[str, int] | None:
-    """``127.0.0.1:5555`` or ``[::1]:5555`` as (host, port); None when it does not read."""
-    host, _, port = addr.rpartition(":")
-    if not port.isdigit():
-        return None
-    host = host.strip("[]")
-    try:
-        return _ip(host), int(port)
-    except ValueError:
-        return None
-
-
-def socket_owners(server_port: int | None) -> dict[tuple[str, int], int]:
-    """By local address, the process of each TCP socket on this host connected to a port
-    ``server_port`` (Redis's): the kernel's word, which nobody writing to Redis can change.
-    Processes of other users are left out where this user cannot read them."""
-    found: dict[tuple[str, int], int] = {}
-    try:
-        connections = psutil.net_connections(kind="tcp")
-    except psutil.Error:
-        return found
-    for conn in connections:
-        if conn.pid is None or not conn.raddr or not conn.laddr:
-            continue
-        if server_port is not None and conn.raddr.port != server_port:
-            continue
-        found[(_ip(conn.laddr.ip), conn.laddr.port)] = conn.pid
-    return found
-
-
-def process_sockets(pid: int) -> set[tuple[str, int]]:
-    """The local addresses of the TCP sockets ``pid`` holds; none when it cannot be read."""
-    try:
-        connections = psutil.Process(pid).net_connections(kind="tcp")
-    except psutil.Error:
-        return set()
-    return {(_ip(conn.laddr.ip), conn.laddr.port) for conn in connections if conn.laddr}
-
-
 def failed_reason(value: str | None) -> str | None:
     """BullMQ's ``failedReason`` (the error's message): its first line, printable and short."""
     lines = [line.strip() for line in (value or "").splitlines() if line.strip()]
@@ -270,11 +228,3 @@ def failed_reason(value: str | None) -> str | None:
     if len(line) > REASON_SHOWN:
         line = line[: REASON_SHOWN - 3] + "..."
     return line
-
-
-def _ip(host: str) -> str:
-    """An IP address as Redis writes it: an IPv4 address mapped into IPv6 as IPv4."""
-    found = ipaddress.ip_address(host)
-    if isinstance(found, ipaddress.IPv6Address) and found.ipv4_mapped is not None:
-        return str(found.ipv4_mapped)
-    return str(found)

@@ -34,16 +34,15 @@ mapping from the reports to tasks is in ``celery_reports``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 from zombietop.clock import Clock
-from zombietop.errors import MissingExtra, SourceError
-from zombietop.extras import require
+from zombietop.errors import SourceError
 from zombietop.locations import printable_url
-from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord
+from zombietop.sources.base import Engine, Origin, SourceRecord
 from zombietop.sources.celery_pidbox import UnreadableReply, ask
 from zombietop.sources.celery_reports import (
     ACTIVE,
@@ -57,11 +56,13 @@ from zombietop.sources.celery_reports import (
     sightings_of,
     unacked_of,
 )
+from zombietop.sources.redis_source import RedisSource
 from zombietop.sources.worker_processes import CELERY_CHILD, engine_child
 
 if TYPE_CHECKING:
     from zombietop.thresholds import Limits
 
+T = TypeVar("T")
 SCHEMES = ("celery+redis",)
 FORMS = ("celery+redis://HOST:PORT/DB",)
 OPTIONS = ("visibility_timeout", "inspect_timeout")
@@ -113,9 +114,11 @@ def check_url(url: str) -> str:
     return url
 
 
-class CelerySource(ReadOnlySource):
+class CelerySource(RedisSource):
     """One Celery broker on Redis, read-only."""
 
+    extra = "celery"
+    needs = "a Celery source"
     clock = "this host's clock (Celery's workers write their time() into the reports)"
 
     def __init__(
@@ -126,43 +129,16 @@ class CelerySource(ReadOnlySource):
         options = dict(parse_qsl(parts.query))
         self.visibility_timeout = float(options.get("visibility_timeout", VISIBILITY_TIMEOUT))
         self.inspect_timeout = float(options.get("inspect_timeout", INSPECT_TIMEOUT))
-        self.broker = "redis://" + parts.netloc + (parts.path or "/0")
-        self.db = int(parts.path.strip("/") or 0)
-        self._redis: Any = None
-        self._errors: tuple[type[BaseException], ...] = (OSError,)
         self._memory = WorkerMemory(kept_for=SILENT_WORKER_KEPT)
         self._lock = asyncio.Lock()
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="zombietop-celery")
 
-    async def open(self) -> None:
-        """Make the Celery client and the Redis connection, and check that Redis answers."""
-        try:
-            require("a Celery source", "redis", extra="celery")
-        except MissingExtra as exc:
-            raise SourceError(f"source {self.name}: {exc}") from None
-        await asyncio.get_running_loop().run_in_executor(self._pool, self._connect)
-
-    def _connect(self) -> None:
-        import redis
-
-        self._errors = (OSError, redis.RedisError)
-        if self._redis is None:
-            # The name shows zombietop's connections in Redis's CLIENT LIST.
-            self._redis = redis.Redis.from_url(
-                self.broker, socket_timeout=5, socket_connect_timeout=5, client_name="zombietop"
-            )
-        try:
-            self._redis.ping()
-        except self._errors as exc:
-            raise SourceError(f"source {self.name}: cannot connect to Redis ({exc})") from None
+    async def in_thread(self, call: Callable[[], T]) -> T:
+        """Run a blocking call in the source's own threads, where its polls run too."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
 
     async def close(self) -> None:
-        def shut() -> None:
-            if self._redis is not None:
-                self._redis.close()
-                self._redis = None
-
-        await asyncio.get_running_loop().run_in_executor(self._pool, shut)
+        await super().close()
         self._pool.shutdown(wait=False)
 
     async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
@@ -199,7 +175,10 @@ class CelerySource(ReadOnlySource):
         answered: dict[str, list[Sighting]] = {}
         try:
             asked = ask(
-                self._redis, self.db, (ACTIVE, RESERVED, SCHEDULED), timeout=self.inspect_timeout
+                self._redis,
+                self.redis_db,
+                (ACTIVE, RESERVED, SCHEDULED),
+                timeout=self.inspect_timeout,
             )
         except UnreadableReply as exc:
             raise SourceError(

@@ -41,14 +41,14 @@ from urllib.parse import urlsplit
 import psutil
 
 from zombietop.clock import Clock
-from zombietop.errors import MissingExtra, SourceError
-from zombietop.extras import require
+from zombietop.errors import SourceError
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
 from zombietop.procs import read_start
-from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord
+from zombietop.sources.base import Engine, Origin, SourceRecord
 from zombietop.sources.engine_text import bounded_id
+from zombietop.sources.redis_source import RedisSource
 from zombietop.sources.rq_ends import (
     ENDED_FIELDS,
     ENDED_SHOWN,
@@ -193,19 +193,17 @@ def dependency_ids(many: str | None, one: str | None) -> list[str]:
     return [str(job_id) for job_id in found] if isinstance(found, list) else []
 
 
-class RQSource(ReadOnlySource):
+class RQSource(RedisSource):
     """RQ's Redis, read-only."""
 
+    extra = "rq"
+    needs = "an RQ source"
     clock = "this host's clock (RQ's workers write UTC times into Redis)"
 
     def __init__(
         self, url: str, *, heartbeat_timeout: float | None = None, clock: Clock | None = None
     ) -> None:
         super().__init__(url, heartbeat_timeout=heartbeat_timeout, clock=clock)
-        parts = urlsplit(url)
-        self.redis_url = "redis://" + parts.netloc + (parts.path or "/0")
-        self._redis: Any = None
-        self._errors: tuple[type[BaseException], ...] = (OSError,)
         self._wrong_type: type[BaseException] = LookupError
         """Redis's error for a key of another type (``redis.ResponseError`` once open)."""
         self.notes: tuple[str, ...] = ()
@@ -216,32 +214,11 @@ class RQSource(ReadOnlySource):
         """By job id, the work horse last found for it on this host."""
         self._lock = asyncio.Lock()
 
-    async def open(self) -> None:
-        try:
-            require("an RQ source", "redis", extra="rq")
-        except MissingExtra as exc:
-            raise SourceError(f"source {self.name}: {exc}") from None
-        await asyncio.to_thread(self._connect)
-
     def _connect(self) -> None:
         import redis
 
-        self._errors = (OSError, redis.RedisError)
         self._wrong_type = redis.ResponseError
-        if self._redis is None:
-            # The name shows zombietop's connections in Redis's CLIENT LIST.
-            self._redis = redis.Redis.from_url(
-                self.redis_url, socket_timeout=5, socket_connect_timeout=5, client_name="zombietop"
-            )
-        try:
-            self._redis.ping()
-        except self._errors as exc:
-            raise SourceError(f"source {self.name}: cannot connect to Redis ({exc})") from None
-
-    async def close(self) -> None:
-        if self._redis is not None:
-            await asyncio.to_thread(self._redis.close)
-            self._redis = None
+        super()._connect()
 
     async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
         if self._redis is None:

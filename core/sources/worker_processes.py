@@ -1,10 +1,12 @@
 """Whether a process that an engine's records name is that engine's own worker process.
 
 RQ's and Celery's records in Redis name a pid (RQ's worker, Celery's ``worker_pid``), and
-anyone who can write to that Redis can write any pid there. Before zombietop signals such a
-process, it checks what the kernel says of it: the process and its parent both run the engine's
-worker (RQ's work horse is a fork of ``rq worker``, Celery's pool child a fork of ``celery
-worker``), as the same user. Otherwise the kill is refused, saying what the process is.
+anyone who can write to that Redis can write any pid there; Dramatiq's source finds its pid
+from a connection that anyone can open. Before zombietop signals such a process, it checks what
+the kernel says of it: the process and its parent both run the engine's worker (RQ's work horse
+is a fork of ``rq worker``, Celery's pool child a fork of ``celery worker``, a Dramatiq worker
+process a fork of ``dramatiq``), as the same user. Otherwise the kill is refused, saying what
+the process is.
 """
 
 from __future__ import annotations
@@ -72,11 +74,26 @@ def celery_worker(argv: Sequence[str]) -> bool:
     return runs_celery and "worker" in argv
 
 
+def dramatiq_worker(argv: Sequence[str]) -> bool:
+    """``dramatiq ...``, ``dramatiq-gevent ...`` or ``python -m dramatiq ...``: its worker
+    processes are forks of it, with the same command line."""
+    if not argv:
+        return False
+    names = _names(argv)
+    return bool({"dramatiq", "dramatiq-gevent"} & set(names)) or _module(argv) in (
+        "dramatiq",
+        "dramatiq.__main__",
+    )
+
+
 RQ_HORSE = WorkerShape(
     child="RQ's work horse under `rq worker`", parent="rq worker", looks=rq_worker
 )
 CELERY_CHILD = WorkerShape(
     child="Celery's pool child under `celery worker`", parent="celery worker", looks=celery_worker
+)
+DRAMATIQ_WORKER = WorkerShape(
+    child="a Dramatiq worker process under `dramatiq`", parent="dramatiq", looks=dramatiq_worker
 )
 
 

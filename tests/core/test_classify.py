@@ -10,7 +10,7 @@ import pytest
 from zombietop.config import default_limits
 from zombietop.health import Flag, Health
 from zombietop.judge.classify import classify, sort_key
-from zombietop.model import Heartbeat, Lease, ProcessSample, Task, TaskState
+from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Task, TaskState
 
 NOW = 1_796_000_000.0
 LIMITS = default_limits()  # heartbeat 2m, lease 5m, progress 30m, grace 1m; 90s < 15m < 6h
@@ -626,3 +626,30 @@ def test_an_engines_words_follow_its_expired_lease_and_an_operators_do_not(
     else:
         assert said == ["lease expired 40s ago (ttl 5m)"]
         assert words not in line
+
+
+@pytest.mark.parametrize(
+    ("engine", "expires_in", "said"),
+    [
+        ("Dramatiq", 50.0, "pid 4121 gone (its worker died 3m05s ago; {why})"),
+        (None, 50.0, None),  # zombietop's own task: an operator's reason, said elsewhere
+        ("Dramatiq", -40.0, "lease expired 40s ago (its worker died 3m05s ago; {why})"),
+    ],
+)
+def test_an_engines_words_follow_a_dead_tasks_gone_process_once(
+    engine: str | None, expires_in: float, said: str | None
+) -> None:
+    """A task whose worker process is gone says after "pid N gone" what its engine does with it
+    (Dramatiq: nothing until a random maintenance pass), unless its expired lease said it."""
+    why = "Dramatiq requeues it only in a random maintenance pass"
+    words = f"its worker died 3m05s ago; {why}"
+    limits = replace(LIMITS, engine=engine)
+    heartbeat = beat(age=30.0, source=HeartbeatSource.SUPERVISOR)
+    verdict = classify(
+        NOW, task(state_reason=words), lease(expires_in), heartbeat, proc(alive=False), limits
+    )
+    assert verdict.health is Health.DEAD
+    line = verdict.context(NOW)
+    assert line.count(why) == (0 if said is None else 1), line
+    if said is not None:
+        assert said.format(why=why) in line, line

@@ -11,7 +11,8 @@ import pytest
 from zombietop.errors import SourceError
 from zombietop.sources import open_source
 from zombietop.sources.bullmq import bull_task_id, stalled_words
-from zombietop.sources.bullmq_reads import Client, failed_reason, millis, split_addr, workers
+from zombietop.sources.bullmq_reads import Client, failed_reason, millis, workers
+from zombietop.sources.kernel_sockets import split_addr
 
 
 def _name(queue: str) -> str:
