@@ -13,17 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from textual.notifications import SeverityLevel
 from textual.worker import Worker
 
 from zombietop.act.bulk import BulkPlan, plan_action, plan_all, tally
-from zombietop.actions import ActionKind, ActionRequest
+from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
 from zombietop.errors import ZombietopError
 from zombietop.judge.monitor import Snapshot, TaskView
 from zombietop.printable import printable
 from zombietop.tui.messages import MarkAction, TaskAction
-from zombietop.tui.oncall_flow import OnCallFlow
+from zombietop.tui.oncall_flow import OnCallApp, OnCallFlow
+from zombietop.tui.screen_state import Rows
 from zombietop.tui.screens.bulk import (
     BulkAckScreen,
     BulkConfirmScreen,
@@ -34,8 +36,30 @@ from zombietop.tui.screens.bulk import (
 from zombietop.tui.screens.oncall import AckAsk, NoteAsk, SilenceAsk
 from zombietop.watch.failed_runs import incident_of_row
 
-if TYPE_CHECKING:
-    from zombietop.tui.app import ZombietopApp
+
+class BulkApp(OnCallApp, Protocol):
+    """What the flow needs of the app that composes it (``ZombietopApp``), beyond what the
+    on-call flow needs."""
+
+    rows: Rows
+    executor: ActionExecutor | None
+    actor: str
+    oncall_flow: OnCallFlow
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
+
+    def remember_outcome(self, outcome: ActionOutcome) -> str: ...
+
+    def show_marks(self) -> None: ...
+
 
 ACTION_KINDS = {
     TaskAction.RESUME: ActionKind.RESUME,
@@ -51,7 +75,7 @@ OnCallAsk = AckAsk | SilenceAsk | NoteAsk
 class BulkFlow:
     """The marks, and the bulk path of the action keys; the app composes it."""
 
-    def __init__(self, app: ZombietopApp) -> None:
+    def __init__(self, app: BulkApp) -> None:
         self.app = app
         self.marked: frozenset[str] = frozenset()
         """The marked tasks' ids."""
