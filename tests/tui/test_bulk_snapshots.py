@@ -36,13 +36,14 @@ def test_bulk_confirm_80x24(snap_compare):
     """* then d: 'discard 14 tasks?' with '14 tasks:' and one count per health, the first five
     ids 'and 9 more', what each discard does, then '2 tasks will not be discarded:' with
     backup-0730 (succeeded) and export-2029 (discarded), each 'there is nothing to discard';
-    the buttons 'Cancel (n)' (focused) and 'Discard 12 (y)' on screen."""
+    the buttons 'Cancel (n)' (focused) and 'Discard 12 (y)' on screen; a plain background."""
     assert snap_compare(make_app(), terminal_size=(80, 24), run_before=discard_all)
 
 
 def test_bulk_confirm_160x48(snap_compare):
-    """The same confirm on a large screen: the dialog 76 wide in the middle, every line of it
-    unwrapped but the health counts; the 14 marked rows behind it start with '◆'."""
+    """The same confirm on a large screen: the dialog 76 wide in the middle of a plain
+    background (the table is not drawn behind a bulk confirm), every line of it unwrapped but
+    the health counts."""
     assert snap_compare(make_app(), terminal_size=(160, 48), run_before=discard_all)
 
 

@@ -90,8 +90,11 @@ class BulkConfirmScreen(ModalScreen[bool]):
     ]
 
     DEFAULT_CSS = """
+    /* Opaque: the table behind, thousands of marked rows, is not drawn again dimmed (that
+       drawing was most of the first frame in bench/bulk_marks.py); the dialog names them. */
     BulkConfirmScreen {
         align: center middle;
+        background: $background;
     }
     BulkConfirmScreen > Vertical {
         width: 76;
