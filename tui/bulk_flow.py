@@ -27,6 +27,7 @@ from zombietop.tui.messages import MarkAction, TaskAction
 from zombietop.tui.oncall_flow import OnCallApp, OnCallFlow
 from zombietop.tui.screen_state import Rows
 from zombietop.tui.screens.bulk import (
+    DONE_WORDS,
     BulkAckScreen,
     BulkConfirmScreen,
     BulkNoteScreen,
@@ -70,6 +71,12 @@ ONCALL_ACTIONS = frozenset({TaskAction.ACK, TaskAction.SILENCE, TaskAction.NOTE}
 DONE_WORD = {TaskAction.ACK: "acked", TaskAction.SILENCE: "silenced", TaskAction.NOTE: "noted"}
 
 OnCallAsk = AckAsk | SilenceAsk | NoteAsk
+
+
+def incidents_of(snapshot: Snapshot, views: Sequence[TaskView]) -> list[TaskView]:
+    """Each job row's open incident (``incident_of_row``), each task once."""
+    found = (incident_of_row(snapshot, view) for view in views)
+    return list({view.task_id: view for view in found}.values())
 
 
 class BulkFlow:
@@ -148,11 +155,7 @@ class BulkFlow:
         if action is TaskAction.ACK:
             if not app.per_run:
                 # A job's row acks the job's open incident, as one row's ack does.
-                views = list(
-                    {
-                        v.task_id: v for v in (incident_of_row(app.snapshot, v) for v in views)
-                    }.values()
-                )
+                views = incidents_of(app.snapshot, views)
             plan = plan_all("ack", views)
             screen: BulkAckScreen | BulkSilenceScreen | BulkNoteScreen = BulkAckScreen(
                 plan, app.oncall_flow.settings.ack_for
@@ -168,7 +171,8 @@ class BulkFlow:
     def _confirmed(self, plan: BulkPlan, kind: ActionKind, confirmed: bool | None) -> None:
         app = self.app
         if not confirmed:
-            app.notify(f"{kind} of {len(plan.views)} marked tasks: cancelled", timeout=3)
+            said = "cancelled" if plan.asked else f"none of them can be {DONE_WORDS[kind]} here"
+            app.notify(f"{kind} of {len(plan.views)} marked tasks: {said}", timeout=5)
             return
         requests = plan.requests(kind, app.actor)
         self._clear()

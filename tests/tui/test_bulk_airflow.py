@@ -14,7 +14,7 @@ import pytest
 from textual.widgets import Button, Static
 
 from tests.airflow_env import AirflowDatabase
-from tests.tui.helpers import settle
+from tests.tui.helpers import notified, settle
 from zombietop.act.executor import Executor
 from zombietop.act.source_actions import SourceActions
 from zombietop.clock import FakeClock
@@ -127,6 +127,8 @@ async def test_a_bulk_resume_of_an_engines_rows_asks_nothing_and_names_its_comma
         assert f"{PARTS} tasks will not be resumed:" in skipped
         assert "zombietop never writes to it" in skipped
         assert "airflow tasks clear" in skipped
+        said = notified(app)
         await pilot.press("y")  # nothing to ask: the dialog closes, asking nothing
         await settle(pilot)
+        assert said == [f"resume of {PARTS} marked tasks: none of them can be resumed here"]
     assert await dashboard.store.events(limit=500) == []
