@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from zombietop.model import TaskState
+
 
 class ActionKind(StrEnum):
     """What an operator can do to a task."""
@@ -91,3 +93,21 @@ class ActionExecutor(Protocol):
     async def complete_pending_kills(self) -> list[ActionOutcome]:
         """Escalate or close every pending kill on this host whose grace has run out."""
         ...
+
+
+NOTHING_TO_DO = frozenset({TaskState.SUCCEEDED, TaskState.DISCARDED})
+"""The states a resume or a discard has nothing left to do to: the store refuses both."""
+
+
+def finished_refusal(task_id: str, state: TaskState, verb: str) -> str | None:
+    """Why a resume or a discard (``verb``) of a task in ``state`` is refused, or None: the
+    store's own check, which a bulk action's confirm states before anything is asked."""
+    if state in NOTHING_TO_DO:
+        return f"{task_id} is {state}; there is nothing to {verb}"
+    return None
+
+
+def kill_refusal(task_id: str, pid: int | None) -> str | None:
+    """Why a kill is refused before any process is read (none is recorded), or None: the
+    graceful kill's own first check."""
+    return f"{task_id} has no process recorded; nothing to kill" if pid is None else None

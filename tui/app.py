@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
 from textual.reactive import reactive
@@ -26,6 +26,7 @@ from zombietop.oncall.acks import OnCallDesk
 from zombietop.output import LastOutput
 from zombietop.printable import printable
 from zombietop.tui import messages
+from zombietop.tui.bulk_flow import BulkFlow
 from zombietop.tui.keys import QUIT_KEYS, TaskKeys, display_key, keys_for
 from zombietop.tui.messages import TaskAction
 from zombietop.tui.oncall_flow import OnCallFlow
@@ -50,6 +51,7 @@ from zombietop.tui.task_order import (
     ordered,
 )
 from zombietop.tui.textual_compat import quiet_driver
+from zombietop.tui.toasts import ToastsWait
 
 NOTE_SECONDS = 60.0
 GLANCE_ROWS = 40
@@ -57,7 +59,7 @@ GLANCE_ROWS = 40
 """How long a row shows the outcome of the last action taken on it."""
 
 
-class ZombietopApp(App[None]):
+class ZombietopApp(ToastsWait):
     """Poll in a worker, show the snapshot, and send every action through one executor."""
 
     CSS_PATH = "app.tcss"
@@ -86,6 +88,7 @@ class ZombietopApp(App[None]):
         terminal_alive: Callable[[], bool] | None = None,
         desk: OnCallDesk | None = None,
         oncall: OnCallSettings | None = None,
+        mouse: bool = True,
     ) -> None:
         super().__init__()
         self.source = source
@@ -93,6 +96,10 @@ class ZombietopApp(App[None]):
         self.executor = None if wall else executor
         self.oncall_flow = OnCallFlow(self, None if wall else desk, oncall or OnCallSettings())
         """The on-call keys (ack, unack, silence, note) and their screens."""
+        self.bulk = BulkFlow(self)
+        """The marks, and what the action keys do with them."""
+        self.mouse = mouse
+        """False: the terminal keeps the mouse (``--no-mouse``, ``[monitor] mouse``)."""
         self.clock = clock or SystemClock()
         self.refresh_interval = refresh
         self.wall = wall
@@ -165,6 +172,7 @@ class ZombietopApp(App[None]):
             sort_mode=self.sort_mode,
             filter_text=self.filter_text,
             paused_at=self.paused_at,
+            marked=self.bulk.marked,
         )
 
     def _show_state(self, now: float) -> None:
@@ -229,6 +237,7 @@ class ZombietopApp(App[None]):
         for outcome in message.kill_outcomes:
             self.report(outcome)
         self.snapshot = message.snapshot
+        self.bulk.follow(message.snapshot)
         views = message.views
         if message.order_key != self._order_key():
             views = self.ordered_views(message.snapshot)
@@ -319,8 +328,18 @@ class ZombietopApp(App[None]):
 
     # What a key asks for a task -------------------------------------------------------------
 
+    def on_marks_asked(self, message: messages.MarksAsked) -> None:
+        self.bulk.change(message.action, message.task_id)
+        self.show_marks()
+
+    def show_marks(self) -> None:
+        self._show_state(self.clock.now())
+
     def on_task_asked(self, message: messages.TaskAsked) -> None:
         task_id = message.task_id
+        if self.bulk.takes(message.action):
+            self.bulk.request(message.action)
+            return
         match message.action:
             case TaskAction.DETAIL:
                 self.open_detail(task_id)
@@ -436,8 +455,13 @@ class ZombietopApp(App[None]):
             severity="information" if outcome.ok else "error",
             timeout=10,
         )
+        self.remember_outcome(outcome)
+
+    def remember_outcome(self, outcome: ActionOutcome) -> str:
+        """Show the outcome in its task's row for a minute; return its word (``term sent``)."""
         word = str(outcome.outcome).replace("_", " ")
-        self.notes[request.task_id] = (word, self.clock.now() + NOTE_SECONDS)
+        self.notes[outcome.request.task_id] = (word, self.clock.now() + NOTE_SECONDS)
+        return word
 
     # Command palette ------------------------------------------------------------------------
 

@@ -119,12 +119,40 @@ DETAIL_KEYS: tuple[Key, ...] = (
     Key("R", "runbook", "Runbook", "Open the task's runbook, or show its link to copy"),
 )
 """Keys of the detail view beyond the actions and Escape; the help screen lists them too."""
-MUTATING_ACTIONS = frozenset(key.action for key in KEYS if key.read_only_hides)
+MARK_KEYS: tuple[Key, ...] = (
+    Key(
+        "space",
+        "toggle_mark",
+        "Mark",
+        "Mark or unmark the selected task; a, A, n, r, d and K then act on every marked task",
+        show=False,
+    ),
+    Key("asterisk", "mark_shown", "Mark all", "Mark every task the filter shows", show=False),
+    Key(
+        "escape",
+        "clear_marks",
+        "Clear marks",
+        "Clear the marks (with none, clear the filter)",
+        show=False,
+    ),
+    Key(
+        "n",
+        "note",
+        "Note",
+        "Add a note to the selected task's incident, or to each marked task's",
+        show=False,
+        writes=True,
+    ),
+)
+"""The task table's marks, and the note key beside the other on-call keys."""
+MUTATING_ACTIONS = frozenset(key.action for key in KEYS + MARK_KEYS if key.read_only_hides)
 QUIT_KEYS = "ctrl+c"
 """Quits from any screen, as in htop and k9s (``q`` quits from the table and the wall)."""
 
 _SHOWN_AS = {
     "slash": "/",
+    "asterisk": "*",
+    "space": "Space",
     "question_mark": "?",
     "enter": "Enter",
     "escape": "Esc",
@@ -191,3 +219,6 @@ class TaskKeys(Screen[None]):
 
     def action_silence(self) -> None:
         self._ask(TaskAction.SILENCE)
+
+    def action_note(self) -> None:
+        self._ask(TaskAction.NOTE)

@@ -107,6 +107,7 @@ async def launch_dashboard(
     wall: bool,
     refresh: float | None,
     sources: Sequence[SourceSettings] = (),
+    mouse: bool = True,
 ) -> int:
     """Open the store at ``db`` (a SQLite file or a ``postgresql://`` URL), run the dashboard
     over it until it exits, hand over the kills still in their grace, and return the exit
@@ -157,6 +158,7 @@ async def launch_dashboard(
                 terminal_alive=server_alive(os.getppid()) if web else terminal_alive,
                 desk=None if read_only else Desk(store, config.oncall, source_of=source_name),
                 oncall=config.oncall,
+                mouse=mouse and config.mouse,
             )
             app.on_terminal_lost = lambda: hang_up(app, 129)
             app.on_first_snapshot = settle_collector
@@ -166,7 +168,7 @@ async def launch_dashboard(
             loop.add_signal_handler(signal.SIGHUP, hang_up, app, 128 + signal.SIGHUP)
             loop.add_signal_handler(signal.SIGTERM, hang_up, app, 128 + signal.SIGTERM)
             try:
-                await app.run_async()
+                await app.run_async(mouse=app.mouse)
             finally:
                 for signum in (signal.SIGHUP, signal.SIGTERM):
                     loop.remove_signal_handler(signum)

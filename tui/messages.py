@@ -81,3 +81,21 @@ class PauseToggled(Message):
 @dataclass
 class EventsToggled(Message):
     open: bool
+
+
+class MarkAction(StrEnum):
+    """What a key asks of the marks (``space``, ``*``, ``esc``)."""
+
+    TOGGLE = "toggle"
+    """Mark the task, or unmark it."""
+    SHOWN = "shown"
+    """Mark every task the filter shows."""
+    CLEAR = "clear"
+
+
+@dataclass
+class MarksAsked(Message):
+    """A key asked to change the marks; ``task_id`` is the task of ``TOGGLE``."""
+
+    action: MarkAction
+    task_id: str | None = None

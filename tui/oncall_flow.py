@@ -151,7 +151,7 @@ class OnCallFlow:
     async def run_oncall(self, asked: AckAsk | SilenceAsk | NoteAsk) -> None:
         assert self.desk is not None
         try:
-            said = await self._write(self.desk, asked)
+            said = await self.write(self.desk, asked)
         except ZombietopError as exc:
             self.app.notify(escaped_markup(str(exc)), title="refused", severity="error", timeout=15)
             return
@@ -159,7 +159,7 @@ class OnCallFlow:
         self.app.show_effect()
 
     @staticmethod
-    async def _write(desk: OnCallDesk, asked: AckAsk | SilenceAsk | NoteAsk) -> str:
+    async def write(desk: OnCallDesk, asked: AckAsk | SilenceAsk | NoteAsk) -> str:
         """Write what was asked; return what was done, as markup."""
         if isinstance(asked, NoteAsk):
             noted = await desk.note(asked.task_id, asked.text)

@@ -54,6 +54,8 @@ class ScreenState:
     filter_text: str = ""
     paused_at: float | None = None
     """When the person paused refreshing, or None when the data refreshes."""
+    marked: frozenset[str] = frozenset()
+    """The marked tasks' ids (``space``, ``*``): the action keys act on them all."""
 
 
 @runtime_checkable

@@ -33,7 +33,7 @@ from zombietop.act.task_processes import (
     signal_target,
     still_alive,
 )
-from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome
+from zombietop.actions import ActionKind, ActionOutcome, ActionRequest, Outcome, kill_refusal
 from zombietop.durations import format_age
 from zombietop.errors import ActionRefused
 from zombietop.model import EventKind, PendingKill, Task
@@ -132,12 +132,13 @@ class GracefulKill:
         """The start of the task's process, read just now and checked against the task's
         record; else the outcome that says why nothing is signalled."""
         token = request.expected_token
-        if task.pid is None:
+        refusal = kill_refusal(task.task_id, task.pid)
+        if refusal is not None:
             return await recorded(
                 self.store,
                 request,
                 Outcome.REFUSED,
-                f"{task.task_id} has no process recorded; nothing to kill",
+                refusal,
                 token=token,
                 data=data,
             )
@@ -151,6 +152,7 @@ class GracefulKill:
                 f"SIGKILL in {format_age(max(left, 0))}",
             )
         pid = task.pid
+        assert pid is not None  # kill_refusal said so
         actual = await asyncio.to_thread(read_start, pid)
         if actual is None:
             return await recorded(

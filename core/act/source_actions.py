@@ -113,11 +113,7 @@ class SourceActions:
         if request.kind is not ActionKind.KILL:
             # Every read-only source refuses these with the engine's own command; one that
             # forgets still never has anything done to its task here.
-            return _refused(
-                request,
-                f"{request.task_id} is a task of {source.name}: zombietop does nothing to a "
-                f"source's tasks but kill their process; {request.kind} it in the engine itself",
-            )
+            return _refused(request, kill_only(request.kind, request.task_id, source.name))
         task = view.task
         if task.pid is not None and task.host != self.monitor.host:
             if task.host is None:
@@ -212,6 +208,15 @@ class SourceActions:
                 f"{self.monitor.host}; ask again from a dashboard that reads {source}",
             )
         return await self.run(request)
+
+
+def kill_only(kind: ActionKind, task_id: str, source: str) -> str:
+    """Why anything but a kill is refused for a task of ``source``, where its engine names
+    no command of its own."""
+    return (
+        f"{task_id} is a task of {source}: zombietop does nothing to a source's tasks but kill "
+        f"their process; {kind} it in the engine itself"
+    )
 
 
 def _refused(request: ActionRequest, message: str) -> ActionOutcome:

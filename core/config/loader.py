@@ -14,6 +14,7 @@ from zombietop.config.sections import (
     read_agent,
     read_keep_finished,
     read_monitor,
+    read_mouse,
     read_notify,
     read_oncall,
     read_schedules,
@@ -113,7 +114,8 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
     defaults, step_types = read_limits(path, data)
     store = section_table(path, data, "store")
     store_path = read_store_path(path, store)
-    monitor = read_monitor(path, section_table(path, data, "monitor"))
+    monitor_table = section_table(path, data, "monitor")
+    monitor = read_monitor(path, monitor_table)
     keep_finished = read_keep_finished(path, store, monitor["finished_window"])
 
     return Config(
@@ -124,6 +126,7 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         keep_finished=keep_finished,
         refresh=monitor["refresh"],
         finished_window=monitor["finished_window"],
+        mouse=read_mouse(path, monitor_table),
         watch=read_watch(path, section_table(path, data, "watch")),
         notify=read_notify(path, section_table(path, data, "notify")),
         agent=read_agent(path, section_table(path, data, "agent")),

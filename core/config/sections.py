@@ -54,14 +54,31 @@ def read_store_path(path: Path | None, store: Mapping[str, Any]) -> str | None:
     return store_path
 
 
+MONITOR_SWITCHES = {"mouse": True}
+"""``[monitor]``'s keys that are true or false, and their defaults."""
+
+
 def read_monitor(path: Path | None, table: Mapping[str, Any]) -> dict[str, float]:
-    """``[monitor]``: refresh and finished_window, in seconds."""
+    """``[monitor]``: refresh and finished_window, in seconds (``read_mouse`` reads mouse)."""
     values = dict(MONITOR_DEFAULTS)
     for key, value in table.items():
+        if key in MONITOR_SWITCHES:
+            continue
         if key not in MONITOR_DEFAULTS:
-            raise unknown_key(path, "monitor", key, list(MONITOR_DEFAULTS))
+            raise unknown_key(path, "monitor", key, [*MONITOR_DEFAULTS, *MONITOR_SWITCHES])
         values[key] = read_duration(path, "monitor", key, value, family="monitor")
     return values
+
+
+def read_mouse(path: Path | None, table: Mapping[str, Any]) -> bool:
+    """``[monitor] mouse``: true (the default) or false."""
+    value = table.get("mouse", MONITOR_SWITCHES["mouse"])
+    if not isinstance(value, bool):
+        raise ConfigError(
+            f"{where(path)} [monitor]: mouse = {value!r} must be true or false (false leaves "
+            "the mouse to the terminal, to select and copy text)"
+        )
+    return value
 
 
 def read_keep_finished(path: Path | None, store: Mapping[str, Any], window: float) -> float:

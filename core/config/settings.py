@@ -244,6 +244,9 @@ class Config:
     """How often the dashboard reads the store."""
     finished_window: float = MONITOR_DEFAULTS["finished_window"]
     """How long a finished task stays on screen."""
+    mouse: bool = True
+    """The dashboard takes the mouse (a click selects a row, a double click opens it); false
+    leaves it to the terminal, to select and copy text (as ``--no-mouse`` does)."""
     watch: WatchSettings = field(default_factory=WatchSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
     agent: AgentSettings = field(default_factory=AgentSettings)

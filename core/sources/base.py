@@ -261,17 +261,24 @@ class ReadOnlySource(ABC):
     def refusal(self, kind: ActionKind, origin: Origin) -> str | None:
         """Resume and discard are refused with the engine's own command: zombietop never
         writes to an engine. A kill goes to the task's process (``source_actions``)."""
-        if kind is ActionKind.RESUME:
-            how = self.engine.resume(origin)
-        elif kind is ActionKind.DISCARD:
-            how = self.engine.discard(origin)
-        else:
-            return None
-        what = self.engine.task_id(origin)
-        return (
-            f"{what} is {self.engine.name}'s (read-only source {self.name}); "
-            f"zombietop never writes to it. {how}"
-        )
+        return engine_refusal(self.engine, self.name, kind, origin)
+
+
+def engine_refusal(engine: Engine, source: str, kind: ActionKind, origin: Origin) -> str | None:
+    """Why ``kind`` is refused for a task of ``engine`` read from ``source``, naming the
+    engine's own command; None for a kill. The source's ``refusal``, and what a bulk action's
+    confirm says before anything is asked (``zombietop.act.bulk``)."""
+    if kind is ActionKind.RESUME:
+        how = engine.resume(origin)
+    elif kind is ActionKind.DISCARD:
+        how = engine.discard(origin)
+    else:
+        return None
+    what = engine.task_id(origin)
+    return (
+        f"{what} is {engine.name}'s (read-only source {source}); "
+        f"zombietop never writes to it. {how}"
+    )
 
 
 @functools.cache

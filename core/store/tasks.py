@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from zombietop.actions import finished_refusal
 from zombietop.errors import ActionRefused, LeaseLost, StoreError
 from zombietop.model import (
     EventKind,
@@ -414,8 +415,9 @@ class Tasks(Jobs[Conn], TasksInterface):
                 f"task changed since you looked: token {expected_token} is now {token}; "
                 f"look again before you {verb} {task_id}"
             )
-        if task.state in (TaskState.SUCCEEDED, TaskState.DISCARDED):
-            raise ActionRefused(f"{task_id} is {task.state}; there is nothing to {verb}")
+        refusal = finished_refusal(task_id, task.state, verb)
+        if refusal is not None:
+            raise ActionRefused(refusal)
         return task, lease, now
 
     async def _bump_token(

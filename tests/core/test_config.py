@@ -227,6 +227,10 @@ SHAPE_CASES = [
         '[monitor]\nrefresh = "0s"\n', "[monitor]: refresh must be longer than zero", id="refresh"
     ),
     pytest.param(
+        '[monitor]\nmouse = "no"\n', "[monitor]: mouse = 'no' must be true or false", id="mouse"
+    ),
+    pytest.param("[monitor]\nmice = false\n", "[monitor]: unknown key 'mice'", id="monitor-key"),
+    pytest.param(
         '[agent]\nallow = "alice"\n', "[agent]: allow must be a list of OS user names", id="allow"
     ),
     pytest.param(

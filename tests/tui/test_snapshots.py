@@ -263,8 +263,8 @@ def test_observed_detail(snap_compare):
 def test_help_80x24(snap_compare):
     """? at 80x24: a box titled 'zombietop keys' with 'Esc, q or ?: close' on its bottom
     border; the keys in the footer's order (Enter, a, r, d, K, u, A, ?, /, s, p, e, w, q),
-    then ctrl+p and the movement keys 'j ↓', 'k ↑', PgDn, PgUp, Home, End; it scrolls to the
-    glyph legend below."""
+    then ctrl+p and the movement keys 'j ↓', 'k ↑', PgDn, PgUp, Home, End, then the marks'
+    keys Space, *, Esc and n, and 'click'; it scrolls to the glyph legend below."""
 
     async def run_before(pilot: Pilot[None]) -> None:
         await settle(pilot)

@@ -278,12 +278,15 @@ async def test_the_mouse_selects_and_scrolls() -> None:
         await pilot.click(TaskList, offset=(20, 4))  # the fourth row under the header
         await pilot.pause()
         assert table.cursor == 3 and selected == []
-        await pilot.click(TaskList, offset=(20, 4))  # the row under the cursor: open it
+        await pilot.click(TaskList, offset=(20, 4))  # a click only selects, even again
         await pilot.pause()
-        assert selected == [views[3].task_id]
+        assert table.cursor == 3 and selected == []
+        await pilot.double_click(TaskList, offset=(20, 5))  # a double click opens its row
+        await pilot.pause()
+        assert table.cursor == 4 and selected == [views[4].task_id]
         await pilot.click(TaskList, offset=(20, 0))  # the header: nothing
         await pilot.pause()
-        assert table.cursor == 3
+        assert table.cursor == 4
         for _ in range(3):  # the wheel, as the terminal sends it over the table
             table.post_message(events.MouseScrollDown(table, 20, 5, 0, 1, 0, False, False, False))
         await pilot.pause()
@@ -291,7 +294,7 @@ async def test_the_mouse_selects_and_scrolls() -> None:
         assert lines(table)[0].split()[2] == views[round(table.scroll_y)].task_id
         await pilot.press("enter")
         await pilot.pause()
-        assert selected == [views[3].task_id] * 2
+        assert selected == [views[4].task_id] * 2
 
 
 @pytest.mark.parametrize("width", [80, 100, 160])

@@ -17,16 +17,18 @@ from dataclasses import replace
 import pytest
 from rich.console import Console, RenderableType
 
-from zombietop.actions import ActionKind
+from zombietop.act.bulk import BulkPlan, Skipped, plan_all
+from zombietop.actions import ActionKind, finished_refusal
 from zombietop.fleet import AgentPresence
 from zombietop.judge.monitor import Snapshot, TaskView
-from zombietop.model import Event, EventKind, TaskRecord
+from zombietop.model import Event, EventKind, TaskRecord, TaskState
 from zombietop.page import PageKind
 from zombietop.paging.notify import Page
 from zombietop.printable import UNSAFE, printable
 from zombietop.tui.cells import COLUMNS, row_cells, task_column
 from zombietop.tui.cli.status import nagios_output, render_table
 from zombietop.tui.cli.status_json import snapshot_to_json
+from zombietop.tui.screens.bulk import plan_text, skipped_text
 from zombietop.tui.screens.confirm import consequence, facts
 from zombietop.tui.screens.detail import facts_table
 from zombietop.tui.testing import NOW, alive_process, hostile_records, sample_config
@@ -132,6 +134,24 @@ INTERFACES: dict[str, Interface] = {
     "events pane": lambda s, e: event_line(e).plain,
     "kill dialog": lambda s, e: (
         consequence(ActionKind.KILL, _view(s)).plain + "\n" + facts(_view(s), NOW).plain
+    ),
+    # A bulk action's dialog: the marked ids, and a skipped task's reason, which names it.
+    "bulk dialog": lambda s, e: (
+        plan_text(plan_all("kill", [_view(s)])).plain
+        + "\n"
+        + skipped_text(
+            BulkPlan(
+                verb="resume",
+                asked=(),
+                skipped=(
+                    Skipped(
+                        view=_view(s),
+                        why=str(finished_refusal(_view(s).task_id, TaskState.SUCCEEDED, "resume")),
+                    ),
+                ),
+            ),
+            "resumed",
+        ).plain
     ),
     "offenders": lambda s, e: "\n".join(
         line.plain for line in offender_lines(s, Console(width=400), 400, 20)

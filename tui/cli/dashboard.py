@@ -20,6 +20,7 @@ async def cmd_dashboard(args: argparse.Namespace) -> int:
         wall=args.wall,
         refresh=args.refresh,
         sources=ctx.sources,
+        mouse=not args.no_mouse,
     )
 
 
@@ -34,5 +35,11 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--refresh", type=float, metavar="SECONDS", help="dashboard: seconds between polls"
+    )
+    parser.add_argument(
+        "--no-mouse",
+        action="store_true",
+        help="dashboard: leave the mouse to the terminal, to select and copy text "
+        "(also [monitor] mouse = false)",
     )
     parser.set_defaults(handler=cmd_dashboard)

@@ -6,14 +6,14 @@ from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.events import Resize
 from textual.widgets import Footer, Input
 
 from zombietop.judge.monitor import Snapshot
 from zombietop.tui import messages
 from zombietop.tui.cells import RowNotes, columns_for_width, running_per_job
-from zombietop.tui.keys import TaskKeys, bindings
+from zombietop.tui.keys import MARK_KEYS, TaskKeys, bindings
 from zombietop.tui.screen_state import Rows, ScreenState
 from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.wall import WallScreen
@@ -29,7 +29,7 @@ class DashboardScreen(TaskKeys):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *bindings(),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
+        *bindings(MARK_KEYS),
     ]
 
     DEFAULT_CSS = """
@@ -40,6 +40,9 @@ class DashboardScreen(TaskKeys):
     }
     DashboardScreen #filter.-open {
         display: block;
+    }
+    DashboardScreen.-filtering ToastRack {
+        margin-bottom: 4;  /* above the filter box and the footer, never over them */
     }
     """
 
@@ -98,6 +101,7 @@ class DashboardScreen(TaskKeys):
         snapshot = state.snapshot
         if shown is None or state.rows is not shown.rows:
             self.show_rows(state.rows, snapshot)
+        self.table.set_marked(state.marked)
         filter_text = state.filter_text
         self.query_one(StatusHeader).show(
             snapshot,
@@ -108,6 +112,7 @@ class DashboardScreen(TaskKeys):
                 if filter_text
                 else ""
             ),
+            marked=len(state.marked),
         )
         banner = self.query_one(Banner)
         banner.now = state.now
@@ -140,9 +145,26 @@ class DashboardScreen(TaskKeys):
         event.stop()
         self.post_message(messages.TaskAsked(messages.TaskAction.DETAIL, event.task_id))
 
+    def action_toggle_mark(self) -> None:
+        task_id = self.table.selected_task_id
+        if task_id is not None:
+            self.post_message(messages.MarksAsked(messages.MarkAction.TOGGLE, task_id))
+
+    def action_mark_shown(self) -> None:
+        self.post_message(messages.MarksAsked(messages.MarkAction.SHOWN))
+
+    def action_clear_marks(self) -> None:
+        """Esc: clear the marks; with none (or in the filter box), clear the filter."""
+        marked = self._shown is not None and self._shown.marked
+        if marked and not self.query_one("#filter", Input).has_focus:
+            self.post_message(messages.MarksAsked(messages.MarkAction.CLEAR))
+        else:
+            self.action_clear_filter()
+
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.add_class("-open")
+        self.add_class("-filtering")
         box.focus()
 
     @on(Input.Changed, "#filter")
@@ -154,12 +176,14 @@ class DashboardScreen(TaskKeys):
         box = self.query_one("#filter", Input)
         if not event.value.strip():
             box.remove_class("-open")
+            self.remove_class("-filtering")
         self.table.focus()
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.value = ""
         box.remove_class("-open")
+        self.remove_class("-filtering")
         self.table.focus()
 
     def action_cycle_sort(self) -> None:

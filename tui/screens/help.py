@@ -23,7 +23,7 @@ from zombietop.tui.cells import (
     SILENCED,
 )
 from zombietop.tui.healths import GLYPHS, health_label
-from zombietop.tui.keys import DETAIL_KEYS, MOVE_KEYS, display_key, keys_for
+from zombietop.tui.keys import DETAIL_KEYS, MARK_KEYS, MOVE_KEYS, display_key, keys_for
 
 CLOSE_KEYS = "escape,q,question_mark"
 
@@ -67,6 +67,10 @@ class HelpScreen(ModalScreen[None]):
         keys.add_row("ctrl+p", "Command palette: every key above, by name")
         for key in MOVE_KEYS:
             keys.add_row(display_key(key.key), key.description)
+        for key in MARK_KEYS:
+            if not (self.read_only and key.read_only_hides):
+                keys.add_row(display_key(key.key), key.description)
+        keys.add_row("click", "Select a row; a double click opens it (--no-mouse: none)")
         for key in DETAIL_KEYS:
             keys.add_row(display_key(key.key), f"In a task's detail view: {key.description}")
         keys.add_row(display_key(CLOSE_KEYS).replace(" ", ", "), "Close this help")

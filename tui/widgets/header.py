@@ -55,6 +55,8 @@ class StatusHeader(TextLines):
     sort_label: reactive[str] = reactive("", repaint=False)
     filter_label: reactive[str] = reactive("", repaint=False)
     show_counts: reactive[bool] = reactive(True, repaint=False)
+    marked: reactive[int] = reactive(0, repaint=False)
+    """How many tasks are marked (``space``, ``*``)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,16 +68,26 @@ class StatusHeader(TextLines):
     def _watch_any(self) -> None:
         self.show_lines(self._build())
 
-    def show(self, snapshot: Snapshot, now: float, *, sort_label: str, filter_label: str) -> None:
+    def show(
+        self,
+        snapshot: Snapshot,
+        now: float,
+        *,
+        sort_label: str,
+        filter_label: str,
+        marked: int = 0,
+    ) -> None:
         """Take one poll's state and repaint what changed (one look, not one per field)."""
         self.set_reactive(StatusHeader.snapshot, snapshot)
         self.set_reactive(StatusHeader.now, now)
         self.set_reactive(StatusHeader.sort_label, sort_label)
         self.set_reactive(StatusHeader.filter_label, filter_label)
+        self.set_reactive(StatusHeader.marked, marked)
         self._watch_any()
 
     watch_snapshot = watch_now = watch_store = watch_refresh_s = _watch_any
     watch_read_only = watch_sort_label = watch_filter_label = watch_show_counts = _watch_any
+    watch_marked = _watch_any
 
     def on_resize(self) -> None:
         self._lines = []
@@ -112,6 +124,9 @@ class StatusHeader(TextLines):
             rest.append(f"  sort: {self.sort_label}", style="bold")
         if self.filter_label:
             rest.append(f"  filter: {self.filter_label}", style="bold")
+        if self.marked:
+            rest.append("  ")
+            rest.append(f" {self.marked} marked ", style="bold reverse")
         if self.read_only:
             rest.append("  ")
             rest.append(" READ-ONLY ", style="bold reverse")

@@ -46,6 +46,10 @@ STRIPS_KEPT = 1024
 CELLS_KEPT = 4096
 """Drawn cells kept, keyed by what they read."""
 
+MARKED_GLYPH = "◆"
+"""Drawn at the left edge of a marked row (``space``, ``*``), over its first cell's padding:
+a marked row reads as marked without colour."""
+
 CellKey = tuple[str, object, tuple[object, ...]]
 
 
@@ -93,7 +97,11 @@ class TaskList(ScrollView, can_focus=True):
         *bindings(MOVE_KEYS),
     ]
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"task-list--header", "task-list--cursor"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "task-list--header",
+        "task-list--cursor",
+        "task-list--marked",
+    }
 
     # DataTable's look, which the table had before it was a line widget.
     DEFAULT_CSS = """
@@ -110,6 +118,10 @@ class TaskList(ScrollView, can_focus=True):
         &:ansi > .task-list--header {
             background: ansi_bright_blue;
             color: ansi_default;
+        }
+        & > .task-list--marked {
+            background: $accent 25%;
+            text-style: bold;
         }
         & > .task-list--cursor {
             background: $block-cursor-blurred-background;
@@ -149,7 +161,7 @@ class TaskList(ScrollView, can_focus=True):
         """The cursor moved onto another task."""
 
     class Selected(TaskMessage):
-        """Enter, or a click on the row under the cursor: open this task."""
+        """Enter, or a double click on a row: open this task."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -162,8 +174,10 @@ class TaskList(ScrollView, can_focus=True):
         self._rows: LRUCache[str, _Row] = LRUCache(ROWS_KEPT)
         self._strips: LRUCache[Hashable, Strip] = LRUCache(STRIPS_KEPT)
         self._cells: LRUCache[Hashable, list[Segment]] = LRUCache(CELLS_KEPT)
-        self._drawn: dict[int, tuple[RowKey, bool]] = {}
-        """Row -> the key of the line last drawn there (its content, whether under the cursor)."""
+        self._marked: frozenset[str] = frozenset()
+        self._drawn: dict[int, tuple[RowKey, tuple[bool, bool]]] = {}
+        """Row -> the key of the line last drawn there (its content, and whether it was under
+        the cursor and marked)."""
         self.cells_touched = 0
         """Cells that read differently since the last ``show`` (a new row counts every cell)."""
 
@@ -252,13 +266,27 @@ class TaskList(ScrollView, can_focus=True):
         self.cursor = place if place is not None else min(self.cursor, max(len(views) - 1, 0))
         self.refresh_changed()
 
+    @property
+    def marked(self) -> frozenset[str]:
+        return self._marked
+
+    def set_marked(self, marked: frozenset[str]) -> None:
+        """Draw these tasks' rows as marked; the lines in view that changed are redrawn."""
+        if marked != self._marked:
+            self._marked = marked
+            self.refresh_changed()
+
+    def _line_state(self, index: int) -> tuple[bool, bool]:
+        """Whether row ``index`` is under the cursor, and whether it is marked."""
+        return index == self.cursor, self._views[index].task_id in self._marked
+
     def refresh_changed(self) -> None:
         """Bring the rows in view up to date and refresh what reads differently: the span of a
         line from its first to its last changed cell (a terminal keeps the cells that read
         alike), a whole line where the cursor came or went."""
         rows = self.visible_rows()
         for index in rows:
-            line = (self._row(index).key, index == self.cursor)
+            line = (self._row(index).key, self._line_state(index))
             drawn = self._drawn.get(index)
             if drawn == line:
                 continue
@@ -364,10 +392,10 @@ class TaskList(ScrollView, can_focus=True):
         index = round(self.scroll_y) + offset.y - 1
         if index >= len(self._views):
             return
-        if index == self.cursor:
+        # A click selects its row; a double click opens it (the first click selected it).
+        self.cursor = index
+        if event.chain >= 2:
             self.action_select_cursor()
-        else:
-            self.cursor = index
 
     # Drawing --------------------------------------------------------------------------------
 
@@ -394,10 +422,16 @@ class TaskList(ScrollView, can_focus=True):
             if index >= len(self._views):
                 return Strip.blank(width, base)
             row = self._row(index)
-            under_cursor = index == self.cursor
+            state = self._line_state(index)
+            under_cursor, marked = state
             cursor = self.get_component_rich_style("task-list--cursor") if under_cursor else None
+            if marked:
+                base = base + self.get_component_rich_style("task-list--marked")
             strip = self._strip(row.key, base, cursor, width, row.cells, row.widths)
-            self._drawn[index] = (row.key, under_cursor)
+            if marked:
+                glyph = Segment(MARKED_GLYPH, base + cursor if cursor else base)
+                strip = Strip.join([Strip([glyph], 1), strip.crop(1, strip.cell_length)])
+            self._drawn[index] = (row.key, state)
         if scroll_x or strip.cell_length != width:
             strip = strip.crop_extend(scroll_x, scroll_x + width, base)
         return strip
