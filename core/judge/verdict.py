@@ -154,7 +154,12 @@ def page_line(verdict: Verdict, now: float) -> str:
         # Idle past the idle timeout is worth saying however short that timeout is (and is
         # said once: an idle reason already said it).
         idle_after = None if idle else min(IO_IDLE_WORTH_SAYING, limits.idle_timeout)
-        parts.append(process_words(process, idle_after))
+        said = process_words(process, idle_after)
+        if process.gone and task.state_reason and limits.engine and held and expires_at is None:
+            # An engine without leases, in its own words, on a task it goes on calling running
+            # (Prefect: RUNNING with no process behind it).
+            said += f" ({task.state_reason})"
+        parts.append(said)
     budgets = verdict.budgets(now)
     for flag, budget, label in (
         (Flag.REQUEST_OVERRUN, budgets.request, "request"),
