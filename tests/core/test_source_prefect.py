@@ -146,14 +146,14 @@ async def proxy(prefect: PrefectServer) -> AsyncIterator[RecordingProxy]:
         assert found.refused == [], f"zombietop sent requests that are not reads: {found.refused}"
 
 
-@pytest.fixture
-async def watch(tmp_path: Path, proxy: RecordingProxy) -> AsyncIterator[Watch]:
-    clock = FakeClock(time.time())
-    source = PrefectSource(proxy.url, clock=clock)
+async def _watch(
+    tmp_path: Path, url: str, clock: FakeClock, heartbeat_timeout: float | None = None
+) -> AsyncIterator[Watch]:
+    source = PrefectSource(url, clock=clock, heartbeat_timeout=heartbeat_timeout)
     await source.open()
     config = tmp_path / "config.toml"
     config.write_text("")
-    store = await SQLiteStore.open(tmp_path / "zt.db", create=True, clock=clock)
+    store = await SQLiteStore.open(tmp_path / f"zt-{id(source)}.db", create=True, clock=clock)
     monitor = Monitor(
         store, load_config(config), probe=PsutilProbe(clock=clock), clock=clock, sources=[source]
     )
@@ -162,6 +162,12 @@ async def watch(tmp_path: Path, proxy: RecordingProxy) -> AsyncIterator[Watch]:
     finally:
         await source.close()
         await store.close()
+
+
+@pytest.fixture
+async def watch(tmp_path: Path, proxy: RecordingProxy) -> AsyncIterator[Watch]:
+    async for found in _watch(tmp_path, proxy.url, FakeClock(time.time())):
+        yield found
 
 
 def _pid(marker: Path) -> int:
@@ -202,12 +208,13 @@ async def test_a_flow_run_killed_with_its_worker_is_dead_at_the_next_poll_while_
         assert view.task.pid == pid and view.task.job == "nap/naps"
         assert view.heartbeat is not None and view.heartbeat.source is HeartbeatSource.SUPERVISOR
         assert watch.source.kill_check(pid) is None
+        beat = view.heartbeat.written_at
         # Past the grace zombietop gives a worker to record an end after the last beat, so
         # the first poll after the kill can only say dead.
         grace = record_grace(view.limits)
         wait_for(
             "the record grace to pass",
-            lambda: time.time() > view.heartbeat.written_at + grace + 0.5,
+            lambda: time.time() > beat + grace + 0.5,
             timeout=60,
         )
         os.killpg(worker.pid, signal.SIGKILL)
@@ -222,6 +229,14 @@ async def test_a_flow_run_killed_with_its_worker_is_dead_at_the_next_poll_while_
         line = view.verdict.context(watch.clock.now())
         assert "RUNNING in Prefect with no process behind it" in line, line
         assert prefect.flow_run(run_id)["state_type"] == "RUNNING"
+        # A zombietop that starts after the kill cannot tell where the run ran (Prefect
+        # records a pid, no host): only the heartbeat, older than its timeout, says stalled.
+        async for later in _watch(tmp_path, proxy.url, FakeClock(time.time()), heartbeat_timeout=5):
+            wait_for("the heartbeat to pass 5 s", lambda: time.time() > beat + 5.5)
+            seen = await later.once(zid)
+        assert seen.health is Health.STALLED and seen.task.pid is None, seen.verdict.context(
+            later.clock.now()
+        )
         # Prefect still says RUNNING a while later: nothing in Prefect moves it.
         still = wait_for(
             "a few seconds", lambda: time.monotonic() - killed_at > 5 and prefect.flow_run(run_id)
@@ -234,6 +249,34 @@ async def test_a_flow_run_killed_with_its_worker_is_dead_at_the_next_poll_while_
         )
     finally:
         _stop(worker)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_a_flow_run_prefect_calls_completed_while_its_process_runs_on_is_orphaned(
+    prefect: PrefectServer, deployment: str, watch: Watch, tmp_path: Path
+) -> None:
+    """Prefect says the run ended (here someone forced its state) while its process runs on:
+    zombietop says ``orphaned``, and the kill check still knows the process."""
+    worker = prefect.worker("naps")
+    pid = 0
+    try:
+        run_id = prefect.run(deployment, seconds=600, marker=str(tmp_path / "m"))
+        pid = _pid(tmp_path / "m")
+        zid = f"nap/{run_id}"
+        wait_for(
+            "Prefect to record the pid", lambda: prefect.flow_run(run_id)["infrastructure_pid"]
+        )
+        assert (await watch.until(zid, Health.HEALTHY)).task.pid == pid
+        prefect.set_state(run_id, "COMPLETED")
+        view = await watch.until(zid, Health.ORPHANED)
+        line = view.verdict.context(watch.clock.now())
+        assert f"pid {pid} alive" in line and "after Prefect marked it succeeded" in line, line
+        assert watch.source.kill_check(pid) is None
+    finally:
+        _stop(worker)
+        if pid:
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.slow
