@@ -418,7 +418,7 @@ ENGINE = Engine(
     make=PrefectSource,
     heartbeat_timeout=(
         PREFECT_HEARTBEAT_TIMEOUT,
-        "Prefect: three of its flows.heartbeat_frequency (180 s)",
+        "Prefect: three of its heartbeat intervals, flows.heartbeat_frequency = 180 s",
     ),
     actions="cancel or retry it with `prefect flow-run`, or kill its process",
     task_id=_task_id_of,
