@@ -281,18 +281,15 @@ class PrefectSource(ReadOnlySource):
         deployment = self._names.get(("deployments", str(deployment_id))) if deployment_id else None
         zid = prefect_task_id(flow, run_id)
         started = epoch(run.get("start_time"))
-        state_at = (
-            epoch((run.get("state") or {}).get("timestamp"))
-            if isinstance(run.get("state"), dict)
-            else None
-        )
+        said = run.get("state")
+        state_at = epoch(said.get("timestamp")) if isinstance(said, dict) else None
         expected = epoch(run.get("expected_start_time"))
         created = expected or epoch(run.get("created")) or now
         reason = _reason(prefect_state, state_name, run, process)
         executing = state.executing
-        claimed = (started or state_at or now) if executing else None
-        if state.finished:
-            claimed = started
+        claimed = started if state.finished else None
+        if executing:
+            claimed = started or state_at or now
         task = Task(
             task_id=zid,
             run_id=bounded_id(str(run.get("name") or run_id)),
@@ -313,25 +310,7 @@ class PrefectSource(ReadOnlySource):
             finished_at=(epoch(run.get("end_time")) or state_at or now) if state.finished else None,
             updated_at=epoch(run.get("updated")) or now,
         )
-        lease = heartbeat = None
-        if executing:
-            labels = run.get("labels") if isinstance(run.get("labels"), dict) else {}
-            owner = labels.get("prefect.worker.name") or run.get("work_pool_name") or "prefect"
-            lease = Lease(
-                task_id=zid,
-                owner=bounded_id(str(owner)),
-                token=task.attempt,
-                acquired_at=claimed,
-            )
-            beat = self._beats.get(run_id)
-            if beat is not None:
-                heartbeat = Heartbeat(
-                    task_id=zid,
-                    written_at=beat,
-                    progress_changed_at=beat,
-                    stage_started_at=started or beat,
-                    source=HeartbeatSource.SUPERVISOR,
-                )
+        lease, heartbeat = self._lease_and_beat(run, task) if executing else (None, None)
         return SourceRecord(
             record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat),
             origin=self.origin(
@@ -345,6 +324,29 @@ class PrefectSource(ReadOnlySource):
                     "infrastructure_pid": _text(run.get("infrastructure_pid")),
                 }
             ),
+        )
+
+    def _lease_and_beat(self, run: Mapping[str, Any], task: Task) -> tuple[Lease, Heartbeat | None]:
+        """A running flow run's lease (Prefect has none: held by its worker, with no expiry)
+        and its newest heartbeat event, a beat of life."""
+        labels = run.get("labels")
+        worker = labels.get("prefect.worker.name") if isinstance(labels, dict) else None
+        owner = worker or run.get("work_pool_name") or "prefect"
+        lease = Lease(
+            task_id=task.task_id,
+            owner=bounded_id(str(owner)),
+            token=task.attempt,
+            acquired_at=task.claimed_at,
+        )
+        beat = self._beats.get(str(run["id"]))
+        if beat is None:
+            return lease, None
+        return lease, Heartbeat(
+            task_id=task.task_id,
+            written_at=beat,
+            progress_changed_at=beat,
+            stage_started_at=task.started_at or beat,
+            source=HeartbeatSource.SUPERVISOR,
         )
 
     def kill_check(self, pid: int) -> str | None:
