@@ -13,6 +13,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from aiohttp import ClientSession, web
 
+from tests.core.test_watchdog import ListNotifier
 from tests.prefect_env import PrefectServer, need_venv
 from tests.queues_env import wait_for
 from zombietop.actions import ActionKind
@@ -38,6 +40,7 @@ from zombietop.sources.base import Capability, Origin
 from zombietop.sources.prefect import PrefectSource, infrastructure_pid
 from zombietop.sources.prefect_api import is_read
 from zombietop.store.sqlite import SQLiteStore
+from zombietop.watch.watchdog import Watchdog
 
 READS = {("POST", "/api/flow_runs/filter"), ("POST", "/api/events/filter")}
 """The only POSTs that read in Prefect's API; every other read is a GET."""
@@ -229,6 +232,24 @@ async def test_a_flow_run_killed_with_its_worker_is_dead_at_the_next_poll_while_
         line = view.verdict.context(watch.clock.now())
         assert "RUNNING in Prefect with no process behind it" in line, line
         assert prefect.flow_run(run_id)["state_type"] == "RUNNING"
+        notifier = ListNotifier()
+        dog = Watchdog(
+            watch.monitor,
+            watch.monitor.config,
+            executor=None,
+            notifiers=[notifier],
+            clock=watch.clock,
+            log=lambda line: None,
+        )
+        for _ in range(3):
+            await dog.tick()
+            watch.clock.advance(1)
+        paged = [p for p in notifier.pages if p.kind == "incident"]
+        assert [(p.task_id, p.health) for p in paged] == [(zid, "dead")]
+        assert "RUNNING in Prefect with no process behind it" in paged[0].shown
+        assert paged[0].shown.endswith(
+            " - cancel or retry it with `prefect flow-run`, or kill its process"
+        )
         # A zombietop that starts after the kill cannot tell where the run ran (Prefect
         # records a pid, no host): only the heartbeat, older than its timeout, says stalled.
         async for later in _watch(tmp_path, proxy.url, FakeClock(time.time()), heartbeat_timeout=5):
@@ -277,6 +298,38 @@ async def test_a_flow_run_prefect_calls_completed_while_its_process_runs_on_is_o
         _stop(worker)
         if pid:
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_zombietop_kill_signals_the_flow_runs_process(
+    prefect: PrefectServer, deployment: str, tmp_path: Path
+) -> None:
+    """``zombietop kill`` of a running flow run: the source finds its process by the flow
+    run id in its environment, and zombietop sends SIGTERM to its process group."""
+    worker = prefect.worker("naps")
+    try:
+        run_id = prefect.run(deployment, seconds=600, marker=str(tmp_path / "m"))
+        pid = _pid(tmp_path / "m")
+        wait_for(
+            "Prefect to record the pid", lambda: prefect.flow_run(run_id)["infrastructure_pid"]
+        )
+        config = tmp_path / "config.toml"
+        config.write_text("")
+        base = [sys.executable, "-m", "zombietop.tui", "--db", str(tmp_path / "zt.db")]
+        base += ["--config", str(config)]
+        subprocess.run([*base, "init"], check=True, capture_output=True, timeout=60)
+        done = subprocess.run(
+            [*base, "kill", f"nap/{run_id}", "--yes", "--source", "prefect+" + prefect.api],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"SIGTERM sent to process group {pid}" in done.stdout, done.stdout
+        wait_for(f"pid {pid} to exit", lambda: not Path(f"/proc/{pid}").exists())
+    finally:
+        _stop(worker)
 
 
 @pytest.mark.slow
