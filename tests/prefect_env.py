@@ -40,12 +40,15 @@ from prefect import flow
 
 
 @flow(log_prints=False)
-def nap(seconds: float, marker: str, fail: bool = False) -> str:
-    """Write this process's pid into ``marker``, then sleep ``seconds`` (or fail)."""
+def nap(seconds: float, marker: str, fail: bool = False, hang: bool = False) -> str:
+    """Write this process's pid into ``marker``, then sleep ``seconds`` in short naps, or in
+    one (``hang``: a flow stuck on a call that never returns), or fail."""
     with open(marker, "a") as out:
         out.write(f"{os.getpid()}\\n")
     if fail:
         raise RuntimeError("boom in nap")
+    if hang:
+        time.sleep(seconds)
     end = time.time() + seconds
     while time.time() < end:
         time.sleep(0.2)

@@ -150,12 +150,16 @@ async def proxy(prefect: PrefectServer) -> AsyncIterator[RecordingProxy]:
 
 
 async def _watch(
-    tmp_path: Path, url: str, clock: FakeClock, heartbeat_timeout: float | None = None
+    tmp_path: Path,
+    url: str,
+    clock: FakeClock,
+    heartbeat_timeout: float | None = None,
+    config_text: str = "",
 ) -> AsyncIterator[Watch]:
     source = PrefectSource(url, clock=clock, heartbeat_timeout=heartbeat_timeout)
     await source.open()
-    config = tmp_path / "config.toml"
-    config.write_text("")
+    config = tmp_path / f"config-{id(source)}.toml"
+    config.write_text(config_text)
     store = await SQLiteStore.open(tmp_path / f"zt-{id(source)}.db", create=True, clock=clock)
     monitor = Monitor(
         store, load_config(config), probe=PsutilProbe(clock=clock), clock=clock, sources=[source]
@@ -294,6 +298,34 @@ async def test_a_flow_run_prefect_calls_completed_while_its_process_runs_on_is_o
         line = view.verdict.context(watch.clock.now())
         assert f"pid {pid} alive" in line and "after Prefect marked it succeeded" in line, line
         assert watch.source.kill_check(pid) is None
+    finally:
+        _stop(worker)
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_a_flow_run_that_hangs_while_prefect_beats_for_it_is_stalled_when_idle(
+    prefect: PrefectServer, deployment: str, proxy: RecordingProxy, tmp_path: Path
+) -> None:
+    """The flow's code waits on a call that never returns: Prefect's heartbeat thread goes on
+    beating, and the process does nothing. zombietop reads the process's CPU and I/O: stalled
+    once it has been idle for ``idle_timeout`` (5 s here, 20 min by default)."""
+    worker = prefect.worker("naps")
+    pid = 0
+    try:
+        run_id = prefect.run(deployment, seconds=600, marker=str(tmp_path / "m"), hang=True)
+        pid = _pid(tmp_path / "m")
+        wait_for(
+            "Prefect to record the pid", lambda: prefect.flow_run(run_id)["infrastructure_pid"]
+        )
+        clock = FakeClock(time.time())
+        idle = '[thresholds]\nidle_timeout = "5s"\n'
+        async for watch in _watch(tmp_path, proxy.url, clock, config_text=idle):
+            view = await watch.until(f"nap/{run_id}", Health.STALLED)
+        line = view.verdict.context(clock.now())
+        assert view.task.pid == pid and "idle" in line and "no CPU, no I/O" in line, line
     finally:
         _stop(worker)
         if pid:
