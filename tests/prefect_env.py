@@ -211,6 +211,17 @@ class PrefectServer:
         with urllib.request.urlopen(request, timeout=10) as answer:
             assert answer.status in (200, 201), answer.status
 
+    def post(self, path: str, body: Any) -> Any:
+        """POST ``body`` to Prefect's API (the test writes to Prefect; zombietop never does)."""
+        request = urllib.request.Request(
+            self.api + path,
+            data=json.dumps(body).encode(),
+            headers={"content-type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.loads(answer.read())
+
     def stop(self) -> None:
         for process in [*self.workers, self.process]:
             if process is None or process.poll() is not None:

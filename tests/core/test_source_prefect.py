@@ -414,6 +414,28 @@ async def test_the_kill_check_refuses_a_process_that_is_not_the_flow_runs(
         sleeper.wait()
 
 
+async def test_hostile_names_and_messages_are_bounded_and_printable(
+    prefect: PrefectServer, watch: Watch
+) -> None:
+    """Whoever can write to Prefect names its flows and writes its state messages: a flow name
+    of 20,000 characters becomes an id of a few hundred, and a message with terminal escapes
+    reaches the reason without them."""
+    flow = prefect.post("/flows/", {"name": "f" * 20_000})
+    message = "\x1b]0;pwned\x07\x1b[31mdisk full\x1b[0m" + "!" * 5000
+    run = prefect.post(
+        "/flow_runs/",
+        {"flow_id": flow["id"], "name": "hostile", "state": {"type": "FAILED", "message": message}},
+    )
+    snapshot = await watch.monitor.poll()
+    found = [view for view in snapshot.by_id().values() if view.task.run_id == "hostile"]
+    assert len(found) == 1
+    task = found[0].task
+    assert len(task.task_id) < 400 and task.task_id.endswith(run["id"])
+    reason = task.state_reason or ""
+    assert "\x1b" not in reason and "\x07" not in reason and "disk full" in reason, reason
+    assert len(reason) <= 250, len(reason)
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
@@ -476,3 +498,20 @@ async def test_a_server_that_does_not_answer_is_a_clear_error() -> None:
     with pytest.raises(SourceError, match="cannot reach Prefect's API"):
         await source.poll(None, "here")
     await source.close()
+
+
+async def test_without_aiohttp_the_source_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The HTTP client comes with zombietop[all]: without it, the source's error names it and
+    the command that installs it, and the rest of zombietop reads on."""
+    monkeypatch.setitem(sys.modules, "aiohttp", None)
+    source = open_source("prefect+http://127.0.0.1:4200/api")
+    with pytest.raises(SourceError) as raised:
+        await source.open()
+    said = str(raised.value)
+    assert said.startswith(
+        "source prefect+http://127.0.0.1:4200/api: a Prefect source needs aiohttp, which is not "
+        "installed: "
+    ), said
+    assert "[all]" in said, said
