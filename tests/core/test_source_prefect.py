@@ -515,3 +515,10 @@ async def test_without_aiohttp_the_source_says_what_to_install(
         "installed: "
     ), said
     assert "[all]" in said, said
+
+
+def test_a_password_in_the_url_becomes_basic_auth_and_is_never_shown() -> None:
+    source = open_source("prefect+https://admin:s3cret@prefect.example:4200/api")
+    assert isinstance(source, PrefectSource)
+    assert "s3cret" not in source.name and "s3cret" not in repr(source)
+    assert source.api.base == "https://prefect.example:4200/api"
