@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -412,6 +413,47 @@ async def test_the_kill_check_refuses_a_process_that_is_not_the_flow_runs(
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+STATES = [
+    # Prefect's state type and name, and zombietop's health and reason for it.
+    ("SCHEDULED", "Late", Health.QUEUED, "prefect Late"),
+    ("PENDING", "Pending", Health.STARTING, "prefect Pending"),
+    (
+        "PAUSED",
+        "Suspended",
+        Health.QUEUED,
+        "prefect Suspended: waits to be resumed, not for a worker",
+    ),
+    ("CANCELLING", "Cancelling", Health.HEALTHY, "prefect Cancelling"),
+    ("COMPLETED", "Completed", Health.SUCCEEDED, None),
+    ("FAILED", "Failed", Health.FAILED, "prefect Failed: out of memory"),
+    ("CRASHED", "Crashed", Health.FAILED, "prefect Crashed: out of memory"),
+    ("CANCELLED", "Cancelled", Health.DISCARDED, "prefect Cancelled"),
+]
+
+
+async def test_each_state_of_prefect_reads_as_its_health(
+    prefect: PrefectServer, watch: Watch
+) -> None:
+    """Flow runs made in each of Prefect's states through its API (as its workers and its
+    engine put them there), and one poll."""
+    flow = prefect.post("/flows/", {"name": "states"})
+    made = {}
+    for kind, name, _, _ in STATES:
+        state: dict[str, Any] = {"type": kind, "name": name, "message": "out of memory"}
+        if kind == "SCHEDULED":
+            due = datetime.fromtimestamp(time.time() - 60, tz=UTC).isoformat()
+            state["state_details"] = {"scheduled_time": due}
+        run = prefect.post("/flow_runs/", {"flow_id": flow["id"], "name": name, "state": state})
+        made[kind] = run["id"]
+    views = (await watch.monitor.poll()).by_id()
+    for kind, _, health, reason in STATES:
+        assert f"states/{made[kind]}" in views, kind
+        view = views[f"states/{made[kind]}"]
+        assert (kind, view.health, view.task.state_reason) == (kind, health, reason)
+    assert views[f"states/{made['SCHEDULED']}"].task.waits_in_queue
+    assert not views[f"states/{made['PAUSED']}"].task.waits_in_queue
 
 
 async def test_hostile_names_and_messages_are_bounded_and_printable(
