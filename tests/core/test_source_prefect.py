@@ -433,6 +433,7 @@ STATES = [
 ]
 
 
+@pytest.mark.slow
 async def test_each_state_of_prefect_reads_as_its_health(
     prefect: PrefectServer, watch: Watch
 ) -> None:
@@ -456,6 +457,7 @@ async def test_each_state_of_prefect_reads_as_its_health(
     assert not views[f"states/{made['PAUSED']}"].task.waits_in_queue
 
 
+@pytest.mark.slow
 async def test_hostile_names_and_messages_are_bounded_and_printable(
     prefect: PrefectServer, watch: Watch
 ) -> None:
