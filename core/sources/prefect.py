@@ -241,6 +241,8 @@ class PrefectSource(ReadOnlySource):
             out.append(self._record(run, host, now, process))
         self._processes = processes
         self._pids = {process.pid: run_id for run_id, process in processes.items()}
+        read = {str(run["id"]) for run in runs}
+        self._strangers = {key: seen for key, seen in self._strangers.items() if key in read}
         return out
 
     def _process(self, run: Mapping[str, Any], local: frozenset[str]) -> Process | None:
