@@ -158,7 +158,8 @@ def page_line(verdict: Verdict, now: float) -> str:
         said = expires_at is not None and now > expires_at
         if health is Health.DEAD and task.state_reason and limits.engine and not said:
             # An engine's words on what becomes of a task whose worker is gone (Dramatiq:
-            # nothing until a maintenance pass drawn at random), unless the lease said them.
+            # nothing until a maintenance pass drawn at random; Prefect: RUNNING with no
+            # process behind it), unless the expired lease said them.
             words += f" ({task.state_reason})"
         parts.append(words)
     budgets = verdict.budgets(now)

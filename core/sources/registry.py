@@ -23,6 +23,7 @@ ENGINES: dict[str, str] = {
     "rq": "zombietop.sources.rq",
     "bullmq": "zombietop.sources.bullmq",
     "dramatiq": "zombietop.sources.dramatiq",
+    "prefect": "zombietop.sources.prefect",
 }
 """Each engine's kind (the part of its URLs' scheme before ``+``) and the module that reads it."""
 
