@@ -22,6 +22,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -210,7 +211,7 @@ class PrefectServer:
             headers={"content-type": "application/json"},
             method="POST",
         )
-        with urllib.request.urlopen(request, timeout=10) as answer:
+        with _send(request) as answer:
             assert answer.status in (200, 201), answer.status
 
     def post(self, path: str, body: Any) -> Any:
@@ -221,7 +222,7 @@ class PrefectServer:
             headers={"content-type": "application/json"},
             method="POST",
         )
-        with urllib.request.urlopen(request, timeout=10) as answer:
+        with _send(request) as answer:
             return json.loads(answer.read())
 
     def stop(self) -> None:
@@ -246,3 +247,16 @@ class PrefectServer:
             except psutil.Error:
                 continue
         shutil.rmtree(self.home, ignore_errors=True)
+
+
+def _send(request: urllib.request.Request, attempts: int = 6) -> Any:
+    """Send a write of the test's, again on 503 as Prefect's own client does: a server on
+    SQLite answers 503 while one of its services holds the database's lock."""
+    for attempt in range(attempts):
+        try:
+            return urllib.request.urlopen(request, timeout=10)
+        except urllib.error.HTTPError as error:
+            if error.code != 503 or attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * 2**attempt)
+    raise AssertionError("unreachable")
