@@ -22,6 +22,7 @@ ENGINES: dict[str, str] = {
     "celery": "zombietop.sources.celery",
     "rq": "zombietop.sources.rq",
     "bullmq": "zombietop.sources.bullmq",
+    "dagster": "zombietop.sources.dagster",
 }
 """Each engine's kind (the part of its URLs' scheme before ``+``) and the module that reads it."""
 
