@@ -132,6 +132,10 @@ def page_line(verdict: Verdict, now: float) -> str:
     if heartbeat is not None:
         observed = "" if heartbeat.source is HeartbeatSource.REPORTED else f"{heartbeat.source} "
         parts.append(f"{observed}heartbeat {format_age(now - heartbeat.written_at)} old")
+    elif task.state.executing and health is Health.DEAD and task.state_reason and limits.engine:
+        # An engine's words on a task it calls running with nothing behind it (Dagster: a run
+        # STARTED whose run worker went without an end): no beat was ever to come.
+        parts.append(task.state_reason)
     elif task.state.executing:
         starting = task.state is TaskState.STARTING
         why = f": {task.state_reason}" if task.state_reason and starting else ""

@@ -106,12 +106,11 @@ def dagster_task_id(job: str, run_id: str) -> str:
     return f"{bounded_id(job)}/{bounded_id(run_id)}"
 
 
-def no_process_words(status: str, pid: int) -> str:
+def no_process_words(status: str) -> str:
     """A run Dagster calls running whose run worker is gone, in Dagster's words."""
     return (
-        f"{status} in Dagster with no process behind it (run worker pid {pid}); Dagster's "
-        "default run launcher never checks its run worker: only run monitoring's max_runtime "
-        "would end the run"
+        f"{status} in Dagster with no process behind it; its default run launcher never "
+        "checks the run worker, only run monitoring's max_runtime would end the run"
     )
 
 
@@ -318,7 +317,7 @@ def _reason(
             for step, (step_pid, named_at) in sorted(events.steps.items())
             if step_pid is not None and worker_identity(step_pid, named_at)[1]
         ]
-        return "; ".join([no_process_words(status, pid), *left])
+        return "; ".join([no_process_words(status), *left])
     if status == "FAILURE":
         return f"dagster FAILURE: {events.failure}" if events.failure else "dagster FAILURE"
     if status == "CANCELING":
