@@ -88,6 +88,52 @@ with DagsterInstance.get() as instance:
     print(json.dumps({run.run_id: run.status.value for run in instance.get_runs()}))
 """
 
+FLEET = """
+import os
+import sys
+import time
+
+from dagster import DagsterInstance, job, op
+from dagster._core.events import DagsterEvent
+from dagster._core.events.log import EventLogEntry
+
+
+@op
+def nap():
+    pass
+
+
+@job
+def fleet():
+    nap()
+
+
+def event(run_id, kind, pid, step=None):
+    return EventLogEntry(
+        error_info=None,
+        level=10,
+        user_message="",
+        run_id=run_id,
+        timestamp=time.time(),
+        step_key=step,
+        job_name="fleet",
+        dagster_event=DagsterEvent(
+            event_type_value=kind, job_name="fleet", pid=pid, step_key=step
+        ),
+    )
+
+
+count, pid = int(sys.argv[1]), int(sys.argv[2])
+with DagsterInstance.get() as instance:
+    for _ in range(count):
+        run = instance.create_run_for_job(job_def=fleet)
+        instance.handle_new_event(event(run.run_id, "PIPELINE_START", pid))
+        instance.handle_new_event(event(run.run_id, "STEP_START", pid, "nap"))
+"""
+"""Writes ``COUNT`` running runs of the job ``fleet`` through Dagster's own instance, each
+with its start and its step's start naming ``PID`` as their process: runs in flight on this
+host, as many as a benchmark needs, without as many processes."""
+
 
 def venv() -> Path | None:
     """The venv with Dagster installed, or None."""
@@ -190,6 +236,18 @@ class DagsterInstance:
         if done.returncode != 0:
             raise RuntimeError(f"Dagster could not list its runs:\n{done.stderr[-3000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def fleet(self, count: int, pid: int) -> None:
+        """Write ``count`` running runs whose processes are ``pid`` (``FLEET``)."""
+        done = subprocess.run(
+            [str(self.venv / "bin" / "python"), "-c", FLEET, str(count), str(pid)],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"writing the runs failed:\n{done.stderr[-3000:]}")
 
     def stop(self) -> None:
         for run in self.runs:

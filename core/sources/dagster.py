@@ -372,7 +372,7 @@ ENGINE = Engine(
     make=DagsterSource,
     heartbeat_timeout=(
         DAGSTER_HEARTBEAT_TIMEOUT,
-        "zombietop: an hour without an event or a live run worker (Dagster has no limit)",
+        "zombietop: an hour without an event or a live run worker; Dagster has no such limit",
     ),
     actions="re-execute it from failure in Dagster, mark it canceled, or kill its run worker",
     task_id=lambda origin: dagster_task_id(str(origin.ids["job"]), str(origin.ids["run_id"])),

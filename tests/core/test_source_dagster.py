@@ -142,6 +142,10 @@ async def test_a_killed_run_worker_leaves_its_run_dead_at_the_next_poll_while_da
     assert after == before
     assert dead_after < 5.0, dead_after  # one poll: no wait for an end Dagster never records
     assert dagster.statuses()[run_id] == "STARTED"
+    print(
+        f"dagster times: dead {dead_after:.1f}s after the kill; Dagster says STARTED "
+        f"{time.monotonic() - killed_at:.1f}s after it"
+    )
 
 
 async def test_a_run_worker_that_does_nothing_past_idle_timeout_is_stalled(
@@ -149,8 +153,10 @@ async def test_a_run_worker_that_does_nothing_past_idle_timeout_is_stalled(
 ) -> None:
     run = dagster.start("napper", seconds=300)
     run.started()
+    started = time.monotonic()
     async for watch in _watch(tmp_path, dagster.url, '[thresholds]\nidle_timeout = "2s"\n'):
         view = await watch.until(run, Health.STALLED)
+    print(f"dagster times: stalled {time.monotonic() - started:.1f}s after the op began to sleep")
     assert view.verdict.reasons[0].code == IDLE_REASON
     run.stop()
 
@@ -174,7 +180,9 @@ async def test_a_run_dagster_finished_whose_run_worker_runs_on_is_orphaned(
 ) -> None:
     run = dagster.start("lingerer", seconds=120)
     run.started()
+    began = time.monotonic()
     view = await watch.until(run, Health.ORPHANED)
+    print(f"dagster times: orphaned {time.monotonic() - began:.1f}s after the op began")
     assert view.task.state.finished
     run.stop()
 
