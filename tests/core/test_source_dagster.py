@@ -170,7 +170,7 @@ async def test_a_failed_run_fails_with_dagsters_message_and_a_good_one_succeeds(
     views = {view.task.pid: view for view in await watch.views()}
     assert views[failed.pid].health is Health.FAILED
     reason = views[failed.pid].task.state_reason or ""
-    assert reason.startswith("dagster FAILURE: "), reason
+    assert reason.startswith('dagster FAILURE: Execution of run for "failer" failed.'), reason
     assert views[good.pid].health is Health.SUCCEEDED
     assert views[good.pid].task.finished_at is not None
 
