@@ -1,8 +1,10 @@
-"""Dagster's SQLite storage as a read-only source.
+"""Dagster's run storage (SQLite or PostgreSQL) as a read-only source.
 
-zombietop reads the files of a Dagster instance (``$DAGSTER_HOME``) and never writes to them:
-the runs in ``history/runs.db`` (``sqlite_reader``) and each run's event log in
-``history/runs/<run_id>.db`` (``dagster_events``). Each run becomes one zombietop task:
+zombietop reads a Dagster instance's storage and never writes to it. On SQLite, the files of
+the instance's folder (``$DAGSTER_HOME``): the runs in ``history/runs.db`` (``sqlite_reader``)
+and each run's event log in ``history/runs/<run_id>.db`` (``dagster_events``); on PostgreSQL,
+the tables ``runs`` and ``event_logs`` in read-only transactions. Each run becomes one
+zombietop task:
 
 - its id reads ``JOB/RUN_ID``; its job and step type are the job's name, so
   ``[step_types.JOB]`` sets per-job thresholds; its step is the steps running now;
@@ -10,8 +12,9 @@ the runs in ``history/runs.db`` (``sqlite_reader``) and each run's event log in
   SUCCESS is succeeded, FAILURE failed (with Dagster's message, paged as any failed run),
   CANCELED discarded;
 - the run worker is the process that wrote the run's start event. A SQLite storage is one
-  machine's folder, so its pids are this host's. Its identity: a process that started after
-  the event that named it took the pid by reuse;
+  machine's folder, so its pids are this host's; Dagster records no host, so on PostgreSQL
+  they are the host's that the URL names (``?run_workers_on=HOST``), else no host's. Its
+  identity: a process that started after the event that named it took the pid by reuse;
 - while the run worker lives, its beat is now (proof of life from the kernel, not of
   progress: the process probe's CPU and I/O say whether it works); once it is gone, the last
   event's time. A run that Dagster still calls STARTED with no process behind it is ``dead``
@@ -20,7 +23,7 @@ the runs in ``history/runs.db`` (``sqlite_reader``) and each run's event log in
 - a finished run whose run worker still runs is orphaned.
 
 The module declares its engine (``ENGINE``, at the end) for the table in ``registry.py``; its
-SQL is in ``sql/dagster_sqlite.sql``.
+SQL is in ``sql/dagster_sqlite.sql`` and ``sql/dagster_postgresql.sql``.
 """
 
 from __future__ import annotations
@@ -33,27 +36,30 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import psutil
 
 from zombietop.clock import Clock
-from zombietop.errors import SourceError
+from zombietop.errors import MissingExtra, SourceError
+from zombietop.extras import require
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
 from zombietop.procs import read_start
 from zombietop.rows import Row
 from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord
-from zombietop.sources.dagster_events import EventLogs, RunEvents, dagster_time
+from zombietop.sources.dagster_events import EventLogs, PostgresEvents, RunEvents, dagster_time
 from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.sqlite_reader import SqliteReader
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
 
-SCHEMES = ("dagster+sqlite",)
-FORMS = ("dagster+sqlite:///PATH",)
-"""How a person writes the URL: PATH is the instance's folder, ``$DAGSTER_HOME``."""
+SCHEMES = ("dagster+sqlite", "dagster+postgresql", "dagster+postgres")
+FORMS = ("dagster+sqlite:///PATH", "dagster+postgresql://USER@HOST/DB")
+"""How a person writes the URLs: PATH is the instance's folder, ``$DAGSTER_HOME``; the
+PostgreSQL one is dagster.yaml's ``postgres_url``, with ``?run_workers_on=HOST`` when the run
+workers run on HOST."""
 
 DAGSTER_HEARTBEAT_TIMEOUT = 3600.0
 """Seconds without an event, and with no run worker seen alive on this host, before a running
@@ -86,14 +92,14 @@ Dagster) nor SUSPENDED (waiting on purpose)."""
 
 
 def check_url(url: str) -> str:
-    """Return ``url`` if it names a Dagster instance's folder, else raise saying what to write."""
+    """Return ``url`` if it names a Dagster instance's storage, else raise saying what to write."""
     scheme = url.split("://", 1)[0] if "://" in url else ""
     if scheme not in SCHEMES:
         raise SourceError(
-            f"source {printable_url(url)!r}: not a Dagster instance; use {FORMS[0]} (the "
-            "folder of $DAGSTER_HOME; Dagster on PostgreSQL is not read yet)"
+            f"source {printable_url(url)!r}: not a Dagster instance; use {' or '.join(FORMS)} "
+            "(PATH: the folder of $DAGSTER_HOME)"
         )
-    if not url.partition(":///")[2]:
+    if scheme == "dagster+sqlite" and not url.partition(":///")[2]:
         raise SourceError(
             f"source {printable_url(url)!r}: no folder; use dagster+sqlite:///PATH with PATH the "
             "instance's folder, $DAGSTER_HOME (dagster+sqlite:////abs/path for an absolute one)"
@@ -136,65 +142,163 @@ def worker_identity(pid: int, named_at: float | None) -> tuple[ProcessStart | No
 
 
 class DagsterSource(ReadOnlySource):
-    """One Dagster instance's SQLite storage, read-only."""
+    """One Dagster instance's storage (SQLite or PostgreSQL), read-only."""
 
-    clock = "this host's clock (Dagster's processes write their own times into the files)"
+    clock = "this host's clock (Dagster's processes write their own times into its storage)"
 
     def __init__(
         self, url: str, *, heartbeat_timeout: float | None = None, clock: Clock | None = None
     ) -> None:
         super().__init__(url, heartbeat_timeout=heartbeat_timeout, clock=clock)
-        # As SQLAlchemy reads sqlite:/// URLs: three slashes, then the path (a fourth: absolute).
-        self.home = Path(unquote(url.split(":///", 1)[1])).resolve()
-        self.runs_db = self.home / "history" / "runs.db"
-        self._sql = load("dagster_sqlite", package="zombietop.sources")
-        self._runs = SqliteReader(self.runs_db, self.name, replaced=lambda: None)
-        self._events = EventLogs(
-            self.home / "history" / "runs", self.name, self._sql["dagster_run_events"]
-        )
+        scheme, _, rest = url.partition("://")
+        self.backend = "sqlite" if scheme == "dagster+sqlite" else "postgresql"
+        self._sql = load(f"dagster_{self.backend}", package="zombietop.sources")
         self._lock = asyncio.Lock()
         self.notes: list[str] = []
         """What the last poll could not read of some runs (their event logs); the rest of it
         was read."""
+        self.workers_on: str | None = None
+        """The host the run workers run on: this one for a SQLite storage (one machine's
+        folder); on PostgreSQL only what the URL's ``run_workers_on`` says."""
+        if self.backend == "sqlite":
+            # As SQLAlchemy reads sqlite:/// URLs: three slashes, then the path (a fourth:
+            # absolute).
+            self.home = str(Path(unquote(url.split(":///", 1)[1])).resolve())
+            self.runs_db = Path(self.home) / "history" / "runs.db"
+            self._runs = SqliteReader(self.runs_db, self.name, replaced=lambda: None)
+            self._files = EventLogs(
+                Path(self.home) / "history" / "runs", self.name, self._sql["dagster_run_events"]
+            )
+        else:
+            parts = urlsplit("postgresql://" + rest)
+            query = parse_qsl(parts.query, keep_blank_values=True)
+            self.workers_on = dict(query).get("run_workers_on") or None
+            kept = urlencode([(key, value) for key, value in query if key != "run_workers_on"])
+            self.dsn = urlunsplit(parts._replace(query=kept))
+            self.home = printable_url(self.dsn)
+            self._pg: Any = None
+            self._rows = PostgresEvents(self._sql["dagster_run_events"])
 
     async def open(self) -> None:
-        """Check that the folder holds Dagster's run storage."""
-        columns = await asyncio.to_thread(self._read_runs, self._sql["dagster_runs_columns"], ())
+        """Check that the storage holds Dagster's runs."""
+        columns = await self._fetch(self._sql["dagster_runs_columns"], what="its runs' columns")
         missing = {"run_id", "pipeline_name", "status", "start_time", "end_time"} - {
             row["name"] for row in columns
         }
         if missing:
             raise SourceError(
-                f"source {self.name}: {self.runs_db} has no runs table with Dagster's columns "
-                f"(missing {', '.join(sorted(missing))}); is it a Dagster instance's "
-                "history/runs.db, migrated with `dagster instance migrate`?"
+                f"source {self.name}: no runs table with Dagster's columns (missing "
+                f"{', '.join(sorted(missing))}); is it a Dagster instance's run storage, "
+                "migrated with `dagster instance migrate`?"
             )
 
     async def close(self) -> None:
-        self._runs.close()
+        if self.backend == "sqlite":
+            self._runs.close()
+        elif self._pg is not None:
+            await self._pg.close()
+            self._pg = None
 
-    def _read_runs(self, query: str, params: tuple[Any, ...]) -> list[Row]:
+    async def _fetch(self, query: str, *params: Any, what: str) -> list[Row]:
+        """The rows of ``query``, read-only on either backend; ``what`` names it for errors."""
+        if self.backend == "sqlite":
+            return await asyncio.to_thread(self._sqlite_rows, query, params, what)
+        conn = await self._pg_connection()
+        try:
+            async with conn.transaction(readonly=True, isolation="repeatable_read"):
+                return list(await conn.fetch(query, *params))
+        except Exception as exc:
+            raise self._pg_error(exc) from None
+
+    def _sqlite_rows(self, query: str, params: tuple[Any, ...], what: str) -> list[Row]:
         if not self.runs_db.is_file():
             raise SourceError(
                 f"source {self.name}: no Dagster run storage at {self.runs_db}; give the "
                 "instance's folder ($DAGSTER_HOME), or the base_dir of dagster.yaml's "
                 "storage: sqlite: section"
             )
-        return self._runs.read(lambda conn: list(conn.execute(query, params)), "its runs")
+        return self._runs.read(lambda conn: list(conn.execute(query, params)), what)
+
+    async def _pg_connection(self) -> Any:
+        if self._pg is not None and not self._pg.is_closed():
+            return self._pg
+        try:
+            require("a Dagster source on PostgreSQL", "asyncpg", extra="postgres")
+        except MissingExtra as exc:
+            raise SourceError(f"source {self.name}: {exc}") from None
+        import asyncpg
+
+        try:
+            self._pg = await asyncpg.connect(
+                self.dsn,
+                server_settings={
+                    "default_transaction_read_only": "on",
+                    "application_name": "zombietop (read-only)",
+                },
+            )
+        except (OSError, asyncpg.PostgresError) as exc:
+            raise SourceError(f"source {self.name}: cannot connect ({exc})") from None
+        return self._pg
+
+    def _pg_error(self, exc: Exception) -> SourceError:
+        return SourceError(f"source {self.name}: cannot read ({exc})")
+
+    async def _events(self, run_ids: list[str], *, again: bool = False) -> dict[str, RunEvents]:
+        """By run id, what each run's events say (``again``: only these runs, read now)."""
+        if self.backend == "sqlite":
+            if again:
+                return await asyncio.to_thread(self._files.again, run_ids)
+            found, errors = await asyncio.to_thread(self._files.read, run_ids)
+            self.notes = [f"run {printable(bounded_id(r))}: {why}" for r, why in errors.items()]
+            return found
+        conn = await self._pg_connection()
+        try:
+            async with conn.transaction(readonly=True):
+                if again:
+                    return await self._rows.again(conn, run_ids)
+                return await self._rows.read(conn, run_ids)
+        except Exception as exc:
+            raise self._pg_error(exc) from None
+
+    def _here(self, host: str) -> bool:
+        """True when the run workers' pids are this host's processes."""
+        if self.backend == "sqlite":
+            return True
+        return self.workers_on is not None and self.workers_on in self.local_names(host)
 
     async def poll(self, since: float | None, host: str) -> Sequence[SourceRecord]:
         async with self._lock:
-            return await asyncio.to_thread(self._poll, since, host)
+            now = self._clock.now()
+            rows = await self._fetch(
+                self._sql["dagster_runs"], _time_param(since, self.backend), what="its runs"
+            )
+            events = await self._events([r["run_id"] for r in rows if _reads_events(r, now)])
+            here = self._here(host)
+            checks = await asyncio.to_thread(_identities, rows, events) if here else {}
+            gone = [
+                run_id
+                for run_id, (_, alive) in checks.items()
+                if not alive and _executing(rows, run_id) and not events[run_id].ended
+            ]
+            if gone:
+                # Gone: read what they wrote before they went, so a run that ended as this
+                # poll read it waits for Dagster's mark instead of reading as dead.
+                events.update(await self._events(gone, again=True))
+            return [
+                self._record(row, events.get(row["run_id"]), checks, host if here else None, now)
+                for row in rows
+            ]
 
-    def _poll(self, since: float | None, host: str) -> list[SourceRecord]:
-        now = self._clock.now()
-        rows = self._read_runs(self._sql["dagster_runs"], (_time_param(since),))
-        wanted = [row["run_id"] for row in rows if _reads_events(row, now)]
-        events, errors = self._events.read(wanted)
-        self.notes = [f"run {printable(bounded_id(run))}: {why}" for run, why in errors.items()]
-        return [self._record(row, events.get(row["run_id"]), host, now) for row in rows]
-
-    def _record(self, row: Row, events: RunEvents | None, host: str, now: float) -> SourceRecord:
+    def _record(
+        self,
+        row: Row,
+        events: RunEvents | None,
+        checks: dict[str, tuple[ProcessStart | None, bool]],
+        host: str | None,
+        now: float,
+    ) -> SourceRecord:
+        """One run as zombietop's task; ``host`` is the run workers' when they are this
+        host's, and ``checks`` says of each run worker there whether it lives."""
         status = str(row["status"])
         state = _STATES.get(status, TaskState.QUEUED)
         job = bounded_id(row["job"] or "?")
@@ -203,13 +307,7 @@ class DagsterSource(ReadOnlySource):
         started = _float(row["start_time"])
         events = events or RunEvents()
         pid = events.worker_pid if state.executing or state.finished else None
-        pid_start, alive = (None, False)
-        if pid is not None:
-            pid_start, alive = worker_identity(pid, events.worker_named_at)
-            if state.executing and not alive and not events.ended:
-                # Gone: read what it wrote before it went, so a run that ended as this poll
-                # read it waits for Dagster's mark instead of reading as dead.
-                events = self._events.again(row["run_id"])
+        pid_start, alive = checks.get(row["run_id"], (None, False))
         steps = sorted(events.steps) if state.executing else []
         task = Task(
             task_id=zid,
@@ -222,7 +320,7 @@ class DagsterSource(ReadOnlySource):
             pid=pid,
             pid_start_time=None if pid_start is None else pid_start.time,
             pid_start_identity=None if pid_start is None else pid_start.identity,
-            state_reason=_reason(status, state, events, pid, alive),
+            state_reason=_reason(status, state, events, pid if host else None, alive),
             waits_in_queue=status in WAITS_IN_QUEUE,
             created_at=created,
             claimed_at=started if state.executing or state.finished else None,
@@ -236,7 +334,7 @@ class DagsterSource(ReadOnlySource):
             # finished, so zombietop sees a lease held without an expiry (never reclaimable).
             owner = f"dagster run worker pid {pid}" if pid is not None else "dagster"
             lease = Lease(task_id=zid, owner=owner, token=1, acquired_at=started or created)
-            beat = _beat(now, events, pid, alive)
+            beat = _beat(now, events, pid if host else None, alive)
             if beat is not None:
                 heartbeat = Heartbeat(
                     task_id=zid,
@@ -254,7 +352,7 @@ class DagsterSource(ReadOnlySource):
                 "steps": ", ".join(f"{step} (pid {events.steps[step][0] or '?'})" for step in steps)
                 or None,
                 "last_event_at": _iso(events.last_event_at),
-                "instance": str(self.home),
+                "instance": self.home,
             }
         )
         return SourceRecord(
@@ -284,6 +382,26 @@ def runs_dagster(argv: Sequence[str]) -> bool:
     if "dagster" in names:
         return True
     return any(arg == "-m" and nxt == "dagster" for arg, nxt in itertools.pairwise(argv[1:4]))
+
+
+def _identities(
+    rows: Sequence[Row], events: dict[str, RunEvents]
+) -> dict[str, tuple[ProcessStart | None, bool]]:
+    """By run id, the start the probe checks each run worker against, and whether it lives
+    (``worker_identity``): the runs that run or ended of late, whose run worker is known."""
+    found: dict[str, tuple[ProcessStart | None, bool]] = {}
+    for row in rows:
+        known = events.get(row["run_id"])
+        if known is not None and known.worker_pid is not None:
+            found[row["run_id"]] = worker_identity(known.worker_pid, known.worker_named_at)
+    return found
+
+
+def _executing(rows: Sequence[Row], run_id: str) -> bool:
+    return any(
+        row["run_id"] == run_id and _STATES.get(str(row["status"]), TaskState.QUEUED).executing
+        for row in rows
+    )
 
 
 def _reads_events(row: Row, now: float) -> bool:
@@ -333,11 +451,13 @@ def _iso(when: float | None) -> str | None:
     return None if when is None else datetime.fromtimestamp(when, tz=UTC).isoformat()
 
 
-def _time_param(when: float | None) -> str | None:
-    """``when`` as the text of Dagster's naive UTC datetime columns, which order as times."""
+def _time_param(when: float | None, backend: str) -> str | datetime | None:
+    """``when`` as Dagster's naive UTC datetime columns compare: their text on SQLite, which
+    orders as the times do."""
     if when is None:
         return None
-    return datetime.fromtimestamp(when, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    param = datetime.fromtimestamp(when, tz=UTC).replace(tzinfo=None)
+    return param.strftime("%Y-%m-%d %H:%M:%S.%f") if backend == "sqlite" else param
 
 
 def _resume(origin: Origin) -> str:

@@ -155,14 +155,16 @@ class EventLogs:
         self._known = found
         return found, errors
 
-    def again(self, run_id: str) -> RunEvents:
-        """One run's events read again now (what its run worker wrote before it went); what
-        was known when the file cannot be read."""
-        known = self._known.get(run_id) or RunEvents()
-        try:
-            found = self._known[run_id] = self._read_one(run_id, known)
-        except SourceError:
-            return known
+    def again(self, run_ids: list[str]) -> dict[str, RunEvents]:
+        """What some runs' events say now (what their run workers wrote before they went);
+        what was known of a run whose file cannot be read."""
+        found: dict[str, RunEvents] = {}
+        for run_id in run_ids:
+            known = self._known.get(run_id) or RunEvents()
+            try:
+                found[run_id] = self._known[run_id] = self._read_one(run_id, known)
+            except SourceError:
+                found[run_id] = known
         return found
 
     def _read_one(self, run_id: str, known: RunEvents) -> RunEvents:
@@ -211,6 +213,36 @@ class EventLogs:
             ) from None
         finally:
             conn.close()
+
+
+class PostgresEvents:
+    """The events of a Dagster instance's runs in its PostgreSQL table ``event_logs``, read as
+    they are written: each read asks for the events after the last one read of each run."""
+
+    def __init__(self, query: str) -> None:
+        self._query = query
+        self._known: dict[str, RunEvents] = {}
+
+    async def read(self, conn: Any, run_ids: list[str]) -> dict[str, RunEvents]:
+        """By run id, what each run's events say, on the asyncpg connection ``conn``."""
+        found = {run_id: self._known.get(run_id) or RunEvents() for run_id in run_ids}
+        await self._take(conn, found)
+        self._known = found
+        return found
+
+    async def again(self, conn: Any, run_ids: list[str]) -> dict[str, RunEvents]:
+        """What some runs' events say now (what their run workers wrote before they went)."""
+        found = {run_id: self._known.get(run_id) or RunEvents() for run_id in run_ids}
+        await self._take(conn, found)
+        self._known.update(found)
+        return found
+
+    async def _take(self, conn: Any, runs: dict[str, RunEvents]) -> None:
+        if not runs:
+            return
+        asked = json.dumps([[run_id, known.last_id] for run_id, known in runs.items()])
+        for row in await conn.fetch(self._query, asked):
+            runs[row["run_id"]].take(row)
 
 
 def _file_key(path: Path, before: FileMark) -> tuple[Any, ...]:

@@ -248,7 +248,7 @@ def test_which_command_lines_run_dagster(argv: list[str], runs: bool) -> None:
 
 def test_resume_and_discard_name_dagsters_own_commands() -> None:
     source = open_source("dagster+sqlite:////srv/dagster")
-    assert isinstance(source, DagsterSource) and source.home == Path("/srv/dagster")
+    assert isinstance(source, DagsterSource) and source.home == "/srv/dagster"
     origin = Origin(
         source=source.name,
         kind="dagster",
@@ -265,10 +265,17 @@ def test_resume_and_discard_name_dagsters_own_commands() -> None:
     assert source.refusal(ActionKind.KILL, origin) is None
 
 
-@pytest.mark.parametrize("url", ["dagster+postgresql://u@h/db", "dagster+sqlite://", "dagster://x"])
+@pytest.mark.parametrize("url", ["dagster+sqlite://", "dagster+sqlite:///", "dagster://x"])
 def test_a_wrong_url_says_how_to_write_one(url: str) -> None:
     with pytest.raises(SourceError, match=r"dagster\+sqlite:///PATH|unknown kind"):
         open_source(url)
+
+
+def test_a_postgresql_url_keeps_its_run_workers_host_out_of_the_connection() -> None:
+    source = open_source("dagster+postgresql://u:secret@h/db?sslmode=require&run_workers_on=vm1")
+    assert isinstance(source, DagsterSource) and source.workers_on == "vm1"
+    assert source.dsn == "postgresql://u:secret@h/db?sslmode=require"
+    assert "secret" not in source.name and "secret" not in source.home
 
 
 async def test_a_folder_without_dagsters_storage_says_what_to_give(tmp_path: Path) -> None:
