@@ -25,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL = (
     "python3 -m venv .dagster-venv && .dagster-venv/bin/pip install 'dagster>=1.13,<2' "
-    "(pyproject's [dagster] group)"
+    "'dagster-postgres>=0.29,<0.30' (pyproject's [dagster] group)"
 )
 
 JOBS = '''
@@ -187,12 +187,19 @@ class DagsterRun:
 class DagsterInstance:
     """A Dagster instance folder (``DAGSTER_HOME``) and the runs started on it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, postgres_url: str | None = None) -> None:
         self.venv = need_venv()
         self.home = root / "dagster-home"
         self.home.mkdir(parents=True, exist_ok=True)
-        # An empty dagster.yaml: the defaults, as Dagster asks of an instance folder.
-        (self.home / "dagster.yaml").write_text("")
+        self.postgres_url = postgres_url
+        # The SQLite storage in the folder (an empty dagster.yaml, as Dagster asks of one), or
+        # dagster-postgres's storage on ``postgres_url``.
+        storage = ""
+        if postgres_url is not None:
+            # psycopg2 (dagster-postgres's own dependency): SQLAlchemy would pick psycopg 3.
+            driver = postgres_url.replace("postgresql://", "postgresql+psycopg2://", 1)
+            storage = f"storage:\n  postgres:\n    postgres_url: {json.dumps(driver)}\n"
+        (self.home / "dagster.yaml").write_text(storage)
         self.jobs = root / "zq_jobs.py"
         self.jobs.write_text(JOBS)
         self.root = root
@@ -200,6 +207,8 @@ class DagsterInstance:
 
     @property
     def url(self) -> str:
+        if self.postgres_url is not None:
+            return f"dagster+{self.postgres_url}"
         return f"dagster+sqlite:///{self.home}"
 
     def env(self, **extra: str) -> dict[str, str]:

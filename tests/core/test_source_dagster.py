@@ -16,8 +16,10 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
+from tests.conftest import PostgresForTests
 from tests.core.test_watchdog import ListNotifier
 from tests.dagster_env import DagsterInstance, DagsterRun
 from zombietop.actions import ActionKind
@@ -29,7 +31,7 @@ from zombietop.judge.monitor import Monitor
 from zombietop.judge.snapshot import TaskView
 from zombietop.judge.verdict import IDLE_REASON
 from zombietop.model import HeartbeatSource
-from zombietop.procs import PsutilProbe
+from zombietop.procs import PsutilProbe, this_host
 from zombietop.sources import open_or_later, open_source
 from zombietop.sources.base import Capability, Origin
 from zombietop.sources.dagster import DagsterSource, runs_dagster
@@ -282,3 +284,50 @@ async def test_a_folder_without_dagsters_storage_says_what_to_give(tmp_path: Pat
     source = open_source(f"dagster+sqlite:///{tmp_path}")
     with pytest.raises(SourceError, match=r"no Dagster run storage at .*history/runs\.db"):
         await source.open()
+
+
+async def _digest(url: str) -> tuple[str, str]:
+    """The rows of Dagster's runs and event_logs tables, as one digest each."""
+    conn = await asyncpg.connect(url)
+    try:
+        return (
+            await conn.fetchval("SELECT md5(string_agg(r::text, ',' ORDER BY r.id)) FROM runs r"),
+            await conn.fetchval(
+                "SELECT md5(string_agg(e::text, ',' ORDER BY e.id)) FROM event_logs e"
+            ),
+        )
+    finally:
+        await conn.close()
+
+
+async def test_on_postgresql_a_killed_run_worker_is_dead_and_nothing_is_written(
+    postgres: PostgresForTests, tmp_path: Path
+) -> None:
+    """Dagster on its PostgreSQL storage (dagster-postgres): the same zombie, judged the same
+    way when the URL says the run workers run on this host; zombietop's connection is
+    read-only, and the tables' rows do not change. Without ``run_workers_on`` the pid is shown
+    on no host, and the run is judged by its last event."""
+    url = postgres.create_database(empty=True)
+    dagster = DagsterInstance(tmp_path / "pg", postgres_url=url)
+    try:
+        run = dagster.start("napper", seconds=300)
+        run.started()
+        here = f"{dagster.url}&run_workers_on={this_host()}"
+        async for watch in _watch(tmp_path, here):
+            assert (await watch.of(run)).health is Health.HEALTHY
+            os.kill(run.pid, signal.SIGKILL)
+            run.wait()
+            before = await _digest(url)
+            view = await watch.of(run)
+            assert view.health is Health.DEAD, view.verdict.context(watch.clock.now())
+            assert "STARTED in Dagster with no process behind it" in view.task.state_reason
+            pg = watch.source._pg
+            assert await pg.fetchval("SHOW default_transaction_read_only") == "on"
+        async for elsewhere in _watch(tmp_path, dagster.url):
+            found = [v for v in await elsewhere.views() if v.task.pid == run.pid]
+            assert len(found) == 1 and found[0].task.host is None
+            assert found[0].heartbeat is not None and found[0].health is Health.HEALTHY
+        assert await _digest(url) == before
+        assert dagster.statuses()[view.task.run_id] == "STARTED"
+    finally:
+        dagster.stop()
