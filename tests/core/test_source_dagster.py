@@ -12,6 +12,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -331,3 +332,30 @@ async def test_on_postgresql_a_killed_run_worker_is_dead_and_nothing_is_written(
         assert dagster.statuses()[view.task.run_id] == "STARTED"
     finally:
         dagster.stop()
+
+
+async def test_zombietop_kill_signals_the_runs_run_worker(
+    dagster: DagsterInstance, watch: Watch, tmp_path: Path
+) -> None:
+    """``zombietop kill`` of a running run: the run worker the run's start named, checked to
+    be that process and to run Dagster, gets SIGTERM; Dagster itself then ends the run, as a
+    failure (its interrupt handler raises in the op)."""
+    run = dagster.start("napper", seconds=300)
+    run.started()
+    task_id = (await watch.of(run)).task.task_id
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    base = [sys.executable, "-m", "zombietop.tui", "--db", str(tmp_path / "zt.db")]
+    base += ["--config", str(config)]
+    subprocess.run([*base, "init"], check=True, capture_output=True, timeout=60)
+    done = subprocess.run(
+        [*base, "kill", task_id, "--yes", "--source", dagster.url],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SIGTERM sent to process group {run.pid}" in done.stdout, done.stdout
+    run.wait(timeout=60)
+    view = await watch.until(run, Health.FAILED, bound=60)
+    assert (view.task.state_reason or "").startswith("dagster FAILURE: "), view.task.state_reason
