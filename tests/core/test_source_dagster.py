@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -359,3 +361,29 @@ async def test_zombietop_kill_signals_the_runs_run_worker(
     run.wait(timeout=60)
     view = await watch.until(run, Health.FAILED, bound=60)
     assert (view.task.state_reason or "").startswith("dagster FAILURE: "), view.task.state_reason
+
+
+async def test_hostile_names_in_dagsters_files_are_bounded_and_escaped(
+    dagster: DagsterInstance, tmp_path: Path
+) -> None:
+    """Whoever can write the instance's files writes its names: a copy of a real instance,
+    its job renamed to 20,000 characters with terminal escapes, reads as a bounded id, and
+    ``zombietop status`` shows it escaped."""
+    run = dagster.start("failer")
+    run.wait()
+    copy = tmp_path / "copy"
+    shutil.copytree(dagster.home, copy)
+    hostile = "\x1b]52;c;owned\x07\x1b[2J" + "x" * 20_000
+    with sqlite3.connect(copy / "history" / "runs.db") as conn:
+        conn.execute("UPDATE runs SET pipeline_name = ?", (hostile,))
+    url = f"dagster+sqlite:///{copy}"
+    async for watch in _watch(tmp_path, url):
+        found = [v for v in await watch.views() if v.task.pid == run.pid]
+        assert len(found) == 1 and len(found[0].task.task_id) < 600
+    base = [sys.executable, "-m", "zombietop.tui", "--db", str(tmp_path / "zt.db")]
+    subprocess.run([*base, "init"], check=True, capture_output=True, timeout=60)
+    done = subprocess.run(
+        [*base, "status", "--source", url], capture_output=True, text=True, timeout=90
+    )
+    assert "failed" in done.stdout and "xxxx" in done.stdout, done.stdout + done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
