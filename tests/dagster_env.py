@@ -244,7 +244,8 @@ class DagsterInstance:
         )
         if done.returncode != 0:
             raise RuntimeError(f"Dagster could not list its runs:\n{done.stderr[-3000:]}")
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        found: dict[str, str] = json.loads(done.stdout.strip().splitlines()[-1])
+        return found
 
     def fleet(self, count: int, pid: int) -> None:
         """Write ``count`` running runs whose processes are ``pid`` (``FLEET``)."""

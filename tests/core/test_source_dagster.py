@@ -323,7 +323,7 @@ async def test_on_postgresql_a_killed_run_worker_is_dead_and_nothing_is_written(
             before = await _digest(url)
             view = await watch.of(run)
             assert view.health is Health.DEAD, view.verdict.context(watch.clock.now())
-            assert "STARTED in Dagster with no process behind it" in view.task.state_reason
+            assert "STARTED in Dagster with no process behind it" in (view.task.state_reason or "")
             pg = watch.source._pg
             assert await pg.fetchval("SHOW default_transaction_read_only") == "on"
         async for elsewhere in _watch(tmp_path, dagster.url):
