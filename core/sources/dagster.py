@@ -275,19 +275,29 @@ class DagsterSource(ReadOnlySource):
             events = await self._events([r["run_id"] for r in rows if _reads_events(r, now)])
             here = self._here(host)
             checks = await asyncio.to_thread(_identities, rows, events) if here else {}
+            executing = {
+                row["run_id"]
+                for row in rows
+                if _STATES.get(str(row["status"]), TaskState.QUEUED).executing
+            }
             gone = [
                 run_id
                 for run_id, (_, alive) in checks.items()
-                if not alive and _executing(rows, run_id) and not events[run_id].ended
+                if not alive and run_id in executing and not events[run_id].ended
             ]
             if gone:
                 # Gone: read what they wrote before they went, so a run that ended as this
                 # poll read it waits for Dagster's mark instead of reading as dead.
                 events.update(await self._events(gone, again=True))
-            return [
-                self._record(row, events.get(row["run_id"]), checks, host if here else None, now)
-                for row in rows
-            ]
+            # In a thread: a dead run's reason asks the kernel about its step processes.
+            return await asyncio.to_thread(
+                lambda: [
+                    self._record(
+                        row, events.get(row["run_id"]), checks, host if here else None, now
+                    )
+                    for row in rows
+                ]
+            )
 
     def _record(
         self,
@@ -395,13 +405,6 @@ def _identities(
         if known is not None and known.worker_pid is not None:
             found[row["run_id"]] = worker_identity(known.worker_pid, known.worker_named_at)
     return found
-
-
-def _executing(rows: Sequence[Row], run_id: str) -> bool:
-    return any(
-        row["run_id"] == run_id and _STATES.get(str(row["status"]), TaskState.QUEUED).executing
-        for row in rows
-    )
 
 
 def _reads_events(row: Row, now: float) -> bool:
