@@ -55,7 +55,7 @@ def test_the_run_start_names_the_run_worker_and_steps_come_and_go() -> None:
 def test_the_runs_end_is_seen_with_the_failures_message(kind: str, failure: str | None) -> None:
     found = RunEvents()
     found.take(row(1, "PIPELINE_START", "2026-12-06 19:32:36", pid=5, timestamp=1.0))
-    body = {"pid": 5, "timestamp": 2.0, "message": failure or ""}
+    body: dict[str, Any] = {"pid": 5, "timestamp": 2.0, "message": failure or ""}
     found.take(row(2, kind, "2026-12-06 19:32:40", **body))
     assert found.ended and found.failure == failure
 
