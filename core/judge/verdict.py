@@ -129,9 +129,16 @@ def page_line(verdict: Verdict, now: float) -> str:
 
     idle = [r.words(now) for r in reasons if r.code == IDLE_REASON]
     parts.extend(idle)  # what pages an idle task leads its line, as the seed's incident read
+    # An engine's words on what becomes of a dead task, said once (Dramatiq: nothing until a
+    # maintenance pass drawn at random; Prefect and Dagster: running with no process behind it).
+    engine_words = task.state_reason if health is Health.DEAD and limits.engine else None
     if heartbeat is not None:
         observed = "" if heartbeat.source is HeartbeatSource.REPORTED else f"{heartbeat.source} "
         parts.append(f"{observed}heartbeat {format_age(now - heartbeat.written_at)} old")
+    elif task.state.executing and engine_words:
+        # No beat was ever to come (Dagster's run worker): not "no heartbeat yet".
+        parts.append(engine_words)
+        engine_words = None
     elif task.state.executing:
         starting = task.state is TaskState.STARTING
         why = f": {task.state_reason}" if task.state_reason and starting else ""
@@ -146,6 +153,7 @@ def page_line(verdict: Verdict, now: float) -> str:
             # An engine's words on what becomes of the task (BullMQ: nothing until a worker starts).
             why = f" ({task.state_reason})" if task.state_reason and limits.engine else ""
             parts.append(f"lease expired {format_age(now - expires_at)} ago{why}")
+            engine_words = None
         else:
             parts.append(f"lease expires in {format_age(expires_at - now)}")
     if held and lease is not None and lease.over_http:
@@ -155,13 +163,7 @@ def page_line(verdict: Verdict, now: float) -> str:
         # said once: an idle reason already said it).
         idle_after = None if idle else min(IO_IDLE_WORTH_SAYING, limits.idle_timeout)
         words = process_words(process, idle_after)
-        said = expires_at is not None and now > expires_at
-        if health is Health.DEAD and task.state_reason and limits.engine and not said:
-            # An engine's words on what becomes of a task whose worker is gone (Dramatiq:
-            # nothing until a maintenance pass drawn at random; Prefect: RUNNING with no
-            # process behind it), unless the expired lease said them.
-            words += f" ({task.state_reason})"
-        parts.append(words)
+        parts.append(f"{words} ({engine_words})" if engine_words else words)
     budgets = verdict.budgets(now)
     for flag, budget, label in (
         (Flag.REQUEST_OVERRUN, budgets.request, "request"),

@@ -24,6 +24,7 @@ ENGINES: dict[str, str] = {
     "bullmq": "zombietop.sources.bullmq",
     "dramatiq": "zombietop.sources.dramatiq",
     "prefect": "zombietop.sources.prefect",
+    "dagster": "zombietop.sources.dagster",
 }
 """Each engine's kind (the part of its URLs' scheme before ``+``) and the module that reads it."""
 

@@ -653,3 +653,28 @@ def test_an_engines_words_follow_a_dead_tasks_gone_process_once(
     assert line.count(why) == (0 if said is None else 1), line
     if said is not None:
         assert said.format(why=why) in line, line
+    ("engine", "state_reason", "said"),
+    [
+        ("Dagster", "STARTED in Dagster with no process behind it", True),
+        ("Dagster", None, False),
+        (None, "resumed by ops", False),
+    ],
+)
+def test_a_dead_engine_task_without_a_beat_says_the_engines_words(
+    engine: str | None, state_reason: str | None, said: bool
+) -> None:
+    """A running task that never beat and whose process is gone: an engine's words take the
+    place of "no heartbeat yet"; zombietop's own tasks and a task without words keep it."""
+    limits = replace(LIMITS, engine=engine)
+    gone = proc(alive=False)
+    verdict = classify(
+        NOW, task(state_reason=state_reason), lease(expires_at=None), None, gone, limits
+    )
+    assert verdict.health is Health.DEAD
+    line = verdict.context(NOW)
+    if said:
+        assert f"dead: {state_reason}, pid 4121 gone" in line, line
+        assert "no heartbeat yet" not in line
+        assert line.count(state_reason) == 1, line
+    else:
+        assert "no heartbeat yet" in line, line
