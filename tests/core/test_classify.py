@@ -653,6 +653,9 @@ def test_an_engines_words_follow_a_dead_tasks_gone_process_once(
     assert line.count(why) == (0 if said is None else 1), line
     if said is not None:
         assert said.format(why=why) in line, line
+
+
+@pytest.mark.parametrize(
     ("engine", "state_reason", "said"),
     [
         ("Dagster", "STARTED in Dagster with no process behind it", True),
