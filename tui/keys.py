@@ -119,6 +119,15 @@ DETAIL_KEYS: tuple[Key, ...] = (
     Key("R", "runbook", "Runbook", "Open the task's runbook, or show its link to copy"),
 )
 """Keys of the detail view beyond the actions and Escape; the help screen lists them too."""
+OUTPUT_KEYS: tuple[Key, ...] = (
+    Key("slash", "search", "Search", "Search the output: matches are shown reversed, and counted"),
+    Key("n", "next_match", "Next", "Go to the next match (without a search: add a note)"),
+    Key("N", "previous_match", "Previous", "Go to the previous match"),
+    Key("G", "end", "End", "Go to the end of the output: the latest lines"),
+    Key("g", "start", "Start", "Go to the start of the output"),
+    Key("c", "copy", "Copy", "Copy the last lines ([monitor] copy_lines) through OSC 52"),
+)
+"""Keys of the detail view's output pane (``o``), while it has the focus."""
 MUTATING_ACTIONS = frozenset(key.action for key in KEYS if key.read_only_hides)
 QUIT_KEYS = "ctrl+c"
 """Quits from any screen, as in htop and k9s (``q`` quits from the table and the wall)."""

@@ -157,6 +157,7 @@ async def launch_dashboard(
                 terminal_alive=server_alive(os.getppid()) if web else terminal_alive,
                 desk=None if read_only else Desk(store, config.oncall, source_of=source_name),
                 oncall=config.oncall,
+                copy_lines=config.copy_lines,
             )
             app.on_terminal_lost = lambda: hang_up(app, 129)
             app.on_first_snapshot = settle_collector
