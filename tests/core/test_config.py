@@ -454,6 +454,10 @@ BOUND_CASES = [
      '[monitor]: finished_window = "1ms" is below its floor of "1s"'),
     ("monitor", "finished_window", "high", '[monitor]\nfinished_window = "36500d"\n',
      '[monitor]: finished_window = "36500d" is above its ceiling of "7d"'),
+    ("monitor", "copy_lines", "low", "[monitor]\ncopy_lines = 0\n",
+     "[monitor]: copy_lines must be a whole number >= 1, not 0"),
+    ("monitor", "copy_lines", "high", "[monitor]\ncopy_lines = 201\n",
+     "[monitor]: copy_lines = 201 is above its ceiling of 200"),
     # [watch]
     ("watch", "interval", "low", '[watch]\ninterval = "1ms"\n',
      '[watch]: interval = "1ms" is below its floor of "1s"'),
