@@ -5,9 +5,9 @@ Slack has no backslash escapes. What it documents is that ``&``, ``<`` and ``>``
 ``<https://evil|click>`` are plain text, neither a mention nor a link. Two more things are
 neutralised, since either could reach past the field:
 
-- A backtick is written ``ˋ`` (U+02CB, a modifier letter that looks the same): a run of three
+- A backtick is written as U+02CB (a modifier letter that looks the same): a run of three
   would open a code block over the lines that follow, and mrkdwn cannot escape one.
-- An ``@`` that starts a word (``@here``, ``@channel``, ``@ana``) is written ``＠`` (U+FF20, the
+- An ``@`` that starts a word (``@here``, ``@channel``, ``@ana``) is written as U+FF20 (the
   full-width at sign): pasted into Slack's message box, or sent with ``link_names``, the plain
   word would notify people. An address (``ana@example.com``) keeps its ``@``.
 
@@ -21,12 +21,16 @@ import re
 
 from zombietop.printable import printable
 
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "ˋ"}
+BACKTICK = "\u02cb"
+"""What a backtick is written as: the modifier letter grave accent, which looks the same."""
+AT = "\uff20"
+"""What an ``@`` that starts a word is written as: the full-width at sign."""
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": BACKTICK}
 _SPECIAL = re.compile(r"[&<>`]|(?<![\w.+-])@(?=\w)")
 
 
 def _neutral(found: re.Match[str]) -> str:
-    return _ENTITIES.get(found.group(), "＠")
+    return _ENTITIES.get(found.group(), AT)
 
 
 def slack_text(text: str) -> str:
@@ -35,5 +39,5 @@ def slack_text(text: str) -> str:
 
 
 def slack_code(text: str) -> str:
-    """``text`` in a code span (a task id reads best so), its backticks written ``ˋ``."""
+    """``text`` in a code span (a task id reads best so), its backticks written ``BACKTICK``."""
     return f"`{slack_text(text)}`"

@@ -13,6 +13,7 @@ from tests.tui.test_oncall_cli import ME, RENOTIFY, Zombietop, age_the_pages, st
 from zombietop.printable import printable
 from zombietop.tui.handover_text import when
 from zombietop.tui.markdown import md_code, md_text
+from zombietop.tui.slack import BACKTICK
 
 WEIRD = "eta-1 `x` <b>"
 
@@ -51,7 +52,8 @@ def test_incident_tells_the_whole_story_and_handover_lists_it(tmp_path: Path) ->
     assert "  - note by " in text and ": 1. called the partner\\\\x1b\\[2J\n" in text
     slack = zt("handover", "--since", "1h", "--format", "slack")
     assert slack.returncode == 0, slack.stderr
-    assert "*Open, nobody on it (1)*\n\n• `eta-1 ˋxˋ &lt;b&gt;`: stalled since " in slack.stdout
+    weird = f"`eta-1 {BACKTICK}x{BACKTICK} &lt;b&gt;`"
+    assert f"*Open, nobody on it (1)*\n\n• {weird}: stalled since " in slack.stdout
     assert ": 1. called the partner\\x1b[2J\n" in slack.stdout
     shown = json.loads(zt("handover", "--format", "json").stdout)
     assert [o["task_id"] for o in shown["open_unacked"]] == [WEIRD]

@@ -13,7 +13,7 @@ from zombietop.oncall.handover import Handover, OpenIncident
 from zombietop.oncall.incident_story import Entry, Step, Story
 from zombietop.printable import printable
 from zombietop.tui.handover_text import MARKDOWN, SLACK, handover_text
-from zombietop.tui.slack import slack_code, slack_text
+from zombietop.tui.slack import AT, BACKTICK, slack_code, slack_text
 
 NOW = 1_796_094_000.0
 
@@ -34,7 +34,7 @@ def _from_slack(shown: str) -> str:
     """What Slack shows for ``shown``: its three entities decoded, the stand-ins read back."""
     for entity, char in (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&")):
         shown = shown.replace(entity, char)
-    return shown.replace("ˋ", "`").replace("＠", "@")
+    return shown.replace(BACKTICK, "`").replace(AT, "@")
 
 
 @pytest.mark.parametrize("text", HOSTILE)
