@@ -102,6 +102,13 @@ KEYS: tuple[Key, ...] = (
         "Switch to the wall view: large counts and the worst offenders (w or Esc: back)",
         show=False,
     ),
+    Key(
+        "W",
+        "workers",
+        "Workers",
+        "List what the tasks run on: zombietop's agents and the engines' workers",
+        show=False,
+    ),
     Key("q", "quit", "Quit", "Quit zombietop (ctrl+c too)"),
 )
 MOVE_KEYS: tuple[Key, ...] = (

@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from zombietop.clock import Clock
+from zombietop.durations import format_age
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import printable_url
-from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord
+from zombietop.sources.base import Engine, EngineWorker, Origin, ReadOnlySource, SourceRecord
 from zombietop.sources.celery_pidbox import UnreadableReply, ask
 from zombietop.sources.celery_reports import (
     ACTIVE,
@@ -52,11 +53,13 @@ from zombietop.sources.celery_reports import (
     Reads,
     Sighting,
     WorkerMemory,
+    WorkerSeen,
     celery_task_id,
     records,
     sightings_of,
     unacked_of,
 )
+from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.worker_processes import CELERY_CHILD, engine_child
 
 if TYPE_CHECKING:
@@ -133,6 +136,7 @@ class CelerySource(ReadOnlySource):
         self._memory = WorkerMemory(kept_for=SILENT_WORKER_KEPT)
         self._lock = asyncio.Lock()
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="zombietop-celery")
+        self._workers_seen: tuple[EngineWorker, ...] = ()
 
     async def open(self) -> None:
         """Make the Celery client and the Redis connection, and check that Redis answers."""
@@ -172,6 +176,9 @@ class CelerySource(ReadOnlySource):
         async with self._lock:
             reads = await loop.run_in_executor(self._pool, self._read)
             workers = self._memory.update(reads)
+            self._workers_seen = tuple(
+                self._worker(name, seen, reads.read_at) for name, seen in workers.items()
+            )
             local = self.local_names(host)
             return records(
                 reads,
@@ -183,6 +190,27 @@ class CelerySource(ReadOnlySource):
                 local=local,
                 deliveries=self._memory.deliveries,
             )
+
+    def workers(self) -> Sequence[EngineWorker]:
+        """The workers that answered in the last hour, as of the last poll (``ListsWorkers``):
+        one silent for longer than the heartbeat timeout is gone, with what it last held."""
+        return self._workers_seen
+
+    def _worker(self, name: str, seen: WorkerSeen, now: float) -> EngineWorker:
+        silent = now - seen.answered_at
+        gone = silent > self.heartbeat_timeout
+        return EngineWorker(
+            name=bounded_id(name),
+            kind=self.kind,
+            source=self.name,
+            # A worker is named NAME@HOST, its host by default.
+            host=bounded_id(name.partition("@")[2]) or None,
+            pid=None,  # the answers name the pool's children, not the worker's own process
+            last_beat=seen.answered_at,
+            holds=len(seen.active),
+            gone=gone,
+            why=f"no answer to zombietop's questions for {format_age(silent)}" if gone else "",
+        )
 
     def _read(self) -> Reads:
         """Ask the workers (the three lists at once), then read the unacked messages.
