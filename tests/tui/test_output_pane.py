@@ -199,10 +199,10 @@ async def test_escape_in_the_search_puts_the_last_query_back() -> None:
         pane = await open_output(pilot)
         await search(pilot, "error")
         await pilot.press("slash", "x", "y", "z")  # the old query is selected: typing replaces it
-        assert pane.query == "xyz" and not pane.matches
+        assert pane.search_text == "xyz" and not pane.matches
         await pilot.press("escape")
         await settle(pilot)
-        assert pane.query == "error" and len(pane.matches) == 3
+        assert pane.search_text == "error" and len(pane.matches) == 3
         assert isinstance(app.screen, DetailScreen)  # Escape closed the search, not the screen
 
 

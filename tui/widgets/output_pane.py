@@ -79,7 +79,7 @@ class OutputPane(Vertical):
         """The lines as the job wrote them (untrusted)."""
         self.lines: tuple[str, ...] = ()
         """The same lines, escaped, as shown."""
-        self.query = ""
+        self.search_text = ""
         self.matches: tuple[Match, ...] = ()
         self.current: int | None = None
         """The index in ``matches`` of the match shown."""
@@ -101,7 +101,7 @@ class OutputPane(Vertical):
             self.border_title = "last output"
             self.raw = self.lines = ()
             self.query_one("#output", Static).update(Text(NO_OUTPUT, style="dim"))
-            self._find(self.query, keep_line=None)
+            self._find(self.search_text, keep_line=None)
             return
         self.border_title = (
             f"last {len(last.lines)} lines of attempt {last.attempt}, "
@@ -110,12 +110,12 @@ class OutputPane(Vertical):
         if last.lines != self.raw:
             line = None if self.current is None else self.matches[self.current].line
             self.raw, self.lines = last.lines, shown_lines(last.lines)
-            self._find(self.query, keep_line=line)
+            self._find(self.search_text, keep_line=line)
 
     # Drawing ------------------------------------------------------------------------------
 
     def _find(self, query: str, *, keep_line: int | None) -> None:
-        self.query = query
+        self.search_text = query
         self.matches = find_matches(self.lines, query)
         self.current = nearest_match(self.matches, keep_line or 0)
         self._draw()
@@ -123,13 +123,13 @@ class OutputPane(Vertical):
     def _draw(self) -> None:
         if self.lines:
             self.query_one("#output", Static).update(self.rendered())
-        self.border_subtitle = escaped_markup(self.count_words()) if self.query else ""
+        self.border_subtitle = escaped_markup(self.count_words()) if self.search_text else ""
 
     def count_words(self) -> str:
         """``match 3 of 12: error``, or ``no match: error``."""
         if not self.matches or self.current is None:
-            return f"no match: {self.query}"
-        return f"match {self.current + 1} of {len(self.matches)}: {self.query}"
+            return f"no match: {self.search_text}"
+        return f"match {self.current + 1} of {len(self.matches)}: {self.search_text}"
 
     def rendered(self) -> Text:
         """The lines, each match in reverse video, and a gutter while a search is on."""
@@ -141,7 +141,7 @@ class OutputPane(Vertical):
         for number, line in enumerate(self.lines):
             if number:
                 text.append("\n")
-            if self.query:
+            if self.search_text:
                 here = current is not None and current.line == number
                 gutter = CURRENT if here else OTHER if number in on_line else NONE
                 text.append(gutter, style="bold")
@@ -170,16 +170,16 @@ class OutputPane(Vertical):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("next_match", "previous_match"):
             # Without a search, n is the screen's (a note).
-            return bool(self.query)
+            return bool(self.search_text)
         if action == "cancel_search":
             return self.has_class("searching")  # else Escape goes back, as on the screen
         return True
 
     def action_search(self) -> None:
         """Open the search input, holding the current query."""
-        self._before_search = self.query
+        self._before_search = self.search_text
         box = self.query_one("#output-search", Input)
-        box.value = self.query
+        box.value = self.search_text
         self.add_class("searching")
         # At once, not after the next refresh: what is typed next (a paste, a fast typist)
         # goes into the box, never to the screen's keys (r would ask to resume the task).
@@ -194,7 +194,7 @@ class OutputPane(Vertical):
     @on(Input.Submitted, "#output-search")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        if event.value != self.query:
+        if event.value != self.search_text:
             self._find(event.value, keep_line=self._top_line())
         self._close_search()
 
@@ -220,7 +220,9 @@ class OutputPane(Vertical):
     def _step(self, *, forward: bool) -> None:
         self.current = step(self.current, len(self.matches), forward)
         if self.current is None:
-            self.notify(escaped_markup(f"no match: {self.query}"), severity="warning", timeout=3)
+            self.notify(
+                escaped_markup(f"no match: {self.search_text}"), severity="warning", timeout=3
+            )
         self._draw()
         self._show_current()
 
