@@ -1,4 +1,5 @@
-"""The workers list against real engines: RQ and Celery workers on a throwaway redis-server.
+"""The workers list against real engines: RQ and Celery workers and BullMQ's (Node) workers on
+a throwaway redis-server.
 
 Each test starts real workers (tests/queues_env.py), gives one a task, then makes the worker
 go: killed, and (for RQ) its hash expired as RQ's own key expiry would. The monitor's snapshot
@@ -12,13 +13,14 @@ import os
 import signal
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 
+from tests.bullmq_env import BullWorkers, require_bullmq
 from tests.core.test_source_celery import SHORT_INTERVAL, Watch, _child, _send, _values
 from tests.core.test_source_celery import _watch as celery_watch
 from tests.core.test_source_rq import _horse
@@ -30,6 +32,7 @@ from zombietop.judge.monitor import Monitor
 from zombietop.judge.snapshot import Snapshot
 from zombietop.judge.workers import worker_list
 from zombietop.procs import PsutilProbe
+from zombietop.sources.bullmq import BullMQSource
 from zombietop.sources.rq import RQSource
 from zombietop.store.sqlite import SQLiteStore
 
@@ -165,3 +168,63 @@ async def test_celery_workers_are_listed_and_a_silent_one_with_its_task_leads(
         assert [w.gone for w in listed] == [True, False]
     finally:
         os.killpg(busy.pid, signal.SIGCONT)
+
+
+@pytest.fixture
+def bull(tmp_path: Path, redis_server: ThrowawayRedis, redis_db: int) -> Iterator[BullWorkers]:
+    require_bullmq()
+    workers = BullWorkers(tmp_path, redis_server.port, redis_db)
+    try:
+        yield workers
+    finally:
+        workers.stop()
+
+
+@pytest.fixture
+async def bull_monitor(
+    tmp_path: Path, redis_server: ThrowawayRedis, redis_db: int
+) -> AsyncIterator[Monitor]:
+    clock = FakeClock(time.time())
+    source = BullMQSource(redis_server.url(redis_db, "bullmq+redis"), clock=clock)
+    await source.open()
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    store = await SQLiteStore.open(tmp_path / "zt-bull.db", create=True, clock=clock)
+    try:
+        yield Monitor(
+            store,
+            load_config(config),
+            probe=PsutilProbe(clock=clock),
+            clock=clock,
+            sources=[source],
+        )
+    finally:
+        await source.close()
+        await store.close()
+
+
+async def test_bullmq_worker_connections_are_listed_and_a_killed_one_with_its_job_leads(
+    bull: BullWorkers, bull_monitor: Monitor, tmp_path: Path, client: Any
+) -> None:
+    mailer = bull.start("emails", name="mailer")
+    bull.start("reports")
+    job = bull.add("emails", "send", {"seconds": 60, "marker": str(tmp_path / "m"), "kind": "spin"})
+    wait_for("the job to start", lambda: (tmp_path / "m").exists())
+    snapshot = await _poll(bull_monitor)
+    found = {w.name: w for w in snapshot.workers}
+    assert set(found) == {"mailer", "a worker of queue reports"}, found
+    assert (found["mailer"].holds, found["mailer"].pid) == (1, mailer.pid)
+    assert found["mailer"].host == "127.0.0.1" and not found["mailer"].gone
+    assert found["a worker of queue reports"].holds == 0
+
+    os.killpg(mailer.pid, signal.SIGKILL)
+    mailer.wait()
+    wait_for(
+        "Redis to drop the killed worker's connection",
+        lambda: b":w:mailer" not in b" ".join(c["name"].encode() for c in client.client_list()),
+    )
+    snapshot = await _poll(bull_monitor)
+    first = worker_list(snapshot, bull_monitor.clock.now())[0]
+    assert (first.name, first.gone, first.holds) == ("mailer", True, 1)
+    assert "CLIENT LIST" in first.why
+    assert client.lrange("bull:emails:active", 0, -1) == [job.encode()]  # BullMQ keeps it active

@@ -1,5 +1,6 @@
 """The workers screen (``W``): what the tasks run on. zombietop's agents and the engines'
-workers (Celery's and RQ's workers), with host, pid, last beat and how many tasks each holds;
+workers (Celery's and RQ's workers, BullMQ's worker connections), with host, pid, last beat
+and how many tasks each holds;
 a worker gone with tasks still on it leads the list. Read-only; Escape goes back."""
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ GONE = ("○ gone", "dim")
 LIVE = ("● live", "green")
 NONE_KNOWN = (
     "No worker is known. zombietop's agents (`zombietop agent`, one per host) beat into the "
-    "store; the Celery and RQ sources list their engines' workers at each poll."
+    "store; the Celery, RQ and BullMQ sources list their engines' workers at each poll."
 )
 
 
