@@ -1,7 +1,7 @@
 """The workers screen (``W``): what the tasks run on. zombietop's agents and the engines'
 workers (Celery's and RQ's workers, BullMQ's worker connections), with host, pid, last beat
-and how many tasks each holds;
-a worker gone with tasks still on it leads the list. Read-only; Escape goes back."""
+and how many tasks each holds; a worker gone with tasks still on it leads the list. Read-only;
+Escape goes back."""
 
 from __future__ import annotations
 
