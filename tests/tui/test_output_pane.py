@@ -215,6 +215,19 @@ async def test_n_without_a_search_is_a_note() -> None:
         assert isinstance(app.screen, NoteScreen)
 
 
+async def test_a_hidden_pane_keeps_none_of_its_keys() -> None:
+    app = make_app(source())
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = await open_output(pilot)
+        await search(pilot, "error")
+        await pilot.press("o")  # hidden again
+        await settle(pilot)
+        assert not pane.scroller.has_focus
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, NoteScreen)  # a note, not the next match
+
+
 async def test_shift_g_and_g_go_to_the_end_and_the_start() -> None:
     app = make_app(source())
     async with app.run_test(size=(100, 30)) as pilot:
