@@ -261,6 +261,14 @@ SHAPE_CASES = [
 ]
 
 
+def test_monitor_copy_lines_is_read(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "[monitor]\ncopy_lines = 200\n"))
+    assert config.copy_lines == 200
+    assert load_config(write(tmp_path, "[monitor]\n")).copy_lines == 50
+    with pytest.raises(ConfigError, match=r"copy_lines must be a whole number >= 1, not '50'"):
+        load_config(write(tmp_path, '[monitor]\ncopy_lines = "50"\n'))
+
+
 def test_agent_allow_is_read(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, '[agent]\nallow = ["alice", "deploy"]\n'))
     assert config.agent.allow == ("alice", "deploy")
