@@ -303,6 +303,7 @@ def story_json(story: Story) -> dict[str, Any]:
     return {
         "task_id": story.task_id,
         "health": story.health,
+        "host": story.host,
         "opened_at": format_timestamp(story.opened_at),
         "closed_at": None if closed is None else format_timestamp(closed),
         "ended_by": None if closed is None else how_it_ended(story),

@@ -127,6 +127,7 @@ def steady(text: str, pgid: int) -> str:
     host = re.escape(socket.gethostname())
     text = re.sub(f"watchdog@{host}", "watchdog@HOST", text)
     text = re.sub(f"zombietop@{host}:[0-9]+", "zombietop@HOST:PID", text)
+    text = re.sub(f'"host": "{host}"', '"host": "HOST"', text)
     text = re.sub("pid [0-9]+ exited after TERM in [0-9.]+ s", "pid PID exited after TERM", text)
     return text.replace(f"group {pgid} ", "group PGID ")
 
