@@ -131,6 +131,13 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             why_high="each poll reads every task that finished within it; "
             "`zombietop history JOB` shows older runs",
         ),
+        "copy_lines": Bound(
+            low=1,
+            high=200,
+            why_low="a copy of no line copies nothing",
+            why_high="the detail view holds the last 200 lines of a task's output",
+            duration=False,
+        ),
     },
     "watch": {
         "interval": Bound(

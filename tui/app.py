@@ -20,6 +20,7 @@ from textual.worker import Worker, WorkerState
 from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
 from zombietop.clock import Clock, SystemClock
 from zombietop.config import OnCallSettings
+from zombietop.config.settings import COPY_LINES
 from zombietop.judge.monitor import Snapshot, TaskView
 from zombietop.model import Event
 from zombietop.oncall.acks import OnCallDesk
@@ -89,6 +90,7 @@ class ZombietopApp(ToastsWait):
         desk: OnCallDesk | None = None,
         oncall: OnCallSettings | None = None,
         mouse: bool = True,
+        copy_lines: int = COPY_LINES,
     ) -> None:
         super().__init__()
         self.source = source
@@ -102,6 +104,8 @@ class ZombietopApp(ToastsWait):
         """False: the terminal keeps the mouse (``--no-mouse``, ``[monitor] mouse``)."""
         self.clock = clock or SystemClock()
         self.refresh_interval = refresh
+        self.copy_lines = copy_lines
+        """How many output lines ``c`` copies in the detail view (``[monitor] copy_lines``)."""
         self.wall = wall
         self.actor = actor
         self.terminal_alive = terminal_alive
@@ -364,7 +368,7 @@ class ZombietopApp(ToastsWait):
         """Show the task as the snapshot has it, then read its record from the source."""
         now = self.data_now(self.clock.now())
         state = detail_state(self.snapshot, task_id, now)
-        self.push_screen(DetailScreen(task_id, self.read_only, state))
+        self.push_screen(DetailScreen(task_id, self.read_only, state, copy_lines=self.copy_lines))
         self.load_record(task_id)
 
     def _details(self, task_id: str | None = None) -> list[DetailScreen]:

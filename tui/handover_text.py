@@ -1,14 +1,17 @@
-"""The handover and an incident's story as a person reads them: Markdown for the handover
-(to paste into a chat or a ticket), plain lines for one incident, and JSON for both.
+"""The handover and an incident's story as a person reads them: Markdown or Slack's mrkdwn for
+the handover (to paste into a ticket or a chat), plain lines for one incident, and JSON for
+both.
 
 Every time is given in UTC with how long ago it was, and in the reader's own zone too when
 that is not UTC (``zone``, passed in so tests fix it). Every untrusted field goes through
-``printable``; in Markdown through ``md_text`` or ``md_code`` as well.
+``printable``; in Markdown through ``md_text`` or ``md_code`` as well, in Slack through
+``slack_text`` or ``slack_code``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
@@ -17,15 +20,18 @@ from zombietop.heartbeat_line import format_timestamp
 from zombietop.model import Silence
 from zombietop.oncall.handover import Handover, MissedSchedule, OpenIncident
 from zombietop.oncall.incident_story import Entry, Step, Story
+from zombietop.paging.digest import group_by_cause_and_host
 from zombietop.printable import printable
 from zombietop.tui.markdown import md_code, md_text
+from zombietop.tui.slack import slack_code, slack_text
 
 PAGES = (Step.PAGED, Step.RENOTIFIED)
 
 LISTED_UP_TO = 20
-"""A section of the Markdown lists up to this many incidents one by one; above it, the oldest
-``SHOWN_IN_FULL`` and then one line per health, as the watchdog's digests do. ``--format
-json`` always has the full list."""
+"""A section of the handover lists up to this many incidents one by one; above it, the oldest
+``SHOWN_IN_FULL``, then one line per root cause and host, as the watchdog's digests group
+pages (by root cause alone when that makes more lines than this). ``--format json`` always
+has the full list."""
 SHOWN_IN_FULL = 5
 NAMED_IN_GROUP = 3
 """Task ids a group's line names, the oldest first."""
@@ -63,74 +69,110 @@ def how_it_ended(story: Story) -> str:
     return f"by a {hand.action or 'action'}, by {hand.by}"
 
 
-# Markdown ---------------------------------------------------------------------------------
+# Markdown and Slack ----------------------------------------------------------------------
 
 
-def _md_notes(story: Story, now: float, zone: tzinfo | None) -> list[str]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dialect:
+    """How one format writes the handover: its title and section lines, its bullets, and how it
+    shows untrusted text (every field goes through ``text`` or ``code``)."""
+
+    text: Callable[[str], str]
+    code: Callable[[str], str]
+    title: Callable[[str], str]
+    heading: Callable[[str], str]
+    bullet: str
+    sub: str
+    """The bullet of a line under an item."""
+
+
+MARKDOWN = Dialect(
+    text=md_text,
+    code=md_code,
+    title=lambda words: f"# {words}",
+    heading=lambda words: f"## {words}",
+    bullet="- ",
+    sub="  - ",
+)
+SLACK = Dialect(
+    # mrkdwn has no headings: a bold line stands for one.
+    text=slack_text,
+    code=slack_code,
+    title=lambda words: f"*{words}*",
+    heading=lambda words: f"*{words}*",
+    bullet="• ",
+    sub="    ◦ ",
+)
+FORMATS: dict[str, Dialect] = {"markdown": MARKDOWN, "md": MARKDOWN, "slack": SLACK}
+"""``zombietop handover --format``: each text format and how it writes (``json`` aside)."""
+
+
+def _notes(d: Dialect, story: Story, now: float, zone: tzinfo | None) -> list[str]:
     return [
-        f"  - note by {md_text(n.by)}, {when(n.at, now, zone)}: {md_text(n.text)}"
+        f"{d.sub}note by {d.text(n.by)}, {when(n.at, now, zone)}: {d.text(n.text)}"
         for n in reversed(story.notes())
     ]
 
 
-def _md_open(item: OpenIncident, now: float, zone: tzinfo | None) -> list[str]:
+def _open(d: Dialect, item: OpenIncident, now: float, zone: tzinfo | None) -> list[str]:
     story, ack = item.story, item.ack
     pages = sum(1 for e in story.entries if e.step in PAGES)
     line = (
-        f"- {md_code(story.task_id)}: {md_text(story.health)} since "
+        f"{d.bullet}{d.code(story.task_id)}: {d.text(story.health)} since "
         f"{when(story.opened_at, now, zone)}; "
         + (f"paged {_plural(pages, 'time')}" if pages else "not paged: a silence holds it")
     )
     if ack is not None:
-        why = f": {md_text(ack.reason)}" if ack.reason else ""
-        line += f"; acked by {md_text(ack.by)} until {when(ack.until, now, zone)}{why}"
+        why = f": {d.text(ack.reason)}" if ack.reason else ""
+        line += f"; acked by {d.text(ack.by)} until {when(ack.until, now, zone)}{why}"
     last = _last_page(story)
     lines = [line]
     if last is not None:
         # A held page's own text says so: "held by silence 3: ...".
         label = "" if last.step is Step.HELD else "last page: "
-        lines.append(f"  - {label}{md_text(last.text)}")
-    return lines + _md_notes(story, now, zone)
+        lines.append(f"{d.sub}{label}{d.text(last.text)}")
+    return lines + _notes(d, story, now, zone)
 
 
-def _md_resolved(story: Story, now: float, zone: tzinfo | None) -> list[str]:
+def _resolved(d: Dialect, story: Story, now: float, zone: tzinfo | None) -> list[str]:
     clear = story.resolution
     assert clear is not None
     took = format_age(clear.at - story.opened_at)
     acks = sorted({e.by for e in story.entries if e.step is Step.ACKED})
-    acked = f"; acked by {', '.join(md_text(by) for by in acks)}" if acks else ""
+    acked = f"; acked by {', '.join(d.text(by) for by in acks)}" if acks else ""
     return [
-        f"- {md_code(story.task_id)}: {md_text(story.health)}, open {took}; ended "
-        f"{md_text(how_it_ended(story))} at {when(clear.at, now, zone)}{acked}",
-        f"  - all clear: {md_text(clear.text)}",
-        *_md_notes(story, now, zone),
+        f"{d.bullet}{d.code(story.task_id)}: {d.text(story.health)}, open {took}; ended "
+        f"{d.text(how_it_ended(story))} at {when(clear.at, now, zone)}{acked}",
+        f"{d.sub}all clear: {d.text(clear.text)}",
+        *_notes(d, story, now, zone),
     ]
 
 
-def _md_silence(silence: Silence, now: float, zone: tzinfo | None) -> str:
+def _silence(d: Dialect, silence: Silence, now: float, zone: tzinfo | None) -> str:
     return (
-        f"- silence {silence.silence_id} ({silence.matcher} {md_code(silence.pattern)}) by "
-        f"{md_text(silence.by)} ends {when(silence.until, now, zone)}: {md_text(silence.reason)}"
+        f"{d.bullet}silence {silence.silence_id} ({silence.matcher} {d.code(silence.pattern)}) "
+        f"by {d.text(silence.by)} ends {when(silence.until, now, zone)}: {d.text(silence.reason)}"
     )
 
 
-def _md_schedule(missed: MissedSchedule, now: float, zone: tzinfo | None) -> list[str]:
-    head = f"- {md_code(missed.name)}: paged {when(missed.paged_at, now, zone)}"
+def _schedule(d: Dialect, missed: MissedSchedule, now: float, zone: tzinfo | None) -> list[str]:
+    head = f"{d.bullet}{d.code(missed.name)}: paged {when(missed.paged_at, now, zone)}"
     if missed.cleared_at is None or missed.cleared is None:
-        return [f"{head}; still missed", f"  - page: {md_text(missed.line)}"]
+        return [f"{head}; still missed", f"{d.sub}page: {d.text(missed.line)}"]
     return [
         f"{head}; cleared {when(missed.cleared_at, now, zone)}",
-        f"  - page: {md_text(missed.line)}",
-        f"  - all clear: {md_text(missed.cleared)}",
+        f"{d.sub}page: {d.text(missed.line)}",
+        f"{d.sub}all clear: {d.text(missed.cleared)}",
     ]
 
 
-def _section(title: str, items: list[list[str]], count: int | None = None) -> list[str]:
+def _section(d: Dialect, title: str, items: list[list[str]], count: int | None = None) -> list[str]:
     body = [line for item in items for line in item] or ["None."]
-    return [f"## {title} ({len(items) if count is None else count})", "", *body, ""]
+    return [d.heading(f"{title} ({len(items) if count is None else count})"), "", *body, ""]
 
 
 def _grouped(
+    d: Dialect,
     title: str,
     stories: list[Story],
     render: Callable[[int], list[str]],
@@ -138,62 +180,84 @@ def _grouped(
     zone: tzinfo | None,
 ) -> list[str]:
     """A section of ``stories`` (oldest first): each one by ``render(index)`` up to
-    ``LISTED_UP_TO``; above it the oldest few, then a line for each health of the rest."""
+    ``LISTED_UP_TO``; above it the oldest few, then a line for each root cause (the health
+    that opened the incident) and host of the rest, grouped as the watchdog's digests are."""
     if len(stories) <= LISTED_UP_TO:
-        return _section(title, [render(i) for i in range(len(stories))])
+        return _section(d, title, [render(i) for i in range(len(stories))])
     items = [render(i) for i in range(SHOWN_IN_FULL)]
-    groups: dict[str, list[Story]] = {}
-    for story in stories[SHOWN_IN_FULL:]:
-        groups.setdefault(story.health, []).append(story)
-    for health, members in sorted(groups.items(), key=lambda group: -len(group[1])):
-        named = ", ".join(md_code(story.task_id) for story in members[:NAMED_IN_GROUP])
-        more = len(members) - NAMED_IN_GROUP
-        items.append(
-            [
-                f"- {len(members)} more {md_text(health)}, opened from "
-                f"{when(min(m.opened_at for m in members), now, zone)} to "
-                f"{when(max(m.opened_at for m in members), now, zone)}: {named}"
-                + (f" and {more} more" if more > 0 else "")
-            ]
-        )
+    groups, by_host = group_by_cause_and_host(
+        stories[SHOWN_IN_FULL:],
+        cause=lambda story: story.health,
+        host=lambda story: story.host,
+        most=LISTED_UP_TO,
+    )
+    for members in sorted(groups, key=lambda group: -len(group)):
+        items.append([_group_line(d, members, by_host, now, zone)])
     items.append(["The whole list, one by one: `zombietop handover --format json`."])
-    return _section(title, items, count=len(stories))
+    return _section(d, title, items, count=len(stories))
+
+
+def _group_line(
+    d: Dialect, members: list[Story], by_host: bool, now: float, zone: tzinfo | None
+) -> str:
+    """``- 25 more stalled on batch-07, opened from ... to ...: `a`, `b`, `c` and 22 more``."""
+    hosts = {story.host for story in members}
+    if by_host or len(hosts) == 1:
+        host = next(iter(hosts))
+        where = "an unknown host" if host is None else d.text(host)
+    else:
+        where = f"{len(hosts)} hosts"
+    named = ", ".join(d.code(story.task_id) for story in members[:NAMED_IN_GROUP])
+    more = len(members) - NAMED_IN_GROUP
+    return (
+        f"{d.bullet}{len(members)} more {d.text(members[0].health)} on {where}, opened from "
+        f"{when(min(m.opened_at for m in members), now, zone)} to "
+        f"{when(max(m.opened_at for m in members), now, zone)}: {named}"
+        + (f" and {more} more" if more > 0 else "")
+    )
 
 
 def _open_section(
-    title: str, items: list[OpenIncident], now: float, zone: tzinfo | None
+    d: Dialect, title: str, items: list[OpenIncident], now: float, zone: tzinfo | None
 ) -> list[str]:
     stories = [item.story for item in items]
-    return _grouped(title, stories, lambda i: _md_open(items[i], now, zone), now, zone)
+    return _grouped(d, title, stories, lambda i: _open(d, items[i], now, zone), now, zone)
 
 
-def handover_markdown(h: Handover, zone: tzinfo | None = None) -> str:
-    """The handover as Markdown: one section per thing the next person must know."""
-    now = h.now
-    silences = [[_md_silence(s, now, zone)] for s in h.silences]
+def handover_text(h: Handover, zone: tzinfo | None = None, dialect: Dialect = MARKDOWN) -> str:
+    """The handover in Markdown or Slack's mrkdwn: one section per thing the next person must
+    know."""
+    d, now = dialect, h.now
+    silences = [[_silence(d, s, now, zone)] for s in h.silences]
     later = h.later_silences
     lines = [
-        f"# Handover at {when(now, now, zone)}",
+        d.title(f"Handover at {when(now, now, zone)}"),
         "",
         f"The window: {format_age(now - h.since)}, from {when(h.since, now, zone)}.",
         "",
-        *_open_section("Open, nobody on it", h.unacked, now, zone),
-        *_open_section("Open and acked", h.acked, now, zone),
+        *_open_section(d, "Open, nobody on it", h.unacked, now, zone),
+        *_open_section(d, "Open and acked", h.acked, now, zone),
         *_grouped(
+            d,
             "Resolved in the window",
             list(h.resolved),
-            lambda i: _md_resolved(h.resolved[i], now, zone),
+            lambda i: _resolved(d, h.resolved[i], now, zone),
             now,
             zone,
         ),
-        *_section("Silences ending in the next 8 hours", silences),
+        *_section(d, "Silences ending in the next 8 hours", silences),
     ]
     if later:
         verb = "ends" if later == 1 else "end"
         # After the blank line, not against the list: there it would join its last item.
         lines.extend([f"{_plural(later, 'other silence')} in force {verb} later.", ""])
-    lines += _section("Schedules missed", [_md_schedule(m, now, zone) for m in h.schedules])
+    lines += _section(d, "Schedules missed", [_schedule(d, m, now, zone) for m in h.schedules])
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def handover_markdown(h: Handover, zone: tzinfo | None = None) -> str:
+    """The handover as Markdown."""
+    return handover_text(h, zone, MARKDOWN)
 
 
 # Plain text: one incident --------------------------------------------------------------------
@@ -239,6 +303,7 @@ def story_json(story: Story) -> dict[str, Any]:
     return {
         "task_id": story.task_id,
         "health": story.health,
+        "host": story.host,
         "opened_at": format_timestamp(story.opened_at),
         "closed_at": None if closed is None else format_timestamp(closed),
         "ended_by": None if closed is None else how_it_ended(story),

@@ -102,6 +102,13 @@ KEYS: tuple[Key, ...] = (
         "Switch to the wall view: large counts and the worst offenders (w or Esc: back)",
         show=False,
     ),
+    Key(
+        "W",
+        "workers",
+        "Workers",
+        "List what the tasks run on: zombietop's agents and the engines' workers",
+        show=False,
+    ),
     Key("q", "quit", "Quit", "Quit zombietop (ctrl+c too)"),
 )
 MOVE_KEYS: tuple[Key, ...] = (
@@ -145,6 +152,15 @@ MARK_KEYS: tuple[Key, ...] = (
     ),
 )
 """The task table's marks, and the note key beside the other on-call keys."""
+OUTPUT_KEYS: tuple[Key, ...] = (
+    Key("slash", "search", "Search", "Search the output: matches are shown reversed, and counted"),
+    Key("n", "next_match", "Next", "Go to the next match (without a search: add a note)"),
+    Key("N", "previous_match", "Previous", "Go to the previous match"),
+    Key("G", "end", "End", "Go to the end of the output: the latest lines"),
+    Key("g", "start", "Start", "Go to the start of the output"),
+    Key("c", "copy", "Copy", "Copy the last lines ([monitor] copy_lines) through OSC 52"),
+)
+"""Keys of the detail view's output pane (``o``), while it has the focus."""
 MUTATING_ACTIONS = frozenset(key.action for key in KEYS + MARK_KEYS if key.read_only_hides)
 QUIT_KEYS = "ctrl+c"
 """Quits from any screen, as in htop and k9s (``q`` quits from the table and the wall)."""

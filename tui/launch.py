@@ -159,6 +159,7 @@ async def launch_dashboard(
                 desk=None if read_only else Desk(store, config.oncall, source_of=source_name),
                 oncall=config.oncall,
                 mouse=mouse and config.mouse,
+                copy_lines=config.copy_lines,
             )
             app.on_terminal_lost = lambda: hang_up(app, 129)
             app.on_first_snapshot = settle_collector

@@ -1,27 +1,34 @@
 """Untrusted text inside Markdown: shown as it is, never read as Markdown.
 
-A task id like ``# [click](https://evil)`` or a note that starts with ``1.`` or holds
-``<script>`` must not become a heading, a link, a list or HTML in the rendered handover. Every
-field first goes through ``printable`` (so it is one line, with no control or bidi character),
-then ``md_text`` puts a backslash before each ASCII punctuation mark (CommonMark lets any of
-them be escaped, and an escaped one is always a literal), or ``md_code`` puts it in a code
-span whose fence is longer than any run of backticks inside it.
+A task id like ``# [click](https://evil)`` or a note that holds ``<script>`` must not become a
+link, HTML or emphasis in the rendered handover, and a path like ``flaky-report/2026-12-01``
+must still read as itself in the Markdown source, where people paste it. Every field first goes
+through ``printable`` (so it is one line, with no control or bidi character), then ``md_text``
+puts a backslash before only the characters that Markdown reads inside a line (CommonMark
+lets any ASCII punctuation be escaped, and an escaped one is always a literal), or ``md_code``
+puts it in a code span whose fence is longer than any run of backticks inside it.
+
+Both are for text inside a line, after a bullet or a label: at the start of a line, ``#``,
+``1.``, ``-`` and ``>`` would begin a heading, a list or a quote, and the handover never puts a
+field there.
 """
 
 from __future__ import annotations
 
 import re
-import string
 
 from zombietop.printable import printable
 
-_PUNCTUATION = re.compile("([" + re.escape(string.punctuation) + "])")
+_READ_INLINE = re.compile(
+    r"[\\`*\[\]<>&~|]"  # escapes, code, emphasis, links, HTML and entities, GFM's ~~ and tables
+    r"|_(?![^\W_])|(?<![^\W_])_"  # an underscore, unless inside a word (never emphasis there)
+)
 _TICKS = re.compile("`+")
 
 
 def md_text(text: str) -> str:
     """``text`` as Markdown that renders to exactly ``printable(text)``."""
-    return _PUNCTUATION.sub(r"\\\1", printable(text))
+    return _READ_INLINE.sub(lambda found: "\\" + found.group(), printable(text))
 
 
 def md_code(text: str) -> str:

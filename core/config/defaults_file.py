@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from zombietop.config.settings import (
+    COPY_LINES,
     HISTORY_DEFAULTS,
     METRICS_EXAMPLE,
     MONITOR_DEFAULTS,
@@ -40,7 +41,8 @@ Dumps = Callable[[Mapping[str, Any]], str]
 
 def _runtime_sections(dumps: Dumps) -> list[str]:
     """The head, then [store], [monitor], [watch] and [oncall], with their defaults."""
-    monitor = {k: format_duration(v) for k, v in MONITOR_DEFAULTS.items()}
+    monitor: dict[str, Any] = {k: format_duration(v) for k, v in MONITOR_DEFAULTS.items()}
+    monitor["copy_lines"] = COPY_LINES
     watch: dict[str, Any] = {k: format_duration(v) for k, v in WATCH_DEFAULTS.items()}
     watch["stage_kill_factor"] = STAGE_KILL_FACTOR
     watch["renotify"] = watch.pop("renotify")
@@ -59,7 +61,8 @@ def _runtime_sections(dumps: Dumps) -> list[str]:
         '# [monitor] finished_window; "0s": keep every task.',
         dumps({"store": store}) + '# path = "/var/lib/zombietop/zombietop.db"\n',
         "# How often the dashboard and the watchdog poll the store, and how long",
-        "# finished tasks stay on screen.",
+        "# finished tasks stay on screen, and how many of a task's last output lines `c`",
+        "# copies in the detail view.",
         dumps({"monitor": monitor}),
         "# The headless watchdog (`zombietop watch`): how often it looks, how often it sends",
         "# the digest of spinning tasks, after how many stage timeouts in one stage it kills",

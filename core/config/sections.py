@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from zombietop.config.settings import (
+    COPY_LINES,
     METRICS_EXAMPLE,
     MONITOR_DEFAULTS,
     NOTIFY_DEFAULTS,
@@ -59,13 +60,18 @@ MONITOR_SWITCHES = {"mouse": True}
 
 
 def read_monitor(path: Path | None, table: Mapping[str, Any]) -> dict[str, float]:
-    """``[monitor]``: refresh and finished_window, in seconds (``read_mouse`` reads mouse)."""
-    values = dict(MONITOR_DEFAULTS)
+    """``[monitor]``: refresh and finished_window, in seconds, and copy_lines, a count
+    (``read_mouse`` reads mouse)."""
+    values = {**MONITOR_DEFAULTS, "copy_lines": float(COPY_LINES)}
     for key, value in table.items():
         if key in MONITOR_SWITCHES:
             continue
+        if key == "copy_lines":
+            values[key] = read_whole(path, "monitor", key, value, family="monitor")
+            continue
         if key not in MONITOR_DEFAULTS:
-            raise unknown_key(path, "monitor", key, [*MONITOR_DEFAULTS, *MONITOR_SWITCHES])
+            known = [*MONITOR_DEFAULTS, "copy_lines", *MONITOR_SWITCHES]
+            raise unknown_key(path, "monitor", key, known)
         values[key] = read_duration(path, "monitor", key, value, family="monitor")
     return values
 

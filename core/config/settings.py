@@ -39,6 +39,8 @@ STEP_ONLY_KEYS = (
     "require_lease",
 )
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
+COPY_LINES = 50
+"""``[monitor] copy_lines``: how many of a task's last output lines ``c`` copies."""
 STORE_DEFAULTS: dict[str, float] = {"keep_finished": 30 * 86400.0}
 """``[store] keep_finished``: how long a finished task stays (0: for ever); see retention."""
 WATCH_DEFAULTS: dict[str, float] = {
@@ -247,6 +249,8 @@ class Config:
     mouse: bool = True
     """The dashboard takes the mouse (a click selects a row, a double click opens it); false
     leaves it to the terminal, to select and copy text (as ``--no-mouse`` does)."""
+    copy_lines: int = COPY_LINES
+    """How many of a task's last output lines ``c`` copies in the detail view's output pane."""
     watch: WatchSettings = field(default_factory=WatchSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
     agent: AgentSettings = field(default_factory=AgentSettings)

@@ -152,6 +152,7 @@ class Monitor:
             origins=read.origins,
             source_errors=read.errors,
             source_notes=read.notes,
+            workers=tuple(read.workers),
             unread=self._unread(read),
             jobs=self.job_book.jobs,
         )

@@ -26,7 +26,7 @@ from zombietop.model import (
     TaskState,
 )
 from zombietop.oncall.acks import OnCall
-from zombietop.sources import Origin
+from zombietop.sources import EngineWorker, Origin
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,6 +115,8 @@ class Snapshot:
     """The host this snapshot was taken on (whose processes it probed itself)."""
     agents: tuple[AgentPresence, ...] = ()
     """Every host whose agent ever reported, by host name."""
+    workers: tuple[EngineWorker, ...] = ()
+    """The engines' workers, as the sources that know theirs read them in this poll."""
     oncall: OnCall = field(default_factory=lambda: OnCall(at=0.0))
     """The acks and silences in force as of this poll."""
     schedules: tuple[ScheduleView, ...] = ()

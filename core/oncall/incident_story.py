@@ -76,6 +76,9 @@ class Story:
     health: str
     """The health that opened it (``stalled``, ``dead``, ...)."""
     opened_at: float
+    host: str | None = None
+    """The task's host when the incident opened, as its first page says (None: not said,
+    as in the pages of zombietop 0.1, or a task without a host)."""
     entries: tuple[Entry, ...] = field(default_factory=tuple)
 
     @property
@@ -185,6 +188,7 @@ def _story(opening: Event, entries: Sequence[Entry]) -> Story:
         task_id=opening.task_id,
         health=str(opening.data.get("health", "")),
         opened_at=opening.at,
+        host=host if isinstance(host := opening.data.get("host"), str) else None,
         entries=tuple(entries),
     )
 

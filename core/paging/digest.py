@@ -16,8 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from zombietop.page import Page, PageKind
+
+T = TypeVar("T")
 
 WORST_SHOWN = 3
 """Task lines a digest carries in full, the longest silent first."""
@@ -28,14 +31,29 @@ def compose(pages: Sequence[Page], *, after: int, at: float) -> list[Page]:
     tasks = [page for page in pages if page.task_id is not None]
     if len(tasks) <= after:
         return list(pages)
-    groups = _group(tasks, lambda page: (page.kind, page.health, page.host))
-    by_host = len(groups) <= after
-    if not by_host:
-        groups = _group(tasks, lambda page: (page.kind, page.health))
+    groups, by_host = group_by_cause_and_host(
+        tasks, cause=lambda page: (page.kind, page.health), host=lambda page: page.host, most=after
+    )
     out = [page for page in pages if page.task_id is None]
-    for members in groups.values():
+    for members in groups:
         out.append(members[0] if len(members) == 1 else digest(members, at=at, by_host=by_host))
     return out
+
+
+def group_by_cause_and_host(
+    items: Sequence[T],
+    *,
+    cause: Callable[[T], Hashable],
+    host: Callable[[T], str | None],
+    most: int,
+) -> tuple[list[list[T]], bool]:
+    """Group ``items`` by their cause and host, each group in the order its first item came;
+    when that makes more than ``most`` groups (a fleet of small hosts), by cause alone. Return
+    the groups, and True when they are by host. The handover groups incidents so too."""
+    groups = _group(items, lambda item: (cause(item), host(item)))
+    if len(groups) <= most:
+        return list(groups.values()), True
+    return list(_group(items, cause).values()), False
 
 
 def digest(members: Sequence[Page], *, at: float, by_host: bool = True) -> Page:
@@ -85,8 +103,8 @@ def _clock_time(moment: float) -> str:
     return datetime.fromtimestamp(moment, UTC).strftime("%H:%M UTC")
 
 
-def _group(pages: Sequence[Page], key: Callable[[Page], Hashable]) -> dict[Hashable, list[Page]]:
-    groups: dict[Hashable, list[Page]] = {}
-    for page in pages:
-        groups.setdefault(key(page), []).append(page)
+def _group(items: Sequence[T], key: Callable[[T], Hashable]) -> dict[Hashable, list[T]]:
+    groups: dict[Hashable, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
     return groups

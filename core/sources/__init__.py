@@ -26,6 +26,8 @@ from zombietop.model import EventKind, Heartbeat, Lease, PendingKill, TaskRecord
 from zombietop.sources.base import (
     Capability,
     Engine,
+    EngineWorker,
+    ListsWorkers,
     Origin,
     Source,
     SourceEntry,
@@ -40,6 +42,8 @@ __all__ = [
     "ENGINES",
     "Capability",
     "Engine",
+    "EngineWorker",
+    "ListsWorkers",
     "Origin",
     "Source",
     "SourceEntry",
@@ -144,6 +148,9 @@ class SourcesRead:
     RQ's keys of another type than RQ writes): the rest of it was read."""
     seconds: float = 0.0
     """How long the read of every source took: it is no part of the store's own lag."""
+    workers: list[EngineWorker] = field(default_factory=list)
+    """The workers of the sources that were read and know theirs (``ListsWorkers``), their
+    beats on the store's clock."""
 
 
 def source_words(source: Source, exc: ZombietopError) -> str:
@@ -181,6 +188,8 @@ async def read_sources(
         if error is not None:
             found.errors[source.name] = error
             continue
+        if isinstance(source, ListsWorkers):
+            found.workers.extend(on_clock(worker, offset) for worker in source.workers())
         skipped: Sequence[str] = getattr(source, "notes", ())
         if skipped:
             found.notes[source.name] = f"source {source.name}: {'; '.join(skipped)}"
@@ -194,6 +203,13 @@ async def read_sources(
             found.origins[record.task.task_id] = one.origin
             found.owners[record.task.task_id] = source
     return replace(found, seconds=time.perf_counter() - started)
+
+
+def on_clock(worker: EngineWorker, offset: float) -> EngineWorker:
+    """``worker`` with its last beat moved by ``offset`` seconds (to the store's clock)."""
+    if offset == 0.0 or worker.last_beat is None:
+        return worker
+    return replace(worker, last_beat=worker.last_beat + offset)
 
 
 async def _read_one(

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from zombietop.actions import ActionKind
 from zombietop.clock import Clock, SystemClock
@@ -53,6 +53,44 @@ class SourceRecord:
 
     record: TaskRecord
     origin: Origin
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineWorker:
+    """One process that an engine's tasks run on (a Celery or RQ worker, a BullMQ worker's
+    connection), as a source's last poll saw it. Every text in it is the engine's: untrusted."""
+
+    name: str
+    """The engine's name for it (``celery@batch-07``, an RQ worker's name)."""
+    kind: str
+    """The engine (``Origin.kind``): ``celery``, ``rq``."""
+    source: str
+    """The source's printable name."""
+    host: str | None
+    pid: int | None
+    """The worker's own process, when the engine records it."""
+    last_beat: float | None
+    """The worker's last sign of life, on the source's clock (None: never seen)."""
+    holds: int
+    """How many tasks the engine says it is running now."""
+    gone: bool
+    """The engine no longer knows it as a live worker: its record expired, or it stopped
+    answering for longer than the source's heartbeat timeout."""
+    why: str = ""
+    """What says it is gone, in words (empty for a live worker)."""
+
+
+@runtime_checkable
+class ListsWorkers(Protocol):
+    """A source that knows its engine's workers. It is optional: a source without it has no
+    workers in the workers list (``W``), only its tasks.
+
+    ``workers`` is no read of its own: it returns what the last ``poll`` read (an empty
+    sequence before the first), so it costs nothing and never writes to the engine; a
+    worker that holds tasks but is gone from the engine's records is in it too, ``gone``.
+    """
+
+    def workers(self) -> Sequence[EngineWorker]: ...
 
 
 class Source(Protocol):

@@ -23,6 +23,7 @@ workers' connections in Redis's ``CLIENT LIST``.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ from zombietop.errors import SourceError
 from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start
-from zombietop.sources.base import Engine, Origin, SourceRecord
+from zombietop.sources.base import Engine, EngineWorker, Origin, SourceRecord
 from zombietop.sources.bullmq_reads import (
     BullReads,
     Client,
@@ -133,6 +134,7 @@ class BullMQSource(RedisSource):
         self._lock_longest: dict[str, int] = {}
         """By queue, the most milliseconds left seen on a lock: its lock duration, nearly."""
         self._lock = asyncio.Lock()
+        self._workers_seen: tuple[EngineWorker, ...] = ()
 
     def limit_overrides(self, base: Limits) -> dict[str, tuple[float, str]]:
         return {
@@ -175,7 +177,55 @@ class BullMQSource(RedisSource):
             out.append(self._active(job, reads, process, host, (seen, ends, lost)))
         self._workers, self._lock_seen = found, seen
         self._lock_ends, self._lock_lost = ends, lost
+        self._workers_seen = self._seen(active, reads.workers, owners)
         return out
+
+    def workers(self) -> Sequence[EngineWorker]:
+        """BullMQ's worker connections as the last poll read them (``ListsWorkers``), and a
+        worker that active jobs name (their ``processedBy``) with no connection left: gone."""
+        return self._workers_seen
+
+    def _seen(
+        self,
+        active: Sequence[Job],
+        clients: Sequence[Client],
+        owners: Mapping[tuple[str, int], int],
+    ) -> tuple[EngineWorker, ...]:
+        held = Counter((job.queue, job.fields.get("pb") or None) for job in active)
+        seen: dict[tuple[str, str | None], EngineWorker] = {}
+        for client in clients:
+            key = (client.queue, client.worker)
+            where = split_addr(client.addr)
+            seen.setdefault(key, self._worker(key, held.pop(key, 0), where, owners))
+        for key, holds in held.items():
+            seen[key] = replace(
+                self._worker(key, holds, None, owners),
+                gone=True,
+                why=(
+                    "no connection of it in Redis's CLIENT LIST: its lock runs out, and only "
+                    "another worker's stalled check moves its jobs back"
+                ),
+            )
+        return tuple(seen.values())
+
+    def _worker(
+        self,
+        key: tuple[str, str | None],
+        holds: int,
+        where: tuple[str, int] | None,
+        owners: Mapping[tuple[str, int], int],
+    ) -> EngineWorker:
+        queue, name = key
+        return EngineWorker(
+            name=bounded_id(name or f"a worker of queue {queue}"),
+            kind=self.kind,
+            source=self.name,
+            host=None if where is None else where[0],
+            pid=None if where is None else owners.get(where),
+            last_beat=None,  # a BullMQ worker beats by renewing its jobs' locks, not itself
+            holds=holds,
+            gone=False,
+        )
 
     def _active(
         self,

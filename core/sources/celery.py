@@ -40,9 +40,10 @@ from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 from zombietop.clock import Clock
+from zombietop.durations import format_age
 from zombietop.errors import SourceError
 from zombietop.locations import printable_url
-from zombietop.sources.base import Engine, Origin, SourceRecord
+from zombietop.sources.base import Engine, EngineWorker, Origin, SourceRecord
 from zombietop.sources.celery_pidbox import UnreadableReply, ask
 from zombietop.sources.celery_reports import (
     ACTIVE,
@@ -51,11 +52,13 @@ from zombietop.sources.celery_reports import (
     Reads,
     Sighting,
     WorkerMemory,
+    WorkerSeen,
     celery_task_id,
     records,
     sightings_of,
     unacked_of,
 )
+from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.redis_source import RedisSource
 from zombietop.sources.worker_processes import CELERY_CHILD, engine_child
 
@@ -132,6 +135,7 @@ class CelerySource(RedisSource):
         self._memory = WorkerMemory(kept_for=SILENT_WORKER_KEPT)
         self._lock = asyncio.Lock()
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="zombietop-celery")
+        self._workers_seen: tuple[EngineWorker, ...] = ()
 
     async def in_thread(self, call: Callable[[], T]) -> T:
         """Run a blocking call in the source's own threads, where its polls run too."""
@@ -148,6 +152,9 @@ class CelerySource(RedisSource):
         async with self._lock:
             reads = await loop.run_in_executor(self._pool, self._read)
             workers = self._memory.update(reads)
+            self._workers_seen = tuple(
+                self._worker(name, seen, reads.read_at) for name, seen in workers.items()
+            )
             local = self.local_names(host)
             return records(
                 reads,
@@ -159,6 +166,27 @@ class CelerySource(RedisSource):
                 local=local,
                 deliveries=self._memory.deliveries,
             )
+
+    def workers(self) -> Sequence[EngineWorker]:
+        """The workers that answered in the last hour, as of the last poll (``ListsWorkers``):
+        one silent for longer than the heartbeat timeout is gone, with what it last held."""
+        return self._workers_seen
+
+    def _worker(self, name: str, seen: WorkerSeen, now: float) -> EngineWorker:
+        silent = now - seen.answered_at
+        gone = silent > self.heartbeat_timeout
+        return EngineWorker(
+            name=bounded_id(name),
+            kind=self.kind,
+            source=self.name,
+            # A worker is named NAME@HOST, its host by default.
+            host=bounded_id(name.partition("@")[2]) or None,
+            pid=None,  # the answers name the pool's children, not the worker's own process
+            last_beat=seen.answered_at,
+            holds=len(seen.active),
+            gone=gone,
+            why=f"no answer to zombietop's questions for {format_age(silent)}" if gone else "",
+        )
 
     def _read(self) -> Reads:
         """Ask the workers (the three lists at once), then read the unacked messages.

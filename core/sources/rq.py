@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,7 +47,7 @@ from zombietop.locations import printable_url
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
 from zombietop.procs import read_start
-from zombietop.sources.base import Engine, Origin, SourceRecord
+from zombietop.sources.base import Engine, EngineWorker, Origin, SourceRecord
 from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.redis_source import RedisSource
 from zombietop.sources.rq_ends import (
@@ -213,6 +214,7 @@ class RQSource(RedisSource):
         self._horses: dict[str, tuple[int, ProcessStart]] = {}
         """By job id, the work horse last found for it on this host."""
         self._lock = asyncio.Lock()
+        self._workers_seen: tuple[EngineWorker, ...] = ()
 
     def _connect(self) -> None:
         import redis
@@ -229,7 +231,45 @@ class RQSource(RedisSource):
             except self._errors as exc:
                 raise SourceError(f"source {self.name}: cannot read Redis ({exc})") from None
             local = self.local_names(host)
+            self._workers_seen = self._seen(reads)
             return await asyncio.to_thread(self._records, reads, host, local)
+
+    def workers(self) -> Sequence[EngineWorker]:
+        """RQ's workers as the last poll read them (``ListsWorkers``), and each worker that
+        started jobs still name though its hash expired: gone, holding them."""
+        return self._workers_seen
+
+    def _seen(self, reads: RQReads) -> tuple[EngineWorker, ...]:
+        held = Counter(entry.fields.get("worker_name") or "" for entry in reads.started)
+        seen = [
+            EngineWorker(
+                name=bounded_id(name),
+                kind=self.kind,
+                source=self.name,
+                host=worker.hostname,
+                pid=worker.pid,
+                last_beat=worker.last_heartbeat,
+                holds=held[name],
+                gone=False,
+            )
+            for name, worker in reads.workers.items()
+        ]
+        gone = (name for name in held if name and name not in reads.workers)
+        seen += [
+            EngineWorker(
+                name=bounded_id(name),
+                kind=self.kind,
+                source=self.name,
+                host=None,
+                pid=None,
+                last_beat=None,
+                holds=held[name],
+                gone=True,
+                why="its hash rq:worker:NAME expired: it stopped beating",
+            )
+            for name in gone
+        ]
+        return tuple(seen)
 
     def _read(self, since: float | None) -> RQReads:
         r = self._redis

@@ -230,6 +230,8 @@ class IncidentBook:
             "health": str(view.health),
             "incident": notice.incident,
         }
+        if view.task.host is not None:
+            data["host"] = view.task.host  # the handover groups a mass incident by host
         if job is not None:
             data["job"] = job
         if task_id in self.engines:
@@ -262,6 +264,7 @@ class IncidentBook:
                 "health": str(view.health),
                 "held": silence.silence_id,
                 "incident": incident,
+                **({} if view.task.host is None else {"host": view.task.host}),
             },
         )
 

@@ -88,7 +88,7 @@ SECTION_LIST = (
         fields={"path": "store_path"},
         intro="The store. `--db` and `$ZOMBIETOP_DB` come before `path`.",
     ),
-    Section("monitor", Config, ["refresh", "finished_window", "mouse"], "monitor"),
+    Section("monitor", Config, ["refresh", "finished_window", "mouse", "copy_lines"], "monitor"),
     Section(
         "watch",
         WatchSettings,

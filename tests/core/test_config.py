@@ -265,6 +265,14 @@ SHAPE_CASES = [
 ]
 
 
+def test_monitor_copy_lines_is_read(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "[monitor]\ncopy_lines = 200\n"))
+    assert config.copy_lines == 200
+    assert load_config(write(tmp_path, "[monitor]\n")).copy_lines == 50
+    with pytest.raises(ConfigError, match=r"copy_lines must be a whole number >= 1, not '50'"):
+        load_config(write(tmp_path, '[monitor]\ncopy_lines = "50"\n'))
+
+
 def test_agent_allow_is_read(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, '[agent]\nallow = ["alice", "deploy"]\n'))
     assert config.agent.allow == ("alice", "deploy")
@@ -458,6 +466,10 @@ BOUND_CASES = [
      '[monitor]: finished_window = "1ms" is below its floor of "1s"'),
     ("monitor", "finished_window", "high", '[monitor]\nfinished_window = "36500d"\n',
      '[monitor]: finished_window = "36500d" is above its ceiling of "7d"'),
+    ("monitor", "copy_lines", "low", "[monitor]\ncopy_lines = 0\n",
+     "[monitor]: copy_lines must be a whole number >= 1, not 0"),
+    ("monitor", "copy_lines", "high", "[monitor]\ncopy_lines = 201\n",
+     "[monitor]: copy_lines = 201 is above its ceiling of 200"),
     # [watch]
     ("watch", "interval", "low", '[watch]\ninterval = "1ms"\n',
      '[watch]: interval = "1ms" is below its floor of "1s"'),

@@ -9,6 +9,7 @@ import asyncio
 import json
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC
 from pathlib import Path
@@ -24,13 +25,15 @@ from zombietop.config import Config, OnCallSettings, Schedule
 from zombietop.heartbeat_line import parse_line
 from zombietop.model import Matcher, TaskState
 from zombietop.oncall import acks
-from zombietop.oncall.handover import read_handover
+from zombietop.oncall.handover import Handover, read_handover
 from zombietop.oncall.incident_story import Step, stories, stories_of_tasks
 from zombietop.store import Store
 from zombietop.store import events as store_events
 from zombietop.tui.handover_text import (
+    SLACK,
     handover_json,
     handover_markdown,
+    handover_text,
     story_json,
     story_text,
 )
@@ -124,6 +127,7 @@ def steady(text: str, pgid: int) -> str:
     host = re.escape(socket.gethostname())
     text = re.sub(f"watchdog@{host}", "watchdog@HOST", text)
     text = re.sub(f"zombietop@{host}:[0-9]+", "zombietop@HOST:PID", text)
+    text = re.sub(f'"host": "{host}"', '"host": "HOST"', text)
     text = re.sub("pid [0-9]+ exited after TERM in [0-9.]+ s", "pid PID exited after TERM", text)
     return text.replace(f"group {pgid} ", "group PGID ")
 
@@ -144,6 +148,19 @@ async def test_the_handover_of_a_night_shift(
     inline = [child.type for t in tokens for child in t.children or []]
     assert [t.tag for t in tokens if t.type == "heading_open"] == ["h1"] + ["h2"] * 5
     assert not {"link_open", "html_inline", "html_block", "em_open"} & set(inline)
+
+
+@pytest.mark.backends("sqlite")
+async def test_the_night_shift_in_slack(
+    store: Store, clock: FakeClock, children: Children, tmp_path: Path
+) -> None:
+    """The same night in Slack's mrkdwn: bold lines for headings, bullets, no backslash."""
+    await night_shift(store, clock, children, tmp_path)
+    now = clock.now()
+    found = await read_handover(store, now=now, since=now - 8 * 3600)
+    slack = handover_text(found, UTC, SLACK)
+    print(slack)
+    assert slack == (EXPECTED / "night.slack").read_text()
 
 
 @pytest.mark.backends("sqlite")
@@ -187,29 +204,67 @@ async def test_a_long_story_is_read_back_whole_in_batches(
     assert [e.step for e in story.entries].count(Step.RENOTIFIED) == 4
 
 
-async def test_many_open_incidents_are_summed_up_by_health(store: Store, clock: FakeClock) -> None:
-    """Thousands of open incidents: the Markdown lists the oldest few and one line for each
-    health of the rest, as the watchdog's digests do; the JSON lists every one."""
-    for n in range(60):
-        health = "stalled" if n % 3 else "dead"
+def _host_of(n: int) -> str | None:
+    if n % 3 == 0:
+        return "db-2"
+    return None if n >= 50 else "batch-07" if n < 30 else "batch-08"
+
+
+async def many_pages(
+    store: Store, clock: FakeClock, count: int, host: Callable[[int], str | None]
+) -> Handover:
+    for n in range(count):
+        health = "dead" if n % 3 == 0 else "stalled"
+        data = {"page": "incident", "health": health, "incident": f"job-{n:03}@1"}
+        if host(n) is not None:
+            data["host"] = host(n)
         await store.record_event(
             kind="page",
             actor="watchdog",
             message=f"job-{n:03} {health}: heartbeat 4h old - resume or discard",
             task_id=f"job-{n:03}",
-            data={"page": "incident", "health": health, "incident": f"job-{n:03}@1"},
+            data=data,
         )
         clock.advance(60)
     now = clock.now()
-    found = await read_handover(store, now=now, since=now - 8 * 3600)
+    return await read_handover(store, now=now, since=now - 8 * 3600)
+
+
+async def test_many_open_incidents_are_summed_up_by_root_cause_and_host(
+    store: Store, clock: FakeClock
+) -> None:
+    """Sixty open incidents: the Markdown lists the oldest few, then one line for each root
+    cause and host of the rest, as the watchdog's digests group pages (the pages of an older
+    zombietop name no host); the JSON lists every one."""
+    found = await many_pages(store, clock, 60, _host_of)
     assert len(found.unacked) == 60
     text = handover_markdown(found, UTC)
     assert "## Open, nobody on it (60)" in text
     listed = re.findall(r"^- `(job-\d+)`: ", text, flags=re.M)
     assert listed == [f"job-{n:03}" for n in range(5)]
     groups = re.findall(
-        r"^- (\d+) more (\w+), opened from .*: `(job-\d+)`, .* and (\d+) more$", text, flags=re.M
+        r"^- (\d+) more (\w+) on ([\w -]+), opened from .*: `(job-\d+)`, .*?(?: and (\d+) more)?$",
+        text,
+        flags=re.M,
     )
-    assert groups == [("37", "stalled", "job-005", "34"), ("18", "dead", "job-006", "15")]
+    assert groups == [
+        ("18", "dead", "db-2", "job-006", "15"),
+        ("17", "stalled", "batch-07", "job-005", "14"),
+        ("13", "stalled", "batch-08", "job-031", "10"),
+        ("7", "stalled", "an unknown host", "job-050", "4"),
+    ]
     assert "The whole list, one by one: `zombietop handover --format json`." in text
     assert len(handover_json(found)["open_unacked"]) == 60
+
+
+@pytest.mark.backends("sqlite")
+async def test_a_fleet_of_small_hosts_is_summed_up_by_root_cause_alone(
+    store: Store, clock: FakeClock
+) -> None:
+    """More root cause and host pairs than a section lists: one line per root cause, which
+    says on how many hosts, as the digest does."""
+    found = await many_pages(store, clock, 60, lambda n: f"node-{n:02}")
+    text = handover_text(found, UTC, SLACK)
+    assert "*Open, nobody on it (60)*" in text
+    groups = re.findall(r"^• (\d+) more (\w+) on (\d+ hosts), ", text, flags=re.M)
+    assert groups == [("37", "stalled", "37 hosts"), ("18", "dead", "18 hosts")]

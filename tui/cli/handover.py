@@ -13,7 +13,13 @@ from zombietop.oncall.incident_story import stories
 from zombietop.printable import printable
 from zombietop.store import open_store
 from zombietop.tui.cli.context import EXIT_OK, add_command, context_of, duration
-from zombietop.tui.handover_text import handover_json, handover_markdown, story_json, story_text
+from zombietop.tui.handover_text import (
+    FORMATS,
+    handover_json,
+    handover_text,
+    story_json,
+    story_text,
+)
 
 
 def add_parser(
@@ -32,6 +38,7 @@ def add_parser(
         "machine's own zone beside them when that is not UTC.",
         examples=(
             "zombietop handover --since 12h > handover.md",
+            "zombietop handover --format slack",
             "zombietop handover --format json",
         ),
     )
@@ -42,7 +49,13 @@ def add_parser(
         metavar="DURATION",
         help="how far back the window goes (default: 8h)",
     )
-    handover.add_argument("--format", choices=("md", "json"), default="md")
+    handover.add_argument(
+        "--format",
+        choices=(*FORMATS, "json"),
+        default="markdown",
+        help="markdown (md) to paste into a ticket or a wiki, slack to paste into Slack (its "
+        "mrkdwn: nothing in it mentions anyone), or json (default: markdown)",
+    )
     handover.set_defaults(handler=cmd_handover)
     incident = add_command(
         sub,
@@ -84,7 +97,7 @@ async def cmd_handover(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(handover_json(found), indent=2))
     else:
-        print(handover_markdown(found, local_zone()), end="")
+        print(handover_text(found, local_zone(), FORMATS[args.format]), end="")
     return EXIT_OK
 
 

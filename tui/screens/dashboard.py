@@ -17,6 +17,7 @@ from zombietop.tui.keys import MARK_KEYS, TaskKeys, bindings
 from zombietop.tui.screen_state import Rows, ScreenState
 from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.wall import WallScreen
+from zombietop.tui.screens.workers import WorkersScreen
 from zombietop.tui.task_order import PerSnapshot, SortMode
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.events_pane import EventsPane
@@ -206,3 +207,6 @@ class DashboardScreen(TaskKeys):
     def action_wall(self) -> None:
         wall = WallScreen(self.store_label, self.refresh_s, back=True, read_only=self.read_only)
         self.app.push_screen(wall)
+
+    def action_workers(self) -> None:
+        self.app.push_screen(WorkersScreen())

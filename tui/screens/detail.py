@@ -19,6 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Sparkline, Static
 
+from zombietop.config.settings import COPY_LINES
 from zombietop.durations import format_age, format_duration
 from zombietop.job_summary import JobSummary, run_began
 from zombietop.judge.budgets import Budget
@@ -37,6 +38,7 @@ from zombietop.tui.messages import OutputAsked, TaskAction
 from zombietop.tui.screen_state import DetailState, TaskRecord
 from zombietop.tui.untrusted import escaped_markup, printable_text
 from zombietop.tui.widgets.events_pane import event_line
+from zombietop.tui.widgets.output_pane import OutputPane
 
 
 def _stamp(at: float | None) -> str:
@@ -355,20 +357,22 @@ class DetailScreen(TaskKeys):
     }
     DetailScreen #output-pane {
         display: none;
-        height: 12;
         margin: 0 1;
-        border: round $primary;
     }
     DetailScreen.show-output #output-pane {
         display: block;
     }
     """
 
-    def __init__(self, task_id: str, read_only: bool, state: DetailState) -> None:
+    def __init__(
+        self, task_id: str, read_only: bool, state: DetailState, *, copy_lines: int = COPY_LINES
+    ) -> None:
         super().__init__(read_only=read_only)
         self.task_id = task_id
         self.state = state
         """What the app handed last: the snapshot, the page line and the task's record."""
+        self.copy_lines = copy_lines
+        """How many of the last output lines ``c`` copies (``[monitor] copy_lines``)."""
 
     @property
     def key_task_id(self) -> str:
@@ -386,8 +390,7 @@ class DetailScreen(TaskKeys):
             yield Sparkline([], id="spark")
             yield Static(id="facts")
             yield Static(id="events")
-        with VerticalScroll(id="output-pane"):
-            yield Static(id="output")
+        yield OutputPane(copy_lines=self.copy_lines, id="output-pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -404,7 +407,7 @@ class DetailScreen(TaskKeys):
         new_output = state.record.last_output is not before.record.last_output
         if new_output and self.has_class("show-output"):
             # Read afresh because the pane opened: show its end, the latest lines.
-            self.query_one("#output-pane", VerticalScroll).scroll_end(animate=False)
+            self.query_one(OutputPane).scroller.scroll_end(animate=False)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "note" and self.read_only:
@@ -456,27 +459,16 @@ class DetailScreen(TaskKeys):
         self._show_output(record.last_output, now)
 
     def _show_output(self, last: LastOutput | None, now: float) -> None:
-        pane = self.query_one("#output-pane", VerticalScroll)
-        if last is None:
-            pane.border_title = "last output"
-            self.query_one("#output", Static).update(
-                Text("no output kept (only `zombietop run` keeps it, on its own host)", style="dim")
-            )
-            return
-        pane.border_title = (
-            f"last {len(last.lines)} lines of attempt {last.attempt}, "
-            f"written {format_age(last.age(now))} ago"
-        )
-        # Untrusted text: every line escaped, none able to move the cursor or retitle the pane.
-        self.query_one("#output", Static).update(
-            Text("\n".join(printable(line) for line in last.lines))
-        )
+        # Untrusted text: the pane escapes every line; none can move the cursor or retitle it.
+        self.query_one(OutputPane).show_output(last, now)
 
     def action_toggle_output(self) -> None:
         """Show or hide the last lines the task wrote; the app reads them afresh each time
         they are shown."""
         self.toggle_class("show-output")
         if self.has_class("show-output"):
+            # Focused, so that its keys (/ n N G g c) reach it.
+            self.query_one(OutputPane).scroller.focus()
             self.post_message(OutputAsked(self.task_id))
 
     @staticmethod

@@ -23,7 +23,14 @@ from zombietop.tui.cells import (
     SILENCED,
 )
 from zombietop.tui.healths import GLYPHS, health_label
-from zombietop.tui.keys import DETAIL_KEYS, MARK_KEYS, MOVE_KEYS, display_key, keys_for
+from zombietop.tui.keys import (
+    DETAIL_KEYS,
+    MARK_KEYS,
+    MOVE_KEYS,
+    OUTPUT_KEYS,
+    display_key,
+    keys_for,
+)
 
 CLOSE_KEYS = "escape,q,question_mark"
 
@@ -73,6 +80,8 @@ class HelpScreen(ModalScreen[None]):
         keys.add_row("click", "Select a row; a double click opens it (--no-mouse: none)")
         for key in DETAIL_KEYS:
             keys.add_row(display_key(key.key), f"In a task's detail view: {key.description}")
+        for key in OUTPUT_KEYS:
+            keys.add_row(display_key(key.key), f"In its output pane: {key.description}")
         keys.add_row(display_key(CLOSE_KEYS).replace(" ", ", "), "Close this help")
         healths = Table.grid(padding=(0, 2))
         for index in range(0, len(GLYPHS), 4):

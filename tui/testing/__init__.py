@@ -7,7 +7,8 @@ What the snapshot tests, the screenshots (``scripts/export_screenshots.py``) and
 - ``fleet``: one task of every health, and what the probe sees (``sample_snapshot``);
 - ``oncall``: an ack, a silence and schedules; ``events``: events and a progress history;
 - ``hostile``: untrusted text in every field, which must be shown escaped;
-- ``fakes``: ``SampleSource``, ``RecordingDesk`` and ``RecordingExecutor``.
+- ``fakes``: ``SampleSource``, ``RecordingDesk`` and ``RecordingExecutor``;
+- ``workers``: the agents and engine workers the sample fleet runs on.
 
 Nothing here imports Textual: the fleet is core's own types.
 """
