@@ -31,3 +31,11 @@ class SnapshotSource(Protocol):
     async def last_output(self, task: Task) -> LastOutput | None:
         """The task's kept output (``zombietop run`` on this host), or None."""
         ...
+
+    async def latest_ended_runs(self, per_job: int) -> dict[str, list[Task]]:
+        """By job, its latest ``per_job`` ended runs, newest first (the jobs view's trend)."""
+        ...
+
+    async def job_runs(self, job: str, limit: int) -> list[Task]:
+        """The latest ``limit`` runs of ``job``, newest first (its history)."""
+        ...

@@ -1,4 +1,5 @@
-"""Jobs: each job's summary, kept as its runs end, and a job's runs for ``zombietop history``.
+"""Jobs: each job's summary, kept as its runs end, a job's runs for ``zombietop history``,
+and every job's latest ended runs for ``zombietop jobs``.
 
 ``Jobs._count_run`` folds a run's end into its job's summary inside the transaction that records the
 end (``tasks``: finish and discard), so a summary never misses a run nor counts one twice (a failed
@@ -32,6 +33,10 @@ class JobsInterface(abc.ABC):
     @abc.abstractmethod
     async def job_runs(self, job: str, limit: int) -> list[Task]:
         """The latest ``limit`` runs of ``job``, newest first."""
+
+    @abc.abstractmethod
+    async def latest_ended_runs(self, per_job: int) -> dict[str, list[Task]]:
+        """By job, the latest ``per_job`` runs of every job that have ended, newest first."""
 
     @abc.abstractmethod
     async def failed_latest_runs(self, before: float) -> list[TaskRecord]:
@@ -71,6 +76,15 @@ class Jobs(SQLBase[Conn], JobsInterface):
         async with self._read() as db:
             rows = await self._rows(db, "select_job_runs", {"job": job, "limit": limit})
         return [Task.from_row(row) for row in rows]
+
+    async def latest_ended_runs(self, per_job: int) -> dict[str, list[Task]]:
+        async with self._read() as db:
+            rows = await self._rows(db, "select_latest_ended_runs", {"per_job": per_job})
+        runs: dict[str, list[Task]] = {}
+        for row in rows:
+            task = Task.from_row(row)
+            runs.setdefault(task.job_name, []).append(task)
+        return runs
 
     async def failed_latest_runs(self, before: float) -> list[TaskRecord]:
         async with self._read() as db:

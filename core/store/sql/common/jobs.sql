@@ -42,3 +42,14 @@ ORDER BY run_number DESC LIMIT :limit
 JOIN jobs j ON j.job = t.job AND j.last_outcome = 'failed' AND j.last_finished_at = t.finished_at
 WHERE t.state = 'failed' AND t.finished_at < :before
 ORDER BY t.finished_at DESC, t.task_id DESC
+
+-- select_latest_ended_runs --
+-- The latest :per_job runs of every job that have ended, newest first within each job: the
+-- jobs view's trend (`zombietop jobs`). Ranked by the tasks_job_runs index (job, run_number).
+SELECT {task_columns} FROM (
+    SELECT {task_columns},
+           ROW_NUMBER() OVER (PARTITION BY job ORDER BY run_number DESC) AS nth
+    FROM tasks WHERE job IS NOT NULL AND finished_at IS NOT NULL
+) ranked
+WHERE nth <= :per_job
+ORDER BY job, run_number DESC
