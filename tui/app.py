@@ -19,7 +19,7 @@ from textual.worker import Worker, WorkerState
 
 from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
 from zombietop.clock import Clock, SystemClock
-from zombietop.config import OnCallSettings
+from zombietop.config import OnCallSettings, Schedule, View
 from zombietop.judge.monitor import Snapshot, TaskView
 from zombietop.model import Event
 from zombietop.oncall.acks import OnCallDesk
@@ -50,6 +50,9 @@ from zombietop.tui.task_order import (
     ordered,
 )
 from zombietop.tui.textual_compat import quiet_driver
+from zombietop.tui.view_flow import ViewFlow
+from zombietop.tui.view_messages import JobsToggled, ViewAsked, ViewPickerAsked
+from zombietop.tui.views import narrowed
 
 NOTE_SECONDS = 60.0
 GLANCE_ROWS = 40
@@ -86,6 +89,9 @@ class ZombietopApp(App[None]):
         terminal_alive: Callable[[], bool] | None = None,
         desk: OnCallDesk | None = None,
         oncall: OnCallSettings | None = None,
+        views: Sequence[View] = (),
+        schedules: Sequence[Schedule] = (),
+        view: View | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -93,6 +99,8 @@ class ZombietopApp(App[None]):
         self.executor = None if wall else executor
         self.oncall_flow = OnCallFlow(self, None if wall else desk, oncall or OnCallSettings())
         """The on-call keys (ack, unack, silence, note) and their screens."""
+        self.view_flow = ViewFlow(self, views, schedules, view)
+        """The jobs view (J) and the saved views (v, 1-9, --view)."""
         self.clock = clock or SystemClock()
         self.refresh_interval = refresh
         self.wall = wall
@@ -171,6 +179,8 @@ class ZombietopApp(App[None]):
         """Hand the app's state to every screen that shows it: the main screen, whichever it
         is, and a wall opened over the dashboard."""
         state = self.screen_state(now)
+        if self.wall:
+            state = replace(state, snapshot=narrowed(state.snapshot, self.view_flow.current))
         for screen in self.screen_stack:
             if isinstance(screen, ShowsState):
                 screen.show_state(state)
@@ -216,6 +226,7 @@ class ZombietopApp(App[None]):
         )
 
     def on_screen_ready(self, message: messages.ScreenReady) -> None:
+        self.view_flow.begin()
         if self.paused_at is None:
             self.poll()
         else:
@@ -306,6 +317,15 @@ class ZombietopApp(App[None]):
         now = self.clock.now()
         self._new_rows(self.ordered_views(self.snapshot), now)
         self._show_state(now)
+
+    def on_jobs_toggled(self, message: JobsToggled) -> None:
+        self.view_flow.toggle_jobs()
+
+    def on_view_asked(self, message: ViewAsked) -> None:
+        self.view_flow.ask(message.number, message.name)
+
+    def on_view_picker_asked(self, message: ViewPickerAsked) -> None:
+        self.view_flow.pick()
 
     def on_events_toggled(self, message: messages.EventsToggled) -> None:
         self.events_open = message.open

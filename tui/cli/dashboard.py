@@ -11,8 +11,13 @@ from zombietop.tui.cli.context import context_of
 async def cmd_dashboard(args: argparse.Namespace) -> int:
     require("the dashboard", "textual", "rich")
     from zombietop.tui.launch import launch_dashboard
+    from zombietop.tui.views import check_views, view_named
 
     ctx = context_of(args)
+    # A view that names nothing valid is refused now, before the screen opens.
+    check_views(ctx.config)
+    where = str(ctx.config.path or "the built-in defaults")
+    view = None if args.view is None else view_named(ctx.config.views, args.view, where)
     return await launch_dashboard(
         ctx.config,
         ctx.db,
@@ -20,6 +25,7 @@ async def cmd_dashboard(args: argparse.Namespace) -> int:
         wall=args.wall,
         refresh=args.refresh,
         sources=ctx.sources,
+        view=view,
     )
 
 
@@ -34,5 +40,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--refresh", type=float, metavar="SECONDS", help="dashboard: seconds between polls"
+    )
+    parser.add_argument(
+        "--view",
+        metavar="NAME",
+        help="dashboard: start in the saved view [views.NAME] of the config (with --wall too)",
     )
     parser.set_defaults(handler=cmd_dashboard)

@@ -1,0 +1,282 @@
+"""The jobs view (``J``): one row per job, with its runs, success rate, median and p95, its
+latest durations as a sparkline, how its latest run ended and when, and its next run.
+
+Enter opens the job's history; ``a`` acks its open incident. The rows are built from the
+app's snapshot and the store's latest ended runs (``zombietop.tui.job_rows``), read again only
+when a job's summary changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer
+
+from zombietop.config import Schedule, View
+from zombietop.durations import format_age
+from zombietop.errors import ZombietopError
+from zombietop.judge.job_table import JOB_COLUMNS, JobRow, JobSort, matches, sorted_rows
+from zombietop.judge.monitor import Snapshot
+from zombietop.model import Task, TaskState
+from zombietop.tui.cli.job_list import last_words, next_words, rate_words
+from zombietop.tui.job_rows import TREND_RUNS, rows_of
+from zombietop.tui.screen_state import ScreenState
+from zombietop.tui.screens.help import HelpScreen
+from zombietop.tui.screens.job_history import JobHistoryScreen
+from zombietop.tui.source import SnapshotSource
+from zombietop.tui.untrusted import escaped_markup, printable_text
+from zombietop.tui.view_messages import JobsToggled, ViewAsked, ViewPickerAsked
+from zombietop.tui.views import shown_keys
+from zombietop.tui.widgets.banner import Banner
+from zombietop.tui.widgets.header import StatusHeader
+
+INCIDENT_MARK = "▲ "
+"""Before the name of a job whose incident is open: a glyph, so it reads without colour."""
+
+LABELS = {
+    "job": "JOB",
+    "runs": "RUNS",
+    "success": "OK",
+    "median": "MEDIAN",
+    "p95": "P95",
+    "trend": f"LAST {TREND_RUNS}",
+    "last": "LAST RUN",
+    "next": "NEXT",
+}
+
+
+def _age(seconds: float | None) -> str:
+    return "-" if seconds is None else format_age(seconds)
+
+
+def job_cells(row: JobRow, now: float) -> dict[str, Text]:
+    """Each column's cell of ``row``, by the column's key."""
+    summary = row.summary
+    name = printable_text(row.name)
+    if row.incident is not None:
+        name = Text.assemble((INCIDENT_MARK, "bold red"), name)
+    failed = summary.last_outcome not in (None, TaskState.SUCCEEDED)
+    return {
+        "job": name,
+        "runs": Text(str(summary.runs), justify="right"),
+        "success": Text(rate_words(row), justify="right"),
+        "median": Text(_age(summary.median_s), justify="right"),
+        "p95": Text(_age(summary.p95_s), justify="right"),
+        "trend": Text(row.trend),
+        "last": Text(last_words(row, now), style="red" if failed else ""),
+        "next": Text(next_words(row, now)),
+    }
+
+
+def digit_bindings() -> list[BindingType]:
+    """``1``-``9``: switch to the first nine saved views."""
+    return [Binding(str(n), f"switch_view({n})", f"View {n}", show=False) for n in range(1, 10)]
+
+
+class JobsScreen(Screen[None]):
+    """One row per job; Enter: its history, ``a``: ack its open incident, ``J``/Esc: back."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "history", "History"),
+        Binding("a", "ack", "Ack"),
+        Binding("s", "cycle_sort", "Sort"),
+        Binding("J,escape", "back", "Tasks"),
+        Binding("v", "pick_view", "Views"),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+        Binding("j", "cursor('down')", "Down", show=False),
+        Binding("k", "cursor('up')", "Up", show=False),
+        *digit_bindings(),
+    ]
+
+    DEFAULT_CSS = """
+    JobsScreen #jobs {
+        height: 1fr;
+    }
+    """
+
+    def __init__(
+        self,
+        store_label: str,
+        refresh_s: float,
+        *,
+        read_only: bool,
+        schedules: Sequence[Schedule] = (),
+        view: View | None = None,
+    ) -> None:
+        super().__init__()
+        self.store_label = store_label
+        self.refresh_s = refresh_s
+        self.read_only = read_only
+        self.schedules = tuple(schedules)
+        self.view = view
+        self.sort = JobSort(view.sort) if view is not None and view.sort else JobSort.URGENCY
+        self.rows: tuple[JobRow, ...] = ()
+        """Every job's row, in the order shown, the view's filter applied."""
+        self._latest: Mapping[str, Sequence[Task]] = {}
+        self._read_for: tuple[object, ...] | None = None
+        """What the summaries said when the latest runs were last read."""
+        self._state: ScreenState | None = None
+
+    def compose(self) -> ComposeResult:
+        yield StatusHeader()
+        yield Banner()
+        table: DataTable[Text] = DataTable(id="jobs", cursor_type="row", zebra_stripes=False)
+        yield table
+        yield Footer(compact=True, show_command_palette=False)
+
+    @property
+    def table(self) -> DataTable[Text]:
+        return self.query_one("#jobs", DataTable)
+
+    @property
+    def source(self) -> SnapshotSource:
+        source: SnapshotSource = getattr(self.app, "source")  # noqa: B009 (the app's facade)
+        return source
+
+    def on_mount(self) -> None:
+        header = self.query_one(StatusHeader)
+        header.store = self.store_label
+        header.refresh_s = self.refresh_s
+        header.read_only = self.read_only
+        header.view_label = self.view.name if self.view is not None else "jobs"
+        self.table.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (self.read_only and action == "ack")
+
+    def show_state(self, state: ScreenState) -> None:
+        """Show the app's snapshot: the header and banner now, the rows once the latest runs
+        are read (again only when a job's summary changed)."""
+        self._state = state
+        snapshot = state.snapshot
+        header = self.query_one(StatusHeader)
+        header.show(snapshot, state.now, sort_label=str(self.sort), filter_label=self._filter())
+        banner = self.query_one(Banner)
+        banner.now = state.now
+        banner.snapshot = snapshot
+        banner.paused_at = state.paused_at
+        key = _summaries_key(snapshot)
+        if key != self._read_for:
+            self._read_for = key
+            self.read_latest()
+        else:
+            self.show_rows()
+
+    def _filter(self) -> str:
+        return self.view.filter if self.view is not None and self.view.filter else ""
+
+    @work(exclusive=True, group="jobs", exit_on_error=False)
+    async def read_latest(self) -> None:
+        """Read every job's latest ended runs from the store (off the UI's thread)."""
+        try:
+            self._latest = await self.source.latest_ended_runs(TREND_RUNS)
+        except ZombietopError as exc:
+            # The banner says when the store cannot be read; keep the runs read before.
+            self._read_for = None
+            self.notify(escaped_markup(f"jobs: {exc}"), severity="error", timeout=10)
+        self.show_rows()
+
+    def show_rows(self) -> None:
+        """Build the rows from the snapshot and the latest runs, and show them; the cursor
+        stays on its job."""
+        if self._state is None:
+            return
+        snapshot = self._state.snapshot
+        rows = rows_of(snapshot, self._latest, self.schedules)
+        text = self._filter()
+        if text:
+            rows = tuple(row for row in rows if matches(row, text))
+        self.rows = sorted_rows(rows, self.sort)
+        now = snapshot.taken_at if snapshot.taken_at is not None else self._state.now
+        keys = shown_keys(self.view) or JOB_COLUMNS
+        keys = tuple(key for key in JOB_COLUMNS if key in keys)
+        table = self.table
+        selected = self.selected_job
+        table.clear(columns=True)
+        for key in keys:
+            table.add_column(LABELS[key], key=key)
+        for row in self.rows:
+            cells = job_cells(row, now)
+            table.add_row(*(cells[key] for key in keys), key=row.name)
+        if selected is not None:
+            index = next((i for i, row in enumerate(self.rows) if row.name == selected), 0)
+            table.move_cursor(row=index, animate=False)
+
+    @property
+    def selected_job(self) -> str | None:
+        table = self.table
+        if not self.rows or table.row_count == 0:
+            return None
+        return self.rows[min(table.cursor_row, len(self.rows) - 1)].name
+
+    def _selected_row(self) -> JobRow | None:
+        name = self.selected_job
+        return next((row for row in self.rows if row.name == name), None)
+
+    # Keys ----------------------------------------------------------------------------------
+
+    def action_history(self) -> None:
+        row = self._selected_row()
+        if row is None:
+            self.notify("no job selected", severity="warning")
+            return
+        now = self._state.now if self._state is not None else 0.0
+        self.app.push_screen(JobHistoryScreen(row.summary, now))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_history()
+
+    def action_ack(self) -> None:
+        """Ack the job's open incident, as ``zombietop ack JOB`` does."""
+        row = self._selected_row()
+        if row is None:
+            self.notify("no job selected", severity="warning")
+        elif row.incident is None:
+            self.notify(
+                f"{escaped_markup(row.name)} has no open incident to ack", severity="warning"
+            )
+        else:
+            flow = getattr(self.app, "oncall_flow")  # noqa: B009 (the app's on-call keys)
+            flow.request_ack(row.incident)
+
+    def action_cycle_sort(self) -> None:
+        members = list(JobSort)
+        self.sort = members[(members.index(self.sort) + 1) % len(members)]
+        self.notify(f"jobs sorted by {self.sort}", timeout=2)
+        if self._state is not None:
+            self.show_state(self._state)
+
+    def action_cursor(self, direction: str) -> None:
+        if direction == "down":
+            self.table.action_cursor_down()
+        else:
+            self.table.action_cursor_up()
+
+    def action_back(self) -> None:
+        self.post_message(JobsToggled())
+
+    def action_pick_view(self) -> None:
+        self.post_message(ViewPickerAsked())
+
+    def action_switch_view(self, number: int) -> None:
+        self.post_message(ViewAsked(number=number))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self.read_only))
+
+    def action_quit(self) -> None:
+        self.app.exit()
+
+
+def _summaries_key(snapshot: Snapshot) -> tuple[object, ...]:
+    """What changes when a job's run ends: the number of jobs and the newest summary."""
+    jobs = snapshot.jobs.values()
+    return (len(jobs), max((job.updated_at for job in jobs), default=None), snapshot.error)
