@@ -24,7 +24,8 @@ from zombietop.errors import ZombietopError
 from zombietop.judge.job_table import JOB_COLUMNS, JobRow, JobSort, matches, sorted_rows
 from zombietop.judge.monitor import Snapshot
 from zombietop.model import Task, TaskState
-from zombietop.tui.cli.job_list import last_words, next_words, rate_words
+from zombietop.tui.cells import glance_age
+from zombietop.tui.cli.job_list import rate_words
 from zombietop.tui.job_rows import TREND_RUNS, rows_of
 from zombietop.tui.screen_state import ScreenState
 from zombietop.tui.screens.help import HelpScreen
@@ -56,12 +57,16 @@ def _age(seconds: float | None) -> str:
 
 
 def job_cells(row: JobRow, now: float) -> dict[str, Text]:
-    """Each column's cell of ``row``, by the column's key."""
+    """Each column's cell of ``row``, by the column's key (ages as the task table reads them)."""
     summary = row.summary
     name = printable_text(row.name)
     if row.incident is not None:
         name = Text.assemble((INCIDENT_MARK, "bold red"), name)
+    last = "-"
+    if summary.last_outcome is not None and summary.last_finished_at is not None:
+        last = f"{summary.last_outcome} {glance_age(now - summary.last_finished_at)} ago"
     failed = summary.last_outcome not in (None, TaskState.SUCCEEDED)
+    upcoming = "-" if row.next_run_at is None else f"in {glance_age(row.next_run_at - now)}"
     return {
         "job": name,
         "runs": Text(str(summary.runs), justify="right"),
@@ -69,9 +74,29 @@ def job_cells(row: JobRow, now: float) -> dict[str, Text]:
         "median": Text(_age(summary.median_s), justify="right"),
         "p95": Text(_age(summary.p95_s), justify="right"),
         "trend": Text(row.trend),
-        "last": Text(last_words(row, now), style="red" if failed else ""),
-        "next": Text(next_words(row, now)),
+        "last": Text(last, style="red" if failed else ""),
+        "next": Text(upcoming),
     }
+
+
+DROP_FIRST = ("next", "median", "runs", "p95", "success")
+"""The columns a narrow terminal leaves out, in this order, until the rest fit."""
+
+
+def fitting(keys: Sequence[str], cells: Sequence[dict[str, Text]], width: int) -> list[str]:
+    """The columns of ``keys`` that fit in ``width`` cells, dropping ``DROP_FIRST`` in turn."""
+    kept = list(keys)
+
+    def need(key: str) -> int:
+        widest = max((cell[key].cell_len for cell in cells), default=0)
+        return max(len(LABELS[key]), widest) + 2  # the table's padding, one cell a side
+
+    for key in DROP_FIRST:
+        if sum(map(need, kept)) <= width:
+            break
+        if key in kept:
+            kept.remove(key)
+    return kept
 
 
 def digit_bindings() -> list[BindingType]:
@@ -140,6 +165,9 @@ class JobsScreen(Screen[None]):
         source: SnapshotSource = getattr(self.app, "source")  # noqa: B009 (the app's facade)
         return source
 
+    def on_resize(self) -> None:
+        self.show_rows()
+
     def on_mount(self) -> None:
         header = self.query_one(StatusHeader)
         header.store = self.store_label
@@ -195,16 +223,17 @@ class JobsScreen(Screen[None]):
             rows = tuple(row for row in rows if matches(row, text))
         self.rows = sorted_rows(rows, self.sort)
         now = snapshot.taken_at if snapshot.taken_at is not None else self._state.now
-        keys = shown_keys(self.view) or JOB_COLUMNS
-        keys = tuple(key for key in JOB_COLUMNS if key in keys)
+        chosen = shown_keys(self.view) or JOB_COLUMNS
+        cells = [job_cells(row, now) for row in self.rows]
+        keys = [key for key in JOB_COLUMNS if key in chosen]
+        keys = fitting(keys, cells, self.size.width - 1)  # one cell for the scrollbar
         table = self.table
         selected = self.selected_job
         table.clear(columns=True)
         for key in keys:
             table.add_column(LABELS[key], key=key)
-        for row in self.rows:
-            cells = job_cells(row, now)
-            table.add_row(*(cells[key] for key in keys), key=row.name)
+        for row, row_cells in zip(self.rows, cells, strict=True):
+            table.add_row(*(row_cells[key] for key in keys), key=row.name)
         if selected is not None:
             index = next((i for i, row in enumerate(self.rows) if row.name == selected), 0)
             table.move_cursor(row=index, animate=False)

@@ -47,7 +47,7 @@ class ViewPicker(ModalScreen[str | None]):
         align: center middle;
     }
     ViewPicker > Vertical {
-        width: 72;
+        width: 78;
         max-width: 100%;
         height: auto;
         max-height: 100%;
@@ -55,7 +55,7 @@ class ViewPicker(ModalScreen[str | None]):
         background: $surface;
         padding: 0 1;
     }
-    ViewPicker OptionList {
+    ViewPicker OptionList, ViewPicker OptionList:focus {
         height: auto;
         max-height: 16;
         border: none;

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from zombietop.config import Schedule
+from zombietop.config import Schedule, View
 from zombietop.job_summary import JobSummary
 from zombietop.judge.monitor import Snapshot, build_snapshot
 from zombietop.model import Lease, Task, TaskRecord, TaskState
 from zombietop.tui.testing.builders import NOW, H, M, sample_config
 from zombietop.tui.testing.fleet import sample_records, sample_samples
+from zombietop.tui.testing.oncall import sample_oncall, sample_schedules
 
 OK, FAILED = TaskState.SUCCEEDED, TaskState.FAILED
 
@@ -26,8 +27,8 @@ JOB_PLANS: dict[str, tuple[float, list[tuple[float, TaskState]]]] = {
     ),
     "hourly-sync": (
         1.0,
-        [(minutes, OK) for minutes in (3, 4, 3, 3, 5, 4, 3, 4, 3, 4, 3, 6, 4, 3, 3, 4, 3, 5)]
-        + [(minutes, OK) for minutes in (4, 3, 4, 3)],
+        [(float(m), OK) for m in (3, 4, 3, 3, 5, 4, 3, 4, 3, 4, 3, 6, 4, 3, 3, 4, 3, 5, 4, 3)]
+        + [(4.0, OK), (3.0, OK)],
     ),
     "report-daily": (24.0, [(12, OK), (11, OK), (13, OK), (2, FAILED), (1, FAILED)]),
     "billing-close": (168.0, [(95, OK), (110, OK), (102, OK)]),
@@ -82,8 +83,9 @@ def sample_job_summaries() -> dict[str, JobSummary]:
     return summaries
 
 
-def sample_jobs_snapshot(now: float = NOW) -> Snapshot:
-    """The sample fleet, with the sample jobs' summaries and report-daily's failed last run."""
+def sample_jobs_snapshot(now: float = NOW, *, oncall: bool = False) -> Snapshot:
+    """The sample fleet, with the sample jobs' summaries and report-daily's failed last run;
+    with ``oncall``, also the sample fleet's ack, silence and schedules."""
     failed = sample_job_runs()["report-daily"][0]
     record = TaskRecord(
         task=failed, lease=Lease(task_id=failed.task_id, owner=None, token=1), heartbeat=None
@@ -95,4 +97,26 @@ def sample_jobs_snapshot(now: float = NOW) -> Snapshot:
         sample_samples(),
         jobs=sample_job_summaries(),
     )
-    return replace(snapshot, jobs=sample_job_summaries())
+    snapshot = replace(snapshot, jobs=sample_job_summaries())
+    if not oncall:
+        return snapshot
+    return replace(snapshot, oncall=sample_oncall(now), schedules=sample_schedules(now))
+
+
+SAMPLE_VIEWS = (
+    View(
+        name="failing-jobs",
+        rows="jobs",
+        sort="success rate",
+        columns=("job", "runs", "success", "trend", "last"),
+    ),
+    View(
+        name="exports",
+        rows="runs",
+        filter="export",
+        sort="oldest heartbeat",
+        columns=("health", "task", "progress", "heartbeat", "stage"),
+    ),
+    View(name="all-jobs", rows="jobs"),
+)
+"""The saved views of the sample screens: one of jobs with fewer columns, one of runs."""
