@@ -100,7 +100,9 @@ KEYS: tuple[Key, ...] = (
         "Switch to the jobs view, one row per job, and back (Enter there: its history)",
         show=False,
     ),
-    Key("v", "pick_view", "Views", "Pick a saved view ([views.NAME] in the config)", show=False),
+    Key(
+        "v", "pick_view", "Views", "Pick a saved view: a views.NAME table of the config", show=False
+    ),
     Key("p", "toggle_pause", "Pause", "Pause or resume refreshing"),
     Key("e", "toggle_events", "Events", "Show or hide the events pane", show=False),
     Key(

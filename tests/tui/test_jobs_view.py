@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, OptionList, Static
 
-from tests.tui.helpers import notified, settle
+from tests.tui.helpers import help_text, notified, settle
 from zombietop.clock import FakeClock
 from zombietop.config import View
 from zombietop.tui.app import ZombietopApp
@@ -317,3 +317,16 @@ def test_view_picker_160x48(snap_compare):
     """The same picker at 160x48, centred over the whole task table."""
     app = _app()
     assert snap_compare(app, terminal_size=(160, 48), run_before=_picker)
+
+
+async def test_the_help_lists_the_view_keys_and_the_trend() -> None:
+    app = _app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _jobs(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        text = help_text(app.screen)
+        assert "Switch to the jobs view, one row per job" in text
+        assert "Pick a saved view: a views.NAME table of the config" in text
+        assert "1-9" in text and "Switch to saved view 1 to 9" in text
+        assert "▂▅█x" in text and "a bar per successful run" in text
