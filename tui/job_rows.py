@@ -11,7 +11,7 @@ from zombietop.judge.monitor import Snapshot
 from zombietop.model import Task
 from zombietop.watch.failed_runs import job_incident, open_incidents
 
-__all__ = ["TREND_RUNS", "rows_of"]
+__all__ = ["TREND_RUNS", "rate_words", "rows_of"]
 
 
 def rows_of(
@@ -31,3 +31,9 @@ def rows_of(
             incidents[name] = incident.task_id
     now = snapshot.taken_at if snapshot.taken_at is not None else 0.0
     return job_rows(now, snapshot.jobs, runs, schedules, incidents)
+
+
+def rate_words(row: JobRow) -> str:
+    """``92%``; ``-`` when no run ended."""
+    rate = row.summary.success_rate
+    return "-" if rate is None else f"{rate:.0%}"

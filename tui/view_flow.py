@@ -9,8 +9,11 @@ messages the screens post (``zombietop.tui.view_messages``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, TypeVar
 
+from textual.screen import Screen, ScreenResultCallbackType
+
+from zombietop.clock import Clock
 from zombietop.config import Schedule, View
 from zombietop.tui.screens.jobs import JobsScreen
 from zombietop.tui.screens.view_picker import NO_VIEW, ViewPicker
@@ -19,8 +22,41 @@ from zombietop.tui.untrusted import escaped_markup
 from zombietop.tui.views import JOBS
 from zombietop.tui.widgets.header import StatusHeader
 
-if TYPE_CHECKING:
-    from zombietop.tui.app import ZombietopApp
+_Result = TypeVar("_Result")
+
+
+class ViewsApp(Protocol):
+    """What the flow needs of the app that composes it (``ZombietopApp``): the choices it
+    sets, and the few Textual calls it makes."""
+
+    wall: bool
+    read_only: bool
+    refresh_interval: float
+    filter_text: str
+    sort_mode: SortMode
+    per_run: bool
+    clock: Clock
+
+    @property
+    def main(self) -> Any: ...
+
+    @property
+    def screen_stack(self) -> list[Screen[Any]]: ...
+
+    def _reorder(self) -> None:
+        """Filter and sort again, and show the app's state on every screen."""
+
+    def notify(self, message: str, *, severity: Any = "information", timeout: float) -> None: ...
+
+    def push_screen(
+        self,
+        screen: Screen[_Result],
+        callback: ScreenResultCallbackType[_Result] | None = None,
+    ) -> object: ...
+
+    def pop_screen(self) -> object: ...
+
+    def call_after_refresh(self, callback: Any) -> bool: ...
 
 
 class ViewFlow:
@@ -28,7 +64,7 @@ class ViewFlow:
 
     def __init__(
         self,
-        app: ZombietopApp,
+        app: ViewsApp,
         views: Sequence[View],
         schedules: Sequence[Schedule],
         start: View | None = None,
@@ -74,7 +110,7 @@ class ViewFlow:
             )
         )
         # The screen shows the app's state at once, then at every poll.
-        app.call_after_refresh(lambda: app._show_state(app.clock.now()))
+        app.call_after_refresh(app._reorder)
 
     def ask(self, number: int | None, name: str | None) -> None:
         """``1``-``9`` (``number``) or the picker's choice (``name``; ``""``: no view)."""
@@ -113,7 +149,7 @@ class ViewFlow:
         if app.wall:
             header = app.main.query_one(StatusHeader)
             header.view_label = "" if view is None else view.name
-            app._show_state(app.clock.now())
+            app._reorder()
             return
         self._close_jobs()
         runs = view if view is not None and view.rows != JOBS else None

@@ -21,7 +21,7 @@ from zombietop.procs import PsutilProbe
 from zombietop.sources import open_sources
 from zombietop.store import open_store
 from zombietop.tui.cli.context import EXIT_OK, add_command, context_of, source_flags
-from zombietop.tui.job_rows import TREND_RUNS, rows_of
+from zombietop.tui.job_rows import TREND_RUNS, rate_words, rows_of
 from zombietop.watch.failed_runs import older_failures
 
 JSON_VERSION = 1
@@ -107,11 +107,6 @@ def last_words(row: JobRow, now: float) -> str:
 def next_words(row: JobRow, now: float) -> str:
     """``in 5h12m``; ``-`` without a schedule."""
     return "-" if row.next_run_at is None else f"in {format_age(row.next_run_at - now)}"
-
-
-def rate_words(row: JobRow) -> str:
-    rate = row.summary.success_rate
-    return "-" if rate is None else f"{rate:.0%}"
 
 
 def jobs_lines(rows: tuple[JobRow, ...], now: float) -> list[str]:

@@ -20,7 +20,7 @@ from zombietop.errors import ZombietopError
 from zombietop.job_summary import JobSummary
 from zombietop.model import TaskState
 from zombietop.output import LastOutput
-from zombietop.tui.cli.history import DEFAULT_LAST, history_lines
+from zombietop.tui.history_text import DEFAULT_LAST, history_lines
 from zombietop.tui.source import SnapshotSource
 from zombietop.tui.untrusted import escaped_markup, printable_text
 

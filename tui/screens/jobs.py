@@ -25,8 +25,7 @@ from zombietop.judge.job_table import JOB_COLUMNS, JobRow, JobSort, matches, sor
 from zombietop.judge.monitor import Snapshot
 from zombietop.model import Task, TaskState
 from zombietop.tui.cells import glance_age
-from zombietop.tui.cli.job_list import rate_words
-from zombietop.tui.job_rows import TREND_RUNS, rows_of
+from zombietop.tui.job_rows import TREND_RUNS, rate_words, rows_of
 from zombietop.tui.screen_state import ScreenState
 from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.job_history import JobHistoryScreen
