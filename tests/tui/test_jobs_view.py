@@ -6,6 +6,7 @@ jobs view and the picker at 80x24 and 160x48."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, OptionList, Static
@@ -14,6 +15,8 @@ from tests.tui.helpers import help_text, notified, settle
 from zombietop.clock import FakeClock
 from zombietop.config import View
 from zombietop.tui.app import ZombietopApp
+from zombietop.tui.cli.job_list import jobs_lines
+from zombietop.tui.job_rows import rows_of
 from zombietop.tui.screens.job_history import JobHistoryScreen
 from zombietop.tui.screens.jobs import JobsScreen
 from zombietop.tui.screens.oncall import AckScreen
@@ -330,3 +333,32 @@ async def test_the_help_lists_the_view_keys_and_the_trend() -> None:
         assert "Pick a saved view: a views.NAME table of the config" in text
         assert "1-9" in text and "Switch to saved view 1 to 9" in text
         assert "▂▅█x" in text and "a bar per successful run" in text
+
+
+async def test_a_hostile_job_name_reads_escaped_in_the_jobs_view_and_the_command() -> None:
+    evil = "evil-\x1b[2J\x1b]0;pwned\x07[link=x]-job"
+    runs = sample_job_runs()
+    runs[evil] = [replace(run, job=evil) for run in runs.pop("billing-close")]
+    snapshot = sample_jobs_snapshot()
+    jobs = dict(snapshot.jobs)
+    jobs[evil] = replace(jobs.pop("billing-close"), name=evil)
+    install_cropped_updates()
+    app = ZombietopApp(
+        SampleSource([replace(snapshot, jobs=jobs)], job_runs=runs),
+        clock=FakeClock(NOW),
+        refresh=3600,
+        store_label="s",
+    )
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _jobs(pilot)
+        table = app.screen.query_one(DataTable)
+        names = [table.get_row_at(i)[0].plain for i in range(table.row_count)]
+        (shown,) = [name for name in names if name.startswith("evil")]
+        assert "\x1b" not in shown and "\x07" not in shown and "[link=x]" in shown
+        await pilot.press(*["down"] * names.index(shown), "enter")
+        await settle(pilot)
+        history = str(app.screen.query_one("#runs", Static).render())
+        assert history.startswith("evil-\\x1b[2J") and "\x1b" not in history
+    rows = rows_of(snapshot, runs, ())
+    lines = "\n".join(jobs_lines(rows, NOW))
+    assert "evil-\\x1b[2J\\x1b]0;pwned\\x07[link=x]-job" in lines and "\x1b" not in lines
