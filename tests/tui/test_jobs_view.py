@@ -297,7 +297,7 @@ def test_jobs_view_80x24(snap_compare):
 def test_jobs_view_160x48(snap_compare):
     """The same jobs view at 160x48: every column, MEDIAN among them, NEXT 'in 6m' for
     hourly-sync, 'in 1h36m' for nightly-export and '-' for the jobs with no schedule; the
-    footer lists Ack, Sort, Tasks, Views, Help, Quit."""
+    footer lists History, Ack, Sort, Tasks, Views, Help, Quit."""
     app = _app()
     assert snap_compare(app, terminal_size=(160, 48), run_before=_jobs)
 

@@ -107,7 +107,8 @@ class JobsScreen(Screen[None]):
     """One row per job; Enter: its history, ``a``: ack its open incident, ``J``/Esc: back."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "history", "History"),
+        # Before the table's own Enter, so that the footer shows it.
+        Binding("enter", "history", "History", priority=True),
         Binding("a", "ack", "Ack"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("J,escape", "back", "Tasks"),
@@ -257,10 +258,6 @@ class JobsScreen(Screen[None]):
             return
         now = self._state.now if self._state is not None else 0.0
         self.app.push_screen(JobHistoryScreen(row.summary, now))
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_history()
 
     def action_ack(self) -> None:
         """Ack the job's open incident, as ``zombietop ack JOB`` does."""

@@ -113,7 +113,7 @@ class StatusHeader(TextLines):
         rest.append(f"  {clock_text(self.now)}")
         if self.view_label:
             rest.append("  view: ", style="bold")
-            rest.append_text(printable_text(self.view_label, style="bold reverse"))
+            rest.append_text(printable_text(self.view_label, style="bold"))
         if self.sort_label and self.sort_label != "urgency":
             rest.append(f"  sort: {self.sort_label}", style="bold")
         if self.filter_label:
