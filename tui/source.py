@@ -32,8 +32,11 @@ class SnapshotSource(Protocol):
         """The task's kept output (``zombietop run`` on this host), or None."""
         ...
 
-    async def latest_ended_runs(self, per_job: int) -> dict[str, list[Task]]:
-        """By job, its latest ``per_job`` ended runs, newest first (the jobs view's trend)."""
+    async def latest_ended_runs(
+        self, per_job: int, changed_after: float | None = None
+    ) -> dict[str, list[Task]]:
+        """By job, its latest ``per_job`` ended runs, newest first (the jobs view's trend); with
+        ``changed_after``, only of the jobs whose summary changed at or after it."""
         ...
 
     async def job_runs(self, job: str, limit: int) -> list[Task]:

@@ -204,3 +204,22 @@ async def test_the_store_reads_each_jobs_latest_ended_runs(store: Store, clock: 
         ("a", 4, "x▇█"),
         ("b", 2, "█x"),
     ]
+
+
+async def test_the_store_reads_again_only_the_jobs_changed_since(
+    store: Store, clock: FakeClock
+) -> None:
+    for job in ("a", "b", "a"):
+        claim = await claim_run(store, job=job, owner="t", ttl=60.0)
+        clock.advance(10)
+        await store.finish_task(claim.task.task_id, owner="t", token=claim.token, state=OK)
+    read_to = max(summary.updated_at for summary in await store.job_summaries())
+    clock.advance(5)
+    claim = await claim_run(store, job="b", owner="t", ttl=60.0)
+    clock.advance(7)
+    await store.finish_task(claim.task.task_id, owner="t", token=claim.token, state=FAILED)
+    changed = await store.latest_ended_runs(20, changed_after=read_to + 0.001)
+    assert {job: [(r.run_number, r.state) for r in runs] for job, runs in changed.items()} == {
+        "b": [(2, FAILED), (1, OK)]
+    }
+    assert await store.latest_ended_runs(0) == {}

@@ -105,16 +105,25 @@ async def test_J_switches_to_one_row_per_job_and_back() -> None:
         assert app.screen is app.main and "view:" not in _header(app)
 
 
-async def test_the_jobs_view_reads_the_runs_again_only_when_a_summary_changed() -> None:
-    app = _app()
+async def test_the_jobs_view_reads_again_only_the_runs_of_jobs_that_changed() -> None:
+    first = sample_jobs_snapshot()
+    newest = max(summary.updated_at for summary in first.jobs.values())
+    jobs = dict(first.jobs)
+    jobs["hourly-sync"] = replace(jobs["hourly-sync"], updated_at=newest + 60)
+    later = replace(first, jobs=jobs)
+    install_cropped_updates()
+    source = SampleSource([first, first, later], job_runs=sample_job_runs())
+    app = ZombietopApp(source, clock=FakeClock(NOW), refresh=3600, store_label="s")
     async with app.run_test(size=(120, 30)) as pilot:
         await _jobs(pilot)
-        source = app.source
-        assert isinstance(source, SampleSource)
-        reads = source.job_reads
-        app.poll()
+        assert source.read_after == [None]  # every job's runs, once
+        app.poll()  # the same summaries: nothing to read
         await settle(pilot)
-        assert source.job_reads == reads
+        assert source.read_after == [None]
+        app.poll()  # a run of hourly-sync ended: the runs of the jobs changed since
+        await settle(pilot)
+        assert source.read_after == [None, newest]
+        assert _names(app) == ["report-daily", "billing-close", "hourly-sync", "nightly-export"]
 
 
 async def test_enter_opens_the_jobs_history() -> None:

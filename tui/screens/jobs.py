@@ -145,8 +145,10 @@ class JobsScreen(Screen[None]):
         self.rows: tuple[JobRow, ...] = ()
         """Every job's row, in the order shown, the view's filter applied."""
         self._latest: Mapping[str, Sequence[Task]] = {}
-        self._read_for: tuple[object, ...] | None = None
-        """What the summaries said when the latest runs were last read."""
+        """By job, its latest ended runs, as last read."""
+        self._read_to: float | None = None
+        """The newest job summary when the runs were last read (None: not read yet); a
+        summary changed after it means a run ended, and its job's runs are read again."""
         self._state: ScreenState | None = None
 
     def compose(self) -> ComposeResult:
@@ -190,25 +192,28 @@ class JobsScreen(Screen[None]):
         banner.now = state.now
         banner.snapshot = snapshot
         banner.paused_at = state.paused_at
-        key = _summaries_key(snapshot)
-        if key != self._read_for:
-            self._read_for = key
-            self.read_latest()
-        else:
-            self.show_rows()
+        # The rows now, from the runs read so far; their trends follow the read.
+        self.show_rows()
+        newest = _newest_summary(snapshot)
+        if self._read_to is None or (newest is not None and newest > self._read_to):
+            self.read_latest(newest)
 
     def _filter(self) -> str:
         return self.view.filter if self.view is not None and self.view.filter else ""
 
     @work(exclusive=True, group="jobs", exit_on_error=False)
-    async def read_latest(self) -> None:
-        """Read every job's latest ended runs from the store (off the UI's thread)."""
+    async def read_latest(self, newest: float | None) -> None:
+        """Read the latest ended runs from the store (off the UI's thread): every job's the
+        first time, then only those of the jobs whose summary changed since (``newest``: the
+        newest summary the snapshot holds)."""
         try:
-            self._latest = await self.source.latest_ended_runs(TREND_RUNS)
+            changed = await self.source.latest_ended_runs(TREND_RUNS, self._read_to)
         except ZombietopError as exc:
             # The banner says when the store cannot be read; keep the runs read before.
-            self._read_for = None
             self.notify(escaped_markup(f"jobs: {exc}"), severity="error", timeout=10)
+        else:
+            self._latest = {**self._latest, **changed}
+            self._read_to = newest if newest is not None else 0.0
         self.show_rows()
 
     def show_rows(self) -> None:
@@ -301,7 +306,6 @@ class JobsScreen(Screen[None]):
         self.app.exit()
 
 
-def _summaries_key(snapshot: Snapshot) -> tuple[object, ...]:
-    """What changes when a job's run ends: the number of jobs and the newest summary."""
-    jobs = snapshot.jobs.values()
-    return (len(jobs), max((job.updated_at for job in jobs), default=None), snapshot.error)
+def _newest_summary(snapshot: Snapshot) -> float | None:
+    """When the newest job summary changed (a run of that job ended then)."""
+    return max((job.updated_at for job in snapshot.jobs.values()), default=None)
