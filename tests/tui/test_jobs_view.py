@@ -103,6 +103,9 @@ async def test_J_switches_to_one_row_per_job_and_back() -> None:
         await pilot.press("J")
         await settle(pilot)
         assert app.screen is app.main and "view:" not in _header(app)
+        await pilot.press("J", "escape")  # Esc goes back too
+        await settle(pilot)
+        assert app.screen is app.main
 
 
 async def test_the_jobs_view_reads_again_only_the_runs_of_jobs_that_changed() -> None:
@@ -169,14 +172,18 @@ async def test_read_only_has_no_ack_in_the_jobs_view() -> None:
         assert isinstance(app.screen, JobsScreen)
 
 
-async def test_s_cycles_the_jobs_sort() -> None:
+async def test_s_cycles_the_jobs_sort_and_the_cursor_stays_on_its_job() -> None:
     app = _app()
     async with app.run_test(size=(120, 30)) as pilot:
         await _jobs(pilot)
+        await pilot.press("down", "down", "down")  # nightly-export, the last row
         await pilot.press("s")
         await settle(pilot)
         assert _names(app) == ["billing-close", "hourly-sync", "nightly-export", "report-daily"]
         assert "sort: name" in _header(app)
+        screen = app.screen
+        assert isinstance(screen, JobsScreen)
+        assert screen.selected_job == "nightly-export"  # the cursor follows its job
         await pilot.press("s")
         await settle(pilot)
         assert _names(app)[0] == "report-daily"  # success rate: the lowest first

@@ -150,6 +150,8 @@ class JobsScreen(Screen[None]):
         """The newest job summary when the runs were last read (None: not read yet); a
         summary changed after it means a run ended, and its job's runs are read again."""
         self._state: ScreenState | None = None
+        self._drawn: tuple[object, ...] | None = None
+        """The columns and the cells drawn last: a poll that changes none redraws nothing."""
 
     def compose(self) -> ComposeResult:
         yield StatusHeader()
@@ -222,6 +224,7 @@ class JobsScreen(Screen[None]):
         if self._state is None:
             return
         snapshot = self._state.snapshot
+        selected = self.selected_job  # before the rows change under the cursor
         rows = rows_of(snapshot, self._latest, self.schedules)
         text = self._filter()
         if text:
@@ -232,13 +235,17 @@ class JobsScreen(Screen[None]):
         cells = [job_cells(row, now) for row in self.rows]
         keys = [key for key in JOB_COLUMNS if key in chosen]
         keys = fitting(keys, cells, self.size.width - 1)  # one cell for the scrollbar
+        shown = [tuple(row_cells[key] for key in keys) for row_cells in cells]
+        drawn = (tuple(keys), [tuple((c.plain, str(c.style)) for c in row) for row in shown])
+        if drawn == self._drawn:
+            return  # a poll that changed nothing here: the table stays as it is
+        self._drawn = drawn
         table = self.table
-        selected = self.selected_job
         table.clear(columns=True)
         for key in keys:
             table.add_column(LABELS[key], key=key)
-        for row, row_cells in zip(self.rows, cells, strict=True):
-            table.add_row(*(row_cells[key] for key in keys), key=row.name)
+        for row, row_cells in zip(self.rows, shown, strict=True):
+            table.add_row(*row_cells, key=row.name)
         if selected is not None:
             index = next((i for i, row in enumerate(self.rows) if row.name == selected), 0)
             table.move_cursor(row=index, animate=False)
