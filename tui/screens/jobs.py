@@ -189,7 +189,11 @@ class JobsScreen(Screen[None]):
         self._state = state
         snapshot = state.snapshot
         header = self.query_one(StatusHeader)
-        header.show(snapshot, state.now, sort_label=str(self.sort), filter_label=self._filter())
+        text = self._filter()
+        # As the task table's filter reads: quoted, so no character of it acts on the terminal.
+        header.show(
+            snapshot, state.now, sort_label=str(self.sort), filter_label=repr(text) if text else ""
+        )
         banner = self.query_one(Banner)
         banner.now = state.now
         banner.snapshot = snapshot
