@@ -10,7 +10,9 @@ Between ticks ``--ending`` runs end (their jobs' summaries change). In one run, 
 - a poll of the monitor (read, probe-less classify, snapshot), which includes the refresh;
 - the history refresh alone (``JobBook.refresh``: the summaries changed since its last read);
 - the first refresh (every summary), as a new watchdog or ``status`` pays once;
-- for contrast, a full scan of the finished runs (what a summary computed each poll would read).
+- for contrast, a full scan of the finished runs (what a summary computed each poll would read);
+- the jobs view's first read of every job's latest 20 ended runs (``Store.latest_ended_runs``),
+  and its read at each tick of those of the jobs whose runs ended since.
 
 Prints a table of medians; exits 0. Not a test: the machine is shared and noisy, so only the
 ratios measured in the same run mean anything.
@@ -34,6 +36,7 @@ from zombietop.clock import FakeClock
 from zombietop.config import default_config
 from zombietop.job_summary import HISTORY_WINDOW
 from zombietop.judge.job_book import JobBook
+from zombietop.judge.job_table import TREND_RUNS
 from zombietop.judge.monitor import Monitor
 from zombietop.store import open_store
 
@@ -154,6 +157,8 @@ def measure(path: Path, jobs: int, runs: int, ending: int) -> dict[str, float]:
         polls: list[float] = []
         refreshes: list[float] = []
         firsts: list[float] = []
+        trends: list[float] = []
+        changes: list[float] = []
         async with await open_store(path, clock=clock) as store:
             monitor = Monitor(store, default_config())
             snapshot = await monitor.poll()
@@ -161,7 +166,8 @@ def measure(path: Path, jobs: int, runs: int, ending: int) -> dict[str, float]:
             book = JobBook()
             await book.refresh(store)
             for _ in range(runs):
-                end_runs(path, jobs, int(clock.advance(1) - NOW), ending)
+                tick = int(clock.advance(1) - NOW)
+                end_runs(path, jobs, tick, ending)
                 start = time.perf_counter()
                 snapshot = await monitor.poll()
                 polls.append(time.perf_counter() - start)
@@ -172,10 +178,20 @@ def measure(path: Path, jobs: int, runs: int, ending: int) -> dict[str, float]:
                 start = time.perf_counter()
                 await JobBook().refresh(store)
                 firsts.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                latest = await store.latest_ended_runs(TREND_RUNS)
+                trends.append(time.perf_counter() - start)
+                assert len(latest) == jobs
+                start = time.perf_counter()
+                changed = await store.latest_ended_runs(TREND_RUNS, changed_after=NOW + tick)
+                changes.append(time.perf_counter() - start)
+                assert len(changed) == ending
         return {
             "poll": statistics.median(polls),
             "refresh": statistics.median(refreshes),
             "first": statistics.median(firsts),
+            "trend": statistics.median(trends),
+            "changed": statistics.median(changes),
         }
 
     figures = asyncio.run(run())
@@ -213,6 +229,8 @@ def main() -> int:
         ("history refresh, each poll", "refresh"),
         ("first read of every summary", "first"),
         ("full scan of the finished runs", "scan"),
+        ("jobs view: first read, 20 a job", "trend"),
+        ("jobs view: the changed jobs'", "changed"),
     ):
         value = figures[key]
         print(f"{label:<32} {value * 1000:>9.2f} ms {value / poll:>8.1%} of a poll")

@@ -19,7 +19,7 @@ from textual.worker import Worker, WorkerState
 
 from zombietop.actions import ActionExecutor, ActionKind, ActionOutcome, ActionRequest
 from zombietop.clock import Clock, SystemClock
-from zombietop.config import OnCallSettings
+from zombietop.config import OnCallSettings, Schedule, View
 from zombietop.config.settings import COPY_LINES
 from zombietop.judge.monitor import Snapshot, TaskView
 from zombietop.model import Event
@@ -53,6 +53,9 @@ from zombietop.tui.task_order import (
 )
 from zombietop.tui.textual_compat import quiet_driver
 from zombietop.tui.toasts import ToastsWait
+from zombietop.tui.view_flow import ViewFlow
+from zombietop.tui.view_messages import JobsToggled, ViewAsked, ViewPickerAsked
+from zombietop.tui.views import narrowed
 
 NOTE_SECONDS = 60.0
 GLANCE_ROWS = 40
@@ -91,6 +94,9 @@ class ZombietopApp(ToastsWait):
         oncall: OnCallSettings | None = None,
         mouse: bool = True,
         copy_lines: int = COPY_LINES,
+        views: Sequence[View] = (),
+        schedules: Sequence[Schedule] = (),
+        view: View | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -102,6 +108,8 @@ class ZombietopApp(ToastsWait):
         """The marks, and what the action keys do with them."""
         self.mouse = mouse
         """False: the terminal keeps the mouse (``--no-mouse``, ``[monitor] mouse``)."""
+        self.view_flow = ViewFlow(self, views, schedules, view)
+        """The jobs view (J) and the saved views (v, 1-9, --view)."""
         self.clock = clock or SystemClock()
         self.refresh_interval = refresh
         self.copy_lines = copy_lines
@@ -183,6 +191,8 @@ class ZombietopApp(ToastsWait):
         """Hand the app's state to every screen that shows it: the main screen, whichever it
         is, and a wall opened over the dashboard."""
         state = self.screen_state(now)
+        if self.wall:
+            state = replace(state, snapshot=narrowed(state.snapshot, self.view_flow.current))
         for screen in self.screen_stack:
             if isinstance(screen, ShowsState):
                 screen.show_state(state)
@@ -228,6 +238,7 @@ class ZombietopApp(ToastsWait):
         )
 
     def on_screen_ready(self, message: messages.ScreenReady) -> None:
+        self.view_flow.begin()
         if self.paused_at is None:
             self.poll()
         else:
@@ -319,6 +330,15 @@ class ZombietopApp(ToastsWait):
         now = self.clock.now()
         self._new_rows(self.ordered_views(self.snapshot), now)
         self._show_state(now)
+
+    def on_jobs_toggled(self, message: JobsToggled) -> None:
+        self.view_flow.toggle_jobs()
+
+    def on_view_asked(self, message: ViewAsked) -> None:
+        self.view_flow.ask(message.number, message.name)
+
+    def on_view_picker_asked(self, message: ViewPickerAsked) -> None:
+        self.view_flow.pick()
 
     def on_events_toggled(self, message: messages.EventsToggled) -> None:
         self.events_open = message.open

@@ -93,6 +93,16 @@ KEYS: tuple[Key, ...] = (
         "One row per job (its most urgent run), or one row per run",
         show=False,
     ),
+    Key(
+        "J",
+        "jobs_view",
+        "Jobs",
+        "Switch to the jobs view, one row per job, and back (Enter there: its history)",
+        show=False,
+    ),
+    Key(
+        "v", "pick_view", "Views", "Pick a saved view: a views.NAME table of the config", show=False
+    ),
     Key("p", "toggle_pause", "Pause", "Pause or resume refreshing"),
     Key("e", "toggle_events", "Events", "Show or hide the events pane", show=False),
     Key(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from zombietop.act.executor import Executor
 from zombietop.act.source_actions import SourceActions
 from zombietop.actions import ActionExecutor
-from zombietop.config import Config, SourceSettings
+from zombietop.config import Config, SourceSettings, View
 from zombietop.errors import ZombietopError
 from zombietop.identity import real_user
 from zombietop.locations import SOURCES_ENV, clean_env, task_file_name
@@ -108,10 +108,11 @@ async def launch_dashboard(
     refresh: float | None,
     sources: Sequence[SourceSettings] = (),
     mouse: bool = True,
+    view: View | None = None,
 ) -> int:
     """Open the store at ``db`` (a SQLite file or a ``postgresql://`` URL), run the dashboard
-    over it until it exits, hand over the kills still in their grace, and return the exit
-    status."""
+    over it until it exits (starting in ``view``), hand over the kills still in their grace,
+    and return the exit status."""
     from zombietop.tui.app import ZombietopApp
     from zombietop.tui.textual_compat import install_cropped_updates
 
@@ -160,6 +161,9 @@ async def launch_dashboard(
                 oncall=config.oncall,
                 mouse=mouse and config.mouse,
                 copy_lines=config.copy_lines,
+                views=config.views,
+                schedules=config.schedules,
+                view=view,
             )
             app.on_terminal_lost = lambda: hang_up(app, 129)
             app.on_first_snapshot = settle_collector

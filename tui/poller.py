@@ -112,6 +112,14 @@ class ThreadedMonitor:
     async def last_output(self, task: Task) -> LastOutput | None:
         return await self._call(self.monitor.last_output(task))
 
+    async def latest_ended_runs(
+        self, per_job: int, changed_after: float | None = None
+    ) -> dict[str, list[Task]]:
+        return await self._call(self.monitor.latest_ended_runs(per_job, changed_after))
+
+    async def job_runs(self, job: str, limit: int) -> list[Task]:
+        return await self._call(self.monitor.job_runs(job, limit))
+
     async def close(self) -> None:
         if self._monitor is not None:
             for source in self._monitor.sources:

@@ -31,3 +31,14 @@ class SnapshotSource(Protocol):
     async def last_output(self, task: Task) -> LastOutput | None:
         """The task's kept output (``zombietop run`` on this host), or None."""
         ...
+
+    async def latest_ended_runs(
+        self, per_job: int, changed_after: float | None = None
+    ) -> dict[str, list[Task]]:
+        """By job, its latest ``per_job`` ended runs, newest first (the jobs view's trend); with
+        ``changed_after``, only of the jobs whose summary changed at or after it."""
+        ...
+
+    async def job_runs(self, job: str, limit: int) -> list[Task]:
+        """The latest ``limit`` runs of ``job``, newest first (its history)."""
+        ...

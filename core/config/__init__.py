@@ -3,8 +3,8 @@
 Durations are parsed here, once, and are plain float seconds everywhere else. The package has a
 module per concern: ``settings`` (the dataclasses and their defaults), ``values`` (one value
 read and checked), ``limits`` (thresholds and timeouts, and the rules between them),
-``sections`` (every other section), ``loader`` (the file) and ``defaults_file`` (``config
-init``). Import the names from here.
+``sections`` (every other section), ``views`` (the dashboard's saved views), ``loader``
+(the file) and ``defaults_file`` (``config init``). Import the names from here.
 """
 
 from __future__ import annotations
@@ -43,10 +43,12 @@ from zombietop.config.settings import (
     Schedule,
     ServeSettings,
     SourceSettings,
+    View,
     WatchSettings,
     default_config,
     parse_listen,
 )
+from zombietop.config.views import VIEW_KEYS
 from zombietop.errors import ConfigError
 from zombietop.thresholds import (
     DEFAULT_SOURCE,
@@ -78,6 +80,7 @@ __all__ = [
     "STORE_DEFAULTS",
     "THRESHOLD_DEFAULTS",
     "TIMEOUT_DEFAULTS",
+    "VIEW_KEYS",
     "WATCH_DEFAULTS",
     "AgentSettings",
     "Config",
@@ -90,6 +93,7 @@ __all__ = [
     "Schedule",
     "ServeSettings",
     "SourceSettings",
+    "View",
     "WatchSettings",
     "default_config",
     "default_config_path",

@@ -30,6 +30,7 @@ from zombietop.config.values import (
     section_table,
     unknown_key,
 )
+from zombietop.config.views import read_views
 from zombietop.errors import ConfigError, NotARegularFile
 from zombietop.locations import store_location
 from zombietop.private import read_regular
@@ -52,6 +53,7 @@ SECTIONS = (
     "step_types",
     "sources",
     "serve",
+    "views",
 )
 
 
@@ -135,4 +137,5 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         schedules=read_schedules(path, section_table(path, data, "schedules")),
         sources=read_source_entries(path, data.get("sources", [])),
         serve=read_serve(path, section_table(path, data, "serve")),
+        views=read_views(path, section_table(path, data, "views")),
     )

@@ -170,6 +170,28 @@ class Schedule:
     """A run still going after this long shows ``running_long`` (None: only overlap does)."""
 
 
+VIEW_ROWS = ("runs", "jobs")
+"""What a saved view's rows are: the task table with one row per run, or one row per job."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class View:
+    """``[views.NAME]``: a saved view of the dashboard, picked with ``v``, ``1``-``9`` or
+    ``--view NAME``."""
+
+    name: str
+    rows: str = "runs"
+    """``"runs"``: the task table, one row per run; ``"jobs"``: the jobs view, one row per job."""
+    filter: str = ""
+    """Show only the rows whose task id, stage or health (jobs: name or last outcome) hold it."""
+    sort: str | None = None
+    """The order: for runs one of `s`'s (``"urgency"``, ``"oldest heartbeat"``, ...), for jobs
+    ``"urgency"``, ``"name"``, ``"success rate"``, ``"p95"`` or ``"last run"``."""
+    columns: tuple[str, ...] = ()
+    """The columns to show, in the table's order (empty: all); the task or job column always
+    shows."""
+
+
 PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
 """PagerDuty's Events API v2 (the EU service's is ``https://events.eu.pagerduty.com/...``)."""
 PAGERDUTY_KEY_ENV = "ZOMBIETOP_PAGERDUTY_KEY"
@@ -258,6 +280,8 @@ class Config:
     schedules: tuple[Schedule, ...] = ()
     sources: tuple[SourceSettings, ...] = ()
     serve: ServeSettings = field(default_factory=ServeSettings)
+    views: tuple[View, ...] = ()
+    """``[views.NAME]``, in the file's order (``1`` picks the first)."""
     written_at: float | None = None
     """When the config file was last written (its mtime), None without one: a schedule it
     holds cannot have been configured later, so its fire times since then are judged."""

@@ -294,6 +294,17 @@ class Monitor:
     async def history(self, task_id: str) -> list[HistoryPoint]:
         return await self.store.heartbeat_history(task_id)
 
+    async def latest_ended_runs(
+        self, per_job: int, changed_after: float | None = None
+    ) -> dict[str, list[Task]]:
+        """By job, its latest ``per_job`` ended runs in the store, newest first (the jobs view);
+        with ``changed_after``, only of the jobs whose summary changed at or after it."""
+        return await self.store.latest_ended_runs(per_job, changed_after)
+
+    async def job_runs(self, job: str, limit: int) -> list[Task]:
+        """The latest ``limit`` runs of ``job``, newest first (a job's history)."""
+        return await self.store.job_runs(job, limit)
+
     async def last_output(self, task: Task) -> LastOutput | None:
         """The kept output of a task run by ``zombietop run`` on this host (a file read)."""
         return await asyncio.to_thread(last_output_of, self.store, task, self.host)

@@ -1,4 +1,5 @@
-"""Jobs: each job's summary, kept as its runs end, and a job's runs for ``zombietop history``.
+"""Jobs: each job's summary, kept as its runs end, a job's runs for ``zombietop history``,
+and every job's latest ended runs for ``zombietop jobs``.
 
 ``Jobs._count_run`` folds a run's end into its job's summary inside the transaction that records the
 end (``tasks``: finish and discard), so a summary never misses a run nor counts one twice (a failed
@@ -16,7 +17,9 @@ from zombietop.job_summary import JobSummary
 from zombietop.model import (
     Task,
     TaskRecord,
+    TaskState,
 )
+from zombietop.rows import Row
 from zombietop.store.poll_cache import task_record
 from zombietop.store.sql_base import Conn, SQLBase
 
@@ -32,6 +35,13 @@ class JobsInterface(abc.ABC):
     @abc.abstractmethod
     async def job_runs(self, job: str, limit: int) -> list[Task]:
         """The latest ``limit`` runs of ``job``, newest first."""
+
+    @abc.abstractmethod
+    async def latest_ended_runs(
+        self, per_job: int, changed_after: float | None = None
+    ) -> dict[str, list[Task]]:
+        """By job, the latest ``per_job`` runs of every job that have ended, newest first; with
+        ``changed_after``, only of the jobs whose summary changed at or after it."""
 
     @abc.abstractmethod
     async def failed_latest_runs(self, before: float) -> list[TaskRecord]:
@@ -72,7 +82,41 @@ class Jobs(SQLBase[Conn], JobsInterface):
             rows = await self._rows(db, "select_job_runs", {"job": job, "limit": limit})
         return [Task.from_row(row) for row in rows]
 
+    async def latest_ended_runs(
+        self, per_job: int, changed_after: float | None = None
+    ) -> dict[str, list[Task]]:
+        if per_job < 1:
+            return {}
+        after = 0.0 if changed_after is None else changed_after
+        params = {"skip": per_job - 1, "after": after}
+        async with self._read() as db:
+            rows = await self._rows(db, "select_latest_ended_runs", params)
+        runs: dict[str, list[Task]] = {}
+        for row in rows:
+            runs.setdefault(row["job"], []).append(_ended_run(row))
+        for ended in runs.values():
+            ended.sort(key=lambda task: task.run_number or 0, reverse=True)
+        return runs
+
     async def failed_latest_runs(self, before: float) -> list[TaskRecord]:
         async with self._read() as db:
             rows = await self._rows(db, "select_failed_latest_runs", {"before": before})
         return [task_record(row) for row in rows]
+
+
+def _ended_run(row: Row) -> Task:
+    """An ended run with what its outcome and duration need (the block reads no more)."""
+    return Task(
+        task_id=row["task_id"],
+        run_id=row["run_id"],
+        step=row["step"],
+        step_type=row["step_type"],
+        state=TaskState(row["state"]),
+        created_at=row["created_at"],
+        claimed_at=row["claimed_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        updated_at=row["updated_at"],
+        job=row["job"],
+        run_number=row["run_number"],
+    )

@@ -18,6 +18,7 @@ from zombietop.config import (
     STEP_ONLY_KEYS,
     THRESHOLD_DEFAULTS,
     TIMEOUT_DEFAULTS,
+    VIEW_KEYS,
     AgentSettings,
     Config,
     Limits,
@@ -28,6 +29,7 @@ from zombietop.config import (
     Schedule,
     ServeSettings,
     SourceSettings,
+    View,
     WatchSettings,
 )
 from zombietop.config.serve import SERVE_KEYS, WHOLE_RANGES
@@ -144,6 +146,13 @@ SECTION_LIST = (
         list(SERVE_KEYS),
         "serve",
         intro=first_paragraph(ServeSettings.__doc__),
+    ),
+    Section(
+        "views.NAME",
+        View,
+        list(VIEW_KEYS),
+        "views",
+        intro=first_paragraph(View.__doc__),
     ),
 )
 """Every section, in the order the page lists them."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from importlib.util import find_spec
 from pathlib import Path
 
 from zombietop.config import load_config, resolve_config_path, write_defaults
@@ -19,6 +20,11 @@ def cmd_config(args: argparse.Namespace) -> int:
         return EXIT_OK
     path = Path(args.path) if args.path else resolve_config_path(getattr(args, "config", None))
     config = load_config(path)
+    if find_spec("rich") is not None:
+        # The dashboard's column and sort names; without the dashboard installed, no view shows.
+        from zombietop.tui.views import check_views
+
+        check_views(config)
     where = str(path) if path else "built-in defaults (no config file found)"
     print(f"{where}: ok")
     for name, limits in [("defaults", config.defaults), *config.step_types.items()]:

@@ -11,8 +11,13 @@ from zombietop.tui.cli.context import context_of
 async def cmd_dashboard(args: argparse.Namespace) -> int:
     require("the dashboard", "textual", "rich")
     from zombietop.tui.launch import launch_dashboard
+    from zombietop.tui.views import check_views, view_named
 
     ctx = context_of(args)
+    # A view that names nothing valid is refused now, before the screen opens.
+    check_views(ctx.config)
+    where = str(ctx.config.path or "the built-in defaults")
+    view = None if args.view is None else view_named(ctx.config.views, args.view, where)
     return await launch_dashboard(
         ctx.config,
         ctx.db,
@@ -21,6 +26,7 @@ async def cmd_dashboard(args: argparse.Namespace) -> int:
         refresh=args.refresh,
         sources=ctx.sources,
         mouse=not args.no_mouse,
+        view=view,
     )
 
 
@@ -41,5 +47,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="dashboard: leave the mouse to the terminal, to select and copy text "
         "(also [monitor] mouse = false)",
+    )
+    parser.add_argument(
+        "--view",
+        metavar="NAME",
+        help="dashboard: start in the saved view [views.NAME] of the config (with --wall too)",
     )
     parser.set_defaults(handler=cmd_dashboard)

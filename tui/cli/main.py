@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "zombietop.tui.cli.config_cmd": ("config",),
     "zombietop.tui.cli.jobs": ("run", "resume", "discard", "kill"),
     "zombietop.tui.cli.history": ("history",),
+    "zombietop.tui.cli.job_list": ("jobs",),
     "zombietop.tui.cli.oncall": ("ack", "unack", "note", "silence", "silences", "unsilence"),
     "zombietop.tui.cli.handover": ("handover", "incident"),
     "zombietop.tui.cli.serve": ("serve",),

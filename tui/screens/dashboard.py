@@ -10,15 +10,19 @@ from textual.binding import BindingType
 from textual.events import Resize
 from textual.widgets import Footer, Input
 
+from zombietop.config import View
 from zombietop.judge.monitor import Snapshot
 from zombietop.tui import messages
-from zombietop.tui.cells import RowNotes, columns_for_width, running_per_job
+from zombietop.tui.cells import RowNotes, running_per_job
 from zombietop.tui.keys import MARK_KEYS, TaskKeys, bindings
 from zombietop.tui.screen_state import Rows, ScreenState
 from zombietop.tui.screens.help import HelpScreen
+from zombietop.tui.screens.jobs import digit_bindings
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.screens.workers import WorkersScreen
 from zombietop.tui.task_order import PerSnapshot, SortMode
+from zombietop.tui.view_messages import JobsToggled, ViewAsked, ViewPickerAsked
+from zombietop.tui.views import run_columns
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.events_pane import EventsPane
 from zombietop.tui.widgets.header import StatusHeader
@@ -31,6 +35,7 @@ class DashboardScreen(TaskKeys):
     BINDINGS: ClassVar[list[BindingType]] = [
         *bindings(),
         *bindings(MARK_KEYS),
+        *digit_bindings(),
     ]
 
     DEFAULT_CSS = """
@@ -59,6 +64,8 @@ class DashboardScreen(TaskKeys):
         """The state shown last: its rows and events are shown again only when new."""
         self._runs_per_job = PerSnapshot(running_per_job)
         """By job, how many of its runs execute in the latest snapshot shown."""
+        self.view: View | None = None
+        """The saved view of runs shown (its columns), or None."""
 
     def compose(self) -> ComposeResult:
         yield StatusHeader()
@@ -92,7 +99,7 @@ class DashboardScreen(TaskKeys):
         self.fit_columns(event.size.width)
 
     def fit_columns(self, width: int) -> None:
-        columns = columns_for_width(width - 1)  # one cell for the vertical scrollbar
+        columns = run_columns(width - 1, self.view)  # one cell for the vertical scrollbar
         if columns != self.table.shown_columns:
             self.table.set_columns(columns)
 
@@ -104,15 +111,19 @@ class DashboardScreen(TaskKeys):
             self.show_rows(state.rows, snapshot)
         self.table.set_marked(state.marked)
         filter_text = state.filter_text
-        self.query_one(StatusHeader).show(
+        counted = f"({len(state.rows.views)} of {len(snapshot.tasks)})"
+        header = self.query_one(StatusHeader)
+        view = self.view
+        if view is not None:
+            # The view's own filter reads as the view's name, so the first line fits 80 columns.
+            own = filter_text == view.filter
+            header.view_label = f"{view.name} {counted}" if own and filter_text else view.name
+            filter_text = "" if own else filter_text
+        header.show(
             snapshot,
             state.now,
             sort_label=str(state.sort_mode),
-            filter_label=(
-                f"{filter_text!r} ({len(state.rows.views)} of {len(snapshot.tasks)})"
-                if filter_text
-                else ""
-            ),
+            filter_label=f"{filter_text!r} {counted}" if filter_text else "",
             marked=len(state.marked),
         )
         banner = self.query_one(Banner)
@@ -203,6 +214,22 @@ class DashboardScreen(TaskKeys):
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.read_only))
+
+    def show_view(self, view: View | None) -> None:
+        """Show a saved view of runs (its columns and its name; the app sets its filter and
+        sort), or none."""
+        self.view = view
+        self.query_one(StatusHeader).view_label = "" if view is None else view.name
+        self.fit_columns(self.size.width)
+
+    def action_jobs_view(self) -> None:
+        self.post_message(JobsToggled())
+
+    def action_pick_view(self) -> None:
+        self.post_message(ViewPickerAsked())
+
+    def action_switch_view(self, number: int) -> None:
+        self.post_message(ViewAsked(number=number))
 
     def action_wall(self) -> None:
         wall = WallScreen(self.store_label, self.refresh_s, back=True, read_only=self.read_only)

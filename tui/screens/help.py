@@ -71,6 +71,7 @@ class HelpScreen(ModalScreen[None]):
         keys = _two_columns()
         for key in keys_for(self.read_only):
             keys.add_row(display_key(key.key), key.description)
+        keys.add_row("1-9", "Switch to saved view 1 to 9, in the order of the config")
         keys.add_row("ctrl+p", "Command palette: every key above, by name")
         for key in MOVE_KEYS:
             keys.add_row(display_key(key.key), key.description)
@@ -143,6 +144,7 @@ def marks_legend() -> Table:
         (Text("blocked by X"), "Queued behind an upstream task that is in trouble"),
         (Text(f"{OBSERVED_MARK}41s"), "Observed heartbeat: activity seen, not progress"),
         (Text("▲ missed", style="bold red"), "A schedule passed its grace with no run"),
+        (Text("▂▅█x"), "Jobs view (J): a bar per successful run, by duration; x: another end"),
         (Text("◷ late  ⟳ running_long", style="yellow"), "A schedule's run is late, or long"),
     ]
     for mark, meaning in rows:

@@ -8,25 +8,34 @@ from zombietop.clock import FakeClock
 from zombietop.tui.app import ZombietopApp
 from zombietop.tui.testing.builders import NOW
 from zombietop.tui.testing.fakes import RecordingDesk, RecordingExecutor, SampleSource
-from zombietop.tui.testing.fleet import sample_snapshot
+from zombietop.tui.testing.jobs import (
+    SAMPLE_VIEWS,
+    SCHEDULES,
+    sample_job_runs,
+    sample_jobs_snapshot,
+)
 
 
 def main() -> None:
     """Run the dashboard on the sample fleet: ``python -m zombietop.tui.testing [--wall]``.
 
     ``--read-only`` hides the action keys. The fleet is the one the snapshot tests and
-    ``scripts/export_screenshots.py`` use.
+    ``scripts/export_screenshots.py`` use, with the sample jobs (``J``) and saved views (``v``).
     """
     wall = "--wall" in sys.argv
     read_only = "--read-only" in sys.argv
     ZombietopApp(
-        SampleSource([sample_snapshot(oncall=True)], read_only=read_only),
+        SampleSource(
+            [sample_jobs_snapshot(oncall=True)], read_only=read_only, job_runs=sample_job_runs()
+        ),
         executor=None if read_only else RecordingExecutor(),
         desk=None if read_only else RecordingDesk(),
         clock=FakeClock(NOW),
         wall=wall,
         store_label="sample fleet",
         actor="you@sample",
+        views=SAMPLE_VIEWS,
+        schedules=SCHEDULES,
     ).run()
 
 

@@ -27,8 +27,15 @@ class SampleSource:
         read_only: bool = False,
         outputs: Mapping[str, LastOutput] | None = None,
         events: Sequence[Event] | None = None,
+        job_runs: Mapping[str, Sequence[Task]] | None = None,
     ) -> None:
         self.snapshots = list(snapshots or [sample_snapshot()])
+        self.job_runs_by_name = {job: list(runs) for job, runs in (job_runs or {}).items()}
+        """By job, its runs, newest first (the store's ``job_runs``)."""
+        self.job_reads = 0
+        """How many times the jobs view read the latest ended runs."""
+        self.read_after: list[float | None] = []
+        """Each read's ``changed_after``: None for a read of every job."""
         self._events = None if events is None else list(events)
         self._read_only = read_only
         self.outputs: dict[str, LastOutput] = dict(outputs or {})
@@ -64,6 +71,22 @@ class SampleSource:
 
     async def last_output(self, task: Task) -> LastOutput | None:
         return self.outputs.get(task.task_id)
+
+    async def latest_ended_runs(
+        self, per_job: int, changed_after: float | None = None
+    ) -> dict[str, list[Task]]:
+        self.job_reads += 1
+        self.read_after.append(changed_after)
+        # A fixed store: every job's runs on a first read, none changed after.
+        if changed_after is not None:
+            return {}
+        return {
+            job: [run for run in runs if run.state.finished][:per_job]
+            for job, runs in self.job_runs_by_name.items()
+        }
+
+    async def job_runs(self, job: str, limit: int) -> list[Task]:
+        return self.job_runs_by_name.get(job, [])[:limit]
 
 
 class RecordingDesk:

@@ -57,6 +57,8 @@ class StatusHeader(TextLines):
     show_counts: reactive[bool] = reactive(True, repaint=False)
     marked: reactive[int] = reactive(0, repaint=False)
     """How many tasks are marked (``space``, ``*``)."""
+    view_label: reactive[str] = reactive("", repaint=False)
+    """The saved view shown (``[views.NAME]``), or the jobs view's name for itself."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -88,6 +90,7 @@ class StatusHeader(TextLines):
     watch_snapshot = watch_now = watch_store = watch_refresh_s = _watch_any
     watch_read_only = watch_sort_label = watch_filter_label = watch_show_counts = _watch_any
     watch_marked = _watch_any
+    watch_view_label = _watch_any
 
     def on_resize(self) -> None:
         self._lines = []
@@ -120,6 +123,9 @@ class StatusHeader(TextLines):
         rest = Text()
         rest.append(f"  every {self.refresh_s:g}s", style="dim")
         rest.append(f"  {clock_text(self.now)}")
+        if self.view_label:
+            rest.append("  view: ", style="bold")
+            rest.append_text(printable_text(self.view_label, style="bold"))
         if self.sort_label and self.sort_label != "urgency":
             rest.append(f"  sort: {self.sort_label}", style="bold")
         if self.filter_label:

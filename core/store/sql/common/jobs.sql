@@ -42,3 +42,17 @@ ORDER BY run_number DESC LIMIT :limit
 JOIN jobs j ON j.job = t.job AND j.last_outcome = 'failed' AND j.last_finished_at = t.finished_at
 WHERE t.state = 'failed' AND t.finished_at < :before
 ORDER BY t.finished_at DESC, t.task_id DESC
+
+-- select_latest_ended_runs --
+-- The latest :per_job runs of each job that have ended (:skip is :per_job - 1), for the jobs
+-- changed at or after :after: the jobs view's trend (`zombietop jobs`). Led by the jobs table,
+-- one walk back the tasks_job_runs index (job, run_number) per job, never a scan of every run;
+-- only the columns a run's outcome and duration need.
+SELECT t.task_id, t.run_id, t.step, t.step_type, t.state, t.created_at, t.claimed_at,
+       t.started_at, t.finished_at, t.updated_at, t.job, t.run_number
+FROM jobs j
+JOIN tasks t ON t.job = j.job AND t.run_number >= COALESCE((
+    SELECT e.run_number FROM tasks e
+    WHERE e.job = j.job AND e.finished_at IS NOT NULL
+    ORDER BY e.run_number DESC LIMIT 1 OFFSET :skip), 0)
+WHERE j.updated_at >= :after AND t.finished_at IS NOT NULL
