@@ -35,6 +35,8 @@ from zombietop.tui.poller import ThreadedMonitor
 if TYPE_CHECKING:
     from textual.app import App
 
+    from zombietop.tui.app import ZombietopApp
+
 
 def terminal_alive() -> bool:
     """False once the controlling terminal has gone away (a dropped SSH session)."""
@@ -167,21 +169,25 @@ async def launch_dashboard(
             )
             app.on_terminal_lost = lambda: hang_up(app, 129)
             app.on_first_snapshot = settle_collector
-            loop = asyncio.get_running_loop()
-            # Hang-up (a dropped SSH session) and TERM end the app cleanly instead of leaving
-            # it reading a dead terminal.
-            loop.add_signal_handler(signal.SIGHUP, hang_up, app, 128 + signal.SIGHUP)
-            loop.add_signal_handler(signal.SIGTERM, hang_up, app, 128 + signal.SIGTERM)
-            try:
-                await app.run_async(mouse=app.mouse)
-            finally:
-                for signum in (signal.SIGHUP, signal.SIGTERM):
-                    loop.remove_signal_handler(signum)
+            await run_until_hung_up(app)
         finally:
             await source.close()
         if store_executor is not None:
             await hand_over_pending_kills(store, store_executor, db, config, sources)
     return app.return_code or 0
+
+
+async def run_until_hung_up(app: ZombietopApp) -> None:
+    """Run ``app``; a hang-up (a dropped SSH session) or TERM ends it cleanly instead of
+    leaving it reading a dead terminal."""
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGHUP, hang_up, app, 128 + signal.SIGHUP)
+    loop.add_signal_handler(signal.SIGTERM, hang_up, app, 128 + signal.SIGTERM)
+    try:
+        await app.run_async(mouse=app.mouse)
+    finally:
+        for signum in (signal.SIGHUP, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
 
 
 async def hand_over_pending_kills(
