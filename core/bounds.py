@@ -67,7 +67,17 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             "stage",
             "task",
             "kill_grace",
+            "flap_window",
         )
+    }
+    | {
+        "flap_threshold": Bound(
+            low=1,
+            high=1000,
+            why_low="one flip in the window is the least that can be too many",
+            why_high="a task that flips that often in one window flaps by any measure",
+            duration=False,
+        ),
     },
     "step_types": {
         "retry_backoff": Bound(

@@ -271,6 +271,10 @@ class Flag(StrEnum):
     FINISHED_TOO_FAST = "finished_too_fast"
     """The run succeeded in under ``too_fast_below`` times its job's median successful run: a
     backup that copied nothing."""
+    FLAPPING = "flapping"
+    """The health went into and out of one that pages more than ``flap_threshold`` times
+    within ``flap_window``: one notice, then no page until it stays ``flap_window`` without a
+    flip."""
 
     @property
     def traits(self) -> FlagTraits:
@@ -309,6 +313,8 @@ FLAG_TRAITS: Mapping[Flag, FlagTraits] = {
     Flag.QUEUED_TOO_LONG: FlagTraits(mark="queued", pages_once=True),
     Flag.SLOWER_THAN_USUAL: FlagTraits(mark="slow", pages_once=True),
     Flag.FINISHED_TOO_FAST: FlagTraits(mark="too fast", pages_once=True),
+    # Not pages_once: the watchdog's flap watch sends its notice and its all-clear itself.
+    Flag.FLAPPING: FlagTraits(mark="flapping", glyph="~"),
 }
 """What each flag pages and how it is marked: one row per member, so a new flag is its member,
 its row here and the rule in ``classify`` that raises it."""

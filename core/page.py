@@ -45,6 +45,9 @@ class PageKind(StrEnum):
     """The run is much slower than its job's usual run (paged once)."""
     FINISHED_TOO_FAST = "finished_too_fast"
     """The run succeeded much faster than its job's usual run (paged once)."""
+    FLAPPING = "flapping"
+    """The task went into and out of a health that pages too often: one notice, then its
+    pages are held until it is steady (an all-clear says so)."""
 
     @classmethod
     def of_flag(cls, flag: Flag) -> PageKind:

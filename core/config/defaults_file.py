@@ -19,6 +19,7 @@ from zombietop.durations import format_duration
 from zombietop.errors import ConfigError
 from zombietop.extras import require
 from zombietop.thresholds import (
+    COUNT_KEYS,
     THRESHOLD_DEFAULTS,
     TIMEOUT_DEFAULTS,
 )
@@ -109,7 +110,9 @@ commented out."""
 
 def _limit_sections(dumps: Dumps) -> list[str]:
     """[thresholds] and [timeouts] with their defaults, and an example of [step_types]."""
-    thresholds = {k: format_duration(v) for k, v in THRESHOLD_DEFAULTS.items()}
+    thresholds: dict[str, object] = {
+        k: int(v) if k in COUNT_KEYS else format_duration(v) for k, v in THRESHOLD_DEFAULTS.items()
+    }
     timeouts = {k: format_duration(v) for k, v in TIMEOUT_DEFAULTS.items()}
     return [
         "# Detection. heartbeat_interval: how often `zombietop run` and the SDK beat, renew.",
@@ -120,7 +123,10 @@ def _limit_sections(dumps: Dumps) -> list[str]:
         "# queue_timeout -> the flag queued_too_long, paged once (0: off; an engine's tasks",
         "# wait at most 30m unless a section here says). A task process that used no CPU",
         "# and did no I/O for idle_timeout while its supervisor beats -> stalled",
-        "# (idle_timeout <= task).",
+        "# (idle_timeout <= task). A task whose health goes into or out of one that pages",
+        "# more than flap_threshold times within flap_window is flapping: one notice, then",
+        "# no page until it stays without a flip for flap_window (heartbeat_timeout <",
+        "# flap_window).",
         dumps({"thresholds": thresholds}),
         "# Layered budgets, inner strictly shorter than outer: request < stage < task.",
         "# A stage overrun pages and a second overrun kills (SIGTERM, kill_grace, SIGKILL);",

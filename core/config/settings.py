@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zombietop.thresholds import (
+    COUNT_KEYS,
     THRESHOLD_DEFAULTS,
     TIMEOUT_DEFAULTS,
     Limits,
@@ -23,7 +24,7 @@ HISTORY_DEFAULTS: dict[str, float] = {
 }
 """``[history]``: how a run is judged against its job's successful runs (and per step type)."""
 DURATION_KEYS = {
-    **{k: "thresholds" for k in THRESHOLD_DEFAULTS},
+    **{k: "thresholds" for k in THRESHOLD_DEFAULTS if k not in COUNT_KEYS},
     **{k: "timeouts" for k in TIMEOUT_DEFAULTS},
 }
 # Keys only a step type may set: how to resume or compensate work run by another engine.

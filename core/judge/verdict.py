@@ -19,6 +19,8 @@ from zombietop.process_words import IO_IDLE_WORTH_SAYING, process_words
 
 REDELIVERED_REASON = "redelivered"
 """The reason code that carries an engine's words on a task it delivered more than once."""
+FLAPPING_REASON = "flapping"
+"""The reason beside the flag ``flapping`` (``zombietop.judge.flapping``)."""
 IDLE_REASON = "process_idle"
 """The reason of a task whose process does nothing while beats that prove only life go on."""
 
@@ -167,13 +169,17 @@ def page_line(verdict: Verdict, now: float) -> str:
                 f"{label}{name} running {format_age(budget.used_s)} "
                 f"(budget {format_duration(budget.limit_s)})"
             )
-    parts.extend(r.words(now) for r in reasons if r.code in (SLOW_REASON, REDELIVERED_REASON))
+    parts.extend(r.words(now) for r in reasons if r.code in _SAID_REASONS)
     if task.quarantined and health is not Health.QUARANTINED:
         parts.append("quarantined")
     if task.state is TaskState.INTERRUPTED:
         parts.append(f"checkpoint {task.checkpoint}" if task.checkpoint else "no checkpoint")
     line = f"{head} " + ", ".join(parts)
     return line + _ask(health, limits)
+
+
+_SAID_REASONS = (SLOW_REASON, REDELIVERED_REASON, FLAPPING_REASON)
+"""The reasons a running task's page line says in words, after its budgets."""
 
 
 def _ask(health: Health, limits: Limits) -> str:

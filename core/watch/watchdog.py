@@ -14,6 +14,7 @@ its own, which this class only puts together:
   that agree; otherwise the look's verdicts are withheld.
 - ``LeaseKeeper``: whether this watchdog is the active one or a standby.
 - ``IncidentBook`` (with ``Quarantines``): open, follow up, retry and close incidents.
+- ``FlapWatch``: count each task's flips; a task that flaps is paged once, then held.
 - ``BudgetWatch``, ``ScheduleWatch``, ``SpinningWatch``: overruns, missed schedules and
   the tasks of a health that warns (spinning), logged and digested.
 - ``Hands``: how all of them record events, queue pages and run actions; ``Look`` gathers
@@ -36,6 +37,7 @@ from zombietop.config import Config
 from zombietop.errors import StoreError, StoreReplaced
 from zombietop.fleet import WatchdogLease
 from zombietop.health import Health
+from zombietop.judge.flapping import is_flip
 from zombietop.judge.monitor import Monitor, Snapshot, TaskView
 from zombietop.model import EventKind
 from zombietop.paging.notify import DeliveryResult, Notifier, Page
@@ -43,6 +45,7 @@ from zombietop.printable import LOG_LIMIT, bounded
 from zombietop.store.pruner import keep_pruning, prune
 from zombietop.watch.budget_watch import BudgetWatch
 from zombietop.watch.clock_watch import ClockWatch
+from zombietop.watch.flap_watch import FlapWatch
 from zombietop.watch.incident_book import IncidentBook
 from zombietop.watch.poll_trust import PollTrust
 from zombietop.watch.root_causes import RootCauses
@@ -161,6 +164,7 @@ class Watchdog:
         )
         self.schedules = ScheduleWatch(self.hands, self.book, renotify=watch.renotify)
         self.spinning = SpinningWatch(self.hands, self.book, digest_every=watch.digest_every)
+        self.flaps = FlapWatch(self.hands, self.book)
         self._last_health: dict[str, Health] = {}
         """Each task's health at the last look it was judged in: a change is a transition."""
         self._restored = False
@@ -169,6 +173,7 @@ class Watchdog:
         """Rebuild open incidents and one-shot keys from the event log."""
         self._restored = True
         await self.book.restore(self.store, self.log)
+        self.flaps.forget()
 
     async def release(self) -> None:
         """Give up the watchdog lease on a clean stop, so a standby takes over at once."""
@@ -231,6 +236,7 @@ class Watchdog:
         look.jobs = snapshot.jobs
         if self.config.watch.group_by_upstream:
             look.causes = RootCauses.of(snapshot.tasks)
+        await self.flaps.recall(snapshot, look)
         # The waiting tasks last: an upstream's incident that opens in this look holds them.
         for view in sorted(snapshot.tasks, key=lambda view: bool(view.waiting_on)):
             await self._judge(view, look)
@@ -239,6 +245,7 @@ class Watchdog:
         present = {view.task_id for view in snapshot.tasks} | snapshot.unread
         for task_id in [t for t in self._last_health if t not in present]:
             del self._last_health[task_id]
+        self.flaps.gone(present)
         await self.schedules.check(snapshot, look)
         await self.spinning.digest(look)
         if self.executor is not None and not self.dry_run:
@@ -260,7 +267,11 @@ class Watchdog:
                 task_id,
                 {"from": str(previous), "to": str(health)},
             )
-        await self.book.judge(view, look)
+            if is_flip(previous, health):
+                self.flaps.flip(view, look.now)
+        view, held = await self.flaps.hold(view, look)
+        if not held:
+            await self.book.judge(view, look)
         await self.spinning.note(view, look)
         await self.budgets.check(view, look)
 

@@ -24,6 +24,7 @@ from zombietop.config import (
     write_defaults,
 )
 from zombietop.errors import ConfigError
+from zombietop.thresholds import COUNT_KEYS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -419,6 +420,12 @@ BOUND_CASES = [
      '[timeouts]: stage = inf is above its ceiling of "36500d"'),
     ("limits", "request", "nan", "[timeouts]\nrequest = nan\n",
      "[timeouts]: request = nan is above its ceiling"),
+    ("limits", "flap_window", "low", '[thresholds]\nflap_window = "1ms"\n',
+     '[thresholds]: flap_window = "1ms" is below its floor of "100ms"'),
+    ("limits", "flap_threshold", "low", "[thresholds]\nflap_threshold = 0\n",
+     "[thresholds]: flap_threshold must be a whole number >= 1, not 0"),
+    ("limits", "flap_threshold", "high", "[step_types.x]\nflap_threshold = 1001\n",
+     "[step_types.x]: flap_threshold = 1001 is above its ceiling of 1000"),
     # A step type's own keys.
     ("step_types", "retry_backoff", "low", '[step_types.x]\nretry_backoff = "1ms"\n',
      '[step_types.x]: retry_backoff = "1ms" is below its floor of "1s"'),
@@ -553,7 +560,7 @@ def test_the_bound_cases_cover_both_ends_of_every_bound() -> None:
                 assert (family, key, "high") in covered, f"{family}.{key}: no case above it"
             assert bound.low < bound.high
     limits = {key for family, key, side, _, _ in BOUND_CASES if family == "limits"}
-    assert limits == set(DURATION_KEYS)
+    assert limits == set(DURATION_KEYS) | COUNT_KEYS
 
 
 @pytest.mark.parametrize(
