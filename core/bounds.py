@@ -118,6 +118,33 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             why_low="a timer that short runs out before one look at the store is over",
             why_high=_DATE,
         ),
+        "drift_after": Bound(
+            low=1.1,
+            high=100.0,
+            why_low="start times that spread just as much as before have not drifted",
+            why_high="start times would be called drifting only at 100 times their spread",
+            duration=False,
+        ),
+        "drift_min": Bound(
+            low=1.0,
+            high=DAY,
+            why_low="a spread under a second is the clocks' noise; 0 lets any wider spread count",
+            why_high="a job whose runs drift a day more than before is a missed schedule",
+        ),
+        "failing_after": Bound(
+            low=1.1,
+            high=100.0,
+            why_low="a failure rate just as high as the month's is the job's usual rate",
+            why_high="the day's rate can be at most 30 times the month's with a run a day",
+            duration=False,
+        ),
+        "failing_min_runs": Bound(
+            low=2,
+            high=2000,
+            why_low="one run makes no rate",
+            why_high="a job's summary keeps at most its latest 2000 runs",
+            duration=False,
+        ),
     },
     "store": {
         "keep_finished": Bound(

@@ -45,6 +45,10 @@ class PageKind(StrEnum):
     """The run is much slower than its job's usual run (paged once)."""
     FINISHED_TOO_FAST = "finished_too_fast"
     """The run succeeded much faster than its job's usual run (paged once)."""
+    RUNS_LATE_USUALLY = "runs_late_usually"
+    """A job's start times drift from its usual cadence (paged once a day per job)."""
+    FAILING_MORE = "failing_more"
+    """A job fails much more often today than in the last 30 days (paged once a day per job)."""
     FLAPPING = "flapping"
     """The task went into and out of a health that pages too often: one notice, then its
     pages are held until it is steady (an all-clear says so)."""

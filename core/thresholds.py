@@ -93,6 +93,17 @@ class Limits:
     """...and only once it is at least this far past the median."""
     too_fast_below: float = 0.1
     """A run that succeeds in under this many times the median ``finished_too_fast``."""
+    drift_after: float = 1.5
+    """A job whose latest ``history_min_runs`` start intervals spread more than this many
+    times as much as the intervals before them ``runs_late_usually``..."""
+    drift_min: float = 60.0
+    """...and only when they spread at least this much more (a cron job's seconds of jitter
+    are no drift)."""
+    failing_after: float = 3.0
+    """A job whose runs failed this many times as often in the last day as in the last 30
+    days is ``failing_more``..."""
+    failing_min_runs: int = 20
+    """...once it has this many runs in the last 30 days."""
     page_on_failure: bool = True
     """A failed run opens an incident and pages (false: the failure is someone else's)."""
     require_lease: bool | None = None

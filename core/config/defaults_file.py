@@ -135,7 +135,11 @@ def _limit_sections(dumps: Dumps) -> list[str]:
         "# Each run judged against its job's latest successful runs, once the job has",
         "# history_min_runs of them: a run still going past slow_after x their median (and",
         "# at least slow_min past it) is slower_than_usual; one that succeeds in under",
-        "# too_fast_below x the median finished_too_fast (0 turns that off). Both warn.",
+        "# too_fast_below x the median finished_too_fast (0 turns that off). A job whose",
+        "# latest history_min_runs start intervals spread drift_after x as much as the ones",
+        "# before (and drift_min more) runs_late_usually; one whose runs failed failing_after",
+        "# x as often in the last day as in 30 days (with failing_min_runs runs in them) is",
+        "# failing_more. All four warn, and are paged once.",
         dumps(
             {
                 "history": {
@@ -143,6 +147,10 @@ def _limit_sections(dumps: Dumps) -> list[str]:
                     "slow_after": HISTORY_DEFAULTS["slow_after"],
                     "slow_min": format_duration(HISTORY_DEFAULTS["slow_min"]),
                     "too_fast_below": HISTORY_DEFAULTS["too_fast_below"],
+                    "drift_after": HISTORY_DEFAULTS["drift_after"],
+                    "drift_min": format_duration(HISTORY_DEFAULTS["drift_min"]),
+                    "failing_after": HISTORY_DEFAULTS["failing_after"],
+                    "failing_min_runs": int(HISTORY_DEFAULTS["failing_min_runs"]),
                 }
             }
         ),

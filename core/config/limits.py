@@ -71,9 +71,9 @@ def apply_section(
 
 def _history_value(path: Path | None, section: str, key: str, value: Any) -> float:
     """One of the ``[history]`` keys: a count, a duration (0 allowed), or a factor."""
-    if key == "history_min_runs":
+    if key in ("history_min_runs", "failing_min_runs"):
         return read_whole(path, section, key, value, family="history")
-    if key == "slow_min":
+    if key in ("slow_min", "drift_min"):
         return read_duration(path, section, key, value, family="history", zero=True)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(

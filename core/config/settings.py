@@ -21,6 +21,10 @@ HISTORY_DEFAULTS: dict[str, float] = {
     "slow_after": 2.0,
     "slow_min": 300.0,
     "too_fast_below": 0.1,
+    "drift_after": 1.5,
+    "drift_min": 60.0,
+    "failing_after": 3.0,
+    "failing_min_runs": 20,
 }
 """``[history]``: how a run is judged against its job's successful runs (and per step type)."""
 DURATION_KEYS = {

@@ -21,6 +21,9 @@ REDELIVERED_REASON = "redelivered"
 """The reason code that carries an engine's words on a task it delivered more than once."""
 FLAPPING_REASON = "flapping"
 """The reason beside the flag ``flapping`` (``zombietop.judge.flapping``)."""
+DRIFT_REASON = "runs_late_usually"
+FAILING_REASON = "failing_more"
+"""The reasons beside the flags of a job's trends (``zombietop.judge.job_trends``)."""
 IDLE_REASON = "process_idle"
 """The reason of a task whose process does nothing while beats that prove only life go on."""
 
@@ -178,7 +181,7 @@ def page_line(verdict: Verdict, now: float) -> str:
     return line + _ask(health, limits)
 
 
-_SAID_REASONS = (SLOW_REASON, REDELIVERED_REASON, FLAPPING_REASON)
+_SAID_REASONS = (SLOW_REASON, REDELIVERED_REASON, FLAPPING_REASON, DRIFT_REASON, FAILING_REASON)
 """The reasons a running task's page line says in words, after its budgets."""
 
 

@@ -309,6 +309,11 @@ UPDATE jobs SET durations = (
 WHERE EXISTS (SELECT 1 FROM tasks t
               WHERE t.job = jobs.job AND t.state = 'succeeded' AND t.finished_at IS NOT NULL);
 
+-- schema_v17 --
+-- How each job's runs of the last 30 days began and ended (see sqlite/migrations.sql,
+-- schema_v19).
+ALTER TABLE jobs ADD COLUMN ends text NOT NULL DEFAULT '[]';
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 

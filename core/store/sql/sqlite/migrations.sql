@@ -490,3 +490,10 @@ UPDATE jobs SET durations = (
 )
 WHERE EXISTS (SELECT 1 FROM tasks t
               WHERE t.job = jobs.job AND t.state = 'succeeded' AND t.finished_at IS NOT NULL);
+
+-- schema_v19 --
+-- Each job keeps how its runs of the last 30 days began and ended (a JSON list of
+-- [began, finished_at, succeeded], oldest first), for the rules that judge a job's start
+-- times and failure rate against its own history. Kept from this version on: the runs that
+-- ended before it are not counted again.
+ALTER TABLE jobs ADD COLUMN ends TEXT NOT NULL DEFAULT '[]';
