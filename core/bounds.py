@@ -146,6 +146,27 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             duration=False,
         ),
     },
+    "otel": {
+        "queue_size": Bound(
+            low=16,
+            high=1_000_000,
+            why_low="a storm of pages would drop most of its log records",
+            why_high="a collector that is down would hold that many records in memory",
+            duration=False,
+        ),
+        "timeout": Bound(
+            low=0.5,
+            high=10 * MINUTE,
+            why_low="a collector across a network answers in more than that",
+            why_high="an export that hangs longer holds its queue that long",
+        ),
+        "metrics_interval": Bound(
+            low=1.0,
+            high=DAY,
+            why_low="metrics sent that often cost the collector more than they tell",
+            why_high="a day between figures says nothing of a day",
+        ),
+    },
     "store": {
         "keep_finished": Bound(
             low=1.0,

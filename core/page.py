@@ -108,6 +108,10 @@ class Page:
     for a page that opens and closes nothing (an overrun, a digest)."""
     runbook: str | None = None
     """The runbook the line ends with, as a link for the channels that carry one."""
+    trace_id: str | None = None
+    """The W3C trace the task runs in (the line says its start: ``trace 4bf92f35...``)."""
+    trace_url: str | None = None
+    """The link to that trace, where ``[otel] trace_url`` is set."""
 
     @property
     def shown(self) -> str:

@@ -95,6 +95,7 @@ PROBES = {
     "agent": "[agent]\nzz = 1\n",
     "[sources]": '[[sources]]\nzz = "a"\n',
     "serve": "[serve]\nzz = 1\n",
+    "otel": "[otel]\nzz = 1\n",
 }
 """A config with an unknown key in each section: the loader's refusal lists the known ones."""
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from zombietop.config.limits import read_limits
+from zombietop.config.otel import read_otel
 from zombietop.config.sections import (
     read_agent,
     read_keep_finished,
@@ -51,6 +52,7 @@ SECTIONS = (
     "step_types",
     "sources",
     "serve",
+    "otel",
 )
 
 
@@ -131,4 +133,5 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         schedules=read_schedules(path, section_table(path, data, "schedules")),
         sources=read_source_entries(path, data.get("sources", [])),
         serve=read_serve(path, section_table(path, data, "serve")),
+        otel=read_otel(path, section_table(path, data, "otel")),
     )

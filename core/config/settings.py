@@ -225,6 +225,31 @@ class AgentSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OtelSettings:
+    """``[otel]``: the traces zombietop's runs belong to, and what the watchdog sends to an
+    OpenTelemetry collector (with ``zombietop[otel]``)."""
+
+    trace_url: str | None = None
+    """A link template to one trace in your tracing tool, with ``{trace_id}`` in it
+    (``https://tempo.example/trace/{trace_id}``): pages and the detail view link to it."""
+    endpoint: str | None = None
+    """Where the watchdog sends spans, log records and metrics over OTLP/HTTP
+    (``http://127.0.0.1:4318``, to which ``/v1/traces`` and its kin are added). Unset, the
+    standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` (and per-signal) variables turn export on."""
+    queue_size: int = 2048
+    """How many spans, and how many log records, may wait to be sent; past it they are
+    dropped and counted (``zombietop_otel_dropped_total``): export never holds up a look."""
+    timeout: float = 10.0
+    """How long one export waits for the collector."""
+    metrics_interval: float = 30.0
+    """How often the metrics are sent."""
+
+    def link(self, trace_id: str) -> str | None:
+        """The link to one trace, None without ``trace_url``."""
+        return None if self.trace_url is None else self.trace_url.replace("{trace_id}", trace_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SourceSettings:
     """One ``[[sources]]`` entry (or ``--source URL``): an engine's database to watch read-only."""
 
@@ -256,6 +281,7 @@ class Config:
     schedules: tuple[Schedule, ...] = ()
     sources: tuple[SourceSettings, ...] = ()
     serve: ServeSettings = field(default_factory=ServeSettings)
+    otel: OtelSettings = field(default_factory=OtelSettings)
     written_at: float | None = None
     """When the config file was last written (its mtime), None without one: a schedule it
     holds cannot have been configured later, so its fire times since then are judged."""

@@ -154,6 +154,7 @@ class Monitor:
             source_notes=read.notes,
             unread=self._unread(read),
             jobs=self.job_book.jobs,
+            trace_url=self.config.otel.trace_url,
         )
         if kept is not None:
             self._kept, self._by_id = kept, kept.by_id

@@ -16,6 +16,7 @@ from zombietop.judge.budgets import Budgets, measure_budgets, start_of
 from zombietop.judge.history_judge import SLOW_REASON
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Task, TaskState
 from zombietop.process_words import IO_IDLE_WORTH_SAYING, process_words
+from zombietop.trace_context import shown_trace, trace_of
 
 REDELIVERED_REASON = "redelivered"
 """The reason code that carries an engine's words on a task it delivered more than once."""
@@ -129,6 +130,7 @@ def page_line(verdict: Verdict, now: float) -> str:
         not task.state.executing and task.state is not TaskState.INTERRUPTED
     ):
         parts.extend(r.words(now) for r in reasons)
+        parts.extend(_trace(task, heartbeat))
         line = f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
         return line + _ask(health, limits)
 
@@ -177,12 +179,19 @@ def page_line(verdict: Verdict, now: float) -> str:
         parts.append("quarantined")
     if task.state is TaskState.INTERRUPTED:
         parts.append(f"checkpoint {task.checkpoint}" if task.checkpoint else "no checkpoint")
+    parts.extend(_trace(task, heartbeat))
     line = f"{head} " + ", ".join(parts)
     return line + _ask(health, limits)
 
 
 _SAID_REASONS = (SLOW_REASON, REDELIVERED_REASON, FLAPPING_REASON, DRIFT_REASON, FAILING_REASON)
 """The reasons a running task's page line says in words, after its budgets."""
+
+
+def _trace(task: Task, heartbeat: Heartbeat | None) -> list[str]:
+    """``trace 4bf92f35...``: the trace the task runs in, when one is known."""
+    trace_id = trace_of(task, heartbeat)
+    return [] if trace_id is None else [shown_trace(trace_id)]
 
 
 def _ask(health: Health, limits: Limits) -> str:

@@ -24,12 +24,14 @@ from zombietop.config import (
     ListenAddress,
     NotifySettings,
     OnCallSettings,
+    OtelSettings,
     PagerDutySettings,
     Schedule,
     ServeSettings,
     SourceSettings,
     WatchSettings,
 )
+from zombietop.config.otel import OTEL_KEYS
 from zombietop.config.serve import SERVE_KEYS, WHOLE_RANGES
 from zombietop.config.settings import HISTORY_DEFAULTS
 
@@ -137,6 +139,13 @@ SECTION_LIST = (
         list(SOURCE_KEYS),
         "sources",
         intro=first_paragraph(SourceSettings.__doc__),
+    ),
+    Section(
+        "otel",
+        OtelSettings,
+        list(OTEL_KEYS),
+        "otel",
+        intro=first_paragraph(OtelSettings.__doc__),
     ),
     Section(
         "serve",

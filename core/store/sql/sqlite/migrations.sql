@@ -497,3 +497,12 @@ WHERE EXISTS (SELECT 1 FROM tasks t
 -- times and failure rate against its own history. Kept from this version on: the runs that
 -- ended before it are not counted again.
 ALTER TABLE jobs ADD COLUMN ends TEXT NOT NULL DEFAULT '[]';
+
+-- schema_v20 --
+-- The trace a task's run belongs to (W3C trace context: `zombietop run` and the SDK join the
+-- caller's TRACEPARENT or start a trace), so pages and `status --json` name it; the run's own
+-- span in it, and the caller's span it joined (NULL: the run started the trace), so the span
+-- exported for the run is the one its command's spans name as their parent.
+ALTER TABLE tasks ADD COLUMN trace_id TEXT;
+ALTER TABLE tasks ADD COLUMN span_id TEXT;
+ALTER TABLE tasks ADD COLUMN parent_span_id TEXT;
