@@ -1,14 +1,21 @@
 """Flapping: a task whose health goes into and out of one that pages more than flap_threshold
 times within flap_window gets one notice with its flips counted, no page while it flaps, and
 one all-clear, saying how long it flapped, once it is steady for flap_window. The rule as a
-table, then the real watchdog over a real store with a fake clock, restarts included."""
+table, then the real watchdog over a real store with a fake clock, restarts included, and over
+a real `zombietop run` of a command that beats only when the test tells it to."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import subprocess
+import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from tests.core.realprocs import Children, wait_for, zombietop
 from tests.core.test_watchdog import INTERVAL, config, start, watchdog
 from zombietop.clock import FakeClock
 from zombietop.config import Config, load_config
@@ -16,8 +23,9 @@ from zombietop.errors import ConfigError
 from zombietop.health import Flag, Health
 from zombietop.heartbeat_line import parse_line
 from zombietop.judge.flapping import Flips, fold_flip, is_flip, judge_flapping, steady
-from zombietop.model import EventKind
+from zombietop.model import EventKind, Heartbeat
 from zombietop.store import Store
+from zombietop.store.sqlite import SQLiteStore
 from zombietop.watch.watchdog import Watchdog
 
 MIN = 60.0
@@ -218,3 +226,90 @@ async def test_a_restarted_watchdog_counts_the_flips_of_the_event_log(
     report_flags = second.flaps.flips["export-2031"]
     assert report_flags.count == 9 and report_flags.tripped_at is not None
     assert Flag.FLAPPING.mark == "flapping"
+
+
+# A real run ---------------------------------------------------------------------------------
+
+# The command beats once per line written to its FIFO, and between lines it waits on the FIFO:
+# no CPU, no I/O, so no observed beat either, and the run stalls once the beat is old.
+BEAT_ON_DEMAND = (
+    'while read p < "$0"; do echo "stage=load p=$p" >> "$ZOMBIETOP_HEARTBEAT_FILE"; done'
+)
+
+
+@pytest.mark.slow
+async def test_a_real_run_that_flaps_is_paged_once(
+    db: Path, fast_config_path: Path, children: Children, tmp_path: Path
+) -> None:
+    """`zombietop run` of a command that beats only when told: beat, stall past the 600ms
+    heartbeat timeout, beat again, seven times; the watchdog (a fake clock that never runs
+    behind the real beats) pages the first three stalls, then one flapping notice."""
+    fifo = tmp_path / "beats"
+    os.mkfifo(fifo)
+    wrapper = children.start(
+        zombietop(
+            db,
+            fast_config_path,
+            "run",
+            "--job",
+            "flappy",
+            "--",
+            "sh",
+            "-c",
+            BEAT_ON_DEMAND,
+            str(fifo),
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    writer = os.open(fifo, os.O_RDWR)  # held open, so the command's reads block, not end
+
+    async def beaten(count: int) -> Heartbeat | None:
+        if not db.exists():
+            return None
+        store = await SQLiteStore.open(db)
+        try:
+            runs = await store.job_runs("flappy", 1)
+            record = await store.get_record(runs[0].task_id) if runs else None
+        finally:
+            await store.close()
+        if record is None:
+            return None
+        beat = record.heartbeat
+        return beat if beat is not None and beat.progress == count else None
+
+    async def beat(count: int) -> float:
+        os.write(writer, f"{count}\n".encode())
+        found: list[Heartbeat] = []
+
+        async def seen() -> bool:
+            got = await beaten(count)
+            found[:] = [got] if got is not None else []
+            return bool(found)
+
+        await wait_for(seen, timeout=30, what=f"beat {count}", while_running=wrapper)
+        return found[0].written_at
+
+    try:
+        cfg = replace(load_config(fast_config_path), watch=config().watch)
+        assert cfg.defaults.heartbeat_timeout == 0.6  # and the default flapping: 6 in 1h
+        clock = FakeClock(await beat(1) + 0.1)
+        store = await SQLiteStore.open(db, clock=clock)
+        try:
+            dog, notifier, _ = watchdog(store, clock, cfg)
+            await dog.tick()  # healthy
+            for count in range(2, 6):
+                clock.advance(1.0)  # the beat is now 1.1 s old: stalled
+                await dog.tick()
+                while time.time() < clock.now():  # the real beat must be newer than our clock
+                    await asyncio.sleep(0.05)
+                clock.set(await beat(count) + 0.1)
+                await dog.tick()  # healthy again
+        finally:
+            await store.close()
+    finally:
+        os.close(writer)
+    kinds = [page.kind for page in notifier.pages]
+    # Flips 1-6 page and clear; the seventh (the fourth stall) is the flapping notice.
+    assert kinds == ["incident", "all_clear"] * 3 + ["flapping"], kinds
+    assert "flapping: 7 flips in " in notifier.pages[-1].line

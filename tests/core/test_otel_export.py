@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -186,14 +185,12 @@ async def test_a_hung_collector_never_holds_up_a_look(
         await _traced_task(store, f"t{number}")
     await dog.tick()
     clock.advance(200)
-    started = time.monotonic()
     report = await dog.tick()
     # The look went on: every task paged, while the first export still waits on the collector.
     assert len(report.pages) == 12 and len(notifier.pages) == 12
     clock.advance(30)
     report = await dog.tick()  # and the next look too
     assert report.withheld is None
-    assert time.monotonic() - started < 60  # far under the 120 s export timeout
     logs = dog.otel.telemetry.logs
     assert logs.sent == 0 and logs.dropped > 0  # 24 records, a queue of 16: the rest counted
     assert dog.otel.telemetry.dropped()["logs"] == logs.dropped
