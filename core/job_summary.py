@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from bisect import insort
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -78,8 +79,9 @@ class JobSummary:
     durations: tuple[float, ...] = ()
     """The durations of the latest successful runs, oldest first (``HISTORY_WINDOW`` at most)."""
     ends: tuple[RunEnd, ...] = ()
-    """How the runs of the last ``ENDS_WINDOW`` began and ended, in the order they ended
-    (``ENDS_KEPT`` at most): what the job's start times and failure rate are judged by."""
+    """How the runs of the last ``ENDS_WINDOW`` began and ended, in the order they ended (by
+    ``finished_at``; ``ENDS_KEPT`` at most): what the job's start times and failure rate are
+    judged by."""
     updated_at: float = 0.0
     """When the store last changed it, for the readers that ask only for what changed."""
 
@@ -106,7 +108,11 @@ class JobSummary:
         if task.finished_at is not None:
             end = RunEnd(began=run_began(task), finished_at=task.finished_at, succeeded=succeeded)
             since = task.finished_at - ENDS_WINDOW
-            ends = tuple(kept for kept in (*ends, end) if kept.finished_at >= since)[-ENDS_KEPT:]
+            kept = [each for each in ends if each.finished_at >= since]
+            # In the order the runs ended, which the readers bisect: a source's runs are folded
+            # as a poll reads them, not always in that order.
+            insort(kept, end, key=lambda each: each.finished_at)
+            ends = tuple(kept[-ENDS_KEPT:])
         return replace(
             self,
             runs=self.runs + 1,

@@ -4,15 +4,17 @@ Both rules read the job's summary (``JobSummary.ends``: how its runs of the last
 and ended) and speak of the job, not of one run, so only the job's current runs carry their
 flags: a run still going, and the run that ended last. ``runs_late_usually``: the intervals
 between the starts of its latest ``history_min_runs`` runs spread more than ``drift_after``
-times as much as the intervals before them (and at least ``drift_min`` more); the spread of
-intervals is their mean distance from their median. ``failing_more``: the share of its runs
-that failed in the last day is ``failing_after`` times the share in the last 30 days, once
-the job has ``failing_min_runs`` runs in them. Pure, as ``classify`` that calls it.
+times as much as the intervals before them among its latest ``HISTORY_WINDOW`` runs (and at
+least ``drift_min`` more); the spread of intervals is their mean distance from their median.
+``failing_more``: the share of its runs that failed in the last day is ``failing_after`` times
+the share in the last 30 days, once the job has ``failing_min_runs`` runs in them. Pure, as
+``classify`` that calls it.
 """
 
 from __future__ import annotations
 
 import statistics
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -20,7 +22,7 @@ from itertools import pairwise
 from zombietop.config import Limits
 from zombietop.durations import format_age
 from zombietop.health import Flag
-from zombietop.job_summary import ENDS_WINDOW, JobSummary, RunEnd, run_began
+from zombietop.job_summary import ENDS_WINDOW, HISTORY_WINDOW, JobSummary, RunEnd, run_began
 from zombietop.judge.verdict import DRIFT_REASON, FAILING_REASON, Reason
 from zombietop.model import Task
 
@@ -54,8 +56,13 @@ def carries_trends(task: Task, summary: JobSummary) -> bool:
 
 
 def drift(task: Task, summary: JobSummary, limits: Limits) -> Trend | None:
-    """``runs_late_usually`` when the job's latest start intervals spread wider than before."""
-    starts = sorted({end.began for end in summary.ends} | {run_began(task)})
+    """``runs_late_usually`` when the job's latest start intervals spread wider than before.
+
+    Only the latest ``HISTORY_WINDOW`` runs count, as for the durations: a job that ran
+    differently last month is judged by how it runs now.
+    """
+    latest = summary.ends[-HISTORY_WINDOW:]
+    starts = sorted({end.began for end in latest} | {run_began(task)})
     intervals = [later - earlier for earlier, later in pairwise(starts)]
     recent_n = limits.history_min_runs
     if len(intervals) < 2 * recent_n:
@@ -71,27 +78,25 @@ def drift(task: Task, summary: JobSummary, limits: Limits) -> Trend | None:
     return Trend(flag=Flag.RUNS_LATE_USUALLY, reason=Reason(code=DRIFT_REASON, before=words))
 
 
-def _failed(ends: Sequence[RunEnd]) -> int:
-    return sum(1 for end in ends if not end.succeeded)
+def _since(ends: Sequence[RunEnd], moment: float) -> Sequence[RunEnd]:
+    """The ends after ``moment``: ``ends`` are kept in the order the runs ended."""
+    first = bisect_right(ends, moment, key=lambda end: end.finished_at)
+    return ends[first:]
 
 
 def failing(now: float, summary: JobSummary, limits: Limits) -> tuple[Trend | None, float]:
     """``failing_more`` when the day's failure rate is ``failing_after`` times the month's;
     and the moment that answer next changes as runs leave the windows."""
-    month = [end for end in summary.ends if end.finished_at > now - ENDS_WINDOW]
-    day = [end for end in month if end.finished_at > now - DAY]
+    month = _since(summary.ends, now - ENDS_WINDOW)
+    day = _since(month, now - DAY)
     changes = min(
-        (
-            moment
-            for end in month
-            for moment in (end.finished_at + DAY, end.finished_at + ENDS_WINDOW)
-            if moment > now
-        ),
-        default=INF,
+        month[0].finished_at + ENDS_WINDOW if month else INF,
+        day[0].finished_at + DAY if day else INF,
     )
-    failed_day, failed_month = _failed(day), _failed(month)
+    failed_day = sum(1 for end in day if not end.succeeded)
     if len(month) < limits.failing_min_runs or failed_day == 0:
         return None, changes
+    failed_month = sum(1 for end in month if not end.succeeded)
     rate_day, rate_month = failed_day / len(day), failed_month / len(month)
     if rate_day < limits.failing_after * rate_month:
         return None, changes

@@ -271,3 +271,12 @@ async def test_a_failure_that_tips_the_rate_says_so_in_its_own_page(
     assert [kind for kind, _ in pages] == ["incident"], pages
     assert "failed: exit 3 after " in pages[0][1]
     assert "; failing more: 3 of 3 runs failed in the last day, 3 of 23 in 30 days" in pages[0][1]
+
+
+def test_a_summary_keeps_its_ends_in_end_order_for_30_days() -> None:
+    """Runs folded out of order (a source's, as a poll reads them) are kept by their end, and
+    a run that ended 30 days before the newest leaves the list."""
+    summary = JobSummary(name="nightly")
+    for began, took in ((NOW - 40 * DAY, 60), (NOW - 2 * HOUR, 60), (NOW - 5 * HOUR, 60)):
+        summary = summary.with_run(_task(TaskState.SUCCEEDED, began, began + took), NOW)
+    assert [end.began for end in summary.ends] == [NOW - 5 * HOUR, NOW - 2 * HOUR]
