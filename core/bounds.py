@@ -67,7 +67,17 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             "stage",
             "task",
             "kill_grace",
+            "flap_window",
         )
+    }
+    | {
+        "flap_threshold": Bound(
+            low=1,
+            high=1000,
+            why_low="one flip in the window is the least that can be too many",
+            why_high="a task that flips that often in one window flaps by any measure",
+            duration=False,
+        ),
     },
     "step_types": {
         "retry_backoff": Bound(
@@ -107,6 +117,54 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             high=MAX_DURATION,
             why_low="a timer that short runs out before one look at the store is over",
             why_high=_DATE,
+        ),
+        "drift_after": Bound(
+            low=1.1,
+            high=100.0,
+            why_low="start times that spread just as much as before have not drifted",
+            why_high="start times would be called drifting only at 100 times their spread",
+            duration=False,
+        ),
+        "drift_min": Bound(
+            low=1.0,
+            high=DAY,
+            why_low="a spread under a second is the clocks' noise; 0 lets any wider spread count",
+            why_high="a job whose runs drift a day more than before is a missed schedule",
+        ),
+        "failing_after": Bound(
+            low=1.1,
+            high=100.0,
+            why_low="a failure rate just as high as the month's is the job's usual rate",
+            why_high="the day's rate can be at most 30 times the month's with a run a day",
+            duration=False,
+        ),
+        "failing_min_runs": Bound(
+            low=2,
+            high=2000,
+            why_low="one run makes no rate",
+            why_high="a job's summary keeps at most its latest 2000 runs",
+            duration=False,
+        ),
+    },
+    "otel": {
+        "queue_size": Bound(
+            low=16,
+            high=1_000_000,
+            why_low="a storm of pages would drop most of its log records",
+            why_high="a collector that is down would hold that many records in memory",
+            duration=False,
+        ),
+        "timeout": Bound(
+            low=0.5,
+            high=10 * MINUTE,
+            why_low="a collector across a network answers in more than that",
+            why_high="an export that hangs longer holds its queue that long",
+        ),
+        "metrics_interval": Bound(
+            low=1.0,
+            high=DAY,
+            why_low="metrics sent that often cost the collector more than they tell",
+            why_high="a day between figures says nothing of a day",
         ),
     },
     "store": {

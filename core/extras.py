@@ -35,6 +35,8 @@ PACKAGES = {
     "redis": "redis",
     "packaging": "packaging",
     "rq": "rq",
+    "opentelemetry.sdk": "opentelemetry-sdk",
+    "opentelemetry.exporter.otlp.proto.http": "opentelemetry-exporter-otlp-proto-http",
 }
 """Import name -> the name pip knows it by, for every module an extra brings."""
 

@@ -271,6 +271,16 @@ class Flag(StrEnum):
     FINISHED_TOO_FAST = "finished_too_fast"
     """The run succeeded in under ``too_fast_below`` times its job's median successful run: a
     backup that copied nothing."""
+    RUNS_LATE_USUALLY = "runs_late_usually"
+    """The job's latest ``history_min_runs`` runs started at intervals that spread more than
+    ``drift_after`` times as much as the intervals before them: its start times drift."""
+    FAILING_MORE = "failing_more"
+    """The job's runs failed ``failing_after`` times as often in the last day as in the last
+    30 days (once it has ``failing_min_runs`` runs in them)."""
+    FLAPPING = "flapping"
+    """The health went into and out of one that pages more than ``flap_threshold`` times
+    within ``flap_window``: one notice, then no page until it stays ``flap_window`` without a
+    flip."""
 
     @property
     def traits(self) -> FlagTraits:
@@ -279,6 +289,10 @@ class Flag(StrEnum):
     @property
     def pages_once(self) -> bool:
         return FLAG_TRAITS[self].pages_once
+
+    @property
+    def per_job(self) -> bool:
+        return FLAG_TRAITS[self].per_job
 
     @property
     def mark(self) -> str:
@@ -299,6 +313,9 @@ class FlagTraits:
     """The mark is drawn in the colour of a page: the same work may run twice."""
     pages_once: bool = False
     """The watchdog pages it once per task (the budget flags have their own reactions)."""
+    per_job: bool = False
+    """It speaks of the task's job, not of one run: the watchdog pages it once a day per job,
+    whichever of the job's runs carries it."""
 
 
 FLAG_TRAITS: Mapping[Flag, FlagTraits] = {
@@ -309,6 +326,10 @@ FLAG_TRAITS: Mapping[Flag, FlagTraits] = {
     Flag.QUEUED_TOO_LONG: FlagTraits(mark="queued", pages_once=True),
     Flag.SLOWER_THAN_USUAL: FlagTraits(mark="slow", pages_once=True),
     Flag.FINISHED_TOO_FAST: FlagTraits(mark="too fast", pages_once=True),
+    Flag.RUNS_LATE_USUALLY: FlagTraits(mark="drifts", pages_once=True, per_job=True),
+    Flag.FAILING_MORE: FlagTraits(mark="failing", pages_once=True, per_job=True),
+    # Not pages_once: the watchdog's flap watch sends its notice and its all-clear itself.
+    Flag.FLAPPING: FlagTraits(mark="flapping", glyph="~"),
 }
 """What each flag pages and how it is marked: one row per member, so a new flag is its member,
 its row here and the rule in ``classify`` that raises it."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from bisect import insort
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -20,6 +21,19 @@ from zombietop.rows import Row
 
 HISTORY_WINDOW = 100
 """How many of a job's latest successful durations its summary keeps."""
+ENDS_WINDOW = 30 * 86400.0
+"""How far back a job's summary keeps how its runs began and ended (``JobSummary.ends``)."""
+ENDS_KEPT = 2000
+"""At most this many of them: a job that runs every minute keeps its latest 2000 runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    """How one run of a job began and ended."""
+
+    began: float
+    finished_at: float
+    succeeded: bool
 
 
 def run_began(task: Task) -> float:
@@ -64,6 +78,10 @@ class JobSummary:
     last_success_at: float | None = None
     durations: tuple[float, ...] = ()
     """The durations of the latest successful runs, oldest first (``HISTORY_WINDOW`` at most)."""
+    ends: tuple[RunEnd, ...] = ()
+    """How the runs of the last ``ENDS_WINDOW`` began and ended, in the order they ended (by
+    ``finished_at``; ``ENDS_KEPT`` at most): what the job's start times and failure rate are
+    judged by."""
     updated_at: float = 0.0
     """When the store last changed it, for the readers that ask only for what changed."""
 
@@ -86,6 +104,15 @@ class JobSummary:
         durations = self.durations
         if succeeded and duration is not None:
             durations = (*durations, duration)[-HISTORY_WINDOW:]
+        ends = self.ends
+        if task.finished_at is not None:
+            end = RunEnd(began=run_began(task), finished_at=task.finished_at, succeeded=succeeded)
+            since = task.finished_at - ENDS_WINDOW
+            kept = [each for each in ends if each.finished_at >= since]
+            # In the order the runs ended, which the readers bisect: a source's runs are folded
+            # as a poll reads them, not always in that order.
+            insort(kept, end, key=lambda each: each.finished_at)
+            ends = tuple(kept[-ENDS_KEPT:])
         return replace(
             self,
             runs=self.runs + 1,
@@ -94,13 +121,15 @@ class JobSummary:
             last_finished_at=task.finished_at,
             last_success_at=task.finished_at if succeeded else self.last_success_at,
             durations=durations,
+            ends=ends,
             updated_at=now,
         )
 
-    def with_run_resumed(self, now: float) -> JobSummary:
+    def with_run_resumed(self, task: Task, now: float) -> JobSummary:
         """This summary once a failed run is resumed: its end no longer counts, so that it is
         counted once, as it ends again."""
-        return replace(self, runs=max(0, self.runs - 1), updated_at=now)
+        ends = tuple(end for end in self.ends if end.finished_at != task.finished_at)
+        return replace(self, runs=max(0, self.runs - 1), ends=ends, updated_at=now)
 
     def as_params(self) -> dict[str, object]:
         """The columns of the store's ``jobs`` row."""
@@ -112,6 +141,7 @@ class JobSummary:
             "last_finished_at": self.last_finished_at,
             "last_success_at": self.last_success_at,
             "durations": json.dumps(list(self.durations)),
+            "ends": json.dumps([[e.began, e.finished_at, e.succeeded] for e in self.ends]),
             "updated_at": self.updated_at,
         }
 
@@ -126,6 +156,10 @@ class JobSummary:
             last_finished_at=row["last_finished_at"],
             last_success_at=row["last_success_at"],
             durations=tuple(json.loads(row["durations"])),
+            ends=tuple(
+                RunEnd(began=float(b), finished_at=float(f), succeeded=bool(ok))
+                for b, f, ok in json.loads(row["ends"])
+            ),
             updated_at=row["updated_at"],
         )
 

@@ -99,6 +99,12 @@ class Task:
     """The job this task is a run of (``zombietop run --job``); None for a task named alone."""
     run_number: int | None = None
     """The run's number within its job, from 1 (None: not a run of a job)."""
+    trace_id: str | None = None
+    """The W3C trace the run belongs to (``zombietop.trace_context``), None when unknown."""
+    span_id: str | None = None
+    """The run's own span in that trace: the parent of its command's spans."""
+    parent_span_id: str | None = None
+    """The caller's span the run joined (None: the run started the trace)."""
 
     @property
     def job_name(self) -> str:

@@ -45,6 +45,13 @@ class PageKind(StrEnum):
     """The run is much slower than its job's usual run (paged once)."""
     FINISHED_TOO_FAST = "finished_too_fast"
     """The run succeeded much faster than its job's usual run (paged once)."""
+    RUNS_LATE_USUALLY = "runs_late_usually"
+    """A job's start times drift from its usual cadence (paged once a day per job)."""
+    FAILING_MORE = "failing_more"
+    """A job fails much more often today than in the last 30 days (paged once a day per job)."""
+    FLAPPING = "flapping"
+    """The task went into and out of a health that pages too often: one notice, then its
+    pages are held until it is steady (an all-clear says so)."""
 
     @classmethod
     def of_flag(cls, flag: Flag) -> PageKind:
@@ -101,6 +108,10 @@ class Page:
     for a page that opens and closes nothing (an overrun, a digest)."""
     runbook: str | None = None
     """The runbook the line ends with, as a link for the channels that carry one."""
+    trace_id: str | None = None
+    """The W3C trace the task runs in (the line says its start: ``trace 4bf92f35...``)."""
+    trace_url: str | None = None
+    """The link to that trace, where ``[otel] trace_url`` is set."""
 
     @property
     def shown(self) -> str:

@@ -20,6 +20,10 @@ exits 143, so the next resume starts from the last complete checkpoint.
 
 Under ``zombietop run`` (``ZOMBIETOP_TASK`` names this task) the job adopts the wrapper's lease:
 the wrapper renews it and records the exit; the job only beats and checkpoints.
+
+The job joins the trace in ``TRACEPARENT`` (``zombietop run`` sets it) or starts one, carries
+its id in every heartbeat (``trace=``), and sets ``TRACEPARENT`` and ``TRACESTATE`` for what it
+starts, with its own span as the parent (``zombietop.trace_context``).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from zombietop.procs import read_start, this_host
 from zombietop.run.claim import Claim, claim_task, owner_name
 from zombietop.run.job_runs import check_job_name, claim_run
 from zombietop.store import Store, open_store
+from zombietop.trace_context import join_or_start
 
 T = TypeVar("T")
 PARTIAL_SUFFIX = ".partial"
@@ -166,6 +171,9 @@ class Job:
         self._request: str | None = None
         self._checkpoint_recorded = False
         self._tie_fd: int | None = None
+        self.trace = join_or_start(os.environ)
+        """The trace the job runs in: its caller's (``TRACEPARENT``, which ``zombietop run``
+        sets), joined with a span of its own, or a new one."""
         if task_id is not None:
             self._place_checkpoint()
 
@@ -192,6 +200,8 @@ class Job:
             self._shutdown()
             raise
         self.limits = self.config.limits_for(self._claim.task.step_type)
+        # What the job starts runs in its trace, below its own span.
+        os.environ.update(self.trace.child_env())
         self._set_aside_partial()
         if not self._adopted:
             self._renewer = asyncio.run_coroutine_threadsafe(self._renew(), self._loop.loop)
@@ -228,6 +238,7 @@ class Job:
                 pid_start_time=start.time,
                 pid_start_identity=start.identity,
                 host=self.host,
+                trace=self.trace,
             )
         return claim
 
@@ -424,6 +435,7 @@ class Job:
             counters=dict(self._counters),
             checkpoint=checkpoint,
             request=self._request,
+            trace=self.trace.trace_id,
             at=time.time(),  # this host's clock: against the store's, it measures the skew
         )
         self._loop.call(

@@ -21,7 +21,11 @@ THRESHOLD_DEFAULTS: dict[str, float] = {
     "start_grace": 60.0,
     "queue_timeout": 0.0,
     "idle_timeout": 1200.0,
+    "flap_threshold": 6,
+    "flap_window": 3600.0,
 }
+COUNT_KEYS = frozenset({"flap_threshold"})
+"""The keys of ``THRESHOLD_DEFAULTS`` that are whole numbers, not durations."""
 TIMEOUT_DEFAULTS: dict[str, float] = {
     "request": 90.0,
     "stage": 900.0,
@@ -49,6 +53,12 @@ class Limits:
     idle_timeout: float = THRESHOLD_DEFAULTS["idle_timeout"]
     """A task whose process tree used no CPU and did no I/O this long, while beats that prove
     only life go on (an engine's supervisor beats for it), is ``stalled``."""
+    flap_threshold: int = 6
+    """A task whose health goes into or out of a health that pages more than this many times
+    within ``flap_window`` is ``flapping``: one notice, then no page until it is steady."""
+    flap_window: float = 3600.0
+    """How far back the flips are counted, and how long a flapping task must stay without a
+    flip to be steady again."""
     request: float
     """The budget of one outbound call (``request_overrun``): the job fails it fast."""
     stage: float
@@ -83,6 +93,17 @@ class Limits:
     """...and only once it is at least this far past the median."""
     too_fast_below: float = 0.1
     """A run that succeeds in under this many times the median ``finished_too_fast``."""
+    drift_after: float = 1.5
+    """A job whose latest ``history_min_runs`` start intervals spread more than this many
+    times as much as the intervals before them ``runs_late_usually``..."""
+    drift_min: float = 60.0
+    """...and only when they spread at least this much more (a cron job's seconds of jitter
+    are no drift)."""
+    failing_after: float = 3.0
+    """A job whose runs failed this many times as often in the last day as in the last 30
+    days is ``failing_more``..."""
+    failing_min_runs: int = 20
+    """...once it has this many runs in the last 30 days."""
     page_on_failure: bool = True
     """A failed run opens an incident and pages (false: the failure is someone else's)."""
     require_lease: bool | None = None
@@ -115,6 +136,8 @@ def default_limits() -> Limits:
         start_grace=values["start_grace"],
         queue_timeout=values["queue_timeout"],
         idle_timeout=values["idle_timeout"],
+        flap_threshold=int(values["flap_threshold"]),
+        flap_window=values["flap_window"],
         request=values["request"],
         stage=values["stage"],
         task=values["task"],

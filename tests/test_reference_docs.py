@@ -96,6 +96,7 @@ PROBES = {
     "[sources]": '[[sources]]\nzz = "a"\n',
     "serve": "[serve]\nzz = 1\n",
     "views.NAME": "[views.x]\nzz = 1\n",
+    "otel": "[otel]\nzz = 1\n",
 }
 """A config with an unknown key in each section: the loader's refusal lists the known ones."""
 

@@ -20,6 +20,7 @@ from zombietop.durations import format_duration
 from zombietop.errors import ConfigError
 from zombietop.extras import require
 from zombietop.thresholds import (
+    COUNT_KEYS,
     THRESHOLD_DEFAULTS,
     TIMEOUT_DEFAULTS,
 )
@@ -112,7 +113,9 @@ commented out."""
 
 def _limit_sections(dumps: Dumps) -> list[str]:
     """[thresholds] and [timeouts] with their defaults, and an example of [step_types]."""
-    thresholds = {k: format_duration(v) for k, v in THRESHOLD_DEFAULTS.items()}
+    thresholds: dict[str, object] = {
+        k: int(v) if k in COUNT_KEYS else format_duration(v) for k, v in THRESHOLD_DEFAULTS.items()
+    }
     timeouts = {k: format_duration(v) for k, v in TIMEOUT_DEFAULTS.items()}
     return [
         "# Detection. heartbeat_interval: how often `zombietop run` and the SDK beat, renew.",
@@ -123,7 +126,10 @@ def _limit_sections(dumps: Dumps) -> list[str]:
         "# queue_timeout -> the flag queued_too_long, paged once (0: off; an engine's tasks",
         "# wait at most 30m unless a section here says). A task process that used no CPU",
         "# and did no I/O for idle_timeout while its supervisor beats -> stalled",
-        "# (idle_timeout <= task).",
+        "# (idle_timeout <= task). A task whose health goes into or out of one that pages",
+        "# more than flap_threshold times within flap_window is flapping: one notice, then",
+        "# no page until it stays without a flip for flap_window (heartbeat_timeout <",
+        "# flap_window).",
         dumps({"thresholds": thresholds}),
         "# Layered budgets, inner strictly shorter than outer: request < stage < task.",
         "# A stage overrun pages and a second overrun kills (SIGTERM, kill_grace, SIGKILL);",
@@ -132,7 +138,11 @@ def _limit_sections(dumps: Dumps) -> list[str]:
         "# Each run judged against its job's latest successful runs, once the job has",
         "# history_min_runs of them: a run still going past slow_after x their median (and",
         "# at least slow_min past it) is slower_than_usual; one that succeeds in under",
-        "# too_fast_below x the median finished_too_fast (0 turns that off). Both warn.",
+        "# too_fast_below x the median finished_too_fast (0 turns that off). A job whose",
+        "# latest history_min_runs start intervals spread drift_after x as much as the ones",
+        "# before (and drift_min more) runs_late_usually; one whose runs failed failing_after",
+        "# x as often in the last day as in 30 days (with failing_min_runs runs in them) is",
+        "# failing_more. All four warn, and are paged once.",
         dumps(
             {
                 "history": {
@@ -140,6 +150,10 @@ def _limit_sections(dumps: Dumps) -> list[str]:
                     "slow_after": HISTORY_DEFAULTS["slow_after"],
                     "slow_min": format_duration(HISTORY_DEFAULTS["slow_min"]),
                     "too_fast_below": HISTORY_DEFAULTS["too_fast_below"],
+                    "drift_after": HISTORY_DEFAULTS["drift_after"],
+                    "drift_min": format_duration(HISTORY_DEFAULTS["drift_min"]),
+                    "failing_after": HISTORY_DEFAULTS["failing_after"],
+                    "failing_min_runs": int(HISTORY_DEFAULTS["failing_min_runs"]),
                 }
             }
         ),

@@ -53,6 +53,8 @@ def apply_section(
             changes[key] = read_duration(path, section, key, value, family="step_types")
         elif key == "max_retries":
             changes[key] = read_whole(path, section, key, value, family="step_types")
+        elif key == "flap_threshold":
+            changes[key] = read_whole(path, section, key, value, family="limits")
         elif key in ("auto_retry", "from_source", "page_on_failure", "require_lease"):
             if not isinstance(value, bool):
                 raise ConfigError(f"{label}: {key} must be true or false, not {value!r}")
@@ -69,9 +71,9 @@ def apply_section(
 
 def _history_value(path: Path | None, section: str, key: str, value: Any) -> float:
     """One of the ``[history]`` keys: a count, a duration (0 allowed), or a factor."""
-    if key == "history_min_runs":
+    if key in ("history_min_runs", "failing_min_runs"):
         return read_whole(path, section, key, value, family="history")
-    if key == "slow_min":
+    if key in ("slow_min", "drift_min"):
         return read_duration(path, section, key, value, family="history", zero=True)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(
@@ -103,7 +105,7 @@ def read_limits(path: Path | None, data: Mapping[str, Any]) -> tuple[Limits, dic
     validate(limits, path, None)
 
     step_types: dict[str, Limits] = {}
-    allowed = [*DURATION_KEYS, *HISTORY_DEFAULTS, *STEP_ONLY_KEYS]
+    allowed = [*DURATION_KEYS, "flap_threshold", *HISTORY_DEFAULTS, *STEP_ONLY_KEYS]
     for name, table in section_table(path, data, "step_types").items():
         section = f"step_types.{name}"
         if not isinstance(table, Mapping):
@@ -163,6 +165,13 @@ RULES: tuple[tuple[str, str, float, bool, str], ...] = (
     ("heartbeat_timeout", "progress_timeout", 1.0, True, "silence must be noticed before slowness"),
     ("kill_grace", "stage", 1.0, True, "a kill's grace must fit inside a stage"),
     ("idle_timeout", "task", 1.0, False, "an idle task must be noticed before its task ends"),
+    (
+        "heartbeat_timeout",
+        "flap_window",
+        1.0,
+        True,
+        "a stall and its end must fit in the flap window for their flips to count together",
+    ),
 )
 
 

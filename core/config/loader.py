@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from zombietop.config.limits import read_limits
+from zombietop.config.otel import read_otel
 from zombietop.config.sections import (
     read_agent,
     read_keep_finished,
@@ -54,6 +55,7 @@ SECTIONS = (
     "sources",
     "serve",
     "views",
+    "otel",
 )
 
 
@@ -138,4 +140,5 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         sources=read_source_entries(path, data.get("sources", [])),
         serve=read_serve(path, section_table(path, data, "serve")),
         views=read_views(path, section_table(path, data, "views")),
+        otel=read_otel(path, section_table(path, data, "otel")),
     )

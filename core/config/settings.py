@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zombietop.thresholds import (
+    COUNT_KEYS,
     THRESHOLD_DEFAULTS,
     TIMEOUT_DEFAULTS,
     Limits,
@@ -20,10 +21,14 @@ HISTORY_DEFAULTS: dict[str, float] = {
     "slow_after": 2.0,
     "slow_min": 300.0,
     "too_fast_below": 0.1,
+    "drift_after": 1.5,
+    "drift_min": 60.0,
+    "failing_after": 3.0,
+    "failing_min_runs": 20,
 }
 """``[history]``: how a run is judged against its job's successful runs (and per step type)."""
 DURATION_KEYS = {
-    **{k: "thresholds" for k in THRESHOLD_DEFAULTS},
+    **{k: "thresholds" for k in THRESHOLD_DEFAULTS if k not in COUNT_KEYS},
     **{k: "timeouts" for k in TIMEOUT_DEFAULTS},
 }
 # Keys only a step type may set: how to resume or compensate work run by another engine.
@@ -244,6 +249,31 @@ class AgentSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OtelSettings:
+    """``[otel]``: the traces zombietop's runs belong to, and what the watchdog sends to an
+    OpenTelemetry collector (with ``zombietop[otel]``)."""
+
+    trace_url: str | None = None
+    """A link template to one trace in your tracing tool, with ``{trace_id}`` in it
+    (``https://tempo.example/trace/{trace_id}``): pages and the detail view link to it."""
+    endpoint: str | None = None
+    """Where the watchdog sends spans, log records and metrics over OTLP/HTTP
+    (``http://127.0.0.1:4318``, to which ``/v1/traces`` and its kin are added). Unset, the
+    standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` (and per-signal) variables turn export on."""
+    queue_size: int = 2048
+    """How many spans, and how many log records, may wait to be sent; past it they are
+    dropped and counted (``zombietop_otel_dropped_total``): export never holds up a look."""
+    timeout: float = 10.0
+    """How long one export waits for the collector."""
+    metrics_interval: float = 30.0
+    """How often the metrics are sent."""
+
+    def link(self, trace_id: str) -> str | None:
+        """The link to one trace, None without ``trace_url``."""
+        return None if self.trace_url is None else self.trace_url.replace("{trace_id}", trace_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SourceSettings:
     """One ``[[sources]]`` entry (or ``--source URL``): an engine's database to watch read-only."""
 
@@ -282,6 +312,7 @@ class Config:
     serve: ServeSettings = field(default_factory=ServeSettings)
     views: tuple[View, ...] = ()
     """``[views.NAME]``, in the file's order (``1`` picks the first)."""
+    otel: OtelSettings = field(default_factory=OtelSettings)
     written_at: float | None = None
     """When the config file was last written (its mtime), None without one: a schedule it
     holds cannot have been configured later, so its fire times since then are judged."""

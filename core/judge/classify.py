@@ -17,6 +17,7 @@ from zombietop.health import Flag, Health, RowOrder
 from zombietop.job_summary import JobSummary
 from zombietop.judge.budgets import overruns, start_of, used
 from zombietop.judge.history_judge import judge_history
+from zombietop.judge.job_trends import judge_trends
 from zombietop.judge.verdict import (
     IDLE_REASON,
     REDELIVERED_REASON,
@@ -167,7 +168,12 @@ def _history_flags(
 ) -> tuple[tuple[Flag, ...], float]:
     """The flags with the one the job's history raises (its reason added to ``reasons``), and
     the moment that judgement next changes."""
+    trends, trends_change = judge_trends(now, task, history, limits)
+    for trend in trends:
+        flags = (*flags, trend.flag)
+        reasons.append(trend.reason)
     judged, changes = judge_history(now, task, history, limits)
+    changes = min(changes, trends_change)
     if judged is None:
         return flags, changes
     reasons.append(

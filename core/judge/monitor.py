@@ -155,6 +155,7 @@ class Monitor:
             workers=tuple(read.workers),
             unread=self._unread(read),
             jobs=self.job_book.jobs,
+            trace_url=self.config.otel.trace_url,
         )
         if kept is not None:
             self._kept, self._by_id = kept, kept.by_id

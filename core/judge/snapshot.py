@@ -138,10 +138,16 @@ class Snapshot:
     """The failed runs that ended before the finished window and are still open incidents
     (the latest run of their job failed), read by ``status`` from the jobs table
     (``failed_runs.older_failures``); a poll leaves it empty."""
+    trace_url: str | None = None
+    """``[otel] trace_url``: the link template to a task's trace (``trace_link``)."""
     glance_of: int | None = None
     """For a first glance at start-up (``Monitor.glance``), how many tasks are active: these
     few of them are judged while the whole poll is still to come, so the counts are not yet
     known. None for a snapshot of a whole poll."""
+
+    def trace_link(self, trace_id: str) -> str | None:
+        """The link to one trace in the user's tracing tool, None without ``trace_url``."""
+        return None if self.trace_url is None else self.trace_url.replace("{trace_id}", trace_id)
 
     def job_of(self, task: Task) -> JobSummary:
         """The summary of the job ``task`` is a run of (a task with no job: itself alone)."""

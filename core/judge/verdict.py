@@ -16,9 +16,15 @@ from zombietop.judge.budgets import Budgets, measure_budgets, start_of
 from zombietop.judge.history_judge import SLOW_REASON
 from zombietop.model import Heartbeat, HeartbeatSource, Lease, ProcessSample, Task, TaskState
 from zombietop.process_words import IO_IDLE_WORTH_SAYING, process_words
+from zombietop.trace_context import shown_trace, trace_of
 
 REDELIVERED_REASON = "redelivered"
 """The reason code that carries an engine's words on a task it delivered more than once."""
+FLAPPING_REASON = "flapping"
+"""The reason beside the flag ``flapping`` (``zombietop.judge.flapping``)."""
+DRIFT_REASON = "runs_late_usually"
+FAILING_REASON = "failing_more"
+"""The reasons beside the flags of a job's trends (``zombietop.judge.job_trends``)."""
 IDLE_REASON = "process_idle"
 """The reason of a task whose process does nothing while beats that prove only life go on."""
 
@@ -124,6 +130,7 @@ def page_line(verdict: Verdict, now: float) -> str:
         not task.state.executing and task.state is not TaskState.INTERRUPTED
     ):
         parts.extend(r.words(now) for r in reasons)
+        parts.extend(_trace(task, heartbeat))
         line = f"{head} " + ", ".join(parts) if parts else head.rstrip(":")
         return line + _ask(health, limits)
 
@@ -176,13 +183,24 @@ def page_line(verdict: Verdict, now: float) -> str:
                 f"{label}{name} running {format_age(budget.used_s)} "
                 f"(budget {format_duration(budget.limit_s)})"
             )
-    parts.extend(r.words(now) for r in reasons if r.code in (SLOW_REASON, REDELIVERED_REASON))
+    parts.extend(r.words(now) for r in reasons if r.code in _SAID_REASONS)
     if task.quarantined and health is not Health.QUARANTINED:
         parts.append("quarantined")
     if task.state is TaskState.INTERRUPTED:
         parts.append(f"checkpoint {task.checkpoint}" if task.checkpoint else "no checkpoint")
+    parts.extend(_trace(task, heartbeat))
     line = f"{head} " + ", ".join(parts)
     return line + _ask(health, limits)
+
+
+_SAID_REASONS = (SLOW_REASON, REDELIVERED_REASON, FLAPPING_REASON, DRIFT_REASON, FAILING_REASON)
+"""The reasons a running task's page line says in words, after its budgets."""
+
+
+def _trace(task: Task, heartbeat: Heartbeat | None) -> list[str]:
+    """``trace 4bf92f35...``: the trace the task runs in, when one is known."""
+    trace_id = trace_of(task, heartbeat)
+    return [] if trace_id is None else [shown_trace(trace_id)]
 
 
 def _ask(health: Health, limits: Limits) -> str:

@@ -111,6 +111,8 @@ def event(page: Page, routing_key: str, *, source: str) -> dict[str, Any]:
         details["task"] = bounded(page.task_id, limit=ID_LIMIT, word=ID_LIMIT)
     if page.health is not None:
         details["health"] = str(page.health)
+    if page.trace_id is not None:
+        details["trace_id"] = page.trace_id
     payload: dict[str, Any] = {
         "summary": bounded(page.line, limit=SUMMARY_LIMIT),
         "source": bounded(page.host or source, limit=DEDUP_LIMIT),
@@ -127,11 +129,17 @@ def event(page: Page, routing_key: str, *, source: str) -> dict[str, Any]:
         "client": "zombietop",
         "payload": payload,
     }
+    links: list[dict[str, str]] = []
     if page.runbook is not None:
         runbook = printable(page.runbook)
         details["runbook"] = runbook
         if runbook.startswith(("https://", "http://")):
-            body["links"] = [{"href": runbook, "text": "runbook"}]
+            links.append({"href": runbook, "text": "runbook"})
+    if page.trace_url is not None:
+        details["trace_url"] = page.trace_url
+        links.append({"href": printable(page.trace_url), "text": "trace"})
+    if links:
+        body["links"] = links
     return body
 
 

@@ -23,7 +23,8 @@ When the store cannot take the exit (a full disk, a server that is down), the wr
 trying every heartbeat_interval and renews the lease meanwhile, also past the lease's end as
 long as nobody took the lease over (``PAST_THE_LEASE``), then exits with the command's status
 and says what was not recorded. What the end is recorded as, and who stopped the command, is
-``zombietop.run.run_exit``.
+``zombietop.run.run_exit``. The command runs in the caller's trace (``TRACEPARENT``), or in a
+new one, with the run's own span as its parent (``zombietop.trace_context``).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from zombietop.errors import (
     ZombietopError,
 )
 from zombietop.heartbeat_line import MAX_LINE, parse_line
-from zombietop.locations import clean_env, safe_name, store_location, task_file_name
+from zombietop.locations import safe_name, store_location, task_file_name
 from zombietop.model import EventKind, TaskState
 from zombietop.output import OutputLog, private_output_path, prune_attempts
 from zombietop.printable import printable
@@ -61,6 +62,7 @@ from zombietop.private import open_read, state_subdir, write_new
 from zombietop.procs import TreeActivity, read_start, this_host
 from zombietop.run.child import Child, exit_status
 from zombietop.run.claim import Claim, claim_task, owner_name
+from zombietop.run.command_env import command_env
 from zombietop.run.job_runs import claim_run
 from zombietop.run.passthrough import Passthrough
 from zombietop.run.run_exit import record_exit, record_lost
@@ -70,6 +72,7 @@ from zombietop.run.unwatched import EXIT_CANNOT_START
 from zombietop.run.upstream_wait import UpstreamWait, resolve_after
 from zombietop.start_identity import ProcessStart
 from zombietop.store import Store, location_of
+from zombietop.trace_context import join_or_start
 
 PAST_THE_LEASE = 2
 """How many lease_ttls past the lease's end the wrapper still tries to record the command's
@@ -202,6 +205,8 @@ class Runner:
         start, plus lease_ttl."""
         self.unrecorded: ProcessStart | None = None
         """The command's start while the store has not taken it yet (tried again each round)."""
+        self.trace = join_or_start(os.environ)
+        """The caller's trace joined (``TRACEPARENT``), or a new one; the command gets it."""
 
     def _say(self, text: str) -> None:
         print(printable(f"zombietop: {text}"), file=self.err, flush=True)
@@ -307,23 +312,6 @@ class Runner:
             return state_subdir(self.store_path, "heartbeats")
         return Path(tempfile.mkdtemp(prefix="zombietop-"))  # 0700, made for this run alone
 
-    def _env(self, claim: Claim, beat_file: Path) -> dict[str, str]:
-        env = clean_env()
-        env.update(
-            ZOMBIETOP_TASK=claim.task.task_id,
-            ZOMBIETOP_HEARTBEAT_FILE=str(beat_file),
-            ZOMBIETOP_CHECKPOINT=claim.task.checkpoint or "",
-            ZOMBIETOP_ATTEMPT=str(claim.task.attempt),
-            ZOMBIETOP_LEASE_OWNER=claim.owner,
-            ZOMBIETOP_LEASE_TOKEN=str(claim.token),
-        )
-        # So that `zombietop beat` inside the command finds the same store and config.
-        if self.store_path is not None:
-            env["ZOMBIETOP_DB"] = str(self.store_path)
-        if self.config.path is not None:
-            env["ZOMBIETOP_CONFIG"] = str(self.config.path)
-        return env
-
     async def _supervise(self, claim: Claim, limits: Limits, spec: RunSpec, beat_file: Path) -> int:
         started = await self.store.now()
         output = self._output_log(claim)
@@ -339,7 +327,9 @@ class Runner:
                 child.start(
                     spec.command,
                     cwd=spec.cwd or claim.task.cwd or os.getcwd(),
-                    env=self._env(claim, beat_file),
+                    env=command_env(
+                        claim, beat_file, self.trace, self.store_path, self.config.path
+                    ),
                     stdout=None if pipes is None else pipes.stdout,
                     stderr=None if pipes is None else pipes.stderr,
                 )
@@ -469,6 +459,7 @@ class Runner:
                 pid_start_time=start.time,
                 pid_start_identity=start.identity,
                 host=self.host,
+                trace=self.trace,
             )
         except StoreReplaced as exc:
             self._lose_store(exc, claim)

@@ -11,7 +11,8 @@ TASK_COLUMNS = (
     "task_id run_id step step_type state attempt upstream host pid pid_start_time command cwd "
     "checkpoint exit_code state_reason heartbeat_error heartbeat_error_at quarantined_at "
     "quarantined_by quarantine_reason created_at claimed_at started_at finished_at updated_at "
-    "pid_boot_id pid_start_ticks job run_number"
+    "pid_boot_id pid_start_ticks job run_number trace_id span_id "
+    "parent_span_id"
 ).split()
 LEASE_COLUMNS = "task_id owner token acquired_at renewed_at expires_at".split()
 HEARTBEAT_COLUMNS = (

@@ -66,7 +66,7 @@ class Jobs(SQLBase[Conn], JobsInterface):
             return
         row = await self._row(db, "select_job_summary", {"job": task.job})
         if row is not None:
-            summary = JobSummary.from_row(row).with_run_resumed(now)
+            summary = JobSummary.from_row(row).with_run_resumed(task, now)
             await self._run(db, "upsert_job_summary", summary.as_params())
 
     async def job_summaries(self, changed_after: float | None = None) -> list[JobSummary]:

@@ -26,6 +26,7 @@ from zombietop.start_identity import StartIdentity
 from zombietop.store.jobs import Jobs
 from zombietop.store.poll_cache import PollCache, task_record
 from zombietop.store.sql_base import Conn, Duplicate, identity_params
+from zombietop.trace_context import TraceContext
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,9 +102,11 @@ class TasksInterface(abc.ABC):
         pid_start_time: float,
         host: str,
         pid_start_identity: StartIdentity | None = None,
+        trace: TraceContext | None = None,
     ) -> None:
         """Record the process executing the task, with its start (the wall-clock time, and
-        the kernel's count where /proc tells it); fenced on the lease."""
+        the kernel's count where /proc tells it) and the trace it runs in; fenced on the
+        lease."""
 
     @abc.abstractmethod
     async def finish_task(
@@ -264,6 +267,7 @@ class Tasks(Jobs[Conn], TasksInterface):
         pid_start_time: float,
         host: str,
         pid_start_identity: StartIdentity | None = None,
+        trace: TraceContext | None = None,
     ) -> None:
         async with self._write() as db:
             await self._hold(db, task_id)
@@ -278,6 +282,9 @@ class Tasks(Jobs[Conn], TasksInterface):
                     "pid_start_time": pid_start_time,
                     **identity_params(pid_start_identity),
                     "host": host,
+                    "trace_id": None if trace is None else trace.trace_id,
+                    "span_id": None if trace is None else trace.span_id,
+                    "parent_span_id": None if trace is None else trace.parent_id,
                     "now": now,
                 },
             )

@@ -1,6 +1,7 @@
 """The layered timeouts, applied: a stage overrun pages, the second overrun kills, a task
 overrun is only logged; a request overrun pages. Any other flag whose traits say
-``pages_once`` (``queued_too_long``) is paged once per task attempt.
+``pages_once`` (``queued_too_long``) is paged once per task attempt, or once a day per job for
+a flag about the job (``per_job``: ``failing_more``).
 
 Budgets are not a health: a healthy task can be over its stage budget. Each reaction is taken
 once (its one-shot key goes into the incident book's ``once``), and an overrun is not paged
@@ -11,6 +12,7 @@ is asked about each task at each look of the watchdog (see docs/glossary.md).
 from __future__ import annotations
 
 from zombietop.actions import ActionKind
+from zombietop.bounds import DAY
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag
 from zombietop.judge.budgets import Budget
@@ -47,6 +49,9 @@ class BudgetWatch:
         for flag in flags:
             # The flags that page once per task (FLAG_TRAITS); the budgets' own are below.
             key = f"flag:{flag}:{task.task_id}:{task.attempt}"
+            if flag.per_job and task.job is not None:
+                # A job's trend, whichever run carries it: once a day per job.
+                key = f"flag:{flag}:job:{task.job}:{int(look.now // DAY)}"
             if flag.pages_once and key not in once:
                 await self._overrun(
                     look, PageKind.of_flag(flag), verdict.context(look.now), key, view

@@ -18,7 +18,7 @@ from zombietop.config import Config
 from zombietop.durations import format_age
 from zombietop.job_summary import JobSummary, run_duration
 from zombietop.judge.snapshot import Snapshot, TaskView, finished_view
-from zombietop.judge.verdict import format_progress
+from zombietop.judge.verdict import FAILING_REASON, format_progress
 from zombietop.model import TaskState
 from zombietop.output import LastOutput, with_last_output
 
@@ -53,6 +53,8 @@ def failure_line(view: TaskView, last: LastOutput | None, now: float, blocks: st
     if beat is not None and beat.reports_progress:
         where = f" stage={beat.stage}" if beat.stage else ""
         line += f" at{where} p={format_progress(beat.progress)}"
+    # The job's trend is news the failure's own page carries: it opens no page of its own.
+    line += "".join(f"; {r.words(now)}" for r in view.verdict.reasons if r.code == FAILING_REASON)
     return with_last_output(line + blocks, last, now) + _ask(view)
 
 

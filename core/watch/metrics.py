@@ -12,12 +12,13 @@ it must (backslash, double quote, newline) and a parser reads them back exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import (
+    CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     InfoMetricFamily,
@@ -40,6 +41,8 @@ POLL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 3
 interval makes the watchdog withhold its verdicts."""
 JOB_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 43200.0)
 """Seconds: a job's runs take from seconds (a small copy) to hours (a nightly export)."""
+OTEL_SIGNALS = ("spans", "logs")
+"""The signals whose drops ``zombietop_otel_dropped_total`` counts."""
 RESULTS = ("delivered", "retrying", "failed")
 """``zombietop_pages_total{result}``: landed; failed with attempts left; failed for good."""
 
@@ -86,6 +89,8 @@ class Metrics:
             buckets=POLL_BUCKETS,
             registry=self.registry,
         )
+        self.otel_dropped: Callable[[], Mapping[str, int]] | None = None
+        """By signal, what OpenTelemetry export dropped (``Telemetry.dropped``); None: off."""
         self.registry.register(_FleetCollector(self))
 
     def update(
@@ -149,6 +154,16 @@ class _FleetCollector(Collector):
             "all-clear).",
             value=incidents_open,
         )
+        dropped = CounterMetricFamily(
+            "zombietop_otel_dropped",
+            "Spans and log records OpenTelemetry export gave up, by signal: its queue was "
+            "full ([otel] queue_size) or the collector refused them (0 with export off).",
+            labels=["signal"],
+        )
+        counts = self.metrics.otel_dropped() if self.metrics.otel_dropped else {}
+        for signal in OTEL_SIGNALS:
+            dropped.add_metric([signal], counts.get(signal, 0))
+        yield dropped
         if not up or snapshot is None or snapshot.taken_at is None:
             return
         yield from fleet_families(snapshot, snapshot.taken_at)

@@ -14,8 +14,10 @@ its own, which this class only puts together:
   that agree; otherwise the look's verdicts are withheld.
 - ``LeaseKeeper``: whether this watchdog is the active one or a standby.
 - ``IncidentBook`` (with ``Quarantines``): open, follow up, retry and close incidents.
+- ``FlapWatch``: count each task's flips; a task that flaps is paged once, then held.
 - ``BudgetWatch``, ``ScheduleWatch``, ``SpinningWatch``: overruns, missed schedules and
   the tasks of a health that warns (spinning), logged and digested.
+- ``OtelWatch`` (``zombietop[otel]``, when asked for): spans, log records and metrics.
 - ``Hands``: how all of them record events, queue pages and run actions; ``Look`` gathers
   what one look did, and ``LookReport`` is what the caller hears of it.
 """
@@ -29,13 +31,16 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from zombietop.actions import ActionExecutor, ActionOutcome
 from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.errors import StoreError, StoreReplaced
+from zombietop.extras import require
 from zombietop.fleet import WatchdogLease
 from zombietop.health import Health
+from zombietop.judge.flapping import is_flip
 from zombietop.judge.monitor import Monitor, Snapshot, TaskView
 from zombietop.model import EventKind
 from zombietop.paging.notify import DeliveryResult, Notifier, Page
@@ -43,6 +48,7 @@ from zombietop.printable import LOG_LIMIT, bounded
 from zombietop.store.pruner import keep_pruning, prune
 from zombietop.watch.budget_watch import BudgetWatch
 from zombietop.watch.clock_watch import ClockWatch
+from zombietop.watch.flap_watch import FlapWatch
 from zombietop.watch.incident_book import IncidentBook
 from zombietop.watch.poll_trust import PollTrust
 from zombietop.watch.root_causes import RootCauses
@@ -51,6 +57,18 @@ from zombietop.watch.spinning import SpinningWatch
 from zombietop.watch.watchdog_hands import Hands, Look
 from zombietop.watch.watchdog_lease import LEASE_INTERVALS as LEASE_INTERVALS  # where tests find it
 from zombietop.watch.watchdog_lease import LeaseKeeper
+
+if TYPE_CHECKING:
+    from zombietop.watch.otel_watch import OtelWatch
+
+OTLP_VARIABLES = (
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+)
+"""The standard variables that name a collector: any of them turns export on."""
+OTEL_MODULES = ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
 
 ONCE_DELIVERY_WINDOW = 60.0
 """Seconds a ``--once`` run keeps retrying failed deliveries before it exits."""
@@ -82,6 +100,18 @@ class LookReport:
     deliveries: tuple[DeliveryResult, ...] = ()
     blind: bool = False
     """True when this look could not read the store (its tasks, if any, are an older look's)."""
+
+
+def otel_watch(config: Config, hands: Hands, since: float) -> OtelWatch | None:
+    """The OpenTelemetry part, when ``[otel] endpoint`` or the standard variables ask for it
+    (``zombietop[otel]`` is needed then, and its absence said plainly)."""
+    if not (config.otel.endpoint or any(os.environ.get(name) for name in OTLP_VARIABLES)):
+        return None
+    require("OpenTelemetry export ([otel] endpoint)", *OTEL_MODULES, extra="otel")
+    from zombietop.otel.telemetry import Telemetry
+    from zombietop.watch.otel_watch import OtelWatch
+
+    return OtelWatch(hands, Telemetry(config.otel), since=since)
 
 
 class Watchdog:
@@ -161,6 +191,9 @@ class Watchdog:
         )
         self.schedules = ScheduleWatch(self.hands, self.book, renotify=watch.renotify)
         self.spinning = SpinningWatch(self.hands, self.book, digest_every=watch.digest_every)
+        self.flaps = FlapWatch(self.hands, self.book)
+        self.otel = otel_watch(config, self.hands, self.clock.now()) if not dry_run else None
+        """Spans, log records and metrics to an OpenTelemetry collector (None: not asked for)."""
         self._last_health: dict[str, Health] = {}
         """Each task's health at the last look it was judged in: a change is a transition."""
         self._restored = False
@@ -169,6 +202,7 @@ class Watchdog:
         """Rebuild open incidents and one-shot keys from the event log."""
         self._restored = True
         await self.book.restore(self.store, self.log)
+        self.flaps.forget()
 
     async def release(self) -> None:
         """Give up the watchdog lease on a clean stop, so a standby takes over at once."""
@@ -231,6 +265,9 @@ class Watchdog:
         look.jobs = snapshot.jobs
         if self.config.watch.group_by_upstream:
             look.causes = RootCauses.of(snapshot.tasks)
+        await self.flaps.recall(snapshot, look)
+        if self.otel is not None:
+            self.otel.begin(snapshot)
         # The waiting tasks last: an upstream's incident that opens in this look holds them.
         for view in sorted(snapshot.tasks, key=lambda view: bool(view.waiting_on)):
             await self._judge(view, look)
@@ -239,8 +276,11 @@ class Watchdog:
         present = {view.task_id for view in snapshot.tasks} | snapshot.unread
         for task_id in [t for t in self._last_health if t not in present]:
             del self._last_health[task_id]
+        self.flaps.gone(present)
         await self.schedules.check(snapshot, look)
         await self.spinning.digest(look)
+        if self.otel is not None:
+            await self.otel.looked(snapshot)
         if self.executor is not None and not self.dry_run:
             for outcome in await self.executor.complete_pending_kills():
                 look.actions.append(outcome)
@@ -260,7 +300,13 @@ class Watchdog:
                 task_id,
                 {"from": str(previous), "to": str(health)},
             )
-        await self.book.judge(view, look)
+            if is_flip(previous, health):
+                self.flaps.flip(view, look.now)
+            if self.otel is not None:
+                self.otel.verdict(view, previous, look.now)
+        view, held = await self.flaps.hold(view, look)
+        if not held:
+            await self.book.judge(view, look)
         await self.spinning.note(view, look)
         await self.budgets.check(view, look)
 
@@ -321,6 +367,8 @@ class Watchdog:
                 with contextlib.suppress(asyncio.CancelledError):
                     await pruning
             await self.outbox.close(CLOSE_DELIVERY_WINDOW)
+            if self.otel is not None:
+                await asyncio.to_thread(self.otel.telemetry.close, CLOSE_DELIVERY_WINDOW)
             await self.release()
 
     @property

@@ -25,6 +25,7 @@ from zombietop.page import PageKind
 from zombietop.paging.notify import DeliveryResult, LogNotifier, Notifier, Outbox, Page
 from zombietop.paging.runbooks import runbook_for
 from zombietop.sources import Origin
+from zombietop.trace_context import trace_of
 from zombietop.watch.root_causes import RootCauses
 
 
@@ -83,6 +84,8 @@ class Hands:
             keeper=None if dry_run else self.store,
             log=log,
         )
+        self.on_page: Callable[[Page], None] | None = None
+        """Told of every page queued (``otel_watch``: a log record of it)."""
 
     def origin_of(self, task_id: str) -> Origin | None:
         """Where a task comes from when an engine's database holds it (a read-only source), as
@@ -149,6 +152,7 @@ class Hands:
         runbook = runbook_for(view) if view is not None and kind is not PageKind.ALL_CLEAR else None
         if runbook is not None:
             line = f"{line} runbook: {runbook}"  # the last field: what to do
+        trace_id = trace_of(view.task, view.heartbeat) if view is not None else None
         page = Page(
             kind=kind,
             line=line,
@@ -159,6 +163,8 @@ class Hands:
             at=self.clock.now(),
             incident=incident,
             runbook=runbook,
+            trace_id=trace_id,
+            trace_url=None if trace_id is None else self.monitor.config.otel.link(trace_id),
         )
         self._queue(look, page)
         return page
@@ -190,6 +196,8 @@ class Hands:
         """The page is this look's, and the outbox's to deliver."""
         look.pages.append(page)
         self.outbox.put(page)
+        if self.on_page is not None:
+            self.on_page(page)
 
     async def act(
         self, view: TaskView, kind: ActionKind, reason: str, look: Look

@@ -25,6 +25,7 @@ from zombietop.config import (
     ListenAddress,
     NotifySettings,
     OnCallSettings,
+    OtelSettings,
     PagerDutySettings,
     Schedule,
     ServeSettings,
@@ -32,6 +33,7 @@ from zombietop.config import (
     View,
     WatchSettings,
 )
+from zombietop.config.otel import OTEL_KEYS
 from zombietop.config.serve import SERVE_KEYS, WHOLE_RANGES
 from zombietop.config.settings import HISTORY_DEFAULTS
 
@@ -139,6 +141,13 @@ SECTION_LIST = (
         list(SOURCE_KEYS),
         "sources",
         intro=first_paragraph(SourceSettings.__doc__),
+    ),
+    Section(
+        "otel",
+        OtelSettings,
+        list(OTEL_KEYS),
+        "otel",
+        intro=first_paragraph(OtelSettings.__doc__),
     ),
     Section(
         "serve",

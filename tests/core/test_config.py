@@ -24,6 +24,7 @@ from zombietop.config import (
     write_defaults,
 )
 from zombietop.errors import ConfigError
+from zombietop.thresholds import COUNT_KEYS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -431,6 +432,12 @@ BOUND_CASES = [
      '[timeouts]: stage = inf is above its ceiling of "36500d"'),
     ("limits", "request", "nan", "[timeouts]\nrequest = nan\n",
      "[timeouts]: request = nan is above its ceiling"),
+    ("limits", "flap_window", "low", '[thresholds]\nflap_window = "1ms"\n',
+     '[thresholds]: flap_window = "1ms" is below its floor of "100ms"'),
+    ("limits", "flap_threshold", "low", "[thresholds]\nflap_threshold = 0\n",
+     "[thresholds]: flap_threshold must be a whole number >= 1, not 0"),
+    ("limits", "flap_threshold", "high", "[step_types.x]\nflap_threshold = 1001\n",
+     "[step_types.x]: flap_threshold = 1001 is above its ceiling of 1000"),
     # A step type's own keys.
     ("step_types", "retry_backoff", "low", '[step_types.x]\nretry_backoff = "1ms"\n',
      '[step_types.x]: retry_backoff = "1ms" is below its floor of "1s"'),
@@ -457,6 +464,35 @@ BOUND_CASES = [
      '[history]: slow_min = "1ms" is below its floor of "100ms"'),
     ("history", "slow_min", "high", "[history]\nslow_min = 1e10\n",
      '[history]: slow_min = 10000000000.0 is above its ceiling of "36500d"'),
+    ("history", "drift_after", "low", "[history]\ndrift_after = 1.0\n",
+     "[history]: drift_after = 1.0 is below its floor of 1.1"),
+    ("history", "drift_after", "high", "[step_types.x]\ndrift_after = 101\n",
+     "[step_types.x]: drift_after = 101 is above its ceiling of 100"),
+    ("history", "drift_min", "low", '[history]\ndrift_min = "1ms"\n',
+     '[history]: drift_min = "1ms" is below its floor of "1s"'),
+    ("history", "drift_min", "high", '[history]\ndrift_min = "2d"\n',
+     '[history]: drift_min = "2d" is above its ceiling of "1d"'),
+    ("history", "failing_after", "low", "[history]\nfailing_after = 1\n",
+     "[history]: failing_after = 1 is below its floor of 1.1"),
+    ("history", "failing_after", "high", "[history]\nfailing_after = 1000\n",
+     "[history]: failing_after = 1000 is above its ceiling of 100"),
+    ("history", "failing_min_runs", "low", "[history]\nfailing_min_runs = 1\n",
+     "[history]: failing_min_runs must be a whole number >= 2, not 1"),
+    ("history", "failing_min_runs", "high", "[step_types.x]\nfailing_min_runs = 2001\n",
+     "[step_types.x]: failing_min_runs = 2001 is above its ceiling of 2000"),
+    # [otel]
+    ("otel", "queue_size", "low", "[otel]\nqueue_size = 1\n",
+     "[otel]: queue_size must be a whole number >= 16, not 1"),
+    ("otel", "queue_size", "high", "[otel]\nqueue_size = 2000000\n",
+     "[otel]: queue_size = 2000000 is above its ceiling of 1e+06"),
+    ("otel", "timeout", "low", '[otel]\ntimeout = "10ms"\n',
+     '[otel]: timeout = "10ms" is below its floor of "500ms"'),
+    ("otel", "timeout", "high", '[otel]\ntimeout = "1h"\n',
+     '[otel]: timeout = "1h" is above its ceiling of "10m"'),
+    ("otel", "metrics_interval", "low", '[otel]\nmetrics_interval = "10ms"\n',
+     '[otel]: metrics_interval = "10ms" is below its floor of "1s"'),
+    ("otel", "metrics_interval", "high", '[otel]\nmetrics_interval = "2d"\n',
+     '[otel]: metrics_interval = "2d" is above its ceiling of "1d"'),
     # [monitor]
     ("monitor", "refresh", "low", '[monitor]\nrefresh = "1ms"\n',
      '[monitor]: refresh = "1ms" is below its floor of "250ms"'),
@@ -569,7 +605,7 @@ def test_the_bound_cases_cover_both_ends_of_every_bound() -> None:
                 assert (family, key, "high") in covered, f"{family}.{key}: no case above it"
             assert bound.low < bound.high
     limits = {key for family, key, side, _, _ in BOUND_CASES if family == "limits"}
-    assert limits == set(DURATION_KEYS)
+    assert limits == set(DURATION_KEYS) | COUNT_KEYS
 
 
 @pytest.mark.parametrize(

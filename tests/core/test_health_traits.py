@@ -178,7 +178,11 @@ def test_every_flag_has_one_row_of_traits() -> None:
         Flag.REDELIVERED,
         Flag.SLOWER_THAN_USUAL,
         Flag.FINISHED_TOO_FAST,
+        Flag.RUNS_LATE_USUALLY,
+        Flag.FAILING_MORE,
     }
+    # A job's trends page once a day per job, whichever run carries them.
+    assert {flag for flag in Flag if flag.per_job} == {Flag.RUNS_LATE_USUALLY, Flag.FAILING_MORE}
 
 
 def test_each_finished_state_has_its_health_and_no_other_state_has_one() -> None:

@@ -151,14 +151,21 @@ async def test_the_migration_counts_kept_durations_from_the_claims(
         clock.advance(60)
     [summary] = await store.job_summaries()
     assert summary.durations == pytest.approx((3.0, 3.0, 3.0))
-    # Write the list as the old code kept it, and step the schema back to before the fix.
+    # Write the list as the old code kept it, and step the schema back to before the fix: three
+    # versions, since the two after it added the columns `ends` and the trace's, which go too.
     if isinstance(store, PostgresStore):
         await store._conn.execute("UPDATE jobs SET durations = '[0.1, 0.1, 0.1]'")
-        await store._conn.execute("UPDATE zombietop_store SET schema_version = schema_version - 1")
+        await store._conn.execute("ALTER TABLE jobs DROP COLUMN ends")
+        for column in ("trace_id", "span_id", "parent_span_id"):
+            await store._conn.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
+        await store._conn.execute("UPDATE zombietop_store SET schema_version = schema_version - 3")
     else:
         assert isinstance(store, SQLiteStore)
         await store._db.execute("UPDATE jobs SET durations = '[0.1, 0.1, 0.1]'")
-        await store._db.execute(f"PRAGMA user_version = {SQLITE_VERSION - 1}")
+        await store._db.execute("ALTER TABLE jobs DROP COLUMN ends")
+        for column in ("trace_id", "span_id", "parent_span_id"):
+            await store._db.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
+        await store._db.execute(f"PRAGMA user_version = {SQLITE_VERSION - 3}")
         await store._db.commit()
     await store.close()
     again = await reopen()

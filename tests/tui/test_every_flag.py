@@ -22,13 +22,13 @@ def _source(*, read_only: bool = False) -> SampleSource:
 
 
 def test_every_flag_main_80x24(snap_compare):
-    """etl-0417, the first row ('✖ dead', under the cursor), reads 'etl-0417 !!!⧉!!!': one
+    """etl-0417, the first row ('✖ dead', under the cursor), reads 'etl-0417 !!!⧉!!!!!~': one
     glyph per flag, as the words do not fit its TASK column; the rest is the sample fleet."""
     assert snap_compare(make_app(_source()), terminal_size=(80, 24), run_before=settle)
 
 
 def test_every_flag_main_160x48(snap_compare):
-    """Every column; etl-0417's TASK cell reads 'etl-0417 !!!⧉!!!', one glyph per flag (seven
+    """Every column; etl-0417's TASK cell reads 'etl-0417 !!!⧉!!!!!~', one glyph per flag (ten
     words would not fit), and the other rows are the sample fleet's."""
     assert snap_compare(make_app(_source()), terminal_size=(160, 48), run_before=settle)
 

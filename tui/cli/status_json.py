@@ -16,6 +16,7 @@ from zombietop.model import Ack, Note, Silence
 from zombietop.output import LastOutput
 from zombietop.paging.runbooks import runbook_for
 from zombietop.sources import Origin
+from zombietop.trace_context import trace_of
 from zombietop.tui.cli.oncall import silence_json
 
 
@@ -167,6 +168,7 @@ def task_json(
     """One task's object, its ages and words composed at ``now``."""
     task, verdict, beat = view.task, view.verdict, view.heartbeat
     budgets = verdict.budgets(now)
+    trace_id = trace_of(task, beat)
     return {
         "task_id": task.task_id,
         "run_id": task.run_id,
@@ -182,6 +184,8 @@ def task_json(
             for r in verdict.reasons
         ],
         "flags": [str(flag) for flag in verdict.flags],
+        "trace_id": trace_id,
+        "trace_url": None if trace_id is None else snapshot.trace_link(trace_id),
         "waiting_on": [{"task_id": up, "health": str(health)} for up, health in view.waiting_on],
         "stage": beat.stage if beat else None,
         "progress": beat.progress if beat else None,

@@ -94,6 +94,8 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             from zombietop.watch.metrics_endpoint import MetricsEndpoint, MetricsUpdate
 
             metrics = Metrics([notifier.kind for notifier in dog.outbox.notifiers])
+            if dog.otel is not None:
+                metrics.otel_dropped = dog.otel.telemetry.dropped
             endpoint = await MetricsEndpoint.start(metrics, address)
             _log(f"serving Prometheus metrics at {endpoint.url}{endpoint.reach}")
         systemd = SystemdNotifier.from_env()

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from rich.table import Table
@@ -31,6 +31,7 @@ from zombietop.output import LastOutput
 from zombietop.paging.runbooks import runbook_for
 from zombietop.printable import printable
 from zombietop.sources import Origin
+from zombietop.trace_context import trace_of
 from zombietop.tui.cells import ACKED, BAR_STYLE, FLAG_MARKS, MARKS, SILENCED, bar
 from zombietop.tui.healths import health_label
 from zombietop.tui.keys import DETAIL_KEYS, KEYS, TaskKeys, display_key
@@ -166,9 +167,10 @@ def facts_table(
     origin: Origin | None = None,
     last_output: LastOutput | None = None,
     job: JobSummary | None = None,
+    trace_link: Callable[[str], str | None] | None = None,
 ) -> Table:
     """Every fact about the task, as label/value rows (``origin``: the engine it came from;
-    ``job``: the summary of the job it is a run of)."""
+    ``job``: the summary of the job it is a run of; ``trace_link``: the link to a trace)."""
     task, verdict = view.task, view.verdict
     grid = _grid()
     _row(
@@ -197,6 +199,10 @@ def facts_table(
         "checkpoint",
         task.checkpoint or (beat.checkpoint if beat and beat.checkpoint else "-"),
     )
+    trace_id = trace_of(task, beat)
+    if trace_id is not None:
+        link = None if trace_link is None else trace_link(trace_id)
+        _row(grid, "trace", printable_text(trace_id if link is None else f"{trace_id}  {link}"))
     runbook = runbook_for(view)
     if runbook is not None:
         hint = f"  ({display_key(DETAIL_KEYS[2].key)}: open it)"
@@ -450,6 +456,7 @@ class DetailScreen(TaskKeys):
                 origin,
                 record.last_output,
                 None if view.task.job is None else snapshot.job_of(view.task),
+                snapshot.trace_link,
             )
         )
         notes = notes_text(record.events, now)

@@ -3,30 +3,30 @@
 
 -- select_job_summary --
 SELECT job, runs, succeeded, last_outcome, last_finished_at, last_success_at, durations,
-       updated_at
+       ends, updated_at
 FROM jobs WHERE job = :job
 
 -- upsert_job_summary --
 INSERT INTO jobs (job, runs, succeeded, last_outcome, last_finished_at, last_success_at,
-                  durations, updated_at)
+                  durations, ends, updated_at)
 VALUES (:job, :runs, :succeeded, :last_outcome, :last_finished_at, :last_success_at,
-        :durations, :updated_at)
+        :durations, :ends, :updated_at)
 ON CONFLICT (job) DO UPDATE SET runs = excluded.runs, succeeded = excluded.succeeded,
     last_outcome = excluded.last_outcome, last_finished_at = excluded.last_finished_at,
     last_success_at = excluded.last_success_at, durations = excluded.durations,
-    updated_at = excluded.updated_at
+    ends = excluded.ends, updated_at = excluded.updated_at
 
 -- select_job_summaries --
 -- Every job's summary: a reader's first read.
 SELECT job, runs, succeeded, last_outcome, last_finished_at, last_success_at, durations,
-       updated_at
+       ends, updated_at
 FROM jobs
 
 -- select_job_summaries_since --
 -- The summaries changed at or after :after (the reader's last read): only the jobs whose runs
 -- ended since, found by the jobs_updated index.
 SELECT job, runs, succeeded, last_outcome, last_finished_at, last_success_at, durations,
-       updated_at
+       ends, updated_at
 FROM jobs WHERE updated_at >= :after
 
 -- select_job_runs --

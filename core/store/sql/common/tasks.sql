@@ -36,7 +36,10 @@ VALUES (:task_id, :run_id, :step, :step_type, :state, 1, :upstream, :host, :comm
 
 -- set_process --
 UPDATE tasks SET pid = :pid, pid_start_time = :pid_start_time, pid_boot_id = :pid_boot_id,
-    pid_start_ticks = :pid_start_ticks, host = :host, updated_at = :now
+    pid_start_ticks = :pid_start_ticks, host = :host,
+    trace_id = COALESCE(CAST(:trace_id AS TEXT), trace_id),
+    span_id = COALESCE(CAST(:span_id AS TEXT), span_id),
+    parent_span_id = COALESCE(CAST(:parent_span_id AS TEXT), parent_span_id), updated_at = :now
 WHERE task_id = :task_id
 
 -- finish_task --

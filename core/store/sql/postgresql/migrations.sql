@@ -309,6 +309,17 @@ UPDATE jobs SET durations = (
 WHERE EXISTS (SELECT 1 FROM tasks t
               WHERE t.job = jobs.job AND t.state = 'succeeded' AND t.finished_at IS NOT NULL);
 
+-- schema_v17 --
+-- How each job's runs of the last 30 days began and ended (see sqlite/migrations.sql,
+-- schema_v19).
+ALTER TABLE jobs ADD COLUMN ends text NOT NULL DEFAULT '[]';
+
+-- schema_v18 --
+-- The trace a task's run belongs to (see sqlite/migrations.sql, schema_v20).
+ALTER TABLE tasks ADD COLUMN trace_id text;
+ALTER TABLE tasks ADD COLUMN span_id text;
+ALTER TABLE tasks ADD COLUMN parent_span_id text;
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 

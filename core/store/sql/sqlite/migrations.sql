@@ -490,3 +490,19 @@ UPDATE jobs SET durations = (
 )
 WHERE EXISTS (SELECT 1 FROM tasks t
               WHERE t.job = jobs.job AND t.state = 'succeeded' AND t.finished_at IS NOT NULL);
+
+-- schema_v19 --
+-- Each job keeps how its runs of the last 30 days began and ended (a JSON list of
+-- [began, finished_at, succeeded], oldest first), for the rules that judge a job's start
+-- times and failure rate against its own history. Kept from this version on: the runs that
+-- ended before it are not counted again.
+ALTER TABLE jobs ADD COLUMN ends TEXT NOT NULL DEFAULT '[]';
+
+-- schema_v20 --
+-- The trace a task's run belongs to (W3C trace context: `zombietop run` and the SDK join the
+-- caller's TRACEPARENT or start a trace), so pages and `status --json` name it; the run's own
+-- span in it, and the caller's span it joined (NULL: the run started the trace), so the span
+-- exported for the run is the one its command's spans name as their parent.
+ALTER TABLE tasks ADD COLUMN trace_id TEXT;
+ALTER TABLE tasks ADD COLUMN span_id TEXT;
+ALTER TABLE tasks ADD COLUMN parent_span_id TEXT;
