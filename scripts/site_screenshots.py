@@ -1,7 +1,7 @@
 """Build the documentation site and take screenshots of it with headless Chromium.
 
-    python scripts/site_screenshots.py            # writes screenshots/site-home.png and site-howto.png
-    python scripts/site_screenshots.py --out DIR  # somewhere else (tests/test_docs_site.py does)
+    python scripts/site_screenshots.py            # screenshots/site-home.png, site-howto.png
+    python scripts/site_screenshots.py --out DIR  # elsewhere (tests/test_docs_site.py does)
 
 The site is built with ``mkdocs build --strict`` into a temporary folder and served from there on
 a loopback port picked at run time; Chromium (Debian's ``chromium``) loads the home page and one
@@ -41,7 +41,7 @@ def served(site: Path) -> Iterator[str]:
     """Serve ``site`` on a free loopback port; yield its base URL."""
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     handler = functools.partial(Quiet, directory=str(site))

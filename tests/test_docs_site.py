@@ -69,7 +69,9 @@ def test_a_page_left_out_of_the_nav_or_a_broken_link_fails_the_build(
     docs = copy_of_the_docs.parent / "docs"
     (docs / "howto" / "forgotten.md").write_text("# A page nobody listed\n")
     with (docs / "howto" / "paging.md").open("a") as page:
-        page.write("\nSee [a page that is not there](nowhere.md) and [an anchor](oncall.md#nope).\n")
+        page.write(
+            "\nSee [a page that is not there](nowhere.md) and [an anchor](oncall.md#nope).\n"
+        )
     built = build(copy_of_the_docs, tmp_path / "site")
     assert built.returncode != 0
     assert "howto/forgotten.md" in built.stderr, built.stderr

@@ -337,7 +337,9 @@ def test_an_example_runs(
     if missing is not None:
         program, require = missing
         if os.environ.get(require):
-            pytest.fail(f"{example.name} needs {program}, which is not installed ({require} is set)")
+            pytest.fail(
+                f"{example.name} needs {program}, which is not installed ({require} is set)"
+            )
         pytest.skip(f"{example.name} needs {program}, which is not installed")
     ran = example_runs[example.key].result()
     assert ran.returncode is not None, (
