@@ -1,4 +1,4 @@
-"""Write the README's screenshots (SVG) from the sample fleet the snapshot tests use.
+"""Write the documentation's screenshots (SVG) from the sample fleet the snapshot tests use.
 
 python scripts/export_screenshots.py [OUTDIR]     (default: screenshots/)
 """

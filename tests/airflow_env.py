@@ -2,7 +2,7 @@
 
 Airflow (about 300 MB, 134 packages) lives in a venv of its own beside zombietop's, so the test
 venv stays small: ``.airflow-venv`` (Airflow 3) and ``.airflow2-venv`` (Airflow 2), made by
-``.ci/run`` or by hand (README, "Watching Airflow"). A test that needs one skips, saying how to
+``.ci/run`` or by hand (docs/howto/airflow.md, "Testing against a real Airflow"). A test that needs one skips, saying how to
 make it, when it is absent.
 
 Each schema is migrated once per session by Airflow itself; each test gets a copy (SQLite) or a

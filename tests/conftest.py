@@ -185,3 +185,13 @@ def airflow_pg_template(
 def airflow_postgres(airflow_pg_template: PostgresTemplate) -> AirflowDatabase:
     """A freshly migrated Airflow 3 database on the throwaway PostgreSQL."""
     return airflow_pg_template.fresh()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    # How many of the documentation's examples the suite runs, and why the others are not run
+    # (tests/test_examples.py), printed whenever that module was part of the run.
+    import sys
+
+    examples = sys.modules.get("tests.test_examples")
+    if examples is not None:
+        terminalreporter.write_line(examples.summary())

@@ -5,8 +5,8 @@ dag-processor, LocalExecutor, a 12 s ``task_instance_heartbeat_timeout``) on SQL
 mode, and again on PostgreSQL where ``ZOMBIETOP_AIRFLOW_SCHEDULER_PG`` is set (CI), started once
 each; every DAG run is triggered at the start, so the tests wait side by side. Each test
 watches through a real monitor (the source, the process probe) polled every half second, and
-prints how long zombietop and Airflow each took ("timing: ..."; README, "What zombietop sees,
-and when, against Airflow").
+prints how long zombietop and Airflow each took ("timing: ..."; docs/howto/airflow.md, "What it
+looks like, and when").
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import docs_pages
 from tests.core.test_watchdog import config, watchdog
 from zombietop.clock import FakeClock
 from zombietop.config import ServeSettings, load_config, parse_listen
@@ -173,21 +174,13 @@ async def test_the_body_of_a_failure_is_its_last_output_everywhere(served: Serve
     assert code == 0 and "last output: FATAL: disk full" in out
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _readme_line(starts: str) -> str:
-    """The README's one example line that starts with ``starts``."""
-    [line] = [line for line in README.read_text().splitlines() if line.startswith(starts)]
-    return line
-
-
-async def test_the_readmes_crontab_line_records_a_job_never_seen(
+async def test_the_docs_crontab_line_records_a_job_never_seen(
     served: Served, tmp_path: Path
 ) -> None:
-    """The README's crontab line, as written but for the server, the key, the script and the
-    log's path: it recorded nothing for a new job (404 without ``?create=1``)."""
-    line = _readme_line("0 3 * * * curl ").removeprefix("0 3 * * * ")
+    """The crontab line of docs/howto/cron-and-pings.md, as written but for the server, the key,
+    the script and the log's path: it recorded nothing for a new job (404 without
+    ``?create=1``)."""
+    line = docs_pages.line("0 3 * * * curl ").removeprefix("0 3 * * * ")
     script = tmp_path / "export.sh"
     script.write_text("#!/bin/sh\necho 'step 1 ok'\necho 'FATAL: disk full' >&2\nexit 3\n")
     script.chmod(0o755)
@@ -205,10 +198,13 @@ async def test_the_readmes_crontab_line_records_a_job_never_seen(
     assert kept is not None and kept.line == "FATAL: disk full"
 
 
-async def test_the_readmes_ping_key_command_makes_a_private_key_file(tmp_path: Path) -> None:
-    line = _readme_line("mkdir -p ~/.config/zombietop && ")
-    env = {**os.environ, "HOME": str(tmp_path)}
-    proc = await asyncio.create_subprocess_exec("sh", "-c", line, env=env)
+async def test_the_docs_ping_key_commands_make_a_private_key_file(tmp_path: Path) -> None:
+    """The two lines of docs/howto/cron-and-pings.md that make the ping keys' file."""
+    keys = docs_pages.line('keys="${XDG_CONFIG_HOME:-$HOME/.config}/zombietop/ping-keys"')
+    make = docs_pages.line('mkdir -p "$(dirname "$keys")" && ')
+    env = {key: value for key, value in os.environ.items() if key != "XDG_CONFIG_HOME"}
+    env["HOME"] = str(tmp_path)
+    proc = await asyncio.create_subprocess_exec("sh", "-c", f"{keys}\n{make}", env=env)
     assert await proc.wait() == 0
     path = tmp_path / ".config" / "zombietop" / "ping-keys"
     assert path.stat().st_mode & 0o777 == 0o600

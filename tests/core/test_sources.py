@@ -203,7 +203,7 @@ ENGINE = Engine(
 
 @pytest.fixture
 def memory_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A new engine as README's "Adding a source" says: its module, and one line in the table."""
+    """A new engine as docs/contributing/adding-a-source.md says: its module, and one line in the table."""
     name = "zt_memory_engine"
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(MEMORY_ENGINE))
     monkeypatch.syspath_prepend(str(tmp_path))

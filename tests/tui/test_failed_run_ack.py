@@ -76,8 +76,8 @@ def test_a_job_with_nothing_open_says_so(tmp_path: Path) -> None:
 
 
 def test_a_task_run_alone_is_its_own_job_of_one_run(tmp_path: Path) -> None:
-    """The README: a bare ``--task`` run is its own job of one run; ``history`` said "no run
-    of job"."""
+    """docs/howto/cron-and-pings.md: a bare ``--task`` run is its own job of one run; ``history``
+    said "no run of job"."""
     zt = Zombietop(tmp_path)
     done = zt("run", "--task", "copy-2031", "--", "sh", "-c", "echo 'rsync: reset'; exit 3")
     assert done.returncode == 3, done.stderr

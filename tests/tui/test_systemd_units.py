@@ -1,4 +1,5 @@
-"""The systemd user units in docs/systemd/: valid to systemd itself, and set as the README says."""
+"""The systemd user units in docs/systemd/: valid to systemd itself, and set as
+docs/howto/systemd.md says."""
 
 from __future__ import annotations
 
