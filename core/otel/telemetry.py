@@ -9,6 +9,7 @@ of its own every ``[otel] metrics_interval``.
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Mapping, Sequence
 
@@ -35,10 +36,17 @@ def _at(endpoint: str | None, signal: str) -> str | None:
     return None if endpoint is None else f"{endpoint}/v1/{signal}"
 
 
+EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http"
+"""The OTLP/HTTP exporters' logger: each retry of an unreachable collector is a WARNING there,
+a line a second in the watchdog's log; what was given up shows in
+``zombietop_otel_dropped_total`` instead, and a batch given up is still logged (ERROR)."""
+
+
 class Telemetry:
     """The exporters, their queues and the meters of one watchdog."""
 
     def __init__(self, settings: OtelSettings) -> None:
+        logging.getLogger(EXPORTER_LOGGER).setLevel(logging.ERROR)
         self.resource = Resource.create(
             {
                 "service.name": "zombietop",

@@ -120,7 +120,11 @@ class PrefectApi:
             self._session = aiohttp.ClientSession(
                 headers=headers, timeout=aiohttp.ClientTimeout(total=TIMEOUT)
             )
-        await self.request("GET", "/health")
+        try:
+            await self.request("GET", "/health")
+        except SourceError:
+            await self.close()  # the next open makes a new session, none is left unclosed
+            raise
 
     async def close(self) -> None:
         if self._session is not None:

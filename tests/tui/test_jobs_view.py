@@ -14,6 +14,8 @@ from textual.widgets import DataTable, Input, OptionList, Static
 from tests.tui.helpers import help_text, notified, settle
 from zombietop.clock import FakeClock
 from zombietop.config import View
+from zombietop.judge.snapshot import build_snapshot
+from zombietop.model import TaskRecord, TaskState
 from zombietop.tui.app import ZombietopApp
 from zombietop.tui.cli.job_list import jobs_lines
 from zombietop.tui.job_rows import rows_of
@@ -23,7 +25,14 @@ from zombietop.tui.screens.oncall import AckScreen
 from zombietop.tui.screens.view_picker import ViewPicker
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.task_order import SortMode
-from zombietop.tui.testing import NOW, RecordingDesk, RecordingExecutor, SampleSource
+from zombietop.tui.testing import (
+    NOW,
+    RecordingDesk,
+    RecordingExecutor,
+    SampleSource,
+    make_task,
+    sample_config,
+)
 from zombietop.tui.testing.jobs import (
     SAMPLE_VIEWS,
     SCHEDULES,
@@ -378,3 +387,25 @@ async def test_a_hostile_job_name_reads_escaped_in_the_jobs_view_and_the_command
     rows = rows_of(snapshot, runs, ())
     lines = "\n".join(jobs_lines(rows, NOW))
     assert "evil-\\x1b[2J\\x1b]0;pwned\\x07[link=x]-job" in lines and "\x1b" not in lines
+
+
+async def test_the_jobs_view_says_why_it_has_no_row() -> None:
+    """Tasks started with ``--task ID`` (the demo's) are runs of no job: the jobs view says so
+    in place of an empty table, and a view's filter that keeps no job says that instead."""
+    task = make_task("export-2031", TaskState.RUNNING, started_ago=60.0)
+    record = TaskRecord(task=task, lease=None, heartbeat=None)
+    snapshot = build_snapshot(NOW, [record], sample_config(), {})
+    app = ZombietopApp(
+        SampleSource([snapshot]), clock=FakeClock(NOW), refresh=3600, store_label="demo.db"
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _jobs(pilot)
+        note = app.screen.query_one("#no-jobs", Static)
+        assert note.display and not app.screen.query_one(DataTable).display
+        assert "A job is a name that runs again and again" in str(note.render())
+    nothing = View(name="none", rows="jobs", filter="no-such-job")
+    async with _app(view=nothing).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        note = pilot.app.screen.query_one("#no-jobs", Static)
+        assert note.display
+        assert "No job matches the view's filter 'no-such-job'." in str(note.render())

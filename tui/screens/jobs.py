@@ -16,7 +16,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer
+from textual.widgets import DataTable, Footer, Static
 
 from zombietop.config import Schedule, View
 from zombietop.durations import format_age
@@ -35,6 +35,14 @@ from zombietop.tui.view_messages import JobsToggled, ViewAsked, ViewPickerAsked
 from zombietop.tui.views import shown_keys
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.header import StatusHeader
+
+NO_JOB = (
+    "No job here yet. A job is a name that runs again and again: `zombietop run --job NAME"
+    " -- CMD` makes a new run of NAME each time, and an engine's source names its own (an"
+    " Airflow DAG's task, a Celery task's name). A task started with `--task ID`, as the demo's"
+    " are, is one run of no job: it shows in the task table (J goes back)."
+)
+"""What the jobs view says when it has no row, so that an empty table is not a puzzle."""
 
 INCIDENT_MARK = "▲ "
 """Before the name of a job whose incident is open: a glyph, so it reads without colour."""
@@ -124,6 +132,11 @@ class JobsScreen(Screen[None]):
     JobsScreen #jobs {
         height: 1fr;
     }
+    JobsScreen #no-jobs {
+        padding: 1 2;
+        height: auto;
+        display: none;
+    }
     """
 
     def __init__(
@@ -158,6 +171,7 @@ class JobsScreen(Screen[None]):
         yield Banner()
         table: DataTable[Text] = DataTable(id="jobs", cursor_type="row", zebra_stripes=False)
         yield table
+        yield Static(id="no-jobs", markup=False)
         yield Footer(compact=True, show_command_palette=False)
 
     @property
@@ -244,6 +258,7 @@ class JobsScreen(Screen[None]):
         if drawn == self._drawn:
             return  # a poll that changed nothing here: the table stays as it is
         self._drawn = drawn
+        self._say_when_empty(text)
         table = self.table
         table.clear(columns=True)
         for key in keys:
@@ -253,6 +268,20 @@ class JobsScreen(Screen[None]):
         if selected is not None:
             index = next((i for i, row in enumerate(self.rows) if row.name == selected), 0)
             table.move_cursor(row=index, animate=False)
+
+    def _say_when_empty(self, filter_text: str) -> None:
+        """With no row, say why in place of the table: no job at all, or none the filter keeps."""
+        empty = not self.rows
+        note = self.query_one("#no-jobs", Static)
+        note.display = empty
+        if self.table.display == empty:
+            self.table.display = not empty
+            if not empty:
+                self.table.focus()
+        if empty:
+            note.update(
+                f"No job matches the view's filter {filter_text!r}." if filter_text else NO_JOB
+            )
 
     @property
     def selected_job(self) -> str | None:
