@@ -10,6 +10,9 @@ runs in a fresh folder, as real processes, and must exit 0:
   found free at run time, so that examples can run side by side;
 - in a session of its own: whatever it leaves running, in the background or in a process group
   of its own, is killed when it ends, and on a timeout the whole session is;
+- with the PostgreSQL URL the pages use for a fleet's store (``PG_PLACEHOLDER``) replaced by
+  a fresh database on the session's throwaway PostgreSQL (tests/pg_server.py), so that a fleet's
+  example runs against a real server;
 - skipped, with the reason, when it needs a program that is not installed (``redis-server``,
   ``promtool``, ``curl``...), unless the environment variable that requires that program
   (``ZOMBIETOP_REQUIRE_REDIS``...) is set, as CI sets it: there a missing program fails.
@@ -41,11 +44,13 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from tests import docs_pages
+from tests.pg_server import find_binaries
 from zombietop.model import TaskRecord, TaskState
 from zombietop.store import open_store
 
@@ -56,6 +61,8 @@ TIMEOUT = 90.0
 AT_LEAST = 0.8
 WORKERS = 4
 # The loopback ports the examples name; each is replaced by a free one at run time.
+PG_PLACEHOLDER = "postgresql://zombietop:secret@db.internal:5432/zombietop"
+"""The fleet's store in the pages' examples; each run gets a database of its own instead."""
 PORTS = re.compile(r"(?:(?<=:)|(?<=--port )|(?<=--metrics )|(?<=-p ))(8099|9464|6379)(?!\d)")
 # The programs an example may need beyond zombietop and a POSIX shell, and the variable that,
 # when set, makes a missing one fail the example instead of skipping it.
@@ -193,6 +200,8 @@ def with_free_ports(code: str) -> str:
 
 def missing_program(code: str) -> tuple[str, str] | None:
     """The first program the code runs that is not installed, and its requiring variable."""
+    if PG_PLACEHOLDER in code and not os.environ.get("ZOMBIETOP_TEST_PG") and not find_binaries():
+        return "PostgreSQL", "ZOMBIETOP_REQUIRE_PG"
     for program, require in PROGRAMS.items():
         if re.search(rf"(?<![\w/.-]){re.escape(program)}(?![\w-])", code) and not shutil.which(
             program
@@ -253,12 +262,15 @@ class Ran:
     short: list[str]
 
 
-def run_example(example: Example, folder: Path) -> Ran:
-    """Run one example in ``folder``, as a reader would, and end whatever it leaves running."""
+def run_example(example: Example, folder: Path, database: str | None = None) -> Ran:
+    """Run one example in ``folder``, as a reader would (on ``database`` where it names the
+    fleet's PostgreSQL store), and end whatever it leaves running."""
     work = folder / "work"
     work.mkdir(parents=True)
     env = reader_env(folder / "home")
     code = with_free_ports(example.code)
+    if database is not None:
+        code = code.replace(PG_PLACEHOLDER, database)
     if example.lang == "python":
         script = work / "example.py"
         script.write_text(code)
@@ -306,6 +318,16 @@ def short_of_100(state: Path) -> list[str]:
     ]
 
 
+def database_for(example: Example, request: pytest.FixtureRequest) -> str | None:
+    """A fresh store on the throwaway PostgreSQL for an example that names the fleet's store
+    (the ``postgres`` fixture skips, or fails under ZOMBIETOP_REQUIRE_PG, without a server)."""
+    if PG_PLACEHOLDER not in example.code:
+        return None
+    server: Any = request.getfixturevalue("postgres")  # tests/conftest.py's PostgresForTests
+    url: str = server.create_database(empty=True)
+    return url
+
+
 @pytest.fixture(scope="session")
 def example_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -319,7 +341,10 @@ def example_runs(
     with concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="example") as pool:
         started = {
             example.key: pool.submit(
-                run_example, example, tmp_path_factory.mktemp("example", numbered=True)
+                run_example,
+                example,
+                tmp_path_factory.mktemp("example", numbered=True),
+                database_for(example, request),
             )
             for example in chosen
             if missing_program(example.code) is None

@@ -442,7 +442,12 @@ class Runner:
         # and this is one small /proc read.
         start = read_start(child.pid)
         if start is None:
-            return  # gone already: its exit is what gets recorded
+            # Gone already: its exit is what gets recorded, and the trace it ran in.
+            with contextlib.suppress(StoreError, LeaseLost):
+                await self.store.set_trace(
+                    claim.task.task_id, owner=claim.owner, token=claim.token, trace=self.trace
+                )
+            return
         self.unrecorded = start
         try:
             await self._set_process(claim, child.pid, start)

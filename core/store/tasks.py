@@ -109,6 +109,11 @@ class TasksInterface(abc.ABC):
         lease."""
 
     @abc.abstractmethod
+    async def set_trace(self, task_id: str, *, owner: str, token: int, trace: TraceContext) -> None:
+        """Record the trace the task runs in, alone: for a command gone before its process
+        could be recorded (``set_process`` records both); fenced on the lease."""
+
+    @abc.abstractmethod
     async def finish_task(
         self,
         task_id: str,
@@ -285,6 +290,23 @@ class Tasks(Jobs[Conn], TasksInterface):
                     "trace_id": None if trace is None else trace.trace_id,
                     "span_id": None if trace is None else trace.span_id,
                     "parent_span_id": None if trace is None else trace.parent_id,
+                    "now": now,
+                },
+            )
+
+    async def set_trace(self, task_id: str, *, owner: str, token: int, trace: TraceContext) -> None:
+        async with self._write() as db:
+            await self._hold(db, task_id)
+            now = await self._now_in(db)
+            await self._fence(db, now, task_id, owner, token)
+            await self._run(
+                db,
+                "set_trace",
+                {
+                    "task_id": task_id,
+                    "trace_id": trace.trace_id,
+                    "span_id": trace.span_id,
+                    "parent_span_id": trace.parent_id,
                     "now": now,
                 },
             )

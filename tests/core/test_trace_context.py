@@ -14,16 +14,18 @@ from pathlib import Path
 import pytest
 
 from tests.core.realprocs import FAST_CONFIG, Children, wait_for, zombietop
-from tests.core.test_watchdog import watchdog
+from tests.core.test_watchdog import start, watchdog
 from zombietop.clock import FakeClock
 from zombietop.config import load_config
-from zombietop.errors import ConfigError
+from zombietop.errors import ConfigError, LeaseLost
 from zombietop.page import Page, PageKind
 from zombietop.paging.pagerduty import event
+from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
 from zombietop.trace_context import (
     TRACEPARENT,
     TRACESTATE,
+    TraceContext,
     join_or_start,
     parse_traceparent,
     shown_trace,
@@ -217,3 +219,18 @@ async def test_a_stalled_runs_page_names_its_trace(
     assert page.line.startswith(f"{page.task_id} stalled: no heartbeat yet"), page.line
     assert ", trace 4bf92f35... - resume or discard" in page.line
     assert page.trace_id == TRACE and page.trace_url == f"https://tempo.example/trace/{TRACE}"
+
+
+async def test_a_command_gone_before_its_process_is_recorded_keeps_its_trace(
+    store: Store,
+) -> None:
+    """A command that ends before `zombietop run` reads its start (``sh -c echo`` on a loaded
+    machine) has no process to record, and its trace is recorded alone, fenced on the lease."""
+    token = await start(store, "export-2031")
+    trace = TraceContext(trace_id=TRACE, span_id="1111111111111111", parent_id=PARENT)
+    with pytest.raises(LeaseLost):
+        await store.set_trace("export-2031", owner="w1", token=token + 1, trace=trace)
+    assert (await store.get_task("export-2031")).trace_id is None
+    await store.set_trace("export-2031", owner="w1", token=token, trace=trace)
+    task = await store.get_task("export-2031")
+    assert (task.trace_id, task.span_id, task.parent_span_id) == (TRACE, trace.span_id, PARENT)

@@ -42,6 +42,11 @@ UPDATE tasks SET pid = :pid, pid_start_time = :pid_start_time, pid_boot_id = :pi
     parent_span_id = COALESCE(CAST(:parent_span_id AS TEXT), parent_span_id), updated_at = :now
 WHERE task_id = :task_id
 
+-- set_trace --
+UPDATE tasks SET trace_id = :trace_id, span_id = :span_id, parent_span_id = :parent_span_id,
+    updated_at = :now
+WHERE task_id = :task_id
+
 -- finish_task --
 UPDATE tasks SET state = :state, exit_code = :exit_code, state_reason = :reason,
     finished_at = :finished_at, updated_at = :now
