@@ -320,6 +320,10 @@ ALTER TABLE tasks ADD COLUMN trace_id text;
 ALTER TABLE tasks ADD COLUMN span_id text;
 ALTER TABLE tasks ADD COLUMN parent_span_id text;
 
+-- schema_v19 --
+-- An agent's tick drops its host's samples by host (see sqlite/migrations.sql, schema_v21).
+CREATE INDEX process_samples_host ON process_samples (host, source);
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 
