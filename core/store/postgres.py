@@ -43,10 +43,11 @@ from zombietop.clock import Clock
 from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
 from zombietop.fleet import AgentPresence
 from zombietop.model import ProcessSample, Task
-from zombietop.store import queries
+from zombietop.store import pg_partitions, queries
 from zombietop.store.beats import sample_params
 from zombietop.store.columns import fill_columns
 from zombietop.store.interface import RECONNECT_MOST_S
+from zombietop.store.retention import PartitionRun
 from zombietop.store.sql_base import Duplicate
 from zombietop.store.sql_store import SQLStore
 
@@ -473,6 +474,28 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
             row = await self._row(db, "agent_round", params)
         assert row is not None
         return AgentPresence.from_row(row)
+
+    async def keep_partitions(self, before: float) -> PartitionRun:
+        # One short transaction a day made or dropped: dropping takes the log's strongest lock,
+        # for as long as a catalog change, not for as long as deleting the day's rows would.
+        today = pg_partitions.day_start(await self.now())
+        made: list[str] = []
+        dropped: list[str] = []
+        waiting: list[str] = []
+        for ahead in range(pg_partitions.AHEAD_DAYS + 1):
+            start = today + ahead * pg_partitions.DAY_S
+            async with self._write() as db:
+                if await pg_partitions.make_partition(db, start):
+                    made.append(pg_partitions.partition_name(start))
+        async with self._read() as db:
+            days = await pg_partitions.day_partitions(db)
+        for name, start in sorted(days.items(), key=lambda day: day[1]):
+            if start + pg_partitions.DAY_S > before:
+                continue
+            async with self._write() as db:
+                gone = await pg_partitions.drop_partition(db, name)
+            (dropped if gone else waiting).append(name)
+        return PartitionRun(made=tuple(made), dropped=tuple(dropped), waiting=tuple(waiting))
 
     async def _insert(
         self, db: asyncpg.Connection, name: str, params: Mapping[str, Any]

@@ -54,6 +54,16 @@ class PruneBatch:
     """The last task removed: the next batch starts after it (None when nothing was)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionRun:
+    """What one upkeep of the event log's day partitions did (PostgreSQL; SQLite has none)."""
+
+    made: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    waiting: tuple[str, ...] = ()
+    """Days past the cutoff kept because a task the store keeps has events in them."""
+
+
 class RetentionInterface(abc.ABC):
     """Part of ``Store``, implemented by ``Retention`` below: prune finished tasks, count them, and
     read them page by page."""
@@ -77,6 +87,12 @@ class RetentionInterface(abc.ABC):
         requests) of up to ``limit`` source tasks whose newest event is before ``before``, in
         id order after ``after``, that have nothing open (an incident, a hold, a kill, a host
         request, an ack in force). Return the ids removed and the next batch's start, or None."""
+
+    @abc.abstractmethod
+    async def keep_partitions(self, before: float) -> PartitionRun:
+        """Make the event log's partitions of today and the days ahead, and drop whole each day
+        before ``before`` (store time) that holds no event of a task; the pruner calls it after
+        a finished pass. A store without partitions does nothing."""
 
     @abc.abstractmethod
     async def finished_counts(self, before: float) -> dict[TaskState, int]:
@@ -137,6 +153,9 @@ class Retention(SQLBase[Conn], RetentionInterface):
                 for name in PRUNED_WITH_A_SOURCE_TASK:
                     await self._run(db, name, ids)
         return removed, found[-1]
+
+    async def keep_partitions(self, before: float) -> PartitionRun:
+        return PartitionRun()
 
     async def finished_counts(self, before: float) -> dict[TaskState, int]:
         async with self._read() as db:
