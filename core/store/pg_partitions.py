@@ -6,11 +6,11 @@ v20, a clock far off). The pruner calls ``keep_partitions`` after a finished pas
 
 - it makes the partitions of today and the ``AHEAD_DAYS`` days after it, moving into each the
   rows the default partition already holds for that day, so inserts find their day's partition;
-- it drops a day partition whose whole day is before the cutoff when none of its events belongs
-  to a task: the pass has just deleted the events of every task it could remove, so any task
-  event left there belongs to a task the store still keeps (unfinished, an open incident, an
-  ack in force), and the day waits for it. What such a wait holds back is deleted by task, as
-  on SQLite.
+- it drops whole a day partition whose day ended before the cutoff's day when no task with
+  events in it still needs them (the pass left those days' events to it: ``prune_events``).
+  A task that does (still in the store, still writing events, an open incident, kill, request,
+  hold or ack) keeps the day: the events there of the other tasks are then deleted, as the
+  pass would have, and the day waits for it.
 
 Each step is its own short transaction under one advisory lock, so two pruners (two agents
 with no watchdog) never make or drop the same day twice.
@@ -25,18 +25,14 @@ from typing import Any
 
 import asyncpg
 
-DAY_S = 86400.0
+from zombietop.store.retention import DAY_S
+
 AHEAD_DAYS = 7
 """Days made ahead of today: a pruner runs every hour, so a week covers a long outage."""
 PARENT = "events"
 _NAME = re.compile(r"^events_d(\d{8})$")
 _LOCK = 1515146563
 """pg_advisory_xact_lock key of partition upkeep (the migrations' is 1515146562)."""
-
-
-def day_start(moment: float) -> float:
-    """The start of ``moment``'s UTC day, in seconds since the epoch."""
-    return moment - moment % DAY_S
 
 
 def partition_name(start: float) -> str:
@@ -84,16 +80,49 @@ async def make_partition(db: asyncpg.Connection, start: float) -> bool:
     return True
 
 
-async def drop_partition(db: asyncpg.Connection, name: str) -> bool:
-    """Drop a day partition if none of its events belongs to a task; False if one does."""
+_KEPT = """
+EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = e.task_id)
+OR EXISTS (SELECT 1 FROM events n WHERE n.task_id = e.task_id AND n.at >= $1)
+OR EXISTS (SELECT 1 FROM pending_kills k WHERE k.task_id = e.task_id AND k.outcome IS NULL)
+OR EXISTS (SELECT 1 FROM host_requests r
+           WHERE r.task_id = e.task_id AND r.finished_at IS NULL)
+OR EXISTS (SELECT 1 FROM source_acks a WHERE a.task_id = e.task_id AND a.until_at > $2)
+OR COALESCE((SELECT p.data::jsonb ->> 'page' FROM events p
+             WHERE p.task_id = e.task_id AND p.kind IN ('page', 'watchdog')
+               AND p.data::jsonb ->> 'page' IN ('incident', 'all_clear')
+               AND NOT (p.data::jsonb ? 'released')
+             ORDER BY p.event_id DESC LIMIT 1), '') = 'incident'
+OR COALESCE((SELECT h.kind FROM events h
+             WHERE h.task_id = e.task_id AND h.kind IN ('quarantined', 'unquarantined')
+             ORDER BY h.event_id DESC LIMIT 1), '') = 'quarantined'
+"""
+"""Whether the task ``e.task_id`` still needs its events: it is in the store, it has events
+after the cutoff's day ($1), or something of it is open (a kill, a host request, an ack in
+force at $2, an incident, a hold), as ``select_prunable_tasks`` and
+``select_prunable_source_tasks`` judge (sql/postgresql/retention.sql)."""
+
+
+async def drop_partition(db: asyncpg.Connection, name: str, *, floor: float, now: float) -> bool:
+    """Drop a past day partition whole if no task in it still needs its events; else delete
+    the events there of the tasks that do not (as a prune pass would have) and keep the rest.
+    Return whether the day is gone."""
     await db.execute("SELECT pg_advisory_xact_lock($1)", _LOCK)
     if name not in await day_partitions(db):
         return True  # another pruner dropped it
     table = _quoted(name)
-    if await db.fetchval(f"SELECT EXISTS (SELECT 1 FROM {table} WHERE task_id IS NOT NULL)"):
-        return False
-    await db.execute(f"DROP TABLE {table}")
-    return True
+    held = await db.fetchval(
+        f"SELECT EXISTS (SELECT 1 FROM (SELECT DISTINCT task_id FROM {table} "
+        f"WHERE task_id IS NOT NULL) e WHERE {_KEPT})",
+        floor,
+        now,
+    )
+    if not held:
+        await db.execute(f"DROP TABLE {table}")
+        return True
+    await db.execute(
+        f"DELETE FROM {table} e WHERE e.task_id IS NOT NULL AND NOT ({_KEPT})", floor, now
+    )
+    return False
 
 
 def _quoted(name: str) -> str:

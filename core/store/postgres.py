@@ -47,7 +47,7 @@ from zombietop.store import pg_partitions, queries
 from zombietop.store.beats import sample_params
 from zombietop.store.columns import fill_columns
 from zombietop.store.interface import RECONNECT_MOST_S
-from zombietop.store.retention import PartitionRun
+from zombietop.store.retention import DAY_S, PartitionRun, day_start
 from zombietop.store.sql_base import Duplicate
 from zombietop.store.sql_store import SQLStore
 
@@ -478,22 +478,23 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
     async def keep_partitions(self, before: float) -> PartitionRun:
         # One short transaction a day made or dropped: dropping takes the log's strongest lock,
         # for as long as a catalog change, not for as long as deleting the day's rows would.
-        today = pg_partitions.day_start(await self.now())
+        now = await self.now()
         made: list[str] = []
         dropped: list[str] = []
         waiting: list[str] = []
         for ahead in range(pg_partitions.AHEAD_DAYS + 1):
-            start = today + ahead * pg_partitions.DAY_S
+            start = day_start(now) + ahead * DAY_S
             async with self._write() as db:
                 if await pg_partitions.make_partition(db, start):
                     made.append(pg_partitions.partition_name(start))
         async with self._read() as db:
             days = await pg_partitions.day_partitions(db)
+        floor = day_start(before)
         for name, start in sorted(days.items(), key=lambda day: day[1]):
-            if start + pg_partitions.DAY_S > before:
+            if start + DAY_S > floor:
                 continue
             async with self._write() as db:
-                gone = await pg_partitions.drop_partition(db, name)
+                gone = await pg_partitions.drop_partition(db, name, floor=floor, now=now)
             (dropped if gone else waiting).append(name)
         return PartitionRun(made=tuple(made), dropped=tuple(dropped), waiting=tuple(waiting))
 

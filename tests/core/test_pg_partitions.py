@@ -12,8 +12,9 @@ from tests.stores import open_for_test
 from zombietop.clock import FakeClock
 from zombietop.model import EventKind
 from zombietop.store import Store
-from zombietop.store.pg_partitions import AHEAD_DAYS, day_start, partition_name
+from zombietop.store.pg_partitions import AHEAD_DAYS, partition_name
 from zombietop.store.pruner import prune
+from zombietop.store.retention import day_start
 
 pytestmark = pytest.mark.backends("postgresql")
 
@@ -83,7 +84,8 @@ async def test_retention_drops_a_past_day_and_waits_for_a_kept_task(
     store_location: str, pinned_store: Store, fake_clock: FakeClock
 ) -> None:
     """Days are made ahead; 31 days on, the day of a pruned task and of events of no task is
-    dropped whole, and the day of a task still running waits for it, its events all there."""
+    dropped whole, and the day of a task still running waits for it, its events all there and
+    those of a pruned task beside them deleted."""
     first = await pinned_store.keep_partitions(0.0)
     today = day_start(fake_clock.now())
     assert (
@@ -100,12 +102,13 @@ async def test_retention_drops_a_past_day_and_waits_for_a_kept_task(
     await pinned_store.create_task(
         task_id="kept-1", run_id="r", step="kept", step_type="default", actor="t"
     )
+    await finished(pinned_store, "done-2")  # its day is kept-1's: deleted there, not dropped
     kept_events = len(await pinned_store.events(task_id="kept-1"))
-    assert kept_events >= 1
+    assert kept_events >= 1 and await pinned_store.events(task_id="done-2")
 
     fake_clock.advance(KEEP + DAY)
     run = await prune(pinned_store, KEEP)
-    assert run.tasks == 1 and run.days_dropped == 2, run  # today's day and done-1's
+    assert run.tasks == 2 and run.days_dropped == 2, run  # today's day and done-1's
     days = await _partitions(store_location)
     assert partition_name(today + DAY) not in days
     assert partition_name(today + 2 * DAY) in days, "kept-1's day waits for it"
@@ -113,6 +116,7 @@ async def test_retention_drops_a_past_day_and_waits_for_a_kept_task(
         e.message for e in await pinned_store.events(limit=1000) if e.message == "of no task"
     ] == []
     assert len(await pinned_store.events(task_id="kept-1")) == kept_events
+    assert await pinned_store.events(task_id="done-2") == []
     assert partition_name(day_start(fake_clock.now()) + AHEAD_DAYS * DAY) in days
 
     again = await pinned_store.keep_partitions(fake_clock.now() - KEEP)
