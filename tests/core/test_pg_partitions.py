@@ -121,3 +121,23 @@ async def test_retention_drops_a_past_day_and_waits_for_a_kept_task(
 
     again = await pinned_store.keep_partitions(fake_clock.now() - KEEP)
     assert again.dropped == () and again.waiting == (partition_name(today + 2 * DAY),)
+
+
+async def test_a_new_day_takes_its_events_out_of_the_default_partition(
+    store_location: str, pinned_store: Store, fake_clock: FakeClock
+) -> None:
+    """Events written before their day had a partition (in the default one) move into it when
+    it is made, ids and all; the log reads the same before and after."""
+    for n in range(5):
+        await pinned_store.record_event(kind=EventKind.NOTE, actor="test", message=f"early {n}")
+    before = await pinned_store.events(limit=100)
+    run = await pinned_store.keep_partitions(0.0)
+    assert partition_name(day_start(fake_clock.now())) in run.made
+    assert await pinned_store.events(limit=100) == before
+    conn = await asyncpg.connect(store_location)
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM events_default") == 0
+        today = partition_name(day_start(fake_clock.now()))
+        assert await conn.fetchval(f'SELECT count(*) FROM "{today}"') == len(before)
+    finally:
+        await conn.close()
