@@ -2,11 +2,11 @@
 
 Each tick it (1) reports its presence with this host's clock, so dashboards know it is there and
 how far this host's clock is off; (2) samples the processes behind this host's tasks into the
-store, so a dashboard on another host sees PID, CPU, idleness and liveness, and a process that
-outlives its finished task (``orphan_watch``); (3) carries out the actions
-other hosts asked for this host, through the same executor as a local action (token check,
-process identity, durable kill record); and (4) finishes the pending kills on this host, so a
-SIGKILL is sent after the grace even when the asker has long gone.
+store (the presence and the samples in one write), so a dashboard on another host sees PID,
+CPU, idleness and liveness, and a process that outlives its finished task (``orphan_watch``);
+(3) carries out the actions other hosts asked for this host, through the same executor as a
+local action (token check, process identity, durable kill record); and (4) finishes the pending
+kills on this host, so a SIGKILL is sent after the grace even when the asker has long gone.
 
 With sources (``[[sources]]``, ``--source``), "this host's tasks" are also the task instances an
 engine's database says run here: the agent reads that database itself (read-only) each tick,
@@ -120,13 +120,6 @@ class Agent:
 
     async def tick(self) -> AgentRound:
         """Do one round of the four duties; store errors propagate to the caller."""
-        await self.store.record_agent_beat(
-            self.host,
-            agent_id=self.agent_id,
-            pid=os.getpid(),
-            interval=self.interval,
-            reported_at=self.clock.now(),
-        )
         now = await self.store.now()
         tasks = await self.store.active_tasks_on(
             self.host, finished_since=self._orphans.finished_since(now)
@@ -134,7 +127,17 @@ class Agent:
         tasks = self._orphans.keep(tasks, now, ())
         samples = await self.probe.sample(tasks)
         self._orphans.saw(tasks, samples)
-        await self.store.record_process_samples(self.host, samples, finished=_finished(tasks))
+        # The beat and every sample in one write: a fleet's ticks cost the store one write per
+        # host, not one per task.
+        await self.store.record_agent_round(
+            self.host,
+            agent_id=self.agent_id,
+            pid=os.getpid(),
+            interval=self.interval,
+            reported_at=self.clock.now(),
+            samples=samples,
+            finished=_finished(tasks),
+        )
         sampled = len(samples) + await self._sample_sources()
         carried_out = []
         for asked in await self.store.open_host_requests(self.host):

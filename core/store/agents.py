@@ -6,11 +6,12 @@ Its SQL is in ``sql/common/agents.sql``.
 from __future__ import annotations
 
 import abc
+from collections.abc import Collection, Mapping
+from typing import Any
 
 from zombietop.fleet import AgentPresence
-from zombietop.model import (
-    Task,
-)
+from zombietop.model import ProcessSample, Task
+from zombietop.store.beats import sample_params
 from zombietop.store.sql_base import Conn, SQLBase
 
 
@@ -23,6 +24,22 @@ class AgentsInterface(abc.ABC):
         self, host: str, *, agent_id: str, pid: int, interval: float, reported_at: float
     ) -> AgentPresence:
         """Record that ``host``'s agent is alive; ``reported_at`` is the host's own clock."""
+
+    @abc.abstractmethod
+    async def record_agent_round(
+        self,
+        host: str,
+        *,
+        agent_id: str,
+        pid: int,
+        interval: float,
+        reported_at: float,
+        samples: Mapping[str, ProcessSample],
+        finished: Collection[str] = (),
+    ) -> AgentPresence:
+        """Record one tick of ``host``'s agent at once: its beat (as ``record_agent_beat``) and
+        its samples of the store's own tasks on the host (as ``record_process_samples`` without
+        a source), so a host's tick costs the store one write, not one per task."""
 
     @abc.abstractmethod
     async def stop_agent(self, host: str, *, agent_id: str) -> None:
@@ -48,20 +65,40 @@ class Agents(SQLBase[Conn], AgentsInterface):
     ) -> AgentPresence:
         async with self._write() as db:
             now = await self._now_in(db)
-            await self._run(
-                db,
-                "upsert_agent",
-                {
-                    "host": host,
-                    "agent_id": agent_id,
-                    "pid": pid,
-                    "interval_s": float(interval),
-                    "now": now,
-                    "reported_at": float(reported_at),
-                },
+            row = await self._row(
+                db, "upsert_agent", _agent_params(host, agent_id, pid, interval, reported_at, now)
             )
-            rows = await self._rows(db, "select_agents", {})
-        return next(AgentPresence.from_row(r) for r in rows if r["host"] == host)
+        assert row is not None
+        return AgentPresence.from_row(row)
+
+    async def record_agent_round(
+        self,
+        host: str,
+        *,
+        agent_id: str,
+        pid: int,
+        interval: float,
+        reported_at: float,
+        samples: Mapping[str, ProcessSample],
+        finished: Collection[str] = (),
+    ) -> AgentPresence:
+        # One transaction; PostgreSQL makes it one statement (PostgresStore).
+        async with self._write() as db:
+            now = await self._now_in(db)
+            row = await self._row(
+                db, "upsert_agent", _agent_params(host, agent_id, pid, interval, reported_at, now)
+            )
+            await self._run_bulk(
+                db,
+                "upsert_process_sample",
+                [
+                    sample_params(task_id, host, sample, now, after_finish=task_id in finished)
+                    for task_id, sample in samples.items()
+                ],
+            )
+            await self._run(db, "prune_own_samples", {"host": host, "now": now})
+        assert row is not None
+        return AgentPresence.from_row(row)
 
     async def stop_agent(self, host: str, *, agent_id: str) -> None:
         async with self._write() as db:
@@ -80,3 +117,17 @@ class Agents(SQLBase[Conn], AgentsInterface):
         async with self._read() as db:
             rows = await self._rows(db, "select_active_tasks_on_host", params)
         return [Task.from_row(row) for row in rows]
+
+
+def _agent_params(
+    host: str, agent_id: str, pid: int, interval: float, reported_at: float, now: float
+) -> dict[str, Any]:
+    """The named parameters of ``upsert_agent``."""
+    return {
+        "host": host,
+        "agent_id": agent_id,
+        "pid": pid,
+        "interval_s": float(interval),
+        "now": now,
+        "reported_at": float(reported_at),
+    }

@@ -43,7 +43,8 @@ def sample_params(
     *,
     after_finish: bool = False,
 ) -> dict[str, Any]:
-    """The named parameters of ``upsert_process_sample`` (the same on both backends)."""
+    """The named parameters of ``upsert_process_sample``: one row's (SQLite), or one element of
+    each array (``upsert_process_sample_bulk``, PostgreSQL)."""
     return {
         "task_id": task_id,
         "host": host,
@@ -250,7 +251,7 @@ class Beats(SQLBase[Conn], BeatsInterface):
     ) -> None:
         async with self._write() as db:
             now = await self._now_in(db)
-            await self._run_many(
+            await self._run_bulk(
                 db,
                 "upsert_process_sample",
                 [

@@ -23,7 +23,16 @@ import functools
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -32,10 +41,13 @@ import asyncpg
 
 from zombietop.clock import Clock
 from zombietop.errors import ReadOnlyStore, StoreBusy, StoreError, StoreMissing
-from zombietop.model import Task
-from zombietop.store import queries
+from zombietop.fleet import AgentPresence
+from zombietop.model import ProcessSample, Task
+from zombietop.store import pg_partitions, queries
+from zombietop.store.beats import sample_params
 from zombietop.store.columns import fill_columns
 from zombietop.store.interface import RECONNECT_MOST_S
+from zombietop.store.retention import DAY_S, PartitionRun, day_start
 from zombietop.store.sql_base import Duplicate
 from zombietop.store.sql_store import SQLStore
 
@@ -371,6 +383,18 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
                 else:
                     await transaction.commit()
 
+    @contextlib.asynccontextmanager
+    async def _one_statement(self) -> AsyncIterator[asyncpg.Connection]:
+        """As ``_write``, for one statement that is its own transaction: no BEGIN, no COMMIT."""
+        if self.read_only:
+            raise ReadOnlyStore(
+                f"store {self.describe()} is open read-only; this needs a writable store"
+            )
+        async with self._lock:
+            conn = await self._connection()
+            with self._translate():
+                yield conn
+
     def check_path(self) -> None:
         """A server's store has no file to be deleted under us: its errors say the rest."""
 
@@ -408,6 +432,72 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
         query = Q[name]
         await db.executemany(query.sql, [query.args(each) for each in params])
 
+    async def _run_bulk(
+        self, db: asyncpg.Connection, name: str, params: Sequence[Mapping[str, Any]]
+    ) -> None:
+        # The block NAME_bulk takes each parameter as an array (one element a row) and reads
+        # them with unnest: one statement, one plan and one trip for the whole batch, where
+        # executemany sends one statement per row.
+        if not params:
+            return
+        query = Q[f"{name}_bulk"]
+        await db.execute(query.sql, *([each[n] for each in params] for n in query.names))
+
+    async def record_agent_round(
+        self,
+        host: str,
+        *,
+        agent_id: str,
+        pid: int,
+        interval: float,
+        reported_at: float,
+        samples: Mapping[str, ProcessSample],
+        finished: Collection[str] = (),
+    ) -> AgentPresence:
+        # One statement in its own implicit transaction (sql/postgresql/agents.sql): the tick
+        # is one trip to the server, where BEGIN, the clock, three writes and COMMIT are six.
+        columns: dict[str, list[Any]] = {name: [] for name in _ROUND_COLUMNS}
+        for task_id, sample in samples.items():
+            one = sample_params(task_id, host, sample, 0.0, after_finish=task_id in finished)
+            for name, values in columns.items():
+                values.append(one[name])
+        params = {
+            **columns,
+            "host": host,
+            "agent_id": agent_id,
+            "agent_pid": pid,
+            "interval_s": float(interval),
+            "reported_at": float(reported_at),
+            "pinned": None if self._pinned is None else float(self._pinned.now()),
+        }
+        async with self._one_statement() as db:
+            row = await self._row(db, "agent_round", params)
+        assert row is not None
+        return AgentPresence.from_row(row)
+
+    async def keep_partitions(self, before: float) -> PartitionRun:
+        # One short transaction a day made or dropped: dropping takes the log's strongest lock,
+        # for as long as a catalog change, not for as long as deleting the day's rows would.
+        now = await self.now()
+        made: list[str] = []
+        dropped: list[str] = []
+        waiting: list[str] = []
+        for ahead in range(pg_partitions.AHEAD_DAYS + 1):
+            start = day_start(now) + ahead * DAY_S
+            async with self._write() as db:
+                if await pg_partitions.make_partition(db, start):
+                    made.append(pg_partitions.partition_name(start))
+        async with self._read() as db:
+            days = await pg_partitions.day_partitions(db)
+        floor = day_start(before)
+        for name, start in sorted(days.items(), key=lambda day: day[1]):
+            if start + DAY_S > floor:
+                continue
+            async with self._write() as db:
+                gone = await pg_partitions.drop_partition(db, name, floor=floor, now=now)
+            (dropped if gone else waiting).append(name)
+        return PartitionRun(made=tuple(made), dropped=tuple(dropped), waiting=tuple(waiting))
+
     async def _insert(
         self, db: asyncpg.Connection, name: str, params: Mapping[str, Any]
     ) -> asyncpg.Record | None:
@@ -417,6 +507,24 @@ class PostgresStore(SQLStore[asyncpg.Connection]):
         except asyncpg.UniqueViolationError:
             raise Duplicate(name) from None
 
+
+_ROUND_COLUMNS = (
+    "task_id",
+    "pid",
+    "alive",
+    "identity_ok",
+    "status",
+    "cpu_percent",
+    "rss_bytes",
+    "threads",
+    "io_idle_s",
+    "idle_s",
+    "children",
+    "create_time",
+    "sampled_at",
+    "after_finish",
+)
+"""The parameters of ``agent_round`` that hold one element per sample."""
 
 IDEMPOTENT = (
     "now",
@@ -438,6 +546,7 @@ IDEMPOTENT = (
     "step_runs",
     "schedule_seen",
     "record_agent_beat",
+    "record_agent_round",
     "agents",
     "active_tasks_on",
     "process_samples",

@@ -7,6 +7,8 @@ while no watchdog holds it, so a fleet with agents only is pruned too. Each does
 after it starts and then every ``PRUNE_EVERY``, in the background of its own loop.
 
 A pass is many small batches, each one short write transaction (``Store.prune_finished``).
+After a whole pass, a PostgreSQL store also makes its event log's coming days and drops its
+past ones whole (``Store.keep_partitions``, ``pg_partitions``).
 Between two batches the pruner waits at least as long as the last batch held the store, and at
 least ``PAUSE_MIN``: a writer waiting on SQLite's lock retries every 100 ms at most, so it
 always gets its turn, and a job's heartbeat is never held up by more than one batch.
@@ -44,6 +46,8 @@ class PruneRun:
     longest_batch_s: float = 0.0
     finished: bool = True
     """False when the pass stopped early (asked to, or out of time): the next one goes on."""
+    days_dropped: int = 0
+    """Days of the event log dropped whole after the pass (PostgreSQL's day partitions)."""
 
     def words(self, keep: float) -> str:
         """``pruned 1200 tasks finished over 30d ago (6 batches, longest 31 ms)``, and
@@ -52,6 +56,9 @@ class PruneRun:
         if self.source_tasks:
             plural = "s" if self.source_tasks != 1 else ""
             sources = f", and the events of {self.source_tasks} source task{plural} quiet as long"
+        if self.days_dropped:
+            plural = "s" if self.days_dropped != 1 else ""
+            sources += f", and dropped {self.days_dropped} day{plural} of events"
         return (
             f"pruned {self.tasks} task{'s' if self.tasks != 1 else ''} finished over "
             f"{format_duration(keep)} ago{sources} ({self.batches} batches, longest "
@@ -91,8 +98,15 @@ async def prune(
                 before, limit=batch, after=after_source
             )
             if next_source is None:
+                # Only after a whole pass: what is left of a task in a past day is then
+                # of a task the store keeps, and that day waits for it.
+                days = await store.keep_partitions(before)
                 return PruneRun(
-                    tasks=tasks, source_tasks=source_tasks, batches=batches, longest_batch_s=longest
+                    tasks=tasks,
+                    source_tasks=source_tasks,
+                    batches=batches,
+                    longest_batch_s=longest,
+                    days_dropped=len(days.dropped),
                 )
             source_tasks += len(removed)
             after_source = next_source
@@ -131,7 +145,7 @@ async def keep_pruning(
         except StoreError as exc:
             log(f"could not prune finished tasks ({exc}); trying again in {format_duration(every)}")
             continue
-        if run.tasks or run.source_tasks:
+        if run.tasks or run.source_tasks or run.days_dropped:
             log(run.words(keep))
 
 

@@ -40,6 +40,16 @@ PRUNED_WITH_A_SOURCE_TASK = (
 """What the store keeps of a read-only source's task, pruned with it."""
 
 
+DAY_S = 86400.0
+
+
+def day_start(moment: float) -> float:
+    """The start of ``moment``'s UTC day, in seconds since the epoch: where PostgreSQL's event
+    log starts a partition. Events before the day of a prune's cutoff are in days the upkeep
+    drops whole (``keep_partitions``), so the pass leaves them there; SQLite ignores it."""
+    return moment - moment % DAY_S
+
+
 FinishedKey = tuple[float, str]
 """Where a task stands among the finished ones: ``(finished_at, task_id)``."""
 
@@ -52,6 +62,16 @@ class PruneBatch:
     """The tasks removed, oldest first, with their events, heartbeats, lease and the rest."""
     last: FinishedKey | None
     """The last task removed: the next batch starts after it (None when nothing was)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionRun:
+    """What one upkeep of the event log's day partitions did (PostgreSQL; SQLite has none)."""
+
+    made: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    waiting: tuple[str, ...] = ()
+    """Days past the cutoff kept because a task the store keeps has events in them."""
 
 
 class RetentionInterface(abc.ABC):
@@ -77,6 +97,12 @@ class RetentionInterface(abc.ABC):
         requests) of up to ``limit`` source tasks whose newest event is before ``before``, in
         id order after ``after``, that have nothing open (an incident, a hold, a kill, a host
         request, an ack in force). Return the ids removed and the next batch's start, or None."""
+
+    @abc.abstractmethod
+    async def keep_partitions(self, before: float) -> PartitionRun:
+        """Make the event log's partitions of today and the days ahead, and drop whole each day
+        before ``before`` (store time) that holds no event of a task; the pruner calls it after
+        a finished pass. A store without partitions does nothing."""
 
     @abc.abstractmethod
     async def finished_counts(self, before: float) -> dict[TaskState, int]:
@@ -110,7 +136,7 @@ class Retention(SQLBase[Conn], RetentionInterface):
             )
             if not rows:
                 return PruneBatch(task_ids=(), last=None)
-            ids = {"ids": json.dumps([row[0] for row in rows])}
+            ids = {"ids": json.dumps([row[0] for row in rows]), "day_floor": day_start(before)}
             for name in PRUNED_WITH_A_TASK:
                 await self._run(db, name, ids)
         return PruneBatch(
@@ -120,7 +146,12 @@ class Retention(SQLBase[Conn], RetentionInterface):
     async def prune_source_tasks(
         self, before: float, *, limit: int, after: str = ""
     ) -> tuple[tuple[str, ...], str | None]:
-        params = {"before": before, "after_id": after, "limit": limit}
+        params = {
+            "before": before,
+            "after_id": after,
+            "limit": limit,
+            "day_floor": day_start(before),
+        }
         async with self._read() as db:
             found = [
                 row[0] for row in await self._rows(db, "select_source_task_candidates", params)
@@ -133,10 +164,13 @@ class Retention(SQLBase[Conn], RetentionInterface):
             rows = await self._rows(db, "select_prunable_source_tasks", checked)
             removed = tuple(row[0] for row in rows)
             if removed:
-                ids = {"ids": json.dumps(list(removed))}
+                ids = {"ids": json.dumps(list(removed)), "day_floor": day_start(before)}
                 for name in PRUNED_WITH_A_SOURCE_TASK:
                     await self._run(db, name, ids)
         return removed, found[-1]
+
+    async def keep_partitions(self, before: float) -> PartitionRun:
+        return PartitionRun()
 
     async def finished_counts(self, before: float) -> dict[TaskState, int]:
         async with self._read() as db:

@@ -85,6 +85,12 @@ class SQLBase(Generic[Conn]):
     async def _run_many(self, db: Conn, name: str, params: Iterable[Mapping[str, Any]]) -> None:
         """Run a named statement once per set of parameters."""
 
+    async def _run_bulk(self, db: Conn, name: str, params: Sequence[Mapping[str, Any]]) -> None:
+        """Run a named statement for every set of parameters, in as few statements as the
+        backend allows: here once per set (SQLite's executemany stays in one transaction and
+        one trip to its thread); PostgreSQL runs one statement over arrays instead."""
+        await self._run_many(db, name, params)
+
     @abc.abstractmethod
     async def _insert(self, db: Conn, name: str, params: Mapping[str, Any]) -> Any:
         """Run a named insert, return its RETURNING row (None without one); raise

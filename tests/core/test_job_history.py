@@ -133,6 +133,25 @@ def test_a_run_lasts_from_its_claim_whenever_it_beats(
     assert 1.0 <= history["job"]["median_s"] < 10
 
 
+UNPARTITION_EVENTS = """
+ALTER TABLE events RENAME TO events_by_day;
+ALTER INDEX events_task RENAME TO events_by_day_task;
+CREATE TABLE events (
+    event_id  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at        double precision NOT NULL,
+    task_id   text,
+    kind      text NOT NULL,
+    actor     text NOT NULL,
+    message   text NOT NULL,
+    data      text NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_task ON events (task_id, event_id);
+INSERT INTO events OVERRIDING SYSTEM VALUE SELECT * FROM events_by_day;
+DROP TABLE events_by_day;
+"""
+"""The event log as it was before PostgreSQL's schema v20 (one table, not one a day)."""
+
+
 async def test_the_migration_counts_kept_durations_from_the_claims(
     store: Store, clock: FakeClock, reopen: Reopen
 ) -> None:
@@ -151,21 +170,25 @@ async def test_the_migration_counts_kept_durations_from_the_claims(
         clock.advance(60)
     [summary] = await store.job_summaries()
     assert summary.durations == pytest.approx((3.0, 3.0, 3.0))
-    # Write the list as the old code kept it, and step the schema back to before the fix: three
-    # versions, since the two after it added the columns `ends` and the trace's, which go too.
+    # Write the list as the old code kept it, and step the schema back to before the fix: the
+    # versions after it added the columns `ends` and the trace's, the samples' host index and
+    # (PostgreSQL) the event log by day, which go too.
     if isinstance(store, PostgresStore):
         await store._conn.execute("UPDATE jobs SET durations = '[0.1, 0.1, 0.1]'")
         await store._conn.execute("ALTER TABLE jobs DROP COLUMN ends")
         for column in ("trace_id", "span_id", "parent_span_id"):
             await store._conn.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
-        await store._conn.execute("UPDATE zombietop_store SET schema_version = schema_version - 3")
+        await store._conn.execute("DROP INDEX process_samples_host")
+        await store._conn.execute(UNPARTITION_EVENTS)
+        await store._conn.execute("UPDATE zombietop_store SET schema_version = schema_version - 5")
     else:
         assert isinstance(store, SQLiteStore)
         await store._db.execute("UPDATE jobs SET durations = '[0.1, 0.1, 0.1]'")
         await store._db.execute("ALTER TABLE jobs DROP COLUMN ends")
         for column in ("trace_id", "span_id", "parent_span_id"):
             await store._db.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
-        await store._db.execute(f"PRAGMA user_version = {SQLITE_VERSION - 3}")
+        await store._db.execute("DROP INDEX process_samples_host")
+        await store._db.execute(f"PRAGMA user_version = {SQLITE_VERSION - 4}")
         await store._db.commit()
     await store.close()
     again = await reopen()

@@ -16,8 +16,10 @@ from zombietop.store.retention import PRUNED_WITH_A_SOURCE_TASK, PRUNED_WITH_A_T
 
 STORE = Path(queries.__file__).parent
 BACKENDS = ("sqlite", "postgresql")
-ADAPTER = {"_run", "_row", "_rows", "_run_many", "_insert"}
+ADAPTER = {"_run", "_row", "_rows", "_run_many", "_run_bulk", "_insert"}
 """The adapter methods that run a block by name (``SQLBase``); the name is the second argument."""
+BULK = "_run_bulk"
+"""Runs block NAME on SQLite, and NAME_bulk (one statement over arrays) on PostgreSQL."""
 TABLES = {"Q", "QUERIES", "SQL", "_SQL"}
 """The backends' own tables of blocks, read by subscript."""
 BACKEND_MODULES = {"sqlite.py": ("sqlite",), "postgres.py": ("postgresql",)}
@@ -38,10 +40,22 @@ def used_blocks() -> dict[str, set[str]]:
         backends = BACKEND_MODULES.get(path.name, BACKENDS)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             for name in _block_names(node, path):
+                if _calls(node, BULK):
+                    used.setdefault(name, set()).add("sqlite")
+                    used.setdefault(f"{name}_bulk", set()).add("postgresql")
+                    continue
                 used.setdefault(name, set()).update(ONE_BACKEND.get(name, backends))
     for name in (*PRUNED_WITH_A_TASK, *PRUNED_WITH_A_SOURCE_TASK):  # run in loops, by a variable
         used.setdefault(name, set()).update(BACKENDS)
     return used
+
+
+def _calls(node: ast.AST, method: str) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == method
+    )
 
 
 def _block_names(node: ast.AST, path: Path) -> list[str]:

@@ -11,6 +11,8 @@ ON CONFLICT (host) DO UPDATE SET
                       THEN agents.started_at ELSE excluded.started_at END,
     agent_id = excluded.agent_id, pid = excluded.pid, interval_s = excluded.interval_s,
     seen_at = excluded.seen_at, reported_at = excluded.reported_at, stopped_at = NULL
+-- The beat's own row: reading every agent back would cost each beat the whole fleet.
+RETURNING host, agent_id, pid, interval_s, started_at, seen_at, reported_at, stopped_at
 
 -- stop_agent --
 UPDATE agents SET stopped_at = :now WHERE host = :host AND agent_id = :agent_id

@@ -22,21 +22,6 @@ WHERE task_id = :task_id ORDER BY seq DESC LIMIT :limit
 UPDATE tasks SET heartbeat_error = :message, heartbeat_error_at = :now, updated_at = :now
 WHERE task_id = :task_id
 
--- upsert_process_sample --
-INSERT INTO process_samples (task_id, host, pid, alive, identity_ok, status, cpu_percent,
-                             rss_bytes, threads, io_idle_s, idle_s, children, create_time,
-                             sampled_at, written_at, source, after_finish)
-VALUES (:task_id, :host, :pid, :alive, :identity_ok, :status, :cpu_percent, :rss_bytes, :threads,
-        :io_idle_s, :idle_s, :children, :create_time, :sampled_at, :now, :source, :after_finish)
-ON CONFLICT (task_id) DO UPDATE SET
-    host = excluded.host, source = excluded.source, pid = excluded.pid, alive = excluded.alive,
-    identity_ok = excluded.identity_ok, status = excluded.status,
-    cpu_percent = excluded.cpu_percent, rss_bytes = excluded.rss_bytes,
-    threads = excluded.threads, io_idle_s = excluded.io_idle_s, idle_s = excluded.idle_s,
-    children = excluded.children, create_time = excluded.create_time,
-    sampled_at = excluded.sampled_at, written_at = excluded.written_at,
-    after_finish = excluded.after_finish
-
 -- select_process_samples --
 -- A sample of a finished task counts only when the agent took it knowing the task finished:
 -- one taken before the finish would show the process as it was while the task ran.

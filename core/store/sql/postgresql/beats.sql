@@ -68,3 +68,25 @@ WHERE task_id = :task_id
   AND (state = 'starting' OR started_at IS NULL OR heartbeat_error IS NOT NULL
        OR heartbeat_error_at IS NOT NULL
        OR (:checkpoint::text IS NOT NULL AND checkpoint IS DISTINCT FROM :checkpoint::text))
+
+-- upsert_process_sample_bulk --
+-- upsert_process_sample (sqlite/beats.sql) for a whole batch in one statement: each parameter
+-- is an array holding one element a row, read back into rows by unnest. The batch holds each
+-- task once (the caller's samples are keyed by task id): ON CONFLICT may touch a row only once.
+INSERT INTO process_samples (task_id, host, pid, alive, identity_ok, status, cpu_percent,
+                             rss_bytes, threads, io_idle_s, idle_s, children, create_time,
+                             sampled_at, written_at, source, after_finish)
+SELECT * FROM unnest(:task_id::text[], :host::text[], :pid::integer[], :alive::boolean[],
+                     :identity_ok::boolean[], :status::text[], :cpu_percent::double precision[],
+                     :rss_bytes::bigint[], :threads::integer[], :io_idle_s::double precision[],
+                     :idle_s::double precision[], :children::integer[],
+                     :create_time::double precision[], :sampled_at::double precision[],
+                     :now::double precision[], :source::text[], :after_finish::boolean[])
+ON CONFLICT (task_id) DO UPDATE SET
+    host = excluded.host, source = excluded.source, pid = excluded.pid, alive = excluded.alive,
+    identity_ok = excluded.identity_ok, status = excluded.status,
+    cpu_percent = excluded.cpu_percent, rss_bytes = excluded.rss_bytes,
+    threads = excluded.threads, io_idle_s = excluded.io_idle_s, idle_s = excluded.idle_s,
+    children = excluded.children, create_time = excluded.create_time,
+    sampled_at = excluded.sampled_at, written_at = excluded.written_at,
+    after_finish = excluded.after_finish

@@ -320,6 +320,40 @@ ALTER TABLE tasks ADD COLUMN trace_id text;
 ALTER TABLE tasks ADD COLUMN span_id text;
 ALTER TABLE tasks ADD COLUMN parent_span_id text;
 
+-- schema_v19 --
+-- An agent's tick drops its host's samples by host (see sqlite/migrations.sql, schema_v21).
+CREATE INDEX process_samples_host ON process_samples (host, source);
+
+-- schema_v20 --
+-- The event log partitioned by day of its time (at, in seconds since the epoch, UTC days), so
+-- retention drops a day whole (core/store/pg_partitions.py) instead of deleting its rows one by
+-- one and leaving them for VACUUM. A partitioned table's keys must hold the partition key, so
+-- the primary key is (event_id, at); event_id still comes from one sequence and stays unique,
+-- and no query or ON CONFLICT relies on event_id alone being a key. Every row of the old table
+-- moves, with its event_id, into the default partition (which takes any time no day partition
+-- covers); the pruner carves day partitions out of it and makes the coming days ahead.
+-- SQLite keeps one table: it has no partitions, and its retention deletes by task as before.
+ALTER TABLE events RENAME TO events_unpartitioned;
+ALTER INDEX events_task RENAME TO events_unpartitioned_task;
+CREATE SEQUENCE events_event_id AS bigint;
+CREATE TABLE events (
+    event_id  bigint NOT NULL DEFAULT nextval('events_event_id'),
+    at        double precision NOT NULL,
+    task_id   text,
+    kind      text NOT NULL,
+    actor     text NOT NULL,
+    message   text NOT NULL,
+    data      text NOT NULL DEFAULT '{}',
+    PRIMARY KEY (event_id, at)
+) PARTITION BY RANGE (at);
+ALTER SEQUENCE events_event_id OWNED BY events.event_id;
+CREATE TABLE events_default PARTITION OF events DEFAULT;
+CREATE INDEX events_task ON events (task_id, event_id);
+INSERT INTO events (event_id, at, task_id, kind, actor, message, data)
+SELECT event_id, at, task_id, kind, actor, message, data FROM events_unpartitioned;
+SELECT setval('events_event_id', COALESCE(max(event_id), 0) + 1, false) FROM events_unpartitioned;
+DROP TABLE events_unpartitioned;
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 

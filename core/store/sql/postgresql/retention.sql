@@ -24,7 +24,12 @@ LIMIT :limit
 FOR UPDATE OF t SKIP LOCKED
 
 -- prune_events --
-DELETE FROM events WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+-- Not the events in a day partition that ended before the cutoff's day (:day_floor): the
+-- upkeep after the pass drops that day whole, or deletes them there if a kept task holds the
+-- day (core/store/pg_partitions.py).
+DELETE FROM events
+WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+  AND (at >= :day_floor::double precision OR tableoid = 'events_default'::regclass)
 
 -- prune_heartbeat_history --
 DELETE FROM heartbeat_history WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
@@ -54,9 +59,10 @@ WHERE source IS NULL AND task_id IN (SELECT jsonb_array_elements_text(:ids::json
 DELETE FROM tasks WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
 
 -- select_source_task_candidates --
--- As in sqlite/retention.sql.
+-- As in sqlite/retention.sql, without the past days the upkeep drops (see prune_events).
 SELECT e.task_id FROM events e
 WHERE e.task_id IS NOT NULL AND e.task_id > :after_id::text
+  AND (e.at >= :day_floor::double precision OR e.tableoid = 'events_default'::regclass)
   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = e.task_id)
 GROUP BY e.task_id
 HAVING max(e.at) < :before
@@ -85,7 +91,10 @@ HAVING max(e.at) < :before
 ORDER BY e.task_id
 
 -- prune_source_events --
-DELETE FROM events WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+-- As prune_events: the past days are the upkeep's.
+DELETE FROM events
+WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+  AND (at >= :day_floor::double precision OR tableoid = 'events_default'::regclass)
 
 -- prune_source_acks --
 DELETE FROM source_acks WHERE task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))

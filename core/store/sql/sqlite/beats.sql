@@ -70,3 +70,19 @@ UPDATE tasks SET
 WHERE task_id = :task_id
   AND (state = 'starting' OR started_at IS NULL OR heartbeat_error IS NOT NULL
        OR heartbeat_error_at IS NOT NULL OR (:checkpoint IS NOT NULL AND checkpoint IS NOT :checkpoint))
+
+-- upsert_process_sample --
+-- PostgreSQL writes a whole batch in one statement instead (postgresql/beats.sql).
+INSERT INTO process_samples (task_id, host, pid, alive, identity_ok, status, cpu_percent,
+                             rss_bytes, threads, io_idle_s, idle_s, children, create_time,
+                             sampled_at, written_at, source, after_finish)
+VALUES (:task_id, :host, :pid, :alive, :identity_ok, :status, :cpu_percent, :rss_bytes, :threads,
+        :io_idle_s, :idle_s, :children, :create_time, :sampled_at, :now, :source, :after_finish)
+ON CONFLICT (task_id) DO UPDATE SET
+    host = excluded.host, source = excluded.source, pid = excluded.pid, alive = excluded.alive,
+    identity_ok = excluded.identity_ok, status = excluded.status,
+    cpu_percent = excluded.cpu_percent, rss_bytes = excluded.rss_bytes,
+    threads = excluded.threads, io_idle_s = excluded.io_idle_s, idle_s = excluded.idle_s,
+    children = excluded.children, create_time = excluded.create_time,
+    sampled_at = excluded.sampled_at, written_at = excluded.written_at,
+    after_finish = excluded.after_finish

@@ -506,3 +506,8 @@ ALTER TABLE jobs ADD COLUMN ends TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE tasks ADD COLUMN trace_id TEXT;
 ALTER TABLE tasks ADD COLUMN span_id TEXT;
 ALTER TABLE tasks ADD COLUMN parent_span_id TEXT;
+
+-- schema_v21 --
+-- An agent's tick drops its host's samples it did not write again: by host, not by a scan of
+-- every host's samples (a fleet of a thousand hosts has a thousand times its own).
+CREATE INDEX process_samples_host ON process_samples (host, source);
