@@ -17,9 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from zombietop.procs import this_host
-
 from tests.tui.test_status_start import make_store
+from zombietop.procs import this_host
 
 NOT_FOR_THE_FIRST_FRAME = {
     "psutil",
