@@ -2,7 +2,7 @@
 dashboard at 1,000 and 10,000 active tasks, against a Textual hello-world's first frame on the
 same terminal, in the same run.
 
-    python bench/first_frame.py [--runs 7] [--sizes 1000,10000]
+    python bench/first_frame.py [--runs 7] [--sizes 1000,10000] [--before DIR]
 
 Each command runs in a pseudo-terminal of 100x30 (as over SSH), and the clock stops when the
 terminal has been sent what a person looks for: ``hello`` for the hello-world, a task id for
@@ -12,7 +12,8 @@ the dashboard loads (no Textual), and every module it loads (Textual too). "no g
 same dashboard with its first glance turned off (every row read and judged before the first
 frame), which is what it did before. The commands take turns run by run, so a machine that
 gets busier slows them alike; the ratios to the hello-world are what the issue's goals are
-measured by.
+measured by. ``--before DIR`` adds the floors and the dashboard of another checkout (as
+bench/status_start.py lays it out) to the same turns, to time a change against its parent.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from poll_tick import populate  # a bench beside this one
+from poll_tick import populate  # benches beside this one
+from status_start import installed_layout
 
 HELLO = """
 from textual.app import App
@@ -75,12 +77,13 @@ TIMEOUT_S = 60.0
 class Terminal:
     """A command on a pseudo-terminal, read as it writes."""
 
-    def __init__(self, argv: list[str]) -> None:
-        """Start ``argv`` on a fresh terminal of ``SIZE``."""
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        """Start ``argv`` on a fresh terminal of ``SIZE``, in ``env`` (this one's by default)."""
         self.started = time.perf_counter()
         controller, terminal = pty.openpty()
         fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", *SIZE, 0, 0))
-        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "", "LINES": ""}
+        env = {**(os.environ if env is None else env), "TERM": "xterm-256color"}
+        env.update(COLUMNS="", LINES="")
         self.child = subprocess.Popen(
             argv, stdin=terminal, stdout=terminal, stderr=terminal, env=env, start_new_session=True
         )
@@ -132,9 +135,9 @@ class Terminal:
         os.close(self.controller)
 
 
-def first_frame(argv: list[str], marker: bytes) -> float:
+def first_frame(argv: list[str], marker: bytes, env: dict[str, str] | None = None) -> float:
     """Seconds from spawning ``argv`` on a fresh terminal until it has written ``marker``."""
-    terminal = Terminal(argv)
+    terminal = Terminal(argv, env)
     try:
         return terminal.until(marker, timeout=TIMEOUT_S)
     finally:
@@ -145,32 +148,45 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--before", type=Path, help="a checkout to time beside this one")
     args = parser.parse_args()
     python = sys.executable
     sizes = [int(size) for size in args.sizes.split(",")]
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
     with tempfile.TemporaryDirectory() as tmp:
-        rows: dict[str, tuple[list[str], bytes]] = {
-            "textual hello": ([python, "-c", HELLO], b"hello"),
-            "the engine's imports": ([python, "-c", ENGINE_IMPORTS], b"imported"),
-            "the dashboard's imports": ([python, "-c", DASHBOARD_IMPORTS], b"imported"),
+        sides = {"": dict(os.environ)}
+        if args.before is not None:
+            old = installed_layout(args.before, Path(tmp) / "before")
+            sides[" (before)"] = {**os.environ, "PYTHONPATH": str(old)}
+        rows: dict[str, tuple[list[str], bytes, dict[str, str] | None]] = {
+            "textual hello": ([python, "-c", HELLO], b"hello", None),
         }
+        for side, env in sides.items():
+            rows[f"the engine's imports{side}"] = ([python, "-c", ENGINE_IMPORTS], b"imported", env)
+            rows[f"the dashboard's imports{side}"] = (
+                [python, "-c", DASHBOARD_IMPORTS],
+                b"imported",
+                env,
+            )
         for size in sizes:
             db = Path(tmp) / f"{size}.db"
             populate(db, size, 0)
             dashboard = ["-m", "zombietop.tui", "--db", str(db), "--read-only"]
-            rows[f"dashboard, {size:,} tasks"] = ([python, *dashboard], b"task-")
+            for side, env in sides.items():
+                rows[f"dashboard, {size:,} tasks{side}"] = ([python, *dashboard], b"task-", env)
             no_glance = [python, "-c", NO_GLANCE, *dashboard[2:]]
-            rows[f"  no glance, {size:,} tasks"] = (no_glance, b"task-")
+            rows[f"  no glance, {size:,} tasks"] = (no_glance, b"task-", None)
         samples: dict[str, list[float]] = {name: [] for name in rows}
         for _ in range(args.runs):
-            for name, (argv, marker) in rows.items():
-                samples[name].append(first_frame(argv, marker))
+            for name, (argv, marker, env) in rows.items():
+                samples[name].append(first_frame(argv, marker, env))
     hello = statistics.median(samples["textual hello"])
-    print(f"first frame on a {SIZE[1]}x{SIZE[0]} terminal, median of {args.runs} runs")
-    print(f"{'':>28} {'seconds':>8} {'x hello':>8}")
+    print(f"first frame on a {SIZE[1]}x{SIZE[0]} terminal, median (min) of {args.runs} runs")
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    print(f"{'':>38} {'median s':>9} {'x hello':>8} {'min s':>7}")
     for name, runs in samples.items():
         seconds = statistics.median(runs)
-        print(f"{name:>28} {seconds:>8.3f} {seconds / hello:>7.2f}x")
+        print(f"{name:>38} {seconds:>9.3f} {seconds / hello:>7.2f}x {min(runs):>7.3f}")
     return 0
 
 

@@ -68,14 +68,15 @@ def installed_layout(checkout: Path, into: Path) -> Path:
     return into
 
 
-def medians(rows: dict[str, tuple[list[str], dict[str, str]]], runs: int) -> dict[str, float]:
+def timings(rows: dict[str, tuple[list[str], dict[str, str]]], runs: int) -> dict[str, list[float]]:
+    """Each row's wall times, the rows taking turns run by run."""
     samples: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(runs):
         for name, (argv, env) in rows.items():
             started = time.perf_counter()
             subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             samples[name].append(time.perf_counter() - started)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return samples
 
 
 def main() -> int:
@@ -108,13 +109,15 @@ def main() -> int:
                     name = " ".join(["status", *flags, f"({side})"])
                     argv = [python, "-m", "zombietop.tui", "--db", str(db), "status", *flags]
                     rows[name] = (argv, side_env)
-            results = medians(rows, args.runs)
+            samples = timings(rows, args.runs)
+            results = {name: statistics.median(values) for name, values in samples.items()}
             base, bare = results["python -c pass"], results["bare fetch"]
             print(f"\n{size:,} tasks; median of {args.runs} runs, load {os.getloadavg()[0]:.2f}")
-            print(f"{'':>26} {'seconds':>8} {'x python':>9} {'x bare fetch':>13}")
+            print(f"{'':>26} {'seconds':>8} {'x python':>9} {'x bare fetch':>13} {'min s':>7}")
             for name, seconds in results.items():
                 print(
                     f"{name:>26} {seconds:>8.3f} {seconds / base:>8.2f}x {seconds / bare:>12.2f}x"
+                    f" {min(samples[name]):>7.3f}"
                 )
     return 0
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from textual.notifications import SeverityLevel
 from textual.worker import Worker
@@ -26,16 +26,12 @@ from zombietop.printable import printable
 from zombietop.tui.messages import MarkAction, TaskAction
 from zombietop.tui.oncall_flow import OnCallApp, OnCallFlow
 from zombietop.tui.screen_state import Rows
-from zombietop.tui.screens.bulk import (
-    DONE_WORDS,
-    BulkAckScreen,
-    BulkConfirmScreen,
-    BulkNoteScreen,
-    BulkSilenceScreen,
-    each_ask,
-)
-from zombietop.tui.screens.oncall import AckAsk, NoteAsk, SilenceAsk
 from zombietop.watch.failed_runs import incident_of_row
+
+if TYPE_CHECKING:
+    from zombietop.tui.screens.oncall import AckAsk, NoteAsk, SilenceAsk
+
+    OnCallAsk = AckAsk | SilenceAsk | NoteAsk
 
 
 class BulkApp(OnCallApp, Protocol):
@@ -69,8 +65,6 @@ ACTION_KINDS = {
 }
 ONCALL_ACTIONS = frozenset({TaskAction.ACK, TaskAction.SILENCE, TaskAction.NOTE})
 DONE_WORD = {TaskAction.ACK: "acked", TaskAction.SILENCE: "silenced", TaskAction.NOTE: "noted"}
-
-OnCallAsk = AckAsk | SilenceAsk | NoteAsk
 
 
 def incidents_of(snapshot: Snapshot, views: Sequence[TaskView]) -> list[TaskView]:
@@ -135,6 +129,14 @@ class BulkFlow:
 
     def request(self, action: TaskAction) -> None:
         """Open the one dialog of a bulk ``action``; act when it is confirmed."""
+        # The dialogs are imported when first asked for: the first frame needs none of them.
+        from zombietop.tui.screens.bulk import (
+            BulkAckScreen,
+            BulkConfirmScreen,
+            BulkNoteScreen,
+            BulkSilenceScreen,
+        )
+
         app = self.app
         kind = ACTION_KINDS.get(action)
         desk = app.oncall_flow.desk
@@ -169,6 +171,8 @@ class BulkFlow:
         app.push_screen(screen, partial(self._oncall_decided, plan, action))
 
     def _confirmed(self, plan: BulkPlan, kind: ActionKind, confirmed: bool | None) -> None:
+        from zombietop.tui.screens.bulk import DONE_WORDS
+
         app = self.app
         if not confirmed:
             said = "cancelled" if plan.asked else f"none of them can be {DONE_WORDS[kind]} here"
@@ -203,6 +207,8 @@ class BulkFlow:
     async def run_oncall(self, plan: BulkPlan, action: TaskAction, asked: OnCallAsk) -> None:
         """Write what the dialog was told for each task (a silence by step type: for each
         step type) through the desk, then say the counts once."""
+        from zombietop.tui.screens.bulk import each_ask
+
         desk = self.app.oncall_flow.desk
         assert desk is not None
         words: list[str] = []

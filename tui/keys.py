@@ -205,6 +205,11 @@ def bindings(keys: tuple[Key, ...] = KEYS) -> list[Binding]:
     return [Binding(key.key, key.action, key.label, show=key.show) for key in keys]
 
 
+def digit_bindings() -> list[Binding]:
+    """``1``-``9``: switch to the first nine saved views."""
+    return [Binding(str(n), f"switch_view({n})", f"View {n}", show=False) for n in range(1, 10)]
+
+
 class TaskKeys(Screen[None]):
     """A screen whose keys act on one task: each asks the app by message; none when read-only."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from textual.notifications import SeverityLevel
 from textual.screen import Screen, ScreenResultCallbackType
@@ -16,16 +16,11 @@ from zombietop.durations import format_duration
 from zombietop.errors import ZombietopError
 from zombietop.judge.monitor import Snapshot, TaskView
 from zombietop.oncall.acks import OnCallDesk
-from zombietop.tui.screens.oncall import (
-    AckAsk,
-    AckScreen,
-    NoteAsk,
-    NoteScreen,
-    SilenceAsk,
-    SilenceScreen,
-)
 from zombietop.tui.untrusted import escaped_markup
 from zombietop.watch.failed_runs import incident_of_row
+
+if TYPE_CHECKING:
+    from zombietop.tui.screens.oncall import AckAsk, NoteAsk, SilenceAsk
 
 _Result = TypeVar("_Result")
 
@@ -99,6 +94,9 @@ class OnCallFlow:
 
     def request_ack(self, task_id: str) -> None:
         """Ask for a reason and a duration (default ``[oncall] ack_for``), then ack."""
+        # The dialogs are imported when first asked for: the first frame needs none of them.
+        from zombietop.tui.screens.oncall import AckScreen
+
         view = self._view("ack", task_id)
         if view is not None:
             app = self.app
@@ -132,12 +130,16 @@ class OnCallFlow:
 
     def request_silence(self, task_id: str) -> None:
         """Ask for the rule (this task or its step type), a reason and a duration; silence."""
+        from zombietop.tui.screens.oncall import SilenceScreen
+
         view = self._view("silence", task_id)
         if view is not None:
             self.app.push_screen(SilenceScreen(view), self._decided)
 
     def request_note(self, task_id: str) -> None:
         """Ask for the note's text, then add it to the task's incident."""
+        from zombietop.tui.screens.oncall import NoteScreen
+
         view = self._view("note", task_id)
         if view is not None:
             self.app.push_screen(NoteScreen(view), self._decided)
@@ -161,6 +163,8 @@ class OnCallFlow:
     @staticmethod
     async def write(desk: OnCallDesk, asked: AckAsk | SilenceAsk | NoteAsk) -> str:
         """Write what was asked; return what was done, as markup."""
+        from zombietop.tui.screens.oncall import AckAsk, NoteAsk
+
         if isinstance(asked, NoteAsk):
             noted = await desk.note(asked.task_id, asked.text)
             return f"note added to {escaped_markup(noted.task_id)}"

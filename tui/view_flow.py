@@ -9,18 +9,19 @@ messages the screens post (``zombietop.tui.view_messages``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from textual.screen import Screen, ScreenResultCallbackType
 
 from zombietop.clock import Clock
 from zombietop.config import Schedule, View
-from zombietop.tui.screens.jobs import JobsScreen
-from zombietop.tui.screens.view_picker import NO_VIEW, ViewPicker
 from zombietop.tui.task_order import SortMode
 from zombietop.tui.untrusted import escaped_markup
 from zombietop.tui.views import JOBS
 from zombietop.tui.widgets.header import StatusHeader
+
+if TYPE_CHECKING:
+    from zombietop.tui.screens.jobs import JobsScreen
 
 _Result = TypeVar("_Result")
 
@@ -83,6 +84,9 @@ class ViewFlow:
             self.show(start)
 
     def _jobs_screens(self) -> list[JobsScreen]:
+        # The screens are imported when first asked for: the first frame needs none of them.
+        from zombietop.tui.screens.jobs import JobsScreen
+
         return [screen for screen in self.app.screen_stack if isinstance(screen, JobsScreen)]
 
     def _close_jobs(self) -> None:
@@ -99,6 +103,8 @@ class ViewFlow:
         self._open_jobs(None)
 
     def _open_jobs(self, view: View | None) -> None:
+        from zombietop.tui.screens.jobs import JobsScreen
+
         app = self.app
         app.push_screen(
             JobsScreen(
@@ -125,6 +131,8 @@ class ViewFlow:
                 return
             self.show(self.views[number - 1])
             return
+        from zombietop.tui.screens.view_picker import NO_VIEW
+
         if name == NO_VIEW or name is None:
             self.show(None)
             return
@@ -138,6 +146,8 @@ class ViewFlow:
         def picked(name: str | None) -> None:
             if name is not None:
                 self.ask(None, name)
+
+        from zombietop.tui.screens.view_picker import ViewPicker
 
         current = None if self.current is None else self.current.name
         self.app.push_screen(ViewPicker(self.views, current), picked)

@@ -6,6 +6,9 @@ relaunched by the dashboard or the watchdog copies theirs. A relaunch started fr
 shell carries no tag, so a Python process whose command line says ``--db <store>`` counts too.
 Process groups alone would not do: a wrapper killed with SIGKILL leaves its command behind in a
 group nobody remembers.
+
+psutil is imported where processes are looked at, as in ``zombietop.procs``: the dashboard
+loads this module with its executor, and opens with no kill asked.
 """
 
 from __future__ import annotations
@@ -17,8 +20,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import psutil
 
 STARTED_FOR = "ZOMBIETOP_STARTED_FOR"
 """Environment variable naming the store a process was started for."""
@@ -96,6 +97,8 @@ def _names_store(cmdline: Sequence[str], cwd: str | None, key: str) -> bool:
 def spared() -> set[int]:
     """This process and its ancestors: the caller asked for the sweep (or the kill) and must
     survive it."""
+    import psutil
+
     kept = {os.getpid()}
     with contextlib.suppress(psutil.Error):
         kept.update(p.pid for p in psutil.Process().parents())
@@ -104,6 +107,8 @@ def spared() -> set[int]:
 
 def find(store: Path) -> list[Found]:
     """Return every live process of this user that belongs to ``store``."""
+    import psutil
+
     key = store_key(store)
     uid = os.getuid()
     kept = spared()
@@ -132,6 +137,8 @@ def find(store: Path) -> list[Found]:
 
 def _signal(found: Found, sig: int) -> bool:
     """Signal one process and the group it leads, if the process is still the one we found."""
+    import psutil
+
     try:
         proc = psutil.Process(found.pid)
         if proc.create_time() != found.create_time:

@@ -9,6 +9,9 @@ runs as the same user, belongs to the same attempt. Another user's process is ne
 them (anyone can set a variable), nor a process of another attempt or of another store's task
 of the same name, nor the caller and its ancestors. A child that cleared its environment is not
 found.
+
+psutil is imported where processes are looked at, as in ``zombietop.procs``: the dashboard
+loads this module with its executor, and opens with no kill asked.
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ import signal
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import psutil
 
 from zombietop.model import PendingKill
 from zombietop.procs import TASK_ENV, read_start, tie
@@ -72,6 +73,8 @@ def outside_group(
     """The live processes of the attempt of ``task_id`` that ``leader`` runs, and that are not
     in group ``pgid`` (or, when ``pgid`` is None, are not ``leader``); none when ``leader``
     carries no attempt of that task in its environment."""
+    import psutil
+
     try:
         proc = psutil.Process(leader)
         wanted = _tags(proc.environ())
@@ -150,6 +153,8 @@ def signal_target(pid: int) -> int | None:
 
 def alive_as(pid: int, start: ProcessStart | None) -> bool:
     """True while ``pid`` is the same process (the same start) and has not exited."""
+    import psutil
+
     if not same_start(start, read_start(pid)):
         return False
     try:
@@ -160,6 +165,8 @@ def alive_as(pid: int, start: ProcessStart | None) -> bool:
 
 def group_members(pgid: int) -> list[int]:
     """PIDs in process group ``pgid`` that have not exited (zombies do not count)."""
+    import psutil
+
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:

@@ -176,6 +176,12 @@ class Snapshot:
         """How many tasks are dead, stalled or reclaimable."""
         return sum(n for health, n in self.counts.items() if health.pages)
 
+    @property
+    def read_at(self) -> float:
+        """The moment the snapshot's ages are read at: when it was taken (before any poll it
+        holds no task to read)."""
+        return self.taken_at or 0.0
+
     def age(self, now: float) -> float | None:
         """Seconds since the data was read, by the caller's clock."""
         return None if self.taken_at is None else now - self.taken_at

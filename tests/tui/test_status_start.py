@@ -1,8 +1,9 @@
 """What ``zombietop status`` does before it prints: the modules it loads and the polls it takes.
 
 Plain ``status`` loads only its own command's modules (not the watchdog's, the agent's or the
-SDK's), and no package it does not use: no screen, no Prometheus client, and no psutil while
-no task runs on this host. It takes the second process sample (for CPU%) only when a live
+SDK's, nor ``--json``'s writer), and no package it does not use: no screen, no Prometheus
+client, no HTTP or PostgreSQL client, no OpenTelemetry, no ``importlib.metadata``, and no psutil
+while no task runs on this host. It takes the second process sample (for CPU%) only when a live
 process of this host was seen for the first time. ``--json`` writes its tasks as they are
 built, in the text ``json.dumps`` would write for the whole object.
 """
@@ -30,10 +31,18 @@ NEVER_FOR_PLAIN_STATUS = {
     "rich",
     "prometheus_client",
     "psutil",
+    "aiohttp",
+    "asyncpg",
+    "opentelemetry",
+    "importlib.metadata",
     "zombietop.sdk",
     "zombietop.watch.watchdog",
     "zombietop.agent",
     "zombietop.run.runner",
+    "zombietop.act",
+    "zombietop.otel",
+    "zombietop.serve",
+    "zombietop.tui.cli.status_json",
     "zombietop.tui.demo.command",
 }
 
@@ -106,7 +115,7 @@ def test_the_dashboard_loads_no_other_commands_module(tmp_path: Path) -> None:
     assert "the dashboard needs a terminal" in done.stderr
     loaded = set(done.stderr.split())
     assert not loaded & set(COMMANDS)
-    assert not loaded & NEVER_FOR_PLAIN_STATUS - {"textual", "rich", "psutil"}
+    assert not loaded & NEVER_FOR_PLAIN_STATUS - {"textual", "rich", "psutil", "zombietop.act"}
 
 
 def test_a_task_of_another_host_needs_no_psutil(tmp_path: Path) -> None:

@@ -288,6 +288,27 @@ def test_building_the_app_patches_nothing(monkeypatch: pytest.MonkeyPatch) -> No
     assert ChopsUpdate.render_segments is stock
 
 
+def test_the_version_read_from_the_folder_name_is_the_installed_one() -> None:
+    """The version comes from the name of Textual's dist-info folder, not from
+    importlib.metadata (costly to import at start); both must say the same."""
+    from importlib import metadata
+
+    major, minor, *_ = metadata.version("textual").split(".")
+    assert textual_compat.textual_version() == (int(major), int(minor))
+
+
+def test_no_metadata_folder_leaves_the_version_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Textual with no dist-info beside it (run from a source tree) is not the tested one:
+    the shims step aside."""
+    package = tmp_path / "textual"
+    package.mkdir()
+    (tmp_path / "textual-8.2.8.egg-info").mkdir()
+    monkeypatch.setattr(textual_compat.textual, "__file__", str(package / "__init__.py"))
+    assert textual_compat.textual_version() is None
+
+
 @pytest.mark.parametrize("version", [(8, 1), (8, 3), (9, 0), None])
 def test_install_leaves_other_textual_versions_alone(
     version: tuple[int, int] | None, monkeypatch: pytest.MonkeyPatch

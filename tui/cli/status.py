@@ -27,7 +27,6 @@ from zombietop.oncall.acks import capped_words, recent_notes
 from zombietop.output import LastOutput, last_outputs, with_last_output
 from zombietop.printable import ERROR_LIMIT, bounded, printable
 from zombietop.procs import PsutilProbe
-from zombietop.serve.pings import last_pings
 from zombietop.sources import open_sources
 from zombietop.store import Store, open_store
 from zombietop.store.interface import FinishedKey
@@ -37,13 +36,6 @@ from zombietop.tui.cli.context import (
     add_command,
     context_of,
     source_flags,
-)
-from zombietop.tui.cli.status_json import (
-    JsonStream,
-    read_at,
-    snapshot_to_json,
-    task_json,
-    tasks_json,
 )
 from zombietop.watch.failed_runs import failure_line, older_failures, open_failures
 
@@ -154,7 +146,7 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
     lines = [f"ZOMBIETOP {state.name} - {summary} | {perfdata}", *source_error_lines(snapshot)]
     lines.extend(printable(view.line) for view in snapshot.schedules if view.health.pages)
     failures = open_failures(snapshot)
-    lines.extend(_human_lines([*urgent, *warned], outputs or {}, read_at(snapshot), failures))
+    lines.extend(_human_lines([*urgent, *warned], outputs or {}, snapshot.read_at, failures))
     return printable_lines(lines)
 
 
@@ -238,7 +230,7 @@ class Table:
     ) -> None:
         """``more``: rows will follow the snapshot's, so the header is due even without any."""
         self.snapshot, self.width, self.outputs, self.watchdog = snapshot, width, outputs, watchdog
-        self.now = read_at(snapshot)
+        self.now = snapshot.read_at
         self.rows = [self.cells(view) for view in snapshot.tasks]
         self.has_rows = bool(self.rows) or more
         self.widths = [max(len(row[i]) for row in [HEADER, *self.rows]) for i in range(len(HEADER))]
@@ -325,7 +317,7 @@ def _oncall_words(view: TaskView, snapshot: Snapshot) -> str:
 def _oncall_lines(snapshot: Snapshot) -> list[str]:
     """The schedules, acks and silences under the table, one line each."""
     lines: list[str] = []
-    now = read_at(snapshot)
+    now = snapshot.read_at
     if snapshot.schedules:
         lines.append("")
         lines.extend(f"schedule {printable(view.line)}" for view in snapshot.schedules)
@@ -400,7 +392,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
                 snapshot = older.counted_in(snapshot)
             outputs = last_outputs(store, (view.task for view in snapshot.tasks), monitor.host)
             watchdog = await store.watchdog_lease()
-            pings = await last_pings(store) if args.json else []
+            pings = await _last_pings(store) if args.json else []
             notes = await recent_notes(store) if args.json else {}
             if not args.prometheus:
                 await _print_snapshot(args, snapshot, outputs, watchdog, older, pings, notes)
@@ -418,6 +410,14 @@ async def cmd_status(args: argparse.Namespace) -> int:
     return level(snapshot)
 
 
+async def _last_pings(store: Store) -> list[dict[str, Any]]:
+    """The last ping of each pinged task, for ``--json`` (the ping server's module loads only
+    for it)."""
+    from zombietop.serve.pings import last_pings
+
+    return await last_pings(store)
+
+
 async def _print_snapshot(
     args: argparse.Namespace,
     snapshot: Snapshot,
@@ -429,13 +429,21 @@ async def _print_snapshot(
 ) -> None:
     """Print the snapshot as asked, then (``--all``) the older tasks as they are read."""
     if args.json:
+        # Only --json loads its writer: plain `status` starts without it.
+        from zombietop.tui.cli.status_json import (
+            JsonStream,
+            snapshot_to_json,
+            task_json,
+            tasks_json,
+        )
+
         stream = JsonStream(
             snapshot_to_json(snapshot, None, watchdog, pings, tasks=[]), sys.stdout.write
         )
         for item in tasks_json(snapshot, outputs, notes):
             stream.task(item)
         if older is not None:
-            now = read_at(snapshot)
+            now = snapshot.read_at
             async for view in older.views():
                 stream.task(task_json(view, snapshot, None, now))
         stream.close()

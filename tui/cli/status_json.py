@@ -60,7 +60,7 @@ def tasks_json(
 ) -> Iterator[dict[str, Any]]:
     """The snapshot's task objects, each built when asked for."""
     outputs, notes = outputs or {}, notes or {}
-    now = read_at(snapshot)
+    now = snapshot.read_at
     for view in snapshot.tasks:
         yield task_json(view, snapshot, outputs.get(view.task_id), now, notes.get(view.task_id, ()))
 
@@ -266,9 +266,3 @@ def _request_json(view: TaskView) -> dict[str, Any] | None:
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
-
-
-def read_at(snapshot: Snapshot) -> float:
-    """The moment a snapshot's ages are read at: when it was taken (before any poll it holds
-    no task to read)."""
-    return snapshot.taken_at or 0.0

@@ -14,12 +14,9 @@ from zombietop.config import View
 from zombietop.judge.monitor import Snapshot
 from zombietop.tui import messages
 from zombietop.tui.cells import RowNotes, running_per_job
-from zombietop.tui.keys import MARK_KEYS, TaskKeys, bindings
+from zombietop.tui.keys import MARK_KEYS, TaskKeys, bindings, digit_bindings
 from zombietop.tui.screen_state import Rows, ScreenState
-from zombietop.tui.screens.help import HelpScreen
-from zombietop.tui.screens.jobs import digit_bindings
 from zombietop.tui.screens.wall import WallScreen
-from zombietop.tui.screens.workers import WorkersScreen
 from zombietop.tui.task_order import PerSnapshot, SortMode
 from zombietop.tui.view_messages import JobsToggled, ViewAsked, ViewPickerAsked
 from zombietop.tui.views import run_columns
@@ -213,6 +210,9 @@ class DashboardScreen(TaskKeys):
         self.post_message(messages.EventsToggled(pane.has_class("-open")))
 
     def action_help(self) -> None:
+        # The other screens are imported when first asked for: the first frame needs none.
+        from zombietop.tui.screens.help import HelpScreen
+
         self.app.push_screen(HelpScreen(self.read_only))
 
     def show_view(self, view: View | None) -> None:
@@ -236,4 +236,6 @@ class DashboardScreen(TaskKeys):
         self.app.push_screen(wall)
 
     def action_workers(self) -> None:
+        from zombietop.tui.screens.workers import WorkersScreen
+
         self.app.push_screen(WorkersScreen())

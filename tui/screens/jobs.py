@@ -26,6 +26,7 @@ from zombietop.judge.monitor import Snapshot
 from zombietop.model import Task, TaskState
 from zombietop.tui.cells import glance_age
 from zombietop.tui.job_rows import TREND_RUNS, rate_words, rows_of
+from zombietop.tui.keys import digit_bindings
 from zombietop.tui.screen_state import ScreenState
 from zombietop.tui.screens.help import HelpScreen
 from zombietop.tui.screens.job_history import JobHistoryScreen
@@ -104,11 +105,6 @@ def fitting(keys: Sequence[str], cells: Sequence[dict[str, Text]], width: int) -
         if key in kept:
             kept.remove(key)
     return kept
-
-
-def digit_bindings() -> list[BindingType]:
-    """``1``-``9``: switch to the first nine saved views."""
-    return [Binding(str(n), f"switch_view({n})", f"View {n}", show=False) for n in range(1, 10)]
 
 
 class JobsScreen(Screen[None]):
