@@ -21,13 +21,69 @@ from zombietop.tui.testing import (
     SampleSource,
     sample_snapshot,
 )
+from zombietop.output import LastOutput
 from zombietop.tui.testing.engines import engines_snapshot
+from zombietop.tui.testing.jobs import (
+    SAMPLE_VIEWS,
+    SCHEDULES,
+    sample_job_runs,
+    sample_jobs_snapshot,
+)
+from zombietop.tui.testing.workers import workers_snapshot
 
 
 def engines() -> ZombietopApp:
     """Airflow's, Celery's and zombietop's own tasks side by side."""
     return ZombietopApp(
         SampleSource([engines_snapshot()]),
+        executor=RecordingExecutor(),
+        clock=FakeClock(NOW),
+        refresh=2,
+        store_label="~/.local/state/zombietop/zombietop.db",
+        actor="you@laptop",
+        desk=RecordingDesk(),
+    )
+
+
+def jobs() -> ZombietopApp:
+    """The sample fleet with its jobs' runs, schedules and saved views."""
+    return ZombietopApp(
+        SampleSource([sample_jobs_snapshot()], job_runs=sample_job_runs()),
+        executor=RecordingExecutor(),
+        clock=FakeClock(NOW),
+        refresh=2,
+        store_label="~/.local/state/zombietop/zombietop.db",
+        actor="you@laptop",
+        desk=RecordingDesk(),
+        views=SAMPLE_VIEWS,
+        schedules=SCHEDULES,
+    )
+
+
+def workers() -> ZombietopApp:
+    """Tasks on zombietop's agents and on Celery's, RQ's and BullMQ's workers, one gone."""
+    return ZombietopApp(
+        SampleSource([workers_snapshot()]),
+        executor=RecordingExecutor(),
+        clock=FakeClock(NOW),
+        refresh=2,
+        store_label="~/.local/state/zombietop/zombietop.db",
+        actor="you@laptop",
+        desk=RecordingDesk(),
+    )
+
+
+def output() -> ZombietopApp:
+    """The sample fleet, with export-2031's last 120 lines of output, three of them errors."""
+    lines = tuple(
+        f"12:{n // 60:02d}:{n % 60:02d} ERROR timeout talking to warehouse (batch {n})"
+        if n in (17, 58, 101)
+        else f"12:{n // 60:02d}:{n % 60:02d} loaded batch {n} of 120"
+        for n in range(120)
+    )
+    last = LastOutput(line=lines[-1], written_at=NOW - 30, lines=lines, attempt=2)
+    return ZombietopApp(
+        SampleSource(outputs={"export-2031": last}),
         executor=RecordingExecutor(),
         clock=FakeClock(NOW),
         refresh=2,
@@ -87,6 +143,12 @@ SHOTS: list[tuple[str, Callable[[], ZombietopApp], tuple[int, int], Steps]] = [
     ("oncall-wall", lambda: app(wall=True, oncall=True), (120, 40), settle),
     ("ack", app, (100, 30), keys("down", "down", "a")),
     ("engines", engines, (160, 30), settle),
+    ("marked", app, (120, 30), keys("space", "down", "down", "space", "down", "space")),
+    ("bulk-confirm", app, (100, 30), keys("slash", *"export", "enter", "asterisk", "d")),
+    ("jobs", jobs, (120, 30), keys("J")),
+    ("view-picker", jobs, (100, 30), keys("v")),
+    ("output-search", output, (120, 40), keys("down", "enter", "o", "slash", *"error", "enter")),
+    ("workers", workers, (120, 30), keys("W")),
 ]
 
 
