@@ -329,8 +329,9 @@ def _process_reason(
         and heartbeat is not None
         and heartbeat.source is HeartbeatSource.SUPERVISOR
     ):
-        # A worker that beats for its task goes on beating while the task's process is frozen.
-        what = f"pid {process.pid} stopped (SIGSTOP); the worker still beats"
+        # An engine beats for its task while the task's process is frozen (Celery, RQ), or
+        # has not noticed yet that the beating worker itself is (BullMQ, Dramatiq).
+        what = f"pid {process.pid} stopped (SIGSTOP) while its engine's beat says it runs"
         return Reason(code="process_stopped", before=what, health=Health.STALLED)
     return None
 

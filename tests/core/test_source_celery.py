@@ -176,7 +176,7 @@ async def test_a_stopped_child_is_stalled_while_ping_still_answers(
         assert view.health is Health.STALLED
         now = watch.clock.now()
         said = [reason.words(now) for reason in view.verdict.reasons]
-        assert f"pid {child} stopped (SIGSTOP); the worker still beats" in said
+        assert f"pid {child} stopped (SIGSTOP) while its engine's beat says it runs" in said
         assert f"pid {child} stopped cpu 0%" in view.verdict.context(now)
         # Celery's own tools still call it fine.
         assert all(v == {"ok": "pong"} for v in _inspect(celery_workers, "ping").values())

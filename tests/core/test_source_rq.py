@@ -122,7 +122,7 @@ async def test_a_stopped_horse_is_stalled_and_redis_is_left_as_it_was(
         os.kill(horse, signal.SIGCONT)
     assert view.health is Health.STALLED
     said = [reason.words(watch.clock.now()) for reason in view.verdict.reasons]
-    assert f"pid {horse} stopped (SIGSTOP); the worker still beats" in said
+    assert f"pid {horse} stopped (SIGSTOP) while its engine's beat says it runs" in said
     assert after == before
 
 

@@ -62,8 +62,18 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             metrics=args.metrics,
             mount=None if wall is None else wall.mount,
         )
-        guard = f"{len(keys)} ping key(s)" if keys else "no key: this host only"
-        _log(f"serving pings for {store.describe()} at http://{served.address}/ping/ ({guard})")
+        if keys:
+            _log(
+                f"serving pings for {store.describe()} at http://{served.address}/ping/ "
+                f"({len(keys)} ping key(s))"
+            )
+        else:
+            # Without a key every ping is refused as a wrong key is: say so, not "serving".
+            _log(
+                f"no ping key: every ping to http://{served.address}/ping/ is refused (404) "
+                "until one is set in [serve] ping_key_file or $ZOMBIETOP_PING_KEY "
+                "(make one with `openssl rand -hex 16`)"
+            )
         if args.metrics:
             _log(f"serving its metrics at http://{served.address}/metrics")
         if wall is not None:
