@@ -9,10 +9,12 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from textual.pilot import Pilot
 
 from zombietop.clock import FakeClock
+from zombietop.output import LastOutput
 from zombietop.tui.app import ZombietopApp
 from zombietop.tui.testing import (
     NOW,
@@ -21,7 +23,6 @@ from zombietop.tui.testing import (
     SampleSource,
     sample_snapshot,
 )
-from zombietop.output import LastOutput
 from zombietop.tui.testing.engines import engines_snapshot
 from zombietop.tui.testing.jobs import (
     SAMPLE_VIEWS,
@@ -32,45 +33,35 @@ from zombietop.tui.testing.jobs import (
 from zombietop.tui.testing.workers import workers_snapshot
 
 
-def engines() -> ZombietopApp:
-    """Airflow's, Celery's and zombietop's own tasks side by side."""
+def sample_app(source: SampleSource, **options: Any) -> ZombietopApp:
+    """The dashboard on ``source`` as the screenshots show it: a frozen clock, actions recorded."""
+    read_only = options.pop("read_only", False)
     return ZombietopApp(
-        SampleSource([engines_snapshot()]),
-        executor=RecordingExecutor(),
+        source,
+        executor=None if read_only else RecordingExecutor(),
         clock=FakeClock(NOW),
         refresh=2,
         store_label="~/.local/state/zombietop/zombietop.db",
         actor="you@laptop",
-        desk=RecordingDesk(),
+        desk=None if read_only else RecordingDesk(),
+        **options,
     )
+
+
+def engines() -> ZombietopApp:
+    """Airflow's, Celery's and zombietop's own tasks side by side."""
+    return sample_app(SampleSource([engines_snapshot()]))
 
 
 def jobs() -> ZombietopApp:
     """The sample fleet with its jobs' runs, schedules and saved views."""
-    return ZombietopApp(
-        SampleSource([sample_jobs_snapshot()], job_runs=sample_job_runs()),
-        executor=RecordingExecutor(),
-        clock=FakeClock(NOW),
-        refresh=2,
-        store_label="~/.local/state/zombietop/zombietop.db",
-        actor="you@laptop",
-        desk=RecordingDesk(),
-        views=SAMPLE_VIEWS,
-        schedules=SCHEDULES,
-    )
+    source = SampleSource([sample_jobs_snapshot()], job_runs=sample_job_runs())
+    return sample_app(source, views=SAMPLE_VIEWS, schedules=SCHEDULES)
 
 
 def workers() -> ZombietopApp:
     """Tasks on zombietop's agents and on Celery's, RQ's and BullMQ's workers, one gone."""
-    return ZombietopApp(
-        SampleSource([workers_snapshot()]),
-        executor=RecordingExecutor(),
-        clock=FakeClock(NOW),
-        refresh=2,
-        store_label="~/.local/state/zombietop/zombietop.db",
-        actor="you@laptop",
-        desk=RecordingDesk(),
-    )
+    return sample_app(SampleSource([workers_snapshot()]))
 
 
 def output() -> ZombietopApp:
@@ -82,15 +73,7 @@ def output() -> ZombietopApp:
         for n in range(120)
     )
     last = LastOutput(line=lines[-1], written_at=NOW - 30, lines=lines, attempt=2)
-    return ZombietopApp(
-        SampleSource(outputs={"export-2031": last}),
-        executor=RecordingExecutor(),
-        clock=FakeClock(NOW),
-        refresh=2,
-        store_label="~/.local/state/zombietop/zombietop.db",
-        actor="you@laptop",
-        desk=RecordingDesk(),
-    )
+    return sample_app(SampleSource(outputs={"export-2031": last}))
 
 
 Steps = Callable[[Pilot[None]], Awaitable[None]]
@@ -100,16 +83,7 @@ def app(
     *, wall: bool = False, read_only: bool = False, kill: bool = False, oncall: bool = False
 ) -> ZombietopApp:
     snapshots = [sample_snapshot(kill_pending={"thumbs-7781"} if kill else (), oncall=oncall)]
-    return ZombietopApp(
-        SampleSource(snapshots, read_only=read_only),
-        executor=None if read_only else RecordingExecutor(),
-        clock=FakeClock(NOW),
-        refresh=2,
-        wall=wall,
-        store_label="~/.local/state/zombietop/zombietop.db",
-        actor="you@laptop",
-        desk=None if read_only else RecordingDesk(),
-    )
+    return sample_app(SampleSource(snapshots, read_only=read_only), wall=wall, read_only=read_only)
 
 
 async def settle(pilot: Pilot[None]) -> None:

@@ -46,7 +46,7 @@ from zombietop.clock import Clock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import printable_url
-from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
+from zombietop.model import Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
 from zombietop.procs import read_start
 from zombietop.rows import Row
@@ -58,7 +58,14 @@ from zombietop.sources.airflow_waits import (
     pool_words,
     upstream_waits,
 )
-from zombietop.sources.base import Capability, Engine, Origin, ReadOnlySource, SourceRecord
+from zombietop.sources.base import (
+    Capability,
+    Engine,
+    Origin,
+    ReadOnlySource,
+    SourceRecord,
+    proof_of_life,
+)
 from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.sqlite_reader import SqliteReader
 from zombietop.start_identity import ProcessStart
@@ -159,17 +166,7 @@ def task_instance_record(
             token=_try_number(row),
             acquired_at=task.started_at,
         )
-        beat_at = _epoch(row["heartbeat_at"])
-        if beat_at is not None:
-            # A heartbeat of life, not of progress: progress "moves" with every beat, so only
-            # the task process's CPU and I/O can call Airflow's tasks spinning.
-            heartbeat = Heartbeat(
-                task_id=task.task_id,
-                source=HeartbeatSource.SUPERVISOR,
-                written_at=beat_at,
-                progress_changed_at=beat_at,
-                stage_started_at=task.started_at if task.started_at is not None else beat_at,
-            )
+        heartbeat = proof_of_life(task.task_id, _epoch(row["heartbeat_at"]), task.started_at)
     return SourceRecord(
         record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat),
         origin=_origin(row, source),

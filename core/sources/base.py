@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 from zombietop.actions import ActionKind
 from zombietop.clock import Clock, SystemClock
 from zombietop.locations import printable_url
-from zombietop.model import TaskRecord
+from zombietop.model import Heartbeat, HeartbeatSource, TaskRecord
 from zombietop.procs import this_host
 
 if TYPE_CHECKING:
@@ -181,6 +181,21 @@ class Engine:
     """The sentence that says how to stop or fail a task with the engine's own command."""
     unit: str = "task"
     """The engine's word for one of its tasks (``task instance``, ``job``)."""
+
+
+def proof_of_life(task_id: str, beat: float | None, started: float | None) -> Heartbeat | None:
+    """An engine's beat (its worker's, its supervisor's, its lock's renewal) as the task's
+    heartbeat, or None without one. It proves life, never progress: progress "moves" with
+    every beat, so only the task process's CPU and I/O can call an engine's task spinning."""
+    if beat is None:
+        return None
+    return Heartbeat(
+        task_id=task_id,
+        source=HeartbeatSource.SUPERVISOR,
+        written_at=beat,
+        progress_changed_at=beat,
+        stage_started_at=started if started is not None else beat,
+    )
 
 
 def engine_limits(

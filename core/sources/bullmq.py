@@ -31,10 +31,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from zombietop.clock import Clock
 from zombietop.errors import SourceError
-from zombietop.locations import printable_url
-from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
+from zombietop.model import Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start
-from zombietop.sources.base import Engine, EngineWorker, Origin, SourceRecord
+from zombietop.sources.base import Engine, EngineWorker, Origin, SourceRecord, proof_of_life
 from zombietop.sources.bullmq_reads import (
     BullReads,
     Client,
@@ -46,7 +45,7 @@ from zombietop.sources.bullmq_reads import (
 )
 from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.kernel_sockets import process_sockets, socket_owners, split_addr
-from zombietop.sources.redis_source import RedisSource
+from zombietop.sources.redis_source import RedisSource, check_redis_url
 from zombietop.sources.worker_processes import running
 from zombietop.start_identity import ProcessStart
 
@@ -67,29 +66,9 @@ RUNTIMES = ("node", "nodejs", "bun", "deno")
 
 def check_url(url: str) -> str:
     """Return ``url`` if it names BullMQ's Redis, else raise saying how to write one."""
-    scheme = url.split("://", 1)[0] if "://" in url else ""
-    if scheme not in SCHEMES:
-        raise SourceError(f"source {printable_url(url)!r}: not BullMQ's Redis; use {FORMS[0]}")
-    parts = urlsplit(url)
-    db = parts.path.strip("/")
-    try:
-        parts.port  # noqa: B018 - raises on a port that is not a number
-    except ValueError:
-        raise SourceError(f"source {printable_url(url)!r}: the port is not a number") from None
-    query = parse_qs(parts.query, keep_blank_values=True)
-    prefix = query.get("prefix", ["bull"])
-    if (
-        not parts.hostname
-        or (db and not db.isdigit())
-        or set(query) - {"prefix"}
-        or len(prefix) != 1
-        or not prefix[0]
-    ):
-        raise SourceError(
-            f"source {printable_url(url)!r}: write {FORMS[0]} (DB is a number, 0 by default; "
-            "?prefix=NAME when the queues use another prefix than bull)"
-        )
-    return url
+    return check_redis_url(
+        url, engine="BullMQ's Redis", form=FORMS[0], option="prefix", default="bull"
+    )
 
 
 def bull_task_id(queue: str, name: str, job_id: str) -> str:
@@ -289,17 +268,7 @@ class BullMQSource(RedisSource):
         )
         if task.redelivered:
             task = _with_reason(task, f"BullMQ found it stalled {stc} time(s) and ran it again")
-        heartbeat = (
-            None
-            if beat is None
-            else Heartbeat(
-                task_id=zid,
-                written_at=beat,
-                progress_changed_at=beat,
-                stage_started_at=started,
-                source=HeartbeatSource.SUPERVISOR,
-            )
-        )
+        heartbeat = proof_of_life(zid, beat, started)
         return SourceRecord(
             record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat),
             origin=self._origin(job, name),

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from zombietop.durations import format_age
-from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
+from zombietop.model import Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start
-from zombietop.sources.base import Capability, Origin, SourceRecord
+from zombietop.sources.base import Capability, Origin, SourceRecord, proof_of_life
 from zombietop.sources.engine_text import bounded_id
 from zombietop.start_identity import ProcessStart
 
@@ -328,13 +328,7 @@ def _sighted(
         )
         beat = beats.get(shown.worker, now)
         # The worker's answer proves that it lives, not that the task moves.
-        heartbeat = Heartbeat(
-            task_id=zid,
-            written_at=beat,
-            progress_changed_at=beat,
-            stage_started_at=started if started is not None else beat,
-            source=HeartbeatSource.SUPERVISOR,
-        )
+        heartbeat = proof_of_life(zid, beat, started)
     return SourceRecord(
         record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat),
         origin=_origin(source, shown, listed=[s.listed for s in sightings]),

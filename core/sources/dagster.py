@@ -44,11 +44,11 @@ from zombietop.clock import Clock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
 from zombietop.locations import printable_url
-from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
+from zombietop.model import Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
 from zombietop.procs import read_start
 from zombietop.rows import Row
-from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord
+from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord, proof_of_life
 from zombietop.sources.dagster_events import EventLogs, PostgresEvents, RunEvents, dagster_time
 from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.sqlite_reader import SqliteReader
@@ -345,14 +345,7 @@ class DagsterSource(ReadOnlySource):
             owner = f"dagster run worker pid {pid}" if pid is not None else "dagster"
             lease = Lease(task_id=zid, owner=owner, token=1, acquired_at=started or created)
             beat = _beat(now, events, pid if host else None, alive)
-            if beat is not None:
-                heartbeat = Heartbeat(
-                    task_id=zid,
-                    source=HeartbeatSource.SUPERVISOR,
-                    written_at=beat,
-                    progress_changed_at=beat,
-                    stage_started_at=started if started is not None else beat,
-                )
+            heartbeat = proof_of_life(zid, beat, started)
         origin = self.origin(
             {
                 "run_id": bounded_id(row["run_id"]),

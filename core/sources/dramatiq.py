@@ -37,10 +37,9 @@ from urllib.parse import parse_qs, urlsplit
 from zombietop.clock import Clock
 from zombietop.durations import format_age
 from zombietop.errors import SourceError
-from zombietop.locations import printable_url
-from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
+from zombietop.model import Lease, Task, TaskRecord, TaskState
 from zombietop.procs import read_start
-from zombietop.sources.base import Engine, Origin, SourceRecord
+from zombietop.sources.base import Engine, Origin, SourceRecord, proof_of_life
 from zombietop.sources.dramatiq_reads import (
     SHOWN,
     DramatiqReads,
@@ -50,7 +49,7 @@ from zombietop.sources.dramatiq_reads import (
 )
 from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.kernel_sockets import process_sockets, socket_owners, split_addr
-from zombietop.sources.redis_source import RedisSource
+from zombietop.sources.redis_source import RedisSource, check_redis_url
 from zombietop.sources.worker_processes import DRAMATIQ_WORKER, engine_child
 from zombietop.start_identity import ProcessStart
 
@@ -76,29 +75,9 @@ ACKNOWLEDGED = "acknowledged by its worker (Dramatiq keeps nothing of a message 
 
 def check_url(url: str) -> str:
     """Return ``url`` if it names Dramatiq's Redis, else raise saying how to write one."""
-    scheme = url.split("://", 1)[0] if "://" in url else ""
-    if scheme not in SCHEMES:
-        raise SourceError(f"source {printable_url(url)!r}: not Dramatiq's Redis; use {FORMS[0]}")
-    parts = urlsplit(url)
-    db = parts.path.strip("/")
-    try:
-        parts.port  # noqa: B018 - raises on a port that is not a number
-    except ValueError:
-        raise SourceError(f"source {printable_url(url)!r}: the port is not a number") from None
-    query = parse_qs(parts.query, keep_blank_values=True)
-    namespace = query.get("namespace", ["dramatiq"])
-    if (
-        not parts.hostname
-        or (db and not db.isdigit())
-        or set(query) - {"namespace"}
-        or len(namespace) != 1
-        or not namespace[0]
-    ):
-        raise SourceError(
-            f"source {printable_url(url)!r}: write {FORMS[0]} (DB is a number, 0 by default; "
-            "?namespace=NAME when the broker uses another namespace than dramatiq)"
-        )
-    return url
+    return check_redis_url(
+        url, engine="Dramatiq's Redis", form=FORMS[0], option="namespace", default="dramatiq"
+    )
 
 
 def dramatiq_task_id(queue: str, actor: str, message_id: str) -> str:
@@ -313,17 +292,7 @@ class DramatiqSource(RedisSource):
             acquired_at=started,
             expires_at=now if beat is None else beat + DRAMATIQ_HEARTBEAT_TIMEOUT,
         )
-        heartbeat = (
-            None
-            if beat is None
-            else Heartbeat(
-                task_id=zid,
-                written_at=beat,
-                progress_changed_at=beat,
-                stage_started_at=started,
-                source=HeartbeatSource.SUPERVISOR,
-            )
-        )
+        heartbeat = proof_of_life(zid, beat, started)
         return SourceRecord(
             record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat),
             origin=self._origin(message, actor),

@@ -35,10 +35,10 @@ import psutil
 from zombietop.clock import Clock
 from zombietop.errors import SourceError
 from zombietop.locations import printable_url
-from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
+from zombietop.model import Heartbeat, Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
 from zombietop.procs import read_start
-from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord
+from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord, proof_of_life
 from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.prefect_api import FINISHED, PrefectApi, epoch, iso
 from zombietop.start_identity import ProcessStart
@@ -340,16 +340,7 @@ class PrefectSource(ReadOnlySource):
             token=task.attempt,
             acquired_at=task.claimed_at,
         )
-        beat = self._beats.get(str(run["id"]))
-        if beat is None:
-            return lease, None
-        return lease, Heartbeat(
-            task_id=task.task_id,
-            written_at=beat,
-            progress_changed_at=beat,
-            stage_started_at=task.started_at or beat,
-            source=HeartbeatSource.SUPERVISOR,
-        )
+        return lease, proof_of_life(task.task_id, self._beats.get(str(run["id"])), task.started_at)
 
     def kill_check(self, pid: int) -> str | None:
         """None when ``pid`` is, right now, the process of the flow run that the last poll

@@ -12,16 +12,46 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from zombietop.clock import Clock
 from zombietop.errors import MissingExtra, SourceError
 from zombietop.extras import require
+from zombietop.locations import printable_url
 from zombietop.sources.base import ReadOnlySource
 
 T = TypeVar("T")
 REDIS_TIMEOUT = 5.0
 """Seconds to connect, and to wait for one answer of Redis."""
+
+
+def check_redis_url(url: str, *, engine: str, form: str, option: str, default: str) -> str:
+    """Return ``url`` if it is ``form`` (the engine's scheme on a Redis URL whose DB is a
+    number) with at most ``?OPTION=NAME`` (the engine's keys' prefix, ``default`` without it);
+    else raise saying how to write one. ``engine`` names it in the error: "BullMQ's Redis"."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme != form.split("://", 1)[0]:
+        raise SourceError(f"source {printable_url(url)!r}: not {engine}; use {form}")
+    parts = urlsplit(url)
+    db = parts.path.strip("/")
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        raise SourceError(f"source {printable_url(url)!r}: the port is not a number") from None
+    query = parse_qs(parts.query, keep_blank_values=True)
+    value = query.get(option, [default])
+    if (
+        not parts.hostname
+        or (db and not db.isdigit())
+        or set(query) - {option}
+        or len(value) != 1
+        or not value[0]
+    ):
+        raise SourceError(
+            f"source {printable_url(url)!r}: write {form} (DB is a number, 0 by default; "
+            f"?{option}=NAME when it uses another {option} than {default})"
+        )
+    return url
 
 
 class RedisSource(ReadOnlySource):

@@ -44,10 +44,10 @@ import psutil
 from zombietop.clock import Clock
 from zombietop.errors import SourceError
 from zombietop.locations import printable_url
-from zombietop.model import Heartbeat, HeartbeatSource, Lease, Task, TaskRecord, TaskState
+from zombietop.model import Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
 from zombietop.procs import read_start
-from zombietop.sources.base import Engine, EngineWorker, Origin, SourceRecord
+from zombietop.sources.base import Engine, EngineWorker, Origin, SourceRecord, proof_of_life
 from zombietop.sources.engine_text import bounded_id
 from zombietop.sources.redis_source import RedisSource
 from zombietop.sources.rq_ends import (
@@ -606,17 +606,7 @@ class RQSource(RedisSource):
             expires_at=entry.expires_at,
         )
         beat = None if worker is None or unread else worker.last_heartbeat
-        heartbeat = (
-            None
-            if beat is None
-            else Heartbeat(
-                task_id=zid,
-                written_at=beat,
-                progress_changed_at=beat,
-                stage_started_at=started,
-                source=HeartbeatSource.SUPERVISOR,
-            )
-        )
+        heartbeat = proof_of_life(zid, beat, started)
         return SourceRecord(
             record=TaskRecord(task=task, lease=lease, heartbeat=heartbeat),
             origin=self._origin(entry.queue, name, entry.job_id, worker_name, "started"),
