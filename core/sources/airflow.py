@@ -43,8 +43,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from zombietop.clock import Clock
-from zombietop.errors import MissingExtra, SourceError
-from zombietop.extras import require
+from zombietop.errors import SourceError
 from zombietop.locations import printable_url
 from zombietop.model import Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
@@ -67,6 +66,7 @@ from zombietop.sources.base import (
     proof_of_life,
 )
 from zombietop.sources.engine_text import bounded_id
+from zombietop.sources.pg_reader import connect_read_only
 from zombietop.sources.sqlite_reader import SqliteReader
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
@@ -394,24 +394,10 @@ class AirflowSource(ReadOnlySource):
         return self._sqlite.read(read, "its schema")
 
     async def _pg_connection(self) -> Any:
-        if self._pg is not None and not self._pg.is_closed():
-            return self._pg
-        try:
-            require("an Airflow source on PostgreSQL", "asyncpg", extra="postgres")
-        except MissingExtra as exc:
-            raise SourceError(f"source {self.name}: {exc}") from None
-        import asyncpg
-
-        try:
-            self._pg = await asyncpg.connect(
-                self.dsn,
-                server_settings={
-                    "default_transaction_read_only": "on",
-                    "application_name": "zombietop (read-only)",
-                },
+        if self._pg is None or self._pg.is_closed():
+            self._pg = await connect_read_only(
+                self.dsn, needs="an Airflow source on PostgreSQL", name=self.name
             )
-        except (OSError, asyncpg.PostgresError) as exc:
-            raise SourceError(f"source {self.name}: cannot connect ({exc})") from None
         return self._pg
 
     def _pg_error(self, exc: Exception) -> SourceError:

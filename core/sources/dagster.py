@@ -41,8 +41,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import psutil
 
 from zombietop.clock import Clock
-from zombietop.errors import MissingExtra, SourceError
-from zombietop.extras import require
+from zombietop.errors import SourceError
 from zombietop.locations import printable_url
 from zombietop.model import Lease, Task, TaskRecord, TaskState
 from zombietop.printable import printable
@@ -51,6 +50,7 @@ from zombietop.rows import Row
 from zombietop.sources.base import Engine, Origin, ReadOnlySource, SourceRecord, proof_of_life
 from zombietop.sources.dagster_events import EventLogs, PostgresEvents, RunEvents, dagster_time
 from zombietop.sources.engine_text import bounded_id
+from zombietop.sources.pg_reader import connect_read_only
 from zombietop.sources.sqlite_reader import SqliteReader
 from zombietop.start_identity import ProcessStart
 from zombietop.store.queries import load
@@ -220,24 +220,10 @@ class DagsterSource(ReadOnlySource):
         return self._runs.read(lambda conn: list(conn.execute(query, params)), what)
 
     async def _pg_connection(self) -> Any:
-        if self._pg is not None and not self._pg.is_closed():
-            return self._pg
-        try:
-            require("a Dagster source on PostgreSQL", "asyncpg", extra="postgres")
-        except MissingExtra as exc:
-            raise SourceError(f"source {self.name}: {exc}") from None
-        import asyncpg
-
-        try:
-            self._pg = await asyncpg.connect(
-                self.dsn,
-                server_settings={
-                    "default_transaction_read_only": "on",
-                    "application_name": "zombietop (read-only)",
-                },
+        if self._pg is None or self._pg.is_closed():
+            self._pg = await connect_read_only(
+                self.dsn, needs="a Dagster source on PostgreSQL", name=self.name
             )
-        except (OSError, asyncpg.PostgresError) as exc:
-            raise SourceError(f"source {self.name}: cannot connect ({exc})") from None
         return self._pg
 
     def _pg_error(self, exc: Exception) -> SourceError:
