@@ -51,7 +51,6 @@ from zombietop.printable import printable
 from zombietop.procs import read_start
 from zombietop.rows import Row
 from zombietop.sources.airflow_reads import Key, ReadPlan, key_of
-from zombietop.sources.airflow_workers import GONE_KEPT, job_workers
 from zombietop.sources.airflow_waits import (
     WAITS_IN_POOL,
     DagShapes,
@@ -59,6 +58,7 @@ from zombietop.sources.airflow_waits import (
     pool_words,
     upstream_waits,
 )
+from zombietop.sources.airflow_workers import GONE_KEPT, job_workers
 from zombietop.sources.base import (
     Capability,
     Engine,
