@@ -484,7 +484,8 @@ class AirflowSource(ReadOnlySource):
                 what="its jobs",
             )
         except SourceError as exc:
-            self.notes = (printable(f"its workers are not listed: {exc}"),)
+            said = str(exc).removeprefix(f"source {self.name}: ")
+            self.notes = (printable(f"its workers are not listed: {said}"),)
             return ()
         return job_workers(rows, source=self.name, now=now, epoch=_epoch)
 
