@@ -22,13 +22,14 @@ from zombietop.sources.base import EngineWorker
 from zombietop.sources.engine_text import bounded_id
 
 THRESHOLDS: dict[str, tuple[str, float, str]] = {
-    "SchedulerJob": ("scheduler", 30.0, "[scheduler] scheduler_health_check_threshold"),
-    "TriggererJob": ("triggerer", 30.0, "[triggerer] triggerer_health_check_threshold"),
+    "SchedulerJob": ("scheduler", 30.0, "scheduler_health_check_threshold"),
+    "TriggererJob": ("triggerer", 30.0, "triggerer_health_check_threshold"),
     "DagProcessorJob": ("dag-processor", 30.0, "[dag_processor] health_check_threshold"),
-    "LocalTaskJob": ("task-runner", 10.5, "2.1 times [scheduler] job_heartbeat_sec"),
+    "LocalTaskJob": ("task-runner", 10.5, "2.1 x job_heartbeat_sec"),
 }
 """By Airflow's job type: the word the list names it by, the seconds without a heartbeat after
-which Airflow calls it dead (its defaults), and the setting they come from."""
+which Airflow calls it dead (its defaults), and the setting they come from (short: a gone
+job's line in the list names it)."""
 
 GONE_KEPT = 3600.0
 """Seconds a gone job that holds no task instance stays in the list after its last heartbeat
@@ -49,7 +50,7 @@ def job_worker(
     if gone:
         since = "never" if silent is None else f"for {format_age(silent)}"
         why = (
-            f"no heartbeat {since}, past Airflow's {format_age(threshold)} ({setting}); "
+            f"no heartbeat {since}, over Airflow's {format_age(threshold)} ({setting}), "
             f"job {row['id']}"
         )
     return EngineWorker(
