@@ -4,6 +4,11 @@ Run by the Airflow venv's interpreter (never zombietop's): it reads a JSON list 
 on stdin and inserts the DAG, DAG run and task instance rows through Airflow's own table
 definitions and column types (``UtcDateTime`` and all), on the database ``AIRFLOW__DATABASE__
 SQL_ALCHEMY_CONN`` names. Times in the JSON are epoch seconds.
+
+An entry with a ``job_type`` is one of Airflow's jobs instead (a scheduler, a triggerer), with
+its ``id``, ``state``, ``hostname`` and ``latest_heartbeat``; a task instance names the
+scheduler that queued it with ``queued_by_job_id``, and the triggerer that runs its trigger
+with ``triggerer_id`` (a trigger row is made for it).
 """
 
 from __future__ import annotations
@@ -50,6 +55,22 @@ def main() -> int:
     rows: list[dict[str, Any]] = json.load(sys.stdin)
     ti_table = TaskInstance.__table__
     with settings.engine.begin() as conn:
+        for job in [row for row in rows if "job_type" in row]:
+            from airflow.jobs.job import Job as AnyJob
+
+            _insert(
+                conn,
+                AnyJob.__table__,
+                id=job["id"],
+                state=job.get("state", "running"),
+                job_type=job["job_type"],
+                start_date=_when(job.get("start_date", job.get("latest_heartbeat"))),
+                latest_heartbeat=_when(job.get("latest_heartbeat")),
+                executor_class="LocalExecutor",
+                hostname=job.get("hostname"),
+                unixname="airflow",
+            )
+        rows = [row for row in rows if "job_type" not in row]
         if DagBundleModel is not None:
             table = DagBundleModel.__table__
             if "dags-folder" not in {name for (name,) in conn.execute(select(table.c.name))}:
@@ -117,6 +138,21 @@ def main() -> int:
                     hostname=row.get("hostname"),
                     unixname="airflow",
                 )
+            trigger_id = None
+            if row.get("triggerer_id") is not None:
+                from airflow.models.trigger import Trigger
+
+                table = Trigger.__table__
+                # Airflow 2 keeps the kwargs as JSON, Airflow 3 as its own (encrypted) text.
+                plain = "JSON" in type(table.c.kwargs.type).__name__.upper()
+                trigger_id = _insert(
+                    conn,
+                    table,
+                    classpath="airflow.triggers.temporal.DateTimeTrigger",
+                    kwargs={} if plain else "{}",
+                    created_date=_when(row.get("start_date")),
+                    triggerer_id=row["triggerer_id"],
+                )
             _insert(
                 conn,
                 ti_table,
@@ -131,6 +167,8 @@ def main() -> int:
                 hostname=row.get("hostname") or "",
                 unixname="airflow",
                 job_id=job_id,
+                queued_by_job_id=row.get("queued_by_job_id"),
+                trigger_id=trigger_id,
                 pool="default_pool",
                 pool_slots=1,
                 queue="default",

@@ -57,9 +57,11 @@ from zombietop.sources.airflow_waits import (
     pool_words,
     upstream_waits,
 )
+from zombietop.sources.airflow_workers import GONE_KEPT, job_workers
 from zombietop.sources.base import (
     Capability,
     Engine,
+    EngineWorker,
     Origin,
     ReadOnlySource,
     SourceRecord,
@@ -354,6 +356,9 @@ class AirflowSource(ReadOnlySource):
         """What each poll reads: in full now and then, else through Airflow's indexes."""
         self._shapes = DagShapes()
         """The DAGs' shapes, parsed once per version (``airflow_waits``)."""
+        self._workers_seen: tuple[EngineWorker, ...] = ()
+        self.notes: tuple[str, ...] = ()
+        """What the last poll could not read, in words (Airflow's jobs), the rest read."""
 
     # Opening -------------------------------------------------------------------------------
 
@@ -434,8 +439,32 @@ class AirflowSource(ReadOnlySource):
             pools = await self._pools(rows)
             waiting = await self._waits(rows)
             now = await self.now()
+            self._workers_seen = await self._jobs(now)
             found = await asyncio.to_thread(self._records, rows, host, now, pools, waiting)
         return found
+
+    def workers(self) -> Sequence[EngineWorker]:
+        """Airflow's running jobs as the last poll read them (``ListsWorkers``): schedulers,
+        triggerers, DAG processors (and Airflow 2's LocalTaskJobs), gone past Airflow's own
+        health threshold (``airflow_workers``)."""
+        return self._workers_seen
+
+    async def _jobs(self, now: float) -> tuple[EngineWorker, ...]:
+        """Airflow's running jobs, on the source's clock ``now``. They only add to the
+        tasks: where they cannot be read (a role granted no SELECT on job), the tasks are
+        shown and a note says why the workers are not."""
+        self.notes = ()
+        try:
+            rows = await self._fetch(
+                self._sql[f"airflow_jobs_v{self.schema}"],
+                self._time_param(now - GONE_KEPT),
+                what="its jobs",
+            )
+        except SourceError as exc:
+            said = str(exc).removeprefix(f"source {self.name}: ")
+            self.notes = (printable(f"its workers are not listed: {said}"),)
+            return ()
+        return job_workers(rows, source=self.name, now=now, epoch=_epoch)
 
     async def _pools(self, rows: Sequence[Row]) -> dict[Key, str]:
         """By key, the pool each waiting task instance waits in, with its open slots; none

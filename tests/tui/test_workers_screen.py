@@ -102,6 +102,16 @@ async def test_a_source_that_cannot_be_read_is_named() -> None:
         assert "source rq: cannot read Redis (its workers are not listed)" in text
 
 
+async def test_a_source_read_without_its_workers_says_so() -> None:
+    """Airflow's tasks were read, its job table not: the note says why no scheduler shows."""
+    note = "source airflow: its workers are not listed: cannot read its jobs (no such table: job)"
+    snapshot = replace(workers_snapshot(), source_notes={"airflow": note})
+    app = make_app(source(snapshot))
+    async with app.run_test(size=(120, 30)) as pilot:
+        text = shown(await open_workers(pilot))
+        assert "its workers are not listed: cannot read its jobs" in " ".join(text.split())
+
+
 async def _open(pilot: Pilot[None]) -> None:
     await open_workers(pilot)
 

@@ -1,7 +1,7 @@
 """The workers screen (``W``): what the tasks run on. zombietop's agents and the engines'
-workers (Celery's and RQ's workers, BullMQ's worker connections), with host, pid, last beat
-and how many tasks each holds; a worker gone with tasks still on it leads the list. Read-only;
-Escape goes back."""
+workers (Celery's and RQ's workers, BullMQ's worker connections, Airflow's schedulers and
+triggerers), with host, pid, last beat and how many tasks each holds; a worker gone with tasks
+still on it leads the list. Read-only; Escape goes back."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ GONE = ("○ gone", "dim")
 LIVE = ("● live", "green")
 NONE_KNOWN = (
     "No worker is known. zombietop's agents (`zombietop agent`, one per host) beat into the "
-    "store; the Celery, RQ and BullMQ sources list their engines' workers at each poll."
+    "store; the Celery, RQ and BullMQ sources list their engines' workers at each poll, and "
+    "the Airflow source its schedulers and triggerers."
 )
 
 
@@ -132,6 +133,9 @@ class WorkersScreen(Screen[None]):
         notes = Text()
         for _, error in sorted(snapshot.source_errors.items()):
             notes.append_text(printable_text(f"\n{error} (its workers are not listed)"))
+        # A source read without its workers (Airflow's job table unreadable) says so too.
+        for _, note in sorted(snapshot.source_notes.items()):
+            notes.append_text(printable_text(f"\n{note}"))
         self.query_one("#workers-notes", Static).update(notes)
 
     def action_back(self) -> None:

@@ -122,3 +122,50 @@ WHERE sd.dag_version_id IN (SELECT value FROM json_each(?1))
 SELECT sd.dag_id, sd.dag_hash, sd.data, sd.data_compressed
 FROM serialized_dag AS sd
 WHERE sd.dag_id IN (SELECT value FROM json_each(?1))
+
+-- airflow_jobs_v3 --
+-- Airflow's running jobs (job, through idx_job_state_heartbeat), each with how many task
+-- instances it holds: a scheduler the queued and running ones it queued (queued_by_job_id: the
+-- ones Airflow adopts from a scheduler that died), a triggerer the deferred ones whose trigger
+-- it runs (trigger.triggerer_id). The job table records no pid. A job that holds none is left
+-- out once its last heartbeat is older than ?1 (``airflow_workers``).
+SELECT id, job_type, hostname, latest_heartbeat, holds FROM (
+    SELECT j.id, j.job_type, j.hostname, j.latest_heartbeat,
+           CASE j.job_type
+             WHEN 'SchedulerJob' THEN (SELECT count(*) FROM task_instance AS ti
+                  WHERE ti.state IN ('queued', 'running', 'restarting')
+                    AND ti.queued_by_job_id = j.id)
+             WHEN 'TriggererJob' THEN (SELECT count(*) FROM task_instance AS ti
+                  JOIN "trigger" AS t ON t.id = ti.trigger_id
+                  WHERE ti.state = 'deferred' AND t.triggerer_id = j.id)
+             ELSE 0
+           END AS holds
+    FROM job AS j
+    WHERE j.state = 'running'
+      AND j.job_type IN ('SchedulerJob', 'TriggererJob', 'DagProcessorJob')
+) AS running
+WHERE holds > 0 OR latest_heartbeat >= ?1
+ORDER BY id
+
+-- airflow_jobs_v2 --
+-- The same, for Airflow 2, with its LocalTaskJobs: one per running task instance.
+SELECT id, job_type, hostname, latest_heartbeat, holds FROM (
+    SELECT j.id, j.job_type, j.hostname, j.latest_heartbeat,
+           CASE j.job_type
+             WHEN 'SchedulerJob' THEN (SELECT count(*) FROM task_instance AS ti
+                  WHERE ti.state IN ('queued', 'running', 'restarting')
+                    AND ti.queued_by_job_id = j.id)
+             WHEN 'TriggererJob' THEN (SELECT count(*) FROM task_instance AS ti
+                  JOIN "trigger" AS t ON t.id = ti.trigger_id
+                  WHERE ti.state = 'deferred' AND t.triggerer_id = j.id)
+             -- The LocalTaskJob running a task instance (task_instance.job_id: ti_job_id).
+             WHEN 'LocalTaskJob' THEN (SELECT count(*) FROM task_instance AS ti
+                  WHERE ti.job_id = j.id AND ti.state = 'running')
+             ELSE 0
+           END AS holds
+    FROM job AS j
+    WHERE j.state = 'running'
+      AND j.job_type IN ('SchedulerJob', 'TriggererJob', 'DagProcessorJob', 'LocalTaskJob')
+) AS running
+WHERE holds > 0 OR latest_heartbeat >= ?1
+ORDER BY id
