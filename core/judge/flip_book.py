@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from zombietop.config import Config, Limits
 from zombietop.judge.flapping import Flips, flips_of, fold_flip, judge_flapping, with_flapping
-from zombietop.judge.snapshot import Snapshot
+from zombietop.judge.snapshot import Snapshot, TaskView
 from zombietop.model import EventKind
 from zombietop.store.events import EventsInterface
 
@@ -59,24 +59,25 @@ class FlipBook:
         if not self.flips and not self._unfolded:
             return snapshot
         unfolded, self._unfolded = self._unfolded, {}
+        wanted = self.flips.keys() | unfolded.keys()
+        # Only the few tasks with flips are judged; the others' views are left as they are.
         known: dict[str, Flips] = {}
-        flagged = False
-        views = []
-        for view in snapshot.tasks:
-            flips = self._fold(
-                self.flips.get(view.task_id), unfolded.get(view.task_id), view.limits
-            )
-            if flips is None or now - flips.last_at >= view.limits.flap_window:
-                views.append(view)  # the next flip starts a new count
-                continue
+        flagged: dict[str, TaskView] = {}
+        for view in (view for view in snapshot.tasks if view.task_id in wanted):
+            limits = view.limits
+            flips = self._fold(self.flips.get(view.task_id), unfolded.get(view.task_id), limits)
+            if flips is None or now - flips.last_at >= limits.flap_window:
+                continue  # the next flip starts a new count
             known[view.task_id] = flips
-            flapping = judge_flapping(now, flips, view.limits)
+            flapping = judge_flapping(now, flips, limits)
             if flapping is not None:
-                verdict = with_flapping(view.verdict, flapping, view.limits)
-                view, flagged = replace(view, verdict=verdict), True
-            views.append(view)
+                verdict = with_flapping(view.verdict, flapping, limits)
+                flagged[view.task_id] = replace(view, verdict=verdict)
         self.flips = known
-        return replace(snapshot, tasks=tuple(views)) if flagged else snapshot
+        if not flagged:
+            return snapshot
+        tasks = tuple(flagged.get(view.task_id, view) for view in snapshot.tasks)
+        return replace(snapshot, tasks=tasks)
 
     @staticmethod
     def _fold(flips: Flips | None, moments: list[float] | None, limits: Limits) -> Flips | None:
