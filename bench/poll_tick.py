@@ -1,7 +1,7 @@
 """Poll tick: store read + classify for 1k, 10k and 100k active tasks over 1M finished rows,
 side by side with a bare sqlite3 query + fetch of the same rows (the limit).
 
-    python bench/poll_tick.py [--finished 1000000] [--runs 7] [--changed 0.1]
+    python bench/poll_tick.py [--finished 1000000] [--events 200000] [--runs 7] [--changed 0.1]
 
 Four figures per size: the building of the engine's records from the fetched rows alone (the
 floor a first poll adds to the fetch before it judges anything), the first poll (reads and
@@ -9,6 +9,11 @@ classifies every task), and a tick one second later with a share of the tasks ha
 since, classified afresh (every task, every poll) or reusing verdicts until they can change
 (what the dashboard and the watchdog do). The SQLite store reads only the tasks stamped since
 its last read, so only the first poll pays for every row.
+
+The event log holds ``--events`` events, one in twenty of them a watchdog's transition (every
+tenth active task flips). A poll reads the transitions it has not read yet, for the flag
+``flapping`` (``zombietop.judge.flip_book``); the last two columns are the first poll and the
+reusing tick of the watchdog's own monitor, which reads none (as every poll did before).
 
 Prints a table of medians; exits 0. Not a test: the machine is shared and noisy, so only the
 ratio measured in the same run means anything.
@@ -38,7 +43,7 @@ from zombietop.store.sqlite import POLL_SQL
 NOW = 1_796_000_000.0
 
 
-def populate(path: Path, active: int, finished: int) -> None:
+def populate(path: Path, active: int, finished: int, events: int = 0) -> None:
     """Fill a fresh store directly (fast), with realistic rows: leases, heartbeats, counters."""
 
     async def create() -> None:
@@ -95,7 +100,23 @@ def populate(path: Path, active: int, finished: int) -> None:
                 for i in range(active)
             ),
         )
+        db.executemany(
+            "INSERT INTO events (at, task_id, kind, actor, message, data) VALUES (?, ?, ?, ?, ?, ?)",
+            (_event(i, active, events) for i in range(events)),
+        )
     db.close()
+
+
+def _event(i: int, active: int, events: int) -> tuple[float, str, str, str, str, str]:
+    """Event ``i`` of the log, oldest first over the last two days: a transition one time in
+    twenty (into or out of stalled, of one active task in ten), a lease renewal otherwise."""
+    at = NOW - 2 * 86400 * (1 - i / events)
+    if i % 20:
+        return (at, f"task-{i % active}", "lease_renewed", "worker@host", "renewed", "{}")
+    j = i // 20
+    before, after = ("healthy", "stalled") if j % 2 else ("stalled", "healthy")
+    data = json.dumps({"from": before, "to": after})
+    return (at, f"task-{(j * 10) % active}", "transition", "watchdog", "flip", data)
 
 
 def time_limit(path: Path, runs: int) -> tuple[float, float]:
@@ -136,12 +157,18 @@ def time_zombietop(path: Path, active: int, runs: int, share: float) -> dict[str
 
     async def measure() -> dict[str, float]:
         figures: dict[str, float] = {}
-        async with await open_store(path, clock=clock) as store:
-            for label, reuse in (("afresh", False), ("reusing", True)):
-                monitor = Monitor(store, default_config(), reuse_verdicts=reuse)
+        for label, reuse, flips in (
+            ("afresh", False, True),
+            ("reusing", True, True),
+            ("no flips", True, False),
+        ):
+            # A store of its own for each: its first poll reads every row, as a new process's.
+            async with await open_store(path, clock=clock) as store:
+                monitor = Monitor(store, default_config(), reuse_verdicts=reuse, count_flips=flips)
                 start = time.perf_counter()
                 snapshot = await monitor.poll()
-                figures.setdefault("first", time.perf_counter() - start)
+                first = "first" if flips else "first no flips"
+                figures.setdefault(first, time.perf_counter() - start)
                 assert snapshot.ok, snapshot.error
                 samples = []
                 for _ in range(runs):
@@ -160,35 +187,40 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--finished", type=int, default=1_000_000)
     parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument(
         "--changed", type=float, default=0.1, help="share of tasks beating between ticks"
     )
     args = parser.parse_args()
     print(
-        f"finished rows in history: {args.finished:,}; {args.changed:.0%} of tasks beat between"
-        f" ticks; median of {args.runs} runs"
+        f"finished rows in history: {args.finished:,}; events: {args.events:,};"
+        f" {args.changed:.0%} of tasks beat between ticks; median of {args.runs} runs"
     )
     print(
         f"{'active':>14} {'bare sqlite3':>13} {'records':>10} {'first poll':>11}"
-        f" {'tick afresh':>12} {'tick reusing':>13}   ratios to bare"
+        f" {'tick afresh':>12} {'tick reusing':>13} {'no flips: first':>16} {'tick':>10}"
+        "   ratios to bare"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             for finished in sorted({0, args.finished}):
                 path = Path(tmp) / f"bench-{size}-{finished}.db"
-                populate(path, size, finished)
+                populate(path, size, finished, args.events)
                 limit, build = time_limit(path, args.runs)
                 ours = time_zombietop(path, size, args.runs, args.changed)
                 ours["records"] = build
                 label = f"{size:,}" + (" +hist" if finished else "")
                 ratios = " / ".join(
-                    f"{ours[k] / limit:.2f}x" for k in ("records", "first", "afresh", "reusing")
+                    f"{ours[k] / limit:.2f}x"
+                    for k in ("records", "first", "afresh", "reusing", "first no flips", "no flips")
                 )
                 print(
                     f"{label:>14} {limit * 1000:>10.1f} ms {build * 1000:>7.1f} ms"
                     f" {ours['first'] * 1000:>8.1f} ms {ours['afresh'] * 1000:>9.1f} ms"
-                    f" {ours['reusing'] * 1000:>10.1f} ms   {ratios}"
+                    f" {ours['reusing'] * 1000:>10.1f} ms"
+                    f" {ours['first no flips'] * 1000:>13.1f} ms {ours['no flips'] * 1000:>7.1f} ms"
+                    f"   {ratios}"
                 )
                 path.unlink()
     return 0

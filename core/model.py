@@ -459,6 +459,10 @@ class StoredPage:
     next_at: float
     incident: str | None = None
     runbook: str | None = None
+    trace_id: str | None = None
+    """The W3C trace the page's task runs in (``Page.trace_id``)."""
+    trace_url: str | None = None
+    """The link to that trace, as the page was composed (``Page.trace_url``)."""
 
     @classmethod
     def from_row(cls, row: Row) -> StoredPage:

@@ -7,22 +7,37 @@ before it starts a new record. A task flaps once more than ``flap_threshold`` fl
 within one ``flap_window``, and flaps until ``flap_window`` passes with no flip.
 
 Pure: the watchdog folds the flips it records (and reads back from its events after a
-restart) and asks ``judge_flapping`` with its ``now``, so every rule is a table-driven test.
+restart), the monitor folds those it reads from the same events (``flip_book``), and both ask
+``judge_flapping`` with their ``now``, so every rule is a table-driven test.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from zombietop.config import Limits
 from zombietop.durations import format_age, format_duration
 from zombietop.health import Flag, Health
 from zombietop.judge.verdict import FLAPPING_REASON, Reason, Verdict
+from zombietop.model import Event
 
 
 def is_flip(before: Health, after: Health) -> bool:
     """True when a change of health goes into or out of a health that pages."""
     return before.pages != after.pages
+
+
+def flips_of(events: Iterable[Event]) -> dict[str, list[float]]:
+    """By task id, the moments of the flips among transition events (oldest first)."""
+    moments: dict[str, list[float]] = {}
+    for event in events:
+        before, after = event.data.get("from"), event.data.get("to")
+        if event.task_id is None or before not in set(Health) or after not in set(Health):
+            continue
+        if is_flip(Health(before), Health(after)):
+            moments.setdefault(event.task_id, []).append(event.at)
+    return moments
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,6 +20,7 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.errors import ZombietopError
 from zombietop.fleet import HostRequest
+from zombietop.judge.flip_book import FlipBook
 from zombietop.judge.job_book import JobBook
 from zombietop.judge.oncall_reader import OnCallReader
 from zombietop.judge.orphan_watch import OrphanWatch
@@ -82,6 +83,7 @@ class Monitor:
         own_thread: bool = False,
         sources: Sequence[Source] = (),
         source_deadline: float | None = None,
+        count_flips: bool = True,
     ) -> None:
         self.store = store
         self.config = config
@@ -115,6 +117,9 @@ class Monitor:
         """Every job's summary, read incrementally each poll."""
         self.oncall_reader = OnCallReader(store)
         """Reads the acks, silences and schedules that each snapshot carries."""
+        self.flip_book = FlipBook() if count_flips else None
+        """Each task's flips, read from the watchdog's transitions, for the flag ``flapping``
+        (None: the watchdog's own monitor, whose ``FlapWatch`` counts them as it sees them)."""
 
     @property
     def read_only(self) -> bool:
@@ -140,11 +145,14 @@ class Monitor:
             snapshot = await self._snapshot(now, records, config, samples, fleet, kept, changes)
             owners = {task_id: source.name for task_id, source in read.owners.items()}
             oncall, schedules = await self.oncall_reader.read(now, self.config, owners)
+            if self.flip_book is not None:
+                await self.flip_book.read(self.store, now, self.config)
         except ZombietopError as exc:
             self.last = replace(self.last, error=str(exc), failed_at=self.clock.now())
             return self.last
+        marked = snapshot if self.flip_book is None else self.flip_book.mark(snapshot, now)
         self.last = replace(
-            snapshot,
+            marked,
             # The sources' read is theirs: a source that hangs is no lag of the store's.
             poll_seconds=time.perf_counter() - started - read.seconds,
             oncall=oncall,

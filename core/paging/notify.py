@@ -360,6 +360,8 @@ class Outbox:
                 at=row.page_at,
                 incident=row.incident,
                 runbook=row.runbook,
+                trace_id=row.trace_id,
+                trace_url=row.trace_url,
             )
             notifier = by_name.get(row.notifier)
             if notifier is None:
@@ -482,6 +484,8 @@ class Outbox:
                     next_at=delivery.next_at,
                     incident=page.incident,
                     runbook=page.runbook,
+                    trace_id=page.trace_id,
+                    trace_url=page.trace_url,
                 )
             except ZombietopError as exc:
                 if not self._keeper_down:

@@ -51,6 +51,13 @@ class EventsInterface(abc.ABC):
     async def events_of_tasks(self, task_ids: Sequence[str], kinds: Sequence[str]) -> list[Event]:
         """Return every event of the tasks ``task_ids`` whose kind is in ``kinds``, oldest first."""
 
+    @abc.abstractmethod
+    async def events_after(
+        self, after_id: int, *, kind: str, since: float, limit: int
+    ) -> list[Event]:
+        """Return at most ``limit`` events of a task, of ``kind``, after the event ``after_id``
+        and at or after ``since``, oldest first (a reader that keeps up with the log)."""
+
 
 class Events(SQLBase[Conn], EventsInterface):
     """Record an event and read the log."""
@@ -102,3 +109,14 @@ class Events(SQLBase[Conn], EventsInterface):
                 rows = await self._rows(db, "select_events_of_tasks", {"ids": ids, "kinds": wanted})
                 found += [Event.from_row(row) for row in rows]
         return sorted(found, key=lambda event: event.event_id)
+
+    async def events_after(
+        self, after_id: int, *, kind: str, since: float, limit: int
+    ) -> list[Event]:
+        async with self._read() as db:
+            rows = await self._rows(
+                db,
+                "select_events_after",
+                {"after_id": after_id, "kind": str(kind), "since": since, "limit": limit},
+            )
+        return [Event.from_row(row) for row in rows]

@@ -49,6 +49,8 @@ class PagingInterface(abc.ABC):
         next_at: float,
         incident: str | None = None,
         runbook: str | None = None,
+        trace_id: str | None = None,
+        trace_url: str | None = None,
     ) -> int:
         """Keep a page owed to one channel until it is delivered; return its id."""
 
@@ -123,6 +125,8 @@ class Paging(SQLBase[Conn], PagingInterface):
         next_at: float,
         incident: str | None = None,
         runbook: str | None = None,
+        trace_id: str | None = None,
+        trace_url: str | None = None,
     ) -> int:
         async with self._write() as db:
             row = await self._row(
@@ -139,6 +143,8 @@ class Paging(SQLBase[Conn], PagingInterface):
                     "next_at": next_at,
                     "incident": incident,
                     "runbook": runbook,
+                    "trace_id": trace_id,
+                    "trace_url": trace_url,
                 },
             )
         assert row is not None

@@ -10,37 +10,23 @@ takes the task back as it is then (a task that pages then opens an incident as u
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
 
 from zombietop.errors import StoreError
-from zombietop.health import Health
 from zombietop.judge.flapping import (
     Flips,
+    flips_of,
     fold_flip,
-    is_flip,
     judge_flapping,
     steady,
     steady_words,
     with_flapping,
 )
 from zombietop.judge.monitor import Snapshot, TaskView
-from zombietop.model import Event, EventKind
+from zombietop.model import EventKind
 from zombietop.page import PageKind, incident_key
 from zombietop.watch.incident_book import IncidentBook
 from zombietop.watch.watchdog_hands import Hands, Look
-
-
-def flips_of(events: Iterable[Event]) -> dict[str, list[float]]:
-    """By task id, the moments of the flips among transition events (oldest first)."""
-    moments: dict[str, list[float]] = {}
-    for event in events:
-        before, after = event.data.get("from"), event.data.get("to")
-        if event.task_id is None or before not in set(Health) or after not in set(Health):
-            continue
-        if is_flip(Health(before), Health(after)):
-            moments.setdefault(event.task_id, []).append(event.at)
-    return moments
 
 
 class FlapWatch:

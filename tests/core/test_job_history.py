@@ -171,8 +171,8 @@ async def test_the_migration_counts_kept_durations_from_the_claims(
     [summary] = await store.job_summaries()
     assert summary.durations == pytest.approx((3.0, 3.0, 3.0))
     # Write the list as the old code kept it, and step the schema back to before the fix: the
-    # versions after it added the columns `ends` and the trace's, the samples' host index and
-    # (PostgreSQL) the event log by day, which go too.
+    # versions after it added the columns `ends` and the trace's, the samples' host index,
+    # (PostgreSQL) the event log by day, and the kept pages' trace columns, which go too.
     if isinstance(store, PostgresStore):
         await store._conn.execute("UPDATE jobs SET durations = '[0.1, 0.1, 0.1]'")
         await store._conn.execute("ALTER TABLE jobs DROP COLUMN ends")
@@ -180,7 +180,9 @@ async def test_the_migration_counts_kept_durations_from_the_claims(
             await store._conn.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
         await store._conn.execute("DROP INDEX process_samples_host")
         await store._conn.execute(UNPARTITION_EVENTS)
-        await store._conn.execute("UPDATE zombietop_store SET schema_version = schema_version - 5")
+        for column in ("trace_id", "trace_url"):
+            await store._conn.execute(f"ALTER TABLE pending_pages DROP COLUMN {column}")
+        await store._conn.execute("UPDATE zombietop_store SET schema_version = schema_version - 6")
     else:
         assert isinstance(store, SQLiteStore)
         await store._db.execute("UPDATE jobs SET durations = '[0.1, 0.1, 0.1]'")
@@ -188,7 +190,9 @@ async def test_the_migration_counts_kept_durations_from_the_claims(
         for column in ("trace_id", "span_id", "parent_span_id"):
             await store._db.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
         await store._db.execute("DROP INDEX process_samples_host")
-        await store._db.execute(f"PRAGMA user_version = {SQLITE_VERSION - 4}")
+        for column in ("trace_id", "trace_url"):
+            await store._db.execute(f"ALTER TABLE pending_pages DROP COLUMN {column}")
+        await store._db.execute(f"PRAGMA user_version = {SQLITE_VERSION - 5}")
         await store._db.commit()
     await store.close()
     again = await reopen()

@@ -36,9 +36,11 @@ from zombietop.paging.pagerduty import PagerDutyNotifier, dedup_key, event, seve
 from zombietop.procs import PsutilProbe
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
+from zombietop.trace_context import TraceContext
 from zombietop.watch.watchdog import Watchdog
 
 ENV = {"ZOMBIETOP_PAGERDUTY_KEY": ROUTING_KEY}
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 RUNBOOK = "https://wiki.example/runbooks/{step_type}#{stage}"
 # Beats until $DIR/stall exists, then blocks on a FIFO, using no CPU, until the test writes to
 # it; then beats again until $DIR/exit exists.
@@ -262,6 +264,44 @@ async def test_a_kept_page_resolves_the_same_incident_after_a_restart(
         await second.tick()
         await second.outbox.settle(SETTLE)
     assert stand_in.actions() == [("resolve", key)]
+
+
+async def test_a_page_kept_while_pagerduty_is_down_keeps_its_trace(
+    store: Store, clock: FakeClock, unused_tcp_port: int
+) -> None:
+    """The trigger of a traced task finds nobody listening: it waits in the store with its
+    trace id and link, and the next watchdog sends them in custom_details and the line."""
+    token = await start(store)
+    trace = TraceContext(trace_id=TRACE, span_id="1111111111111111", parent_id=None)
+    await store.set_trace("export-2031", owner="w1", token=token, trace=trace)
+    link = f"https://tempo.example/trace/{TRACE}"
+    base = config()
+    cfg = replace(base, otel=replace(base.otel, trace_url="https://tempo.example/trace/{trace_id}"))
+    down = PagerDutyNotifier(
+        PagerDutySettings(url=f"http://127.0.0.1:{unused_tcp_port}"), 5.0, environ=ENV
+    )
+    first = watchdog_to(store, clock, down, cfg=cfg)
+    clock.advance(200)
+    await first.tick()
+    await first.outbox.settle(SETTLE)
+    await first.outbox.close(5)
+    [kept] = await store.pending_pages()
+    assert (kept.kind, kept.trace_id, kept.trace_url) == ("incident", TRACE, link)
+    with pagerduty(unused_tcp_port) as stand_in:
+        second = watchdog_to(store, clock, channel(stand_in), cfg=cfg)
+        clock.advance(60)
+        await second.tick()
+        await second.outbox.settle(SETTLE)
+    [sent] = stand_in.events
+    details = sent["payload"]["custom_details"]
+    assert (sent["event_action"], details["trace_id"], details["trace_url"]) == (
+        "trigger",
+        TRACE,
+        link,
+    )
+    assert "trace 4bf92f35..." in details["line"]
+    assert sent["links"][-1] == {"href": link, "text": "trace"}
+    assert await store.pending_pages() == []
 
 
 def test_the_routing_key_never_sits_in_the_config_file(tmp_path: Path) -> None:

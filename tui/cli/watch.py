@@ -72,6 +72,7 @@ async def cmd_watch(args: argparse.Namespace) -> int:
             reuse_verdicts=True,
             sources=sources,
             source_deadline=config.watch.interval,
+            count_flips=False,  # its FlapWatch counts the flips it sees
         )
         dog = Watchdog(
             monitor, config, executor=executor, notifiers=notifiers, dry_run=args.dry_run, log=_log

@@ -20,14 +20,16 @@ DELETE FROM watchdog_lease WHERE owner = :owner
 
 -- insert_pending_page --
 INSERT INTO pending_pages
-    (notifier, kind, line, task_id, health, page_at, attempts, next_at, incident, runbook)
+    (notifier, kind, line, task_id, health, page_at, attempts, next_at, incident, runbook,
+     trace_id, trace_url)
 VALUES
-    (:notifier, :kind, :line, :task_id, :health, :page_at, :attempts, :next_at, :incident, :runbook)
+    (:notifier, :kind, :line, :task_id, :health, :page_at, :attempts, :next_at, :incident, :runbook,
+     :trace_id, :trace_url)
 RETURNING page_id
 
 -- select_pending_pages --
 SELECT page_id, notifier, kind, line, task_id, health, page_at, attempts, next_at, incident,
-    runbook
+    runbook, trace_id, trace_url
 FROM pending_pages ORDER BY page_id
 
 -- update_pending_page --

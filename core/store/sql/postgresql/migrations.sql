@@ -354,6 +354,11 @@ SELECT event_id, at, task_id, kind, actor, message, data FROM events_unpartition
 SELECT setval('events_event_id', COALESCE(max(event_id), 0) + 1, false) FROM events_unpartitioned;
 DROP TABLE events_unpartitioned;
 
+-- schema_v21 --
+-- A kept page's trace and its link (see sqlite/migrations.sql, schema_v22).
+ALTER TABLE pending_pages ADD COLUMN trace_id text;
+ALTER TABLE pending_pages ADD COLUMN trace_url text;
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 

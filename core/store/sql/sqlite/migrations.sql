@@ -511,3 +511,9 @@ ALTER TABLE tasks ADD COLUMN parent_span_id TEXT;
 -- An agent's tick drops its host's samples it did not write again: by host, not by a scan of
 -- every host's samples (a fleet of a thousand hosts has a thousand times its own).
 CREATE INDEX process_samples_host ON process_samples (host, source);
+
+-- schema_v22 --
+-- A kept page's trace (the W3C trace id) and the link to it: a page sent after a failed try,
+-- or by the next watchdog, names the trace in PagerDuty's details as the first try did.
+ALTER TABLE pending_pages ADD COLUMN trace_id TEXT;
+ALTER TABLE pending_pages ADD COLUMN trace_url TEXT;
