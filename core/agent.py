@@ -84,7 +84,10 @@ class Agent:
         self.keep_finished = config.keep_finished
         self.sources = tuple(sources)
         # The sources' tasks as this host reads them, and the door their actions go through.
-        self.monitor = Monitor(store, config, host=self.host, sources=self.sources)
+        # It acts on tasks and shows none, so it has no use for the flips behind `flapping`.
+        self.monitor = Monitor(
+            store, config, host=self.host, sources=self.sources, count_flips=False
+        )
         self.actions = SourceActions(self.monitor, self.executor)
         self._named: set[str] = set()
         """Host names the sources record for this host that are not its name (said once)."""
