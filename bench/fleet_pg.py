@@ -16,7 +16,8 @@ beating, some stalled, dead, reclaimable, queued or finished). For each size:
 - key: ``s`` (the next sort) pressed until Textual is idle again, median of 3 (goal 100 ms);
 - RSS: the dashboard process's resident memory after those keys, and its peak (goal 500 MB);
 - watchdog look: one ``Watchdog.tick`` (what ``zombietop watch --once --dry-run`` does after
-  opening the store), the first one, cold (goal 5 s);
+  opening the store), the first one, cold (goal 5 s); a look longer than ``[watch] interval``
+  withholds its verdicts (the store lags), and the JSON line says so in ``watch_withheld``;
 - ingest: the agents stopped, every agent's round at once from asyncio tasks over 8
   connections, beside a bare batched ``INSERT ... ON CONFLICT`` of the same rows over 8
   connections; rows per second, median of 3 rounds each (goal: at least half the bare rate);
@@ -130,7 +131,7 @@ def run_dashboard(url: str) -> dict[str, float]:
 # The watchdog, the ingest and the retention, in this process. ---------------------------------
 
 
-async def watch_once(url: str) -> float:
+async def watch_once(url: str) -> tuple[float, str]:
     from zombietop.judge.monitor import Monitor
     from zombietop.procs import PsutilProbe
     from zombietop.watch.watchdog import Watchdog
@@ -144,9 +145,9 @@ async def watch_once(url: str) -> float:
         )
         report = await dog.tick()
         seconds = time.perf_counter() - started
-    if report.withheld:
-        raise RuntimeError(f"the watchdog's look was withheld: {report.withheld}")
-    return seconds
+    # A look that took longer than the watchdog's interval withholds its verdicts (the store
+    # lags): it is timed all the same, and the table says it acted on nothing.
+    return seconds, report.withheld or ""
 
 
 def bare_sql(rows: int) -> str:
@@ -275,7 +276,8 @@ async def measure(server: ThrowawayServer, tasks: int, args: argparse.Namespace)
         if beating.poll() is not None:
             raise RuntimeError(f"the agents stopped (exit {beating.returncode})")
         row.update(await asyncio.to_thread(run_dashboard, url))
-        row["watch_s"] = await watch_once(url)
+        print(json.dumps(row), file=sys.stderr, flush=True)  # a long run keeps what it has
+        row["watch_s"], row["watch_withheld"] = await watch_once(url)
     finally:
         beating.send_signal(signal.SIGINT)
         beating.wait()
