@@ -301,7 +301,11 @@ class Runner:
             spec = replace(spec, task_id=spec.task_id or default_task_id(spec.command))
         claim = await self._claim(spec, owner, limits.lease_ttl, cwd, wait=True)
         code = await UpstreamWait(self.store, self._say).wait(
-            claim, interval=limits.heartbeat_interval, ttl=limits.lease_ttl, command=spec.command
+            claim,
+            interval=limits.heartbeat_interval,
+            ttl=limits.lease_ttl,
+            command=spec.command,
+            window=limits.queue_timeout or limits.lease_ttl,
         )
         # The upstream is in the task's record now: claiming again must not add it twice, and
         # a job's run waited for is the run to start.

@@ -79,13 +79,24 @@ class UpstreamWait:
         self._stop = asyncio.Event()
         self._not_started: set[str] = set()
         """Upstream names said once to have not started yet."""
+        self._since = 0.0
+        """A job's run created since then, or not finished, is the run waited for."""
 
     async def wait(
-        self, claim: Claim, *, interval: float, ttl: float, command: Sequence[str]
+        self,
+        claim: Claim,
+        *,
+        interval: float,
+        ttl: float,
+        command: Sequence[str],
+        window: float = 0.0,
     ) -> int | None:
         """Wait for the upstream of ``claim``'s task; None: it succeeded, start the command
-        (the lease is let go). Otherwise the task has ended and this is the exit status."""
+        (the lease is let go). Otherwise the task has ended and this is the exit status.
+        ``window``: as for ``resolve_after``, a job's run that started that long before the
+        task is the one it waits for (it may have run between ``resolve_after`` and the claim)."""
         task, upstream = claim.task, claim.task.upstream
+        self._since = task.created_at - window
         names = _upstream_word(upstream)
         self.say(f"{task.task_id} waits for {names} (checked every {interval:g}s)")
         loop = asyncio.get_running_loop()
@@ -124,7 +135,7 @@ class UpstreamWait:
         waiting = False
         for name in upstream:
             try:
-                up = await upstream_task(self.store, name, claim.task.created_at)
+                up = await upstream_task(self.store, name, self._since)
             except StoreError as exc:
                 self.say(f"could not read upstream {name} of {task_id}: {exc}")
                 return "wait"

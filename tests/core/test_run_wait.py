@@ -12,12 +12,16 @@ import time
 from pathlib import Path
 
 from tests.core.realprocs import Children, wait_for, zombietop
+from zombietop.clock import FakeClock
 from zombietop.config import Config
 from zombietop.errors import TaskNotFound
 from zombietop.health import Health
 from zombietop.judge.monitor import Monitor, TaskView
 from zombietop.model import TaskState
 from zombietop.procs import PsutilProbe
+from zombietop.run.claim import Claim
+from zombietop.run.upstream_wait import UpstreamWait
+from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
 
 WAITS_FOR_GO = 'while [ ! -e "$GO" ]; do sleep 0.05; done'
@@ -313,3 +317,35 @@ async def test_after_a_job_name_means_its_latest_run_when_that_started_just_befo
     (published,) = await real_store.job_runs("publish", 1)
     assert published.upstream == (ran.task_id,)
     assert published.state is TaskState.SUCCEEDED
+
+
+async def test_a_job_run_that_ended_between_resolving_and_the_claim_is_the_one_waited_for(
+    store: Store, clock: FakeClock
+) -> None:
+    """Cron starts `publish --after extract --wait` and `extract` at once: on a loaded host
+    extract may start and succeed after the waiter looked for it by name and before the waiter
+    recorded its task. That run is within the window the name was resolved with, so the
+    waiter starts at its first look, instead of waiting for extract's next run (tomorrow)."""
+    extract = await store.create_task(
+        task_id="extract/1", run_id="1", step="extract", step_type="extract", actor="cron",
+        job="extract",
+    )  # fmt: skip
+    lease = await store.acquire_lease(extract.task_id, owner="cron", ttl=60)
+    await store.finish_task(
+        extract.task_id, owner="cron", token=lease.token, state=TaskState.SUCCEEDED
+    )
+    clock.advance(5.0)
+    waiter = await store.create_task(
+        task_id="publish/1", run_id="1", step="publish", step_type="publish", actor="cron",
+        job="publish", upstream=("extract",),
+    )  # fmt: skip
+    held = await store.acquire_lease(waiter.task_id, owner="run", ttl=60)
+    claim = Claim(task=waiter, lease=held, owner="run")
+    said: list[str] = []
+    waiting = UpstreamWait(store, said.append).wait(
+        claim, interval=3600, ttl=60, command=("true",), window=60
+    )
+    # Its first look decides, with no interval waited: a wait that goes on is the bug.
+    code = await asyncio.wait_for(waiting, timeout=30)
+    assert code is None, said  # start the command now
+    assert "extract succeeded: starting publish/1" in said
