@@ -31,10 +31,11 @@ from zombietop.trace_context import TraceContext
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Seen:
-    """What a verdict on a task was made on: its latest heartbeat and its lease, as read.
+    """What a verdict on a task was made on: its latest heartbeat and its lease, as read
+    (the lease's expiry only when the verdict was made on it; else None).
 
     A write that acts on the verdict checks them again inside its transaction: a task that
-    beat or renewed its lease since (a lock may have held those writes back) is judged again
+    beat or whose lease changed since (a lock may have held those writes back) is judged again
     at the next look instead.
     """
 
@@ -426,7 +427,12 @@ class Tasks(Jobs[Conn], TasksInterface):
         now_seen = Seen(
             beat_seq=beat_seq,
             lease_token=None if lease is None else lease.token,
-            lease_expires_at=None if lease is None else lease.expires_at,
+            # The expiry only where the verdict was made on it (``seen`` holds it then).
+            lease_expires_at=(
+                lease.expires_at
+                if lease is not None and seen.lease_expires_at is not None
+                else None
+            ),
         )
         return now_seen != seen
 

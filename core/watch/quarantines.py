@@ -7,9 +7,10 @@ shows as the hold, never a write into the engine's database. A hold that cannot 
 docs/glossary.md); the watchdog pages once that it cannot write the store,
 saying why and what to do, and once when it can.
 
-The hold is written only if the task has not beaten or renewed its lease since the look read
-it (``Seen``, checked inside the write): a lock that held those writes back until after the
-look must not get a working job quarantined. Such a task is judged again at the next look.
+The hold is written only if the task has not beaten since the look read it, nor changed
+hands, nor (when the verdict was made on its lease's expiry) renewed its lease (``Seen``,
+checked inside the write): a lock that held those writes back until after the look must not
+get a working job quarantined. Such a task is judged again at the next look.
 """
 
 from __future__ import annotations
@@ -25,11 +26,19 @@ from zombietop.watch.watchdog_hands import Hands, Look
 
 
 def seen_in(view: TaskView) -> Seen:
-    """What the look's verdict on ``view`` was made on, to check again inside the write."""
+    """What the look's verdict on ``view`` was made on, to check again inside the write.
+
+    The lease's expiry counts only for a verdict made on it (``reclaimable``): the live
+    wrapper of a task that stopped beating goes on renewing its lease, and that renewal is
+    the stall itself, not a sign that the task moved (on a loaded host one falls between
+    nearly every look and its write)."""
+    lease = view.lease
     return Seen(
         beat_seq=None if view.heartbeat is None else view.heartbeat.seq,
-        lease_token=None if view.lease is None else view.lease.token,
-        lease_expires_at=None if view.lease is None else view.lease.expires_at,
+        lease_token=None if lease is None else lease.token,
+        lease_expires_at=(
+            lease.expires_at if lease is not None and view.health is Health.RECLAIMABLE else None
+        ),
     )
 
 
@@ -82,7 +91,7 @@ class Quarantines:
                     return False
                 if not held.quarantined:
                     look.logs.append(
-                        f"not quarantined {task_id}: it beat or renewed its lease after the "
+                        f"not quarantined {task_id}: it beat or its lease changed after the "
                         f"look that found it {view.health}; judged again at the next look"
                     )
                     return False

@@ -124,12 +124,29 @@ async def test_a_task_that_beat_after_the_look_is_not_held(store: Store, clock: 
     assert not await holds.place(view, look)
     assert not (await store.get_task("export-2031")).quarantined
     assert look.logs == [
-        "not quarantined export-2031: it beat or renewed its lease after the look that found "
+        "not quarantined export-2031: it beat or its lease changed after the look that found "
         "it stalled; judged again at the next look"
     ]
     assert look.pages == []
     view, look = await parts.judged()
     assert view.health is Health.HEALTHY
+
+
+async def test_a_stalled_task_whose_wrapper_renewed_its_lease_after_the_look_is_held(
+    store: Store, clock: FakeClock
+) -> None:
+    """The seeds' incident: the wrapper lives and renews the lease, the job beats no more. A
+    renewal between the look and the hold is that stall going on, not progress: the task is
+    held (on a loaded host one fell between nearly every look and its write, so nothing was)."""
+    token = await start(store)
+    clock.advance(200)
+    parts = hands_on(store, clock)
+    holds = Quarantines(parts.hands)
+    view, look = await parts.judged()
+    assert view.health is Health.STALLED
+    await store.renew_lease("export-2031", owner="w1", token=token, ttl=3600)
+    assert await holds.place(view, look)
+    assert (await store.get_task("export-2031")).quarantined
 
 
 HOLDS_THE_LOCK = """
