@@ -42,6 +42,8 @@ class Seen:
     beat_seq: int | None
     lease_token: int | None
     lease_expires_at: float | None
+    lease_owner: str | None = None
+    """Who held the lease: a lease let go (the task ended) since the look moves the task."""
 
 
 class TasksInterface(abc.ABC):
@@ -427,6 +429,7 @@ class Tasks(Jobs[Conn], TasksInterface):
         now_seen = Seen(
             beat_seq=beat_seq,
             lease_token=None if lease is None else lease.token,
+            lease_owner=None if lease is None else lease.owner,
             # The expiry only where the verdict was made on it (``seen`` holds it then).
             lease_expires_at=(
                 lease.expires_at

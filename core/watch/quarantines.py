@@ -36,6 +36,7 @@ def seen_in(view: TaskView) -> Seen:
     return Seen(
         beat_seq=None if view.heartbeat is None else view.heartbeat.seq,
         lease_token=None if lease is None else lease.token,
+        lease_owner=None if lease is None else lease.owner,
         lease_expires_at=(
             lease.expires_at if lease is not None and view.health is Health.RECLAIMABLE else None
         ),

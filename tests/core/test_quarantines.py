@@ -14,6 +14,7 @@ from tests.core.watchdog_parts import ACTOR, hands_on
 from zombietop.clock import FakeClock
 from zombietop.health import Health
 from zombietop.heartbeat_line import parse_line
+from zombietop.model import TaskState
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
 from zombietop.watch.quarantines import Quarantines
@@ -178,3 +179,17 @@ async def test_a_hold_the_lock_refused_names_the_writer_and_not_the_disk(
         assert "disk" not in page.line
     finally:
         await store.close()
+
+
+async def test_a_task_that_ended_after_the_look_is_not_held(store: Store, clock: FakeClock) -> None:
+    """The look found the task stalled; before the hold, its run ended and let its lease go.
+    A hold on a finished task would block what waits on it for ever: it is not placed."""
+    token = await start(store)
+    clock.advance(200)
+    parts = hands_on(store, clock)
+    holds = Quarantines(parts.hands)
+    view, look = await parts.judged()
+    assert view.health is Health.STALLED
+    await store.finish_task("export-2031", owner="w1", token=token, state=TaskState.SUCCEEDED)
+    assert not await holds.place(view, look)
+    assert not (await store.get_task("export-2031")).quarantined
