@@ -112,13 +112,15 @@ async def claim_task(
     host: str | None = None,
     job: str | None = None,
     wait: bool = False,
+    window: float = 0.0,
 ) -> Claim:
     """Create the task if it is new, check its upstream, and take its lease.
 
     With ``wait`` the upstream is not checked (it may not have started yet), and the task
-    stays queued under the lease (``zombietop.run.upstream_wait``). An expired lease is reclaimed
-    (the token grows); a live one raises ``LeaseHeld``, and a finished task ``TaskFinished``
-    (task ids are single-use).
+    stays queued under the lease (``zombietop.run.upstream_wait``). ``window``: the one the
+    wait resolved a job's name with, so that the start checks the run the wait saw succeed.
+    An expired lease is reclaimed (the token grows); a live one raises ``LeaseHeld``, and a
+    finished task ``TaskFinished`` (task ids are single-use).
     """
     try:
         existing: Task | None = await store.get_task(task_id)
@@ -129,7 +131,7 @@ async def claim_task(
     upstream = [*(existing.upstream if existing else ()), *after]
     # Checked before creating: a refused start leaves nothing behind in the store.
     if not wait:
-        since = None if existing is None else existing.created_at
+        since = None if existing is None else existing.created_at - window
         await check_upstream(store, task_id, upstream, since)
     if existing is None:
         try:

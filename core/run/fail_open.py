@@ -88,7 +88,7 @@ class FailOpen:
 
         async def claim(opened: Store) -> Claim:
             owner = owner_name("run", self.host)
-            return await claim_for(self._runner(opened), spec, owner, limits.lease_ttl, cwd)
+            return await claim_for(self._runner(opened), spec, owner, limits, cwd)
 
         async def adopt_on(
             opened: Store, signals: SignalForwarding, claim: Claim, child: Child, beat_file: Path

@@ -54,8 +54,9 @@ async def claim_run(
     cwd: str | None = None,
     host: str | None = None,
     wait: bool = False,
+    window: float = 0.0,
 ) -> Claim:
-    """Start a run of ``job`` and take its lease (``wait``: as ``claim_task`` says).
+    """Start a run of ``job`` and take its lease (``wait``, ``window``: as ``claim_task`` says).
 
     With ``run``, that exact run: an unfinished one is claimed again (resume and attempts stay
     per run), a finished one refused. Without, a new run named by the store's clock.
@@ -77,6 +78,7 @@ async def claim_run(
             cwd=cwd,
             host=host,
             wait=wait,
+            window=window,
         )
 
     if run is not None:

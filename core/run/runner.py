@@ -69,7 +69,7 @@ from zombietop.run.run_exit import record_exit, record_lost
 from zombietop.run.signal_forwarding import SignalForwarding
 from zombietop.run.stray_beats import StrayBeats
 from zombietop.run.unwatched import EXIT_CANNOT_START
-from zombietop.run.upstream_wait import UpstreamWait, resolve_after
+from zombietop.run.upstream_wait import UpstreamWait, after_window, resolve_after
 from zombietop.start_identity import ProcessStart
 from zombietop.store import Store, location_of
 from zombietop.trace_context import join_or_start
@@ -224,7 +224,7 @@ class Runner:
         folder = self._heartbeat_folder()
         if spec.after:
             # A job's name in --after means one of its runs (``upstream_wait``).
-            window = type_limits.queue_timeout or type_limits.lease_ttl
+            window = after_window(type_limits)
             spec = replace(spec, after=await resolve_after(self.store, spec.after, window))
         while True:
             if spec.wait:
@@ -234,7 +234,7 @@ class Runner:
                 spec = waited
             claimed_at = time.monotonic()
             try:
-                claim = await self._claim(spec, owner, type_limits.lease_ttl, cwd)
+                claim = await self._claim(spec, owner, type_limits, cwd)
             except UpstreamBlocked as exc:
                 if not spec.wait:
                     raise
@@ -260,9 +260,10 @@ class Runner:
                     folder.rmdir()
 
     async def _claim(
-        self, spec: RunSpec, owner: str, ttl: float, cwd: str, *, wait: bool = False
+        self, spec: RunSpec, owner: str, limits: Limits, cwd: str, *, wait: bool = False
     ) -> Claim:
         """Claim the task (or the job's run) to start it now, or with ``wait`` to wait."""
+        ttl, window = limits.lease_ttl, after_window(limits)
         if spec.job is not None:
             return await claim_run(
                 self.store,
@@ -276,6 +277,7 @@ class Runner:
                 cwd=cwd,
                 host=self.host,
                 wait=wait,
+                window=window,
             )
         return await claim_task(
             self.store,
@@ -290,6 +292,7 @@ class Runner:
             cwd=cwd,
             host=self.host,
             wait=wait,
+            window=window,
         )
 
     async def _wait_for_upstream(
@@ -299,13 +302,13 @@ class Runner:
         the spec to start with once the upstream succeeded, else the exit status."""
         if spec.job is None:
             spec = replace(spec, task_id=spec.task_id or default_task_id(spec.command))
-        claim = await self._claim(spec, owner, limits.lease_ttl, cwd, wait=True)
+        claim = await self._claim(spec, owner, limits, cwd, wait=True)
         code = await UpstreamWait(self.store, self._say).wait(
             claim,
             interval=limits.heartbeat_interval,
             ttl=limits.lease_ttl,
             command=spec.command,
-            window=limits.queue_timeout or limits.lease_ttl,
+            window=after_window(limits),
         )
         # The upstream is in the task's record now: claiming again must not add it twice, and
         # a job's run waited for is the run to start.
@@ -671,9 +674,9 @@ class Runner:
 # For ``zombietop.run.fail_open``: a run claimed, and a command adopted, once the store can be used.
 
 
-async def claim_for(runner: Runner, spec: RunSpec, owner: str, ttl: float, cwd: str) -> Claim:
+async def claim_for(runner: Runner, spec: RunSpec, owner: str, limits: Limits, cwd: str) -> Claim:
     """Claim the task or the job's run now."""
-    return await runner._claim(spec, owner, ttl, cwd)
+    return await runner._claim(spec, owner, limits, cwd)
 
 
 async def adopt(runner: Runner, claim: Claim, child: Child, beat_file: Path) -> int:

@@ -34,6 +34,7 @@ import contextlib
 import signal
 from collections.abc import Callable, Sequence
 
+from zombietop.config import Limits
 from zombietop.errors import LeaseLost, StoreError, TaskNotFound
 from zombietop.model import TaskState
 from zombietop.run.claim import Claim, job_run_after, upstream_task
@@ -46,6 +47,12 @@ EXIT_LEASE_LOST = 2
 """The exit status when someone else took the waiting task (resumed or discarded it)."""
 
 GONE = (TaskState.DISCARDED, TaskState.FAILED)
+
+
+def after_window(limits: Limits) -> float:
+    """How long before a waiting task a job's run may have started and still be the run it
+    waits for: ``queue_timeout``, or ``lease_ttl`` when that is off."""
+    return limits.queue_timeout or limits.lease_ttl
 
 
 def _upstream_word(names: Sequence[str]) -> str:

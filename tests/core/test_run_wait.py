@@ -20,6 +20,7 @@ from zombietop.judge.monitor import Monitor, TaskView
 from zombietop.model import TaskState
 from zombietop.procs import PsutilProbe
 from zombietop.run.claim import Claim
+from zombietop.run.job_runs import claim_run
 from zombietop.run.upstream_wait import UpstreamWait
 from zombietop.store import Store
 from zombietop.store.sqlite import SQLiteStore
@@ -349,3 +350,33 @@ async def test_a_job_run_that_ended_between_resolving_and_the_claim_is_the_one_w
     code = await asyncio.wait_for(waiting, timeout=30)
     assert code is None, said  # start the command now
     assert "extract succeeded: starting publish/1" in said
+
+
+async def test_the_start_after_the_wait_checks_the_run_the_wait_saw_succeed(
+    store: Store, clock: FakeClock
+) -> None:
+    """The wait found `extract`'s run within its window and said go; the claim that starts the
+    command checks the upstream again, and must look in the same window. With only the task's
+    own creation time it found no run of extract, said "does not exist", and waited again for
+    ever (a docs example hung in CI this way)."""
+    extract = await store.create_task(
+        task_id="extract/1", run_id="1", step="extract", step_type="extract", actor="cron",
+        job="extract",
+    )  # fmt: skip
+    lease = await store.acquire_lease(extract.task_id, owner="cron", ttl=60)
+    await store.finish_task(
+        extract.task_id, owner="cron", token=lease.token, state=TaskState.SUCCEEDED
+    )
+    clock.advance(5.0)
+    waiting = await claim_run(
+        store, job="publish", run="1", owner="run", ttl=60, after=("extract",), wait=True,
+        window=60,
+    )  # fmt: skip
+    said: list[str] = []
+    code = await UpstreamWait(store, said.append).wait(
+        waiting, interval=3600, ttl=60, command=("true",), window=60
+    )
+    assert code is None, said
+    started = await claim_run(store, job="publish", run="1", owner="run", ttl=60, window=60)
+    assert started.task.state is TaskState.STARTING  # claimed to start, not refused
+    assert started.token == waiting.token + 1
