@@ -28,7 +28,7 @@ class Bound:
 
     def as_written(self, value: float) -> str:
         """``value`` as a config file writes it: a quoted duration, or a plain number."""
-        return f'"{format_duration(value)}"' if self.duration else f"{value:g}"
+        return f'"{format_duration(value)}"' if self.duration else f"{value:.12g}"
 
     def problem(self, value: float) -> str | None:
         """What is wrong with ``value`` ("below its floor of ...: why"), or None."""
@@ -194,6 +194,15 @@ BOUNDS: dict[str, dict[str, Bound]] = {
             high=200,
             why_low="a copy of no line copies nothing",
             why_high="the detail view holds the last 200 lines of a task's output",
+            duration=False,
+        ),
+        "read_at_most": Bound(
+            low=100,
+            high=1_000_000,
+            why_low="a poll would count a store of a few hundred tasks instead of reading it, "
+            "and read fewer tasks that have something to say than a screen shows",
+            why_high="a poll that reads more whole tasks than this takes minutes and gigabytes "
+            "(docs/benchmarks.md #14)",
             duration=False,
         ),
     },

@@ -12,6 +12,7 @@ from zombietop.config.settings import (
     METRICS_EXAMPLE,
     MONITOR_DEFAULTS,
     ONCALL_DEFAULTS,
+    READ_AT_MOST,
     STAGE_KILL_FACTOR,
     STORE_DEFAULTS,
     WATCH_DEFAULTS,
@@ -44,6 +45,7 @@ def _runtime_sections(dumps: Dumps) -> list[str]:
     """The head, then [store], [monitor], [watch] and [oncall], with their defaults."""
     monitor: dict[str, Any] = {k: format_duration(v) for k, v in MONITOR_DEFAULTS.items()}
     monitor["copy_lines"] = COPY_LINES
+    monitor["read_at_most"] = READ_AT_MOST
     watch: dict[str, Any] = {k: format_duration(v) for k, v in WATCH_DEFAULTS.items()}
     watch["stage_kill_factor"] = STAGE_KILL_FACTOR
     watch["renotify"] = watch.pop("renotify")
@@ -61,9 +63,10 @@ def _runtime_sections(dumps: Dumps) -> list[str]:
         "# an ack); the watchdog prunes, or the agents where no watchdog runs. At least",
         '# [monitor] finished_window; "0s": keep every task.',
         dumps({"store": store}) + '# path = "/var/lib/zombietop/zombietop.db"\n',
-        "# How often the dashboard and the watchdog poll the store, and how long",
-        "# finished tasks stay on screen, and how many of a task's last output lines `c`",
-        "# copies in the detail view.",
+        "# How often the dashboard and the watchdog poll the store, how long finished",
+        "# tasks stay on screen, how many of a task's last output lines `c` copies in the",
+        "# detail view, and the most tasks a poll reads whole: past that many active tasks,",
+        "# those the store proves healthy or queued with nothing to say are counted, not read.",
         dumps({"monitor": monitor}),
         "# The headless watchdog (`zombietop watch`): how often it looks, how often it sends",
         "# the digest of spinning tasks, after how many stage timeouts in one stage it kills",

@@ -132,6 +132,7 @@ def _build(data: Mapping[str, Any], path: Path | None) -> Config:
         finished_window=monitor["finished_window"],
         mouse=read_mouse(path, monitor_table),
         copy_lines=int(monitor["copy_lines"]),
+        read_at_most=int(monitor["read_at_most"]),
         watch=read_watch(path, section_table(path, data, "watch")),
         notify=read_notify(path, section_table(path, data, "notify")),
         agent=read_agent(path, section_table(path, data, "agent")),

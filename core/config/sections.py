@@ -17,6 +17,7 @@ from zombietop.config.settings import (
     ONCALL_DEFAULTS,
     PAGERDUTY_KEY_ENV,
     PAGERDUTY_URL,
+    READ_AT_MOST,
     SCHEDULE_GRACE,
     STORE_DEFAULTS,
     WATCH_DEFAULTS,
@@ -55,22 +56,24 @@ def read_store_path(path: Path | None, store: Mapping[str, Any]) -> str | None:
     return store_path
 
 
+MONITOR_COUNTS = {"copy_lines": COPY_LINES, "read_at_most": READ_AT_MOST}
+"""``[monitor]``'s keys that are whole numbers, and their defaults."""
 MONITOR_SWITCHES = {"mouse": True}
 """``[monitor]``'s keys that are true or false, and their defaults."""
 
 
 def read_monitor(path: Path | None, table: Mapping[str, Any]) -> dict[str, float]:
-    """``[monitor]``: refresh and finished_window, in seconds, and copy_lines, a count
-    (``read_mouse`` reads mouse)."""
-    values = {**MONITOR_DEFAULTS, "copy_lines": float(COPY_LINES)}
+    """``[monitor]``: refresh and finished_window, in seconds, and copy_lines and read_at_most,
+    counts (``read_mouse`` reads mouse)."""
+    values = {**MONITOR_DEFAULTS, **{key: float(n) for key, n in MONITOR_COUNTS.items()}}
     for key, value in table.items():
         if key in MONITOR_SWITCHES:
             continue
-        if key == "copy_lines":
+        if key in MONITOR_COUNTS:
             values[key] = read_whole(path, "monitor", key, value, family="monitor")
             continue
         if key not in MONITOR_DEFAULTS:
-            known = [*MONITOR_DEFAULTS, "copy_lines", *MONITOR_SWITCHES]
+            known = [*MONITOR_DEFAULTS, *MONITOR_COUNTS, *MONITOR_SWITCHES]
             raise unknown_key(path, "monitor", key, known)
         values[key] = read_duration(path, "monitor", key, value, family="monitor")
     return values

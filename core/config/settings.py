@@ -46,6 +46,8 @@ STEP_ONLY_KEYS = (
 MONITOR_DEFAULTS: dict[str, float] = {"refresh": 2.0, "finished_window": 3600.0}
 COPY_LINES = 50
 """``[monitor] copy_lines``: how many of a task's last output lines ``c`` copies."""
+READ_AT_MOST = 20_000
+"""``[monitor] read_at_most``: the most tasks a poll reads whole (``zombietop.judge.quiet``)."""
 STORE_DEFAULTS: dict[str, float] = {"keep_finished": 30 * 86400.0}
 """``[store] keep_finished``: how long a finished task stays (0: for ever); see retention."""
 WATCH_DEFAULTS: dict[str, float] = {
@@ -303,6 +305,9 @@ class Config:
     leaves it to the terminal, to select and copy text (as ``--no-mouse`` does)."""
     copy_lines: int = COPY_LINES
     """How many of a task's last output lines ``c`` copies in the detail view's output pane."""
+    read_at_most: int = READ_AT_MOST
+    """The most tasks a poll reads whole: a store with more active tasks than this counts the
+    ones it proves quiet and reads the others, the longest silent first, up to this many."""
     watch: WatchSettings = field(default_factory=WatchSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
     agent: AgentSettings = field(default_factory=AgentSettings)

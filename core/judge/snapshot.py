@@ -14,6 +14,7 @@ from zombietop.fleet import AgentPresence, HostRequest, StoredSample
 from zombietop.health import Health, ScheduleHealth
 from zombietop.job_summary import JobSummary, job_of
 from zombietop.judge.classify import classify, sort_key
+from zombietop.judge.quiet import Counted
 from zombietop.judge.schedules import ScheduleView
 from zombietop.judge.verdict import Verdict
 from zombietop.model import (
@@ -140,6 +141,9 @@ class Snapshot:
     (``failed_runs.older_failures``); a poll leaves it empty."""
     trace_url: str | None = None
     """``[otel] trace_url``: the link template to a task's trace (``trace_link``)."""
+    counted: Counted | None = None
+    """For a poll of a store with more than ``[monitor] read_at_most`` active tasks, what it
+    counted without reading (``zombietop.judge.quiet``); None: every task is in ``tasks``."""
     glance_of: int | None = None
     """For a first glance at start-up (``Monitor.glance``), how many tasks are active: these
     few of them are judged while the whole poll is still to come, so the counts are not yet

@@ -92,7 +92,12 @@ SECTION_LIST = (
         fields={"path": "store_path"},
         intro="The store. `--db` and `$ZOMBIETOP_DB` come before `path`.",
     ),
-    Section("monitor", Config, ["refresh", "finished_window", "mouse", "copy_lines"], "monitor"),
+    Section(
+        "monitor",
+        Config,
+        ["refresh", "finished_window", "mouse", "copy_lines", "read_at_most"],
+        "monitor",
+    ),
     Section(
         "watch",
         WatchSettings,

@@ -266,6 +266,11 @@ SHAPE_CASES = [
 ]
 
 
+def test_monitor_read_at_most_is_read(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, "[monitor]\nread_at_most = 500\n")).read_at_most == 500
+    assert load_config(write(tmp_path, "[monitor]\n")).read_at_most == 20_000
+
+
 def test_monitor_copy_lines_is_read(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, "[monitor]\ncopy_lines = 200\n"))
     assert config.copy_lines == 200
@@ -484,7 +489,7 @@ BOUND_CASES = [
     ("otel", "queue_size", "low", "[otel]\nqueue_size = 1\n",
      "[otel]: queue_size must be a whole number >= 16, not 1"),
     ("otel", "queue_size", "high", "[otel]\nqueue_size = 2000000\n",
-     "[otel]: queue_size = 2000000 is above its ceiling of 1e+06"),
+     "[otel]: queue_size = 2000000 is above its ceiling of 1000000"),
     ("otel", "timeout", "low", '[otel]\ntimeout = "10ms"\n',
      '[otel]: timeout = "10ms" is below its floor of "500ms"'),
     ("otel", "timeout", "high", '[otel]\ntimeout = "1h"\n',
@@ -506,6 +511,10 @@ BOUND_CASES = [
      "[monitor]: copy_lines must be a whole number >= 1, not 0"),
     ("monitor", "copy_lines", "high", "[monitor]\ncopy_lines = 201\n",
      "[monitor]: copy_lines = 201 is above its ceiling of 200"),
+    ("monitor", "read_at_most", "low", "[monitor]\nread_at_most = 99\n",
+     "[monitor]: read_at_most must be a whole number >= 100, not 99"),
+    ("monitor", "read_at_most", "high", "[monitor]\nread_at_most = 1000001\n",
+     "[monitor]: read_at_most = 1000001 is above its ceiling of 1000000"),
     # [watch]
     ("watch", "interval", "low", '[watch]\ninterval = "1ms"\n',
      '[watch]: interval = "1ms" is below its floor of "1s"'),
