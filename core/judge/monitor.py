@@ -20,10 +20,12 @@ from zombietop.clock import Clock, SystemClock
 from zombietop.config import Config
 from zombietop.errors import ZombietopError
 from zombietop.fleet import HostRequest
+from zombietop.health import Health
 from zombietop.judge.flip_book import FlipBook
 from zombietop.judge.job_book import JobBook
 from zombietop.judge.oncall_reader import OnCallReader
 from zombietop.judge.orphan_watch import OrphanWatch
+from zombietop.judge.quiet import Counted, quiet_bounds
 from zombietop.judge.reuse import KeptSnapshot
 from zombietop.judge.snapshot import (
     Fleet,
@@ -57,6 +59,15 @@ __all__ = [
     "agent_note",
     "build_snapshot",
 ]
+
+
+def with_counted(snapshot: Snapshot, counted: Counted) -> Snapshot:
+    """``snapshot`` with what its poll counted instead of reading: the quiet tasks join its
+    counts by health; the unread ones are in no count (``Counted.unread`` says how many)."""
+    counts = dict(snapshot.counts)
+    for health, tasks in counted.quiet.items():
+        counts[health] = counts.get(health, 0) + tasks
+    return replace(snapshot, counts=counts, counted=counted)
 
 
 class ProcessProbe(Protocol):
@@ -117,6 +128,9 @@ class Monitor:
         """Every job's summary, read incrementally each poll."""
         self.oncall_reader = OnCallReader(store)
         """Reads the acks, silences and schedules that each snapshot carries."""
+        self._active: int | None = None
+        """How many tasks the store held active at the last poll (None: not read yet): more
+        than ``read_at_most``, and a poll reads only the loud ones (``zombietop.judge.quiet``)."""
         self.flip_book = FlipBook() if count_flips else None
         """Each task's flips, read from the watchdog's transitions, for the flag ``flapping``
         (None: the watchdog's own monitor, whose ``FlapWatch`` counts them as it sees them)."""
@@ -132,17 +146,19 @@ class Monitor:
         try:
             self.store.check_path()
             now = await self.store.now()
-            records, changes, config, read = await self._records(now)
+            records, changes, config, read, counted = await self._records(now)
             if kept is not None and not kept.follows(changes, config):
                 kept = None
             samples = await self._samples(now, records, changes, kept)
-            fleet = await self._fleet()
+            fleet = await self._fleet(None if counted is None else records)
             quiet = not fleet.agents and not fleet.requests
             if changes is None or not quiet:
                 kept = None
             await self.job_book.refresh(self.store)
             self.job_book.fold_source_runs((r.task for r in read.records), now)
             snapshot = await self._snapshot(now, records, config, samples, fleet, kept, changes)
+            if counted is not None:
+                snapshot = with_counted(snapshot, counted)
             owners = {task_id: source.name for task_id, source in read.owners.items()}
             oncall, schedules = await self.oncall_reader.read(now, self.config, owners)
             if self.flip_book is not None:
@@ -201,15 +217,15 @@ class Monitor:
 
     async def _records(
         self, now: float
-    ) -> tuple[list[TaskRecord], PollChanges | None, Config, SourcesRead]:
+    ) -> tuple[list[TaskRecord], PollChanges | None, Config, SourcesRead, Counted | None]:
         """Read the store's tasks and every source's: the records, what changed in the store
-        since its last poll, the config to judge the records by, and what the sources' read
-        found (where each task came from, and which source could not be read)."""
+        since its last poll, the config to judge the records by, what the sources' read found
+        (where each task came from, and which source could not be read), and for a large
+        store what it counted instead of reading."""
         since = None if self.include_finished else now - self.config.finished_window
-        records = await self.store.poll(since)
-        changes = self.store.poll_changes()
+        records, changes, counted = await self._store_records(now, since)
         if not self.sources:
-            return records, changes, self.config, SourcesRead()
+            return records, changes, self.config, SourcesRead(), counted
         read = await read_sources(
             self.sources,
             now,
@@ -222,7 +238,30 @@ class Monitor:
         self.source_of = read.owners
         config = self._judging(self.config, [r.task for r in read.records], self.source_of)
         # Sources have no change feed: their records join the store's, judged afresh.
-        return [*records, *read.records], None, config, read
+        return [*records, *read.records], None, config, read, counted
+
+    async def _store_records(
+        self, now: float, since: float | None
+    ) -> tuple[list[TaskRecord], PollChanges | None, Counted | None]:
+        """The store's tasks: every one while it holds at most ``read_at_most`` active tasks,
+        else the loud ones and a count of the quiet (``zombietop.judge.quiet``)."""
+        limit = self.config.read_at_most
+        if self._active is None:
+            self._active = await self.store.count_active()
+        if self._active <= limit:
+            records = await self.store.poll(since)
+            self._active = sum(1 for record in records if not record.task.state.finished)
+            return records, self.store.poll_changes(), None
+        bounds = quiet_bounds(now, self.config, self.host)
+        loud = await self.store.poll_loud(since, bounds.params(), limit)
+        self._active = loud.active
+        read = sum(1 for record in loud.records if not record.task.state.finished)
+        quiet = {
+            health: loud.quiet.get(state, 0)
+            for health, state in ((Health.HEALTHY, "running"), (Health.QUEUED, "queued"))
+        }
+        counted = Counted(quiet=quiet, unread=max(0, loud.loud - read), read_at_most=limit)
+        return loud.records, None, counted
 
     def _unread(self, read: SourcesRead) -> frozenset[str]:
         """The tasks of the sources that could not be read, as of their last good read (and
@@ -282,12 +321,15 @@ class Monitor:
         # Classifying thousands of tasks is CPU work: keep it off the caller's loop.
         return await asyncio.to_thread(build, previous=previous)
 
-    async def _fleet(self) -> Fleet:
+    async def _fleet(self, read: Sequence[TaskRecord] | None = None) -> Fleet:
+        """The agents, their samples and the open requests (``read``: the samples of only
+        these tasks, for a poll that did not read every task)."""
         agents = {agent.host: agent for agent in await self.store.agents()}
         requests: dict[str, HostRequest] = {}
         for request in await self.store.open_host_requests():
             requests.setdefault(request.task_id, request)
-        samples = await self.store.process_samples() if agents else {}
+        task_ids = None if read is None else [record.task.task_id for record in read]
+        samples = await self.store.process_samples(task_ids) if agents else {}
         return Fleet(host=self.host, agents=agents, samples=samples, requests=requests)
 
     async def snapshots(self, interval: float | None = None) -> AsyncIterator[Snapshot]:

@@ -77,7 +77,8 @@ def quiet_bounds(now: float, config: Config, host: str) -> QuietBounds:
     at = now + config.refresh
 
     def before(limit: str) -> float:
-        return at - min(getattr(limits, limit) for limits in tables)
+        shortest: float = min(getattr(limits, limit) for limits in tables)
+        return at - shortest
 
     queue_timeouts = [limits.queue_timeout for limits in tables if limits.queue_timeout > 0]
     return QuietBounds(

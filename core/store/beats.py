@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from zombietop.errors import LeaseLost
@@ -120,8 +120,11 @@ class BeatsInterface(abc.ABC):
         knew were finished when it sampled them: only those samples can show an orphan."""
 
     @abc.abstractmethod
-    async def process_samples(self) -> dict[str, StoredSample]:
-        """The latest stored sample of every unfinished task, by task id."""
+    async def process_samples(
+        self, task_ids: Sequence[str] | None = None
+    ) -> dict[str, StoredSample]:
+        """The latest stored sample of every unfinished task, by task id; with ``task_ids``,
+        of only those of the store's own tasks (and every source's)."""
 
 
 class Beats(SQLBase[Conn], BeatsInterface):
@@ -267,7 +270,13 @@ class Beats(SQLBase[Conn], BeatsInterface):
             else:
                 await self._run(db, "prune_source_samples", {**params, "source": source})
 
-    async def process_samples(self) -> dict[str, StoredSample]:
+    async def process_samples(
+        self, task_ids: Sequence[str] | None = None
+    ) -> dict[str, StoredSample]:
         async with self._read() as db:
-            rows = await self._rows(db, "select_process_samples", {})
+            if task_ids is None:
+                rows = await self._rows(db, "select_process_samples", {})
+            else:
+                ids = {"ids": json.dumps(list(task_ids))}
+                rows = await self._rows(db, "select_process_samples_of", ids)
         return {row["task_id"]: StoredSample.from_row(row) for row in rows}

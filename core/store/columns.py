@@ -48,12 +48,33 @@ LEFT JOIN pending_kills k ON k.kill_id =
 """Every task with its lease, latest beat and latest kill: what the poll and record reads
 select (a block adds its own WHERE)."""
 
+QUIET = """coalesce((
+    t.quarantined_at IS NULL AND t.heartbeat_error IS NULL AND t.job IS NULL
+    AND NOT (t.pid IS NOT NULL AND t.host = :quiet_host)
+    AND NOT EXISTS (SELECT 1 FROM pending_kills ok
+                    WHERE ok.task_id = t.task_id AND ok.outcome IS NULL)
+    AND NOT EXISTS (SELECT 1 FROM process_samples ps WHERE ps.task_id = t.task_id
+                    AND (NOT ps.alive OR NOT ps.identity_ok OR ps.status = 'zombie'))
+    AND ((t.state = 'running' AND l.owner IS NOT NULL AND l.expires_at > :quiet_at
+          AND h.source = 'reported' AND h.written_at > :quiet_beat
+          AND h.progress_changed_at > :quiet_progress AND h.stage_started_at > :quiet_stage
+          AND (coalesce(h.request_name, '') = '' OR h.request_started_at IS NULL
+               OR h.request_started_at > :quiet_request)
+          AND coalesce(t.started_at, t.claimed_at, t.created_at) > :quiet_task)
+         OR (t.state = 'queued' AND t.upstream = '[]' AND t.created_at > :quiet_queued
+             AND (l.owner IS NULL OR l.expires_at IS NULL OR l.expires_at > :quiet_at)))
+), false)"""
+"""True for an active task of ``TASK_RECORDS`` that has nothing to say until the next poll,
+by the bounds of ``zombietop.judge.quiet`` (its docstring says each part in words); never NULL."""
+
 
 def fill_columns(sql: str) -> str:
     """Put the shared column lists and joins into a named block's ``{columns}``-style
-    placeholders (``{task_records}`` is the joined read of whole task records)."""
+    placeholders (``{task_records}`` is the joined read of whole task records, ``{quiet}`` the
+    test of a quiet task)."""
     return (
         sql.replace("{task_records}", TASK_RECORDS)
+        .replace("{quiet}", QUIET)
         .replace("{columns}", RECORD_COLUMNS)
         .replace("{kill_columns}", KILL_SELECT)
         .replace("{task_columns}", ", ".join(TASK_COLUMNS))

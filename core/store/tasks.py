@@ -46,6 +46,24 @@ class Seen:
     """Who held the lease: a lease let go (the task ended) since the look moves the task."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoudPoll:
+    """A poll of a large store (``TasksInterface.poll_loud``): what it read, and what it only
+    counted."""
+
+    records: list[TaskRecord]
+    """The loud active tasks, the longest silent first, up to the limit; then every task
+    finished since the poll's ``finished_since``."""
+    quiet: dict[str, int]
+    """The quiet active tasks, by state."""
+    loud: int
+    """How many active tasks are loud, whether read or not."""
+
+    @property
+    def active(self) -> int:
+        return self.loud + sum(self.quiet.values())
+
+
 class TasksInterface(abc.ABC):
     """Part of ``Store``, implemented by ``Tasks`` below: tasks, from their creation to their end,
     and the operator's resume and discard."""
@@ -85,6 +103,19 @@ class TasksInterface(abc.ABC):
         """How many tasks are active, and the ``limit`` of them whose last sign of life is
         oldest: a first screenful while a whole ``poll`` is still to come. It leaves what
         ``poll`` follows as it was."""
+
+    @abc.abstractmethod
+    async def count_active(self) -> int:
+        """How many tasks are active (not finished)."""
+
+    @abc.abstractmethod
+    async def poll_loud(
+        self, finished_since: float | None, quiet: dict[str, float | str], limit: int
+    ) -> LoudPoll:
+        """A poll for a store too large to read whole: count the active tasks the ``quiet``
+        bounds prove have nothing to say (``QuietBounds.params``), read at most ``limit`` of the
+        others, those silent longest first, and every task finished since ``finished_since``
+        (None: every finished task). It leaves what ``poll`` follows as it was."""
 
     def poll_changes(self) -> PollChanges | None:
         """What the latest ``poll`` changed against the one before it, for a reader that keeps
@@ -261,6 +292,28 @@ class Tasks(Jobs[Conn], TasksInterface):
             row = await self._row(db, "count_active_tasks", {})
             rows = await self._rows(db, "select_tasks_to_glance", {"limit": limit})
         return (0 if row is None else int(row["active"])), [task_record(r) for r in rows]
+
+    async def count_active(self) -> int:
+        async with self._read() as db:
+            row = await self._row(db, "count_active_tasks", {})
+        return 0 if row is None else int(row["active"])
+
+    async def poll_loud(
+        self, finished_since: float | None, quiet: dict[str, float | str], limit: int
+    ) -> LoudPoll:
+        async with self._read() as db:
+            counted = await self._rows(db, "count_quiet_tasks", quiet)
+            rows = await self._rows(db, "select_loud_tasks", {**quiet, "limit": limit})
+            since = {"finished_since": 0.0 if finished_since is None else finished_since}
+            rows = [*rows, *await self._rows(db, "select_finished_since", since)]
+        by_state: dict[str, int] = {}
+        loud = 0
+        for row in counted:
+            if row["quiet"]:
+                by_state[row["state"]] = by_state.get(row["state"], 0) + int(row["tasks"])
+            else:
+                loud += int(row["tasks"])
+        return LoudPoll(records=[task_record(r) for r in rows], quiet=by_state, loud=loud)
 
     def poll_changes(self) -> PollChanges | None:
         return self._poll_cache.last

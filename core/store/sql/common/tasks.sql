@@ -19,6 +19,26 @@ WHERE t.finished_at IS NULL
 ORDER BY coalesce(h.written_at, t.started_at, t.created_at), t.task_id
 LIMIT :limit
 
+-- count_quiet_tasks --
+-- A poll of a large store (zombietop.judge.quiet): its active tasks by state, quiet or not.
+SELECT t.state, {quiet} AS quiet, count(*) AS tasks
+FROM tasks t
+LEFT JOIN leases l ON l.task_id = t.task_id
+LEFT JOIN heartbeats h ON h.task_id = t.task_id
+WHERE t.finished_at IS NULL
+GROUP BY 1, 2
+
+-- select_loud_tasks --
+-- And the active tasks that are not quiet, those whose last sign of life is oldest first.
+{task_records}
+WHERE t.finished_at IS NULL AND NOT {quiet}
+ORDER BY coalesce(h.written_at, t.started_at, t.created_at), t.task_id
+LIMIT :limit
+
+-- select_finished_since --
+{task_records}
+WHERE t.finished_at >= :finished_since
+
 -- select_task_record --
 {task_records}
 WHERE t.task_id = :task_id

@@ -90,3 +90,13 @@ ON CONFLICT (task_id) DO UPDATE SET
     children = excluded.children, create_time = excluded.create_time,
     sampled_at = excluded.sampled_at, written_at = excluded.written_at,
     after_finish = excluded.after_finish
+
+-- select_process_samples_of --
+-- The samples of the store's tasks a poll of a large store read, and every source's (see
+-- select_process_samples).
+SELECT s.task_id, s.host, s.pid, s.alive, s.identity_ok, s.status, s.cpu_percent, s.rss_bytes,
+       s.threads, s.io_idle_s, s.idle_s, s.children, s.create_time, s.sampled_at, s.written_at,
+       s.source, s.after_finish
+FROM process_samples s LEFT JOIN tasks t ON t.task_id = s.task_id
+WHERE s.source IS NOT NULL OR (s.task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb))
+  AND t.task_id IS NOT NULL AND (t.finished_at IS NULL OR s.after_finish))
