@@ -29,6 +29,7 @@ from zombietop.tui.testing.builders import (
 from zombietop.tui.testing.events import sample_events, sample_history
 from zombietop.tui.testing.fakes import RecordingDesk, RecordingExecutor, SampleSource
 from zombietop.tui.testing.fleet import (
+    counted_snapshot,
     every_flag_snapshot,
     sample_records,
     sample_samples,
@@ -58,6 +59,7 @@ __all__ = [
     "OSC",
     "SAMPLE_SCHEDULES",
     "UNTRUSTED_ID",
+    "counted_snapshot",
     "H",
     "M",
     "RecordingDesk",
