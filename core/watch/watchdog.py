@@ -42,6 +42,7 @@ from zombietop.fleet import WatchdogLease
 from zombietop.health import Health
 from zombietop.judge.flapping import is_flip
 from zombietop.judge.monitor import Monitor, Snapshot, TaskView
+from zombietop.judge.unlisted import unread_log_line
 from zombietop.model import EventKind
 from zombietop.paging.notify import DeliveryResult, Notifier, Page
 from zombietop.printable import LOG_LIMIT, bounded
@@ -194,6 +195,8 @@ class Watchdog:
         self.flaps = FlapWatch(self.hands, self.book)
         self.otel = otel_watch(config, self.hands, self.clock.now()) if not dry_run else None
         """Spans, log records and metrics to an OpenTelemetry collector (None: not asked for)."""
+        self._unread = 0
+        """How many tasks the last poll read left unread (past ``[monitor] read_at_most``)."""
         self._last_health: dict[str, Health] = {}
         """Each task's health at the last look it was judged in: a change is a transition."""
         self._restored = False
@@ -219,6 +222,8 @@ class Watchdog:
         looked_at, walled_at = self.monotonic(), self.wall()
         snapshot = await self.monitor.poll()
         withheld, lease = await self._trust(snapshot, looked_at, walled_at, look)
+        if snapshot.ok:
+            self._note_unread(snapshot, look)
         if withheld is None:
             await self._judge_all(snapshot, look)
         deliveries = [] if self.lease.standby else await self.outbox.flush()
@@ -239,6 +244,14 @@ class Watchdog:
             actions=tuple(look.actions),
             deliveries=tuple(deliveries),
         )
+
+    def _note_unread(self, snapshot: Snapshot, look: Look) -> None:
+        """Log once when a poll first leaves tasks unread, and once when none are any more:
+        those tasks are neither judged nor paged (``zombietop_tasks_unread`` has the number)."""
+        line = unread_log_line(self._unread, snapshot.counted)
+        if line is not None:
+            look.logs.append(line)
+        self._unread = 0 if snapshot.counted is None else snapshot.counted.unread
 
     async def _trust(
         self, snapshot: Snapshot, looked_at: float, walled_at: float, look: Look
