@@ -11,7 +11,7 @@ judges each task and acts on it, then delivers the pages that are due. Each step
 its own, which this class only puts together:
 
 - ``PollTrust`` (and ``ClockWatch`` in it): whether the store was read, in time, on clocks
-  that agree; otherwise the look's verdicts are withheld.
+  that agree, otherwise the look's verdicts are withheld; and whether tasks were left unread.
 - ``LeaseKeeper``: whether this watchdog is the active one or a standby.
 - ``IncidentBook`` (with ``Quarantines``): open, follow up, retry and close incidents.
 - ``FlapWatch``: count each task's flips; a task that flaps is paged once, then held.
@@ -42,7 +42,6 @@ from zombietop.fleet import WatchdogLease
 from zombietop.health import Health
 from zombietop.judge.flapping import is_flip
 from zombietop.judge.monitor import Monitor, Snapshot, TaskView
-from zombietop.judge.unlisted import unread_log_line
 from zombietop.model import EventKind
 from zombietop.paging.notify import DeliveryResult, Notifier, Page
 from zombietop.printable import LOG_LIMIT, bounded
@@ -195,8 +194,6 @@ class Watchdog:
         self.flaps = FlapWatch(self.hands, self.book)
         self.otel = otel_watch(config, self.hands, self.clock.now()) if not dry_run else None
         """Spans, log records and metrics to an OpenTelemetry collector (None: not asked for)."""
-        self._unread = 0
-        """How many tasks the last poll read left unread (past ``[monitor] read_at_most``)."""
         self._last_health: dict[str, Health] = {}
         """Each task's health at the last look it was judged in: a change is a transition."""
         self._restored = False
@@ -222,8 +219,6 @@ class Watchdog:
         looked_at, walled_at = self.monotonic(), self.wall()
         snapshot = await self.monitor.poll()
         withheld, lease = await self._trust(snapshot, looked_at, walled_at, look)
-        if snapshot.ok:
-            self._note_unread(snapshot, look)
         if withheld is None:
             await self._judge_all(snapshot, look)
         deliveries = [] if self.lease.standby else await self.outbox.flush()
@@ -245,14 +240,6 @@ class Watchdog:
             deliveries=tuple(deliveries),
         )
 
-    def _note_unread(self, snapshot: Snapshot, look: Look) -> None:
-        """Log once when a poll first leaves tasks unread, and once when none are any more:
-        those tasks are neither judged nor paged (``zombietop_tasks_unread`` has the number)."""
-        line = unread_log_line(self._unread, snapshot.counted)
-        if line is not None:
-            look.logs.append(line)
-        self._unread = 0 if snapshot.counted is None else snapshot.counted.unread
-
     async def _trust(
         self, snapshot: Snapshot, looked_at: float, walled_at: float, look: Look
     ) -> tuple[str | None, WatchdogLease | None]:
@@ -267,6 +254,7 @@ class Watchdog:
             withheld = standby or untrusted
         if snapshot.ok:
             self.trust.check_sources(snapshot, look, standby=self.lease.standby)
+            self.trust.check_unread(snapshot, look)
         if not self.lease.standby:  # a standby's silence is no stretch of ours
             self.trust.note_withheld(withheld, look)
         return withheld, lease

@@ -17,8 +17,7 @@ QUIET = (
     "(more than 20,000 active; [monitor] read_at_most)"
 )
 UNREAD = (
-    "12,000 more tasks were not read and may need attention: the 20,000 silent longest are "
-    "listed"
+    "12,000 more tasks were not read and may need attention: the 20,000 silent longest are listed"
 )
 
 
@@ -59,9 +58,7 @@ def test_tasks_left_unread_are_a_warning_never_ok() -> None:
     unread = counted_snapshot(_calm())
     assert level(unread) is Level.WARNING
     summary = nagios_output(unread).splitlines()[0]
-    assert summary.startswith(
-        "ZOMBIETOP WARNING - 12,000 not read ([monitor] read_at_most) | "
-    )
+    assert summary.startswith("ZOMBIETOP WARNING - 12,000 not read ([monitor] read_at_most) | ")
     critical = counted_snapshot()  # the sample fleet has dead and stalled tasks
     assert level(critical) is Level.CRITICAL
 
