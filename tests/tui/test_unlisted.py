@@ -3,6 +3,7 @@ what it counted instead of listing, and what it left unread."""
 
 from __future__ import annotations
 
+from rich.console import Console
 from textual.pilot import Pilot
 
 from tests.tui.helpers import make_app, settle
@@ -18,7 +19,7 @@ from zombietop.tui.testing import (
 )
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.header import StatusHeader
-from zombietop.tui.widgets.offenders import Offenders
+from zombietop.tui.widgets.offenders import Offenders, offender_lines
 from zombietop.tui.widgets.task_list import TaskList
 
 QUIET = (
@@ -137,3 +138,14 @@ async def test_unread_is_never_all_clear():
         offenders = " ".join(line.plain for line in app.screen.query_one(Offenders)._lines)
         assert "all clear" not in offenders
         assert UNREAD in " ".join(offenders.split())
+
+
+def test_the_wall_list_gives_way_to_the_lines_under_it():
+    """On a short wall the worst offenders are cut ('… and more'), never the two lines under
+    them."""
+    lines = offender_lines(counted_snapshot(), Console(width=80), 80, 6)
+    plain = [line.plain for line in lines]
+    assert len(plain) == 6
+    assert plain[-5] == "… and more"
+    assert plain[-4].startswith("921,635 healthy and 3,012 queued tasks")
+    assert plain[-2].startswith("⚠ 12,000 more tasks were not read")

@@ -24,7 +24,13 @@ def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int
     under: list[Text] = []
     for text in unlisted_texts(snapshot.counted):
         under.extend(text.wrap(console, width))
-    return [*_offenders(snapshot, console, width, max(height - len(under), 1)), *under]
+    room = max(height - len(under), 1)
+    listed = _offenders(snapshot, console, width, room)
+    if under and len(listed) > room:
+        # The first offender and the schedules missed come whatever the room: the lines
+        # under the list must still show, so the list gives way.
+        listed = [*listed[: room - 1], Text("… and more", style="dim")]
+    return [*listed, *under]
 
 
 def _offenders(snapshot: Snapshot, console: Console, width: int, height: int) -> list[Text]:
