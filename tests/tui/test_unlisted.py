@@ -36,8 +36,8 @@ def _table_lines(table: TaskList) -> list[str]:
 
 def test_main_counted_80x24(snap_compare):
     """The sample fleet with 921,635 healthy and 3,012 queued tasks counted and 12,000 unread:
-    the header counts read '● healthy 921,644'-like sums (healthy and queued with the quiet
-    ones in), a yellow-on-red banner '⚠ 12,000 more tasks were not read ...', and the table
+    the header counts read '… queued 3,013' and '● healthy 921,638' (the quiet ones in), a red
+    banner '⚠ 12,000 more tasks were not read ...', and the table
     pressed End: its last row, then a dim line '921,635 healthy and 3,012 queued tasks counted
     by the store, not listed (more than 20,000 active; [monitor] read_at_most)' and a bold
     yellow '⚠ 12,000 more tasks were not read and may need attention: the 20,000 silent
@@ -54,7 +54,7 @@ def test_main_counted_80x24(snap_compare):
 
 def test_wall_counted_80x24(snap_compare):
     """The wall of the same poll: no 'all clear', the cards with the quiet tasks counted in
-    (healthy 921,6xx), the worst offenders, and under them the two lines of the table."""
+    (healthy '921,638' in plain text: six big digits do not fit), the worst offenders, and under them the two lines of the table."""
     app = make_app(SampleSource([counted_snapshot()]), wall=True)
     assert snap_compare(app, terminal_size=(80, 24), run_before=settle)
 
