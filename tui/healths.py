@@ -57,7 +57,7 @@ def health_label(health: Health) -> Text:
 def health_count(health: Health, count: int) -> Text:
     """A count in the header: ``✖ dead 2``; zero counts are dimmed, never hidden by colour alone."""
     style = STYLES[health] if count else "dim"
-    return Text(f"{GLYPHS[health]} {health} {count}", style=style)
+    return Text(f"{GLYPHS[health]} {health} {count:,}", style=style)
 
 
 def count_of(snapshot: Snapshot, health: Health) -> int:
@@ -71,10 +71,11 @@ def count_of(snapshot: Snapshot, health: Health) -> int:
 def all_clear(snapshot: Snapshot) -> bool:
     """True when the snapshot shows nothing for a human to do: no task in an attention health,
     none quarantined, no missed schedule, no failed run still open as an incident (and the
-    snapshot is of a whole poll)."""
+    snapshot is of a whole poll, with no task left unread)."""
     return (
         snapshot.taken_at is not None
         and snapshot.glance_of is None  # a glance has not seen every task yet
+        and (snapshot.counted is None or not snapshot.counted.unread)
         and not snapshot.quarantined
         and not snapshot.missed
         and not any(n for health, n in snapshot.counts.items() if health.needs_attention)

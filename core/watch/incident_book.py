@@ -431,9 +431,11 @@ class IncidentBook:
 
         None is closed while a source cannot be read: its tasks are missing from the snapshot,
         though nothing says they ended, and a watchdog started meanwhile cannot tell them from
-        the store's (it never read that source). The store's wait the few looks it takes.
+        the store's (it never read that source). The store's wait the few looks it takes. Nor
+        while a poll left tasks unread past ``[monitor] read_at_most``: a task with an open
+        incident may be one of them, still stuck, and an all-clear would be false.
         """
-        if snapshot.source_errors:
+        if snapshot.source_errors or (snapshot.counted is not None and snapshot.counted.unread):
             return
         present = {view.task_id for view in snapshot.tasks}
         for task_id in [t for t in self.incidents if t not in present]:

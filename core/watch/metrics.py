@@ -170,7 +170,8 @@ class _FleetCollector(Collector):
 
 
 def fleet_families(snapshot: Snapshot, now: float) -> Iterator[Metric]:
-    """The task counts by health and the series of every unfinished task, ages as of ``now``."""
+    """The task counts by health (the quiet tasks a poll counted without reading among them),
+    the tasks left unread, and the series of every unfinished task, ages as of ``now``."""
     tasks = GaugeMetricFamily(
         "zombietop_tasks", "Tasks by health (finished ones within the window).", labels=["health"]
     )
@@ -180,6 +181,13 @@ def fleet_families(snapshot: Snapshot, now: float) -> Iterator[Metric]:
     # beside the task healths all the same, so one alert rule can page on either.
     tasks.add_metric(["missed"], snapshot.missed)
     yield tasks
+    counted = snapshot.counted
+    yield GaugeMetricFamily(
+        "zombietop_tasks_unread",
+        "Active tasks the latest poll did not read: past [monitor] read_at_most and not proven "
+        "quiet, so neither judged nor paged nor in zombietop_tasks (0 when every task was read).",
+        value=0 if counted is None else counted.unread,
+    )
 
     labels = list(TASK_LABELS)
     age = GaugeMetricFamily(

@@ -13,6 +13,8 @@ wait before it reconnects: each job has the time to reconnect and beat again.
 
 A source (an engine's database) that cannot be read withholds only the verdicts on its own
 tasks: the watchdog pages that once, naming the source, and once when it reads it again.
+A poll past ``[monitor] read_at_most`` that leaves tasks unread is logged once as it starts and
+once as it ends: those tasks are neither judged nor paged.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable
 
 from zombietop.durations import format_age
 from zombietop.judge.monitor import Snapshot
+from zombietop.judge.unlisted import unread_log_line
 from zombietop.model import EventKind
 from zombietop.page import SOURCE_READ, STORE_READ, PageKind
 from zombietop.store.interface import RECONNECT_MOST_S
@@ -51,6 +54,8 @@ class PollTrust:
         """The watchdog paged that it cannot read the store, and has not paged the all-clear."""
         self._sources_down: set[str] = set()
         """The sources the watchdog paged it cannot read, and has not paged the all-clear of."""
+        self._unread = 0
+        """How many tasks the last poll left unread (past ``[monitor] read_at_most``)."""
         self.settle_most = settle_most
         """The longest heartbeat_timeout: an outage longer than it is waited out this long."""
         self._read_at: float | None = None
@@ -147,6 +152,14 @@ class PollTrust:
                 f"zombietop watchdog reads source {name} again",
                 incident=SOURCE_READ + name,
             )
+
+    def check_unread(self, snapshot: Snapshot, look: Look) -> None:
+        """Log once when a poll first leaves tasks unread, and once when none are any more:
+        those tasks are neither judged nor paged (``zombietop_tasks_unread`` has the number)."""
+        line = unread_log_line(self._unread, snapshot.counted)
+        if line is not None:
+            look.logs.append(line)
+        self._unread = 0 if snapshot.counted is None else snapshot.counted.unread
 
     async def check_clocks(
         self, snapshot: Snapshot, looked: tuple[float, float], walled_at: float, look: Look

@@ -11,7 +11,7 @@ judges each task and acts on it, then delivers the pages that are due. Each step
 its own, which this class only puts together:
 
 - ``PollTrust`` (and ``ClockWatch`` in it): whether the store was read, in time, on clocks
-  that agree; otherwise the look's verdicts are withheld.
+  that agree, otherwise the look's verdicts are withheld; and whether tasks were left unread.
 - ``LeaseKeeper``: whether this watchdog is the active one or a standby.
 - ``IncidentBook`` (with ``Quarantines``): open, follow up, retry and close incidents.
 - ``FlapWatch``: count each task's flips; a task that flaps is paged once, then held.
@@ -254,6 +254,7 @@ class Watchdog:
             withheld = standby or untrusted
         if snapshot.ok:
             self.trust.check_sources(snapshot, look, standby=self.lease.standby)
+            self.trust.check_unread(snapshot, look)
         if not self.lease.standby:  # a standby's silence is no stretch of ours
             self.trust.note_withheld(withheld, look)
         return withheld, lease

@@ -236,7 +236,9 @@ def test_status_json_reports_each_health(
         "source_errors",
         "source_notes",
         "pings",
+        "counted",
     }
+    assert report["counted"] is None  # a store under [monitor] read_at_most is read whole
     dead = next(t for t in report["tasks"] if t["task_id"] == "dead-1")
     assert dead["reasons"][0]["code"] in ("process_gone", "pid_reused")
     assert " gone" in dead["context"] or "reused" in dead["context"]

@@ -21,6 +21,7 @@ from zombietop.fleet import AgentPresence, WatchdogLease
 from zombietop.health import Health, NagiosLevel, ScheduleHealth
 from zombietop.judge.monitor import Monitor, Snapshot, TaskView
 from zombietop.judge.snapshot import finished_view
+from zombietop.judge.unlisted import unlisted_lines
 from zombietop.judge.verdict import format_progress
 from zombietop.model import HeartbeatSource, Note, ProcessSample, TaskState
 from zombietop.oncall.acks import capped_words, recent_notes
@@ -48,9 +49,12 @@ def level(snapshot: Snapshot) -> Level:
 
     Acks and silences change who is paged, never the state: a silenced stall is still CRITICAL,
     as a Nagios downtime leaves a host DOWN. A source that cannot be read is UNKNOWN, unless
-    what could be read is CRITICAL: a known "act now" is said before a "cannot say".
+    what could be read is CRITICAL: a known "act now" is said before a "cannot say". Tasks
+    left unread past ``[monitor] read_at_most`` are a WARNING: all is not known to be well.
     """
     levels = [_level_of(view) for view in snapshot.tasks]
+    if snapshot.counted is not None and snapshot.counted.unread:
+        levels.append(Level.WARNING)
     if open_failures(snapshot):
         levels.append(Level.CRITICAL)  # a failed run, until a later run of its job succeeds
     if snapshot.missed:
@@ -133,6 +137,8 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
     unread = len(snapshot.source_errors)
     if unread:
         found.append(f"{unread} source{'s' if unread > 1 else ''} cannot be read")
+    if snapshot.counted is not None and snapshot.counted.unread:
+        found.append(f"{snapshot.counted.unread:,} not read ([monitor] read_at_most)")
     summary = ", ".join(found) or f"{len(snapshot.tasks)} tasks, none stuck"
     perfdata = " ".join(
         [
@@ -275,9 +281,11 @@ class Table:
 
     def tail(self) -> list[str]:
         snapshot = self.snapshot
+        unlisted = unlisted_lines(snapshot.counted)
+        lines = ["", *unlisted] if unlisted else []
         if not self.has_rows:
-            return _oncall_lines(snapshot)
-        return _tail_lines(snapshot, self.outputs, self.now)
+            return lines + _oncall_lines(snapshot)
+        return lines + _tail_lines(snapshot, self.outputs, self.now)
 
 
 def _tail_lines(snapshot: Snapshot, outputs: Mapping[str, LastOutput], now: float) -> list[str]:
@@ -566,7 +574,8 @@ def status_epilog() -> str:
     critical = [str(h) for h in Health if h.nagios_level is Level.CRITICAL]
     text = (
         "exit status (the Nagios plugin API): 0 OK; "
-        f"1 WARNING (a task {_one_of(warning)} or over a budget, a schedule running long); "
+        f"1 WARNING (a task {_one_of(warning)} or over a budget, a schedule running long, "
+        "tasks left unread past [monitor] read_at_most); "
         f"2 CRITICAL (a task {_one_of(critical)}, a failed run with no later good run of "
         "its job, a schedule missed); "
         "3 UNKNOWN (the store or config cannot be read, or a usage error; or a --source "

@@ -11,6 +11,7 @@ from zombietop.fleet import AgentPresence, WatchdogLease
 from zombietop.heartbeat_line import format_timestamp
 from zombietop.job_summary import JobSummary
 from zombietop.judge.monitor import Snapshot, TaskView
+from zombietop.judge.quiet import Counted
 from zombietop.judge.schedules import ScheduleView
 from zombietop.model import Ack, Note, Silence
 from zombietop.output import LastOutput
@@ -50,6 +51,18 @@ def snapshot_to_json(
             {"source": name, "note": note} for name, note in sorted(snapshot.source_notes.items())
         ],
         "pings": pings or [],
+        "counted": _counted_json(snapshot.counted),
+    }
+
+
+def _counted_json(counted: Counted | None) -> dict[str, Any] | None:
+    """What a poll past ``[monitor] read_at_most`` counted instead of reading (null: none)."""
+    if counted is None:
+        return None
+    return {
+        "quiet": {str(health): n for health, n in counted.quiet.items()},
+        "unread": counted.unread,
+        "read_at_most": counted.read_at_most,
     }
 
 

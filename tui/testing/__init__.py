@@ -29,6 +29,7 @@ from zombietop.tui.testing.builders import (
 from zombietop.tui.testing.events import sample_events, sample_history
 from zombietop.tui.testing.fakes import RecordingDesk, RecordingExecutor, SampleSource
 from zombietop.tui.testing.fleet import (
+    counted_snapshot,
     every_flag_snapshot,
     sample_records,
     sample_samples,
@@ -64,6 +65,7 @@ __all__ = [
     "RecordingExecutor",
     "SampleSource",
     "alive_process",
+    "counted_snapshot",
     "every_flag_snapshot",
     "hostile_events",
     "hostile_records",

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from zombietop.health import Flag
+from zombietop.health import Flag, Health
 from zombietop.judge.monitor import Snapshot, build_snapshot
+from zombietop.judge.quiet import Counted
 from zombietop.model import (
     Heartbeat,
     Lease,
@@ -328,3 +329,23 @@ def every_flag_snapshot(now: float = NOW) -> Snapshot:
     first, *rest = snapshot.tasks
     flagged = replace(first, verdict=replace(first.verdict, flags=tuple(Flag)))
     return replace(snapshot, tasks=(flagged, *rest))
+
+
+def counted_snapshot(
+    snapshot: Snapshot | None = None,
+    *,
+    healthy: int = 921_635,
+    queued: int = 3_012,
+    unread: int = 12_000,
+    read_at_most: int = 20_000,
+) -> Snapshot:
+    """``snapshot`` (the sample fleet by default) as a poll of a store past ``[monitor]
+    read_at_most`` says it: the quiet tasks in its counts and in ``counted``, with no row; the
+    ``unread`` tasks in ``counted`` only."""
+    snapshot = snapshot or sample_snapshot()
+    quiet = {Health.HEALTHY: healthy, Health.QUEUED: queued}
+    counts = dict(snapshot.counts)
+    for health, n in quiet.items():
+        counts[health] = counts.get(health, 0) + n
+    counted = Counted(quiet=quiet, unread=unread, read_at_most=read_at_most)
+    return replace(snapshot, counts=counts, counted=counted)

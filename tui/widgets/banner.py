@@ -1,4 +1,5 @@
-"""The one-line banner under the header: stale data after a failed poll, or paused."""
+"""The one-line banner under the header: stale data after a failed poll, a source that cannot
+be read, tasks left unread, or paused."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from textual.widget import Widget
 
 from zombietop.durations import format_age
 from zombietop.judge.monitor import Snapshot
+from zombietop.judge.unlisted import unread_line
 from zombietop.printable import printable
 
 
@@ -50,6 +52,10 @@ class Banner(Widget):
         # A source that cannot be read hides only its own tasks: say which, and why.
         lines.extend(f"⚠ {error}" for _, error in sorted(snapshot.source_errors.items()))
         lines.extend(f"⚠ {note}" for _, note in sorted(snapshot.source_notes.items()))
+        # Past [monitor] read_at_most the table cannot hold every task that may need a human.
+        unread = None if snapshot.counted is None else unread_line(snapshot.counted)
+        if unread is not None:
+            lines.append(f"⚠ {unread}")
         if self.paused_at is not None:
             lines.append("‖ PAUSED: the table is frozen; press p to resume refreshing")
         return lines

@@ -11,6 +11,7 @@ from zombietop.judge.monitor import Snapshot
 from zombietop.printable import printable
 from zombietop.tui.cells import mark_text, oncall_marks
 from zombietop.tui.healths import ALL_CLEAR, GLYPHS, STYLES
+from zombietop.tui.unlisted_text import unlisted_texts
 from zombietop.tui.untrusted import printable_text
 from zombietop.tui.widgets.text_lines import TextLines
 from zombietop.watch.failed_runs import failure_line, open_failures
@@ -18,14 +19,31 @@ from zombietop.watch.failed_runs import failure_line, open_failures
 
 def offender_lines(snapshot: Snapshot, console: Console, width: int, height: int) -> list[Text]:
     """The most urgent tasks' one-line contexts wrapped to ``width``, as many as fit in
-    ``height`` lines; the last line then says how many more there are."""
+    ``height`` lines with what the poll did not list under them (``unlisted_texts``)."""
     width = max(width, 1)
+    under: list[Text] = []
+    for text in unlisted_texts(snapshot.counted):
+        under.extend(text.wrap(console, width))
+    room = max(height - len(under), 1)
+    listed = _offenders(snapshot, console, width, room)
+    if under and len(listed) > room:
+        # The first offender and the schedules missed come whatever the room: the lines
+        # under the list must still show, so the list gives way.
+        listed = [*listed[: room - 1], Text("… and more", style="dim")]
+    return [*listed, *under]
+
+
+def _offenders(snapshot: Snapshot, console: Console, width: int, height: int) -> list[Text]:
+    """The most urgent tasks, as many as fit in ``height`` lines; the last line then says how
+    many more there are."""
     # A failed run whose incident is open pages too: it is listed after the stuck ones.
     failures = open_failures(snapshot)
     failed = {view.task_id for view in failures}
     offending = sum(n for health, n in snapshot.counts.items() if health.needs_attention)
     offending += len(failures)
     if not offending and not snapshot.missed:
+        if snapshot.counted is not None and snapshot.counted.unread:
+            return []  # not all clear: what was not read is said under the list
         return list(Text(ALL_CLEAR, style="green").wrap(console, width))
     lines: list[Text] = []
     for schedule in snapshot.schedules:

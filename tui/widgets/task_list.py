@@ -101,6 +101,7 @@ class TaskList(ScrollView, can_focus=True):
         "task-list--header",
         "task-list--cursor",
         "task-list--marked",
+        "task-list--note",
     }
 
     # DataTable's look, which the table had before it was a line widget.
@@ -118,6 +119,9 @@ class TaskList(ScrollView, can_focus=True):
         &:ansi > .task-list--header {
             background: ansi_bright_blue;
             color: ansi_default;
+        }
+        & > .task-list--note {
+            text-style: italic;
         }
         & > .task-list--marked {
             background: $accent 25%;
@@ -180,6 +184,10 @@ class TaskList(ScrollView, can_focus=True):
         the cursor and marked)."""
         self.cells_touched = 0
         """Cells that read differently since the last ``show`` (a new row counts every cell)."""
+        self._notes_under: tuple[Text, ...] = ()
+        """Lines of words under the last row (``show_under``): about the table, not tasks."""
+        self._wrapped: tuple[int, list[Text]] = (0, [])
+        """``_notes_under`` wrapped, with the width they were wrapped to."""
 
     # What the table shows -------------------------------------------------------------------
 
@@ -262,9 +270,36 @@ class TaskList(ScrollView, can_focus=True):
             self._views, self._index = views, None
             if len(views) != count:
                 self._resize()
+                if self._notes_under:
+                    self.refresh()  # the lines under the rows moved with them
         place = None if selected is None else self.index_of(selected)
         self.cursor = place if place is not None else min(self.cursor, max(len(views) - 1, 0))
         self.refresh_changed()
+
+    def show_under(self, lines: Sequence[Text]) -> None:
+        """Show these lines under the last row, wrapped to the widget's width: words about the
+        table (what it does not list), which no cursor, click or mark reaches."""
+        lines = tuple(lines)
+        if [(t.plain, t.style) for t in lines] == [(t.plain, t.style) for t in self._notes_under]:
+            return
+        self._notes_under, self._wrapped = lines, (0, [])
+        self._resize()
+        self.refresh()
+
+    def _under(self) -> list[Text]:
+        """The lines under the rows, wrapped to the width left of the scrollbar (always kept
+        free, so a scrollbar that comes or goes does not wrap them again)."""
+        width = max(self.region.width - 1, 20)
+        if self._wrapped[0] != width:
+            wrapped: list[Text] = []
+            for line in self._notes_under:
+                wrapped.extend(line.wrap(self.app.console, width))
+            self._wrapped = (width, wrapped)
+        return self._wrapped[1]
+
+    def on_resize(self) -> None:
+        if self._notes_under:
+            self._resize()
 
     @property
     def marked(self) -> frozenset[str]:
@@ -336,7 +371,8 @@ class TaskList(ScrollView, can_focus=True):
 
     def _resize(self) -> None:
         width = sum(column.width + 2 * CELL_PADDING for column in self._columns)
-        self.virtual_size = Size(width, len(self._views) + 1)
+        under = len(self._under()) if self._notes_under else 0
+        self.virtual_size = Size(width, len(self._views) + 1 + under)
 
     # Cursor ---------------------------------------------------------------------------------
 
@@ -354,10 +390,14 @@ class TaskList(ScrollView, can_focus=True):
     def _scroll_to_cursor(self) -> None:
         body = max(self.size.height - 1, 1)
         top = round(self.scroll_y)
+        # On the last row, the lines under it come into view too (as many as fit with it).
+        bottom = self.cursor
+        if self._notes_under and self.cursor == len(self._views) - 1:
+            bottom += min(len(self._under()), body - 1)
         if self.cursor < top:
             self.scroll_to(y=self.cursor, animate=False, immediate=True)
-        elif self.cursor >= top + body:
-            self.scroll_to(y=self.cursor - body + 1, animate=False, immediate=True)
+        elif bottom >= top + body:
+            self.scroll_to(y=bottom - body + 1, animate=False, immediate=True)
 
     def _page(self) -> int:
         return max(self.size.height - 2, 1)
@@ -420,7 +460,7 @@ class TaskList(ScrollView, can_focus=True):
         else:
             index = scroll_y + y - 1
             if index >= len(self._views):
-                return Strip.blank(width, base)
+                return self._note_line(index - len(self._views), base, width)
             row = self._row(index)
             state = self._line_state(index)
             under_cursor, marked = state
@@ -436,6 +476,15 @@ class TaskList(ScrollView, can_focus=True):
             strip = strip.crop_extend(scroll_x, scroll_x + width, base)
         return strip
 
+    def _note_line(self, index: int, base: Style, width: int) -> Strip:
+        """Line ``index`` under the rows (blank past them); it does not scroll sideways."""
+        under = self._under() if self._notes_under else []
+        if index >= len(under):
+            return Strip.blank(width, base)
+        style = base + self.get_component_rich_style("task-list--note")
+        key = ("note", under[index].plain, under[index].style, index)
+        return self._strip(key, style, None, width, note=under[index])
+
     def _strip(
         self,
         key: Hashable,
@@ -444,12 +493,19 @@ class TaskList(ScrollView, can_focus=True):
         width: int,
         cells: Cells | None = None,
         widths: tuple[int, ...] = (),
+        note: Text | None = None,
     ) -> Strip:
         """One line, from the cache when it reads the same at this width and in these styles."""
         cache_key = (key, base, cursor, width)
         strip = self._strips.get(cache_key)
         if strip is None:
-            strip = self._draw(cells, widths, base, cursor, width)
+            if note is None:
+                strip = self._draw(cells, widths, base, cursor, width)
+            else:
+                text = Text(end="")
+                text.append_text(note)  # its style as a span: render() drops a Text's own
+                segments = Segment.apply_style(text.render(self.app.console), base)
+                strip = Strip(segments).extend_cell_length(width, base).crop(0, width)
             self._strips.set(cache_key, strip)
         return strip
 
