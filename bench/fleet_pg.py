@@ -90,6 +90,7 @@ async def dashboard(url: str) -> dict[str, float]:
             await pilot.pause()
             first = time.perf_counter() - started
             rows = len(app.rows.views)
+            counted = app.snapshot.counted
             keys = []
             for _ in range(KEYS):
                 pressed = time.perf_counter()
@@ -106,6 +107,8 @@ async def dashboard(url: str) -> dict[str, float]:
         "rss_mb": rss,
         "peak_mb": peak,
         "rows": rows,
+        "quiet": 0 if counted is None else sum(counted.quiet.values()),
+        "unread": 0 if counted is None else counted.unread,
     }
 
 
@@ -290,6 +293,9 @@ LINES = (
     ("tasks", "{:,.0f}"),
     ("fill_s", "{:.1f}"),
     ("first_frame_s", "{:.2f}"),
+    ("rows", "{:,.0f}"),
+    ("quiet", "{:,.0f}"),
+    ("unread", "{:,.0f}"),
     ("key_ms", "{:.0f}"),
     ("watch_s", "{:.2f}"),
     ("rss_mb", "{:.0f}"),

@@ -173,6 +173,8 @@ def pg_rows(
     lease = (task_id, f"agent@{host}", 1, started, now - 5.0, expires)
     beat_at = now - 1_800.0 if kind in ("dead", "reclaimable") else now - index % 10
     moved_at = now - 1_800.0 if kind == "stalled" else beat_at
+    # A stage a few minutes old, within the default 15m budget (a stalled task's is not).
+    stage_at = started if kind == "stalled" else beat_at - index % 300
     beat = (
         task_id,
         "work",
@@ -181,7 +183,7 @@ def pg_rows(
         beat_at,
         beat_at,
         moved_at,
-        started,
+        stage_at,
         1,
     )
     return task, lease, beat

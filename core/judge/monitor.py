@@ -209,7 +209,8 @@ class Monitor:
                 return None
             local = [r.task for r in records if probed_here(r.task, self.host)]
             samples = await self.probe.sample(local) if self.probe is not None else {}
-            snapshot = build_snapshot(now, records, self.config, samples, await self._fleet())
+            fleet = await self._fleet(records)
+            snapshot = build_snapshot(now, records, self.config, samples, fleet)
             oncall, schedules = await self.oncall_reader.read(now, self.config, {})
         except ZombietopError:
             return None

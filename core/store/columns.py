@@ -39,12 +39,17 @@ RECORD_COLUMNS = ", ".join(
 KILL_SELECT = ", ".join(f"k.{c}" for c in KILL_COLUMNS)
 """A kill's columns, read from ``pending_kills k``."""
 
-TASK_RECORDS = f"""SELECT {RECORD_COLUMNS}
-FROM tasks t
+RECORD_WIDTH = len(TASK_COLUMNS) + len(LEASE_COLUMNS) + len(HEARTBEAT_COLUMNS) + len(KILL_COLUMNS)
+"""How many of a row's values are the record's (a block may select more after them)."""
+
+RECORD_JOINS = """FROM tasks t
 LEFT JOIN leases l ON l.task_id = t.task_id
 LEFT JOIN heartbeats h ON h.task_id = t.task_id
 LEFT JOIN pending_kills k ON k.kill_id =
     (SELECT max(kill_id) FROM pending_kills WHERE task_id = t.task_id)"""
+
+TASK_RECORDS = f"""SELECT {RECORD_COLUMNS}
+{RECORD_JOINS}"""
 """Every task with its lease, latest beat and latest kill: what the poll and record reads
 select (a block adds its own WHERE)."""
 
@@ -74,6 +79,7 @@ def fill_columns(sql: str) -> str:
     test of a quiet task)."""
     return (
         sql.replace("{task_records}", TASK_RECORDS)
+        .replace("{record_joins}", RECORD_JOINS)
         .replace("{quiet}", QUIET)
         .replace("{columns}", RECORD_COLUMNS)
         .replace("{kill_columns}", KILL_SELECT)

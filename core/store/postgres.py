@@ -122,6 +122,9 @@ async def _connect(url: str, *, read_only: bool) -> asyncpg.Connection:
     settings = {
         "application_name": f"zombietop:{os.getpid()}",
         "lock_timeout": str(LOCK_TIMEOUT_MS),
+        # Compiling a query costs more than running any of this store's: a poll of a large
+        # store spent 0.6-1.7 s of its 3-4 s in JIT (docs/benchmarks.md #14).
+        "jit": "off",
     }
     if read_only:
         # The server refuses writes too, not only this class.

@@ -23,6 +23,7 @@ from zombietop.model import (
     TaskState,
 )
 from zombietop.start_identity import StartIdentity
+from zombietop.store.columns import RECORD_WIDTH
 from zombietop.store.jobs import Jobs
 from zombietop.store.poll_cache import PollCache, task_record
 from zombietop.store.sql_base import Conn, Duplicate, identity_params
@@ -301,19 +302,23 @@ class Tasks(Jobs[Conn], TasksInterface):
     async def poll_loud(
         self, finished_since: float | None, quiet: dict[str, float | str], limit: int
     ) -> LoudPoll:
+        since = {"finished_since": 0.0 if finished_since is None else finished_since}
         async with self._read() as db:
-            counted = await self._rows(db, "count_quiet_tasks", quiet)
             rows = await self._rows(db, "select_loud_tasks", {**quiet, "limit": limit})
-            since = {"finished_since": 0.0 if finished_since is None else finished_since}
-            rows = [*rows, *await self._rows(db, "select_finished_since", since)]
-        by_state: dict[str, int] = {}
-        loud = 0
-        for row in counted:
-            if row["quiet"]:
-                by_state[row["state"]] = by_state.get(row["state"], 0) + int(row["tasks"])
-            else:
-                loud += int(row["tasks"])
-        return LoudPoll(records=[task_record(r) for r in rows], quiet=by_state, loud=loud)
+            active = await self._rows(db, "count_active_by_state", {})
+            ended = await self._rows(db, "select_finished_since", since)
+        # Every loud row carries the same counts (none: no task is loud).
+        first = rows[0] if rows else {"loud": 0, "loud_running": 0, "loud_queued": 0}
+        loud = {"running": int(first["loud_running"]), "queued": int(first["loud_queued"])}
+        # Read one after the other, a task may change between the two: never below none.
+        quiet = {
+            row["state"]: max(0, int(row["tasks"]) - loud.get(row["state"], 0))
+            for row in active
+            if row["state"] in loud
+        }
+        records = [task_record(tuple(row)[:RECORD_WIDTH]) for row in rows]
+        records += [task_record(row) for row in ended]
+        return LoudPoll(records=records, quiet=quiet, loud=int(first["loud"]))
 
     def poll_changes(self) -> PollChanges | None:
         return self._poll_cache.last

@@ -172,7 +172,8 @@ async def test_the_migration_counts_kept_durations_from_the_claims(
     assert summary.durations == pytest.approx((3.0, 3.0, 3.0))
     # Write the list as the old code kept it, and step the schema back to before the fix: the
     # versions after it added the columns `ends` and the trace's, the samples' host index,
-    # (PostgreSQL) the event log by day, and the kept pages' trace columns, which go too.
+    # (PostgreSQL) the event log by day, the kept pages' trace columns, and the index of the
+    # samples of gone processes, which go too.
     if isinstance(store, PostgresStore):
         await store._conn.execute("UPDATE jobs SET durations = '[0.1, 0.1, 0.1]'")
         await store._conn.execute("ALTER TABLE jobs DROP COLUMN ends")
@@ -182,7 +183,8 @@ async def test_the_migration_counts_kept_durations_from_the_claims(
         await store._conn.execute(UNPARTITION_EVENTS)
         for column in ("trace_id", "trace_url"):
             await store._conn.execute(f"ALTER TABLE pending_pages DROP COLUMN {column}")
-        await store._conn.execute("UPDATE zombietop_store SET schema_version = schema_version - 6")
+        await store._conn.execute("DROP INDEX process_samples_gone")
+        await store._conn.execute("UPDATE zombietop_store SET schema_version = schema_version - 7")
     else:
         assert isinstance(store, SQLiteStore)
         await store._db.execute("UPDATE jobs SET durations = '[0.1, 0.1, 0.1]'")
@@ -192,7 +194,8 @@ async def test_the_migration_counts_kept_durations_from_the_claims(
         await store._db.execute("DROP INDEX process_samples_host")
         for column in ("trace_id", "trace_url"):
             await store._db.execute(f"ALTER TABLE pending_pages DROP COLUMN {column}")
-        await store._db.execute(f"PRAGMA user_version = {SQLITE_VERSION - 5}")
+        await store._db.execute("DROP INDEX process_samples_gone")
+        await store._db.execute(f"PRAGMA user_version = {SQLITE_VERSION - 6}")
         await store._db.commit()
     await store.close()
     again = await reopen()

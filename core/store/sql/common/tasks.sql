@@ -19,21 +19,30 @@ WHERE t.finished_at IS NULL
 ORDER BY coalesce(h.written_at, t.started_at, t.created_at), t.task_id
 LIMIT :limit
 
--- count_quiet_tasks --
--- A poll of a large store (zombietop.judge.quiet): its active tasks by state, quiet or not.
-SELECT t.state, {quiet} AS quiet, count(*) AS tasks
-FROM tasks t
-LEFT JOIN leases l ON l.task_id = t.task_id
-LEFT JOIN heartbeats h ON h.task_id = t.task_id
-WHERE t.finished_at IS NULL
-GROUP BY 1, 2
+-- count_active_by_state --
+SELECT state, count(*) AS tasks FROM tasks WHERE finished_at IS NULL GROUP BY state
 
 -- select_loud_tasks --
--- And the active tasks that are not quiet, those whose last sign of life is oldest first.
-{task_records}
-WHERE t.finished_at IS NULL AND NOT {quiet}
-ORDER BY coalesce(h.written_at, t.started_at, t.created_at), t.task_id
-LIMIT :limit
+-- A poll of a large store (zombietop.judge.quiet): the active tasks that are not quiet, those
+-- whose last sign of life is oldest first, each row with how many there are (of them, running,
+-- queued). The ids are sorted before the records are read: sorting whole records would sort
+-- every active task's.
+WITH loud AS (
+    SELECT t.task_id, coalesce(h.written_at, t.started_at, t.created_at) AS silent_since,
+           count(*) OVER () AS loud,
+           count(*) FILTER (WHERE t.state = 'running') OVER () AS loud_running,
+           count(*) FILTER (WHERE t.state = 'queued') OVER () AS loud_queued
+    FROM tasks t
+    LEFT JOIN leases l ON l.task_id = t.task_id
+    LEFT JOIN heartbeats h ON h.task_id = t.task_id
+    WHERE t.finished_at IS NULL AND NOT {quiet}
+    ORDER BY silent_since, t.task_id
+    LIMIT :limit
+)
+SELECT {columns}, loud.loud, loud.loud_running, loud.loud_queued
+{record_joins}
+JOIN loud ON loud.task_id = t.task_id
+ORDER BY loud.silent_since, t.task_id
 
 -- select_finished_since --
 {task_records}

@@ -359,6 +359,11 @@ DROP TABLE events_unpartitioned;
 ALTER TABLE pending_pages ADD COLUMN trace_id text;
 ALTER TABLE pending_pages ADD COLUMN trace_url text;
 
+-- schema_v22 --
+-- The samples that say a task's process is gone (see sqlite/migrations.sql, schema_v23).
+CREATE INDEX process_samples_gone ON process_samples (task_id)
+    WHERE NOT alive OR NOT identity_ok OR status = 'zombie';
+
 -- select_store_marker --
 SELECT application, schema_version FROM zombietop_store
 
