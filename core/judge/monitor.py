@@ -128,6 +128,9 @@ class Monitor:
         """Every job's summary, read incrementally each poll."""
         self.oncall_reader = OnCallReader(store)
         """Reads the acks, silences and schedules that each snapshot carries."""
+        self._loud: set[str] = set()
+        """The active tasks a poll of a large store read: read again at the next, so that one
+        that went quiet is seen to (its page closes as recovered, its flip is counted)."""
         self._active: int | None = None
         """How many tasks the store held active at the last poll (None: not read yet): more
         than ``read_at_most``, and a poll reads only the loud ones (``zombietop.judge.quiet``)."""
@@ -254,9 +257,11 @@ class Monitor:
             self._active = sum(1 for record in records if not record.task.state.finished)
             return records, self.store.poll_changes(), None
         bounds = quiet_bounds(now, self.config, self.host)
-        loud = await self.store.poll_loud(since, bounds.params(), limit)
+        loud = await self.store.poll_loud(since, bounds.params(), limit, self._loud)
         self._active = loud.active
-        read = sum(1 for record in loud.records if not record.task.state.finished)
+        active = {r.task.task_id for r in loud.records if not r.task.state.finished}
+        self._loud = active - loud.gone_quiet
+        read = len(self._loud)
         quiet = {
             health: loud.quiet.get(state, 0)
             for health, state in ((Health.HEALTHY, "running"), (Health.QUEUED, "queued"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from zombietop.actions import finished_refusal
@@ -59,10 +59,12 @@ class LoudPoll:
     """The quiet active tasks, by state."""
     loud: int
     """How many active tasks are loud, whether read or not."""
+    gone_quiet: frozenset[str] = frozenset()
+    """The tasks of ``again`` that are quiet now: read, not counted."""
 
     @property
     def active(self) -> int:
-        return self.loud + sum(self.quiet.values())
+        return self.loud + sum(self.quiet.values()) + len(self.gone_quiet)
 
 
 class TasksInterface(abc.ABC):
@@ -111,12 +113,18 @@ class TasksInterface(abc.ABC):
 
     @abc.abstractmethod
     async def poll_loud(
-        self, finished_since: float | None, quiet: dict[str, float | str], limit: int
+        self,
+        finished_since: float | None,
+        quiet: dict[str, float | str],
+        limit: int,
+        again: Collection[str] = (),
     ) -> LoudPoll:
         """A poll for a store too large to read whole: count the active tasks the ``quiet``
         bounds prove have nothing to say (``QuietBounds.params``), read at most ``limit`` of the
         others, those silent longest first, and every task finished since ``finished_since``
-        (None: every finished task). It leaves what ``poll`` follows as it was."""
+        (None: every finished task). The active tasks in ``again`` (those read at the poll
+        before) are read too, and not counted quiet, so that a task that went quiet is seen to.
+        It leaves what ``poll`` follows as it was."""
 
     def poll_changes(self) -> PollChanges | None:
         """What the latest ``poll`` changed against the one before it, for a reader that keeps
@@ -300,25 +308,38 @@ class Tasks(Jobs[Conn], TasksInterface):
         return 0 if row is None else int(row["active"])
 
     async def poll_loud(
-        self, finished_since: float | None, quiet: dict[str, float | str], limit: int
+        self,
+        finished_since: float | None,
+        quiet: dict[str, float | str],
+        limit: int,
+        again: Collection[str] = (),
     ) -> LoudPoll:
         since = {"finished_since": 0.0 if finished_since is None else finished_since}
         async with self._read() as db:
             rows = await self._rows(db, "select_loud_tasks", {**quiet, "limit": limit})
             active = await self._rows(db, "count_active_by_state", {})
             ended = await self._rows(db, "select_finished_since", since)
+            read = {row["task_id"] for row in rows}
+            ids = json.dumps([task_id for task_id in again if task_id not in read])
+            seen = await self._rows(db, "select_tasks_again", {**quiet, "ids": ids})
         # Every loud row carries the same counts (none: no task is loud).
         first = rows[0] if rows else {"loud": 0, "loud_running": 0, "loud_queued": 0}
         loud = {"running": int(first["loud_running"]), "queued": int(first["loud_queued"])}
         # Read one after the other, a task may change between the two: never below none.
-        quiet = {
+        counted = {
             row["state"]: max(0, int(row["tasks"]) - loud.get(row["state"], 0))
             for row in active
             if row["state"] in loud
         }
-        records = [task_record(tuple(row)[:RECORD_WIDTH]) for row in rows]
+        gone_quiet = frozenset(row["task_id"] for row in seen if row["quiet"])
+        for row in seen:
+            if row["quiet"] and counted.get(row["state"], 0) > 0:
+                counted[row["state"]] -= 1  # read, so listed: not counted as well
+        records = [task_record(tuple(row)[:RECORD_WIDTH]) for row in [*rows, *seen]]
         records += [task_record(row) for row in ended]
-        return LoudPoll(records=records, quiet=quiet, loud=int(first["loud"]))
+        return LoudPoll(
+            records=records, quiet=counted, loud=int(first["loud"]), gone_quiet=gone_quiet
+        )
 
     def poll_changes(self) -> PollChanges | None:
         return self._poll_cache.last

@@ -25,7 +25,7 @@ from zombietop.health import Health
 from zombietop.heartbeat_line import BeatLine
 from zombietop.judge.monitor import Monitor
 from zombietop.judge.quiet import quiet_bounds
-from zombietop.judge.snapshot import Fleet, build_snapshot
+from zombietop.judge.snapshot import Fleet, Snapshot, build_snapshot
 from zombietop.model import ProcessSample, Task, TaskState
 from zombietop.store import Store
 
@@ -230,6 +230,40 @@ async def test_a_poll_of_a_large_store_counts_its_quiet_tasks_and_reads_the_loud
     snapshot = await monitor.poll()
     assert snapshot.counted is None
     assert len(snapshot.tasks) >= 100
+
+
+async def test_a_task_that_goes_quiet_is_listed_once_more_so_that_its_recovery_is_seen(
+    store: Store, clock: FakeClock
+) -> None:
+    """A stalled task of a large store that beats again is quiet at once; the next poll still
+    lists it, healthy, so the dashboard and the watchdog see it recover (a page closes as
+    recovered, a flip is counted); the one after counts it."""
+    tokens: dict[str, int] = {}
+    for n in range(120):
+        task_id = f"t{n:03d}"
+        await store.create_task(
+            task_id=task_id, run_id=task_id, step="w", step_type="batch", actor="test"
+        )
+        tokens[task_id] = (await store.acquire_lease(task_id, owner="w", ttl=3600.0)).token
+        await store.record_heartbeat(task_id, BeatLine(stage="s", progress=1.0), owner="w",
+                                     token=tokens[task_id])  # fmt: skip
+        clock.advance(200.0 if n == 0 else 0.0)  # t000's beat is stale, the others are fresh
+    monitor = Monitor(store, replace(default_config(), read_at_most=100), clock=clock, host=HERE)
+
+    def listed(snapshot: Snapshot) -> dict[str, Health]:
+        return {view.task_id: view.verdict.health for view in snapshot.tasks}
+
+    first = await monitor.poll()
+    assert listed(first) == {"t000": Health.STALLED}
+    await store.record_heartbeat("t000", BeatLine(stage="s", progress=2.0), owner="w",
+                                 token=tokens["t000"])  # fmt: skip
+    recovered = await monitor.poll()
+    assert listed(recovered) == {"t000": Health.HEALTHY}
+    assert recovered.counts[Health.HEALTHY] == 120
+    assert recovered.counted is not None and recovered.counted.quiet[Health.HEALTHY] == 119
+    counted = await monitor.poll()
+    assert listed(counted) == {}
+    assert counted.counted is not None and counted.counted.quiet[Health.HEALTHY] == 120
 
 
 class GoneHere:

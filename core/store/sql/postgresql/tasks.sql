@@ -8,3 +8,10 @@ WHERE t.finished_at IS NULL
 UNION ALL
 {task_records}
 WHERE t.finished_at >= :finished_since::double precision
+
+-- select_tasks_again --
+-- A poll of a large store reads once more the active tasks that were loud at the one before and
+-- are not read now: most have gone quiet, and are seen to recover (see common/tasks.sql).
+SELECT {columns}, {quiet} AS quiet
+{record_joins}
+WHERE t.task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb)) AND t.finished_at IS NULL

@@ -15,3 +15,10 @@ WHERE t.finished_at >= :finished_since
 -- The tasks stamped after :rev, finished or not (the poll cache decides what it keeps).
 {task_records}
 WHERE t.rev > :rev
+
+-- select_tasks_again --
+-- A poll of a large store reads once more the active tasks that were loud at the one before and
+-- are not read now: most have gone quiet, and are seen to recover (see common/tasks.sql).
+SELECT {columns}, {quiet} AS quiet
+{record_joins}
+WHERE t.task_id IN (SELECT value FROM json_each(:ids)) AND t.finished_at IS NULL
