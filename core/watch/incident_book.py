@@ -28,7 +28,7 @@ from zombietop.health import Health, ScheduleHealth
 from zombietop.judge.monitor import Snapshot, TaskView
 from zombietop.model import Ack, EventKind, Silence, TaskState
 from zombietop.oncall.acks import FollowUp, Notices, capped_words, notice_line, with_note
-from zombietop.output import last_output_of, with_last_output
+from zombietop.output import keeps_output, last_output_of, with_last_output
 from zombietop.page import PageKind, incident_key
 from zombietop.store import Store
 from zombietop.watch.failed_runs import failure_line, failure_open
@@ -211,7 +211,11 @@ class IncidentBook:
             self.engines.pop(task_id, None)
         page_key = f"incident:{task_id}:{view.task.attempt}:{self.incidents[task_id].opened_at}"
         # The job's last words, and how old they are: "the last log line was at 03:42".
-        last = await asyncio.to_thread(last_output_of, hands.store, view.task, hands.monitor.host)
+        last = (
+            await asyncio.to_thread(last_output_of, hands.store, view.task, hands.monitor.host)
+            if keeps_output(view.task, hands.monitor.host)
+            else None  # a file read, on a thread: not for each of a fleet's thousand tasks
+        )
         if failed:
             line = failure_line(view, last, look.now, self.blocks(task_id, look))
         else:

@@ -13,11 +13,19 @@ SELECT count(*) AS active FROM tasks WHERE finished_at IS NULL
 
 -- select_tasks_to_glance --
 -- The first screenful at start-up, read before the whole poll: the active tasks whose last
--- sign of life (a beat, else the start, else the creation) is oldest, those most likely stalled.
+-- sign of life (a beat, else the start, else the creation) is oldest, those most likely stalled
+-- (their ids sorted first: sorting whole records would sort every active task's).
+WITH oldest AS (
+    SELECT t.task_id, coalesce(h.written_at, t.started_at, t.created_at) AS silent_since
+    FROM tasks t
+    LEFT JOIN heartbeats h ON h.task_id = t.task_id
+    WHERE t.finished_at IS NULL
+    ORDER BY silent_since, t.task_id
+    LIMIT :limit
+)
 {task_records}
-WHERE t.finished_at IS NULL
-ORDER BY coalesce(h.written_at, t.started_at, t.created_at), t.task_id
-LIMIT :limit
+JOIN oldest ON oldest.task_id = t.task_id
+ORDER BY oldest.silent_since, t.task_id
 
 -- count_active_by_state --
 SELECT state, count(*) AS tasks FROM tasks WHERE finished_at IS NULL GROUP BY state
