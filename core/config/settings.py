@@ -307,7 +307,8 @@ class Config:
     """How many of a task's last output lines ``c`` copies in the detail view's output pane."""
     read_at_most: int = READ_AT_MOST
     """The most tasks a poll reads whole: a store with more active tasks than this counts the
-    ones it proves quiet and reads the others, the longest silent first, up to this many."""
+    ones it proves quiet and reads the others, the longest silent first, up to this many (a
+    store that can count them, ``Store.counts_quiet``: PostgreSQL)."""
     watch: WatchSettings = field(default_factory=WatchSettings)
     notify: NotifySettings = field(default_factory=NotifySettings)
     agent: AgentSettings = field(default_factory=AgentSettings)

@@ -247,12 +247,16 @@ class Monitor:
     async def _store_records(
         self, now: float, since: float | None
     ) -> tuple[list[TaskRecord], PollChanges | None, Counted | None]:
-        """The store's tasks: every one while it holds at most ``read_at_most`` active tasks,
-        else the loud ones and a count of the quiet (``zombietop.judge.quiet``)."""
+        """The store's tasks: every one while it holds at most ``read_at_most`` active tasks
+        (or cannot count, ``Store.counts_quiet``), else the loud ones and a count of the quiet
+        (``zombietop.judge.quiet``)."""
         limit = self.config.read_at_most
-        if self._active is None:
-            self._active = await self.store.count_active()
-        if self._active <= limit:
+        whole = not self.store.counts_quiet
+        if not whole:
+            if self._active is None:
+                self._active = await self.store.count_active()
+            whole = self._active <= limit
+        if whole:
             records = await self.store.poll(since)
             self._active = sum(1 for record in records if not record.task.state.finished)
             return records, self.store.poll_changes(), None

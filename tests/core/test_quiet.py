@@ -178,6 +178,7 @@ async def test_every_task_the_store_counts_as_quiet_is_healthy_or_queued_with_no
     assert quiet_seen == {Health.HEALTHY, Health.QUEUED}
 
 
+@pytest.mark.backends("postgresql")
 async def test_a_poll_of_a_large_store_counts_its_quiet_tasks_and_reads_the_loud_ones(
     store: Store, clock: FakeClock
 ) -> None:
@@ -232,6 +233,7 @@ async def test_a_poll_of_a_large_store_counts_its_quiet_tasks_and_reads_the_loud
     assert len(snapshot.tasks) >= 100
 
 
+@pytest.mark.backends("postgresql")
 async def test_a_task_that_goes_quiet_is_listed_once_more_so_that_its_recovery_is_seen(
     store: Store, clock: FakeClock
 ) -> None:
@@ -264,6 +266,22 @@ async def test_a_task_that_goes_quiet_is_listed_once_more_so_that_its_recovery_i
     counted = await monitor.poll()
     assert listed(counted) == {}
     assert counted.counted is not None and counted.counted.quiet[Health.HEALTHY] == 120
+
+
+@pytest.mark.backends("sqlite")
+async def test_a_sqlite_store_past_the_limit_is_still_read_whole(
+    store: Store, clock: FakeClock
+) -> None:
+    """SQLite's polls after the first read only what changed: it keeps every task listed."""
+    for n in range(120):
+        await store.create_task(
+            task_id=f"t{n:03d}", run_id=f"t{n:03d}", step="w", step_type="batch", actor="test"
+        )
+    monitor = Monitor(store, replace(default_config(), read_at_most=100), clock=clock, host=HERE)
+    for _ in range(2):
+        snapshot = await monitor.poll()
+        assert snapshot.counted is None
+        assert len(snapshot.tasks) == 120
 
 
 class GoneHere:
