@@ -320,13 +320,8 @@ async def test_after_a_job_name_means_its_latest_run_when_that_started_just_befo
     assert published.state is TaskState.SUCCEEDED
 
 
-async def test_a_job_run_that_ended_between_resolving_and_the_claim_is_the_one_waited_for(
-    store: Store, clock: FakeClock
-) -> None:
-    """Cron starts `publish --after extract --wait` and `extract` at once: on a loaded host
-    extract may start and succeed after the waiter looked for it by name and before the waiter
-    recorded its task. That run is within the window the name was resolved with, so the
-    waiter starts at its first look, instead of waiting for extract's next run (tomorrow)."""
+async def extract_succeeded_5s_ago(store: Store, clock: FakeClock) -> None:
+    """A run of the job ``extract`` that started and succeeded, and 5 s after it."""
     extract = await store.create_task(
         task_id="extract/1", run_id="1", step="extract", step_type="extract", actor="cron",
         job="extract",
@@ -336,6 +331,16 @@ async def test_a_job_run_that_ended_between_resolving_and_the_claim_is_the_one_w
         extract.task_id, owner="cron", token=lease.token, state=TaskState.SUCCEEDED
     )
     clock.advance(5.0)
+
+
+async def test_a_job_run_that_ended_between_resolving_and_the_claim_is_the_one_waited_for(
+    store: Store, clock: FakeClock
+) -> None:
+    """Cron starts `publish --after extract --wait` and `extract` at once: on a loaded host
+    extract may start and succeed after the waiter looked for it by name and before the waiter
+    recorded its task. That run is within the window the name was resolved with, so the
+    waiter starts at its first look, instead of waiting for extract's next run (tomorrow)."""
+    await extract_succeeded_5s_ago(store, clock)
     waiter = await store.create_task(
         task_id="publish/1", run_id="1", step="publish", step_type="publish", actor="cron",
         job="publish", upstream=("extract",),
@@ -359,15 +364,7 @@ async def test_the_start_after_the_wait_checks_the_run_the_wait_saw_succeed(
     command checks the upstream again, and must look in the same window. With only the task's
     own creation time it found no run of extract, said "does not exist", and waited again for
     ever (a docs example hung in CI this way)."""
-    extract = await store.create_task(
-        task_id="extract/1", run_id="1", step="extract", step_type="extract", actor="cron",
-        job="extract",
-    )  # fmt: skip
-    lease = await store.acquire_lease(extract.task_id, owner="cron", ttl=60)
-    await store.finish_task(
-        extract.task_id, owner="cron", token=lease.token, state=TaskState.SUCCEEDED
-    )
-    clock.advance(5.0)
+    await extract_succeeded_5s_ago(store, clock)
     waiting = await claim_run(
         store, job="publish", run="1", owner="run", ttl=60, after=("extract",), wait=True,
         window=60,
