@@ -123,6 +123,12 @@ class Health(StrEnum):
         except KeyError:
             raise ValueError(f"{state} is not a finished state") from None
 
+    @classmethod
+    def of_quiet(cls) -> dict[TaskState, Health]:
+        """By state, the health of a task a store proves quiet (``zombietop.judge.quiet``): it
+        runs and is healthy, or it waits in the queue."""
+        return dict(_QUIET_HEALTH)
+
     @property
     def rank(self) -> int:
         """Position in urgency order: 0 is the most urgent."""
@@ -191,6 +197,7 @@ class Health(StrEnum):
 
 
 _HEALTH_RANK = {health: rank for rank, health in enumerate(Health)}
+_QUIET_HEALTH = {TaskState.RUNNING: Health.HEALTHY, TaskState.QUEUED: Health.QUEUED}
 _FINISHED_HEALTH = {
     TaskState.SUCCEEDED: Health.SUCCEEDED,
     TaskState.FAILED: Health.FAILED,

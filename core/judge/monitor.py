@@ -266,10 +266,7 @@ class Monitor:
         active = {r.task.task_id for r in loud.records if not r.task.state.finished}
         self._loud = active - loud.gone_quiet
         read = len(self._loud)
-        quiet = {
-            health: loud.quiet.get(state, 0)
-            for health, state in ((Health.HEALTHY, "running"), (Health.QUEUED, "queued"))
-        }
+        quiet = {health: loud.quiet.get(state, 0) for state, health in Health.of_quiet().items()}
         counted = Counted(quiet=quiet, unread=max(0, loud.loud - read), read_at_most=limit)
         return loud.records, None, counted
 

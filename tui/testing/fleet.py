@@ -343,7 +343,8 @@ def counted_snapshot(
     read_at_most`` says it: the quiet tasks in its counts and in ``counted``, with no row; the
     ``unread`` tasks in ``counted`` only."""
     snapshot = snapshot or sample_snapshot()
-    quiet = {Health.HEALTHY: healthy, Health.QUEUED: queued}
+    by_state = {TaskState.RUNNING: healthy, TaskState.QUEUED: queued}
+    quiet = {health: by_state[state] for state, health in Health.of_quiet().items()}
     counts = dict(snapshot.counts)
     for health, n in quiet.items():
         counts[health] = counts.get(health, 0) + n
