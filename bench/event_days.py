@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 import asyncpg  # noqa: E402
 
-from tests.pg_server import ThrowawayServer, find_binaries  # noqa: E402
+from tests.pg_server import ThrowawayServer, bench_server  # noqa: E402
 from zombietop.clock import FakeClock  # noqa: E402
 from zombietop.store.pg_partitions import partition_name  # noqa: E402
 from zombietop.store.postgres import PostgresStore  # noqa: E402
@@ -103,15 +103,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=300_000)
     args = parser.parse_args()
-    bindir = find_binaries()
-    if bindir is None:
-        sys.exit("event_days: no initdb and postgres found; set ZOMBIETOP_PG_BIN to their folder")
-    server = ThrowawayServer(bindir)
-    server.start()
-    try:
+    with bench_server("event_days") as server:
         results = asyncio.run(main_async(server, args.events))
-    finally:
-        server.stop()
     for each in results:
         print(json.dumps(each))
 

@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 
 import asyncpg  # noqa: E402
 
-from tests.pg_server import ThrowawayServer, find_binaries  # noqa: E402
+from tests.pg_server import ThrowawayServer, bench_server  # noqa: E402
 from zombietop.model import ProcessSample  # noqa: E402
 from zombietop.store.beats import sample_params  # noqa: E402
 from zombietop.store.postgres import PostgresStore, Q  # noqa: E402
@@ -184,15 +184,8 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    bindir = find_binaries()
-    if bindir is None:
-        sys.exit("fleet_ingest: no initdb and postgres found; set ZOMBIETOP_PG_BIN to their folder")
-    server = ThrowawayServer(bindir)
-    server.start()
-    try:
+    with bench_server("fleet_ingest") as server:
         results = asyncio.run(main_async(args, server))
-    finally:
-        server.stop()
     for each in results:
         print(json.dumps(each))
 

@@ -51,7 +51,7 @@ import asyncpg  # noqa: E402
 import fleet_store  # noqa: E402  (scripts/, beside this folder)
 from fleet_ingest import COLUMNS, NAMES, UPDATE  # noqa: E402  (a bench beside this one)
 
-from tests.pg_server import ThrowawayServer, find_binaries  # noqa: E402
+from tests.pg_server import ThrowawayServer, bench_server  # noqa: E402
 from zombietop.clock import FakeClock  # noqa: E402
 from zombietop.config import default_config  # noqa: E402
 from zombietop.store.beats import sample_params  # noqa: E402
@@ -407,15 +407,8 @@ def main() -> int:
         return 0
     # The machine is shared: the server (a child) and the agents inherit this niceness.
     os.nice(max(0, 19 - os.nice(0)))
-    bindir = find_binaries()
-    if bindir is None:
-        sys.exit("fleet_pg: no initdb and postgres found; set ZOMBIETOP_PG_BIN to their folder")
-    server = ThrowawayServer(bindir)
-    server.start()
-    try:
+    with bench_server("fleet_pg") as server:
         rows = asyncio.run(main_async(args, server))
-    finally:
-        server.stop()
     print(table(rows))
     plot(rows, args.plot)
     print(f"plot: {args.plot}")

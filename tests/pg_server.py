@@ -16,8 +16,10 @@ import pwd
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -179,6 +181,21 @@ class ThrowawayServer:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def bench_server(program: str) -> Iterator[ThrowawayServer]:
+    """A throwaway server for a bench run by hand, stopped at the end; without PostgreSQL the
+    bench ``program`` exits saying what to install or set."""
+    bindir = find_binaries()
+    if bindir is None:
+        sys.exit(f"{program}: no initdb and postgres found; set ZOMBIETOP_PG_BIN to their folder")
+    server = ThrowawayServer(bindir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def external_url(base: str, database: str) -> str:

@@ -75,7 +75,7 @@ def all_clear(snapshot: Snapshot) -> bool:
     return (
         snapshot.taken_at is not None
         and snapshot.glance_of is None  # a glance has not seen every task yet
-        and (snapshot.counted is None or not snapshot.counted.unread)
+        and not snapshot.left_unread
         and not snapshot.quarantined
         and not snapshot.missed
         and not any(n for health, n in snapshot.counts.items() if health.needs_attention)

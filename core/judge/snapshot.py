@@ -176,6 +176,12 @@ class Snapshot:
         )
 
     @property
+    def left_unread(self) -> int:
+        """How many active tasks the poll left unread past ``[monitor] read_at_most``: neither
+        judged nor counted (0 when it read every task that may need attention)."""
+        return 0 if self.counted is None else self.counted.unread
+
+    @property
     def paging(self) -> int:
         """How many tasks are dead, stalled or reclaimable."""
         return sum(n for health, n in self.counts.items() if health.pages)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from zombietop.health import Health
 from zombietop.judge.quiet import Counted
+from zombietop.judge.snapshot import Snapshot
 
 KEY = "[monitor] read_at_most"
 """The config key that sets how many tasks a poll reads whole."""
@@ -54,13 +55,12 @@ def unlisted_lines(counted: Counted | None) -> list[str]:
     return [line for line in (quiet_line(counted), unread_line(counted)) if line is not None]
 
 
-def unread_log_line(before: int, counted: Counted | None) -> str | None:
+def unread_log_line(before: int, snapshot: Snapshot) -> str | None:
     """The watchdog's log line when the number of tasks left unread went from ``before`` to
-    what ``counted`` says: once when some are first left unread, once when none are any more
+    what ``snapshot`` left: once when some are first left unread, once when none are any more
     (None otherwise: the metric ``zombietop_tasks_unread`` carries the number at each poll)."""
-    now = 0 if counted is None else counted.unread
-    if now > 0 and before == 0:
-        assert counted is not None
+    now, counted = snapshot.left_unread, snapshot.counted
+    if now > 0 and before == 0 and counted is not None:
         return (
             f"{now:,} active tasks were left unread: more tasks may need attention than "
             f"{KEY} ({counted.read_at_most:,}) lets a poll read; only the "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import json
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -325,16 +326,15 @@ class Tasks(Jobs[Conn], TasksInterface):
         # Every loud row carries the same counts (none: no task is loud).
         first = rows[0] if rows else {"loud": 0, "loud_running": 0, "loud_queued": 0}
         loud = {"running": int(first["loud_running"]), "queued": int(first["loud_queued"])}
-        # Read one after the other, a task may change between the two: never below none.
+        # The quiet tasks read again are listed, so not counted as well.
+        listed = Counter(row["state"] for row in seen if row["quiet"])
+        # Read one after the other, a task may change between the reads: never below none.
         counted = {
-            row["state"]: max(0, int(row["tasks"]) - loud.get(row["state"], 0))
+            row["state"]: max(0, int(row["tasks"]) - loud[row["state"]] - listed[row["state"]])
             for row in active
             if row["state"] in loud
         }
         gone_quiet = frozenset(row["task_id"] for row in seen if row["quiet"])
-        for row in seen:
-            if row["quiet"] and counted.get(row["state"], 0) > 0:
-                counted[row["state"]] -= 1  # read, so listed: not counted as well
         records = [task_record(tuple(row)[:RECORD_WIDTH]) for row in [*rows, *seen]]
         records += [task_record(row) for row in ended]
         return LoudPoll(

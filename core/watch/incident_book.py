@@ -439,7 +439,7 @@ class IncidentBook:
         while a poll left tasks unread past ``[monitor] read_at_most``: a task with an open
         incident may be one of them, still stuck, and an all-clear would be false.
         """
-        if snapshot.source_errors or (snapshot.counted is not None and snapshot.counted.unread):
+        if snapshot.source_errors or snapshot.left_unread:
             return
         present = {view.task_id for view in snapshot.tasks}
         for task_id in [t for t in self.incidents if t not in present]:

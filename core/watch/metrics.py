@@ -181,12 +181,11 @@ def fleet_families(snapshot: Snapshot, now: float) -> Iterator[Metric]:
     # beside the task healths all the same, so one alert rule can page on either.
     tasks.add_metric(["missed"], snapshot.missed)
     yield tasks
-    counted = snapshot.counted
     yield GaugeMetricFamily(
         "zombietop_tasks_unread",
         "Active tasks the latest poll did not read: past [monitor] read_at_most and not proven "
         "quiet, so neither judged nor paged nor in zombietop_tasks (0 when every task was read).",
-        value=0 if counted is None else counted.unread,
+        value=snapshot.left_unread,
     )
 
     labels = list(TASK_LABELS)

@@ -156,10 +156,10 @@ class PollTrust:
     def check_unread(self, snapshot: Snapshot, look: Look) -> None:
         """Log once when a poll first leaves tasks unread, and once when none are any more:
         those tasks are neither judged nor paged (``zombietop_tasks_unread`` has the number)."""
-        line = unread_log_line(self._unread, snapshot.counted)
+        line = unread_log_line(self._unread, snapshot)
         if line is not None:
             look.logs.append(line)
-        self._unread = 0 if snapshot.counted is None else snapshot.counted.unread
+        self._unread = snapshot.left_unread
 
     async def check_clocks(
         self, snapshot: Snapshot, looked: tuple[float, float], walled_at: float, look: Look

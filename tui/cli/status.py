@@ -53,7 +53,7 @@ def level(snapshot: Snapshot) -> Level:
     left unread past ``[monitor] read_at_most`` are a WARNING: all is not known to be well.
     """
     levels = [_level_of(view) for view in snapshot.tasks]
-    if snapshot.counted is not None and snapshot.counted.unread:
+    if snapshot.left_unread:
         levels.append(Level.WARNING)
     if open_failures(snapshot):
         levels.append(Level.CRITICAL)  # a failed run, until a later run of its job succeeds
@@ -137,8 +137,8 @@ def nagios_output(snapshot: Snapshot, outputs: Mapping[str, LastOutput] | None =
     unread = len(snapshot.source_errors)
     if unread:
         found.append(f"{unread} source{'s' if unread > 1 else ''} cannot be read")
-    if snapshot.counted is not None and snapshot.counted.unread:
-        found.append(f"{snapshot.counted.unread:,} not read ([monitor] read_at_most)")
+    if snapshot.left_unread:
+        found.append(f"{snapshot.left_unread:,} not read ([monitor] read_at_most)")
     summary = ", ".join(found) or f"{len(snapshot.tasks)} tasks, none stuck"
     perfdata = " ".join(
         [

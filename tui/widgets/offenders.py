@@ -42,7 +42,7 @@ def _offenders(snapshot: Snapshot, console: Console, width: int, height: int) ->
     offending = sum(n for health, n in snapshot.counts.items() if health.needs_attention)
     offending += len(failures)
     if not offending and not snapshot.missed:
-        if snapshot.counted is not None and snapshot.counted.unread:
+        if snapshot.left_unread:
             return []  # not all clear: what was not read is said under the list
         return list(Text(ALL_CLEAR, style="green").wrap(console, width))
     lines: list[Text] = []
