@@ -92,7 +92,9 @@ async def test_rq_workers_are_listed_and_a_gone_one_with_its_job_leads(
     job = rq_workers.enqueue(60, tmp_path / "m")
     horse = _horse(tmp_path / "m")
     idle = rq_workers.start("w2")
-    wait_for("w2 to register", lambda: client.sismember("rq:workers", "rq:worker:w2"))
+    # Registered first, then idle: RQ writes its own hash once more in between, and a write
+    # of RQ's own after ``before`` would read as ours.
+    wait_for("w2 to be idle", lambda: client.hget("rq:worker:w2", "state") == b"idle")
     before = _rq_values(client)
     snapshot = await _poll(rq_monitor)
     assert _rq_values(client) == before  # read, never written
