@@ -170,6 +170,7 @@ class ViewFlow:
         if hasattr(main, "show_view"):
             main.show_view(runs)
         app._reorder()
+        app._find_in_store()
         if view is not None and view.rows == JOBS:
             self._open_jobs(view)
         if view is not None:
