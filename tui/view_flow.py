@@ -47,6 +47,9 @@ class ViewsApp(Protocol):
     def _reorder(self) -> None:
         """Filter and sort again, and show the app's state on every screen."""
 
+    def _find_in_store(self) -> None:
+        """Have the source find the tasks the filter holds that a large store only counts."""
+
     def notify(self, message: str, *, severity: Any = "information", timeout: float) -> None: ...
 
     def push_screen(
