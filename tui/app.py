@@ -58,9 +58,12 @@ from zombietop.tui.view_messages import JobsToggled, ViewAsked, ViewPickerAsked
 from zombietop.tui.views import narrowed
 
 NOTE_SECONDS = 60.0
+"""How long a row shows the outcome of the last action taken on it."""
 GLANCE_ROWS = 40
 """The fewest tasks a first glance reads (more when the terminal is taller)."""
-"""How long a row shows the outcome of the last action taken on it."""
+FIND_DELAY = 0.3
+"""Seconds from a change of the filter to the poll that searches a large store for it: one
+poll when the typing pauses, not one a key."""
 
 
 class ZombietopApp(ToastsWait):
@@ -134,6 +137,8 @@ class ZombietopApp(ToastsWait):
         """The first poll is preceded by a glance (``SnapshotSource.glance``); the wall, which
         shows counts, waits for the whole poll."""
         self.events_open = False
+        self._find_due = False
+        """The filter changed on a store that counts quiet tasks: poll soon to search it."""
         self._timer: Timer | None = None
         self.notes: dict[str, tuple[str, float]] = {}
         """Task id -> (outcome word, until when): the last action's outcome, shown in its row."""
@@ -212,6 +217,7 @@ class ZombietopApp(ToastsWait):
             glance = await self.source.glance(max(self.size.height, GLANCE_ROWS))
             if glance is not None:
                 await self._post_snapshot(glance)
+        self._find_due = False  # this poll reads the filter as it is now
         snapshot = await self.source.poll()
         outcomes: list[ActionOutcome] = []
         if self.executor is not None and not self.read_only:
@@ -299,7 +305,8 @@ class ZombietopApp(ToastsWait):
         """Schedule the next tick; one timer at a time, so polls never pile up."""
         if self._timer is not None:
             self._timer.stop()
-        self._timer = self.set_timer(self.refresh_interval, self._tick)
+        delay = FIND_DELAY if self._find_due else self.refresh_interval
+        self._timer = self.set_timer(delay, self._tick)
 
     # What the dashboard asks for ----------------------------------------------------------
 
@@ -324,6 +331,18 @@ class ZombietopApp(ToastsWait):
     def on_filter_changed(self, message: messages.FilterChanged) -> None:
         self.filter_text = message.text
         self._reorder()
+        self._find_in_store()
+
+    def _find_in_store(self) -> None:
+        """Have the source read, from its next poll on, the tasks the filter holds that a large
+        store only counts; on such a store, poll soon rather than a refresh later."""
+        self.source.find(self.filter_text)
+        if self.snapshot.counted is None or self.paused_at is not None:
+            return
+        self._find_due = True
+        polling = any(w.group == "refresh" and not w.is_finished for w in self.workers)
+        if not polling:  # else the poll under way arms the next when it ends
+            self._arm()
 
     def _reorder(self) -> None:
         """Re-filter and re-sort now (after a filter or sort change; not on a poll)."""

@@ -1,5 +1,8 @@
 """The jobs view's rows from one snapshot and the store's latest ended runs: what both the
-dashboard's jobs view (``J``) and ``zombietop jobs`` show."""
+dashboard's jobs view (``J``) and ``zombietop jobs`` show.
+
+A large store's quiet tasks, counted and not listed (``zombietop.judge.quiet``), are never runs
+of a job, so no row here lacks one."""
 
 from __future__ import annotations
 

@@ -103,6 +103,10 @@ class ThreadedMonitor:
     async def glance(self, limit: int) -> Snapshot | None:
         return await self._call(self.monitor.glance(limit))
 
+    def find(self, text: str) -> None:
+        # On the monitor's own loop, in order: a poll asked for after this call reads the text.
+        self._loop.call_soon_threadsafe(self.monitor.find, text)
+
     async def history(self, task_id: str) -> list[HistoryPoint]:
         return await self._call(self.monitor.history(task_id))
 

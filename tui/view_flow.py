@@ -47,6 +47,9 @@ class ViewsApp(Protocol):
     def _reorder(self) -> None:
         """Filter and sort again, and show the app's state on every screen."""
 
+    def _find_in_store(self) -> None:
+        """Have the source find the tasks the filter holds that a large store only counts."""
+
     def notify(self, message: str, *, severity: Any = "information", timeout: float) -> None: ...
 
     def push_screen(
@@ -170,6 +173,7 @@ class ViewFlow:
         if hasattr(main, "show_view"):
             main.show_view(runs)
         app._reorder()
+        app._find_in_store()
         if view is not None and view.rows == JOBS:
             self._open_jobs(view)
         if view is not None:

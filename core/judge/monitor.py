@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -25,7 +26,7 @@ from zombietop.judge.flip_book import FlipBook
 from zombietop.judge.job_book import JobBook
 from zombietop.judge.oncall_reader import OnCallReader
 from zombietop.judge.orphan_watch import OrphanWatch
-from zombietop.judge.quiet import Counted, quiet_bounds
+from zombietop.judge.quiet import FOUND_AT_MOST, Counted, quiet_bounds
 from zombietop.judge.reuse import KeptSnapshot
 from zombietop.judge.snapshot import (
     Fleet,
@@ -134,6 +135,9 @@ class Monitor:
         self._active: int | None = None
         """How many tasks the store held active at the last poll (None: not read yet): more
         than ``read_at_most``, and a poll reads only the loud ones (``zombietop.judge.quiet``)."""
+        self._find = ""
+        """The dashboard's filter text (``find``): a poll that counts quiet tasks reads those
+        whose id or stage holds it."""
         self.flip_book = FlipBook() if count_flips else None
         """Each task's flips, read from the watchdog's transitions, for the flag ``flapping``
         (None: the watchdog's own monitor, whose ``FlapWatch`` counts them as it sees them)."""
@@ -141,6 +145,12 @@ class Monitor:
     @property
     def read_only(self) -> bool:
         return self.store.read_only
+
+    def find(self, text: str) -> None:
+        """From the next poll on, read the quiet tasks whose id or stage holds ``text`` (any
+        case), which a poll of a large store only counts, so the dashboard's filter finds them
+        ("": read none)."""
+        self._find = text
 
     async def poll(self) -> Snapshot:
         """Take one snapshot; on a store error keep the last good tasks and say why."""
@@ -266,9 +276,35 @@ class Monitor:
         active = {r.task.task_id for r in loud.records if not r.task.state.finished}
         self._loud = active - loud.gone_quiet
         read = len(self._loud)
-        quiet = {health: loud.quiet.get(state, 0) for state, health in Health.of_quiet().items()}
-        counted = Counted(quiet=quiet, unread=max(0, loud.loud - read), read_at_most=limit)
-        return loud.records, None, counted
+        found, more = await self._found(bounds.params(), loud.records)
+        # A task found is listed, so no longer counted (never below none: a task may change
+        # between the reads).
+        states = Counter(record.task.state for record in found)
+        quiet = {
+            health: max(0, loud.quiet.get(state, 0) - states[state])
+            for state, health in Health.of_quiet().items()
+        }
+        counted = Counted(
+            quiet=quiet,
+            unread=max(0, loud.loud - read),
+            read_at_most=limit,
+            found=len(found),
+            found_more=more,
+        )
+        return [*loud.records, *found], None, counted
+
+    async def _found(
+        self, bounds: dict[str, float | str], read: Sequence[TaskRecord]
+    ) -> tuple[list[TaskRecord], bool]:
+        """The quiet tasks whose id or stage holds the ``find`` text, but those already
+        ``read``; and whether more hold it than ``FOUND_AT_MOST``."""
+        if not self._find:
+            return [], False
+        # One more than the bound says whether there are more, without counting them all.
+        found = await self.store.find_quiet(self._find, bounds, FOUND_AT_MOST + 1)
+        more = len(found) > FOUND_AT_MOST
+        listed = {record.task.task_id for record in read}
+        return [r for r in found[:FOUND_AT_MOST] if r.task.task_id not in listed], more
 
     def _unread(self, read: SourcesRead) -> frozenset[str]:
         """The tasks of the sources that could not be read, as of their last good read (and

@@ -19,6 +19,8 @@ quiet when, at the poll's moment plus one refresh, with the shortest of every co
 ``classify`` says such a task is healthy (or queued) with no reason and no flag, and will say
 so until the next poll: tests/core/test_quiet.py judges every task of a varied store both ways.
 Every other task is read whole and judged, the longest silent first, up to ``read_at_most``.
+While the dashboard's filter holds a text, the quiet tasks whose id or stage holds it are read
+whole too (``Store.find_quiet``, at most ``FOUND_AT_MOST``), so that a filter finds any task.
 """
 
 from __future__ import annotations
@@ -93,6 +95,11 @@ def quiet_bounds(now: float, config: Config, host: str) -> QuietBounds:
     )
 
 
+FOUND_AT_MOST = 200
+"""How many quiet tasks the dashboard's filter reads at most, the first by task id: a text
+that most of a fleet's ids hold (``t``) must not read the fleet."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Counted:
     """What a poll of a large store counted instead of reading (``Snapshot.counted``)."""
@@ -104,6 +111,12 @@ class Counted:
     ``Snapshot.counts`` (the ``read_at_most`` longest silent are read)."""
     read_at_most: int
     """``[monitor] read_at_most``, as this poll applied it."""
+    found: int = 0
+    """Quiet tasks read because their id or stage holds the dashboard's filter
+    (``Monitor.find``): listed and judged, so not in ``quiet``."""
+    found_more: bool = False
+    """More quiet tasks hold the filter than ``FOUND_AT_MOST``: only the first by task id are
+    listed."""
 
     @property
     def listed_not(self) -> int:

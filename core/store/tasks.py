@@ -31,6 +31,12 @@ from zombietop.store.sql_base import Conn, Duplicate, identity_params
 from zombietop.trace_context import TraceContext
 
 
+def like_literal(text: str) -> str:
+    """``text`` for a LIKE pattern with ``ESCAPE '\\'``: its ``\\``, ``%`` and ``_`` stand for
+    themselves, not for any text or any character."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Seen:
     """What a verdict on a task was made on: its latest heartbeat and its lease, as read
@@ -126,6 +132,15 @@ class TasksInterface(abc.ABC):
         (None: every finished task). The active tasks in ``again`` (those read at the poll
         before) are read too, and not counted quiet, so that a task that went quiet is seen to.
         It leaves what ``poll`` follows as it was."""
+
+    @abc.abstractmethod
+    async def find_quiet(
+        self, text: str, quiet: dict[str, float | str], limit: int
+    ) -> list[TaskRecord]:
+        """The active tasks the ``quiet`` bounds prove quiet (those ``poll_loud`` counts) whose
+        id or latest stage holds ``text``, in any case and taken literally (``%`` and ``_`` are
+        no wildcards): the first ``limit`` by task id, read whole. The dashboard's filter finds
+        with it the tasks a large store's poll only counted."""
 
     def poll_changes(self) -> PollChanges | None:
         """What the latest ``poll`` changed against the one before it, for a reader that keeps
@@ -340,6 +355,14 @@ class Tasks(Jobs[Conn], TasksInterface):
         return LoudPoll(
             records=records, quiet=counted, loud=int(first["loud"]), gone_quiet=gone_quiet
         )
+
+    async def find_quiet(
+        self, text: str, quiet: dict[str, float | str], limit: int
+    ) -> list[TaskRecord]:
+        params = {**quiet, "pattern": f"%{like_literal(text.lower())}%", "limit": limit}
+        async with self._read() as db:
+            rows = await self._rows(db, "select_quiet_tasks_found", params)
+        return [task_record(row) for row in rows]
 
     def poll_changes(self) -> PollChanges | None:
         return self._poll_cache.last

@@ -35,6 +35,9 @@ async def test_threaded_monitor_polls_a_real_store(tmp_path: Path) -> None:
             assert [p.progress for p in await poller.history("t-1")] == [40.0]
             assert await poller.events("t-1")
             assert any(t.name == "zombietop-monitor" for t in threading.enumerate())
+            poller.find("t-1")  # the dashboard's filter reaches the monitor before its next poll
+            await poller.poll()
+            assert poller.monitor._find == "t-1"
         finally:
             await poller.close()
     assert not any(t.name == "zombietop-monitor" for t in threading.enumerate())

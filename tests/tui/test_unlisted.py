@@ -3,6 +3,8 @@ what it counted instead of listing, and what it left unread."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rich.console import Console
 from textual.pilot import Pilot
 
@@ -17,6 +19,7 @@ from zombietop.tui.testing import (
     sample_snapshot,
     synthetic_records,
 )
+from zombietop.tui.unlisted_text import FIND_HINT, table_texts, unlisted_texts
 from zombietop.tui.widgets.banner import Banner
 from zombietop.tui.widgets.header import StatusHeader
 from zombietop.tui.widgets.offenders import Offenders, offender_lines
@@ -39,9 +42,10 @@ def test_main_counted_80x24(snap_compare):
     the header counts read '… queued 3,013' and '● healthy 921,638' (the quiet ones in), a red
     banner '⚠ 12,000 more tasks were not read ...', and the table
     pressed End: its last row, then a dim line '921,635 healthy and 3,012 queued tasks counted
-    by the store, not listed (more than 20,000 active; [monitor] read_at_most)' and a bold
-    yellow '⚠ 12,000 more tasks were not read and may need attention: the 20,000 silent
-    longest are listed', both wrapped at 80 columns, no cursor on them."""
+    by the store, not listed (more than 20,000 active; [monitor] read_at_most)', a dim 'A
+    filter (/) searches them too, by task id or stage.' and a bold yellow '⚠ 12,000 more tasks
+    were not read and may need attention: the 20,000 silent longest are listed', wrapped at 80
+    columns, no cursor on them."""
 
     async def run_before(pilot: Pilot[None]) -> None:
         await settle(pilot)
@@ -149,3 +153,21 @@ def test_the_wall_list_gives_way_to_the_lines_under_it():
     assert plain[-5] == "… and more"
     assert plain[-4].startswith("921,635 healthy and 3,012 queued tasks")
     assert plain[-2].startswith("⚠ 12,000 more tasks were not read")
+
+
+def test_the_table_says_a_filter_finds_counted_tasks_and_when_it_holds_too_many():
+    """Under the quiet tasks counted, the table (not the wall) says that a filter searches
+    them; when more match than are read, that the first by id are listed. Each fits 80
+    columns."""
+    counted = counted_snapshot().counted
+    assert counted is not None
+    shown = [text.plain for text in table_texts(counted)]
+    assert shown[0].startswith("921,635 healthy") and shown[1] == FIND_HINT
+    assert FIND_HINT not in [text.plain for text in unlisted_texts(counted)]  # the wall's
+    more = [text.plain for text in table_texts(replace(counted, found=200, found_more=True))]
+    assert more[1] == (
+        "Over 200 of them match: the first 200 by id are listed; type more of the id."
+    )
+    assert max(len(FIND_HINT), len(more[1])) <= 80
+    none_quiet = replace(counted, quiet={})
+    assert FIND_HINT not in [text.plain for text in table_texts(none_quiet)]

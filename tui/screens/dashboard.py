@@ -18,7 +18,7 @@ from zombietop.tui.keys import MARK_KEYS, TaskKeys, bindings, digit_bindings
 from zombietop.tui.screen_state import Rows, ScreenState
 from zombietop.tui.screens.wall import WallScreen
 from zombietop.tui.task_order import PerSnapshot, SortMode
-from zombietop.tui.unlisted_text import unlisted_texts
+from zombietop.tui.unlisted_text import table_texts
 from zombietop.tui.view_messages import JobsToggled, ViewAsked, ViewPickerAsked
 from zombietop.tui.views import run_columns
 from zombietop.tui.widgets.banner import Banner
@@ -108,7 +108,7 @@ class DashboardScreen(TaskKeys):
         if shown is None or state.rows is not shown.rows:
             self.show_rows(state.rows, snapshot)
         self.table.set_marked(state.marked)
-        self.table.show_under(unlisted_texts(snapshot.counted))
+        self.table.show_under(table_texts(snapshot.counted))
         filter_text = state.filter_text
         counted = f"({len(state.rows.views)} of {len(snapshot.tasks)})"
         header = self.query_one(StatusHeader)

@@ -40,6 +40,8 @@ class SampleSource:
         self._read_only = read_only
         self.outputs: dict[str, LastOutput] = dict(outputs or {})
         self.polls = 0
+        self.finds: list[str] = []
+        """Each text the dashboard asked to find (``find``)."""
         self.fail_with: str | None = None
         self.failed_at = NOW + 14
         self.last = Snapshot(taken_at=None)
@@ -60,6 +62,10 @@ class SampleSource:
     async def glance(self, limit: int) -> Snapshot | None:
         """A fixed fleet is read whole at once: no glance."""
         return None
+
+    def find(self, text: str) -> None:
+        """A fixed fleet has every task listed: nothing to find; the texts are kept."""
+        self.finds.append(text)
 
     async def history(self, task_id: str) -> list[HistoryPoint]:
         return sample_history(task_id)

@@ -52,6 +52,20 @@ SELECT {columns}, loud.loud, loud.loud_running, loud.loud_queued
 JOIN loud ON loud.task_id = t.task_id
 ORDER BY loud.silent_since, t.task_id
 
+-- select_quiet_tasks_found --
+-- The dashboard's filter on a large store (zombietop.judge.quiet): the quiet active tasks whose
+-- id or latest stage holds the filter's text, by task id, at most :limit. The text comes as
+-- :pattern, a LIKE pattern in lower case with its own %, _ and \ escaped (Tasks.find_quiet).
+-- Only these two columns are searched (a health word would hold every quiet task); classify
+-- judges every task read.
+SELECT {columns}
+{record_joins}
+WHERE t.finished_at IS NULL AND {quiet}
+  AND (lower(t.task_id) LIKE :pattern ESCAPE '\'
+       OR lower(coalesce(h.stage, '')) LIKE :pattern ESCAPE '\')
+ORDER BY t.task_id
+LIMIT :limit
+
 -- select_finished_since --
 {task_records}
 WHERE t.finished_at >= :finished_since
