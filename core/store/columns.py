@@ -56,10 +56,7 @@ select (a block adds its own WHERE)."""
 QUIET = """coalesce((
     t.quarantined_at IS NULL AND t.heartbeat_error IS NULL AND t.job IS NULL
     AND NOT (t.pid IS NOT NULL AND t.host = :quiet_host)
-    AND NOT EXISTS (SELECT 1 FROM pending_kills ok
-                    WHERE ok.task_id = t.task_id AND ok.outcome IS NULL)
-    AND NOT EXISTS (SELECT 1 FROM process_samples ps WHERE ps.task_id = t.task_id
-                    AND (NOT ps.alive OR NOT ps.identity_ok OR ps.status = 'zombie'))
+    AND ok.task_id IS NULL AND ps.task_id IS NULL
     AND ((t.state = 'running' AND l.owner IS NOT NULL AND l.expires_at > :quiet_at
           AND h.source = 'reported' AND h.written_at > :quiet_beat
           AND h.progress_changed_at > :quiet_progress AND h.stage_started_at > :quiet_stage
@@ -69,18 +66,27 @@ QUIET = """coalesce((
          OR (t.state = 'queued' AND t.upstream = '[]' AND t.created_at > :quiet_queued
              AND (l.owner IS NULL OR l.expires_at IS NULL OR l.expires_at > :quiet_at)))
 ), false)"""
-"""True for an active task of ``TASK_RECORDS`` that has nothing to say until the next poll,
-by the bounds of ``zombietop.judge.quiet`` (its docstring says each part in words); never NULL."""
+"""True for an active task of ``RECORD_JOINS`` and ``QUIET_JOINS`` that has nothing to say
+until the next poll, by the bounds of ``zombietop.judge.quiet`` (its docstring says each part in
+words); never NULL."""
+
+QUIET_JOINS = """LEFT JOIN pending_kills ok ON ok.task_id = t.task_id AND ok.outcome IS NULL
+LEFT JOIN process_samples ps ON ps.task_id = t.task_id
+    AND (NOT ps.alive OR NOT ps.identity_ok OR ps.status = 'zombie')"""
+"""What ``QUIET`` reads beside a task's lease and beat: its open kill and a sample saying its
+process is gone (each at most one row: one open kill a task, one sample a task). Joined, not
+asked row by row in a subquery: PostgreSQL then reads each table once for a million tasks."""
 
 
 def fill_columns(sql: str) -> str:
     """Put the shared column lists and joins into a named block's ``{columns}``-style
     placeholders (``{task_records}`` is the joined read of whole task records, ``{quiet}`` the
-    test of a quiet task)."""
+    test of a quiet task over ``{record_joins}`` and ``{quiet_joins}``)."""
     return (
         sql.replace("{task_records}", TASK_RECORDS)
         .replace("{record_joins}", RECORD_JOINS)
         .replace("{quiet}", QUIET)
+        .replace("{quiet_joins}", QUIET_JOINS)
         .replace("{columns}", RECORD_COLUMNS)
         .replace("{kill_columns}", KILL_SELECT)
         .replace("{task_columns}", ", ".join(TASK_COLUMNS))

@@ -33,24 +33,29 @@ SELECT state, count(*) AS tasks FROM tasks WHERE finished_at IS NULL GROUP BY st
 -- select_loud_tasks --
 -- A poll of a large store (zombietop.judge.quiet): the active tasks that are not quiet, those
 -- whose last sign of life is oldest first, each row with how many there are (of them, running,
--- queued). The ids are sorted before the records are read: sorting whole records would sort
--- every active task's.
-WITH loud AS (
-    SELECT t.task_id, coalesce(h.written_at, t.started_at, t.created_at) AS silent_since,
-           count(*) OVER () AS loud,
-           count(*) FILTER (WHERE t.state = 'running') OVER () AS loud_running,
-           count(*) FILTER (WHERE t.state = 'queued') OVER () AS loud_queued
+-- queued). The loud tasks are found first, by joins that read each table once, and only they
+-- are sorted: sorting first would sort every active task, and a sort with a LIMIT leads
+-- PostgreSQL to look up each task's lease one by one.
+WITH loud AS MATERIALIZED (
+    SELECT t.task_id, t.state, coalesce(h.written_at, t.started_at, t.created_at) AS silent_since
     FROM tasks t
     LEFT JOIN leases l ON l.task_id = t.task_id
     LEFT JOIN heartbeats h ON h.task_id = t.task_id
+    {quiet_joins}
     WHERE t.finished_at IS NULL AND NOT {quiet}
-    ORDER BY silent_since, t.task_id
+), oldest AS (
+    SELECT task_id, silent_since,
+           count(*) OVER () AS loud,
+           count(*) FILTER (WHERE state = 'running') OVER () AS loud_running,
+           count(*) FILTER (WHERE state = 'queued') OVER () AS loud_queued
+    FROM loud
+    ORDER BY silent_since, task_id
     LIMIT :limit
 )
-SELECT {columns}, loud.loud, loud.loud_running, loud.loud_queued
+SELECT {columns}, oldest.loud, oldest.loud_running, oldest.loud_queued
 {record_joins}
-JOIN loud ON loud.task_id = t.task_id
-ORDER BY loud.silent_since, t.task_id
+JOIN oldest ON oldest.task_id = t.task_id
+ORDER BY oldest.silent_since, t.task_id
 
 -- select_quiet_tasks_found --
 -- The dashboard's filter on a large store (zombietop.judge.quiet): the quiet active tasks whose
@@ -60,6 +65,7 @@ ORDER BY loud.silent_since, t.task_id
 -- judges every task read.
 SELECT {columns}
 {record_joins}
+{quiet_joins}
 WHERE t.finished_at IS NULL AND {quiet}
   AND (lower(t.task_id) LIKE :pattern ESCAPE '\'
        OR lower(coalesce(h.stage, '')) LIKE :pattern ESCAPE '\')

@@ -14,4 +14,5 @@ WHERE t.finished_at >= :finished_since::double precision
 -- are not read now: most have gone quiet, and are seen to recover (see common/tasks.sql).
 SELECT {columns}, {quiet} AS quiet
 {record_joins}
+{quiet_joins}
 WHERE t.task_id IN (SELECT jsonb_array_elements_text(:ids::jsonb)) AND t.finished_at IS NULL

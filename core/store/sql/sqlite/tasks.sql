@@ -21,4 +21,5 @@ WHERE t.rev > :rev
 -- are not read now: most have gone quiet, and are seen to recover (see common/tasks.sql).
 SELECT {columns}, {quiet} AS quiet
 {record_joins}
+{quiet_joins}
 WHERE t.task_id IN (SELECT value FROM json_each(:ids)) AND t.finished_at IS NULL
