@@ -36,7 +36,6 @@ import asyncio
 import json
 import math
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -282,7 +281,9 @@ async def measure(server: ThrowawayServer, tasks: int, args: argparse.Namespace)
         print(json.dumps(row), file=sys.stderr, flush=True)  # a long run keeps what it has
         row["watch_s"], row["watch_withheld"] = await watch_once(url)
     finally:
-        beating.send_signal(signal.SIGINT)
+        # SIGTERM, not SIGINT: a shell that starts this bench in the background has its
+        # children ignore SIGINT, and the agents would beat on.
+        beating.terminate()
         beating.wait()
     row.update(await ingest(url, tasks, args.agents))
     row.update(await retention(url, filled_at))
