@@ -89,10 +89,17 @@ ON CONFLICT (task_id) DO UPDATE SET
 
 -- select_process_samples_of --
 -- The samples of the store's tasks a poll of a large store read, and every source's (see
--- select_process_samples).
+-- select_process_samples). Two halves, sources' and the store's tasks', so that the second looks
+-- up the tasks read by their ids instead of joining every sample to its task.
 SELECT s.task_id, s.host, s.pid, s.alive, s.identity_ok, s.status, s.cpu_percent, s.rss_bytes,
        s.threads, s.io_idle_s, s.idle_s, s.children, s.create_time, s.sampled_at, s.written_at,
        s.source, s.after_finish
-FROM process_samples s LEFT JOIN tasks t ON t.task_id = s.task_id
-WHERE s.source IS NOT NULL OR (s.task_id IN (SELECT value FROM json_each(:ids))
-  AND t.task_id IS NOT NULL AND (t.finished_at IS NULL OR s.after_finish))
+FROM process_samples s
+WHERE s.source IS NOT NULL
+UNION ALL
+SELECT s.task_id, s.host, s.pid, s.alive, s.identity_ok, s.status, s.cpu_percent, s.rss_bytes,
+       s.threads, s.io_idle_s, s.idle_s, s.children, s.create_time, s.sampled_at, s.written_at,
+       s.source, s.after_finish
+FROM process_samples s JOIN tasks t ON t.task_id = s.task_id
+WHERE s.source IS NULL AND s.task_id IN (SELECT value FROM json_each(:ids))
+  AND (t.finished_at IS NULL OR s.after_finish)
