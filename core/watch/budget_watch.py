@@ -54,7 +54,7 @@ class BudgetWatch:
                 key = f"flag:{flag}:job:{task.job}:{int(look.now // DAY)}"
             if flag.pages_once and key not in once:
                 await self._overrun(
-                    look, PageKind.of_flag(flag), verdict.context(look.now), key, view
+                    look, PageKind.of_flag(flag), look.context(view), key, view
                 )
         budgets = verdict.budgets(look.now)
         beat = view.heartbeat
@@ -64,13 +64,13 @@ class BudgetWatch:
             key = f"request:{task.task_id}:{beat.request_name}:{beat.request_started_at}"
             if key not in once:
                 await self._overrun(
-                    look, PageKind.REQUEST_OVERRUN, verdict.context(look.now), key, view
+                    look, PageKind.REQUEST_OVERRUN, look.context(view), key, view
                 )
         if Flag.TASK_OVERRUN in flags:
             key = f"task:{task.task_id}:{task.attempt}"
             if key not in once:
                 once.add(key)
-                message = f"task overrun (logged, not killed): {verdict.context(look.now)}"
+                message = f"task overrun (logged, not killed): {look.context(view)}"
                 look.logs.append(message)
                 await self.hands.record(EventKind.WATCHDOG, message, task.task_id, {"key": key})
 
@@ -101,7 +101,7 @@ class BudgetWatch:
                 then = f" - killed gracefully at {format_duration(kill_at)} in this stage"
             else:
                 then = ""
-            line = view.verdict.context(look.now) + then
+            line = look.context(view) + then
             await self._overrun(look, PageKind.STAGE_OVERRUN, line, key, view)
         kill_key = "kill:" + key
         if factor and used >= kill_at and kill_key not in once and task.pid is not None:

@@ -96,7 +96,7 @@ class FlapWatch:
         if key in self.book.once:
             return
         self.book.once.add(key)
-        line = view.verdict.context(look.now)
+        line = look.context(view)
         incident = self._incident(view.task_id, flips)
         self.hands.page(look, PageKind.FLAPPING, line, view=view, incident=incident)
         data = {

@@ -199,7 +199,7 @@ class IncidentBook:
         if not failed and not await self.quarantines.place(view, look):
             return
         hands, task_id = self.hands, view.task_id
-        context = view.verdict.context(look.now)
+        context = look.context(view)
         job = view.task.job_name if failed else None
         self.incidents[task_id] = Incident(
             task_id=task_id, health=view.health, opened_at=look.now, job=job
@@ -291,7 +291,7 @@ class IncidentBook:
             elif self.killed_by_us(view):
                 line = killed_line(view, self.incidents[view.task_id])
             else:
-                line = view.verdict.context(look.now) + self.blocks(view.task_id, look)
+                line = look.context(view) + self.blocks(view.task_id, look)
             line = await self._noted(view.task_id, line, look)
             await self.notice(look, view.task_id, due, line, view=view)
 

@@ -32,7 +32,7 @@ class SpinningWatch:
             self._warned.pop(task_id, None)
             return
         key = f"{health}:{task_id}:{view.task.attempt}"
-        context = view.verdict.context(look.now)
+        context = look.context(view)
         self._warned[task_id] = (health, context)
         if key not in self.book.once:
             self.book.once.add(key)

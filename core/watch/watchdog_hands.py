@@ -46,6 +46,16 @@ class Look:
     """The job summaries as of this look's snapshot: whether a failed run is still open."""
     causes: RootCauses = field(default_factory=RootCauses)
     """Which tasks wait behind which (empty with ``[watch] group_by_upstream = false``)."""
+    _contexts: dict[str, str] = field(default_factory=dict)
+    """Each task's page line as composed once in this look (``context``)."""
+
+    def context(self, view: TaskView) -> str:
+        """The task's page line as of this look (``Verdict.context``): composed once, though
+        an incident, an overrun and a spin may each quote it."""
+        line = self._contexts.get(view.task_id)
+        if line is None:
+            line = self._contexts[view.task_id] = view.verdict.context(self.now)
+        return line
 
 
 def since(view: TaskView) -> float | None:
