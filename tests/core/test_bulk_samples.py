@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from zombietop.clock import FakeClock
-from zombietop.model import ProcessSample
+from zombietop.model import ProcessSample, TaskState
 from zombietop.store import Store
 from zombietop.store.beats import sample_params
 from zombietop.store.sql_store import SQLStore
@@ -167,3 +167,37 @@ async def test_an_agents_round_is_its_beat_and_its_samples(store: Store, clock: 
         "host-b", agent_id="agent-b", pid=7, interval=2.0, reported_at=clock.now(), samples={}
     )
     assert sorted(await store.process_samples()) == ["engine-1"]
+
+
+async def test_the_samples_of_some_tasks_are_theirs_and_every_sources(
+    store: Store, clock: FakeClock
+) -> None:
+    """A poll of a large store reads the samples of the tasks it read (``process_samples``
+    with ids): a named active task's, a named finished task's only when taken after its
+    finish, never an unnamed task's; and every source's sample, named or not."""
+    ids = ["active", "unnamed", "ended-before", "ended-after"]
+    for task_id in ids:
+        await store.create_task(task_id=task_id, run_id="r", step="s", step_type="d", actor="t")
+        lease = await store.acquire_lease(task_id, owner="w@host-b", ttl=300)
+        await store.set_process(
+            task_id,
+            owner="w@host-b",
+            token=lease.token,
+            pid=1000,
+            pid_start_time=1.0,
+            host="host-b",
+        )
+        if task_id.startswith("ended"):
+            await store.finish_task(
+                task_id, owner="w@host-b", token=lease.token, state=TaskState.SUCCEEDED
+            )
+    active, _, ended_before, ended_after = ids
+    await store.record_process_samples("host-b", _samples(ids, base=100), finished={ended_after})
+    await store.record_process_samples(
+        "host-b", _samples(["celery:abc"], base=200), source="celery"
+    )
+
+    named = await store.process_samples([active, ended_before, ended_after])
+
+    assert sorted(named) == sorted([active, ended_after, "celery:abc"])
+    assert named[active] == (await store.process_samples())[active]
