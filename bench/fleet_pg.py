@@ -12,7 +12,9 @@ beating, some stalled, dead, reclaimable, queued or finished). For each size:
   their host's samples every ``--beat-every`` seconds with ``record_agent_round``; everything
   below is measured after ``--settle`` seconds of that, while they beat;
 - first frame: the dashboard in a process of its own, headless (Textual's ``run_test``, 160x48),
-  from creating the app to the first whole poll drawn (goal 3 s);
+  from creating the app to the first whole poll drawn (goal 3 s); before it, on a store of more
+  than a screenful of active tasks, the glance (``glance_s``: a screenful of the tasks silent
+  longest, judged, drawn while the whole poll runs; none on a smaller store);
 - key: ``s`` (the next sort) pressed until Textual is idle again, median of 3 (goal 100 ms),
   each beside a key the dashboard does nothing with (``key_floor_ms``: Pilot's own round trip);
 - RSS: the dashboard process's resident memory after those keys, and its peak (goal 500 MB);
@@ -88,7 +90,10 @@ async def dashboard(url: str) -> dict[str, float]:
         monitor = Monitor(store, default_config(), probe=PsutilProbe())
         app = ZombietopApp(monitor, refresh=3600, actor="bench")
         async with app.run_test(size=(160, 48)) as pilot:
+            glance = None
             while app.snapshot.taken_at is None or app.snapshot.glance_of is not None:
+                if glance is None and app.snapshot.glance_of is not None:
+                    glance = time.perf_counter() - started
                 await pilot.pause(0.01)
             await pilot.pause()
             first = time.perf_counter() - started
@@ -107,6 +112,7 @@ async def dashboard(url: str) -> dict[str, float]:
     peak = _vm("VmHWM")
     return {
         "first_frame_s": first,
+        "glance_s": math.nan if glance is None else glance,
         "key_ms": statistics.median(keys) * 1000,
         "key_floor_ms": statistics.median(floor) * 1000,
         "rss_mb": rss,
@@ -299,6 +305,7 @@ async def measure(server: ThrowawayServer, tasks: int, args: argparse.Namespace)
 LINES = (
     ("tasks", "{:,.0f}"),
     ("fill_s", "{:.1f}"),
+    ("glance_s", "{:.2f}"),
     ("first_frame_s", "{:.2f}"),
     ("rows", "{:,.0f}"),
     ("quiet", "{:,.0f}"),
