@@ -53,9 +53,7 @@ class BudgetWatch:
                 # A job's trend, whichever run carries it: once a day per job.
                 key = f"flag:{flag}:job:{task.job}:{int(look.now // DAY)}"
             if flag.pages_once and key not in once:
-                await self._overrun(
-                    look, PageKind.of_flag(flag), look.context(view), key, view
-                )
+                await self._overrun(look, PageKind.of_flag(flag), look.context(view), key, view)
         budgets = verdict.budgets(look.now)
         beat = view.heartbeat
         if Flag.STAGE_OVERRUN in flags and budgets.stage.used_s is not None:
@@ -63,9 +61,7 @@ class BudgetWatch:
         if Flag.REQUEST_OVERRUN in flags and beat is not None:
             key = f"request:{task.task_id}:{beat.request_name}:{beat.request_started_at}"
             if key not in once:
-                await self._overrun(
-                    look, PageKind.REQUEST_OVERRUN, look.context(view), key, view
-                )
+                await self._overrun(look, PageKind.REQUEST_OVERRUN, look.context(view), key, view)
         if Flag.TASK_OVERRUN in flags:
             key = f"task:{task.task_id}:{task.attempt}"
             if key not in once:
