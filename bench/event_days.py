@@ -85,17 +85,11 @@ async def one_way(url: str, day: float, how: str) -> dict[str, Any]:
 
 async def main_async(server: ThrowawayServer, events: int) -> list[dict[str, Any]]:
     day = day_start(time.time()) - 40 * DAY_S
-    admin = await asyncpg.connect(server.url("postgres"))
     results = []
-    try:
-        for how in ("drop", "delete"):
-            name = server.new_name()
-            await admin.execute(f'CREATE DATABASE "{name}"')
-            url = server.url(name)
-            await filled(url, events, day)
-            results.append({"events": events, **await one_way(url, day, how)})
-    finally:
-        await admin.close()
+    for how in ("drop", "delete"):
+        url = await server.new_database()
+        await filled(url, events, day)
+        results.append({"events": events, **await one_way(url, day, how)})
     return results
 
 

@@ -164,16 +164,10 @@ async def measure(url: str, agents: int, tasks: int, rounds: int) -> dict[str, A
 
 
 async def main_async(args: argparse.Namespace, server: ThrowawayServer) -> list[dict[str, Any]]:
-    admin = await asyncpg.connect(server.url("postgres"))
-    results = []
-    try:
-        for agents in args.agents:
-            name = server.new_name()
-            await admin.execute(f'CREATE DATABASE "{name}"')
-            results.append(await measure(server.url(name), agents, args.tasks, args.rounds))
-    finally:
-        await admin.close()
-    return results
+    return [
+        await measure(await server.new_database(), agents, args.tasks, args.rounds)
+        for agents in args.agents
+    ]
 
 
 def main() -> None:

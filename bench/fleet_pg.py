@@ -269,11 +269,7 @@ async def retention(url: str, filled_at: float) -> dict[str, float]:
 
 
 async def measure(server: ThrowawayServer, tasks: int, args: argparse.Namespace) -> dict[str, Any]:
-    name = server.new_name()
-    admin = await asyncpg.connect(server.url("postgres"))
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    url = server.url(name)
+    url = await server.new_database()
     started = time.perf_counter()
     filled_at = await fleet_store.fill_postgres(url, tasks)
     row: dict[str, Any] = {"tasks": tasks, "fill_s": time.perf_counter() - started}

@@ -38,7 +38,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import asyncpg  # noqa: E402
 import fleet_store  # noqa: E402  (scripts/)
 
-from tests.pg_server import ThrowawayServer, bench_server  # noqa: E402
+from tests.pg_server import bench_server  # noqa: E402
 from zombietop.config import default_config  # noqa: E402
 from zombietop.heartbeat_line import BeatLine  # noqa: E402
 from zombietop.judge.quiet import quiet_bounds  # noqa: E402
@@ -169,16 +169,6 @@ async def beat_rate(url: str, task_ids: list[str], round_no: int) -> float:
             await store.close()
 
 
-async def fresh_database(server: ThrowawayServer) -> str:
-    name = server.new_name()
-    admin = await asyncpg.connect(server.url("postgres"))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    return server.url(name)
-
-
 async def measure(url: str, args: argparse.Namespace) -> list[dict[str, float]]:
     now = await fleet_store.fill_postgres(url, args.tasks)
     async with await PostgresStore.open(url) as store:
@@ -249,8 +239,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     with bench_server("moment_indexes.py") as server:
-        rows = asyncio.run(measure(asyncio.run(fresh_database(server)), args))
-    print(f"{args.tasks:,} tasks       {'without':>12}  {'with indexes':>12}")
+        rows = asyncio.run(measure(asyncio.run(server.new_database()), args))
+    print(f"{f'{args.tasks:,} tasks':32} {'without':>12}  {'with indexes':>12}")
     for key, label, form in LINES:
         cells = [form.format(row[key]) if key in row else "-" for row in rows]
         print(f"{label:32} {cells[0]:>12}  {cells[1]:>12}")

@@ -165,6 +165,18 @@ class ThrowawayServer:
     def new_name(self) -> str:
         return f"zt_{os.getpid()}_{next(self._names)}"
 
+    async def new_database(self) -> str:
+        """Create an empty database of a new name on this server; return its URL."""
+        import asyncpg  # the suite's PostgreSQL tests and the benches have it; importers may not
+
+        name = self.new_name()
+        admin = await asyncpg.connect(self.url("postgres"))
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await admin.close()
+        return self.url(name)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             # SIGQUIT is PostgreSQL's "immediate shutdown": it skips the shutdown checkpoint

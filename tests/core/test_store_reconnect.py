@@ -59,15 +59,10 @@ def server() -> Iterator[ThrowawayServer]:
 @pytest.fixture
 def store_url(server: ThrowawayServer) -> str:
     async def create() -> str:
-        name = server.new_name()
-        admin = await asyncpg.connect(server.url("postgres"))
-        try:
-            await admin.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await admin.close()
-        store = await PostgresStore.open(server.url(name), create=True)
+        url = await server.new_database()
+        store = await PostgresStore.open(url, create=True)
         await store.close()
-        return server.url(name)
+        return url
 
     return asyncio.run(create())
 
