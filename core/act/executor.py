@@ -177,7 +177,22 @@ class Executor:
     async def _resume(self, request: ActionRequest, record: TaskRecord) -> ActionOutcome:
         task = record.task
         limits = self.config.limits_for(task.step_type)
-        stopped, refusal = await stop_old_copy(task, limits, host=self.host)
+        token = request.expected_token
+
+        async def fence() -> str | None:
+            # The old copy's wrapper would record the signal's exit as the task's end, which a
+            # task waiting --after this one takes for its failure: fenced, it records nothing.
+            nonlocal token
+            try:
+                lease = await self.store.fence_task(
+                    request.task_id, expected_token=token, actor=request.actor
+                )
+            except ActionRefused as exc:
+                return str(exc)
+            token = lease.token
+            return None
+
+        stopped, refusal = await stop_old_copy(task, limits, host=self.host, fence=fence)
         if refusal is not None:
             return await self._done(request, Outcome.REFUSED, refusal)
         if limits.compensate_command:
@@ -192,7 +207,7 @@ class Executor:
         try:
             task, lease = await self.store.resume_task(
                 request.task_id,
-                expected_token=request.expected_token,
+                expected_token=token,
                 actor=request.actor,
                 reason=request.reason,
             )

@@ -11,7 +11,7 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from zombietop.act.sweep import spared
 from zombietop.act.task_processes import (
@@ -29,8 +29,12 @@ from zombietop.procs import tie
 from zombietop.start_identity import ProcessStart
 
 
-async def stop_old_copy(task: Task, limits: Limits, *, host: str) -> tuple[str, str | None]:
-    """Stop the task's recorded process if it still lives on ``host`` (this one).
+async def stop_old_copy(
+    task: Task, limits: Limits, *, host: str, fence: Callable[[], Awaitable[str | None]]
+) -> tuple[str, str | None]:
+    """Stop the task's recorded process if it still lives on ``host`` (this one), calling
+    ``fence`` once before the first signal (it takes the task's lease, so the old copy's end is
+    never recorded; it returns why to refuse, if it must).
 
     Return what was done (for the outcome) and why to refuse the resume, if it must.
     """
@@ -48,6 +52,15 @@ async def stop_old_copy(task: Task, limits: Limits, *, host: str) -> tuple[str, 
     target = f"process group {pgid}" if pgid is not None else f"pid {pid}"
     if outside:
         target += f" and {processes(len(outside))} outside it ({pids_words(outside)})"
+    try:
+        os.kill(pid, 0)  # may we signal it at all? Asked before the lease is taken.
+    except ProcessLookupError:
+        return "", None
+    except PermissionError:
+        return "", not_ours(task, pid)
+    refusal = await fence()
+    if refusal is not None:
+        return "", refusal
     how = "SIGTERM"
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
@@ -60,10 +73,7 @@ async def stop_old_copy(task: Task, limits: Limits, *, host: str) -> tuple[str, 
             if not outside:
                 break
         except PermissionError:
-            return "", (
-                f"not resuming {task.task_id}: its old process (pid {pid}) is still alive "
-                f"and not ours to signal; stop it as its owner (kill {pid}), then resume"
-            )
+            return "", not_ours(task, pid)
         outside = await asyncio.to_thread(signal_each, outside, sig, task.task_id)
         how = sig.name
         if await gone_within(pid, task.pid_start, outside, limits.kill_grace):
@@ -71,9 +81,18 @@ async def stop_old_copy(task: Task, limits: Limits, *, host: str) -> tuple[str, 
     else:
         return "", (
             f"not resuming {task.task_id}: its old process (pid {pid}) outlived SIGKILL; "
-            "find out what holds it (uninterruptible I/O?) and resume once it is gone"
+            "find out what holds it (uninterruptible I/O?) and resume once it is gone (its "
+            "lease is taken: it can no longer record an end)"
         )
     return f"; stopped the old copy first ({target} exited after {how})", None
+
+
+def not_ours(task: Task, pid: int) -> str:
+    """Why a resume is refused when the old process is another user's."""
+    return (
+        f"not resuming {task.task_id}: its old process (pid {pid}) is still alive "
+        f"and not ours to signal; stop it as its owner (kill {pid}), then resume"
+    )
 
 
 async def gone_within(

@@ -218,6 +218,15 @@ class TasksInterface(abc.ABC):
         """
 
     @abc.abstractmethod
+    async def fence_task(self, task_id: str, *, expected_token: int | None, actor: str) -> Lease:
+        """Take the lease from whoever holds it (token + 1, no owner) and change nothing else.
+
+        A resume does this before it stops a copy that still runs, so that copy can no longer
+        record its end: a task waiting ``--after`` it would take that end for the task's own.
+        Raise ``ActionRefused`` as ``resume_task`` does.
+        """
+
+    @abc.abstractmethod
     async def discard_task(
         self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None
     ) -> tuple[Task, Lease]:
@@ -580,6 +589,11 @@ class Tasks(Jobs[Conn], TasksInterface):
             },
         )
         return Lease(task_id=task_id, owner=None, token=token, renewed_at=now)
+
+    async def fence_task(self, task_id: str, *, expected_token: int | None, actor: str) -> Lease:
+        async with self._write() as db:
+            _, lease, now = await self._take_for_action(db, task_id, expected_token, "resume")
+            return await self._bump_token(db, now, task_id, lease, actor)
 
     async def resume_task(
         self, task_id: str, *, expected_token: int | None, actor: str, reason: str | None = None

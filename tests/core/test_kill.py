@@ -33,8 +33,8 @@ from zombietop.act.task_processes import Outside, signal_each
 from zombietop.actions import Outcome
 from zombietop.clock import CLOCK_TICKS, FakeClock, host_boottime
 from zombietop.config import Config
-from zombietop.errors import TaskNotFound
-from zombietop.model import EventKind
+from zombietop.errors import LeaseLost, TaskNotFound
+from zombietop.model import EventKind, TaskState
 from zombietop.procs import read_start
 from zombietop.start_identity import start_words
 from zombietop.store import Store
@@ -423,6 +423,41 @@ async def test_resume_of_a_term_respecting_orphan_needs_no_sigkill(
     outcome = await executor.resume("t1", expected_token=1, actor="oncall", reason="retry")
     assert "exited after SIGTERM" in outcome.message, outcome.message
     assert await asyncio.to_thread(proc.wait, 5) == -signal.SIGTERM
+
+
+async def test_resume_takes_the_lease_before_it_signals_the_old_copy(
+    pinned_store: Store,
+    patient_config: Config,
+    fake_clock: FakeClock,
+    children: Children,
+    tmp_path: Path,
+) -> None:
+    """The reported fault: the demo's publish-2031, waiting `--after export-2031`, failed
+    ("upstream export-2031 was failed") when export-2031 was resumed, because the old copy's
+    wrapper, stopped by the resume, recorded exit 143 as the task's end before the resume took
+    the lease. The lease is taken while the old copy still runs, so its end is refused."""
+    ready = tmp_path / "ready"
+    proc = await start_task_process(
+        pinned_store, children, RESPECTS_TERM.format(ready=ready), ready
+    )
+    fence = pinned_store.fence_task
+    alive_when_fenced: list[bool] = []
+
+    async def observed(task_id: str, **kwargs: Any) -> Any:
+        alive_when_fenced.append(proc.poll() is None)
+        return await fence(task_id, **kwargs)
+
+    pinned_store.fence_task = observed  # type: ignore[method-assign]
+    executor = Executor(pinned_store, patient_config, clock=fake_clock)
+    outcome = await executor.resume("t1", expected_token=1, actor="oncall", reason="retry")
+
+    assert "exited after SIGTERM" in outcome.message, outcome.message
+    assert alive_when_fenced == [True]
+    with pytest.raises(LeaseLost):  # what the old copy's wrapper gets when it records its end
+        await pinned_store.finish_task(
+            "t1", owner="test-owner", token=1, state=TaskState.FAILED, exit_code=143
+        )
+    assert (await pinned_store.get_task("t1")).state is TaskState.QUEUED
 
 
 # An SDK job as a job author starts it by hand: no ZOMBIETOP_TASK, no --task on its command line.

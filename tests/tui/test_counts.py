@@ -121,3 +121,22 @@ async def test_the_header_asks_all_clear_once_a_snapshot_not_once_a_tick(
             header.now = NOW + second
         await pilot.pause()
         assert len(asked) == before
+
+
+async def test_a_long_filter_never_pushes_a_line_of_counts_out_of_the_header() -> None:
+    """At 80 columns, read-only, a filter's label made the first line wrap, and the header's
+    last line of counts (healthy, failed, succeeded) was no longer shown: the first line is cut
+    instead, and every count line is still there."""
+    snapshot = _stalled_and_quarantined()
+    app = make_app(SampleSource([snapshot]), read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        whole = _header_text(app).splitlines()
+        header = app.screen.query_one(StatusHeader)
+        header.filter_label = "'backup-0731-and-more' (1 of 40)"
+        await pilot.pause()
+        lines = _header_text(app).splitlines()
+    assert len(lines) == len(whole)
+    assert all(len(line) <= 78 for line in lines)
+    assert lines[1:] == whole[1:]
+    assert lines[0].endswith("…")

@@ -138,11 +138,15 @@ class StatusHeader(TextLines):
             rest.append(" READ-ONLY ", style="bold reverse")
         line = Text()
         line.append("zombietop", style="bold")
-        # The first line never wraps (a wrapped line moves every row below it, and the clock
-        # could no longer tick in place): a long store path gives way in its middle.
-        room = self.size.width - 2 - line.cell_len - rest.cell_len
+        # The first line never wraps (a wrapped line moves every row below it, pushes a line of
+        # counts out of the header, and the clock could no longer tick in place): a long store
+        # path gives way in its middle, and what still does not fit (a long filter at 80
+        # columns) is cut at the end.
+        width = max(self.size.width - 2, 1)
+        room = width - line.cell_len - rest.cell_len
         line.append_text(printable_text(f"  {shorten_middle(printable(self.store), room - 2)}"))
         line.append_text(rest)
+        line.truncate(width, overflow="ellipsis")
         return line
 
     def _count_lines(self, counts: Mapping[Health, int], clear: bool) -> list[Text]:
