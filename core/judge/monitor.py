@@ -270,13 +270,13 @@ class Monitor:
             records = await self.store.poll(since)
             self._active = sum(1 for record in records if not record.task.state.finished)
             return records, self.store.poll_changes(), None
-        bounds = quiet_bounds(now, self.config, self.host)
-        loud = await self.store.poll_loud(since, bounds.params(), limit, self._loud)
+        bounds = quiet_bounds(now, self.config, self.host).params()
+        loud = await self.store.poll_loud(since, bounds, limit, self._loud)
         self._active = loud.active
         active = {r.task.task_id for r in loud.records if not r.task.state.finished}
         self._loud = active - loud.gone_quiet
         read = len(self._loud)
-        found, more = await self._found(bounds.params(), loud.records)
+        found, more = await self._found(bounds, loud.records)
         # A task found is listed, so no longer counted (never below none: a task may change
         # between the reads).
         states = Counter(record.task.state for record in found)
